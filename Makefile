@@ -1,0 +1,34 @@
+# Two commands from a fresh clone (see README): `make book` and `make test`.
+# Each first creates .venv with the pinned dependencies of requirements.lock.
+# Override the torch pin for your platform, e.g. `make test TORCH="torch==2.5.1"`.
+
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0
+BIN    := $(VENV)/bin
+BOOK   := _build/html
+
+.PHONY: book test notebooks bench clean
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH)" -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+## book: execute every notebook (quick profile) and render the HTML book into _build/html
+book: $(VENV)/.installed
+	rm -rf _build/.jupyter_cache
+	LECTURE_PROFILE=quick $(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --warningiserror --keep-going
+	$(BIN)/python book/check_offline.py $(BOOK)
+
+## test: unit tests, then every notebook executed by nbval (quick profile)
+test: $(VENV)/.installed
+	LECTURE_PROFILE=quick $(BIN)/python -m pytest
+
+## notebooks: regenerate each output-free .ipynb from its py:percent source
+notebooks: $(VENV)/.installed
+	$(BIN)/jupytext --to ipynb notebooks/[0-9]*.py
+
+clean:
+	rm -rf _build $(VENV)
