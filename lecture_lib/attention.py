@@ -242,6 +242,15 @@ class MultiHeadAttention(nn.Module):
                 f"expected query (B, L, E), key and value (B, S, E), got {_shape(query)}, {_shape(key)}, {_shape(value)}"
             )
 
+    def _project(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Q = query W^Q, K = key W^K, V = value W^V; for self-attention as one (E, 3E) matmul, as PyTorch does."""
+        if key is query and value is query:
+            projections = (self.q_proj, self.k_proj, self.v_proj)
+            weight = torch.cat([p.weight for p in projections])
+            bias = torch.cat([p.bias for p in projections]) if self.q_proj.bias is not None else None
+            return F.linear(query, weight, bias).chunk(3, dim=-1)
+        return self.q_proj(query), self.k_proj(key), self.v_proj(value)
+
     def forward(
         self,
         query: torch.Tensor,
@@ -255,9 +264,7 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         self._check_inputs(query, key, value)
         h = self.num_heads
-        q = split_heads(self.q_proj(query), h)  # (B, H, L, D)
-        k = split_heads(self.k_proj(key), h)  # (B, H, S, D)
-        v = split_heads(self.v_proj(value), h)  # (B, H, S, D)
+        q, k, v = (split_heads(x, h) for x in self._project(query, key, value))  # (B, H, T, D) each
         if mask is not None:
             check_mask(mask, (query.shape[0], h, query.shape[1], key.shape[1]))
         p = self.dropout if self.training else 0.0

@@ -10,12 +10,18 @@ Taught in: 01_attention ("The bottleneck, measured", "Attention in equations").
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import padding_mask, scaled_dot_product_attention
-from lecture_lib.data.toy import BOS, PAD, Seq2SeqBatch
+from lecture_lib.data.toy import BOS, NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
+from lecture_lib.profile import pick
+from lecture_lib.runtime import seed_everything
+from lecture_lib.train import History, TrainConfig, train
 
 
 class RNNSeq2Seq(nn.Module):
@@ -79,3 +85,49 @@ def exact_match(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
     predicted, _ = model.greedy(batch.src, batch.src_lengths, batch.tgt_out.shape[1])
     real = batch.tgt_out != PAD
     return ((predicted == batch.tgt_out) | ~real).all(dim=1)
+
+
+@dataclass
+class ReversalExperiment:
+    """Sizes of the bottleneck experiment: train with and without attention, compare by length."""
+
+    hidden_size: int
+    steps: int
+    batch_size: int
+    min_len: int
+    max_len: int
+    num_symbols: int = 10
+    lr: float = 3e-3
+
+
+def reversal_experiment() -> ReversalExperiment:
+    """The experiment's sizes for the active profile (see :mod:`lecture_lib.profile`)."""
+    return pick(
+        quick=ReversalExperiment(hidden_size=64, steps=700, batch_size=64, min_len=4, max_len=14),
+        full=ReversalExperiment(hidden_size=256, steps=4000, batch_size=128, min_len=4, max_len=30),
+    )
+
+
+def reversal_stream(exp: ReversalExperiment, seed: int) -> Callable[[int], Seq2SeqBatch]:
+    """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from its own seed."""
+    return lambda i: reversal_batch(exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols,
+                                    torch.Generator().manual_seed(seed * 1_000_003 + i))
+
+
+def train_reversal(attention: bool, exp: ReversalExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
+    """Train an :class:`RNNSeq2Seq` to reverse strings, on the CPU (the model is tiny)."""
+    seed_everything(seed)
+    model = RNNSeq2Seq(NUM_SPECIAL + exp.num_symbols, exp.hidden_size, attention)
+    history = train(model, reversal_stream(exp, seed), seq2seq_loss, TrainConfig(steps=exp.steps, lr=exp.lr),
+                    device="cpu")
+    return model, history
+
+
+def accuracy_by_length(model: RNNSeq2Seq, exp: ReversalExperiment, per_length: int = 200,
+                       seed: int = 12345) -> dict[int, float]:
+    """Exact-match rate of greedy decoding on fresh strings of each length min_len..max_len."""
+    generator = torch.Generator().manual_seed(seed)
+    return {
+        n: exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, generator)).float().mean().item()
+        for n in range(exp.min_len, exp.max_len + 1)
+    }

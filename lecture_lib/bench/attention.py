@@ -1,0 +1,102 @@
+"""Attention benchmarks: our multi-head attention against PyTorch's, and naive against fused attention.
+
+``python -m lecture_lib.bench attention [--repeats N]`` prints forward+backward times measured in one run.
+
+Taught in: 01_attention ("What attention costs").
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.attention import MultiHeadAttention, scaled_dot_product_attention
+from lecture_lib.measure import saved_tensor_bytes, time_call
+from lecture_lib.profile import pick
+from lecture_lib.runtime import default_device
+
+
+def cost_lengths() -> list[int]:
+    """Sequence lengths of the cost curve for the active profile."""
+    return pick(quick=[64, 128, 256, 512, 1024, 2048], full=[256, 512, 1024, 2048, 4096, 8192])
+
+
+def _forward_backward(attend, q, k, v):
+    def run():
+        out = attend(q, k, v)
+        out.backward(torch.ones_like(out))
+        return out
+    return run
+
+
+def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, repeats: int = 3,
+                   device: torch.device | str = "cpu", seed: int = 0) -> list[dict[str, float]]:
+    """Forward+backward seconds and activation bytes of naive vs fused attention, one row per length.
+
+    Naive: :func:`lecture_lib.attention.scaled_dot_product_attention`, which builds the (n, n) score
+    matrix and keeps it for the backward pass. Fused: ``torch.nn.functional.scaled_dot_product_attention``.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for n in lengths:
+        q, k, v = (torch.randn(1, heads, n, head_dim, generator=generator).to(device).requires_grad_()
+                   for _ in range(3))
+        naive = _forward_backward(lambda *t: scaled_dot_product_attention(*t)[0], q, k, v)
+        fused = _forward_backward(lambda *t: F.scaled_dot_product_attention(*t), q, k, v)
+        rows.append({
+            "length": n,
+            "naive_seconds": time_call(naive, repeats=repeats, warmup=1, device=device),
+            "fused_seconds": time_call(fused, repeats=repeats, warmup=1, device=device),
+            "naive_bytes": saved_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)[0]),
+            "fused_bytes": saved_tensor_bytes(lambda: F.scaled_dot_product_attention(q, k, v)),
+        })
+    return rows
+
+
+def compare_multihead(batch: int = 8, length: int = 256, width: int = 256, heads: int = 8, repeats: int = 20,
+                      device: torch.device | str = "cpu", seed: int = 0) -> dict[str, float]:
+    """Median forward+backward seconds of ours vs ``nn.MultiheadAttention`` with identical weights.
+
+    Both run in training mode without returning attention weights (PyTorch: ``need_weights=False``),
+    interleaved so that a slow moment of the machine hits both.
+    """
+    torch.manual_seed(seed)
+    theirs = nn.MultiheadAttention(width, heads, batch_first=True).to(device).train()
+    ours = MultiHeadAttention.from_torch(theirs).train()
+    x = torch.randn(batch, length, width, device=device, requires_grad=True)
+
+    def step(module, **kwargs):
+        def run():
+            out = module(x, x, x, **kwargs)[0]
+            out.backward(torch.ones_like(out))
+        return run
+
+    runs = {"ours": step(ours), "torch": step(theirs, need_weights=False),
+            "torch_with_weights": step(theirs, need_weights=True)}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            times[name].append(time_call(run, repeats=1, warmup=1, device=device))
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench attention")
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args(argv)
+    device = default_device()
+    print(f"device: {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+    t = compare_multihead(repeats=args.repeats, device=device)
+    print("multi-head attention, forward+backward, batch 8, length 256, width 256, 8 heads (median):")
+    print(f"  ours (fused kernel)                   {t['ours'] * 1e3:8.2f} ms")
+    print(f"  nn.MultiheadAttention(need_weights=F) {t['torch'] * 1e3:8.2f} ms")
+    print(f"  nn.MultiheadAttention(need_weights=T) {t['torch_with_weights'] * 1e3:8.2f} ms")
+    print(f"  ratio ours / torch = {t['ours'] / t['torch']:.3f}  (target <= 1.1)")
+    print("naive vs fused scaled dot-product attention, 4 heads of 64, forward+backward:")
+    print(f"  {'length':>6} {'naive ms':>9} {'fused ms':>9} {'naive MiB':>10} {'fused MiB':>10}")
+    for row in cost_by_length(cost_lengths(), device=device):
+        print(f"  {row['length']:>6} {row['naive_seconds'] * 1e3:>9.2f} {row['fused_seconds'] * 1e3:>9.2f}"
+              f" {row['naive_bytes'] / 2**20:>10.2f} {row['fused_bytes'] / 2**20:>10.2f}")
