@@ -3,12 +3,14 @@
 Usage: python book/check_offline.py _build/html
 
 Every <script src>, <link href>, <img src>, <iframe src>, <source src>, <video src>, <audio src>,
-<embed src> and <object data> in every HTML page must point inside the book. Links a reader clicks
-(<a href>) may point anywhere: following them is the reader's choice, not a request the page makes.
+<embed src> and <object data> in every HTML page must point inside the book, and no inline <script>
+may mention a web address (it could load it later). Links a reader clicks (<a href>) may point
+anywhere: following them is the reader's choice, not a request the page makes.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -19,6 +21,9 @@ LOADING_ATTRIBUTES = {
 }
 
 
+WEB_ADDRESS = re.compile(r"(?:https?:)?//[a-z0-9-]+(?:\.[a-z0-9-]+)+", re.IGNORECASE)
+
+
 def is_external(url: str) -> bool:
     return url.strip().lower().startswith(("http://", "https://", "//", "ftp://"))
 
@@ -27,12 +32,21 @@ class ExternalLoads(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.found: list[str] = []
+        self.in_script = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.in_script = tag == "script"
         wanted = LOADING_ATTRIBUTES.get(tag)
         for name, value in attrs:
             if value and (name == wanted or name == "srcset") and is_external(value):
                 self.found.append(f"<{tag} {name}={value!r}>")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_script:
+            self.found += [f"inline <script> mentions {m.group(0)!r}" for m in WEB_ADDRESS.finditer(data)]
 
 
 def external_loads(page: Path) -> list[str]:

@@ -17,10 +17,12 @@ def test_external_scripts_styles_and_images_are_flagged(tmp_path):
         '<html><head><script src="https://cdn.example.org/mathjax.js"></script>'
         '<link rel="stylesheet" href="//fonts.example.org/a.css"><script src="_static/local.js"></script></head>'
         '<body><a href="https://example.org">a link is fine</a><img src="http://example.org/x.png">'
-        '<img srcset="https://example.org/y.png 2x" src="_static/y.png"></body></html>'
+        '<img srcset="https://example.org/y.png 2x" src="_static/y.png">'
+        '<script>const URL = "https://unpkg.com/thebe/lib/index.js"; const x = 1 // 2;</script></body></html>'
     )
     found = check_offline.external_loads(page)
-    assert len(found) == 4
+    assert len(found) == 5, found
+    assert any("unpkg.com" in f for f in found)
     assert check_offline.main([str(tmp_path)]) == 1
 
 
