@@ -118,9 +118,11 @@ assert plain_accuracy[exp.min_len] > 0.5, "both models should manage the shortes
 # At decoder step $t$ the decoder has a hidden state $s_t \in \mathbb{R}^h$. Attention lets it score every
 # encoder state, turn the scores into a probability distribution, and read a weighted average:
 #
-# $$e^t = [\,s_t^\top h_1, \dots, s_t^\top h_N\,] \in \mathbb{R}^N \qquad
-#   \alpha^t = \mathrm{softmax}(e^t) \in \mathbb{R}^N \qquad
-#   a_t = \sum_{i=1}^N \alpha^t_i\, h_i \in \mathbb{R}^h$$
+# $$\begin{aligned}
+# e^t &= [\,s_t^\top h_1, \dots, s_t^\top h_N\,] \in \mathbb{R}^N && \text{scores}\\
+# \alpha^t &= \mathrm{softmax}(e^t) \in \mathbb{R}^N && \text{attention distribution}\\
+# a_t &= \sum_{i=1}^N \alpha^t_i\, h_i \in \mathbb{R}^h && \text{attention output}
+# \end{aligned}$$
 #
 # The attention output $a_t$ is concatenated with the decoder state, $[a_t; s_t] \in \mathbb{R}^{2h}$, and the
 # prediction is made from that (our model applies a linear layer and $\tanh$, then the output layer, as in
@@ -184,10 +186,10 @@ assert sum(later_steps) / len(later_steps) >= 0.8
 # found). Stack them as matrices $Q \in \mathbb{R}^{L\times d_k}$, $K \in \mathbb{R}^{S\times d_k}$,
 # $V \in \mathbb{R}^{S\times d_v}$; then all $L$ queries attend at once (Vaswani et al., 2017):
 #
-# $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V,
-# \qquad [L\times d_k]\,[d_k\times S]\,[S\times d_v] = [L\times d_v],$$
+# $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V,$$
 #
-# with the softmax taken over each row. In section 2, $Q$ held the decoder states and $K = V$ the encoder
+# with the softmax taken over each row; the shapes chain as
+# $[L\times d_k]\,[d_k\times S]\,[S\times d_v] = [L\times d_v]$. In section 2, $Q$ held the decoder states and $K = V$ the encoder
 # states. The line below is the whole idea; the library's version adds the checks and the masks, and we make
 # sure all three agree, including PyTorch's fused kernel.
 
@@ -277,7 +279,7 @@ assert max(s[2] for s in scaled) < 2 * min(s[2] for s in scaled), "the scaled gr
 # way: add a matrix $M$ to the scores,
 #
 # $$\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V, \qquad
-#   M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j\\ -\infty & \text{otherwise.}\end{cases}$$
+#   M_{ij} = \begin{cases} 0 & \text{if query } i \text{ may attend to key } j,\\ -\infty & \text{otherwise.}\end{cases}$$
 #
 # Since $e^{-\infty} = 0$, the masked keys receive exactly zero weight and the rest renormalise among
 # themselves. The library writes masks as booleans (`True` = may attend) and `additive_mask` turns them into
@@ -322,8 +324,10 @@ torch.testing.assert_close(out_clean[1, :, :3], out_garbage[1, :, :3])
 # attentions side by side, each on its own learned projection to a smaller width $d = E/h$, and mixes their
 # results (Vaswani et al., 2017):
 #
-# $$\mathrm{MultiHead}(Q,K,V) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O, \qquad
-#   \mathrm{head}_i = \mathrm{Attention}(QW_i^Q,\; KW_i^K,\; VW_i^V).$$
+# $$\begin{aligned}
+# \mathrm{MultiHead}(Q,K,V) &= \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O,\\
+# \mathrm{head}_i &= \mathrm{Attention}(QW_i^Q,\; KW_i^K,\; VW_i^V).
+# \end{aligned}$$
 #
 # Computing it is four steps: **project** with one $E\times E$ matrix per role (its $h$ column blocks are
 # the $W_i$), **split** the width into $h$ heads, **attend** in every head at once, **concatenate** and
