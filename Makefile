@@ -18,7 +18,6 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 
 ## book: execute every notebook (quick profile) and render the HTML book into _build/html
 book: $(VENV)/.installed
-	rm -rf _build/.jupyter_cache
 	LECTURE_PROFILE=quick $(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --warningiserror --keep-going
 	$(BIN)/python book/check_offline.py $(BOOK)
 
