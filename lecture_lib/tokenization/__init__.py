@@ -1,0 +1,46 @@
+"""Subword tokenization, one module per algorithm.
+
+- :mod:`~lecture_lib.tokenization.bpe`: byte-pair encoding as compression (Gage 1994) and as Sennrich
+  et al.'s (2016) subword learner (:func:`learn_bpe`);
+- :mod:`~lecture_lib.tokenization.byte_level`: GPT-2's byte-level BPE with an incremental trainer
+  (:class:`ByteLevelBPE`);
+- :mod:`~lecture_lib.tokenization.wordpiece`: BERT's WordPiece tokenizer and a trainer by likelihood
+  gain (:class:`WordPieceTokenizer`);
+- :mod:`~lecture_lib.tokenization.tradeoff`: vocabulary size against sequence length, and the chapter's
+  sizes for each profile.
+
+Taught in: 03_tokenization.
+"""
+
+from lecture_lib.tokenization.bpe import apply_bpe, compress, get_stats, learn_bpe, merge_pair
+from lecture_lib.tokenization.byte_level import ByteLevelBPE, bytes_to_unicode
+from lecture_lib.tokenization.tradeoff import bpe_curve, tokenization_experiment, wordpiece_curve
+from lecture_lib.tokenization.wordpiece import (
+    SPECIAL_TOKENS,
+    WordPieceTokenizer,
+    basic_tokenize,
+    bert_uncased_vocab_file,
+    count_words,
+    learn_wordpiece,
+    longest_match_first,
+)
+
+__all__ = [
+    "ByteLevelBPE",
+    "SPECIAL_TOKENS",
+    "WordPieceTokenizer",
+    "apply_bpe",
+    "basic_tokenize",
+    "bert_uncased_vocab_file",
+    "bpe_curve",
+    "bytes_to_unicode",
+    "compress",
+    "count_words",
+    "get_stats",
+    "learn_bpe",
+    "learn_wordpiece",
+    "longest_match_first",
+    "merge_pair",
+    "tokenization_experiment",
+    "wordpiece_curve",
+]

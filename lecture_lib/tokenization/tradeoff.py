@@ -1,0 +1,90 @@
+"""Vocabulary size against sequence length: what a bigger vocabulary buys, measured on held-out text.
+
+Both BPE and WordPiece grow their vocabularies one unit at a time, so the first k learned units *are*
+the vocabulary a shorter training run would have produced: one training run gives the whole curve
+(:meth:`ByteLevelBPE.truncated`, and a prefix of a WordPiece vocabulary list).
+
+Taught in: 03_tokenization ("Vocabulary size against sequence length").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from lecture_lib.profile import pick
+from lecture_lib.tokenization.byte_level import ByteLevelBPE
+from lecture_lib.tokenization.wordpiece import UNK, WordPieceTokenizer
+
+
+@dataclass(frozen=True)
+class TokenizationExperiment:
+    """The chapter's sizes: the BPE and WordPiece vocabularies trained, and the points of the curves.
+
+    ``bpe_vocab_size`` counts bytes and merged tokens, not special tokens.
+    """
+
+    bpe_vocab_size: int
+    wordpiece_vocab_size: int
+    bpe_curve_sizes: tuple[int, ...]
+    wordpiece_curve_sizes: tuple[int, ...]
+    comparison_documents: int  # documents for the naive-vs-incremental timing in the notebook
+
+
+def tokenization_experiment() -> TokenizationExperiment:
+    """The experiment's sizes for the active profile (see :mod:`lecture_lib.profile`)."""
+    return pick(
+        quick=TokenizationExperiment(bpe_vocab_size=4096, wordpiece_vocab_size=3000,
+                                     bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096),
+                                     wordpiece_curve_sizes=(600, 1000, 2000, 3000), comparison_documents=300),
+        full=TokenizationExperiment(bpe_vocab_size=16384, wordpiece_vocab_size=8000,
+                                    bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096, 8192, 16384),
+                                    wordpiece_curve_sizes=(600, 1000, 2000, 4000, 8000), comparison_documents=1000),
+    )
+
+
+def _row(vocab_size: int, tokens: int, texts: Sequence[str], unknown: int = 0) -> dict[str, float]:
+    words = sum(len(t.split()) for t in texts)
+    return {
+        "vocab_size": vocab_size,
+        "tokens": tokens,
+        "tokens_per_word": tokens / words,
+        "bytes_per_token": sum(len(t.encode("utf-8")) for t in texts) / tokens,
+        "unknown_rate": unknown / tokens,
+    }
+
+
+def bpe_curve(tokenizer: ByteLevelBPE, texts: Sequence[str], vocab_sizes: Sequence[int]) -> list[dict[str, float]]:
+    """Tokens, tokens per white-space word and bytes per token of ``texts`` at each vocabulary size.
+
+    Sizes count the byte and merged tokens (256 is bytes only); the tokenizer's special tokens come on top.
+
+    Taught in: 03_tokenization ("Vocabulary size against sequence length").
+    """
+    specials = len(tokenizer.special_tokens)
+    if max(vocab_sizes) > len(tokenizer) - specials:
+        raise ValueError(f"expected vocabulary sizes up to the tokenizer's {len(tokenizer) - specials}, "
+                         f"got {max(vocab_sizes)}")
+    rows = []
+    for size in vocab_sizes:
+        small = tokenizer.truncated(size + specials)
+        rows.append(_row(size, sum(len(small.encode(t)) for t in texts), texts))
+    return rows
+
+
+def wordpiece_curve(vocab: Sequence[str], texts: Sequence[str], vocab_sizes: Sequence[int],
+                    lowercase: bool = True) -> list[dict[str, float]]:
+    """The same measures for the WordPiece vocabularies made of the first ``k`` entries of ``vocab``.
+
+    ``unknown_rate`` is the fraction of tokens that are ``[UNK]``.
+
+    Taught in: 03_tokenization ("Vocabulary size against sequence length").
+    """
+    if max(vocab_sizes) > len(vocab):
+        raise ValueError(f"expected vocabulary sizes up to {len(vocab)}, got {max(vocab_sizes)}")
+    rows = []
+    for size in vocab_sizes:
+        tokenizer = WordPieceTokenizer(vocab[:size], lowercase=lowercase)
+        tokens = [t for text in texts for t in tokenizer.tokenize(text)]
+        rows.append(_row(size, len(tokens), texts, unknown=tokens.count(UNK)))
+    return rows
