@@ -23,3 +23,15 @@ def seed_everything(seed: int) -> torch.Generator:
     np.random.seed(seed)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
+
+
+def limit_cpu_threads(threads: int = 1) -> int:
+    """Without CUDA, run PyTorch's CPU operations on ``threads`` threads; return the number in use.
+
+    The course's quick-profile models are tiny: their matrix products gain little from being split across
+    cores, and on a busy machine the threads mostly wait for one another. One thread also makes the
+    printed numbers identical on any number of cores. With CUDA the models run on the GPU and nothing changes.
+    """
+    if not torch.cuda.is_available():
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()

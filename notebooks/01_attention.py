@@ -55,10 +55,10 @@ from lecture_lib.attention import (
 )
 from lecture_lib.bench.attention import cost_by_length, cost_lengths
 from lecture_lib.data.toy import reversal_batch
-from lecture_lib.runtime import seed_everything
+from lecture_lib.runtime import limit_cpu_threads, seed_everything
 from lecture_lib.seq2seq import accuracy_by_length, reversal_experiment, train_reversal
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 
 # %% [markdown]
 # ## 1. The bottleneck, measured
