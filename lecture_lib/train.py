@@ -1,18 +1,29 @@
-"""The training loop every chapter uses: any device, a learning-rate schedule, clipping, accumulation.
+"""The training loop every chapter uses: any device, a learning-rate schedule, clipping, accumulation,
+bf16 autocast on CUDA, checkpoints that resume exactly, and data-parallel training under ``torchrun``.
 
 The data stream is a function of the step, ``batch_fn(i) -> batch``: the i-th micro-batch is the
-same whenever it is asked for, so a run is reproducible from its seed alone.
+same whenever it is asked for, so a run is reproducible from its seed alone, a resumed run reads
+the batches the interrupted one would have read, and data-parallel workers split the stream by
+index: with W workers, worker r reads micro-batches r, W + r, 2W + r, ... One optimizer step of W
+workers with ``grad_accum=k`` therefore sees the same micro-batches as one process with
+``grad_accum=k * W``, and computes the same update.
 
-Taught in: 01_attention ("A seq2seq model with attention"), 02_transformer ("Training").
+Taught in: 01_attention ("A seq2seq model with attention"), 02_transformer ("Training"),
+04_bert_pretraining ("A training loop for real runs").
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import dataclass, field
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from tqdm import tqdm
 
@@ -21,11 +32,24 @@ from lecture_lib.runtime import default_device
 Batch = Any
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
 
+CHECKPOINT_NAME = "checkpoint.pt"
+PRECISIONS = ("auto", "fp32", "bf16")
+# Fields that change what a run computes: a checkpoint resumes only under the same values.
+_RESUME_FIELDS = ("steps", "lr", "weight_decay", "warmup_steps", "schedule", "grad_clip", "grad_accum", "precision")
+
 
 @dataclass
 class TrainConfig:
     """What a run does. ``schedule`` is ``"constant"``, ``"linear"`` (warm-up, then linear decay to 0,
-    as BERT) or ``"inverse_sqrt"`` (warm-up, then 1/sqrt(step), as Vaswani et al. 2017)."""
+    as BERT) or ``"inverse_sqrt"`` (warm-up, then 1/sqrt(step), as Vaswani et al. 2017).
+
+    ``checkpoint_dir``: where ``checkpoint.pt`` is written every ``checkpoint_every`` steps (0: only at
+    the end) and read back on the next call, which then continues from it. ``precision``: ``"auto"``
+    is bf16 autocast on CUDA and fp32 elsewhere; ``"bf16"`` autocasts on any device. ``compile`` runs
+    the model through ``torch.compile`` with ``compile_backend``; ``fused`` picks the fused AdamW
+    kernel (``None``: on CUDA). ``num_threads`` sets PyTorch's CPU threads for the run (``None``: leave
+    them): for small models one thread is often faster than several, which mostly wait for each other.
+    """
 
     steps: int
     lr: float = 1e-3
@@ -36,12 +60,26 @@ class TrainConfig:
     grad_accum: int = 1
     eval_every: int = 0
     progress: bool = True
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 0
+    precision: str = "auto"
+    compile: bool = False
+    compile_backend: str = "inductor"
+    fused: bool | None = None
+    num_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.grad_accum < 1:
             raise ValueError(f"steps and grad_accum must be >= 1, got {self.steps} and {self.grad_accum}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; expected one of {sorted(SCHEDULES)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; expected one of {PRECISIONS}")
+        if self.checkpoint_every < 0 or self.eval_every < 0:
+            raise ValueError(f"expected checkpoint_every, eval_every >= 0, "
+                             f"got {self.checkpoint_every}, {self.eval_every}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(f"expected num_threads >= 1 or None, got {self.num_threads}")
 
 
 @dataclass
@@ -51,6 +89,11 @@ class History:
     loss: list[float] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
     evals: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "History":
+        """Inverse of ``dataclasses.asdict`` (JSON and checkpoints store the tuples as lists)."""
+        return cls(list(values["loss"]), list(values["lr"]), [(int(s), dict(m)) for s, m in values["evals"]])
 
 
 def constant(step: int, warmup: int, total: int) -> float:
@@ -92,6 +135,92 @@ def to_device(batch: Batch, device: torch.device) -> Batch:
     return batch
 
 
+# ---------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
+    """``torch.save`` to a temporary file in the same directory, then rename it over ``path``.
+
+    The rename is atomic, so ``path`` always holds either the previous checkpoint or the new one,
+    never half a file, even if the process dies while writing.
+
+    Taught in: 04_bert_pretraining ("A training loop for real runs").
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: torch.device | str = "cpu") -> dict[str, Any]:
+    """Read a checkpoint with ``torch.load(weights_only=True)``: tensors and plain containers only, no code."""
+    return torch.load(path, map_location=map_location, weights_only=True)
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+# ---------------------------------------------------------------- data parallelism
+
+
+def distributed_context() -> tuple[int, int]:
+    """(rank, world_size): joins the process group that ``torchrun`` describes in the environment.
+
+    Under ``torchrun --nproc_per_node W`` (WORLD_SIZE > 1) the first call initialises the default
+    group: NCCL on CUDA, gloo otherwise. A plain process returns (0, 1).
+
+    Taught in: 04_bert_pretraining ("A training loop for real runs").
+    """
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _pick_device(device: torch.device | str | None, world_size: int) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    if world_size > 1 and torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return default_device()
+
+
+# ---------------------------------------------------------------- the loop
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int | None):
+    """Run the ``with`` block on ``n`` PyTorch CPU threads (``None``: leave them), then restore the count."""
+    previous = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def train(
     model: nn.Module,
     batch_fn: Callable[[int], Batch],
@@ -103,36 +232,105 @@ def train(
 ) -> History:
     """Train ``model`` for ``config.steps`` optimizer steps with AdamW; return the history.
 
-    Each optimizer step averages ``config.grad_accum`` micro-batches ``batch_fn(step * grad_accum + j)``.
+    Each optimizer step averages ``config.grad_accum`` micro-batches ``batch_fn(step * grad_accum + j)``
+    (under W data-parallel workers, worker r reads ``batch_fn((step * grad_accum + j) * W + r)``).
+    ``loss_fn(model, batch)`` receives the model as it runs (compiled, data-parallel): it should call
+    it rather than reach into its submodules. ``evaluate(model)`` receives the plain model in eval mode,
+    under ``torch.no_grad``. With ``config.checkpoint_dir`` set, a checkpoint found there is resumed:
+    weights, optimizer moments, step, history and random-number state, so the run ends exactly where
+    an uninterrupted one would.
+
+    Taught in: 04_bert_pretraining ("A training loop for real runs").
     """
-    device = torch.device(device) if device is not None else default_device()
+    with cpu_threads(config.num_threads):
+        return _train(model, batch_fn, loss_fn, config, evaluate, device)
+
+
+def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, config: TrainConfig,
+           evaluate: Callable[[nn.Module], dict[str, float]] | None, device: torch.device | str | None) -> History:
+    rank, world = distributed_context()
+    device = _pick_device(device, world)
     model.to(device)
-    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
+    fused = config.fused if config.fused is not None else device.type == "cuda"
+    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, fused=fused)
+    history, start = History(), 0
+    checkpoint = Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None
+    if checkpoint is not None and checkpoint.is_file():
+        start, history = _resume(checkpoint, model, optimizer, config, world, device)
+
+    running = model
+    if world > 1:
+        ids = [device.index] if device.type == "cuda" else None
+        running = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    if config.compile:
+        running = torch.compile(running, backend=config.compile_backend)
+    bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
     factor = SCHEDULES[config.schedule]
-    history = History()
-    bar = tqdm(range(config.steps), disable=not config.progress, desc="training", mininterval=1.0)
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="training", mininterval=1.0,
+               disable=not config.progress or rank != 0)
     for step in bar:
         lr = config.lr * factor(step, config.warmup_steps, config.steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        model.train()
-        total = 0.0
+        running.train()
+        losses = []
         for j in range(config.grad_accum):
-            batch = to_device(batch_fn(step * config.grad_accum + j), device)
-            loss = loss_fn(model, batch) / config.grad_accum
-            loss.backward()
-            total += loss.item()
+            batch = to_device(batch_fn((step * config.grad_accum + j) * world + rank), device)
+            skip_sync = world > 1 and j + 1 < config.grad_accum  # all-reduce once, on the last micro-batch
+            with running.no_sync() if skip_sync else contextlib.nullcontext():
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    loss = loss_fn(running, batch) / config.grad_accum
+                loss.backward()
+            losses.append(loss.detach())
         if config.grad_clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        total = sum(torch.stack(losses).tolist())  # one device sync per step
+        if world > 1:
+            reduced = torch.tensor(total, device=device)
+            dist.all_reduce(reduced)
+            total = reduced.item() / world
         history.loss.append(total)
         history.lr.append(lr)
-        bar.set_postfix(loss=f"{total:.3f}", refresh=False)
-        last = step + 1 == config.steps
-        if evaluate is not None and ((config.eval_every and (step + 1) % config.eval_every == 0) or last):
+        bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
+        done = step + 1
+        if evaluate is not None and ((config.eval_every and done % config.eval_every == 0) or done == config.steps):
             model.eval()
             with torch.no_grad():
-                history.evals.append((step + 1, evaluate(model)))
+                history.evals.append((done, evaluate(model)))
+        if checkpoint is not None and ((config.checkpoint_every and done % config.checkpoint_every == 0)
+                                       or done == config.steps):
+            if rank == 0:
+                save_checkpoint(checkpoint, _state(model, optimizer, config, world, done, history))
+            if world > 1:
+                dist.barrier()
     model.eval()
     return history
+
+
+def _state(model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig, world: int, step: int,
+           history: History) -> dict[str, Any]:
+    return {
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "history": asdict(history),
+        "rng": _rng_state(),
+        "config": {name: getattr(config, name) for name in _RESUME_FIELDS},
+        "world_size": world,
+    }
+
+
+def _resume(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig, world: int,
+            device: torch.device) -> tuple[int, History]:
+    state = load_checkpoint(path, map_location=device)
+    expected = {name: getattr(config, name) for name in _RESUME_FIELDS}
+    if state["config"] != expected or state["world_size"] != world:
+        raise ValueError(f"checkpoint {path} was written by a different run: it has {state['config']} on "
+                         f"{state['world_size']} workers, this run is {expected} on {world}; "
+                         "use another checkpoint_dir")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    _set_rng_state(state["rng"])
+    return int(state["step"]), History.from_dict(state["history"])

@@ -1,0 +1,169 @@
+"""Next-sentence prediction: sentence pairs [CLS] A [SEP] B [SEP], where B follows A or comes from elsewhere.
+
+Half of the time segment B is the text that really follows A in the same document (label 0,
+IsNext); half of the time it is taken from another document (label 1, NotNext), so the [CLS]
+vector must learn something about how two pieces of text relate (Devlin et al. 2019). Labels
+follow Hugging Face's ``next_sentence_label``.
+
+Pairs are cut as in BERT's data preparation: consecutive sentences of a document are gathered
+until the token budget is reached, split at a random sentence boundary into A and B, and then
+:func:`truncate_pair` trims the longer segment until the pair fits, so both segments survive.
+
+Taught in: 04_bert_pretraining ("Next-sentence prediction").
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+IS_NEXT, NOT_NEXT = 0, 1
+NUM_SPECIAL_IN_PAIR = 3  # [CLS], [SEP], [SEP]
+
+
+@dataclass
+class SentencePair:
+    """Token ids of segments A and B (no special tokens) and whether B was drawn at random."""
+
+    tokens_a: list[int]
+    tokens_b: list[int]
+    is_random_next: bool
+
+    @property
+    def label(self) -> int:
+        return NOT_NEXT if self.is_random_next else IS_NEXT
+
+
+def truncate_pair(tokens_a: Sequence[int], tokens_b: Sequence[int], max_num_tokens: int,
+                  rng: random.Random | None = None) -> tuple[list[int], list[int]]:
+    """Trim the longer segment (B on a tie) one token at a time until len(A) + len(B) <= ``max_num_tokens``.
+
+    Without ``rng`` tokens go from the end, which is the "longest_first" truncation of Hugging Face
+    tokenizers; with ``rng`` each token goes from the front or the back at random, as in BERT's
+    pretraining data, so the model does not learn that segments always end where sentences end.
+    Both segments keep at least one token.
+
+    >>> truncate_pair([1, 2, 3, 4, 5], [6, 7], 4)
+    ([1, 2], [6, 7])
+
+    Taught in: 04_bert_pretraining ("Next-sentence prediction").
+    """
+    if max_num_tokens < 2:
+        raise ValueError(f"expected max_num_tokens >= 2 (one token per segment), got {max_num_tokens}")
+    if not tokens_a or not tokens_b:
+        raise ValueError(f"expected two non-empty segments, got lengths {len(tokens_a)} and {len(tokens_b)}")
+    a, b = list(tokens_a), list(tokens_b)
+    while len(a) + len(b) > max_num_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng is not None and rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return a, b
+
+
+def _random_segment(documents: list[list[list[int]]], avoid: int, target: int, rng: random.Random) -> list[int]:
+    """Consecutive sentences of a random other document, from a random sentence, until ``target`` tokens."""
+    other = rng.randrange(len(documents) - 1)
+    other += other >= avoid  # uniform over the documents other than ``avoid``
+    document = documents[other]
+    segment: list[int] = []
+    for sentence in document[rng.randrange(len(document)):]:
+        segment.extend(sentence)
+        if len(segment) >= target:
+            break
+    return segment
+
+
+def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0,
+               random_next_prob: float = 0.5) -> list[SentencePair]:
+    """Cut NSP pairs from ``documents`` (each a list of sentences, each a list of token ids).
+
+    ``max_num_tokens`` is the budget for A + B, i.e. the sequence length minus 3 special tokens.
+    When B is random, the sentences of the chunk that B did not use start the next chunk (as in BERT).
+    Two departures from BERT, because our documents are short: a chunk closes only once it holds two
+    sentences, even past the budget (truncation then trims it), and a last sentence left alone is
+    skipped. BERT gives such one-sentence chunks a random B, which on short documents would make
+    most pairs NotNext.
+
+    Taught in: 04_bert_pretraining ("Next-sentence prediction").
+    """
+    if not 0.0 <= random_next_prob <= 1.0:
+        raise ValueError(f"expected random_next_prob in [0, 1], got {random_next_prob}")
+    docs = [[list(s) for s in doc if len(s)] for doc in documents]
+    docs = [doc for doc in docs if doc]
+    if len(docs) < 2:
+        raise ValueError(f"expected at least 2 non-empty documents (a random B comes from another one), "
+                         f"got {len(docs)}")
+    rng = random.Random(seed)
+    pairs = []
+    for d, doc in enumerate(docs):
+        chunk: list[list[int]] = []
+        length, i = 0, 0
+        while i < len(doc):
+            chunk.append(doc[i])
+            length += len(doc[i])
+            if len(chunk) >= 2 and (length >= max_num_tokens or i == len(doc) - 1):
+                split = rng.randint(1, len(chunk) - 1)
+                a = [t for sentence in chunk[:split] for t in sentence]
+                if rng.random() < random_next_prob:
+                    b = _random_segment(docs, d, max(1, max_num_tokens - len(a)), rng)
+                    i -= len(chunk) - split  # put the unused sentences back
+                    is_random = True
+                else:
+                    b = [t for sentence in chunk[split:] for t in sentence]
+                    is_random = False
+                pairs.append(SentencePair(*truncate_pair(a, b, max_num_tokens, rng), is_random))
+                chunk, length = [], 0
+            i += 1
+    return pairs
+
+
+def encode_pair(tokens_a: Sequence[int], tokens_b: Sequence[int], *, cls_token_id: int,
+                sep_token_id: int) -> tuple[list[int], list[int]]:
+    """``[CLS] A [SEP] B [SEP]`` and its segment ids: 0 up to and including the first [SEP], then 1.
+
+    >>> encode_pair([7, 8], [9], cls_token_id=2, sep_token_id=3)
+    ([2, 7, 8, 3, 9, 3], [0, 0, 0, 0, 1, 1])
+
+    Taught in: 04_bert_pretraining ("The input: three embeddings").
+    """
+    input_ids = [cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id]
+    token_type_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    return input_ids, token_type_ids
+
+
+def collate_pairs(pairs: Sequence[SentencePair], *, length: int, cls_token_id: int, sep_token_id: int,
+                  pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Encode and right-pad pairs to ``length``: the tensors BERT's pretraining reads, each (N, length).
+
+    ``special_tokens_mask`` is True on [CLS], [SEP] and padding (never selected for MLM);
+    ``next_sentence_label`` is (N,).
+
+    Taught in: 04_bert_pretraining ("Next-sentence prediction").
+    """
+    n = len(pairs)
+    input_ids = torch.full((n, length), pad_token_id, dtype=torch.long)
+    token_type_ids = torch.zeros((n, length), dtype=torch.long)
+    attention_mask = torch.zeros((n, length), dtype=torch.long)
+    special = torch.ones((n, length), dtype=torch.bool)
+    for row, pair in enumerate(pairs):
+        ids, types = encode_pair(pair.tokens_a, pair.tokens_b, cls_token_id=cls_token_id, sep_token_id=sep_token_id)
+        if len(ids) > length:
+            raise ValueError(f"pair {row} needs {len(ids)} positions, more than length={length}; truncate first")
+        k = len(ids)
+        input_ids[row, :k] = torch.tensor(ids)
+        token_type_ids[row, :k] = torch.tensor(types)
+        attention_mask[row, :k] = 1
+        special[row, 1:k - 1] = False
+        special[row, len(pair.tokens_a) + 1] = True  # the middle [SEP]
+    return {
+        "input_ids": input_ids,
+        "token_type_ids": token_type_ids,
+        "attention_mask": attention_mask,
+        "special_tokens_mask": special,
+        "next_sentence_label": torch.tensor([p.label for p in pairs], dtype=torch.long),
+    }
