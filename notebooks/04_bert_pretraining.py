@@ -49,7 +49,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from lecture_lib import profile
 from lecture_lib.attention import MultiHeadAttention, causal_mask
-from lecture_lib.bert import BertConfig, BertForPreTraining, BertModel, minilm_dir, training_flops_per_token
+from lecture_lib.bert import BertConfig, BertForPreTraining, BertModel, training_flops_per_token
+from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.masking import ABLATION_STRATEGIES, IGNORE_INDEX, MaskedDataset, mask_tokens
 from lecture_lib.nsp import NOT_NEXT, make_pairs, truncate_pair

@@ -12,10 +12,10 @@ from lecture_lib.bert import (
     BertConfig,
     BertForPreTraining,
     BertModel,
-    minilm_dir,
     mlm_accuracy,
     training_flops_per_token,
 )
+from lecture_lib.data.minilm import minilm_dir
 
 SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
              max_position_embeddings=16)

