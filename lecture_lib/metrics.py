@@ -1,0 +1,183 @@
+"""The scores of the four fine-tuning tasks, defined as their benchmarks define them.
+
+- accuracy, and Matthews' correlation coefficient (what GLUE reports for CoLA);
+- span-level precision, recall and F1 of BIO tags, counted exactly as CoNLL's ``conlleval`` counts them
+  (a chunk is right only if its type, start and end are all right);
+- SQuAD v1.1's exact match and F1 over normalised answer strings (lower-cased, punctuation and the
+  articles a/an/the removed, whitespace collapsed), the best over the reference answers.
+
+Scores are fractions in [0, 1]; the papers print them times 100.
+
+Taught in: 05_bert_finetuning ("Scoring the four tasks").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from typing import Sequence
+
+import torch
+
+
+def _as_list(values: Sequence | torch.Tensor) -> list:
+    return values.tolist() if isinstance(values, torch.Tensor) else list(values)
+
+
+def _check_pair(predictions: list, labels: list) -> None:
+    if len(predictions) != len(labels):
+        raise ValueError(f"expected as many predictions as labels, got {len(predictions)} and {len(labels)}")
+    if not labels:
+        raise ValueError("expected at least one label, got none")
+
+
+def accuracy(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> float:
+    """Fraction of predictions equal to their label.
+
+    >>> accuracy([1, 0, 1, 1], [1, 1, 1, 0])
+    0.5
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    predictions, labels = _as_list(predictions), _as_list(labels)
+    _check_pair(predictions, labels)
+    return sum(p == y for p, y in zip(predictions, labels)) / len(labels)
+
+
+def matthews_corrcoef(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> float:
+    """Matthews' correlation, for any number of classes (Gorodkin 2004's generalisation).
+
+    With the confusion matrix's total s, its trace c (correct), the true count t_k and predicted count
+    p_k of each class k:
+
+        MCC = (c s - Σ_k p_k t_k) / sqrt((s² - Σ_k p_k²)(s² - Σ_k t_k²)),
+
+    which for two classes is (TP·TN - FP·FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)). It is 0 when a
+    factor under the root is 0 (all predictions, or all labels, in one class), as in scikit-learn.
+
+    >>> matthews_corrcoef([1, 1, 0, 0], [1, 0, 0, 0])  # TP=1 FP=1 TN=2 FN=0: 2/sqrt(2*1*3*2)
+    0.5773502691896258
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    predictions, labels = _as_list(predictions), _as_list(labels)
+    _check_pair(predictions, labels)
+    s = len(labels)
+    c = sum(p == y for p, y in zip(predictions, labels))
+    p_k, t_k = Counter(predictions), Counter(labels)
+    covariance = c * s - sum(p_k[k] * t_k[k] for k in t_k)
+    denominator = (s * s - sum(v * v for v in p_k.values())) * (s * s - sum(v * v for v in t_k.values()))
+    return covariance / math.sqrt(denominator) if denominator else 0.0
+
+
+def conll_chunks(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The (type, start, end) chunks of one sentence's BIO tags, end exclusive, as conlleval reads them.
+
+    A chunk ends at a ``B-``, an ``O`` or a change of type; it starts at a ``B-``, and also at an
+    ``I-`` that does not continue the chunk before it (conlleval's rule for ill-formed tags):
+
+    >>> conll_chunks(["B-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG"])
+    [('PER', 0, 2), ('LOC', 3, 4), ('ORG', 4, 5), ('ORG', 5, 6)]
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    chunks: list[tuple[str, int, int]] = []
+    start, kind = -1, ""
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, _, tag_type = tag.partition("-")
+        if prefix not in ("B", "I", "O") or (prefix == "O") != (tag_type == ""):
+            raise ValueError(f"expected BIO tags such as 'B-PER', 'I-PER' or 'O', got {tag!r}")
+        if start >= 0 and (prefix != "I" or tag_type != kind):
+            chunks.append((kind, start, i))
+            start = -1
+        if prefix == "B" or (prefix == "I" and start < 0):
+            start, kind = i, tag_type
+    return chunks
+
+
+def span_f1(true_tags: Sequence[Sequence[str]], predicted_tags: Sequence[Sequence[str]]) -> dict[str, float]:
+    """CoNLL's micro-averaged chunk precision, recall and F1 over sentences of BIO tags.
+
+    >>> span_f1([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "O", "O", "B-LOC"]])
+    {'precision': 0.5, 'recall': 0.5, 'f1': 0.5}
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    if len(true_tags) != len(predicted_tags):
+        raise ValueError(f"expected as many predicted sentences as true ones, got {len(predicted_tags)} and {len(true_tags)}")
+    true, predicted = set(), set()
+    for n, (t, p) in enumerate(zip(true_tags, predicted_tags)):
+        if len(t) != len(p):
+            raise ValueError(f"sentence {n}: expected {len(t)} predicted tags, got {len(p)}")
+        true.update((n, *chunk) for chunk in conll_chunks(t))
+        predicted.update((n, *chunk) for chunk in conll_chunks(p))
+    correct = len(true & predicted)
+    precision = correct / len(predicted) if predicted else 0.0
+    recall = correct / len(true) if true else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower-case, drop punctuation, drop a/an/the, collapse whitespace.
+
+    >>> normalize_answer("  The Northwind-Bank, Inc. ")
+    'northwindbank inc'
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
+
+
+def _answers(answers: str | Sequence[str]) -> list[str]:
+    answers = [answers] if isinstance(answers, str) else list(answers)
+    if not answers:
+        raise ValueError("expected at least one reference answer, got none")
+    return answers
+
+
+def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals some normalised reference answer.
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    return float(any(normalize_answer(prediction) == normalize_answer(a) for a in _answers(answers)))
+
+
+def _token_f1(prediction: str, answer: str) -> float:
+    predicted, reference = normalize_answer(prediction).split(), normalize_answer(answer).split()
+    same = sum((Counter(predicted) & Counter(reference)).values())
+    if same == 0:  # SQuAD v1.1: no overlap (or an empty side) scores 0
+        return 0.0
+    precision, recall = same / len(predicted), same / len(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
+def qa_f1(prediction: str, answers: str | Sequence[str]) -> float:
+    """SQuAD's F1: bag-of-tokens overlap with the best reference answer.
+
+    >>> qa_f1("Bluebird Foods", "Bluebird")  # precision 1/2, recall 1/1
+    0.6666666666666666
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    return max(_token_f1(prediction, a) for a in _answers(answers))
+
+
+def squad_scores(predictions: Sequence[str], answers: Sequence[str | Sequence[str]]) -> dict[str, float]:
+    """Mean exact match and F1 over a data set (fractions; SQuAD prints them times 100).
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    predictions, answers = list(predictions), list(answers)
+    _check_pair(predictions, answers)
+    return {
+        "exact_match": sum(exact_match(p, a) for p, a in zip(predictions, answers)) / len(answers),
+        "f1": sum(qa_f1(p, a) for p, a in zip(predictions, answers)) / len(answers),
+    }

@@ -1,0 +1,138 @@
+"""lecture_lib.metrics on hand-worked cases, span F1 against seqeval, Matthews against other formulas."""
+
+import math
+import random
+
+import pytest
+import torch
+from seqeval.metrics import f1_score, precision_score, recall_score
+
+from lecture_lib.metrics import (
+    accuracy,
+    conll_chunks,
+    exact_match,
+    matthews_corrcoef,
+    normalize_answer,
+    qa_f1,
+    span_f1,
+    squad_scores,
+)
+
+
+def test_accuracy_by_hand_and_on_tensors():
+    assert accuracy([1, 0, 2, 2], [1, 1, 2, 0]) == 0.5
+    assert accuracy(torch.tensor([3, 3, 3]), torch.tensor([3, 3, 1])) == pytest.approx(2 / 3)
+
+
+def test_binary_matthews_by_hand():
+    # TP=2 (i=0,1), FN=1 (i=2), FP=1 (i=3), TN=2 (i=4,5): (2*2 - 1*1) / sqrt(3*3*3*3) = 3/9
+    predictions = [1, 1, 0, 1, 0, 0]
+    labels = [1, 1, 1, 0, 0, 0]
+    assert matthews_corrcoef(predictions, labels) == pytest.approx(1 / 3)
+    assert matthews_corrcoef(labels, labels) == 1.0
+    assert matthews_corrcoef([1 - y for y in labels], labels) == -1.0
+    assert matthews_corrcoef([1] * 6, labels) == 0.0  # one predicted class: defined as 0
+
+
+def test_binary_matthews_equals_the_direct_formula_on_random_data():
+    rng = random.Random(0)
+    for _ in range(50):
+        n = rng.randint(2, 40)
+        labels = [rng.randint(0, 1) for _ in range(n)]
+        predictions = [rng.randint(0, 1) for _ in range(n)]
+        tp = sum(p == 1 and y == 1 for p, y in zip(predictions, labels))
+        tn = sum(p == 0 and y == 0 for p, y in zip(predictions, labels))
+        fp = sum(p == 1 and y == 0 for p, y in zip(predictions, labels))
+        fn = sum(p == 0 and y == 1 for p, y in zip(predictions, labels))
+        denominator = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        expected = (tp * tn - fp * fn) / denominator if denominator else 0.0
+        assert matthews_corrcoef(predictions, labels) == pytest.approx(expected)
+
+
+def test_multiclass_matthews_by_hand_and_as_a_correlation_of_one_hot_matrices():
+    # s=6, c=4, t=(2,2,2), p=(2,3,1): (4*6 - 12) / sqrt((36-14)(36-12)) = 12/sqrt(528)
+    assert matthews_corrcoef([0, 1, 1, 1, 2, 0], [0, 0, 1, 1, 2, 2]) == pytest.approx(12 / math.sqrt(528))
+    # Gorodkin's R_K is the correlation of the centred one-hot matrices X (predicted) and Y (true)
+    rng = random.Random(1)
+    for _ in range(20):
+        labels = torch.tensor([rng.randint(0, 3) for _ in range(30)])
+        predictions = torch.tensor([rng.randint(0, 3) for _ in range(30)])
+        x = torch.nn.functional.one_hot(predictions, 4).double()
+        y = torch.nn.functional.one_hot(labels, 4).double()
+        x, y = x - x.mean(0), y - y.mean(0)
+        expected = (x * y).sum() / ((x * x).sum() * (y * y).sum()).sqrt()
+        assert matthews_corrcoef(predictions, labels) == pytest.approx(expected.item())
+
+
+def test_conll_chunks_by_hand():
+    assert conll_chunks(["O", "B-PER", "I-PER", "I-PER", "O"]) == [("PER", 1, 4)]
+    assert conll_chunks(["B-LOC", "B-LOC"]) == [("LOC", 0, 1), ("LOC", 1, 2)]
+    # conlleval: an I- after O starts a chunk; a change of type ends one and starts another
+    assert conll_chunks(["I-ORG", "I-ORG", "I-PER"]) == [("ORG", 0, 2), ("PER", 2, 3)]
+    assert conll_chunks(["B-ORG", "I-LOC"]) == [("ORG", 0, 1), ("LOC", 1, 2)]
+    assert conll_chunks(["O", "O"]) == []
+
+
+def test_span_f1_by_hand():
+    true = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "I-ORG", "O"]]
+    predicted = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "O", "O"]]
+    # true chunks: PER(0,2) LOC(3,4) ORG(0,2); predicted: PER(0,2) ORG(3,4) ORG(0,1); 1 correct of 3 and 3
+    scores = span_f1(true, predicted)
+    assert scores == pytest.approx({"precision": 1 / 3, "recall": 1 / 3, "f1": 1 / 3})
+    assert span_f1(true, true)["f1"] == 1.0
+    assert span_f1([["O", "O"]], [["O", "O"]]) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+
+
+def _random_tags(rng: random.Random, n: int) -> list[str]:
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+    return [rng.choice(tags) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_span_f1_equals_seqeval_on_random_tag_sequences(seed):
+    rng = random.Random(seed)
+    true, predicted = [], []
+    for _ in range(rng.randint(1, 8)):
+        n = rng.randint(1, 12)
+        true.append(_random_tags(rng, n))
+        # mostly copy the truth, so scores spread over (0, 1) rather than sit near 0
+        predicted.append([t if rng.random() < 0.6 else rng.choice(_random_tags(rng, 1)) for t in true[-1]])
+    ours = span_f1(true, predicted)
+    assert ours["precision"] == pytest.approx(precision_score(true, predicted, zero_division=0))
+    assert ours["recall"] == pytest.approx(recall_score(true, predicted, zero_division=0))
+    assert ours["f1"] == pytest.approx(f1_score(true, predicted, zero_division=0))
+
+
+def test_span_f1_rejects_bad_input():
+    with pytest.raises(ValueError, match="BIO tags"):
+        span_f1([["B-PER"]], [["E-PER"]])
+    with pytest.raises(ValueError, match="BIO tags"):
+        conll_chunks(["B"])
+    with pytest.raises(ValueError, match="expected 2 predicted tags, got 1"):
+        span_f1([["O", "O"]], [["O"]])
+
+
+def test_squad_normalisation_and_scores_by_hand():
+    assert normalize_answer("The  Bank of Oslo!") == "bank of oslo"
+    assert normalize_answer("an apple, a pear") == "apple pear"
+    assert exact_match("the Oslo", "Oslo") == 1.0
+    assert exact_match("Oslo harbour", ["Oslo", "Lima"]) == 0.0
+    # "anna berg lives" vs "anna berg": precision 2/3, recall 1 -> F1 0.8
+    assert qa_f1("Anna Berg lives", "Anna Berg") == pytest.approx(0.8)
+    assert qa_f1("Berg", ["Lima", "Anna Berg"]) == pytest.approx(2 / 3)  # best reference counts
+    assert qa_f1("", "Oslo") == 0.0 and qa_f1("the", "a") == 0.0  # SQuAD v1.1: nothing in common scores 0
+    # repeated tokens count as a bag (min of the counts)
+    assert qa_f1("bank bank", "bank") == pytest.approx(2 * 0.5 * 1 / 1.5)
+    scores = squad_scores(["Oslo", "Acme Corp", "Lima"], ["Oslo", ["Acme"], "Porto"])
+    assert scores["exact_match"] == pytest.approx(1 / 3)
+    assert scores["f1"] == pytest.approx((1 + 2 / 3 + 0) / 3)
+
+
+def test_bad_input_is_rejected():
+    with pytest.raises(ValueError, match="as many predictions as labels, got 2 and 3"):
+        accuracy([1, 0], [1, 0, 1])
+    with pytest.raises(ValueError, match="at least one label"):
+        matthews_corrcoef([], [])
+    with pytest.raises(ValueError, match="at least one reference answer"):
+        qa_f1("Oslo", [])
+
