@@ -162,14 +162,8 @@ class _TaskHead(nn.Module):
         return hf.train(self.training)
 
 
-class BertForSequenceClassification(_TaskHead):
-    """[CLS] -> pooler -> dropout -> linear: one label per sentence or sentence pair.
-
-    ``labels`` (B,) are class indices and the loss is cross-entropy; with ``num_labels=1`` they are real
-    numbers and the loss is the mean squared error (regression, as STS-B), as in Hugging Face.
-
-    Taught in: 05_bert_finetuning ("Four task shapes").
-    """
+class _ClassifierHead(_TaskHead):
+    """A task head whose last step is dropout then one linear layer to ``num_labels`` scores."""
 
     def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
         super().__init__(config, num_labels)
@@ -180,6 +174,16 @@ class BertForSequenceClassification(_TaskHead):
 
     def _hf_kwargs(self) -> dict[str, Any]:
         return {"num_labels": self.num_labels, "classifier_dropout": self.classifier_dropout}
+
+
+class BertForSequenceClassification(_ClassifierHead):
+    """[CLS] -> pooler -> dropout -> linear: one label per sentence or sentence pair.
+
+    ``labels`` (B,) are class indices and the loss is cross-entropy; with ``num_labels=1`` they are real
+    numbers and the loss is the mean squared error (regression, as STS-B), as in Hugging Face.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
@@ -198,23 +202,13 @@ class BertForSequenceClassification(_TaskHead):
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
 
 
-class BertForTokenClassification(_TaskHead):
+class BertForTokenClassification(_ClassifierHead):
     """Every final hidden state -> dropout -> linear: one tag per token (-100 labels carry no loss).
 
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
 
     with_pooler = False
-
-    def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
-        super().__init__(config, num_labels)
-        self.classifier_dropout = classifier_dropout
-        self.dropout = nn.Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
-        self.classifier = nn.Linear(config.hidden_size, num_labels)
-        self._init_linear(self.classifier)
-
-    def _hf_kwargs(self) -> dict[str, Any]:
-        return {"num_labels": self.num_labels, "classifier_dropout": self.classifier_dropout}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
