@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import time
 from dataclasses import dataclass, field
 import torch
@@ -33,10 +31,8 @@ from lecture_lib.pretrain import (
     PretrainConfig,
     PretrainingData,
     PretrainResult,
-    cache_root,
+    cached_pretraining,
     fingerprint,
-    load_result,
-    pretrain,
 )
 from lecture_lib.profile import pick
 from lecture_lib.runtime import seed_everything
@@ -146,16 +142,8 @@ def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: 
     recipe = {"pretrain": fingerprint(config.pretrain), "language_seed": config.language_seed,
               "documents": config.documents, "sentences_per_document": config.sentences_per_document}
     key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-    final = cache_root() / f"synthetic-bert-{key}"
-    if not final.is_dir():
-        partial = final.with_name(final.name + ".partial")
-        pretrain(config.pretrain, out_dir=partial, data=synthetic_pretraining_data(config), progress=progress)
-        shutil.rmtree(partial / "checkpoint", ignore_errors=True)
-        try:
-            os.replace(partial, final)
-        except OSError:  # another process finished the same recipe first: keep theirs
-            shutil.rmtree(partial, ignore_errors=True)
-    return load_result(final)
+    return cached_pretraining(f"synthetic-bert-{key}", config.pretrain, lambda: synthetic_pretraining_data(config),
+                              progress=progress)
 
 
 # ---------------------------------------------------------------- the four tasks

@@ -29,7 +29,7 @@ import shutil
 import sys
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -380,10 +380,22 @@ def small_pretrained_bert(config: PretrainConfig | None = None, *, data: Pretrai
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     config = config or default_config()
-    final = cache_root() / f"bert-{fingerprint(config)}"
+    return cached_pretraining(f"bert-{fingerprint(config)}", config, lambda: data, progress=progress)
+
+
+def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
+                       *, progress: bool = False) -> PretrainResult:
+    """Load ``<cache>/<name>``, or first pretrain it there: in ``<name>.partial`` (checkpointed, so an
+    interrupted run resumes), renamed to ``<name>`` only when complete. ``make_data`` is called only when
+    training is needed (``None`` from it: the corpus data of ``config``).
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    final = cache_root() / name
     if not final.is_dir():
         partial = final.with_name(final.name + ".partial")
-        pretrain(config, out_dir=partial, data=data, progress=progress, checkpoint_every=max(1, config.steps // 4))
+        pretrain(config, out_dir=partial, data=make_data(), progress=progress,
+                 checkpoint_every=max(1, config.steps // 4))
         shutil.rmtree(partial / "checkpoint", ignore_errors=True)
         try:
             os.replace(partial, final)

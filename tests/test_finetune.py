@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-import lecture_lib.finetune as finetune_module
+import lecture_lib.pretrain as pretrain_module
 from lecture_lib.bert import BertModel
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetune import (
@@ -65,7 +65,7 @@ def test_pretrained_model_is_cached_on_disk(monkeypatch, tmp_path):
     def fail(*args, **kwargs):
         raise AssertionError("a cached model must not be trained again")
 
-    monkeypatch.setattr(finetune_module, "pretrain", fail)
+    monkeypatch.setattr(pretrain_module, "pretrain", fail)
     again = synthetic_pretrained_bert(config)
     assert again.path == first.path
     for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
