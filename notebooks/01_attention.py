@@ -53,10 +53,15 @@ from lecture_lib.attention import (
     scaled_dot_product_attention,
     sliding_window_mask,
 )
-from lecture_lib.bench.attention import cost_by_length, cost_lengths
+from lecture_lib.chapters.ch01_attention import (
+    accuracy_by_length,
+    bottleneck_experiment,
+    cost_by_length,
+    cost_lengths,
+    train_reversal,
+)
 from lecture_lib.data.toy import reversal_batch
 from lecture_lib.runtime import limit_cpu_threads, seed_everything
-from lecture_lib.seq2seq import accuracy_by_length, reversal_experiment, train_reversal
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 
@@ -76,7 +81,7 @@ print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # ti
 # every encoder state (the mechanism of section 2).
 
 # %%
-exp = reversal_experiment()
+exp = bottleneck_experiment()
 print(exp)
 plain, plain_history = train_reversal(attention=False, exp=exp)
 attentive, attentive_history = train_reversal(attention=True, exp=exp)

@@ -46,22 +46,30 @@ from torch import nn
 
 from lecture_lib import profile
 from lecture_lib.attention import MultiHeadAttention, causal_mask, padding_mask
+from lecture_lib.chapters.ch02_transformer import (
+    reversal_experiment,
+    seq2seq_loss,
+    stability_experiment,
+    train_experiment,
+)
 from lecture_lib.data.toy import BOS, EOS, NUM_SPECIAL, PAD
-from lecture_lib.decoding import beam_search, exact_match, greedy_decode, greedy_exact_match, hypotheses_to_tensor
-from lecture_lib.runtime import limit_cpu_threads, seed_everything
-from lecture_lib.train import inverse_sqrt
-from lecture_lib.transformer import (
+from lecture_lib.decoding import (
+    beam_search,
+    exact_match,
+    greedy_decode,
+    greedy_exact_match,
+    hypotheses_to_tensor,
+)
+from lecture_lib.models.transformer import (
     DecoderLayer,
     EncoderLayer,
     LearnedPositionEmbedding,
     Transformer,
     TransformerConfig,
-    reversal_experiment,
-    seq2seq_loss,
     sinusoidal_position_encoding,
-    stability_experiment,
-    train_experiment,
 )
+from lecture_lib.runtime import limit_cpu_threads, seed_everything
+from lecture_lib.train import inverse_sqrt
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 
@@ -500,7 +508,7 @@ for ax, (title, attn) in zip(axes, panels):
     ax.set(title=title, xlabel="source", ylabel="output")
 plt.tight_layout()
 plt.show()
-print({f"layer {l + 1} head {h + 1}": round(r, 2) for (l, h), r in rates.items()})
+print({f"layer {layer + 1} head {h + 1}": round(r, 2) for (layer, h), r in rates.items()})
 
 # %%
 assert rates[best_layer, best_head] >= 0.9, "one head should implement the reversal alignment"

@@ -49,6 +49,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
 from lecture_lib import profile
+from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
 from lecture_lib.tokenization import (
     ByteLevelBPE,
@@ -61,7 +62,6 @@ from lecture_lib.tokenization import (
     compress,
     count_words,
     learn_bpe,
-    tokenization_experiment,
     longest_match_first,
     wordpiece_curve,
 )

@@ -48,21 +48,33 @@ import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
 from lecture_lib import profile
+from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.attention import MultiHeadAttention, causal_mask
-from lecture_lib.bert import BertConfig, BertForPreTraining, BertModel, training_flops_per_token
-from lecture_lib.data.minilm import minilm_dir
-from lecture_lib.data.corpus import split_corpus
-from lecture_lib.masking import ABLATION_STRATEGIES, IGNORE_INDEX, MaskedDataset, mask_tokens
-from lecture_lib.nsp import NOT_NEXT, make_pairs, truncate_pair
-from lecture_lib.pretrain import (
+from lecture_lib.chapters.ch04_bert_pretraining import (
     PROBES,
-    PretrainingData,
     ablation_config,
-    default_config,
-    fill_mask,
+    chapter_config,
     masking_ablation,
-    pretraining_loss,
     small_pretrained_bert,
+)
+from lecture_lib.data.corpus import split_corpus
+from lecture_lib.data.minilm import minilm_dir
+from lecture_lib.models.bert import (
+    BertConfig,
+    BertForPreTraining,
+    BertModel,
+    training_flops_per_token,
+)
+from lecture_lib.objectives.masking import (
+    ABLATION_STRATEGIES,
+    IGNORE_INDEX,
+    MaskedDataset,
+    mask_tokens,
+)
+from lecture_lib.objectives.sentence_pairs import NOT_NEXT, make_pairs, truncate_pair
+from lecture_lib.pretraining import (
+    PretrainingData,
+    pretraining_loss,
     tokenize_documents,
 )
 from lecture_lib.runtime import seed_everything
@@ -70,7 +82,7 @@ from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import TrainConfig, train
 
 print("profile:", profile.current())
-config = default_config()
+config = chapter_config()
 print(config)
 
 # %% [markdown]
@@ -195,7 +207,7 @@ if encoder is not None:
 # Above the embeddings sit $L$ post-LayerNorm encoder layers (chapter 02): multi-head self-attention, then a
 # feed-forward network of width $4H$ with the GELU activation, each wrapped in a residual connection and a
 # LayerNorm. A *pooler*, $\tanh(W h_{[CLS]})$, turns the final `[CLS]` vector into the pair summary.
-# `lecture_lib.bert` names every module as Hugging Face's `modeling_bert.py` does (`attention.self.query`,
+# `lecture_lib.models.bert` names every module as Hugging Face's `modeling_bert.py` does (`attention.self.query`,
 # `intermediate.dense`, `output.LayerNorm`, `pooler`...), so a state dict moves between the two
 # unchanged. BERT-base, $L=12$, $H=768$, $A=12$, should have 110M parameters (built on the `meta` device,
 # which allocates nothing):
@@ -283,7 +295,7 @@ if minilm is not None:
                                  vocab_size=real_tokenizer.vocab_size, special_tokens_mask=special,
                                  mlm_probability=0.3, generator=torch.Generator().manual_seed(4))
     for row, label in zip(masked, labels):
-        predict = [t for t, l in zip(real_tokenizer.convert_ids_to_tokens(example_ids), label) if l != IGNORE_INDEX]
+        predict = [t for t, y in zip(real_tokenizer.convert_ids_to_tokens(example_ids), label) if y != IGNORE_INDEX]
         print(f"{real_tokenizer.decode(row.tolist()):<40} predict: {predict}")
 
 # %%
@@ -600,8 +612,8 @@ if minilm is not None:  # the real model separates the senses; our small one is 
 # The same pretraining from the command line, resumable by rerunning it, on one GPU or several:
 #
 # ```bash
-# python -m lecture_lib.pretrain --out runs/bert-mini --profile full
-# torchrun --nproc_per_node 4 -m lecture_lib.pretrain --out runs/bert-mini --profile full --compile true
+# python -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full
+# torchrun --nproc_per_node 4 -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full --compile true
 # ```
 #
 # A run preempted after 8 of 12 steps and resumed by a fresh model (other random weights: everything must
@@ -697,12 +709,12 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # What did not reproduce: anything about the *quality* of pretraining. BERT-base trained for 1M steps of
 # 128k tokens on 3.3 billion words; our quick run trains for 1,000 steps of about 1,000 tokens on 200,000,
 # and its fill-mask guesses are mostly frequent function words. The full profile (a GPU; `python -m
-# lecture_lib.pretrain --profile full`) trains BERT-mini's shape for 4,000 steps of 64 pairs of 128 tokens;
+# lecture_lib.pretraining --profile full`) trains BERT-mini's shape for 4,000 steps of 64 pairs of 128 tokens;
 # we have not measured it for this notebook.
 #
 # ## Exercises
 #
-# 1. Pretrain with `default_config(initializer_range=0.02)`, BERT's own initialisation, and with
+# 1. Pretrain with `chapter_config(initializer_range=0.02)`, BERT's own initialisation, and with
 #    `dropout=0.1`. How far does each move the held-out MLM accuracy after 1,000 steps, and why might an
 #    initialisation chosen for $H=768$ be too small for $H=64$?
 # 2. Rerun section 7 with `mlm_probability=0.4`. Wettig et al. (2023) found 40% better than 15% for large

@@ -47,22 +47,37 @@ import matplotlib.pyplot as plt
 import torch
 
 from lecture_lib import profile
-from lecture_lib.bert import BertModel
-from lecture_lib.data.synthetic import CITIES, SyntheticLanguage, corrupt_agreement
-from lecture_lib.features import FEATURE_CHOICES, FeatureTagger, extract_features
-from lecture_lib.finetune import (
+from lecture_lib.analysis.fill_mask import fill_mask
+from lecture_lib.chapters.ch05_bert_finetuning import (
     TASK_NAMES,
     build_tasks,
     chapter_config,
-    finetune,
-    new_head,
     synthetic_pretrained_bert,
 )
-from lecture_lib.metrics import conll_chunks, matthews_corrcoef, normalize_answer, qa_f1, span_f1
-from lecture_lib.peft import PromptTuning, add_adapters, bitfit, count_parameters, freeze_encoder
-from lecture_lib.pretrain import fill_mask
+from lecture_lib.data.synthetic import CITIES, SyntheticLanguage, corrupt_agreement
+from lecture_lib.finetuning.features import (
+    FEATURE_CHOICES,
+    FeatureTagger,
+    extract_features,
+)
+from lecture_lib.finetuning.finetune import finetune, new_head
+from lecture_lib.finetuning.peft import (
+    PromptTuning,
+    add_adapters,
+    bitfit,
+    count_parameters,
+    freeze_encoder,
+)
+from lecture_lib.finetuning.tasks import NER_LABELS, best_spans, split_people
+from lecture_lib.metrics import (
+    conll_chunks,
+    matthews_corrcoef,
+    normalize_answer,
+    qa_f1,
+    span_f1,
+)
+from lecture_lib.models.bert import BertModel
 from lecture_lib.runtime import seed_everything
-from lecture_lib.tasks import NER_LABELS, best_spans, split_people
 
 print("profile:", profile.current())
 config = chapter_config()
@@ -410,15 +425,15 @@ assert qa_f1("Northwind", "the Northwind Bank") == 2 * (1 * 0.5) / 1.5  # precis
 # %%
 finetuned, scratch = {}, {}
 for name, task in tasks.items():
-    finetuned[name] = finetune(task, new_head(task, encoder, config), config)
-    scratch[name] = finetune(task, new_head(task, encoder.config, config), config)
+    finetuned[name] = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
+    scratch[name] = finetune(task, new_head(task, encoder.config, config.finetune), config.finetune)
 
 main_score = {"acceptability": "mcc", "entailment": "accuracy", "ner": "f1", "qa": "f1"}
 print(f"{'task':14s}{'score':>9s}{'pretrained':>12s}{'scratch':>9s}{'steps':>7s}{'time (s)':>20s}")
 for name in TASK_NAMES:
     key = main_score[name]
     print(f"{name:14s}{key:>9s}{finetuned[name].scores[key]:12.3f}{scratch[name].scores[key]:9.3f}"
-          f"{config.steps:7d}{finetuned[name].seconds:11.1f} +{scratch[name].seconds:6.1f}")
+          f"{config.finetune.steps:7d}{finetuned[name].seconds:11.1f} +{scratch[name].seconds:6.1f}")
 print("\nall scores:", {name: finetuned[name].scores for name in TASK_NAMES})
 
 # %%
@@ -473,15 +488,15 @@ for name in TASK_NAMES:
 # %%
 ner_features = dataclasses.replace(ner, train=extract_features(encoder, ner.train),
                                    test=extract_features(encoder, ner.test))
-random_encoder = new_head(ner, encoder.config, config).bert
+random_encoder = new_head(ner, encoder.config, config.finetune).bert
 ner_random_features = dataclasses.replace(ner, train=extract_features(random_encoder, ner.train),
                                           test=extract_features(random_encoder, ner.test))
-head_config = dataclasses.replace(config, lr=config.head_lr)
+head_config = dataclasses.replace(config.finetune, lr=config.head_lr)
 layers, width = encoder.config.num_hidden_layers, encoder.config.hidden_size
 
 
 def train_tagger(task, choice):
-    seed_everything(config.seed)
+    seed_everything(config.finetune.seed)
     return finetune(task, FeatureTagger(choice, layers, width, len(NER_LABELS)), head_config)
 
 
@@ -550,7 +565,7 @@ methods = {
 }
 cheap = {}
 for method, prepare in methods.items():
-    model = prepare(new_head(ner, encoder, config))
+    model = prepare(new_head(ner, encoder, config.finetune))
     cheap[method] = (count_parameters(model), finetune(ner, model, head_config))
 cheap["full fine-tuning"] = (count_parameters(finetuned["ner"].model), finetuned["ner"])
 total = count_parameters(finetuned["ner"].model, trainable_only=False)
@@ -617,7 +632,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #    and the from-scratch model need before they beat chance? Why might a model whose city embeddings were
 #    made similar by pretraining (all cities occur in the same contexts) find this *harder*?
 # 2. Fine-tune on NER for twice as many steps. Does the test F1 on held-out names go up or down? Add
-#    dropout 0.1 (`chapter_config(dropout=0.1)`) and try again.
+#    dropout 0.1 (`chapter_config(finetune=dict(dropout=0.1))`) and try again.
 # 3. Re-initialise the pooler (or the top layer) before fine-tuning acceptability, as Zhang et al. (2021)
 #    recommend for small data sets. Does it help at this scale?
 # 4. Move the adapters: only after the feed-forward block (Pfeiffer et al., 2021), or with a bottleneck of 2

@@ -18,6 +18,7 @@ from lecture_lib.attention import (
     split_heads,
 )
 
+
 @pytest.fixture(autouse=True)
 def _float64_and_seed():
     """Compare in float64 (differences ~1e-12, not float32 noise), and put the default back afterwards."""

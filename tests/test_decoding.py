@@ -17,7 +17,7 @@ from lecture_lib.decoding import (
     hypotheses_to_tensor,
     select_rows,
 )
-from lecture_lib.transformer import Transformer, TransformerConfig
+from lecture_lib.models.transformer import Transformer, TransformerConfig
 
 SYMBOLS = (3, 4)
 VOCAB = 3 + len(SYMBOLS)

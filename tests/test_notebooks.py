@@ -5,11 +5,11 @@
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import jupytext
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))

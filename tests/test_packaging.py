@@ -2,9 +2,9 @@
 is the same in the Makefile, the `cpu` extra and environment.yml."""
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,50 +10,12 @@ from __future__ import annotations
 import argparse
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.attention import MultiHeadAttention, scaled_dot_product_attention
-from lecture_lib.measure import saved_tensor_bytes, time_call
-from lecture_lib.profile import pick
+from lecture_lib.attention import MultiHeadAttention
+from lecture_lib.chapters.ch01_attention import cost_by_length, cost_lengths
+from lecture_lib.measure import time_call
 from lecture_lib.runtime import default_device
-
-
-def cost_lengths() -> list[int]:
-    """Sequence lengths of the cost curve for the active profile."""
-    return pick(quick=[64, 128, 256, 512, 1024, 2048], full=[256, 512, 1024, 2048, 4096, 8192])
-
-
-def _forward_backward(attend, q, k, v):
-    def run():
-        out = attend(q, k, v)
-        out.backward(torch.ones_like(out))
-        return out
-    return run
-
-
-def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, repeats: int = 3,
-                   device: torch.device | str = "cpu", seed: int = 0) -> list[dict[str, float]]:
-    """Forward+backward seconds and activation bytes of naive vs fused attention, one row per length.
-
-    Naive: :func:`lecture_lib.attention.scaled_dot_product_attention`, which builds the (n, n) score
-    matrix and keeps it for the backward pass. Fused: ``torch.nn.functional.scaled_dot_product_attention``.
-    """
-    generator = torch.Generator().manual_seed(seed)
-    rows = []
-    for n in lengths:
-        q, k, v = (torch.randn(1, heads, n, head_dim, generator=generator).to(device).requires_grad_()
-                   for _ in range(3))
-        naive = _forward_backward(lambda *t: scaled_dot_product_attention(*t)[0], q, k, v)
-        fused = _forward_backward(lambda *t: F.scaled_dot_product_attention(*t), q, k, v)
-        rows.append({
-            "length": n,
-            "naive_seconds": time_call(naive, repeats=repeats, warmup=1, device=device),
-            "fused_seconds": time_call(fused, repeats=repeats, warmup=1, device=device),
-            "naive_bytes": saved_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)[0]),
-            "fused_bytes": saved_tensor_bytes(lambda: F.scaled_dot_product_attention(q, k, v)),
-        })
-    return rows
 
 
 def compare_multihead(batch: int = 8, length: int = 256, width: int = 256, heads: int = 8, repeats: int = 20,

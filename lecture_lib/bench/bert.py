@@ -8,7 +8,7 @@ interleaved and their medians compared, so machine noise hits all alike.
 
 On CUDA (``--device cuda``) the run uses bf16 autocast, fused AdamW for both, optionally
 ``torch.compile`` for ours, and prints model FLOP utilisation: 6 N + 12 L T H FLOPs per token
-(:func:`lecture_lib.bert.training_flops_per_token`, dense head, as MFU is usually counted) over the
+(:func:`lecture_lib.models.bert.training_flops_per_token`, dense head, as MFU is usually counted) over the
 GPU's peak bf16 rate.
 
     python -m lecture_lib.bench bert                       # CPU, a BERT-mini sized model
@@ -26,8 +26,12 @@ import time
 
 import torch
 
-from lecture_lib.bert import BertConfig, BertForPreTraining, training_flops_per_token
-from lecture_lib.masking import mask_tokens
+from lecture_lib.models.bert import (
+    BertConfig,
+    BertForPreTraining,
+    training_flops_per_token,
+)
+from lecture_lib.objectives.masking import mask_tokens
 
 SIZES = {
     "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),

@@ -22,7 +22,12 @@ import os
 from lecture_lib.data.corpus import corpus_texts
 from lecture_lib.measure import time_call
 from lecture_lib.tokenization.bpe import learn_bpe
-from lecture_lib.tokenization.byte_level import ByteLevelBPE, byte_ids, to_standin, train_merges
+from lecture_lib.tokenization.byte_level import (
+    ByteLevelBPE,
+    byte_ids,
+    to_standin,
+    train_merges,
+)
 
 
 def hf_byte_level_trainer(vocab_size: int):

@@ -16,13 +16,18 @@ import torch
 from torch import nn
 
 from lecture_lib.attention import causal_mask
+from lecture_lib.chapters.ch02_transformer import reversal_experiment, seq2seq_loss
 from lecture_lib.data.seq2seq_tasks import ReversalTask
 from lecture_lib.data.toy import Seq2SeqBatch
 from lecture_lib.measure import time_call
+from lecture_lib.models.transformer import (
+    Seq2SeqOutput,
+    Transformer,
+    TransformerConfig,
+)
 from lecture_lib.profile import pick
 from lecture_lib.runtime import default_device
 from lecture_lib.train import to_device
-from lecture_lib.transformer import Seq2SeqOutput, Transformer, TransformerConfig, reversal_experiment, seq2seq_loss
 
 
 class TorchSeq2Seq(nn.Module):

@@ -378,7 +378,7 @@ class World:
         if not 1 <= num_people <= len(FIRST_NAMES) * len(LAST_NAMES):
             raise ValueError(f"num_people must be in [1, {len(FIRST_NAMES) * len(LAST_NAMES)}], got {num_people}")
         rng = random.Random(seed)
-        names = rng.sample([f"{f} {l}" for f in FIRST_NAMES for l in LAST_NAMES], num_people)
+        names = rng.sample([f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES], num_people)
         based_in = {org: rng.choice(CITIES) for org in ORGANISATIONS}
         people = tuple(Person(n, rng.choice(CITIES), rng.choice(ORGANISATIONS)) for n in names)
         return cls(people, based_in)

@@ -6,15 +6,20 @@
   (:class:`ByteLevelBPE`);
 - :mod:`~lecture_lib.tokenization.wordpiece`: BERT's WordPiece tokenizer and a trainer by likelihood
   gain (:class:`WordPieceTokenizer`);
-- :mod:`~lecture_lib.tokenization.tradeoff`: vocabulary size against sequence length, and the chapter's
-  sizes for each profile.
+- :mod:`~lecture_lib.tokenization.tradeoff`: vocabulary size against sequence length.
 
 Taught in: 03_tokenization.
 """
 
-from lecture_lib.tokenization.bpe import apply_bpe, compress, get_stats, learn_bpe, merge_pair
+from lecture_lib.tokenization.bpe import (
+    apply_bpe,
+    compress,
+    get_stats,
+    learn_bpe,
+    merge_pair,
+)
 from lecture_lib.tokenization.byte_level import ByteLevelBPE, bytes_to_unicode
-from lecture_lib.tokenization.tradeoff import bpe_curve, tokenization_experiment, wordpiece_curve
+from lecture_lib.tokenization.tradeoff import bpe_curve, wordpiece_curve
 from lecture_lib.tokenization.wordpiece import (
     SPECIAL_TOKENS,
     WordPieceTokenizer,
@@ -41,6 +46,5 @@ __all__ = [
     "learn_wordpiece",
     "longest_match_first",
     "merge_pair",
-    "tokenization_experiment",
     "wordpiece_curve",
 ]

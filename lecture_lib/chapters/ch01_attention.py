@@ -1,0 +1,119 @@
+"""Chapter 01, attention: the bottleneck experiment (a GRU encoder-decoder with and without attention,
+reversing strings) and the cost of naive against fused attention as the length grows.
+
+Taught in: 01_attention ("The bottleneck, measured", "What attention costs").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from lecture_lib.attention import scaled_dot_product_attention
+from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
+from lecture_lib.measure import saved_tensor_bytes, time_call
+from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
+from lecture_lib.profile import pick
+from lecture_lib.runtime import seed_everything
+from lecture_lib.train import History, TrainConfig, train
+
+
+def rnn_seq2seq_loss(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
+    """Token-level cross-entropy against ``tgt_out``, ignoring padding."""
+    logits, _ = model(batch)
+    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD)
+
+
+def rnn_exact_match(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
+    """Per-sequence bool (B,): did greedy decoding reproduce the whole target, EOS included?"""
+    predicted, _ = model.greedy(batch.src, batch.src_lengths, batch.tgt_out.shape[1])
+    real = batch.tgt_out != PAD
+    return ((predicted == batch.tgt_out) | ~real).all(dim=1)
+
+
+@dataclass
+class BottleneckExperiment:
+    """Sizes of the bottleneck experiment: train with and without attention, compare by length."""
+
+    hidden_size: int
+    steps: int
+    batch_size: int
+    min_len: int
+    max_len: int
+    num_symbols: int = 10
+    lr: float = 3e-3
+
+
+def bottleneck_experiment() -> BottleneckExperiment:
+    """The experiment's sizes for the active profile (see :mod:`lecture_lib.profile`)."""
+    return pick(
+        quick=BottleneckExperiment(hidden_size=64, steps=700, batch_size=64, min_len=4, max_len=14),
+        full=BottleneckExperiment(hidden_size=256, steps=4000, batch_size=128, min_len=4, max_len=30),
+    )
+
+
+def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq2SeqBatch]:
+    """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from its own seed."""
+    return lambda i: reversal_batch(exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols,
+                                    torch.Generator().manual_seed(seed * 1_000_003 + i))
+
+
+def train_reversal(attention: bool, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
+    """Train an :class:`RNNSeq2Seq` to reverse strings, on the CPU (the model is tiny)."""
+    seed_everything(seed)
+    model = RNNSeq2Seq(NUM_SPECIAL + exp.num_symbols, exp.hidden_size, attention)
+    history = train(model, reversal_stream(exp, seed), rnn_seq2seq_loss, TrainConfig(steps=exp.steps, lr=exp.lr),
+                    device="cpu")
+    return model, history
+
+
+def accuracy_by_length(model: RNNSeq2Seq, exp: BottleneckExperiment, per_length: int = 200,
+                       seed: int = 12345) -> dict[int, float]:
+    """Exact-match rate of greedy decoding on fresh strings of each length min_len..max_len."""
+    generator = torch.Generator().manual_seed(seed)
+    return {
+        n: rnn_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, generator)).float().mean().item()
+        for n in range(exp.min_len, exp.max_len + 1)
+    }
+
+
+
+def cost_lengths() -> list[int]:
+    """Sequence lengths of the cost curve for the active profile."""
+    return pick(quick=[64, 128, 256, 512, 1024, 2048], full=[256, 512, 1024, 2048, 4096, 8192])
+
+
+def _forward_backward(attend, q, k, v):
+    def run():
+        out = attend(q, k, v)
+        out.backward(torch.ones_like(out))
+        return out
+    return run
+
+
+def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, repeats: int = 3,
+                   device: torch.device | str = "cpu", seed: int = 0) -> list[dict[str, float]]:
+    """Forward+backward seconds and activation bytes of naive vs fused attention, one row per length.
+
+    Naive: :func:`lecture_lib.attention.scaled_dot_product_attention`, which builds the (n, n) score
+    matrix and keeps it for the backward pass. Fused: ``torch.nn.functional.scaled_dot_product_attention``.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for n in lengths:
+        q, k, v = (torch.randn(1, heads, n, head_dim, generator=generator).to(device).requires_grad_()
+                   for _ in range(3))
+        naive = _forward_backward(lambda *t: scaled_dot_product_attention(*t)[0], q, k, v)
+        fused = _forward_backward(lambda *t: F.scaled_dot_product_attention(*t), q, k, v)
+        rows.append({
+            "length": n,
+            "naive_seconds": time_call(naive, repeats=repeats, warmup=1, device=device),
+            "fused_seconds": time_call(fused, repeats=repeats, warmup=1, device=device),
+            "naive_bytes": saved_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)[0]),
+            "fused_bytes": saved_tensor_bytes(lambda: F.scaled_dot_product_attention(q, k, v)),
+        })
+    return rows
+

@@ -1,0 +1,92 @@
+"""Chapter 02, the Transformer: the chapter's training run (a small encoder-decoder that reverses
+symbol strings), its loss, and the harsher run that separates post-LN from pre-LN.
+
+Taught in: 02_transformer ("Training", "Post-LN or pre-LN").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.data.seq2seq_tasks import ReversalTask
+from lecture_lib.data.toy import Seq2SeqBatch
+from lecture_lib.models.transformer import Transformer, TransformerConfig
+from lecture_lib.profile import pick
+from lecture_lib.runtime import seed_everything
+from lecture_lib.train import History, TrainConfig, train
+
+
+def seq2seq_loss(model: Transformer, batch: Seq2SeqBatch, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy of next-token prediction over the real target tokens, with label smoothing ε:
+    the target puts 1 - ε on the right token and spreads ε evenly over the whole vocabulary.
+
+    Taught in: 02_transformer ("Training").
+    """
+    logits = model(batch.src, batch.tgt_in).logits  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_token_id,
+                           label_smoothing=label_smoothing)
+
+
+@dataclass
+class Experiment:
+    """The chapter's training run: the task, the model, the optimisation, and the label smoothing.
+
+    Taught in: 02_transformer ("Training").
+    """
+
+    task: ReversalTask
+    model: TransformerConfig
+    train: TrainConfig
+    label_smoothing: float = 0.1
+    seed: int = 0
+
+
+def reversal_experiment(**model_overrides: Any) -> Experiment:
+    """The chapter's run at the active profile's size: a small model that reverses symbol strings.
+
+    Taught in: 02_transformer ("Training").
+    """
+    task = ReversalTask(num_symbols=pick(quick=10, full=20), min_len=3, max_len=pick(quick=8, full=16))
+    sizes = dict(
+        vocab_size=task.vocab_size, d_model=pick(quick=64, full=256), encoder_layers=pick(quick=2, full=4),
+        decoder_layers=pick(quick=2, full=4), num_attention_heads=4, ffn_dim=pick(quick=128, full=1024),
+        dropout=0.0, max_position_embeddings=task.max_len + 2,
+    )
+    model = TransformerConfig(**{**sizes, **model_overrides})
+    schedule = TrainConfig(steps=pick(quick=300, full=4000), lr=pick(quick=3e-3, full=1e-3),
+                           warmup_steps=pick(quick=50, full=400), schedule="inverse_sqrt",
+                           eval_every=pick(quick=50, full=250), progress=False)
+    return Experiment(task, model, schedule)
+
+
+def stability_experiment(norm_first: bool) -> Experiment:
+    """The chapter's run made harsh: no warm-up, the learning rate starts at 1e-2; post-LN or pre-LN.
+
+    Taught in: 02_transformer ("Post-LN or pre-LN").
+    """
+    exp = reversal_experiment(norm_first=norm_first)
+    harsh = replace(exp.train, steps=pick(quick=100, full=1000), lr=1e-2, warmup_steps=0)  # lr 1e-2 / sqrt(step)
+    return replace(exp, train=harsh)
+
+
+def train_experiment(
+    exp: Experiment, evaluate: Callable[[nn.Module], dict[str, float]] | None = None, batch_size: int | None = None
+) -> tuple[Transformer, History]:
+    """Seed, build the model, and train it on ``exp.task``'s training split with :func:`lecture_lib.train.train`
+    (on the default device; ``evaluate`` is called every ``exp.train.eval_every`` steps and at the end).
+
+    Taught in: 02_transformer ("Training").
+    """
+    seed_everything(exp.seed)
+    model = Transformer(exp.model)
+    batch_fn = partial(exp.task.train_batch, batch_size or exp.task.batch_size, seed=exp.seed)
+    loss_fn = partial(seq2seq_loss, label_smoothing=exp.label_smoothing)
+    history = train(model, batch_fn, loss_fn, exp.train, evaluate=evaluate)
+    return model, history
+

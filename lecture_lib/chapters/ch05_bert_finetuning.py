@@ -1,0 +1,168 @@
+"""Chapter 05, fine-tuning: the chapter's sizes, a BERT pretrained on the synthetic language (trained
+once, then read from the disk cache), and the four tasks built from that language.
+
+Which pretraining: the tasks are written in the synthetic language, so the encoder is pretrained on
+documents of that language (chapter 04's recipe: a WordPiece vocabulary learned from the text,
+masked LM with 80/10/10, next-sentence prediction, AdamW with warm-up and linear decay). A BERT
+pretrained on the documentation corpus would share neither vocabulary nor domain with the tasks,
+and in the quick profile's minute of pretraining it could not learn enough English to help;
+pretraining on the language itself is the small-scale version of what BERT did (pretrain on text of
+the kind the tasks use), and what it learns (agreement, the names of the world, where names occur)
+is exactly what the tasks test. The world's people are split: fine-tuning sees some of them, the test
+sets name only the others, whom only pretraining has shown the model.
+
+Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task shapes").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task
+from lecture_lib.finetuning.tasks import (
+    ACCEPTABILITY_LABELS,
+    ENTAILMENT_LABELS,
+    NER_LABELS,
+    Tokenizer,
+    acceptability_examples,
+    encode_classification,
+    encode_qa,
+    encode_tagging,
+    entailment_examples,
+    ner_examples,
+    qa_examples,
+    split_people,
+)
+from lecture_lib.models.heads import (
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
+from lecture_lib.pretraining import (
+    PretrainConfig,
+    PretrainingData,
+    PretrainResult,
+    cached_pretraining,
+    fingerprint,
+)
+from lecture_lib.profile import pick
+
+TASK_NAMES = ("acceptability", "entailment", "ner", "qa")
+
+
+@dataclass
+class ChapterConfig:
+    """The chapter's sizes: the pretraining recipe, the synthetic data, and the fine-tuning budget per task.
+
+    Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
+    """
+
+    pretrain: PretrainConfig
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    language_seed: int = 0
+    documents: int = 3000  # synthetic documents for pretraining
+    sentences_per_document: int = 3
+    train_examples: int = 1000  # per task
+    test_examples: int = 400
+    head_lr: float = 1e-2  # feature-based taggers and cheap fine-tuning: few or freshly initialised weights
+    max_length: int = 64
+    people_per_passage: int = 2
+    sentences_per_passage: int = 3
+    seed: int = 0  # of the task examples
+
+
+# ``quick``: a 4-layer, H = 64 BERT with a 600-token WordPiece vocabulary, pretrained for 800 steps of 64
+# pairs on 4,000 synthetic documents of three sentences; each task fine-tuned on 1,000 examples for 150
+# steps of 32, without dropout (at these budgets it only slows learning). Both on one CPU thread: for
+# matrices this small a second thread mostly waits, and on a busy machine it can make a run several times
+# slower. ``full``: 6 layers of H = 256 (BERT-mini's width), 5,000 pretraining steps on 50,000 documents,
+# 8,000 training examples and 2,000 steps per task.
+QUICK = dict(
+    pretrain=dict(vocab_size=600, seq_len=64, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=128, dropout=0.0, steps=800, batch_size=64, lr=2e-3, warmup_steps=80,
+                  eval_every=0, eval_pairs=256, num_threads=1),
+    finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
+    documents=4000, train_examples=1000, test_examples=400,
+)
+FULL = dict(
+    pretrain=dict(vocab_size=1000, seq_len=128, hidden_size=256, num_hidden_layers=6, num_attention_heads=4,
+                  intermediate_size=1024, steps=5000, batch_size=128, lr=5e-4, warmup_steps=500,
+                  eval_every=500, eval_pairs=1024),
+    finetune=dict(steps=2000, batch_size=32, lr=2e-4),
+    documents=50_000, train_examples=8000, test_examples=1000,
+)
+
+
+def chapter_config(**overrides) -> ChapterConfig:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``; ``pretrain`` and
+    ``finetune`` overrides are dicts merged into the profile's.
+
+    Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
+    """
+    sizes = dict(pick(quick=QUICK, full=FULL))
+    pretrain = PretrainConfig(**{**sizes.pop("pretrain"), **overrides.pop("pretrain", {})})
+    finetune = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
+    return ChapterConfig(pretrain=pretrain, finetune=finetune, **{**sizes, **overrides})
+
+
+def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
+    """Chapter 04's masked next-sentence batches, cut from documents of the synthetic language.
+
+    The held-out documents (for the MLM and NSP accuracies) are drawn with another seed.
+
+    Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
+    """
+    lang = SyntheticLanguage(config.language_seed)
+    pretrain_config = config.pretrain
+    test_size = max(2, round(config.documents * pretrain_config.held_out_fraction))
+    train_docs, test_docs = (
+        [[s.text for s in doc] for doc in lang.documents(n, seed, config.sentences_per_document)]
+        for n, seed in ((config.documents, pretrain_config.seed), (test_size, pretrain_config.seed + 1)))
+    return PretrainingData(pretrain_config, train_docs, test_docs)
+
+
+def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: bool = False) -> PretrainResult:
+    """A BERT pretrained on the synthetic language: trained once per recipe, then read from the disk cache
+    (``$LECTURE_CACHE`` or ``~/.cache/lecture_lib``, as chapter 04's model).
+
+    Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
+    """
+    config = config or chapter_config()
+    recipe = {"pretrain": fingerprint(config.pretrain), "language_seed": config.language_seed,
+              "documents": config.documents, "sentences_per_document": config.sentences_per_document}
+    key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+    return cached_pretraining(f"synthetic-bert-{key}", config.pretrain, lambda: synthetic_pretraining_data(config),
+                              progress=progress)
+
+
+def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
+    """The four tasks, trained on sentences about one set of people and tested on sentences about others.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+    config = config or chapter_config()
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    n, m, length = config.train_examples, config.test_examples, config.max_length
+    tasks = {}
+    for name, build, encode, head, num_labels in (
+        ("acceptability", acceptability_examples,
+         lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
+         BertForSequenceClassification, len(ACCEPTABILITY_LABELS)),
+        ("entailment", entailment_examples,
+         lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
+         BertForSequenceClassification, len(ENTAILMENT_LABELS)),
+        ("ner", ner_examples, lambda e: encode_tagging(e, tokenizer, length), BertForTokenClassification,
+         len(NER_LABELS)),
+        ("qa", lambda lang, k, seed, people: qa_examples(lang, k, seed, people, config.people_per_passage,
+                                                              config.sentences_per_passage),
+         lambda e: encode_qa(e, tokenizer, length), BertForQuestionAnswering, 2),
+    ):
+        train_examples = build(lang, n, config.seed + 1, train_people)
+        test_examples = build(lang, m, config.seed + 2, test_people)
+        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
+    return tasks
+

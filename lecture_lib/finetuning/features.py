@@ -1,0 +1,125 @@
+"""BERT as a feature extractor: freeze it, read some of its layers, and train a small tagger on top.
+
+The BERT paper's feature-based experiment (Devlin et al. 2019, Table 7) fed the activations of one or
+more layers of a frozen BERT-base, without fine-tuning, to a two-layer BiLSTM tagger for CoNLL-2003
+NER, and compared six ways of choosing them (dev F1): embeddings only 91.0, second-to-last hidden
+95.6, last hidden 94.9, weighted sum of the last four 95.9, concatenation of the last four 96.1,
+weighted sum of all twelve layers 95.5; fine-tuning BERT-base gave 96.4.
+
+A weighted sum is ELMo's scalar mix (Peters et al. 2018): with layers h_0 (embeddings) ... h_L,
+
+    mix = γ Σ_j softmax(s)_j h_j,
+
+with the scalars s_j and the scale γ learned with the tagger.
+
+Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.models.bert import IGNORE_INDEX, BertModel
+from lecture_lib.models.heads import TokenClassifierOutput
+
+FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
+                   "weighted_sum_all")
+
+
+def selected_layers(choice: str, num_hidden_layers: int) -> list[int]:
+    """Indices into (embeddings, layer 1, ..., layer L) that a choice reads.
+
+    >>> selected_layers("concat_last_four", 6), selected_layers("weighted_sum_all", 6)
+    ([3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 6])
+
+    "All" includes the embedding layer, as ELMo's mix does (the paper's "all 12 layers" of BERT-base
+    may not have): with the four layers of the quick profile, the Transformer layers alone would be
+    the same as "the last four".
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    if choice not in FEATURE_CHOICES:
+        raise ValueError(f"unknown feature choice {choice!r}; expected one of {FEATURE_CHOICES}")
+    last = num_hidden_layers
+    if choice.endswith("last_four") and last < 4:
+        raise ValueError(f"{choice!r} needs at least 4 layers, the encoder has {last}")
+    return {
+        "embeddings": [0],
+        "second_to_last": [last - 1],
+        "last": [last],
+        "weighted_sum_last_four": list(range(last - 3, last + 1)),
+        "concat_last_four": list(range(last - 3, last + 1)),
+        "weighted_sum_all": list(range(0, last + 1)),
+    }[choice]
+
+
+@torch.no_grad()
+def extract_features(encoder: BertModel, encoded: EncodedTask, batch_size: int = 128) -> EncodedTask:
+    """``encoded`` plus ``features`` (N, T, L + 1, H): every layer's hidden states of the frozen encoder.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    encoder.eval()
+    device = next(encoder.parameters()).device
+    inputs = {k: encoded.features[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    chunks = []
+    for i in range(0, len(encoded), batch_size):
+        out = encoder(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()}, output_hidden_states=True)
+        chunks.append(torch.stack(out.hidden_states, dim=2).cpu())  # (B, T, L + 1, H)
+    return EncodedTask({**encoded.features, "features": torch.cat(chunks)}, encoded.word_ids)
+
+
+class ScalarMix(nn.Module):
+    """γ Σ_j softmax(s)_j h_j over the layer axis (Peters et al. 2018); starts as the plain mean.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+
+    def __init__(self, num_layers: int) -> None:
+        super().__init__()
+        self.scalars = nn.Parameter(torch.zeros(num_layers))
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    def forward(self, layers: torch.Tensor) -> torch.Tensor:
+        weights = self.scalars.softmax(0)  # (L,)
+        return self.gamma * torch.einsum("btlh,l->bth", layers, weights)  # (B, T, H)
+
+
+class FeatureTagger(nn.Module):
+    """Chosen layers of a frozen BERT -> one vector per token -> BiLSTM -> linear tag scores.
+
+    The paper's tagger had two 768-unit BiLSTM layers; ``lstm_size`` scales it to our encoder.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+
+    def __init__(self, choice: str, num_hidden_layers: int, hidden_size: int, num_labels: int,
+                 lstm_size: int = 64) -> None:
+        super().__init__()
+        self.choice = choice
+        self.layers = selected_layers(choice, num_hidden_layers)
+        self.mix = ScalarMix(len(self.layers)) if choice.startswith("weighted_sum") else None
+        width = hidden_size * (len(self.layers) if choice == "concat_last_four" else 1)
+        self.lstm = nn.LSTM(width, lstm_size, batch_first=True, bidirectional=True)
+        self.classifier = nn.Linear(2 * lstm_size, num_labels)
+
+    def forward(self, features: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor | None = None,
+                **unused: torch.Tensor) -> TokenClassifierOutput:
+        """``features`` (B, T, L + 1, H) from :func:`extract_features`; the other tensors (B, T)."""
+        layers = features[:, :, self.layers]  # (B, T, k, H)
+        if self.mix is not None:
+            x = self.mix(layers)  # (B, T, H)
+        else:
+            x = layers.flatten(2)  # (B, T, k H): one layer, or the concatenation
+        lengths = attention_mask.sum(1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        states, _ = self.lstm(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
+        logits = self.classifier(states)  # (B, T, K)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+        return TokenClassifierOutput(logits, loss)

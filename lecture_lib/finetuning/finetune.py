@@ -1,0 +1,153 @@
+"""Fine-tuning a pretrained encoder on a task: the budget, a new head on a copy of the encoder, the
+loop that trains it, and the scores on the task's test set.
+
+Pretrained and from-scratch models get the same budget (steps, batches, learning rate), so that
+comparing their scores compares what pretraining gave them.
+
+Taught in: 05_bert_finetuning ("Pretrained or from scratch", "Scoring the four tasks").
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from lecture_lib.finetuning.tasks import (
+    EncodedTask,
+    best_spans,
+    word_tags,
+)
+from lecture_lib.metrics import accuracy, matthews_corrcoef, span_f1, squad_scores
+from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.runtime import seed_everything
+from lecture_lib.train import History, TrainConfig, train
+
+# ---------------------------------------------------------------- pretraining on the synthetic language
+
+
+# ---------------------------------------------------------------- the four tasks
+
+
+@dataclass
+class FinetuneConfig:
+    """The fine-tuning budget of one task: AdamW steps, batch size, peak learning rate with a linear
+    warm-up over ``warmup_fraction`` of the steps then linear decay (as BERT's fine-tuning), the
+    encoder's dropout while fine-tuning, PyTorch's CPU threads (``None``: leave them) and the seed.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+
+    steps: int = 150
+    batch_size: int = 32
+    lr: float = 1e-3
+    warmup_fraction: float = 0.1
+    dropout: float = 0.0
+    num_threads: int | None = None
+    seed: int = 0
+
+
+@dataclass
+class Task:
+    """One task: its head, its encoded train and test sets, and the test examples (for scoring).
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    name: str
+    head: type
+    num_labels: int
+    train: EncodedTask
+    test: EncodedTask
+    test_examples: list = field(repr=False)
+
+
+@torch.no_grad()
+def predict(model: nn.Module, encoded: EncodedTask, batch_size: int = 128) -> dict[str, torch.Tensor]:
+    """The model's logits on every example, in eval mode: ``logits`` (N, K) or (N, T, K), or
+    ``start_logits`` and ``end_logits`` (N, T).
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    labels = ("labels", "start_positions", "end_positions")
+    inputs = {k: v for k, v in encoded.features.items() if k not in labels}
+    outputs: dict[str, list[torch.Tensor]] = {}
+    for i in range(0, len(encoded), batch_size):
+        out = model(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()})
+        for name in ("logits", "start_logits", "end_logits"):
+            if hasattr(out, name):
+                outputs.setdefault(name, []).append(getattr(out, name).float().cpu())
+    return {k: torch.cat(v) for k, v in outputs.items()}
+
+
+def score(task: Task, model: nn.Module) -> dict[str, float]:
+    """The task's metrics on its test set: accuracy and MCC; accuracy; span F1; exact match and F1.
+
+    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    """
+    out = predict(model, task.test)
+    if task.name == "acceptability":
+        predicted, labels = out["logits"].argmax(-1), task.test.features["labels"]
+        return {"accuracy": accuracy(predicted, labels), "mcc": matthews_corrcoef(predicted, labels)}
+    if task.name == "entailment":
+        return {"accuracy": accuracy(out["logits"].argmax(-1), task.test.features["labels"])}
+    if task.name == "ner":
+        return {"f1": span_f1([e.tags for e in task.test_examples], word_tags(out["logits"], task.test))["f1"]}
+    spans = best_spans(out["start_logits"], out["end_logits"], task.test)
+    predicted = [" ".join(e.passage[a:b]) for e, (a, b) in zip(task.test_examples, spans)]
+    return squad_scores(predicted, [e.answer for e in task.test_examples])
+
+
+def task_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The head's own loss: cross-entropy over classes, tags, or start and end positions.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+    return model(**batch).loss
+
+
+@dataclass
+class FinetuneResult:
+    """The fine-tuned model, its test scores, the seconds the run took, and its training history.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+
+    model: nn.Module
+    scores: dict[str, float]
+    seconds: float
+    history: History
+
+
+def finetune(task: Task, model: nn.Module, config: FinetuneConfig) -> FinetuneResult:
+    """Fine-tune ``model`` (a head, pretrained or not) on ``task`` with the chapter's budget; score it.
+
+    AdamW with a linear warm-up and decay (as BERT's fine-tuning), the same steps, batches and learning
+    rate whatever the model, so that pretrained and from-scratch runs spend the same budget.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+    seed_everything(config.seed)
+    start = time.perf_counter()
+    train_config = TrainConfig(steps=config.steps, lr=config.lr, schedule="linear", progress=False,
+                               warmup_steps=round(config.warmup_fraction * config.steps),
+                               num_threads=config.num_threads)
+    history = train(model, task.train.batches(config.batch_size, config.seed), task_loss, train_config)
+    scores = score(task, model)
+    return FinetuneResult(model, scores, time.perf_counter() - start, history)
+
+
+def new_head(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig) -> nn.Module:
+    """The task's head on a copy of a pretrained encoder, or (given a BERT config) on a randomly
+    initialised one of the same shape; either way with the chapter's fine-tuning dropout.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+    seed_everything(config.seed)  # the same initial weights, whatever ran before
+    if isinstance(encoder, BertConfig):
+        encoder = BertModel(encoder)
+    return task.head.from_encoder(encoder, task.num_labels, dropout=config.dropout)

@@ -1,0 +1,660 @@
+"""BERT (Devlin et al. 2019): a Transformer encoder pretrained with masked LM and next-sentence prediction.
+
+The modules carry Hugging Face's names (``embeddings``, ``attention.self.query``, ``intermediate``,
+``output``, ``pooler``, ``cls.predictions``), so a state dict of ``transformers``' ``BertModel`` or
+``BertForPreTraining`` loads here key for key, and ours loads there: :meth:`BertModel.from_hf`,
+:meth:`BertModel.to_hf`, :meth:`BertModel.from_pretrained` (a checkpoint directory, or a hub name
+when a network exists) and :meth:`BertModel.save_pretrained`.
+
+One encoder layer, post-LayerNorm as in Vaswani et al. (2017)::
+
+    a = LayerNorm(x + Dropout(W_O · MultiHead(x)))      # attention.self, attention.output
+    y = LayerNorm(a + Dropout(W_2 · GELU(W_1 · a)))     # intermediate, output
+
+Taught in: 04_bert_pretraining ("The input: three embeddings", "The model").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # the exact erf form, as Hugging Face's "gelu"
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+IGNORE_INDEX = -100  # label of positions that carry no MLM loss (as in PyTorch's cross_entropy)
+
+# Hugging Face config fields that would change the architecture away from the encoder written here.
+_UNSUPPORTED = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}
+
+
+# ---------------------------------------------------------------- configuration
+
+
+@dataclass
+class BertConfig:
+    """The sizes of a BERT, with Hugging Face's field names; the defaults are BERT-base (110M parameters).
+
+    Taught in: 04_bert_pretraining ("The model").
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
+            )
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"unknown hidden_act {self.hidden_act!r}; expected one of {sorted(ACTIVATIONS)}")
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "BertConfig":
+        """Read the fields we know from a ``config.json`` dict; refuse settings this encoder does not implement."""
+        for key, expected in _UNSUPPORTED.items():
+            if values.get(key, expected) != expected:
+                raise ValueError(f"unsupported BERT variant: expected {key}={expected!r}, got {values[key]!r}")
+        if values.get("model_type", "bert") != "bert":
+            raise ValueError(f"expected a config with model_type 'bert', got {values['model_type']!r}")
+        known = {f.name for f in fields(cls)}
+        config = {k: v for k, v in values.items() if k in known}
+        if config.get("pad_token_id") is None:
+            config.pop("pad_token_id", None)
+        return cls(**config)
+
+    @classmethod
+    def from_hf(cls, hf_config: Any) -> "BertConfig":
+        """From a ``transformers.BertConfig``."""
+        return cls.from_dict(hf_config.to_dict())
+
+    def to_hf(self, **kwargs: Any) -> Any:
+        """A ``transformers.BertConfig`` with the same sizes (``kwargs`` such as ``attn_implementation`` pass on)."""
+        import transformers
+
+        return transformers.BertConfig(**self.to_dict(), **kwargs)
+
+
+def training_flops_per_token(config: BertConfig, seq_len: int, *, masked_fraction: float = 1.0) -> float:
+    """Floating-point operations to train on one token: 6 N + 12 L T H (forward 1/3, backward 2/3).
+
+    ``N`` counts the weights of every matrix multiplication a token goes through (encoder layers and the
+    MLM head; the embeddings are look-ups, not products); each weight costs a multiply and an add forward
+    and twice that backward. The attention term is q·kᵀ and weights·v: 2·2·T·H per token and layer forward.
+    ``masked_fraction`` < 1 counts an MLM head applied to the masked positions only.
+
+    Taught in: 04_bert_pretraining ("How fast").
+    """
+    h, inter, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    encoder = layers * (4 * h * h + 2 * h * inter)
+    head = h * h + masked_fraction * h * config.vocab_size
+    return 6 * (encoder + head) + 12 * layers * seq_len * h
+
+
+# ---------------------------------------------------------------- outputs
+
+
+@dataclass
+class BertModelOutput:
+    """``last_hidden_state`` (B, T, H); ``pooler_output`` (B, H); per-layer tuples when asked for:
+    ``hidden_states`` (embeddings, then each layer) and ``attentions`` (B, heads, T, T)."""
+
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class BertForPreTrainingOutput:
+    """Logits of both heads; ``loss = mlm_loss + nsp_loss`` over the labels that were given.
+
+    ``prediction_logits`` is (B, T, V), or (N, V) for the N labelled positions with ``masked_only=True``.
+    """
+
+    prediction_logits: torch.Tensor
+    seq_relationship_logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+# ---------------------------------------------------------------- embeddings
+
+
+class BertEmbeddings(nn.Module):
+    """E = LayerNorm(E_token[w] + E_segment[s] + E_position[t]): the sum drawn under "[CLS] my dog is cute [SEP]".
+
+    Taught in: 04_bert_pretraining ("The input: three embeddings").
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        length = input_ids.shape[1]
+        if position_ids is None:
+            position_ids = torch.arange(length, device=input_ids.device)[None, :]  # (1, T)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        embeddings = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+                      + self.position_embeddings(position_ids))  # (B, T, H)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+# ---------------------------------------------------------------- one encoder layer
+
+
+class BertSelfAttention(nn.Module):
+    """Multi-head self-attention with Hugging Face's parameter names ``query``, ``key``, ``value``.
+
+    With ``output_attentions=True`` it takes the written-out path of :mod:`lecture_lib.attention`
+    and returns the weights; otherwise PyTorch's fused kernel, which never stores the T x T matrix.
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.num_attention_heads = config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | None = None,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        h = self.num_attention_heads
+        q = split_heads(self.query(hidden_states), h)  # (B, heads, T, D)
+        k = split_heads(self.key(hidden_states), h)
+        v = split_heads(self.value(hidden_states), h)
+        p = self.dropout.p if self.training else 0.0
+        if output_attentions:
+            context, weights = scaled_dot_product_attention(q, k, v, mask, p)
+        else:
+            context, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        return merge_heads(context), weights  # (B, T, H)
+
+
+class BertSelfOutput(nn.Module):
+    """a = LayerNorm(x + Dropout(W_O · context)): the output projection and the first residual."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, context: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(residual + self.dropout(self.dense(context)))
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
+                output_attentions: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        context, weights = self.self(x, mask, output_attentions)
+        return self.output(context, x), weights
+
+
+class BertIntermediate(nn.Module):
+    """GELU(W_1 · a): the feed-forward expansion to ``intermediate_size`` (4 H in BERT)."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        return self.act(self.dense(a))
+
+
+class BertOutput(nn.Module):
+    """y = LayerNorm(a + Dropout(W_2 · GELU(W_1 · a))): back to H, and the second residual."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, expanded: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(residual + self.dropout(self.dense(expanded)))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
+                output_attentions: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        a, weights = self.attention(x, mask, output_attentions)
+        return self.output(self.intermediate(a), a), weights
+
+
+class BertEncoder(nn.Module):
+    """The stack of layers (a container: :class:`BertModel` runs the loop, collecting what was asked for)."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+
+class BertPooler(nn.Module):
+    """tanh(W · h_[CLS]): the sentence vector the NSP classifier reads."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden_states[:, 0]))  # (B, H)
+
+
+# ---------------------------------------------------------------- the encoder
+
+
+def _attention_mask(attention_mask: torch.Tensor | None, input_ids: torch.Tensor) -> torch.Tensor | None:
+    """(B, T) with 1 on real tokens and 0 on padding -> bool (B, 1, 1, T): every query skips the padded keys."""
+    if attention_mask is None:
+        return None
+    if attention_mask.shape != input_ids.shape:
+        raise ValueError(f"expected attention_mask of shape {tuple(input_ids.shape)}, "
+                         f"got {tuple(attention_mask.shape)}")
+    return attention_mask.bool()[:, None, None, :]
+
+
+class _Loadable(nn.Module):
+    """What BertModel and BertForPreTraining share: weight initialisation and the Hugging Face bridges."""
+
+    config: BertConfig
+    hf_class = ""  # the name of the matching transformers class
+    hf_prefix = ""  # "bert." when this model wraps the encoder under ``bert``
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """N(0, initializer_range) for matrices and embeddings, zero biases, LayerNorm at identity (as BERT)."""
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=std)
+            if module.padding_idx is not None:
+                nn.init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def tied_keys(self) -> set[str]:
+        """State-dict keys that alias another key (saved once, restored by tying)."""
+        return set()
+
+    @classmethod
+    def from_hf(cls, hf_model: nn.Module) -> "_Loadable":
+        """Copy a ``transformers`` model of the matching class (same keys, same tensors' values)."""
+        if type(hf_model).__name__ != cls.hf_class:
+            raise TypeError(f"expected a transformers {cls.hf_class}, got {type(hf_model).__name__}")
+        config = BertConfig.from_hf(hf_model.config)
+        if getattr(hf_model.config, "chunk_size_feed_forward", 0):
+            raise ValueError("expected chunk_size_feed_forward=0 (no feed-forward chunking)")
+        ours = cls(config)
+        ours.load_hf_state_dict(hf_model.state_dict())
+        first = next(hf_model.parameters())
+        return ours.to(device=first.device, dtype=first.dtype)
+
+    def to_hf(self, attn_implementation: str = "eager") -> nn.Module:
+        """The same weights in ``transformers``' class; ``eager`` attention so it can return its weights."""
+        import transformers
+
+        hf = getattr(transformers, self.hf_class)(self.config.to_hf(attn_implementation=attn_implementation))
+        first = next(self.parameters())
+        hf.to(device=first.device, dtype=first.dtype)
+        missing, unexpected = hf.load_state_dict(self.state_dict(), strict=False)
+        if unexpected or any("position_ids" not in k and "token_type_ids" not in k for k in missing):
+            raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
+        return hf.train(self.training)
+
+    def load_hf_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Load a Hugging Face BERT state dict, in any of the layouts checkpoints come in.
+
+        Handles: a ``bert.`` prefix or not (BertForPreTraining vs BertModel checkpoints); TensorFlow-era
+        ``LayerNorm.gamma``/``beta`` names; the position/token-type id buffers (not weights; dropped);
+        tied keys that the file omits; for :class:`BertModel`, the pretraining heads (``cls.*``; ignored).
+        A missing weight or a leftover key raises ``ValueError`` naming them.
+        """
+        renamed = {}
+        for key, value in state.items():
+            key = key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+            if key.endswith(("embeddings.position_ids", "embeddings.token_type_ids")):
+                continue
+            if not self.hf_prefix:
+                if key.startswith("cls."):
+                    continue
+                key = key.removeprefix("bert.")
+            elif not key.startswith(("bert.", "cls.")):
+                key = self.hf_prefix + key
+            renamed[key] = value
+        ours = self.state_dict()
+        tied = self.tied_keys()
+        missing = sorted(set(ours) - set(renamed) - tied)
+        unexpected = sorted(set(renamed) - set(ours))
+        if missing or unexpected:
+            raise ValueError(f"checkpoint does not fit {type(self).__name__}: missing {missing}, "
+                             f"unexpected {unexpected}")
+        for key, value in renamed.items():
+            if tuple(value.shape) != tuple(ours[key].shape):
+                raise ValueError(f"{key}: expected shape {tuple(ours[key].shape)}, got {tuple(value.shape)}")
+        with torch.no_grad():
+            for key, value in renamed.items():
+                if key not in tied:
+                    ours[key].copy_(value)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike) -> "_Loadable":
+        """Load a checkpoint directory (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``).
+
+        A name that is not a local path is looked up on the Hugging Face hub, which needs a network:
+        with ``HF_HUB_OFFLINE=1`` or no connection it fails at once with ``OSError`` (a copy already in
+        the local hub cache is used when there is one). Weights are read with safetensors or
+        ``torch.load(weights_only=True)``: loading never executes code.
+
+        Taught in: 04_bert_pretraining ("Static and contextual vectors").
+        """
+        directory = _resolve_checkpoint(name_or_path)
+        config = BertConfig.from_dict(json.loads((directory / "config.json").read_text()))
+        model = cls(config)
+        model.load_hf_state_dict(_read_weights(directory))
+        return model.eval()
+
+    def save_pretrained(self, directory: str | os.PathLike) -> Path:
+        """Write ``config.json`` and ``model.safetensors`` in Hugging Face's layout (tied keys once)."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        hf_config = {"architectures": [self.hf_class], "model_type": "bert", **self.config.to_dict()}
+        (directory / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
+        tied = self.tied_keys()
+        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items() if k not in tied}
+        save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+        return directory
+
+
+def _resolve_checkpoint(name_or_path: str | os.PathLike) -> Path:
+    """A local checkpoint directory, or the hub snapshot of ``name_or_path`` (needs a network)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"expected {path / 'config.json'} in the checkpoint directory")
+        return path
+    text = str(name_or_path)
+    looks_like_path = path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1 or path.exists()
+    if looks_like_path:
+        raise FileNotFoundError(f"expected a checkpoint directory at {text!r} (config.json + model.safetensors); "
+                                "it does not exist")
+    return _download(text)
+
+
+def _download(repo_id: str) -> Path:
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+    snapshot = None
+    for weights in ("model.safetensors", "pytorch_model.bin"):  # the safe format first; older repos lack it
+        try:
+            snapshot = Path(huggingface_hub.snapshot_download(repo_id, allow_patterns=["config.json", weights],
+                                                              local_files_only=offline, etag_timeout=5))
+        except Exception as error:  # the hub client raises many kinds; all mean "not available here"
+            reason = "the hub is switched off (HF_HUB_OFFLINE=1)" if offline else f"the hub is unreachable ({error})"
+            raise OSError(f"{repo_id!r} is not a local directory, and {reason}; pass the path of a directory "
+                          f"holding config.json and model.safetensors") from None
+        if (snapshot / weights).is_file():
+            break
+    return snapshot
+
+
+def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors from safetensors, else from a pickle read with ``weights_only=True``."""
+    if (directory / "model.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        return load_file(str(directory / "model.safetensors"))
+    if (directory / "pytorch_model.bin").is_file():
+        return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    raise FileNotFoundError(f"expected model.safetensors or pytorch_model.bin in {directory}")
+
+
+class BertModel(_Loadable):
+    """The BERT encoder: embeddings, ``num_hidden_layers`` post-LN layers, and the [CLS] pooler.
+
+    >>> model = BertModel(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+    ...                              num_attention_heads=4, intermediate_size=64)).eval()
+    >>> out = model(torch.tensor([[2, 7, 9, 3, 0]]), attention_mask=torch.tensor([[1, 1, 1, 1, 0]]))
+    >>> tuple(out.last_hidden_state.shape), tuple(out.pooler_output.shape)
+    ((1, 5, 32), (1, 32))
+
+    Taught in: 04_bert_pretraining ("The model").
+    """
+
+    hf_class = "BertModel"
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config)
+        self.apply(self._init_weights)
+
+    def _check_inputs(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> None:
+        if input_ids.dim() != 2 or input_ids.dtype not in (torch.long, torch.int):
+            raise ValueError(f"expected integer input_ids of shape (B, T), "
+                             f"got {input_ids.dtype} {tuple(input_ids.shape)}")
+        if input_ids.shape[1] > self.config.max_position_embeddings:
+            raise ValueError(f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings "
+                             f"{self.config.max_position_embeddings}")
+        if token_type_ids is not None and token_type_ids.shape != input_ids.shape:
+            raise ValueError(f"expected token_type_ids of shape {tuple(input_ids.shape)}, "
+                             f"got {tuple(token_type_ids.shape)}")
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> BertModelOutput:
+        """``input_ids`` (B, T); ``attention_mask`` (B, T), 1 on tokens and 0 on padding; segments 0/1."""
+        self._check_inputs(input_ids, token_type_ids)
+        mask = _attention_mask(attention_mask, input_ids)
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
+        hidden_states, attentions = [x], []
+        for layer in self.encoder.layer:
+            x, weights = layer(x, mask, output_attentions)
+            hidden_states.append(x)
+            attentions.append(weights)
+        return BertModelOutput(
+            last_hidden_state=x,
+            pooler_output=self.pooler(x),
+            hidden_states=tuple(hidden_states) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
+        )
+
+
+# ---------------------------------------------------------------- pretraining heads
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.act(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """MLM logits = LayerNorm(GELU(W h)) E_tokenᵀ + b: the output matrix *is* the word-embedding matrix.
+
+    ``decoder.weight`` is tied to the word embeddings and ``decoder.bias`` to ``bias`` (as in Hugging Face).
+    """
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding) -> None:
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.decoder.weight = word_embeddings.weight
+        self.decoder.bias = self.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.transform(x))  # (..., V)
+
+
+class BertPreTrainingHeads(nn.Module):
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding) -> None:
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config, word_embeddings)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)  # 0 = IsNext, 1 = NotNext
+
+
+class BertForPreTraining(_Loadable):
+    """BERT with its two pretraining heads: masked LM over the vocabulary and next-sentence prediction.
+
+    ``labels`` (B, T) hold the original token where a position was selected for prediction and -100
+    elsewhere (see :func:`lecture_lib.objectives.masking.mask_tokens`); ``next_sentence_label`` (B,) is 0 when
+    segment B follows A and 1 when it is random. The loss is the sum of the mean cross-entropies of
+    whichever labels are given. ``masked_only=True`` runs the MLM head on the labelled positions only
+    (about 15% of them): the same loss and gradients for less compute.
+
+    Taught in: 04_bert_pretraining ("Masked LM", "Next-sentence prediction", "Pretraining a small BERT").
+    """
+
+    hf_class = "BertForPreTraining"
+    hf_prefix = "bert."
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings)
+        self.cls.predictions.transform.apply(self._init_weights)  # not the decoder: it is the embedding matrix
+        self.cls.seq_relationship.apply(self._init_weights)
+
+    def tied_keys(self) -> set[str]:
+        return {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        masked_only: bool = False,
+    ) -> BertForPreTrainingOutput:
+        if masked_only and labels is None:
+            raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
+        if labels is not None and labels.shape != input_ids.shape:
+            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                        output_hidden_states)
+        hidden = out.last_hidden_state  # (B, T, H)
+        if masked_only:
+            selected = labels != IGNORE_INDEX  # (B, T)
+            logits = self.cls.predictions(hidden[selected])  # (N, V)
+            targets = labels[selected]  # (N,)
+        else:
+            logits = self.cls.predictions(hidden)  # (B, T, V)
+            targets = labels
+        nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
+        mlm_loss = nsp_loss = None
+        if labels is not None:
+            mlm_loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), targets.reshape(-1),
+                                       ignore_index=IGNORE_INDEX)
+        if next_sentence_label is not None:
+            nsp_loss = F.cross_entropy(nsp_logits, next_sentence_label.reshape(-1))
+        if mlm_loss is None or nsp_loss is None:
+            loss = nsp_loss if mlm_loss is None else mlm_loss
+        else:
+            loss = mlm_loss + nsp_loss
+        return BertForPreTrainingOutput(
+            prediction_logits=logits,
+            seq_relationship_logits=nsp_logits,
+            loss=loss,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+def mlm_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> tuple[int, int]:
+    """(correct, total) argmax predictions over the labelled positions (label != -100) only.
+
+    Works for dense logits (B, T, V) with labels (B, T), and for ``masked_only`` logits (N, V) with
+    labels (B, T) of which N are labelled.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    selected = labels != IGNORE_INDEX
+    if logits.dim() == labels.dim() + 1:
+        logits = logits[selected]
+    targets = labels[selected]
+    if logits.shape[0] != targets.shape[0]:
+        raise ValueError(f"expected logits for {targets.shape[0]} labelled positions, got {tuple(logits.shape)}")
+    return int((logits.argmax(-1) == targets).sum()), int(targets.numel())

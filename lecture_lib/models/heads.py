@@ -1,0 +1,266 @@
+"""Task heads on BERT, one per shape of the fine-tuning figure (Devlin et al. 2019, Figure 4).
+
+Each head is one linear layer on top of the encoder; fine-tuning trains it together with the whole
+encoder. With the final hidden states T_i (B, T, H) and the pooled [CLS] vector C (B, H):
+
+- sentence or pair classification:  P(class) = softmax(C Wᵀ),  W (K, H)
+- token tagging:                    P(tag at i) = softmax(T_i Wᵀ),  W (K, H)
+- span extraction:                  P(start = i) = softmax_i(S · T_i),  P(end = j) = softmax_j(E · T_j),
+                                    S and E the two rows of one (2, H) matrix; the span score is
+                                    S · T_i + E · T_j with j >= i.
+
+The modules and parameters carry the names of Hugging Face's classes of the same names (``bert``,
+``classifier``, ``qa_outputs``), and ``from_hf`` / ``to_hf`` convert to and from them. As there, the
+token and span heads have no pooler.
+
+Taught in: 05_bert_finetuning ("Four task shapes").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.models.bert import IGNORE_INDEX, BertConfig, BertModel
+
+
+@dataclass
+class SequenceClassifierOutput:
+    """Logits (B, num_labels), and the loss when labels were given.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    logits: torch.Tensor  # (B, num_labels)
+    loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class TokenClassifierOutput:
+    """Logits (B, T, num_labels), and the loss when labels were given.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    logits: torch.Tensor  # (B, T, num_labels)
+    loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class QuestionAnsweringModelOutput:
+    """Start and end logits (B, T) each, and the loss when positions were given.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    start_logits: torch.Tensor  # (B, T)
+    end_logits: torch.Tensor  # (B, T)
+    loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class NoPooler(nn.Module):
+    """Stands in for the pooler of an encoder whose head never reads [CLS]'s pooled vector.
+
+    Hugging Face builds its token and span heads with ``add_pooling_layer=False``; removing ours the
+    same way keeps the state dicts equal, and the parameter counts honest.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    def forward(self, hidden_states: torch.Tensor) -> None:
+        return None
+
+
+def _check_labels(labels: torch.Tensor, num_labels: int, what: str) -> None:
+    """Class labels must lie in [0, num_labels) or be the ignore index -100."""
+    if labels.is_floating_point():
+        raise ValueError(f"expected integer class {what}, got dtype {labels.dtype}")
+    bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_labels))
+    if bad.any():
+        raise ValueError(f"{what} {sorted(set(labels[bad].tolist()))[:5]} are outside the label set "
+                         f"0..{num_labels - 1} (or -100 to ignore a position)")
+
+
+class _TaskHead(nn.Module):
+    """What the three heads share: an encoder under ``bert``, and the bridges to ``transformers``."""
+
+    with_pooler = True
+
+    def __init__(self, config: BertConfig, num_labels: int) -> None:
+        super().__init__()
+        if num_labels < 1:
+            raise ValueError(f"expected num_labels >= 1, got {num_labels}")
+        self.config = config
+        self.num_labels = num_labels
+        self.bert = BertModel(config)
+        if not self.with_pooler:
+            self.bert.pooler = NoPooler()
+
+    def _init_linear(self, linear: nn.Linear) -> None:
+        nn.init.normal_(linear.weight, std=self.config.initializer_range)  # as BERT's initialisation
+        nn.init.zeros_(linear.bias)
+
+    @classmethod
+    def from_encoder(cls, encoder: BertModel, num_labels: int = 2, *, dropout: float | None = None,
+                     **kwargs: Any) -> "_TaskHead":
+        """A new head on a copy of ``encoder`` (a pretrained one): the usual start of fine-tuning.
+
+        ``dropout`` replaces the encoder's dropout probabilities (BERT fine-tunes with 0.1).
+        """
+        config = encoder.config
+        if dropout is not None:
+            config = dataclasses.replace(config, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        first = next(encoder.parameters())
+        head = cls(config, num_labels, **kwargs).to(device=first.device, dtype=first.dtype)
+        state = {k: v for k, v in encoder.state_dict().items() if head.with_pooler or not k.startswith("pooler.")}
+        head.bert.load_state_dict(state)  # copies the values: the encoder itself is left as it was
+        return head
+
+    @classmethod
+    def from_hf(cls, hf_model: nn.Module) -> "_TaskHead":
+        """Copy ``transformers``' class of the same name (same keys, same values)."""
+        if type(hf_model).__name__ != cls.__name__:
+            raise TypeError(f"expected a transformers {cls.__name__}, got {type(hf_model).__name__}")
+        hf_config = hf_model.config
+        kwargs = {} if cls is BertForQuestionAnswering else {"classifier_dropout": hf_config.classifier_dropout}
+        first = next(hf_model.parameters())
+        head = cls(BertConfig.from_hf(hf_config), hf_config.num_labels, **kwargs)
+        head.to(device=first.device, dtype=first.dtype)  # before copying, so no value passes through float32
+        state = hf_model.state_dict()
+        head.bert.load_hf_state_dict({k: v for k, v in state.items() if k.startswith("bert.")})
+        own = {k: v for k, v in state.items() if not k.startswith("bert.")}
+        missing, unexpected = head.load_state_dict(own, strict=False)
+        if unexpected or any(not k.startswith("bert.") for k in missing):
+            raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
+        return head.train(hf_model.training)
+
+    def _hf_kwargs(self) -> dict[str, Any]:
+        return {"num_labels": self.num_labels}
+
+    def to_hf(self, attn_implementation: str = "eager") -> nn.Module:
+        """The same weights in ``transformers``' class of the same name."""
+        import transformers
+
+        hf_config = self.config.to_hf(attn_implementation=attn_implementation, **self._hf_kwargs())
+        hf = getattr(transformers, type(self).__name__)(hf_config)
+        first = next(self.parameters())
+        hf.to(device=first.device, dtype=first.dtype)
+        missing, unexpected = hf.load_state_dict(self.state_dict(), strict=False)
+        if unexpected or any("position_ids" not in k and "token_type_ids" not in k for k in missing):
+            raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
+        return hf.train(self.training)
+
+
+class _ClassifierHead(_TaskHead):
+    """A task head whose last step is dropout then one linear layer to ``num_labels`` scores."""
+
+    def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
+        super().__init__(config, num_labels)
+        self.classifier_dropout = classifier_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_labels)
+        self._init_linear(self.classifier)
+
+    def _hf_kwargs(self) -> dict[str, Any]:
+        return {"num_labels": self.num_labels, "classifier_dropout": self.classifier_dropout}
+
+
+class BertForSequenceClassification(_ClassifierHead):
+    """[CLS] -> pooler -> dropout -> linear: one label per sentence or sentence pair.
+
+    ``labels`` (B,) are class indices and the loss is cross-entropy; with ``num_labels=1`` they are real
+    numbers and the loss is the mean squared error (regression, as STS-B), as in Hugging Face.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> SequenceClassifierOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                        output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
+        loss = None
+        if labels is not None:
+            if self.num_labels == 1:
+                loss = F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+            else:
+                _check_labels(labels, self.num_labels, "labels")
+                loss = F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+
+class BertForTokenClassification(_ClassifierHead):
+    """Every final hidden state -> dropout -> linear: one tag per token (-100 labels carry no loss).
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    with_pooler = False
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> TokenClassifierOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                        output_hidden_states)
+        logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
+        loss = None
+        if labels is not None:
+            if labels.shape != input_ids.shape:
+                raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+            _check_labels(labels, self.num_labels, "labels")
+            loss = F.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1),
+                                   ignore_index=IGNORE_INDEX)
+        return TokenClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+
+class BertForQuestionAnswering(_TaskHead):
+    """Every final hidden state -> (start score, end score); the loss is the mean of the two
+    cross-entropies over the positions of the sequence, as in BERT's SQuAD fine-tuning.
+
+    ``start_positions`` and ``end_positions`` (B,) must lie inside the sequence.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    with_pooler = False
+
+    def __init__(self, config: BertConfig, num_labels: int = 2) -> None:
+        if num_labels != 2:
+            raise ValueError(f"a span head scores a start and an end: expected num_labels=2, got {num_labels}")
+        super().__init__(config, num_labels)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self._init_linear(self.qa_outputs)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                start_positions: torch.Tensor | None = None, end_positions: torch.Tensor | None = None,
+                output_attentions: bool = False, output_hidden_states: bool = False) -> QuestionAnsweringModelOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                        output_hidden_states)
+        start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(-1)  # (B, T) each
+        loss = None
+        if (start_positions is None) != (end_positions is None):
+            raise ValueError("expected both start_positions and end_positions, or neither")
+        if start_positions is not None:
+            length = input_ids.shape[1]
+            for name, positions in (("start_positions", start_positions), ("end_positions", end_positions)):
+                if ((positions < 0) | (positions >= length)).any():
+                    raise ValueError(f"{name} {positions.tolist()} must lie inside the sequence [0, {length})")
+            loss = (F.cross_entropy(start_logits, start_positions.reshape(-1))
+                    + F.cross_entropy(end_logits, end_positions.reshape(-1))) / 2
+        return QuestionAnsweringModelOutput(start_logits.contiguous(), end_logits.contiguous(), loss,
+                                            out.hidden_states, out.attentions)

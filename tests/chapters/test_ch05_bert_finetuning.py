@@ -1,0 +1,100 @@
+"""lecture_lib.chapters.ch05_bert_finetuning and lecture_lib.finetuning.finetune: the chapter's sizes, the cached pretraining on the synthetic language, the tasks it
+builds, and the fine-tuning loop's scores (recomputed here from the model's own predictions)."""
+
+import dataclasses
+
+import pytest
+import torch
+
+import lecture_lib.pretraining as pretrain_module
+from lecture_lib.chapters.ch05_bert_finetuning import (
+    TASK_NAMES,
+    build_tasks,
+    chapter_config,
+    synthetic_pretrained_bert,
+    synthetic_pretraining_data,
+)
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.finetune import finetune, new_head, predict
+from lecture_lib.finetuning.tasks import split_people, word_tags
+from lecture_lib.metrics import matthews_corrcoef, span_f1
+from lecture_lib.models.bert import BertModel
+from lecture_lib.tokenization import WordPieceTokenizer
+
+
+def _tiny(monkeypatch, tmp_path):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    config = chapter_config(documents=40, train_examples=48, test_examples=24, finetune=dict(steps=3, batch_size=8),
+                            max_length=128, pretrain=dict(steps=3, batch_size=8, warmup_steps=1, eval_pairs=16,
+                                                          vocab_size=300, seq_len=128))
+    return config
+
+
+def test_profiles_pick_the_sizes(monkeypatch):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    quick = chapter_config()
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    full = chapter_config()
+    assert quick.pretrain.hidden_size < full.pretrain.hidden_size and quick.finetune.steps < full.finetune.steps
+    assert chapter_config(finetune=dict(lr=0.5), pretrain=dict(seed=3)).finetune.lr == 0.5
+    assert chapter_config(pretrain=dict(seed=3)).pretrain.seed == 3
+
+
+def test_pretraining_data_comes_from_the_synthetic_language(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    data = synthetic_pretraining_data(config)
+    assert data.tokenizer.vocab_size == 300
+    batch = data.batch(0)
+    assert batch["input_ids"].shape[0] == 8 and "next_sentence_label" in batch
+    first = data.tokenizer.decode(data.train["input_ids"][0].tolist(), skip_special_tokens=True)
+    lang = SyntheticLanguage(config.language_seed)
+    words = {w.lower() for s in lang.sentences(2000, seed=0) for w in s.words}
+    assert set(first.split()) <= words | {"."}
+
+
+def test_pretrained_model_is_cached_on_disk(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    first = synthetic_pretrained_bert(config)
+    assert first.path.parent == tmp_path and first.path.name.startswith("synthetic-bert-")
+    assert not (first.path / "checkpoint").exists()
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a cached model must not be trained again")
+
+    monkeypatch.setattr(pretrain_module, "pretrain", fail)
+    again = synthetic_pretrained_bert(config)
+    assert again.path == first.path
+    for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
+        torch.testing.assert_close(a, b)
+    other = dataclasses.replace(config, documents=41)  # another recipe: not in the cache, so it trains
+    with pytest.raises(AssertionError, match="must not be trained again"):
+        synthetic_pretrained_bert(other)
+
+
+def test_tasks_hold_out_people_and_fine_tuning_scores_the_test_set(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    tasks = build_tasks(tokenizer, config)
+    assert tuple(tasks) == TASK_NAMES
+    train_people, test_people = split_people(lang.world)
+    test_words = {w for e in tasks["ner"].test_examples for w in e.words}
+    test_words |= {w for e in tasks["qa"].test_examples for w in e.passage}
+    assert not test_words & {part for p in train_people for part in p.name.split()}
+    assert test_words & {part for p in test_people for part in p.name.split()}
+    encoder = BertModel(config.pretrain.bert_config())
+    for name in ("acceptability", "ner"):
+        task = tasks[name]
+        result = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
+        assert len(result.history.loss) == config.finetune.steps and result.seconds > 0
+        logits = predict(result.model, task.test)["logits"]
+        if name == "acceptability":
+            expected = matthews_corrcoef(logits.argmax(-1), task.test.features["labels"])
+            assert result.scores["mcc"] == pytest.approx(expected)
+        else:
+            expected = span_f1([e.tags for e in task.test_examples], word_tags(logits, task.test))["f1"]
+            assert result.scores["f1"] == pytest.approx(expected)
+    qa = tasks["qa"]
+    scores = finetune(qa, new_head(qa, config.pretrain.bert_config(), config.finetune), config.finetune).scores
+    assert set(scores) == {"exact_match", "f1"} and 0 <= scores["exact_match"] <= scores["f1"] <= 1

