@@ -11,8 +11,8 @@ from lecture_lib import pretraining as pretraining_module
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import main, small_pretrained_bert
 from lecture_lib.data.minilm import minilm_dir
+from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
-from lecture_lib.objectives.masking import IGNORE_INDEX
 from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
 from lecture_lib.pretraining import (
     PretrainConfig,

@@ -22,7 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.finetuning.tasks import EncodedTask
-from lecture_lib.models.bert import IGNORE_INDEX, BertModel
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.bert import BertModel
 from lecture_lib.models.heads import TokenClassifierOutput
 
 FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",

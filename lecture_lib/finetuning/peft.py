@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lecture_lib.models.bert import IGNORE_INDEX
+from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.heads import (
     BertForQuestionAnswering,
     BertForTokenClassification,

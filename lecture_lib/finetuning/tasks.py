@@ -40,7 +40,7 @@ from lecture_lib.data.synthetic import (
     World,
     corrupt_agreement,
 )
-from lecture_lib.models.bert import IGNORE_INDEX
+from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.objectives.sentence_pairs import encode_pair, truncate_pair
 
 ACCEPTABILITY_LABELS = ("unacceptable", "acceptable")

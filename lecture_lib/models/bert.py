@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lecture_lib.labels import IGNORE_INDEX
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # the exact erf form, as Hugging Face's "gelu"
@@ -34,7 +35,6 @@ ACTIVATIONS = {
     "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "relu": F.relu,
 }
-IGNORE_INDEX = -100  # label of positions that carry no MLM loss (as in PyTorch's cross_entropy)
 
 # Hugging Face config fields that would change the architecture away from the encoder written here.
 _UNSUPPORTED = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}

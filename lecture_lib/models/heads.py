@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.models.bert import IGNORE_INDEX, BertConfig, BertModel
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.bert import BertConfig, BertModel
 
 
 @dataclass

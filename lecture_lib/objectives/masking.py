@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE_INDEX = -100
+from lecture_lib.labels import IGNORE_INDEX
 
 
 @dataclass(frozen=True)
