@@ -8,6 +8,7 @@ Taught in: 01_attention ("What attention costs").
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Callable
 
@@ -38,17 +39,32 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def interleaved_medians(fns: dict[str, Callable[[], object]], *, repeats: int = 5, warmup: int = 1,
+                        device: torch.device | str = "cpu") -> dict[str, float]:
+    """Median wall-clock seconds of each function, the functions timed in turns: A, B, A, B, ...
+
+    ``warmup`` untimed rounds, then ``repeats`` timed rounds of every function in the dict's order; each call
+    is timed alone (the device synchronised before and after it), so a slow moment of a shared machine hits
+    every function alike instead of the one that happened to run then.
+    """
+    if repeats < 1:
+        raise ValueError(f"expected repeats >= 1, got {repeats}")
+    device = torch.device(device)
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def time_call(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 2,
               device: torch.device | str = "cpu") -> float:
     """Median wall-clock seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
-    device = torch.device(device)
-    for _ in range(warmup):
-        fn()
-    _sync(device)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+    return interleaved_medians({"call": fn}, repeats=repeats, warmup=warmup, device=device)["call"]

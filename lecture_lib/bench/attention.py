@@ -14,7 +14,7 @@ from torch import nn
 
 from lecture_lib.attention import MultiHeadAttention
 from lecture_lib.chapters.ch01_attention import cost_by_length, cost_lengths
-from lecture_lib.measure import time_call
+from lecture_lib.measure import interleaved_medians
 from lecture_lib.runtime import default_device
 
 
@@ -38,11 +38,7 @@ def compare_multihead(batch: int = 8, length: int = 256, width: int = 256, heads
 
     runs = {"ours": step(ours), "torch": step(theirs, need_weights=False),
             "torch_with_weights": step(theirs, need_weights=True)}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            times[name].append(time_call(run, repeats=1, warmup=1, device=device))
-    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    return interleaved_medians(runs, repeats=repeats, warmup=1, device=device)
 
 
 def main(argv: list[str]) -> None:

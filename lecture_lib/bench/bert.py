@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
-import time
+from typing import Callable
 
 import torch
 
+from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.bert import (
     BertConfig,
     BertForPreTraining,
@@ -87,28 +87,20 @@ def main(argv: list[str]) -> None:
     optimizers = {name: torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
                   for name, (model, _) in runs.items()}
 
-    def step(name: str) -> float:
+    def step(name: str) -> Callable[[], None]:
         model, loss_fn = runs[name]
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        with torch.autocast(device.type, dtype=torch.bfloat16) if cuda else contextlib.nullcontext():
-            loss = loss_fn()
-        loss.backward()
-        optimizers[name].step()
-        optimizers[name].zero_grad(set_to_none=True)
-        if cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter() - start
 
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for i in range(args.steps + 2):
-        for name in runs:
-            elapsed = step(name)
-            if i >= 2:
-                times[name].append(elapsed)
+        def run() -> None:
+            with torch.autocast(device.type, dtype=torch.bfloat16) if cuda else contextlib.nullcontext():
+                loss = loss_fn()
+            loss.backward()
+            optimizers[name].step()
+            optimizers[name].zero_grad(set_to_none=True)
+        return run
+
+    seconds = interleaved_medians({name: step(name) for name in runs}, repeats=args.steps, warmup=2, device=device)
     tokens = args.batch_size * args.seq_len
-    rate = {name: tokens / statistics.median(t) for name, t in times.items()}
+    rate = {name: tokens / t for name, t in seconds.items()}
     print(f"BertForPreTraining, {args.size} ({config.num_hidden_layers} layers, H={config.hidden_size}, "
           f"V={config.vocab_size}), batch {args.batch_size} x {args.seq_len} tokens, {device.type}"
           f"{', bf16 autocast' if cuda else ', fp32'}{', compiled' if args.compile else ''}")

@@ -19,7 +19,7 @@ from lecture_lib.attention import causal_mask
 from lecture_lib.chapters.ch02_transformer import reversal_experiment, seq2seq_loss
 from lecture_lib.data.seq2seq_tasks import ReversalTask
 from lecture_lib.data.toy import Seq2SeqBatch
-from lecture_lib.measure import time_call
+from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.transformer import (
     Seq2SeqOutput,
     Transformer,
@@ -89,13 +89,8 @@ def tokens_per_second(config: TransformerConfig, batch: Seq2SeqBatch, repeats: i
 
     runs = {name: step(model.train(), torch.optim.AdamW(model.parameters(), lr=1e-4))
             for name, model in (("ours", ours), ("torch", theirs))}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for name, run in runs.items():
-        time_call(run, repeats=1, warmup=2, device=device)
-    for _ in range(repeats):
-        for name, run in runs.items():
-            times[name].append(time_call(run, repeats=1, warmup=0, device=device))
-    return {name: tokens / sorted(t)[len(t) // 2] for name, t in times.items()}
+    seconds = interleaved_medians(runs, repeats=repeats, warmup=2, device=device)
+    return {name: tokens / t for name, t in seconds.items()}
 
 
 def settings() -> list[tuple[str, TransformerConfig, Seq2SeqBatch]]:

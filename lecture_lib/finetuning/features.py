@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.inference import forward_in_batches
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertModel
 from lecture_lib.models.heads import TokenClassifierOutput
@@ -57,20 +58,15 @@ def selected_layers(choice: str, num_hidden_layers: int) -> list[int]:
     }[choice]
 
 
-@torch.no_grad()
 def extract_features(encoder: BertModel, encoded: EncodedTask, batch_size: int = 128) -> EncodedTask:
     """``encoded`` plus ``features`` (N, T, L + 1, H): every layer's hidden states of the frozen encoder.
 
     Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
     """
-    encoder.eval()
-    device = next(encoder.parameters()).device
     inputs = {k: encoded.features[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    chunks = []
-    for i in range(0, len(encoded), batch_size):
-        out = encoder(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()}, output_hidden_states=True)
-        chunks.append(torch.stack(out.hidden_states, dim=2).cpu())  # (B, T, L + 1, H)
-    return EncodedTask({**encoded.features, "features": torch.cat(chunks)}, encoded.word_ids)
+    out = forward_in_batches(encoder, inputs, ("hidden_states",), batch_size=batch_size, output_hidden_states=True)
+    features = torch.stack(out["hidden_states"], dim=2)  # (N, T, L + 1, H)
+    return EncodedTask({**encoded.features, "features": features}, encoded.word_ids)
 
 
 class ScalarMix(nn.Module):

@@ -20,6 +20,7 @@ from lecture_lib.finetuning.tasks import (
     best_spans,
     word_tags,
 )
+from lecture_lib.inference import forward_in_batches
 from lecture_lib.metrics import accuracy, matthews_corrcoef, span_f1, squad_scores
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_everything
@@ -64,24 +65,16 @@ class Task:
     test_examples: list = field(repr=False)
 
 
-@torch.no_grad()
 def predict(model: nn.Module, encoded: EncodedTask, batch_size: int = 128) -> dict[str, torch.Tensor]:
     """The model's logits on every example, in eval mode: ``logits`` (N, K) or (N, T, K), or
     ``start_logits`` and ``end_logits`` (N, T).
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
-    model.eval()
-    device = next(model.parameters()).device
     labels = ("labels", "start_positions", "end_positions")
     inputs = {k: v for k, v in encoded.features.items() if k not in labels}
-    outputs: dict[str, list[torch.Tensor]] = {}
-    for i in range(0, len(encoded), batch_size):
-        out = model(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()})
-        for name in ("logits", "start_logits", "end_logits"):
-            if hasattr(out, name):
-                outputs.setdefault(name, []).append(getattr(out, name).float().cpu())
-    return {k: torch.cat(v) for k, v in outputs.items()}
+    out = forward_in_batches(model, inputs, ("logits", "start_logits", "end_logits"), batch_size=batch_size)
+    return {k: v.float() for k, v in out.items()}
 
 
 def score(task: Task, model: nn.Module) -> dict[str, float]:
