@@ -168,10 +168,10 @@ def beam_search(
                             bos=bos, eos=eos, banned=banned)[0] for row in src]
 
 
-def exact_match(predicted: torch.Tensor, target: torch.Tensor, pad: int = PAD) -> torch.Tensor:
+def sequences_equal(predicted: torch.Tensor, target: torch.Tensor, pad: int = PAD) -> torch.Tensor:
     """Per sequence (B,): is the prediction token for token the target, once both are padded alike?
 
-    >>> exact_match(torch.tensor([[5, 2, 0], [5, 6, 2]]), torch.tensor([[5, 2], [5, 2]]))
+    >>> sequences_equal(torch.tensor([[5, 2, 0], [5, 6, 2]]), torch.tensor([[5, 2], [5, 2]]))
     tensor([ True, False])
 
     Taught in: 02_transformer ("Training").
@@ -193,7 +193,7 @@ def greedy_exact_match(model: EncoderDecoder, batch: Seq2SeqBatch) -> torch.Tens
     """
     device = next(model.parameters()).device if isinstance(model, nn.Module) else batch.src.device
     predicted, _ = greedy_decode(model, batch.src.to(device), max_len=batch.tgt_out.shape[1])
-    return exact_match(predicted.cpu(), batch.tgt_out.cpu())
+    return sequences_equal(predicted.cpu(), batch.tgt_out.cpu())
 
 
 def hypotheses_to_tensor(hypotheses: list[Hypothesis], pad: int = PAD) -> torch.Tensor:

@@ -55,10 +55,10 @@ from lecture_lib.chapters.ch02_transformer import (
 from lecture_lib.data.toy import BOS, EOS, NUM_SPECIAL, PAD
 from lecture_lib.decoding import (
     beam_search,
-    exact_match,
     greedy_decode,
     greedy_exact_match,
     hypotheses_to_tensor,
+    sequences_equal,
 )
 from lecture_lib.models.transformer import (
     DecoderLayer,
@@ -574,8 +574,8 @@ def compare_decoders(weights_at_step, batch, beam_width=4):
     max_len = batch.tgt_out.shape[1]
     greedy_tokens, greedy_scores = greedy_decode(snapshot, batch.src, max_len)
     beams = beam_search(snapshot, batch.src, beam_width, max_len)
-    return {"greedy": exact_match(greedy_tokens, batch.tgt_out), "greedy_tokens": greedy_tokens,
-            "greedy_scores": greedy_scores, "beam": exact_match(hypotheses_to_tensor(beams), batch.tgt_out),
+    return {"greedy": sequences_equal(greedy_tokens, batch.tgt_out), "greedy_tokens": greedy_tokens,
+            "greedy_scores": greedy_scores, "beam": sequences_equal(hypotheses_to_tensor(beams), batch.tgt_out),
             "beams": beams, "beam_scores": torch.tensor([h.score for h in beams], dtype=torch.float64)}
 
 

@@ -11,11 +11,11 @@ from lecture_lib.decoding import (
     Hypothesis,
     beam_search,
     beam_search_one,
-    exact_match,
     greedy_decode,
     greedy_exact_match,
     hypotheses_to_tensor,
     select_rows,
+    sequences_equal,
 )
 from lecture_lib.models.transformer import Transformer, TransformerConfig
 
@@ -148,7 +148,7 @@ def test_helpers_and_errors():
     state = (torch.arange(3), torch.arange(6).view(3, 2))
     picked = select_rows(state, torch.tensor([2, 2, 0]))
     assert picked[0].tolist() == [2, 2, 0] and picked[1].tolist() == [[4, 5], [4, 5], [0, 1]]
-    assert exact_match(torch.tensor([[5, EOS, PAD], [5, 6, EOS]]), torch.tensor([[5, EOS], [5, EOS]])).tolist() == [True, False]
+    assert sequences_equal(torch.tensor([[5, EOS, PAD], [5, 6, EOS]]), torch.tensor([[5, EOS], [5, EOS]])).tolist() == [True, False]
     assert hypotheses_to_tensor([Hypothesis([3, EOS], 0.0), Hypothesis([4], 0.0)]).tolist() == [[3, EOS], [4, PAD]]
     model = TableModel(GARDEN_PATH)
     with pytest.raises(ValueError, match=r"expected source ids of shape \(B, S\), got \(3,\)"):
@@ -160,4 +160,4 @@ def test_helpers_and_errors():
     with pytest.raises(ValueError, match=r"one source \(1, S\)"):
         beam_search_one(model, torch.zeros(2, 1, dtype=torch.long), 2, 4)
     with pytest.raises(ValueError, match=r"shape \(B, n\) with equal B"):
-        exact_match(torch.zeros(2, 3), torch.zeros(3, 3))
+        sequences_equal(torch.zeros(2, 3), torch.zeros(3, 3))

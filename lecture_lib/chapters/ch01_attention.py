@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from lecture_lib.attention import scaled_dot_product_attention
 from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
+from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
 from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 from lecture_lib.profile import pick
@@ -27,11 +28,15 @@ def rnn_seq2seq_loss(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD)
 
 
-def rnn_exact_match(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
-    """Per-sequence bool (B,): did greedy decoding reproduce the whole target, EOS included?"""
+def rnn_greedy_exact_match(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
+    """Per-sequence bool (B,): did greedy decoding reproduce the whole target, EOS included?
+
+    The recurrent decoder writes a token at every step, also after its EOS; the target's padding
+    positions are blanked in the prediction, so only the target's real positions are compared, by
+    :func:`lecture_lib.decoding.sequences_equal`, the rule of ``greedy_exact_match`` for the Transformer.
+    """
     predicted, _ = model.greedy(batch.src, batch.src_lengths, batch.tgt_out.shape[1])
-    real = batch.tgt_out != PAD
-    return ((predicted == batch.tgt_out) | ~real).all(dim=1)
+    return sequences_equal(predicted.masked_fill(batch.tgt_out == PAD, PAD), batch.tgt_out)
 
 
 @dataclass
@@ -75,7 +80,7 @@ def accuracy_by_length(model: RNNSeq2Seq, exp: BottleneckExperiment, per_length:
     """Exact-match rate of greedy decoding on fresh strings of each length min_len..max_len."""
     generator = torch.Generator().manual_seed(seed)
     return {
-        n: rnn_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, generator)).float().mean().item()
+        n: rnn_greedy_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, generator)).float().mean().item()
         for n in range(exp.min_len, exp.max_len + 1)
     }
 

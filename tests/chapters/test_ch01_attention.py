@@ -4,10 +4,11 @@ from lecture_lib.chapters.ch01_attention import (
     BottleneckExperiment,
     accuracy_by_length,
     cost_by_length,
+    rnn_greedy_exact_match,
     rnn_seq2seq_loss,
     train_reversal,
 )
-from lecture_lib.data.toy import make_batch
+from lecture_lib.data.toy import EOS, PAD, make_batch
 from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 
 
@@ -28,6 +29,26 @@ def test_loss_ignores_padding_positions():
     expected = torch.nn.functional.cross_entropy(logits[0], batch.tgt_out[0])
     torch.testing.assert_close(rnn_seq2seq_loss(model, batch), expected)
 
+
+
+class FixedGreedy:
+    """Stands in for an RNNSeq2Seq whose greedy decoding writes the given tokens."""
+
+    def __init__(self, tokens):
+        self.tokens = torch.tensor(tokens)
+
+    def greedy(self, src, lengths, max_len):
+        return self.tokens[:, :max_len], None
+
+
+def test_rnn_exact_match_compares_the_targets_real_positions_only():
+    batch = make_batch([torch.tensor([4, 5, 6]), torch.tensor([4]), torch.tensor([7])],
+                       [torch.tensor([6, 5, 4]), torch.tensor([4]), torch.tensor([7])])
+    assert batch.tgt_out.tolist() == [[6, 5, 4, EOS], [4, EOS, PAD, PAD], [7, EOS, PAD, PAD]]
+    written = [[6, 5, 4, EOS],  # the target, EOS included: a match
+               [4, EOS, 9, 9],  # the target, then tokens after EOS where the target is padding: a match
+               [7, 8, EOS, PAD]]  # a token too many before EOS: no match
+    assert rnn_greedy_exact_match(FixedGreedy(written), batch).tolist() == [True, True, False]
 
 
 def test_naive_attention_memory_is_quadratic_and_fused_linear():
