@@ -61,6 +61,7 @@ from lecture_lib.chapters.ch01_attention import (
     train_reversal,
 )
 from lecture_lib.data.toy import reversal_batch
+from lecture_lib.plots import plot_attention, plot_history, plot_mask
 from lecture_lib.runtime import limit_cpu_threads, seed_everything
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
@@ -90,8 +91,8 @@ attentive_accuracy = accuracy_by_length(attentive, exp)
 
 # %%
 fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.6))
-ax_loss.plot(plain_history.loss, label="without attention", alpha=0.8)
-ax_loss.plot(attentive_history.loss, label="with attention", alpha=0.8)
+plot_history(ax_loss, plain_history, label="without attention", alpha=0.8)
+plot_history(ax_loss, attentive_history, label="with attention", alpha=0.8)
 ax_loss.set(xlabel="training step", ylabel="cross-entropy", yscale="log", title="Training loss")
 ax_loss.legend()
 lengths = list(plain_accuracy)
@@ -153,10 +154,8 @@ predicted, greedy_alignments = attentive.greedy(batch.src, batch.src_lengths, lo
 src_symbols = [str(x - 3) for x in batch.src[0].tolist()]
 out_symbols = [str(x - 3) if x > 2 else "</s>" for x in predicted[0].tolist()]
 fig, ax = plt.subplots(figsize=(5.5, 5))
-ax.imshow(greedy_alignments[0], cmap="Greys")
-ax.set_xticks(range(len(src_symbols)), src_symbols)
-ax.set_yticks(range(len(out_symbols)), out_symbols)
-ax.set(xlabel="source symbol", ylabel="output symbol (greedy)", title="Alignment α of the trained model")
+plot_attention(ax, greedy_alignments[0], out_symbols, src_symbols, title="Alignment α of the trained model",
+               xlabel="source symbol", ylabel="output symbol (greedy)")
 plt.show()
 
 # %% [markdown]
@@ -302,8 +301,7 @@ _, masked_weights = scaled_dot_product_attention(x, x, x, keep_both)
 fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
 for ax, (title, keep) in zip(axes, [("padding", keep_padding[1, 0].expand(5, 5)), ("causal", keep_causal),
                                     ("causal and padding", keep_both[1, 0])]):
-    ax.imshow(keep, cmap="Blues", vmin=0, vmax=1.5)
-    ax.set(title=f"{title}: may attend", xlabel="key", ylabel="query")
+    plot_mask(ax, keep, f"{title}: may attend")
 plt.tight_layout()
 plt.show()
 print("weights of the padded sequence:\n", masked_weights[1, 0].round(decimals=3))
@@ -458,8 +456,7 @@ patterns = {
 }
 fig, axes = plt.subplots(1, 4, figsize=(14, 3.8))
 for ax, (title, keep) in zip(axes, patterns.items()):
-    ax.imshow(keep, cmap="Blues", vmin=0, vmax=1.3)
-    ax.set(title=f"{title}\n{int(keep.sum())} of {n * n} pairs", xlabel="key", ylabel="query")
+    plot_mask(ax, keep, f"{title}\n{int(keep.sum())} of {n * n} pairs")
 plt.tight_layout()
 plt.show()
 

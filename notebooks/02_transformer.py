@@ -68,6 +68,7 @@ from lecture_lib.models.transformer import (
     TransformerConfig,
     sinusoidal_position_encoding,
 )
+from lecture_lib.plots import plot_attention, plot_history
 from lecture_lib.runtime import limit_cpu_threads, seed_everything
 from lecture_lib.train import inverse_sqrt
 
@@ -366,7 +367,7 @@ harsh_runs = {name: train_experiment(stability_experiment(norm_first))[1]
 fig, (ax_grad, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.6))
 for name, norms in gradient_norms.items():
     ax_grad.plot(range(1, 7), norms, "o-", label=name)
-    ax_loss.plot(harsh_runs[name].loss, label=name, alpha=0.8)
+    plot_history(ax_loss, harsh_runs[name], label=name, alpha=0.8)
 ax_grad.set(xlabel="decoder layer", ylabel="‖∂loss/∂W₂‖", title="Gradients at initialisation (6+6 layers)")
 ax_loss.set(xlabel="step", ylabel="training loss", title="No warm-up, learning rate 1e-2 / √step")
 ax_grad.legend()
@@ -453,11 +454,11 @@ eval_steps = [s for s, _ in history.evals]
 accuracy = [m["exact_match"] for _, m in history.evals]
 
 fig, (ax_loss, ax_lr, ax_acc) = plt.subplots(1, 3, figsize=(13, 3.4))
-ax_loss.plot(history.loss)
+plot_history(ax_loss, history)
 ax_loss.axhline(floor, color="grey", linestyle="--", label="entropy of the smoothed target")
 ax_loss.set(xlabel="step", ylabel="label-smoothed loss", title="Training loss")
 ax_loss.legend()
-ax_lr.plot(history.lr)
+plot_history(ax_lr, history, "lr")
 ax_lr.set(xlabel="step", ylabel="learning rate", title="Warm-up, then 1/√step")
 ax_acc.plot(eval_steps, accuracy, "o-")
 ax_acc.set(xlabel="step", ylabel="exact match", ylim=(-0.02, 1.02), title="Held-out strings, greedy decoding")
@@ -502,10 +503,7 @@ panels = [(f"layer {i + 1}, mean of heads", w[example].mean(0)) for i, w in enum
 panels.append((f"layer {best_layer + 1}, head {best_head + 1}", weights[best_layer][example, best_head]))
 fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.8))
 for ax, (title, attn) in zip(axes, panels):
-    ax.imshow(attn[: n + 1, :n], cmap="Greys", vmin=0, vmax=1)
-    ax.set_xticks(range(n), symbols)
-    ax.set_yticks(range(n + 1), outputs)
-    ax.set(title=title, xlabel="source", ylabel="output")
+    plot_attention(ax, attn[: n + 1, :n], outputs, symbols, title=title, xlabel="source", ylabel="output")
 plt.tight_layout()
 plt.show()
 print({f"layer {layer + 1} head {h + 1}": round(r, 2) for (layer, h), r in rates.items()})

@@ -72,6 +72,7 @@ from lecture_lib.objectives.masking import (
     mask_tokens,
 )
 from lecture_lib.objectives.sentence_pairs import NOT_NEXT, make_pairs, truncate_pair
+from lecture_lib.plots import plot_grouped_bars, plot_history, plot_mask
 from lecture_lib.pretraining import (
     PretrainingData,
     pretraining_loss,
@@ -118,10 +119,8 @@ for name, mask in (("encoder (full)", None), ("decoder (causal)", causal_mask(6)
     influence[name] = grad[0].norm(dim=-1)  # how much each input position moves output position 2
 
 fig, axes = plt.subplots(1, 3, figsize=(11, 3))
-axes[0].imshow(torch.ones(6, 6), cmap="Blues", vmin=0, vmax=1)
-axes[0].set_title("encoder: every query sees every key")
-axes[1].imshow(causal_mask(6).float(), cmap="Blues", vmin=0, vmax=1)
-axes[1].set_title("decoder: causal mask")
+plot_mask(axes[0], torch.ones(6, 6, dtype=torch.bool), "encoder: every query sees every key")
+plot_mask(axes[1], causal_mask(6), "decoder: causal mask")
 for name, values in influence.items():
     axes[2].plot(values.detach(), marker="o", label=name)
 axes[2].axvline(3, color="grey", ls=":")
@@ -424,11 +423,8 @@ print(f"held-out MLM accuracy {final['mlm_accuracy']:.1%} "
       f"MLM perplexity {torch.tensor(final['mlm_loss']).exp():.0f} over {tokenizer.vocab_size} tokens, "
       f"NSP accuracy {final['nsp_accuracy']:.1%} (majority label: {majority:.1%})")
 
-window = 50
-smooth = torch.tensor(history.loss).unfold(0, window, 1).mean(1)
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
-axes[0].plot(history.loss, alpha=0.3, label="per step")
-axes[0].plot(range(window - 1, len(history.loss)), smooth, label=f"mean of {window}")
+plot_history(axes[0], history, smooth=50)
 axes[0].set_title("training loss, MLM + NSP")
 axes[0].set_xlabel("step")
 axes[0].legend()
@@ -495,10 +491,8 @@ for name, (mnli, ner, ner_feature) in paper.items():
     print(f"{name:>13} | {mnli:5.1f} {ner:6.1f} {ner_feature:6.1f} | {ours_row}")
 
 fig, ax = plt.subplots(figsize=(8, 3))
-for k, probe in enumerate(PROBES):
-    ax.bar([i + 0.27 * (k - 1) for i in range(len(paper))], [ablation[n][probe] for n in paper], width=0.27,
-           label=f"true token shown as {probe}" if probe != "same" else "true token shown as itself")
-ax.set_xticks(range(len(paper)), list(paper))
+plot_grouped_bars(ax, list(paper), {f"true token shown as {probe if probe != 'same' else 'itself'}":
+                                    [ablation[n][probe] for n in paper] for probe in PROBES}, bar_width=0.27)
 ax.set_xlabel("pretraining rule MASK/SAME/RND")
 ax.set_ylabel("held-out accuracy")
 ax.legend(fontsize=8)

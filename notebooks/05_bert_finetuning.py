@@ -77,6 +77,7 @@ from lecture_lib.metrics import (
     span_f1,
 )
 from lecture_lib.models.bert import BertModel
+from lecture_lib.plots import plot_grouped_bars, plot_history
 from lecture_lib.runtime import seed_everything
 
 print("profile:", profile.current())
@@ -222,9 +223,7 @@ print(tokenizer.tokenize("Zoltan Kowalski works for Kestrel Labs in New Harbor .
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
-steps = torch.arange(len(pretrained.history.loss))
-ax.plot(steps, pretrained.history.loss, alpha=0.4)
-ax.plot(steps[24:], torch.tensor(pretrained.history.loss).unfold(0, 25, 1).mean(1), label="mean of 25 steps")
+plot_history(ax, pretrained.history, smooth=25)
 ax.set(xlabel="step", ylabel="MLM + NSP loss", title="Pretraining on the synthetic language")
 ax.legend()
 plt.show()
@@ -438,15 +437,14 @@ print("\nall scores:", {name: finetuned[name].scores for name in TASK_NAMES})
 
 # %%
 fig, (ax_scores, ax_curves) = plt.subplots(1, 2, figsize=(11, 3.5))
-x = torch.arange(len(TASK_NAMES)).float()
-ax_scores.bar(x - 0.2, [finetuned[n].scores[main_score[n]] for n in TASK_NAMES], 0.4, label="pretrained")
-ax_scores.bar(x + 0.2, [scratch[n].scores[main_score[n]] for n in TASK_NAMES], 0.4, label="from scratch")
-ax_scores.set_xticks(x, [f"{n}\n({main_score[n]})" for n in TASK_NAMES])
+plot_grouped_bars(ax_scores, [f"{n}\n({main_score[n]})" for n in TASK_NAMES],
+                  {"pretrained": [finetuned[n].scores[main_score[n]] for n in TASK_NAMES],
+                   "from scratch": [scratch[n].scores[main_score[n]] for n in TASK_NAMES]})
 ax_scores.set(ylim=(0, 1), title="Test scores after the same fine-tuning budget")
 ax_scores.legend()
 for name, color in zip(("ner", "qa"), ("C0", "C1")):
-    ax_curves.plot(finetuned[name].history.loss, color=color, label=f"{name}, pretrained")
-    ax_curves.plot(scratch[name].history.loss, color=color, ls="--", label=f"{name}, from scratch")
+    plot_history(ax_curves, finetuned[name].history, color=color, label=f"{name}, pretrained")
+    plot_history(ax_curves, scratch[name].history, color=color, ls="--", label=f"{name}, from scratch")
 ax_curves.set(xlabel="fine-tuning step", ylabel="training loss", yscale="log", title="Fine-tuning curves")
 ax_curves.legend(fontsize=8)
 plt.tight_layout()

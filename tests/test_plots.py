@@ -1,0 +1,72 @@
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from lecture_lib.plots import plot_attention, plot_grouped_bars, plot_history, plot_mask
+from lecture_lib.train import History
+
+
+@pytest.fixture
+def ax():
+    plt.switch_backend("Agg")  # draw off-screen
+    fig, ax = plt.subplots()
+    yield ax
+    plt.close(fig)
+
+
+def test_history_lines_carry_the_values_per_step(ax):
+    history = History(loss=[4.0, 3.0, 2.5, 2.0, 1.0], lr=[0.1, 0.2, 0.3, 0.2, 0.1])
+    assert plot_history(ax, history, label="run") is ax
+    plot_history(ax, history, "lr")
+    (loss, lr) = ax.get_lines()
+    assert loss.get_xdata().tolist() == [0, 1, 2, 3, 4] and loss.get_ydata().tolist() == history.loss
+    assert loss.get_label() == "run" and lr.get_ydata().tolist() == history.lr
+
+
+def test_smoothed_history_is_a_running_mean_ending_at_each_step(ax):
+    history = History(loss=[4.0, 3.0, 2.5, 2.0, 1.0])
+    plot_history(ax, history, smooth=2)
+    raw, smooth = ax.get_lines()
+    assert raw.get_ydata().tolist() == history.loss and raw.get_label() == "per step"
+    assert smooth.get_label() == "mean of 2 steps"
+    assert list(smooth.get_xdata()) == [1, 2, 3, 4]
+    expected = np.convolve(history.loss, np.ones(2) / 2, mode="valid")  # the window ending at steps 1..4
+    np.testing.assert_allclose(np.asarray(smooth.get_ydata()), expected)
+    with pytest.raises(ValueError, match="expected a window of 1 to 5 steps, got smooth=6"):
+        plot_history(ax, history, smooth=6)
+
+
+def test_mask_image_is_the_mask(ax):
+    mask = torch.tensor([[True, False, False], [True, True, False]])
+    assert plot_mask(ax, mask, "causal") is ax
+    (image,) = ax.get_images()
+    assert np.asarray(image.get_array()).tolist() == mask.float().tolist()
+    assert image.get_clim() == (0, 1.3)  # False is white and True a mid blue, whatever the mask holds
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("causal", "key", "query")
+    with pytest.raises(ValueError, match=r"expected a mask of shape \(queries, keys\), got \(1, 2, 3\)"):
+        plot_mask(ax, mask[None], "three dimensions")
+
+
+def test_attention_map_labels_rows_by_query_and_columns_by_key(ax):
+    weights = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    plot_attention(ax, weights, ["a", "b", "</s>"], ["x", "y"], title="alignment")
+    (image,) = ax.get_images()
+    np.testing.assert_allclose(np.asarray(image.get_array()), weights.numpy())
+    assert image.get_clim() == (0, 1)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["x", "y"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "</s>"]
+    with pytest.raises(ValueError, match=r"expected weights of shape \(2, 2\) for the labels given, got \(3, 2\)"):
+        plot_attention(ax, weights, ["a", "b"], ["x", "y"])
+
+
+def test_grouped_bars_sit_side_by_side_around_each_group(ax):
+    plot_grouped_bars(ax, ["g0", "g1"], {"A": [1.0, 2.0], "B": [3.0, 4.0], "C": [5.0, 6.0]}, bar_width=0.25)
+    bars = ax.patches
+    centres = [round(b.get_x() + b.get_width() / 2, 6) for b in bars]
+    assert centres == [-0.25, 0.75, 0.0, 1.0, 0.25, 1.25]  # series A, B, C left to right in each group
+    assert [b.get_height() for b in bars] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["g0", "g1"]
+    assert [c.get_label() for c in ax.containers] == ["A", "B", "C"]
+    with pytest.raises(ValueError, match="expected 2 values per series, got 1 for 'D'"):
+        plot_grouped_bars(ax, ["g0", "g1"], {"D": [1.0]})
