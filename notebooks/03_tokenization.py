@@ -310,7 +310,7 @@ print(f"{len(word_counts):,} distinct words, {comparison_merges} merges: naive {
 
 # %%
 assert [(to_standin(fast_vocab[a]), to_standin(fast_vocab[b])) for a, b in fast] == naive
-assert naive_s > 3 * fast_s
+# The speed-up is a wall-clock figure: `python -m lecture_lib.bench tokenization` measures it (target >= 20x).
 
 # %% [markdown]
 # The independent check is Hugging Face `tokenizers` (written in Rust): train its byte-level BPE on the
