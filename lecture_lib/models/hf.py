@@ -28,6 +28,9 @@ from torch import nn
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the safe format first; older checkpoints lack it
 
 
+_NOT_TENSORS = "truncated, corrupted, or holds objects other than tensors (never unpickled: that could run code)"
+
+
 class CorruptCheckpointError(OSError):
     """A checkpoint file that exists but cannot be read: truncated, overwritten, or not the format its name says."""
 
@@ -330,9 +333,11 @@ def _download(repo_id: str) -> Path:
     return snapshot
 
 
-def _corrupt(path: Path, what: str, error: Exception) -> CorruptCheckpointError:
+def _corrupt(path: Path, what: str, error: Exception, damage: str = "truncated or corrupted") -> CorruptCheckpointError:
+    """The error for a file that cannot be read: which file, the reader's reason (its first sentence), what to do."""
+    reason = str(error).strip().split("\n")[0].split(". ")[0]
     return CorruptCheckpointError(
-        f"{path} is not a readable {what} ({type(error).__name__}: {error}); the file is truncated or corrupted. "
+        f"{path} is not a readable {what} ({type(error).__name__}: {reason}); the file is {damage}. "
         f"Save the model there again, or delete the directory {path.parent} so that it is rebuilt "
         "(a cached run) or downloaded again (a hub snapshot)."
     )
@@ -368,8 +373,8 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
         try:
             state = torch.load(pickled, map_location="cpu", weights_only=True)
         except Exception as error:  # zip, pickle and weights-only readers each raise their own kinds
-            raise _corrupt(pickled, "PyTorch weights file", error) from None
+            raise _corrupt(pickled, "PyTorch weights file", error, _NOT_TENSORS) from None
         if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-            raise _corrupt(pickled, "PyTorch weights file", TypeError("expected a dict of tensors"))
+            raise _corrupt(pickled, "PyTorch weights file", TypeError("expected a dict of tensors"), _NOT_TENSORS)
         return state
     raise FileNotFoundError(f"expected model.safetensors or pytorch_model.bin in {directory}")
