@@ -2,9 +2,9 @@
 
 The modules carry Hugging Face's names (``embeddings``, ``attention.self.query``, ``intermediate``,
 ``output``, ``pooler``, ``cls.predictions``), so a state dict of ``transformers``' ``BertModel`` or
-``BertForPreTraining`` loads here key for key, and ours loads there: :meth:`BertModel.from_hf`,
-:meth:`BertModel.to_hf`, :meth:`BertModel.from_pretrained` (a checkpoint directory, or a hub name
-when a network exists) and :meth:`BertModel.save_pretrained`.
+``BertForPreTraining`` loads here key for key, and ours loads there. The conversions (``from_hf``,
+``to_hf``, ``from_pretrained``, ``save_pretrained``) are :mod:`lecture_lib.models.hf`'s, for every
+family; what is BERT's is the family entry :data:`BERT`: its names and the older names checkpoints carry.
 
 One encoder layer, post-LayerNorm as in Vaswani et al. (2017)::
 
@@ -69,7 +69,6 @@ BERT = Family(
     model_type="bert",
     config_class=BertConfig,
     hf_config_class="BertConfig",
-    base_model_prefix="bert",
     old_names=(("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm.bias")),  # TensorFlow-era
     dropped=("embeddings.position_ids", "embeddings.token_type_ids"),  # buffers, not weights
     # transformers config fields that would change the architecture away from the encoder written here
@@ -283,6 +282,7 @@ class BertPreTrainedModel(PreTrainedModule):
     """
 
     family = BERT
+    base_model_prefix = "bert"
 
 
 class BertModel(BertPreTrainedModel):

@@ -48,7 +48,7 @@ class Family:
     ``unsupported`` maps ``transformers`` config fields to the only value our modules implement.
     Creating a family registers it as ``config_class.family``.
 
-    >>> fam = Family("toy", dict, "ToyConfig", "toy", renames=(("norm.", "ln."),), old_names=(("gamma", "weight"),))
+    >>> fam = Family("toy", dict, "ToyConfig", renames=(("norm.", "ln."),), old_names=(("gamma", "weight"),))
     >>> fam.to_theirs("layer.0.norm.weight"), fam.to_ours("layer.0.ln.gamma")
     ('layer.0.ln.weight', 'layer.0.norm.weight')
 
@@ -58,7 +58,6 @@ class Family:
     model_type: str
     config_class: type
     hf_config_class: str  # the name of the transformers config class
-    base_model_prefix: str  # the attribute that holds the encoder in a model with heads ("bert")
     renames: tuple[tuple[str, str], ...] = ()
     old_names: tuple[tuple[str, str], ...] = ()
     dropped: tuple[str, ...] = ()
@@ -131,18 +130,15 @@ class HFConfig:
 class PreTrainedModule(nn.Module):
     """Base of every model that converts to a ``transformers`` class: initialisation and the bridges.
 
-    A subclass sets ``family`` and ``hf_class`` (the ``transformers`` class's name) and keeps its encoder
-    under ``family.base_model_prefix`` (``self.bert``) when it has heads; :attr:`base_model` is that
-    encoder, or the model itself when it *is* the encoder.
+    A subclass sets ``family``, ``hf_class`` (the ``transformers`` class's name) and ``base_model_prefix``
+    (as ``transformers`` does: ``"bert"``), and keeps its encoder under that attribute (``self.bert``) when
+    it has heads; :attr:`base_model` is that encoder, or the model itself when it *is* the encoder.
     """
 
     family: ClassVar[Family]
     hf_class: ClassVar[str]
+    base_model_prefix: ClassVar[str]
     config: Any
-
-    @property
-    def base_model_prefix(self) -> str:
-        return self.family.base_model_prefix
 
     @property
     def base_model(self) -> nn.Module:

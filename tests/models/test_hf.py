@@ -55,7 +55,7 @@ def test_another_family_is_refused(checkpoint):
 
 
 def test_a_rename_table_applies_both_ways():
-    family = Family("toy", dict, "ToyConfig", "toy", renames=(("attn.", "attention.self."),),
+    family = Family("toy", dict, "ToyConfig", renames=(("attn.", "attention.self."),),
                     old_names=(("LayerNorm.gamma", "LayerNorm.weight"),), dropped=("position_ids",))
     assert family.to_theirs("layer.0.attn.query.weight") == "layer.0.attention.self.query.weight"
     assert family.to_ours("layer.0.attention.self.query.weight") == "layer.0.attn.query.weight"
@@ -117,4 +117,4 @@ def test_base_model_is_the_encoder_under_the_heads():
     config = BertConfig(**SMALL)
     pretraining, encoder = BertForPreTraining(config), BertModel(config)
     assert pretraining.base_model is pretraining.bert and encoder.base_model is encoder
-    assert pretraining.base_model_prefix == transformers.BertForPreTraining.base_model_prefix
+    assert BertForPreTraining.base_model_prefix == transformers.BertForPreTraining.base_model_prefix
