@@ -164,7 +164,6 @@ class PreTrainedModule(nn.Module):
         """State-dict keys that alias another key (saved once, restored by tying)."""
         return set()
 
-    # What the constructor takes beyond the config, and transformers keeps in its config (num_labels...).
     @classmethod
     def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
         """Constructor arguments beyond the config, read from a ``config.json`` dict."""
