@@ -192,6 +192,30 @@ def scaled_dot_product_attention(
     return dropped @ v, weights
 
 
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    need_weights: bool = False,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """softmax(scale · q kᵀ + mask) v by the cheaper route: returns ``(output, weights or None)``.
+
+    With ``need_weights=True``, the written-out :func:`scaled_dot_product_attention`, which keeps the
+    (..., L, S) weights to return; otherwise PyTorch's fused kernel (flash or memory-efficient attention),
+    which never stores them. Same shapes, mask convention and ``scale`` (default 1/sqrt(d_k); T5 uses 1) as
+    :func:`scaled_dot_product_attention`. Every attention layer of the course calls this one function.
+
+    Taught in: 01_attention ("Multi-head attention").
+    """
+    if need_weights:
+        return scaled_dot_product_attention(q, k, v, mask, dropout_p, scale=scale)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale), None
+
+
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(B, T, E) -> (B, H, T, E / H): each head sees its own slice of the features.
 
@@ -268,10 +292,7 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             check_mask(mask, (query.shape[0], h, query.shape[1], key.shape[1]))
         p = self.dropout if self.training else 0.0
-        if need_weights:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, p)
-        else:
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        out, weights = attend(q, k, v, mask, p, need_weights=need_weights)
         return self.out_proj(merge_heads(out)), weights  # (B, L, E)
 
     @classmethod

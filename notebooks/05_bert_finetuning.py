@@ -484,7 +484,7 @@ for name in TASK_NAMES:
 # %%
 ner_features = dataclasses.replace(ner, train=extract_features(encoder, ner.train),
                                    test=extract_features(encoder, ner.test))
-random_encoder = new_head(ner, encoder.config, config.finetune).bert
+random_encoder = new_head(ner, encoder.config, config.finetune).base_model
 ner_random_features = dataclasses.replace(ner, train=extract_features(random_encoder, ner.train),
                                           test=extract_features(random_encoder, ner.test))
 head_config = dataclasses.replace(config.finetune, lr=config.head_lr)

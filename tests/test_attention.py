@@ -8,6 +8,7 @@ from torch import nn
 from lecture_lib.attention import (
     MultiHeadAttention,
     additive_mask,
+    attend,
     causal_mask,
     dilated_window_mask,
     global_window_mask,
@@ -66,6 +67,39 @@ def test_sdpa_matches_torch_outputs_and_gradients(make_mask):
     torch.testing.assert_close(ours, theirs)
     for g_ours, g_theirs in zip(_grads(ours, (q, k, v)), _grads(theirs, (q, k, v))):
         torch.testing.assert_close(g_ours, g_theirs)
+
+
+@pytest.mark.parametrize("need_weights", [True, False], ids=["written-out", "fused"])
+@pytest.mark.parametrize("scale", [None, 1.0, 0.3], ids=["default-scale", "T5-scale-1", "scale-0.3"])
+@pytest.mark.parametrize(
+    "make_mask",
+    [lambda: None, lambda: _random_bool_mask(2, 1, 1, 7), lambda: torch.randn(2, 3, 5, 7)],
+    ids=["no-mask", "bool", "float"],
+)
+def test_attend_matches_torch_on_both_paths(need_weights, scale, make_mask):
+    q, k, v = _qkv()
+    mask = make_mask()
+    # the reference reaches a custom scale through PyTorch's default one: (c·sqrt(d)·q) kᵀ / sqrt(d) = c q kᵀ
+    factor = 1.0 if scale is None else scale * q.shape[-1] ** 0.5
+    theirs = F.scaled_dot_product_attention(q * factor, k, v, attn_mask=mask)
+    ours, weights = attend(q, k, v, mask, need_weights=need_weights, scale=scale)
+    torch.testing.assert_close(ours, theirs)
+    for g_ours, g_theirs in zip(_grads(ours, (q, k, v)), _grads(theirs, (q, k, v))):
+        torch.testing.assert_close(g_ours, g_theirs)
+    if need_weights:
+        torch.testing.assert_close(weights @ v, theirs)  # no dropout: the weights give the output
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
+    else:
+        assert weights is None
+
+
+def test_attend_drops_out_on_both_paths_only_when_asked():
+    q, k, v = _qkv()
+    for need_weights in (True, False):
+        kept, _ = attend(q, k, v, dropout_p=0.0, need_weights=need_weights)
+        dropped, _ = attend(q, k, v, dropout_p=0.5, need_weights=need_weights)
+        torch.testing.assert_close(kept, F.scaled_dot_product_attention(q, k, v))
+        assert not torch.allclose(dropped, kept)
 
 
 def test_sdpa_causal_equals_torch_is_causal():

@@ -99,11 +99,11 @@ class AdaptedLinear(nn.Module):
 
 
 def add_adapters(model: nn.Module, bottleneck: int = 8) -> nn.Module:
-    """Insert Houlsby adapters in every layer of ``model.bert``; train adapters, LayerNorms and head.
+    """Insert Houlsby adapters in every layer of ``model.base_model``; train adapters, LayerNorms and head.
 
     Taught in: 05_bert_finetuning ("Cheap fine-tuning").
     """
-    for layer in model.bert.encoder.layer:
+    for layer in model.base_model.encoder.layer:
         layer.attention.output.dense = AdaptedLinear(layer.attention.output.dense, bottleneck)
         layer.output.dense = AdaptedLinear(layer.output.dense, bottleneck)
     device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
@@ -129,7 +129,7 @@ class PromptTuning(nn.Module):
             raise ValueError(f"expected num_prompts >= 1, got {num_prompts}")
         self.model = freeze_encoder(model)
         self.num_prompts = num_prompts
-        embeddings = model.bert.embeddings.word_embeddings.weight
+        embeddings = model.base_model.embeddings.word_embeddings.weight
         rows = torch.randint(embeddings.shape[0], (num_prompts,), generator=torch.Generator().manual_seed(seed))
         self.prompt = nn.Parameter(embeddings.detach()[rows].clone())  # (k, H): start from real word vectors
 
@@ -161,7 +161,7 @@ class PromptTuning(nn.Module):
         def put_prompt(module: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
             return torch.cat([out[:, :1], self.prompt.expand(out.shape[0], k, -1).to(out.dtype), out[:, 1 + k:]], 1)
 
-        hook = self.model.bert.embeddings.word_embeddings.register_forward_hook(put_prompt)
+        hook = self.model.base_model.embeddings.word_embeddings.register_forward_hook(put_prompt)
         try:
             out = self.model(**inputs, **labels)
         finally:

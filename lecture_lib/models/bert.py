@@ -2,9 +2,9 @@
 
 The modules carry Hugging Face's names (``embeddings``, ``attention.self.query``, ``intermediate``,
 ``output``, ``pooler``, ``cls.predictions``), so a state dict of ``transformers``' ``BertModel`` or
-``BertForPreTraining`` loads here key for key, and ours loads there: :meth:`BertModel.from_hf`,
-:meth:`BertModel.to_hf`, :meth:`BertModel.from_pretrained` (a checkpoint directory, or a hub name
-when a network exists) and :meth:`BertModel.save_pretrained`.
+``BertForPreTraining`` loads here key for key, and ours loads there. The conversions (``from_hf``,
+``to_hf``, ``from_pretrained``, ``save_pretrained``) are :mod:`lecture_lib.models.hf`'s, for every
+family; what is BERT's is the family entry :data:`BERT`: its names and the older names checkpoints carry.
 
 One encoder layer, post-LayerNorm as in Vaswani et al. (2017)::
 
@@ -16,35 +16,22 @@ Taught in: 04_bert_pretraining ("The input: three embeddings", "The model").
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lecture_lib.attention import attend, merge_heads, split_heads
 from lecture_lib.labels import IGNORE_INDEX
-
-ACTIVATIONS = {
-    "gelu": F.gelu,  # the exact erf form, as Hugging Face's "gelu"
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
-    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "relu": F.relu,
-}
-
-# Hugging Face config fields that would change the architecture away from the encoder written here.
-_UNSUPPORTED = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}
-
+from lecture_lib.models.activations import activation
+from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 
 # ---------------------------------------------------------------- configuration
 
 
 @dataclass
-class BertConfig:
+class BertConfig(HFConfig):
     """The sizes of a BERT, with Hugging Face's field names; the defaults are BERT-base (110M parameters).
 
     Taught in: 04_bert_pretraining ("The model").
@@ -69,8 +56,7 @@ class BertConfig:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
             )
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(f"unknown hidden_act {self.hidden_act!r}; expected one of {sorted(ACTIVATIONS)}")
+        activation(self.hidden_act)
         for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             if getattr(self, name) < 1:
@@ -78,33 +64,16 @@ class BertConfig:
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "BertConfig":
-        """Read the fields we know from a ``config.json`` dict; refuse settings this encoder does not implement."""
-        for key, expected in _UNSUPPORTED.items():
-            if values.get(key, expected) != expected:
-                raise ValueError(f"unsupported BERT variant: expected {key}={expected!r}, got {values[key]!r}")
-        if values.get("model_type", "bert") != "bert":
-            raise ValueError(f"expected a config with model_type 'bert', got {values['model_type']!r}")
-        known = {f.name for f in fields(cls)}
-        config = {k: v for k, v in values.items() if k in known}
-        if config.get("pad_token_id") is None:
-            config.pop("pad_token_id", None)
-        return cls(**config)
-
-    @classmethod
-    def from_hf(cls, hf_config: Any) -> "BertConfig":
-        """From a ``transformers.BertConfig``."""
-        return cls.from_dict(hf_config.to_dict())
-
-    def to_hf(self, **kwargs: Any) -> Any:
-        """A ``transformers.BertConfig`` with the same sizes (``kwargs`` such as ``attn_implementation`` pass on)."""
-        import transformers
-
-        return transformers.BertConfig(**self.to_dict(), **kwargs)
+BERT = Family(
+    model_type="bert",
+    config_class=BertConfig,
+    hf_config_class="BertConfig",
+    old_names=(("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm.bias")),  # TensorFlow-era
+    dropped=("embeddings.position_ids", "embeddings.token_type_ids"),  # buffers, not weights
+    # transformers config fields that would change the architecture away from the encoder written here
+    unsupported={"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False},
+)
 
 
 def training_flops_per_token(config: BertConfig, seq_len: int, *, masked_fraction: float = 1.0) -> float:
@@ -207,10 +176,7 @@ class BertSelfAttention(nn.Module):
         k = split_heads(self.key(hidden_states), h)
         v = split_heads(self.value(hidden_states), h)
         p = self.dropout.p if self.training else 0.0
-        if output_attentions:
-            context, weights = scaled_dot_product_attention(q, k, v, mask, p)
-        else:
-            context, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        context, weights = attend(q, k, v, mask, p, need_weights=output_attentions)
         return merge_heads(context), weights  # (B, T, H)
 
 
@@ -245,7 +211,7 @@ class BertIntermediate(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.act = ACTIVATIONS[config.hidden_act]
+        self.act = activation(config.hidden_act)
 
     def forward(self, a: torch.Tensor) -> torch.Tensor:
         return self.act(self.dense(a))
@@ -309,169 +275,17 @@ def _attention_mask(attention_mask: torch.Tensor | None, input_ids: torch.Tensor
     return attention_mask.bool()[:, None, None, :]
 
 
-class _Loadable(nn.Module):
-    """What BertModel and BertForPreTraining share: weight initialisation and the Hugging Face bridges."""
+class BertPreTrainedModel(PreTrainedModule):
+    """What every BERT with or without heads shares: the family (names, checkpoints) and the encoder under ``bert``.
 
-    config: BertConfig
-    hf_class = ""  # the name of the matching transformers class
-    hf_prefix = ""  # "bert." when this model wraps the encoder under ``bert``
+    Taught in: 04_bert_pretraining ("The model").
+    """
 
-    def _init_weights(self, module: nn.Module) -> None:
-        """N(0, initializer_range) for matrices and embeddings, zero biases, LayerNorm at identity (as BERT)."""
-        std = self.config.initializer_range
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, std=std)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=std)
-            if module.padding_idx is not None:
-                nn.init.zeros_(module.weight[module.padding_idx])
-        elif isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
-
-    def tied_keys(self) -> set[str]:
-        """State-dict keys that alias another key (saved once, restored by tying)."""
-        return set()
-
-    @classmethod
-    def from_hf(cls, hf_model: nn.Module) -> "_Loadable":
-        """Copy a ``transformers`` model of the matching class (same keys, same tensors' values)."""
-        if type(hf_model).__name__ != cls.hf_class:
-            raise TypeError(f"expected a transformers {cls.hf_class}, got {type(hf_model).__name__}")
-        config = BertConfig.from_hf(hf_model.config)
-        if getattr(hf_model.config, "chunk_size_feed_forward", 0):
-            raise ValueError("expected chunk_size_feed_forward=0 (no feed-forward chunking)")
-        ours = cls(config)
-        ours.load_hf_state_dict(hf_model.state_dict())
-        first = next(hf_model.parameters())
-        return ours.to(device=first.device, dtype=first.dtype)
-
-    def to_hf(self, attn_implementation: str = "eager") -> nn.Module:
-        """The same weights in ``transformers``' class; ``eager`` attention so it can return its weights."""
-        import transformers
-
-        hf = getattr(transformers, self.hf_class)(self.config.to_hf(attn_implementation=attn_implementation))
-        first = next(self.parameters())
-        hf.to(device=first.device, dtype=first.dtype)
-        missing, unexpected = hf.load_state_dict(self.state_dict(), strict=False)
-        if unexpected or any("position_ids" not in k and "token_type_ids" not in k for k in missing):
-            raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
-        return hf.train(self.training)
-
-    def load_hf_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        """Load a Hugging Face BERT state dict, in any of the layouts checkpoints come in.
-
-        Handles: a ``bert.`` prefix or not (BertForPreTraining vs BertModel checkpoints); TensorFlow-era
-        ``LayerNorm.gamma``/``beta`` names; the position/token-type id buffers (not weights; dropped);
-        tied keys that the file omits; for :class:`BertModel`, the pretraining heads (``cls.*``; ignored).
-        A missing weight or a leftover key raises ``ValueError`` naming them.
-        """
-        renamed = {}
-        for key, value in state.items():
-            key = key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-            if key.endswith(("embeddings.position_ids", "embeddings.token_type_ids")):
-                continue
-            if not self.hf_prefix:
-                if key.startswith("cls."):
-                    continue
-                key = key.removeprefix("bert.")
-            elif not key.startswith(("bert.", "cls.")):
-                key = self.hf_prefix + key
-            renamed[key] = value
-        ours = self.state_dict()
-        tied = self.tied_keys()
-        missing = sorted(set(ours) - set(renamed) - tied)
-        unexpected = sorted(set(renamed) - set(ours))
-        if missing or unexpected:
-            raise ValueError(f"checkpoint does not fit {type(self).__name__}: missing {missing}, "
-                             f"unexpected {unexpected}")
-        for key, value in renamed.items():
-            if tuple(value.shape) != tuple(ours[key].shape):
-                raise ValueError(f"{key}: expected shape {tuple(ours[key].shape)}, got {tuple(value.shape)}")
-        with torch.no_grad():
-            for key, value in renamed.items():
-                if key not in tied:
-                    ours[key].copy_(value)
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str | os.PathLike) -> "_Loadable":
-        """Load a checkpoint directory (``config.json`` + ``model.safetensors`` or ``pytorch_model.bin``).
-
-        A name that is not a local path is looked up on the Hugging Face hub, which needs a network:
-        with ``HF_HUB_OFFLINE=1`` or no connection it fails at once with ``OSError`` (a copy already in
-        the local hub cache is used when there is one). Weights are read with safetensors or
-        ``torch.load(weights_only=True)``: loading never executes code.
-
-        Taught in: 04_bert_pretraining ("Static and contextual vectors").
-        """
-        directory = _resolve_checkpoint(name_or_path)
-        config = BertConfig.from_dict(json.loads((directory / "config.json").read_text()))
-        model = cls(config)
-        model.load_hf_state_dict(_read_weights(directory))
-        return model.eval()
-
-    def save_pretrained(self, directory: str | os.PathLike) -> Path:
-        """Write ``config.json`` and ``model.safetensors`` in Hugging Face's layout (tied keys once)."""
-        from safetensors.torch import save_file
-
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        hf_config = {"architectures": [self.hf_class], "model_type": "bert", **self.config.to_dict()}
-        (directory / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
-        tied = self.tied_keys()
-        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items() if k not in tied}
-        save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
-        return directory
+    family = BERT
+    base_model_prefix = "bert"
 
 
-def _resolve_checkpoint(name_or_path: str | os.PathLike) -> Path:
-    """A local checkpoint directory, or the hub snapshot of ``name_or_path`` (needs a network)."""
-    path = Path(name_or_path)
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"expected {path / 'config.json'} in the checkpoint directory")
-        return path
-    text = str(name_or_path)
-    looks_like_path = path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1 or path.exists()
-    if looks_like_path:
-        raise FileNotFoundError(f"expected a checkpoint directory at {text!r} (config.json + model.safetensors); "
-                                "it does not exist")
-    return _download(text)
-
-
-def _download(repo_id: str) -> Path:
-    import huggingface_hub
-    from huggingface_hub import constants
-
-    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
-    snapshot = None
-    for weights in ("model.safetensors", "pytorch_model.bin"):  # the safe format first; older repos lack it
-        try:
-            snapshot = Path(huggingface_hub.snapshot_download(repo_id, allow_patterns=["config.json", weights],
-                                                              local_files_only=offline, etag_timeout=5))
-        except Exception as error:  # the hub client raises many kinds; all mean "not available here"
-            reason = "the hub is switched off (HF_HUB_OFFLINE=1)" if offline else f"the hub is unreachable ({error})"
-            raise OSError(f"{repo_id!r} is not a local directory, and {reason}; pass the path of a directory "
-                          f"holding config.json and model.safetensors") from None
-        if (snapshot / weights).is_file():
-            break
-    return snapshot
-
-
-def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    """The checkpoint's tensors from safetensors, else from a pickle read with ``weights_only=True``."""
-    if (directory / "model.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        return load_file(str(directory / "model.safetensors"))
-    if (directory / "pytorch_model.bin").is_file():
-        return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    raise FileNotFoundError(f"expected model.safetensors or pytorch_model.bin in {directory}")
-
-
-class BertModel(_Loadable):
+class BertModel(BertPreTrainedModel):
     """The BERT encoder: embeddings, ``num_hidden_layers`` post-LN layers, and the [CLS] pooler.
 
     >>> model = BertModel(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
@@ -537,7 +351,7 @@ class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = ACTIVATIONS[config.hidden_act]
+        self.act = activation(config.hidden_act)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -569,7 +383,7 @@ class BertPreTrainingHeads(nn.Module):
         self.seq_relationship = nn.Linear(config.hidden_size, 2)  # 0 = IsNext, 1 = NotNext
 
 
-class BertForPreTraining(_Loadable):
+class BertForPreTraining(BertPreTrainedModel):
     """BERT with its two pretraining heads: masked LM over the vocabulary and next-sentence prediction.
 
     ``labels`` (B, T) hold the original token where a position was selected for prediction and -100
@@ -582,7 +396,6 @@ class BertForPreTraining(_Loadable):
     """
 
     hf_class = "BertForPreTraining"
-    hf_prefix = "bert."
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()

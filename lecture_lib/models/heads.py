@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.bert import BertConfig, BertModel, BertPreTrainedModel
 
 
 @dataclass
@@ -93,8 +93,8 @@ def _check_labels(labels: torch.Tensor, num_labels: int, what: str) -> None:
                          f"0..{num_labels - 1} (or -100 to ignore a position)")
 
 
-class _TaskHead(nn.Module):
-    """What the three heads share: an encoder under ``bert``, and the bridges to ``transformers``."""
+class _TaskHead(BertPreTrainedModel):
+    """What the three heads share: an encoder under ``bert``, and the ``transformers`` class of the same name."""
 
     with_pooler = True
 
@@ -107,10 +107,6 @@ class _TaskHead(nn.Module):
         self.bert = BertModel(config)
         if not self.with_pooler:
             self.bert.pooler = NoPooler()
-
-    def _init_linear(self, linear: nn.Linear) -> None:
-        nn.init.normal_(linear.weight, std=self.config.initializer_range)  # as BERT's initialisation
-        nn.init.zeros_(linear.bias)
 
     @classmethod
     def from_encoder(cls, encoder: BertModel, num_labels: int = 2, *, dropout: float | None = None,
@@ -125,42 +121,18 @@ class _TaskHead(nn.Module):
         first = next(encoder.parameters())
         head = cls(config, num_labels, **kwargs).to(device=first.device, dtype=first.dtype)
         state = {k: v for k, v in encoder.state_dict().items() if head.with_pooler or not k.startswith("pooler.")}
-        head.bert.load_state_dict(state)  # copies the values: the encoder itself is left as it was
+        head.base_model.load_state_dict(state)  # copies the values: the encoder itself is left as it was
         return head
 
     @classmethod
-    def from_hf(cls, hf_model: nn.Module) -> "_TaskHead":
-        """Copy ``transformers``' class of the same name (same keys, same values)."""
-        if type(hf_model).__name__ != cls.__name__:
-            raise TypeError(f"expected a transformers {cls.__name__}, got {type(hf_model).__name__}")
-        hf_config = hf_model.config
-        kwargs = {} if cls is BertForQuestionAnswering else {"classifier_dropout": hf_config.classifier_dropout}
-        first = next(hf_model.parameters())
-        head = cls(BertConfig.from_hf(hf_config), hf_config.num_labels, **kwargs)
-        head.to(device=first.device, dtype=first.dtype)  # before copying, so no value passes through float32
-        state = hf_model.state_dict()
-        head.bert.load_hf_state_dict({k: v for k, v in state.items() if k.startswith("bert.")})
-        own = {k: v for k, v in state.items() if not k.startswith("bert.")}
-        missing, unexpected = head.load_state_dict(own, strict=False)
-        if unexpected or any(not k.startswith("bert.") for k in missing):
-            raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
-        return head.train(hf_model.training)
+    def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """``num_labels`` as we write it, or as transformers does (one ``id2label`` entry per label)."""
+        if "num_labels" in values:
+            return {"num_labels": values["num_labels"]}
+        return {"num_labels": len(values["id2label"]) if "id2label" in values else 2}  # transformers' default
 
-    def _hf_kwargs(self) -> dict[str, Any]:
+    def _config_extras(self) -> dict[str, Any]:
         return {"num_labels": self.num_labels}
-
-    def to_hf(self, attn_implementation: str = "eager") -> nn.Module:
-        """The same weights in ``transformers``' class of the same name."""
-        import transformers
-
-        hf_config = self.config.to_hf(attn_implementation=attn_implementation, **self._hf_kwargs())
-        hf = getattr(transformers, type(self).__name__)(hf_config)
-        first = next(self.parameters())
-        hf.to(device=first.device, dtype=first.dtype)
-        missing, unexpected = hf.load_state_dict(self.state_dict(), strict=False)
-        if unexpected or any("position_ids" not in k and "token_type_ids" not in k for k in missing):
-            raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
-        return hf.train(self.training)
 
 
 class _ClassifierHead(_TaskHead):
@@ -171,10 +143,14 @@ class _ClassifierHead(_TaskHead):
         self.classifier_dropout = classifier_dropout
         self.dropout = nn.Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_labels)
-        self._init_linear(self.classifier)
+        self._init_weights(self.classifier)
 
-    def _hf_kwargs(self) -> dict[str, Any]:
-        return {"num_labels": self.num_labels, "classifier_dropout": self.classifier_dropout}
+    @classmethod
+    def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
+        return {**super()._init_kwargs(values), "classifier_dropout": values.get("classifier_dropout")}
+
+    def _config_extras(self) -> dict[str, Any]:
+        return {**super()._config_extras(), "classifier_dropout": self.classifier_dropout}
 
 
 class BertForSequenceClassification(_ClassifierHead):
@@ -186,12 +162,14 @@ class BertForSequenceClassification(_ClassifierHead):
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
 
+    hf_class = "BertForSequenceClassification"
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> SequenceClassifierOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states)
+        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                              output_hidden_states)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
         loss = None
         if labels is not None:
@@ -209,14 +187,15 @@ class BertForTokenClassification(_ClassifierHead):
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
 
+    hf_class = "BertForTokenClassification"
     with_pooler = False
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> TokenClassifierOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states)
+        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                              output_hidden_states)
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None
         if labels is not None:
@@ -237,6 +216,7 @@ class BertForQuestionAnswering(_TaskHead):
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
 
+    hf_class = "BertForQuestionAnswering"
     with_pooler = False
 
     def __init__(self, config: BertConfig, num_labels: int = 2) -> None:
@@ -244,14 +224,14 @@ class BertForQuestionAnswering(_TaskHead):
             raise ValueError(f"a span head scores a start and an end: expected num_labels=2, got {num_labels}")
         super().__init__(config, num_labels)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        self._init_linear(self.qa_outputs)
+        self._init_weights(self.qa_outputs)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 start_positions: torch.Tensor | None = None, end_positions: torch.Tensor | None = None,
                 output_attentions: bool = False, output_hidden_states: bool = False) -> QuestionAnsweringModelOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states)
+        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                              output_hidden_states)
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(-1)  # (B, T) each
         loss = None
         if (start_positions is None) != (end_positions is None):

@@ -22,8 +22,8 @@ from torch import nn
 
 from lecture_lib.attention import MultiHeadAttention, causal_mask, padding_mask
 from lecture_lib.data.toy import BOS, EOS, PAD
+from lecture_lib.models.activations import activation
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 POSITION_TYPES = ("sinusoidal", "learned")
 
 # ---------------------------------------------------------------- configuration
@@ -69,8 +69,7 @@ class TransformerConfig:
             raise ValueError(f"d_model {self.d_model} is not divisible by num_attention_heads {self.num_attention_heads}")
         if self.d_model % 2:
             raise ValueError(f"expected an even d_model (sin/cos pairs), got {self.d_model}")
-        if self.activation_function not in ACTIVATIONS:
-            raise ValueError(f"expected activation_function in {sorted(ACTIVATIONS)}, got {self.activation_function!r}")
+        activation(self.activation_function, "activation_function")
         if self.position_embedding_type not in POSITION_TYPES:
             raise ValueError(f"expected position_embedding_type in {POSITION_TYPES}, got {self.position_embedding_type!r}")
         for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
@@ -166,7 +165,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(config.d_model, config.ffn_dim)
         self.fc2 = nn.Linear(config.ffn_dim, config.d_model)
-        self.activation = ACTIVATIONS[config.activation_function]
+        self.activation = activation(config.activation_function, "activation_function")
         self.dropout = nn.Dropout(config.activation_dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

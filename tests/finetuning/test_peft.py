@@ -67,8 +67,8 @@ def test_adapters_start_as_the_identity_and_train_with_layernorms():
     assert count_parameters(model) == 2 * 2 * adapter + layer_norms + (16 * 5 + 5)
     labels = torch.randint(0, 5, (3, 7))
     model(**_batch(), labels=labels).loss.backward()
-    assert model.bert.encoder.layer[0].output.dense.adapter.up.weight.grad.abs().sum() > 0
-    assert model.bert.encoder.layer[0].output.dense.linear.weight.grad is None
+    assert model.base_model.encoder.layer[0].output.dense.adapter.up.weight.grad.abs().sum() > 0
+    assert model.base_model.encoder.layer[0].output.dense.linear.weight.grad is None
 
 
 def _hf_with_prompt(model, prompt, batch, **labels):
@@ -98,7 +98,7 @@ def test_prompt_tuning_equals_transformers_with_the_prompt_in_inputs_embeds():
     torch.testing.assert_close(ours.loss, theirs.loss)
     ours.loss.backward()
     assert tuned.prompt.grad.abs().sum() > 0
-    assert model.bert.embeddings.word_embeddings.weight.grad is None
+    assert model.base_model.embeddings.word_embeddings.weight.grad is None
     plain = model(**_batch()).logits  # the hook is gone once the call returns
     torch.testing.assert_close(plain, model.to_hf()(**_batch()).logits)
 

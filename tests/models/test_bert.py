@@ -16,6 +16,7 @@ from lecture_lib.models.bert import (
     mlm_accuracy,
     training_flops_per_token,
 )
+from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
 SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
              max_position_embeddings=16)
@@ -64,48 +65,26 @@ def grads(model):
 @pytest.mark.parametrize("output_attentions", [True, False], ids=["explicit-attention", "fused-attention"])
 def test_bert_model_equals_transformers(output_attentions):
     ours, hf = hf_pair(BertModel, "BertModel")
-    batch = inputs()
-    a = ours(**batch, output_attentions=output_attentions, output_hidden_states=True)
-    b = hf(**batch, output_attentions=output_attentions, output_hidden_states=True)
-    torch.testing.assert_close(a.last_hidden_state, b.last_hidden_state)
-    torch.testing.assert_close(a.pooler_output, b.pooler_output)
+    batch = dict(inputs(), output_attentions=output_attentions, output_hidden_states=True)
+    fields = ["last_hidden_state", "pooler_output", "hidden_states"] + ["attentions"] * output_attentions
+    a, b = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
+                             outputs=fields)
     assert len(a.hidden_states) == len(b.hidden_states) == 3
-    for x, y in zip(a.hidden_states, b.hidden_states):
-        torch.testing.assert_close(x, y)
     if output_attentions:
-        for x, y in zip(a.attentions, b.attentions):
-            torch.testing.assert_close(x, y)
         assert torch.all(a.attentions[0][1, :, :, 6:] == 0)  # nobody attends to padding
     else:
         assert a.attentions is None
-
-    (a.last_hidden_state.sum() + a.pooler_output.sum()).backward()
-    (b.last_hidden_state.sum() + b.pooler_output.sum()).backward()
-    ga, gb = grads(ours), grads(hf)
-    assert ga.keys() == gb.keys()
-    for name in ga:
-        torch.testing.assert_close(ga[name], gb[name], msg=name)
 
 
 def test_bert_for_pretraining_equals_transformers_logits_loss_and_gradients():
     ours, hf = hf_pair(BertForPreTraining, "BertForPreTraining", hidden_act="gelu")
     batch = inputs()
     labels, nsp = pretraining_labels(batch)
-    a = ours(**batch, labels=labels, next_sentence_label=nsp, output_attentions=True)
-    b = hf(**batch, labels=labels, next_sentence_label=nsp, output_attentions=True)
-    torch.testing.assert_close(a.prediction_logits, b.prediction_logits)
-    torch.testing.assert_close(a.seq_relationship_logits, b.seq_relationship_logits)
-    torch.testing.assert_close(a.loss, b.loss)
-    for x, y in zip(a.attentions, b.attentions):
-        torch.testing.assert_close(x, y)
-    a.loss.backward()
-    b.loss.backward()
-    ga, gb = grads(ours), grads(hf)
-    assert ga.keys() == gb.keys()
-    for name in ga:
-        torch.testing.assert_close(ga[name], gb[name], msg=name)
+    batch = dict(batch, labels=labels, next_sentence_label=nsp, output_attentions=True)
+    assert_equivalent(ours, hf, batch, lambda out: out.loss,
+                      outputs=["prediction_logits", "seq_relationship_logits", "attentions"])
     # the MLM output matrix is the word-embedding matrix, in both
-    assert ours.cls.predictions.decoder.weight is ours.bert.embeddings.word_embeddings.weight
+    assert ours.cls.predictions.decoder.weight is ours.base_model.embeddings.word_embeddings.weight
 
 
 def test_training_mode_with_dropout_matches_transformers_under_the_same_seed():
@@ -145,13 +124,11 @@ def test_mlm_accuracy_counts_only_labelled_positions():
 
 def test_round_trip_through_transformers_and_through_disk(tmp_path):
     ours = BertForPreTraining(BertConfig(**SMALL)).eval()
-    hf = ours.to_hf()
-    back = BertForPreTraining.from_hf(hf)
-    for (k, v), (k2, v2) in zip(ours.state_dict().items(), back.state_dict().items()):
-        assert k == k2 and torch.equal(v, v2)
+    assert_round_trip(ours)
 
     ours.save_pretrained(tmp_path)
-    assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["architectures"] == ["BertForPreTraining"] and config["model_type"] == "bert"
     loaded = BertForPreTraining.from_pretrained(tmp_path)
     encoder = BertModel.from_pretrained(tmp_path)  # a pretraining checkpoint feeds the bare encoder too
     theirs = transformers.BertForPreTraining.from_pretrained(tmp_path, attn_implementation="eager").eval()
@@ -159,7 +136,7 @@ def test_round_trip_through_transformers_and_through_disk(tmp_path):
     expected = ours(**batch)
     torch.testing.assert_close(loaded(**batch).prediction_logits, expected.prediction_logits)
     torch.testing.assert_close(theirs(**batch).prediction_logits, expected.prediction_logits)
-    torch.testing.assert_close(encoder(**batch).last_hidden_state, ours.bert(**batch).last_hidden_state)
+    torch.testing.assert_close(encoder(**batch).last_hidden_state, ours.base_model(**batch).last_hidden_state)
 
 
 def test_from_pretrained_reads_the_real_minilm_checkpoint_like_transformers():
