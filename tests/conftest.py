@@ -90,18 +90,19 @@ def network_guard():
             return original(host, *args, **kwargs)
         return lookup
 
-    def create_connection(address, *args, **kwargs):
-        if not _is_local(address[0]):
-            refuse("socket.create_connection to", address[0])
-        return original_create_connection(address, *args, **kwargs)
+    def guarded_create_connection(original):
+        def create_connection(address, *args, **kwargs):
+            if not _is_local(address[0]):
+                refuse("socket.create_connection to", address[0])
+            return original(address, *args, **kwargs)
+        return create_connection
 
-    original_create_connection = socket.create_connection
     with pytest.MonkeyPatch.context() as patch:
         for name in ("connect", "connect_ex", "sendto"):
             patch.setattr(socket.socket, name, guarded_method(name, getattr(socket.socket, name)))
         for name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr"):
             patch.setattr(socket, name, guarded_lookup(name, getattr(socket, name)))
-        patch.setattr(socket, "create_connection", create_connection)
+        patch.setattr(socket, "create_connection", guarded_create_connection(socket.create_connection))
         yield attempts
 
 
