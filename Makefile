@@ -1,10 +1,12 @@
 # Two commands from a fresh clone (see README): `make book` and `make test`.
 # Each first creates .venv with the pinned dependencies of requirements.lock.
-# Override the torch pin for your platform, e.g. `make test TORCH="torch==2.5.1"`.
+# Override the torch pin for your platform, e.g. `make test TORCH="torch==2.5.1"`, and the number of test
+# processes with WORKERS (2, the cores of CI's machine; `make test WORKERS=auto` takes one per core).
 
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
+WORKERS ?= 2
 BIN    := $(VENV)/bin
 BOOK   := _build/html
 
@@ -21,9 +23,10 @@ book: $(VENV)/.installed
 	LECTURE_PROFILE=quick $(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --warningiserror --keep-going
 	$(BIN)/python book/check_offline.py $(BOOK)
 
-## test: unit tests, then every notebook executed by nbval (quick profile)
+## test: unit tests and every notebook executed by nbval (quick profile), on WORKERS processes
+## (pytest-xdist; --dist loadfile keeps each file, so each notebook's cells, on one worker)
 test: $(VENV)/.installed
-	LECTURE_PROFILE=quick $(BIN)/python -m pytest
+	LECTURE_PROFILE=quick $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
 
 ## notebooks: regenerate each output-free .ipynb from its py:percent source
 notebooks: $(VENV)/.installed

@@ -8,7 +8,7 @@ index: with W workers, worker r reads micro-batches r, W + r, 2W + r, ... One op
 workers with ``grad_accum=k`` therefore sees the same micro-batches as one process with
 ``grad_accum=k * W``, and computes the same update.
 
-Taught in: 01_attention ("A seq2seq model with attention"), 02_transformer ("Training"),
+Taught in: 01_attention ("The bottleneck, measured"), 02_transformer ("Training"),
 04_bert_pretraining ("A training loop for real runs").
 """
 

@@ -1,5 +1,6 @@
 """The install paths agree: pyproject's dependencies are all pinned in requirements.lock, and the torch pin
-is the same in the Makefile, the `cpu` extra and environment.yml."""
+is the same in the Makefile, the `cpu` extra and environment.yml; `make test` runs on both cores, one notebook
+per worker, and CI runs exactly `make test`."""
 
 import re
 from pathlib import Path
@@ -9,6 +10,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+MAKEFILE = (ROOT / "Makefile").read_text()
 
 
 def _name(requirement: str) -> str:
@@ -34,11 +36,38 @@ def test_every_dependency_is_pinned_except_torch():
 
 
 def test_torch_pin_is_the_same_everywhere():
-    makefile_pin = re.search(r"^TORCH\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    makefile_pin = _expand("$(TORCH)")
     assert PYPROJECT["project"]["optional-dependencies"]["cpu"] == [makefile_pin]
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
     assert makefile_pin in pip_section and "-r requirements.lock" in pip_section and "-e ." in pip_section
+
+
+def _recipe(target: str) -> list[str]:
+    """The command lines of a Makefile target."""
+    lines = MAKEFILE.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    recipe = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip())
+    return recipe
+
+
+def _expand(value: str) -> str:
+    """`$(NAME)` replaced by the value the Makefile gives NAME (`NAME ?= value`, `NAME := value`)."""
+    return re.sub(r"\$\((\w+)\)", lambda m: re.search(rf"^{m.group(1)}\s*[?:]?=\s*(\S+)", MAKEFILE, re.M).group(1),
+                  value)
+
+
+def test_make_test_runs_on_both_cores_one_notebook_per_worker():
+    (command,) = [_expand(line) for line in _recipe("test") if "-m pytest" in line]
+    workers = re.search(r"\s-n\s*(\S+)", command)
+    assert workers and workers.group(1) in ("2", "auto", "logical"), f"`make test` should run 2 workers: {command}"
+    assert re.search(r"--dist[ =](loadfile|loadgroup|loadscope)\b", command), (
+        f"each notebook's cells must stay on one worker (--dist loadfile): {command}")
+    assert "pytest-xdist" in {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["test"]}
 
 
 def test_ci_runs_the_readme_test_command():

@@ -10,7 +10,6 @@ import transformers
 from lecture_lib import pretraining as pretraining_module
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import main, small_pretrained_bert
-from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
@@ -34,9 +33,9 @@ def _float32():
 
 
 @pytest.fixture(scope="module")
-def real_vocab_data():
+def real_vocab_data(minilm):
     """Pairs tokenized with bert-base-uncased's real vocabulary (no tokenizer training: fast)."""
-    tokenizer = WordPieceTokenizer.from_vocab_file(minilm_dir() / "vocab.txt")
+    tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
     config = PretrainConfig(**TINY, vocab_size=tokenizer.vocab_size)
     return PretrainingData.from_corpus(config, tokenizer=tokenizer)
 
@@ -64,7 +63,7 @@ def test_held_out_pairs_never_appear_in_training(real_vocab_data):
     assert not any(tuple(r.tolist()) in train_rows for r in real_vocab_data.test["input_ids"])
 
 
-def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data):
+def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm):
     data = real_vocab_data
     torch.manual_seed(0)
     model = BertForPreTraining(data.config.bert_config()).eval()
@@ -85,7 +84,7 @@ def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data):
     assert ours["mlm_loss"] == pytest.approx(loss_sum / total, rel=1e-4)
     assert ours["nsp_accuracy"] == nsp / len(data.test["input_ids"])
 
-    hf_tokenizer = transformers.BertTokenizerFast(str(minilm_dir() / "vocab.txt"))
+    hf_tokenizer = transformers.BertTokenizerFast(str(minilm / "vocab.txt"))
     masked_lm = transformers.BertForMaskedLM(hf.config).eval()
     missing, unexpected = masked_lm.load_state_dict(hf.state_dict(), strict=False)
     assert not missing and set(unexpected) == {"bert.pooler.dense.weight", "bert.pooler.dense.bias",

