@@ -52,7 +52,7 @@ from lecture_lib.objectives.sentence_pairs import (
     collate_pairs,
     make_pairs,
 )
-from lecture_lib.profile import ENV_VAR, PROFILES
+from lecture_lib.profile import ENV_VAR, PROFILES, current
 from lecture_lib.runtime import default_device, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import (
@@ -137,7 +137,8 @@ class OptimizationConfig:
 
 
 # The model's fields that the data decides: the tokenizer's vocabulary and the sequence length.
-DERIVED = {("model", "vocab_size"): ("data", "vocab_size"), ("model", "max_position_embeddings"): ("data", "seq_len")}
+DERIVED_FROM_DATA = {("model", "vocab_size"): ("data", "vocab_size"),
+                     ("model", "max_position_embeddings"): ("data", "seq_len")}
 
 
 @dataclass
@@ -157,7 +158,7 @@ class PretrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for (part, name), (source, size) in DERIVED.items():
+        for (part, name), (source, size) in DERIVED_FROM_DATA.items():
             ours, theirs = getattr(getattr(self, part), name), getattr(getattr(self, source), size)
             if ours != theirs:
                 raise ValueError(f"expected {part}.{name} = {source}.{size} = {theirs}, got {ours}: "
@@ -169,14 +170,17 @@ class PretrainConfig:
         ``layers`` overriding earlier ones field by field; the model's derived sizes come from ``data``."""
         values = merge_dicts(*layers)
         data = build_dataclass(DataConfig, values.get("data", {}))
-        derived = {name: getattr(data, size) for (part, name), (_, size) in DERIVED.items()}
+        derived = {name: getattr(data, size) for (_, name), (_, size) in DERIVED_FROM_DATA.items()}
         model = build_dataclass(BertConfig, {**derived, **values.get("model", {})})
         return build_dataclass(cls, {**values, "model": model, "data": data})
 
 
 def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:
-    """Nested dicts merged left to right: ``merge_dicts({"a": {"x": 1, "y": 2}}, {"a": {"y": 3}})`` is
-    ``{"a": {"x": 1, "y": 3}}`` (a dict value merges into a dict; anything else replaces)."""
+    """Nested dicts merged left to right: a dict merges into a dict field by field, anything else replaces.
+
+    >>> merge_dicts({"train": {"steps": 300, "lr": 0.002}, "seed": 0}, {"train": {"steps": 5}, "seed": 1})
+    {'train': {'steps': 5, 'lr': 0.002}, 'seed': 1}
+    """
     merged: dict[str, Any] = {}
     for layer in layers:
         for name, value in layer.items():
@@ -448,13 +452,13 @@ def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[]
 
 def config_leaves(cls: type = PretrainConfig, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Every settable leaf of a nested config as ``(path, type)``, e.g. ``(("train", "steps"), int)``;
-    the model's sizes that the data decides (:data:`DERIVED`) are left out."""
+    the model's sizes that the data decides (:data:`DERIVED_FROM_DATA`) are left out."""
     hints = typing.get_type_hints(cls)
     for f in fields(cls):
         path, kind = (*prefix, f.name), hints[f.name]
         if is_dataclass(kind):
             yield from config_leaves(kind, path)
-        elif path not in DERIVED:
+        elif path not in DERIVED_FROM_DATA:
             yield path, kind
 
 
@@ -472,6 +476,11 @@ def _boolean(text: str) -> bool:
     if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     return text.lower() in ("true", "1", "yes")
+
+
+def _shown(value: Any) -> str:
+    """A default as the command line reads it: true/false, none."""
+    return str(value).lower() if value is None or isinstance(value, bool) else str(value)
 
 
 def _lookup(config: Any, path: tuple[str, ...]) -> Any:
@@ -492,8 +501,9 @@ def parse_args(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainCo
     base = defaults()
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__.split("\n\n")[0],
-        epilog="Booleans read true or false; a field that may be empty reads none. The model's vocab_size and "
-               "max_position_embeddings are data.vocab_size and data.seq_len.")
+        epilog=f"Defaults shown: the chapter's, {current()} profile. Booleans read true or false; a field that may "
+               "be empty reads none. The model's vocab_size and max_position_embeddings are data.vocab_size and "
+               "data.seq_len.")
     parser.add_argument("--out", required=True, help="output directory (rerun to resume from its checkpoint)")
     parser.add_argument("--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, "
                                                             "else full with CUDA, quick without)")
@@ -506,7 +516,7 @@ def parse_args(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainCo
         metavar, parse = _leaf_type(kind)
         group = groups[path[0]] if len(path) > 1 else parser
         group.add_argument("--" + ".".join(path), dest=".".join(path), metavar=metavar, type=parse,
-                           default=argparse.SUPPRESS, help=f"default: {_lookup(base, path)}")
+                           default=argparse.SUPPRESS, help=f"default: {_shown(_lookup(base, path))}")
     return parser.parse_args(argv)
 
 
