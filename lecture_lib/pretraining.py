@@ -1,15 +1,20 @@
-"""Pretraining a small BERT on the embedded corpus: the data, the loss, the evaluation, a disk cache,
-and a command line for real runs.
+"""Pretraining a BERT from scratch: the recipe as a nested config, the data stream, the loss, the
+evaluation, the cached run, and a command line that walks the config.
 
-The recipe is BERT's at small scale: a WordPiece vocabulary learned from the training documents
-(chapter 03), next-sentence pairs cut from those documents, masked LM with 15% selection and the
-80/10/10 rule, AdamW with warm-up and linear decay. Held-out documents (whole documents, never
-trained on) give the MLM and NSP accuracies.
+A run is three things: a batch stream from the objective (:class:`PretrainingData`: pairs cut from
+documents, masked as :class:`ObjectiveConfig` says), a model (:class:`BertForPreTraining` of
+``config.model``) and a :class:`~lecture_lib.train.TrainConfig` (from ``config.train``). The recipe
+at small scale is BERT's: a WordPiece vocabulary learned from the training documents (chapter 03),
+next-sentence pairs cut from those documents, masked LM with 15% selection and the 80/10/10 rule, AdamW
+with warm-up and linear decay. Held-out documents (whole documents, never trained on) give the MLM and
+NSP accuracies.
 
-Command line (resumes from ``OUT/checkpoint`` when rerun; several GPUs through ``torchrun``)::
+Command line (a chapter's :func:`main` with its sizes; resumes from ``OUT/checkpoint`` when rerun; several
+GPUs through ``torchrun``)::
 
     python -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-small --profile full
-    torchrun --nproc_per_node 8 -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-small --profile full --compile true
+    torchrun --nproc_per_node 8 -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-small \\
+        --profile full --train.compile true --train.steps 100000
 
 ``OUT`` then holds ``config.json``, ``model.safetensors`` and ``vocab.txt`` in Hugging Face's layout
 (``BertForPreTraining.from_pretrained(OUT)`` here, or ``transformers``' own ``from_pretrained``),
@@ -22,19 +27,19 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
 import os
 import shutil
-import sys
-from dataclasses import asdict, dataclass, fields
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+from lecture_lib.cache import cached
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, mlm_accuracy
 from lecture_lib.objectives.masking import (
@@ -47,7 +52,7 @@ from lecture_lib.objectives.sentence_pairs import (
     collate_pairs,
     make_pairs,
 )
-from lecture_lib.profile import ENV_VAR, PROFILES
+from lecture_lib.profile import ENV_VAR, PROFILES, current
 from lecture_lib.runtime import default_device, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import (
@@ -57,55 +62,144 @@ from lecture_lib.train import (
     train,
 )
 
-CACHE_ENV_VAR = "LECTURE_CACHE"
-CACHE_FORMAT = 1  # bump when the recipe changes in a way the config does not show
 RESULT_FILES = ("config.json", "model.safetensors", "vocab.txt", "history.json", "pretrain_config.json")
+PAIR_TASKS = ("nsp",)  # the sentence-pair objectives a run can add to masked LM (None: MLM only)
 
 
 @dataclass
-class PretrainConfig:
-    """Everything a pretraining run depends on. ``masking`` names a :class:`MaskingStrategy` (MASK/SAME/RND)."""
+class DataConfig:
+    """The text a run reads: a WordPiece vocabulary of ``vocab_size`` tokens learned from the training
+    documents, pairs of at most ``seq_len`` positions, ``held_out_fraction`` of the documents held out
+    and ``eval_pairs`` of their pairs evaluated.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
 
     vocab_size: int = 3000
     seq_len: int = 64
-    hidden_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 2
-    intermediate_size: int = 512
-    dropout: float = 0.1
-    initializer_range: float = 0.02
+    held_out_fraction: float = 0.1
+    eval_pairs: int = 512
+
+    def __post_init__(self) -> None:
+        if self.seq_len < NUM_SPECIAL_IN_PAIR + 2:
+            raise ValueError(f"expected seq_len >= {NUM_SPECIAL_IN_PAIR + 2} ([CLS], two [SEP] and a token per "
+                             f"segment), got {self.seq_len}")
+
+
+@dataclass
+class ObjectiveConfig:
+    """What the model learns to predict: masked LM, selecting ``mlm_probability`` of the positions and
+    replacing them by the ``masking`` rule (MASK/SAME/RND in percent, a :class:`MaskingStrategy` name),
+    drawn anew each epoch (``dynamic_masking``) or fixed in ``static_copies`` copies; plus the
+    sentence-pair task ``pairs`` (one of :data:`PAIR_TASKS`, or ``None`` for masked LM only).
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation").
+    """
+
+    mlm_probability: float = 0.15
+    masking: str = "80/10/10"
+    dynamic_masking: bool = True
+    static_copies: int = 1
+    pairs: str | None = "nsp"
+
+    def __post_init__(self) -> None:
+        MaskingStrategy.from_name(self.masking)  # raises on a malformed name
+        if self.pairs is not None and self.pairs not in PAIR_TASKS:
+            raise ValueError(f"unknown sentence-pair task {self.pairs!r}; expected one of {PAIR_TASKS} or None")
+
+
+@dataclass
+class OptimizationConfig:
+    """How the weights are fitted: ``steps`` AdamW steps of ``batch_size`` pairs, peak learning rate ``lr``
+    after ``warmup_steps``, then the ``schedule`` (BERT's linear decay), clipping at ``grad_clip``;
+    evaluation every ``eval_every`` steps (0: at the end only); ``precision``, ``compile`` and
+    ``num_threads`` as in :class:`~lecture_lib.train.TrainConfig`.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT", "A training loop for real runs").
+    """
+
     steps: int = 300
     batch_size: int = 32
     lr: float = 2e-3
     warmup_steps: int = 30
     weight_decay: float = 0.01
-    mlm_probability: float = 0.15
-    masking: str = "80/10/10"
-    dynamic_masking: bool = True
-    static_copies: int = 1
-    nsp: bool = True
+    schedule: str = "linear"
+    grad_clip: float | None = 1.0
     eval_every: int = 0
-    eval_pairs: int = 512
-    held_out_fraction: float = 0.1
-    seed: int = 0
     precision: str = "auto"
     compile: bool = False
     num_threads: int | None = None
 
-    def __post_init__(self) -> None:
-        MaskingStrategy.from_name(self.masking)  # raises on a malformed name
-        if self.seq_len < NUM_SPECIAL_IN_PAIR + 2:
-            raise ValueError(f"expected seq_len >= {NUM_SPECIAL_IN_PAIR + 2} ([CLS], two [SEP] and a token per "
-                             f"segment), got {self.seq_len}")
+    def train_config(self, **run: Any) -> TrainConfig:
+        """The training loop's config: these settings plus ``run``'s (progress, checkpoints, fused)."""
+        recipe = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "batch_size"}
+        return TrainConfig(**recipe, **run)
 
-    def bert_config(self) -> BertConfig:
-        """The model's sizes: positions up to ``seq_len``, the vocabulary of the learned tokenizer."""
-        return BertConfig(
-            vocab_size=self.vocab_size, hidden_size=self.hidden_size, num_hidden_layers=self.num_hidden_layers,
-            num_attention_heads=self.num_attention_heads, intermediate_size=self.intermediate_size,
-            hidden_dropout_prob=self.dropout, attention_probs_dropout_prob=self.dropout,
-            max_position_embeddings=self.seq_len, initializer_range=self.initializer_range,
-        )
+
+# The model's fields that the data decides: the tokenizer's vocabulary and the sequence length.
+DERIVED_FROM_DATA = {("model", "vocab_size"): ("data", "vocab_size"),
+                     ("model", "max_position_embeddings"): ("data", "seq_len")}
+
+
+@dataclass
+class PretrainConfig:
+    """Everything a pretraining run depends on, by part: the ``model`` (a :class:`BertConfig`, whose
+    ``vocab_size`` and ``max_position_embeddings`` must equal ``data``'s ``vocab_size`` and ``seq_len``),
+    the ``data``, the ``objective``, the optimisation (``train``) and the ``seed`` of all of them.
+    :meth:`from_dict` builds one from nested dicts and fills the model's two derived sizes.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+
+    model: BertConfig
+    data: DataConfig = field(default_factory=DataConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    train: OptimizationConfig = field(default_factory=OptimizationConfig)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for (part, name), (source, size) in DERIVED_FROM_DATA.items():
+            ours, theirs = getattr(getattr(self, part), name), getattr(getattr(self, source), size)
+            if ours != theirs:
+                raise ValueError(f"expected {part}.{name} = {source}.{size} = {theirs}, got {ours}: "
+                                 f"leave {part}.{name} out and set {source}.{size}")
+
+    @classmethod
+    def from_dict(cls, *layers: dict[str, Any]) -> "PretrainConfig":
+        """A config from nested dicts (``{"model": {...}, "train": {"steps": 100}, "seed": 1}``), later
+        ``layers`` overriding earlier ones field by field; the model's derived sizes come from ``data``."""
+        values = merge_dicts(*layers)
+        data = build_dataclass(DataConfig, values.get("data", {}))
+        derived = {name: getattr(data, size) for (_, name), (_, size) in DERIVED_FROM_DATA.items()}
+        model = build_dataclass(BertConfig, {**derived, **values.get("model", {})})
+        return build_dataclass(cls, {**values, "model": model, "data": data})
+
+
+def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:
+    """Nested dicts merged left to right: a dict merges into a dict field by field, anything else replaces.
+
+    >>> merge_dicts({"train": {"steps": 300, "lr": 0.002}, "seed": 0}, {"train": {"steps": 5}, "seed": 1})
+    {'train': {'steps': 5, 'lr': 0.002}, 'seed': 1}
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            both_dicts = isinstance(value, dict) and isinstance(merged.get(name), dict)
+            merged[name] = merge_dicts(merged[name], value) if both_dicts else value
+    return merged
+
+
+def build_dataclass(cls: type, values: dict[str, Any] | Any) -> Any:
+    """``cls`` from a (nested) dict, building each dataclass-typed field from its own dict; an instance
+    of ``cls`` is returned as it is. Unknown names raise, naming the fields ``cls`` has."""
+    if isinstance(values, cls):
+        return values
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(values) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {unknown}; expected some of {[f.name for f in fields(cls)]}")
+    return cls(**{name: build_dataclass(hints[name], value) if is_dataclass(hints[name]) else value
+                  for name, value in values.items()})
 
 
 # ---------------------------------------------------------------- data
@@ -117,10 +211,11 @@ def tokenize_documents(tokenizer: WordPieceTokenizer, documents: Sequence[Sequen
 
 
 class PretrainingData:
-    """Masked NSP batches cut from documents: ``batch(step)`` for training, ``eval_batches`` held out.
+    """The objective's batch stream: pairs cut from documents, masked (with next-sentence labels when
+    ``config.objective.pairs`` is ``"nsp"``): ``batch(step)`` for training, ``eval_batches`` held out.
 
     ``train_documents`` and ``test_documents`` are lists of documents, each a list of sentences
-    (strings). Without a ``tokenizer``, a WordPiece vocabulary of ``config.vocab_size`` tokens is
+    (strings). Without a ``tokenizer``, a WordPiece vocabulary of ``config.data.vocab_size`` tokens is
     learned from the training sentences (chapter 03). Training pairs are shuffled anew each epoch;
     the mask of each pair is drawn anew each epoch (``dynamic_masking``) or fixed at preprocessing.
     The held-out pairs carry masks fixed once per strategy, so every evaluation of every model sees
@@ -133,41 +228,41 @@ class PretrainingData:
                  test_documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer | None = None) -> None:
         self.config = config
         if tokenizer is None:
-            tokenizer = WordPieceTokenizer.train([s for doc in train_documents for s in doc], config.vocab_size)
+            tokenizer = WordPieceTokenizer.train([s for doc in train_documents for s in doc], config.data.vocab_size)
         self.tokenizer = tokenizer
-        budget = config.seq_len - NUM_SPECIAL_IN_PAIR
+        seq_len = config.data.seq_len
+        budget = seq_len - NUM_SPECIAL_IN_PAIR
         ids = dict(cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
                    pad_token_id=tokenizer.pad_token_id)
         self.train = collate_pairs(make_pairs(tokenize_documents(tokenizer, train_documents), budget,
-                                              seed=config.seed), length=config.seq_len, **ids)
+                                              seed=config.seed), length=seq_len, **ids)
         test_pairs = make_pairs(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
-        self.test = collate_pairs(test_pairs[: config.eval_pairs], length=config.seq_len, **ids)
-        if len(self.train["input_ids"]) < config.batch_size:
-            raise ValueError(f"expected at least batch_size={config.batch_size} training pairs, "
+        self.test = collate_pairs(test_pairs[: config.data.eval_pairs], length=seq_len, **ids)
+        if len(self.train["input_ids"]) < config.train.batch_size:
+            raise ValueError(f"expected at least batch_size={config.train.batch_size} training pairs, "
                              f"got {len(self.train['input_ids'])}")
         self.masks = self._masked_dataset(config)
         self._orders: dict[int, torch.Tensor] = {}
         self._test_masks: dict[MaskingStrategy, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def _masked_dataset(self, config: PretrainConfig) -> MaskedDataset:
+        objective = config.objective
         return MaskedDataset(
             self.train["input_ids"], self.train["special_tokens_mask"], mask_token_id=self.tokenizer.mask_token_id,
-            vocab_size=self.tokenizer.vocab_size, dynamic=config.dynamic_masking, copies=config.static_copies,
-            seed=config.seed, mlm_probability=config.mlm_probability,
-            strategy=MaskingStrategy.from_name(config.masking),
+            vocab_size=self.tokenizer.vocab_size, dynamic=objective.dynamic_masking, copies=objective.static_copies,
+            seed=config.seed, mlm_probability=objective.mlm_probability,
+            strategy=MaskingStrategy.from_name(objective.masking),
         )
 
     def with_config(self, config: PretrainConfig) -> "PretrainingData":
-        """The same tokenizer and pairs, batched and masked as ``config`` says (strategy, static/dynamic,
-        batch size, NSP on or off); the vocabulary, lengths and split must not change."""
-        fixed = ("vocab_size", "seq_len", "eval_pairs", "held_out_fraction")
-        changed = [f for f in fixed if getattr(config, f) != getattr(self.config, f)]
-        if changed:
-            ours, theirs = ([getattr(c, f) for f in changed] for c in (self.config, config))
-            raise ValueError(f"with_config keeps the pairs: expected the same {changed}, {ours}; got {theirs}")
+        """The same tokenizer and pairs, batched and masked as ``config`` says (its objective, batch size
+        and seed); ``config.data`` (vocabulary, lengths, split) must not change."""
+        if config.data != self.config.data:
+            raise ValueError(f"with_config keeps the pairs: expected data {self.config.data}, got {config.data}")
         other = copy.copy(self)
         other.config, other.masks, other._orders = config, self._masked_dataset(config), {}
-        if config.seed != self.config.seed or config.mlm_probability != self.config.mlm_probability:
+        probability = config.objective.mlm_probability
+        if config.seed != self.config.seed or probability != self.config.objective.mlm_probability:
             other._test_masks = {}
         return other
 
@@ -177,14 +272,14 @@ class PretrainingData:
 
         Only documents with at least two prose sentences are used, so that a true next sentence exists.
         """
-        corpus = split_corpus(config.held_out_fraction)
+        corpus = split_corpus(config.data.held_out_fraction)
         train_docs = [s for s in corpus["train"]["sentences"] if len(s) >= 2]
         test_docs = [s for s in corpus["test"]["sentences"] if len(s) >= 2]
         return cls(config, train_docs, test_docs, tokenizer)
 
     @property
     def batches_per_epoch(self) -> int:
-        return len(self.masks) // self.config.batch_size
+        return len(self.masks) // self.config.train.batch_size
 
     def _order(self, epoch: int) -> torch.Tensor:
         if epoch not in self._orders:
@@ -196,33 +291,33 @@ class PretrainingData:
                 labels: torch.Tensor) -> dict[str, torch.Tensor]:
         """The model's keyword arguments, cut to the longest sequence of the batch (rounded up to 8)."""
         length = int(tensors["attention_mask"][rows].sum(1).max())
-        length = min(self.config.seq_len, -(-length // 8) * 8)
+        length = min(self.config.data.seq_len, -(-length // 8) * 8)
         batch = {
             "input_ids": masked[:, :length],
             "attention_mask": tensors["attention_mask"][rows, :length],
             "token_type_ids": tensors["token_type_ids"][rows, :length],
             "labels": labels[:, :length],
         }
-        if self.config.nsp:
+        if self.config.objective.pairs == "nsp":
             batch["next_sentence_label"] = tensors["next_sentence_label"][rows]
         return batch
 
     def batch(self, step: int) -> dict[str, torch.Tensor]:
         """Training micro-batch ``step``: the same whenever it is asked for (``train``'s ``batch_fn``)."""
         epoch, k = divmod(step, self.batches_per_epoch)
-        size = self.config.batch_size
+        size = self.config.train.batch_size
         rows = self._order(epoch)[k * size:(k + 1) * size]
         masked, labels = self.masks.batch(rows, epoch)
         return self._inputs(self.train, rows, masked, labels)
 
     def eval_batches(self, strategy: MaskingStrategy | None = None, batch_size: int = 128) -> list[dict]:
         """The held-out pairs, masked once with ``strategy`` (default: the run's own) and a fixed seed."""
-        strategy = strategy or MaskingStrategy.from_name(self.config.masking)
+        strategy = strategy or MaskingStrategy.from_name(self.config.objective.masking)
         if strategy not in self._test_masks:
             self._test_masks[strategy] = mask_tokens(
                 self.test["input_ids"], mask_token_id=self.tokenizer.mask_token_id,
                 vocab_size=self.tokenizer.vocab_size, special_tokens_mask=self.test["special_tokens_mask"],
-                mlm_probability=self.config.mlm_probability, strategy=strategy,
+                mlm_probability=self.config.objective.mlm_probability, strategy=strategy,
                 generator=torch.Generator().manual_seed(10_000 + self.config.seed))
         masked, labels = self._test_masks[strategy]
         n = masked.shape[0]
@@ -284,23 +379,23 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
              device: torch.device | str | None = None, checkpoint_every: int = 0) -> PretrainResult:
     """Train a BERT from scratch with ``config``; with ``out_dir``, checkpoint there and save the result.
 
-    Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at once when done).
+    The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
+    a :class:`BertForPreTraining` of ``config.model``, and the loop's :class:`TrainConfig` from
+    ``config.train``. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
+    once when done).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     seed_everything(config.seed)
     data = data or PretrainingData.from_corpus(config)
-    if data.tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(f"expected a tokenizer of {config.vocab_size} tokens, got {data.tokenizer.vocab_size}")
-    model = BertForPreTraining(config.bert_config())
+    if data.tokenizer.vocab_size != config.model.vocab_size:
+        raise ValueError(f"expected a tokenizer of model.vocab_size = {config.model.vocab_size} tokens, "
+                         f"got {data.tokenizer.vocab_size}")
+    model = BertForPreTraining(config.model)
     out = Path(out_dir) if out_dir is not None else None
-    train_config = TrainConfig(
-        steps=config.steps, lr=config.lr, weight_decay=config.weight_decay, warmup_steps=config.warmup_steps,
-        schedule="linear", grad_clip=1.0, eval_every=config.eval_every, progress=progress,
-        checkpoint_dir=str(out / "checkpoint") if out else None, checkpoint_every=checkpoint_every,
-        precision=config.precision, compile=config.compile, fused=_fused_adamw(device),
-        num_threads=config.num_threads,
-    )
+    train_config = config.train.train_config(
+        progress=progress, checkpoint_dir=str(out / "checkpoint") if out else None,
+        checkpoint_every=checkpoint_every, fused=_fused_adamw(device))
     eval_batches = data.eval_batches()
     history = train(model, data.batch, pretraining_loss, train_config, evaluate=lambda m: evaluate(m, eval_batches),
                     device=device)
@@ -329,61 +424,52 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
     missing = [name for name in RESULT_FILES if not (directory / name).is_file()]
     if missing:
         raise FileNotFoundError(f"expected {list(RESULT_FILES)} in {directory}, missing {missing}")
-    config = PretrainConfig(**json.loads((directory / "pretrain_config.json").read_text()))
+    config = PretrainConfig.from_dict(json.loads((directory / "pretrain_config.json").read_text()))
     history = History.from_dict(json.loads((directory / "history.json").read_text()))
     tokenizer = WordPieceTokenizer.from_vocab_file(directory / "vocab.txt")
     return PretrainResult(BertForPreTraining.from_pretrained(directory), tokenizer, history, config, directory)
 
 
-def cache_root() -> Path:
-    """``$LECTURE_CACHE``, else ``~/.cache/lecture_lib``: where the course keeps what it trains once."""
-    return Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "lecture_lib")
-
-
-def fingerprint(config: PretrainConfig) -> str:
-    """A name for ``config``'s result: the recipe, the Python version (it decides the corpus), the cache format."""
-    recipe = {"config": asdict(config), "python": sys.version_info[:3], "format": CACHE_FORMAT,
-              "torch": torch.__version__}
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
                        *, progress: bool = False) -> PretrainResult:
-    """Load ``<cache>/<name>``, or first pretrain it there: in ``<name>.partial`` (checkpointed, so an
-    interrupted run resumes), renamed to ``<name>`` only when complete. ``make_data`` is called only when
-    training is needed (``None`` from it: the corpus data of ``config``).
+    """Load ``<cache>/<name>``, or first pretrain it there (:func:`lecture_lib.cache.cached`): in
+    ``<name>.partial``, checkpointed so that an interrupted run resumes, renamed to ``<name>`` when
+    complete, without its checkpoint. ``make_data`` is called only when training is needed (``None``
+    from it: the corpus data of ``config``). Name it after the recipe: ``cache.key(asdict(config))``.
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    final = cache_root() / name
-    if not final.is_dir():
-        partial = final.with_name(final.name + ".partial")
+    def build(partial: Path) -> None:
         pretrain(config, out_dir=partial, data=make_data(), progress=progress,
-                 checkpoint_every=max(1, config.steps // 4))
+                 checkpoint_every=max(1, config.train.steps // 4))
         shutil.rmtree(partial / "checkpoint", ignore_errors=True)
-        try:
-            os.replace(partial, final)
-        except OSError:  # another process finished the same recipe first: keep theirs
-            shutil.rmtree(partial, ignore_errors=True)
-    return load_result(final)
+
+    return cached(name, build, load_result)
 
 
 # ---------------------------------------------------------------- command line
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.chapters.ch04_bert_pretraining", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--out", required=True, help="output directory (rerun to resume from its checkpoint)")
-    parser.add_argument("--profile", choices=PROFILES, help="default sizes (default: $LECTURE_PROFILE, or by device)")
-    parser.add_argument("--checkpoint-every", type=int, default=500, help="steps between checkpoints")
-    parser.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    for f in fields(PretrainConfig):  # one flag per field: --vocab-size, --num-hidden-layers, ...
-        kind = str(f.type).removesuffix(" | None")
-        parser.add_argument("--" + f.name.replace("_", "-"), metavar=kind.upper(),
-                            type={"bool": _boolean, "int": int, "float": float, "str": str}[kind])
-    return parser.parse_args(argv)
+def config_leaves(cls: type = PretrainConfig, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every settable leaf of a nested config as ``(path, type)``, e.g. ``(("train", "steps"), int)``;
+    the model's sizes that the data decides (:data:`DERIVED_FROM_DATA`) are left out."""
+    hints = typing.get_type_hints(cls)
+    for f in fields(cls):
+        path, kind = (*prefix, f.name), hints[f.name]
+        if is_dataclass(kind):
+            yield from config_leaves(kind, path)
+        elif path not in DERIVED_FROM_DATA:
+            yield path, kind
+
+
+def _leaf_type(kind: Any) -> tuple[str, Callable[[str], Any]]:
+    """The metavar and parser of a flag for a field of type ``kind`` (bool, int, float, str, or X | None)."""
+    optional = type(None) in typing.get_args(kind)
+    base = next(k for k in typing.get_args(kind) if k is not type(None)) if optional else kind
+    parse = {bool: _boolean, int: int, float: float, str: str}[base]
+    if not optional:
+        return base.__name__.upper(), parse
+    return f"{base.__name__.upper()}|none", lambda text: None if text.lower() == "none" else parse(text)
 
 
 def _boolean(text: str) -> bool:
@@ -392,24 +478,70 @@ def _boolean(text: str) -> bool:
     return text.lower() in ("true", "1", "yes")
 
 
-def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainConfig] = PretrainConfig) -> PretrainResult:
-    """Pretrain from the command line: ``--out DIR [--profile full] [--steps N] ...``; prints the final metrics.
+def _shown(value: Any) -> str:
+    """A default as the command line reads it: true/false, none."""
+    return str(value).lower() if value is None or isinstance(value, bool) else str(value)
 
-    ``defaults(**overrides)`` gives the recipe (a chapter's ``chapter_config``), read after ``--profile`` is set.
+
+def _lookup(config: Any, path: tuple[str, ...]) -> Any:
+    for name in path:
+        config = getattr(config, name)
+    return config
+
+
+def parse_args(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainConfig], prog: str) -> argparse.Namespace:
+    """The command line: run options, then one flag per leaf of the config (``--model.hidden_size 256``,
+    ``--train.steps 100``, ``--objective.pairs none``), whose help shows ``defaults()``'s value under the
+    chosen ``--profile``. Flags given are in the namespace under their dotted names; others are absent."""
+    profile = argparse.ArgumentParser(add_help=False)
+    profile.add_argument("--profile", choices=PROFILES)
+    chosen, _ = profile.parse_known_args(argv)
+    if chosen.profile:
+        os.environ[ENV_VAR] = chosen.profile
+    base = defaults()
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__.split("\n\n")[0],
+        epilog=f"Defaults shown: the chapter's, {current()} profile. Booleans read true or false; a field that may "
+               "be empty reads none. The model's vocab_size and max_position_embeddings are data.vocab_size and "
+               "data.seq_len.")
+    parser.add_argument("--out", required=True, help="output directory (rerun to resume from its checkpoint)")
+    parser.add_argument("--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, "
+                                                            "else full with CUDA, quick without)")
+    parser.add_argument("--checkpoint-every", type=int, default=500, help="steps between checkpoints (default: 500)")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    groups = {f.name: parser.add_argument_group(f"{f.name} ({type(getattr(base, f.name)).__name__})")
+              for f in fields(base) if is_dataclass(getattr(base, f.name))}
+    for path, kind in config_leaves(PretrainConfig):
+        metavar, parse = _leaf_type(kind)
+        group = groups[path[0]] if len(path) > 1 else parser
+        group.add_argument("--" + ".".join(path), dest=".".join(path), metavar=metavar, type=parse,
+                           default=argparse.SUPPRESS, help=f"default: {_shown(_lookup(base, path))}")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainConfig], prog: str) -> PretrainResult:
+    """Pretrain from the command line: ``--out DIR [--profile full] [--train.steps N] ...``; prints the final
+    metrics. ``defaults(**overrides)`` gives the recipe (a chapter's ``chapter_config``, which takes nested
+    dicts such as ``train={"steps": 100}``); ``prog`` is the command's name in ``--help``.
     """
-    args = parse_args(argv)
-    if args.profile:
-        os.environ[ENV_VAR] = args.profile
-    overrides = {f.name: getattr(args, f.name) for f in fields(PretrainConfig) if getattr(args, f.name) is not None}
+    args = parse_args(argv, defaults=defaults, prog=prog)
+    overrides: dict[str, Any] = {}
+    for path, _ in config_leaves(PretrainConfig):
+        if ".".join(path) in vars(args):
+            *parents, leaf = path
+            level = overrides
+            for name in parents:
+                level = level.setdefault(name, {})
+            level[leaf] = vars(args)[".".join(path)]
     config = defaults(**overrides)
     rank, world = distributed_context()
     result = pretrain(config, out_dir=args.out, progress=not args.no_progress, device=args.device,
                       checkpoint_every=args.checkpoint_every)
     if rank == 0:
         final = result.history.evals[-1][1] if result.history.evals else {}
-        print(json.dumps({"out": str(Path(args.out).resolve()), "workers": world, "steps": config.steps,
+        print(json.dumps({"out": str(Path(args.out).resolve()), "workers": world, "steps": config.train.steps,
                           "final_train_loss": result.history.loss[-1], **final}))
     if world > 1:
         dist.destroy_process_group()
     return result
-

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,6 +26,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm import tqdm
 
+from lecture_lib.cache import atomic_open
 from lecture_lib.runtime import default_device
 
 Batch = Any
@@ -139,26 +139,17 @@ def to_device(batch: Batch, device: torch.device) -> Batch:
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
-    """``torch.save`` to a temporary file in the same directory, then rename it over ``path``.
+    """``torch.save`` to a temporary file in the same directory, then rename it over ``path``
+    (:func:`lecture_lib.cache.atomic_open`).
 
     The rename is atomic, so ``path`` always holds either the previous checkpoint or the new one,
     never half a file, even if the process dies while writing.
 
     Taught in: 04_bert_pretraining ("A training loop for real runs").
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    with atomic_open(path) as f:
+        torch.save(state, f)
+    return Path(path)
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: torch.device | str = "cpu") -> dict[str, Any]:

@@ -369,8 +369,8 @@ def show(pair) -> None:
     print(f"[{label}]\n  A: {tokenizer.decode(pair.tokens_a)}\n  B: {tokenizer.decode(pair.tokens_b)}")
 
 
-budget = config.seq_len - 3  # [CLS], [SEP], [SEP]
-train_documents = [s for s in split_corpus(config.held_out_fraction)["train"]["sentences"] if len(s) >= 2]
+budget = config.data.seq_len - 3  # [CLS], [SEP], [SEP]
+train_documents = [s for s in split_corpus(config.data.held_out_fraction)["train"]["sentences"] if len(s) >= 2]
 corpus_pairs = make_pairs(tokenize_documents(tokenizer, train_documents[:40]), budget, seed=0)
 show(next(p for p in corpus_pairs if p.label != NOT_NEXT))
 show(next(p for p in corpus_pairs if p.label == NOT_NEXT))
@@ -378,14 +378,14 @@ show(next(p for p in corpus_pairs if p.label == NOT_NEXT))
 labels = data.train["next_sentence_label"]
 lengths = data.train["attention_mask"].sum(1)
 print(f"\nall training documents: {len(labels)} pairs, {labels.float().mean():.1%} NotNext, "
-      f"{lengths.float().mean():.1f} of at most {config.seq_len} positions used on average")
+      f"{lengths.float().mean():.1f} of at most {config.data.seq_len} positions used on average")
 print("truncating A (12 tokens) and B (5 tokens) to 10:", truncate_pair(list(range(12)), list(range(100, 105)), 10))
 print("the same, front or back at random:           ",
       truncate_pair(list(range(12)), list(range(100, 105)), 10, random.Random(0)))
 
 # %%
 assert 0.45 < labels.float().mean() < 0.55
-assert int(lengths.max()) <= config.seq_len
+assert int(lengths.max()) <= config.data.seq_len
 assert all(len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + len(p.tokens_b) <= budget
            for p in corpus_pairs)
 
@@ -443,7 +443,7 @@ plt.show()
 # probabilities.
 
 # %%
-held_out_sentences = [s for doc in split_corpus(config.held_out_fraction)["test"]["sentences"] for s in doc]
+held_out_sentences = [s for doc in split_corpus(config.data.held_out_fraction)["test"]["sentences"] for s in doc]
 probes = []
 for sentence in held_out_sentences:
     words = sentence.split()
@@ -609,7 +609,7 @@ if minilm is not None:  # the real model separates the senses; our small one is 
 #
 # ```bash
 # python -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full
-# torchrun --nproc_per_node 4 -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full --compile true
+# torchrun --nproc_per_node 4 -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full --train.compile true
 # ```
 #
 # A run preempted after 8 of 12 steps and resumed by a fresh model (other random weights: everything must
@@ -626,21 +626,21 @@ def preempted_at_step_8(step: int) -> dict:
     return data.batch(step)
 
 
-run = TrainConfig(steps=12, lr=config.lr, warmup_steps=2, schedule="linear", progress=False,
-                  num_threads=config.num_threads)
+run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear", progress=False,
+                  num_threads=config.train.num_threads)
 seed_everything(1)
-uninterrupted = BertForPreTraining(config.bert_config())
+uninterrupted = BertForPreTraining(config.model)
 expected = train(uninterrupted, data.batch, pretraining_loss, run, device="cpu")
 with tempfile.TemporaryDirectory() as checkpoints:
     resumable = replace(run, checkpoint_dir=checkpoints, checkpoint_every=4)
     seed_everything(1)
     try:
-        train(BertForPreTraining(config.bert_config()), preempted_at_step_8, pretraining_loss, resumable,
+        train(BertForPreTraining(config.model), preempted_at_step_8, pretraining_loss, resumable,
               device="cpu")
     except Preempted:
         print("preempted at step 8")
     seed_everything(2)
-    resumed = BertForPreTraining(config.bert_config())
+    resumed = BertForPreTraining(config.model)
     history_resumed = train(resumed, data.batch, pretraining_loss, resumable, device="cpu")
 print(f"final loss: uninterrupted {expected.loss[-1]:.6f}, resumed {history_resumed.loss[-1]:.6f}")
 
@@ -659,7 +659,7 @@ assert all(torch.equal(a, b) for a, b in zip(uninterrupted.parameters(), resumed
 # tested against the full head). The formula against PyTorch's FLOP counter on our model:
 
 # %%
-for name, sizes, length in (("BERT-base", BertConfig(), 128), ("our small BERT", config.bert_config(), 64)):
+for name, sizes, length in (("BERT-base", BertConfig(), 128), ("our small BERT", config.model, 64)):
     dense = training_flops_per_token(sizes, length)
     sparse = training_flops_per_token(sizes, length, masked_fraction=0.15)
     print(f"{name}: {dense / 1e6:.2f} MFLOP per token, {sparse / 1e6:.2f} with the MLM head on masked positions "
@@ -671,7 +671,7 @@ with FlopCounterMode(display=False) as counter:
     model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
           output_attentions=True).prediction_logits.sum().backward()
 model.zero_grad(set_to_none=True)
-predicted = training_flops_per_token(config.bert_config(), batch["input_ids"].shape[1]) * batch["input_ids"].numel()
+predicted = training_flops_per_token(config.model, batch["input_ids"].shape[1]) * batch["input_ids"].numel()
 print(f"one batch forward and backward: counted {counter.get_total_flops() / 1e9:.3f} GFLOP, "
       f"formula {predicted / 1e9:.3f} GFLOP")
 
@@ -705,17 +705,20 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # What did not reproduce: anything about the *quality* of pretraining. BERT-base trained for 1M steps of
 # 128k tokens on 3.3 billion words; our quick run trains for 1,000 steps of about 1,000 tokens on 200,000,
 # and its fill-mask guesses are mostly frequent function words. The full profile (a GPU; `python -m
-# lecture_lib.pretraining --profile full`) trains BERT-mini's shape for 4,000 steps of 64 pairs of 128 tokens;
-# we have not measured it for this notebook.
+# lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full`) trains BERT-mini's shape
+# for 4,000 steps of 64 pairs of 128 tokens; we have not measured it for this notebook.
 #
 # ## Exercises
 #
-# 1. Pretrain with `chapter_config(initializer_range=0.02)`, BERT's own initialisation, and with
-#    `dropout=0.1`. How far does each move the held-out MLM accuracy after 1,000 steps, and why might an
-#    initialisation chosen for $H=768$ be too small for $H=64$?
-# 2. Rerun section 7 with `mlm_probability=0.4`. Wettig et al. (2023) found 40% better than 15% for large
-#    models; what happens to the held-out accuracy at 15% (measure with the same `eval_batches`)?
-# 3. Train with `nsp=False` and compare the MLM accuracy: does NSP help or hurt MLM here? (RoBERTa removed it.)
+# 1. Pretrain with `chapter_config(model=dict(initializer_range=0.02))`, BERT's own initialisation, and
+#    with dropout 0.1 (`model=dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)`). How far
+#    does each move the held-out MLM accuracy after 1,000 steps, and why might an initialisation chosen
+#    for $H=768$ be too small for $H=64$?
+# 2. Rerun section 7 with `chapter_config(objective=dict(mlm_probability=0.4))`. Wettig et al. (2023) found
+#    40% better than 15% for large models; what happens to the held-out accuracy at 15% (measure with the
+#    same `eval_batches`)?
+# 3. Train with `chapter_config(objective=dict(pairs=None))` (no NSP) and compare the MLM accuracy: does
+#    NSP help or hurt MLM here? (RoBERTa removed it.)
 # 4. Add a fourth probe to the ablation: the selected positions *deleted* (the sequence shortened). Which
 #    pretraining rule copes best, and why?
 # 5. In section 9, take the mean of the last four layers instead of the last layer (the feature-based

@@ -633,5 +633,5 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #    recommend for small data sets. Does it help at this scale?
 # 4. Move the adapters: only after the feed-forward block (Pfeiffer et al., 2021), or with a bottleneck of 2
 #    or 32. Plot trainable parameters against F1 again.
-# 5. Pretrain twice as long (`chapter_config(pretrain=dict(steps=1600))`) and repeat the agreement probe of
-#    section 2. Do attractor sentences improve?
+# 5. Pretrain twice as long (`chapter_config(pretrain=dict(train=dict(steps=1600)))`) and repeat the
+#    agreement probe of section 2. Do attractor sentences improve?

@@ -1,7 +1,8 @@
-"""lecture_lib.pretraining: the data pipeline, evaluation and fill-mask against transformers, the disk cache,
-and the command line (its files load in transformers)."""
+"""lecture_lib.pretraining: the nested config, the data pipeline, evaluation and fill-mask against transformers,
+the disk cache, and the command line (its files load in transformers)."""
 
 import json
+from dataclasses import asdict, replace
 
 import pytest
 import torch
@@ -9,19 +10,23 @@ import transformers
 
 from lecture_lib import pretraining as pretraining_module
 from lecture_lib.analysis.fill_mask import fill_mask
-from lecture_lib.chapters.ch04_bert_pretraining import main, small_pretrained_bert
+from lecture_lib.chapters.ch04_bert_pretraining import chapter_config, main, small_pretrained_bert
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
 from lecture_lib.pretraining import (
+    DataConfig,
+    ObjectiveConfig,
     PretrainConfig,
     PretrainingData,
+    config_leaves,
     evaluate,
+    merge_dicts,
 )
 from lecture_lib.tokenization import WordPieceTokenizer
 
-TINY = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, seq_len=32,
-            batch_size=8, steps=3, warmup_steps=1, eval_pairs=64, eval_every=0)
+TINY = dict(model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
+            data=dict(seq_len=32, eval_pairs=64), train=dict(batch_size=8, steps=3, warmup_steps=1, eval_every=0))
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +41,7 @@ def _float32():
 def real_vocab_data(minilm):
     """Pairs tokenized with bert-base-uncased's real vocabulary (no tokenizer training: fast)."""
     tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
-    config = PretrainConfig(**TINY, vocab_size=tokenizer.vocab_size)
+    config = PretrainConfig.from_dict(TINY, dict(data=dict(vocab_size=tokenizer.vocab_size)))
     return PretrainingData.from_corpus(config, tokenizer=tokenizer)
 
 
@@ -66,7 +71,7 @@ def test_held_out_pairs_never_appear_in_training(real_vocab_data):
 def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm):
     data = real_vocab_data
     torch.manual_seed(0)
-    model = BertForPreTraining(data.config.bert_config()).eval()
+    model = BertForPreTraining(data.config.model).eval()
     batches = data.eval_batches()
     ours = evaluate(model, batches)
     hf = model.to_hf(attn_implementation="sdpa")
@@ -97,18 +102,26 @@ def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm)
     assert [p for _, p in ours_top] == pytest.approx([p for _, p in theirs], rel=1e-4)
 
 
+def _flags(values: dict, prefix: str = "") -> list[str]:
+    """``{"train": {"steps": 3}}`` as ``["--train.steps=3"]``."""
+    return [flag for name, value in values.items() for flag in
+            (_flags(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"--{prefix}{name}={value}"])]
+
+
 def test_command_line_writes_a_checkpoint_transformers_reads_and_resumes(tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["--out", str(out), "--profile", "quick", "--no-progress", "--vocab-size", "600", "--checkpoint-every", "2",
-            *[f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()], "--nsp", "false"]
+    argv = ["--out", str(out), "--profile", "quick", "--no-progress", "--checkpoint-every", "2",
+            *_flags(merge_dicts(TINY, dict(data=dict(vocab_size=600)))), "--objective.pairs", "none"]
     result = main(argv)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["steps"] == 3 and "mlm_accuracy" in summary and "nsp_accuracy" not in summary
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "vocab.txt", "history.json",
                                                 "pretrain_config.json", "checkpoint"}
     assert result.tokenizer.vocab_size == 600 and len(result.history.loss) == 3
+    assert result.config.objective.pairs is None and result.config.model.hidden_size == 16
 
     theirs = transformers.BertForPreTraining.from_pretrained(out, attn_implementation="eager").eval()
+    assert (theirs.config.vocab_size, theirs.config.max_position_embeddings) == (600, 32)
     hf_tokenizer = transformers.BertTokenizerFast(str(out / "vocab.txt"))
     text = "Return the number of items in a container."
     assert hf_tokenizer(text)["input_ids"] == result.tokenizer.encode(text, add_special_tokens=True)
@@ -120,6 +133,34 @@ def test_command_line_writes_a_checkpoint_transformers_reads_and_resumes(tmp_pat
     assert again.history == result.history
     for a, b in zip(again.model.parameters(), result.model.parameters()):
         assert torch.equal(a, b)
+
+
+def test_command_line_has_one_flag_per_leaf_and_keeps_the_other_defaults(monkeypatch, capsys):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    assert help_text.startswith("usage: python -m lecture_lib.chapters.ch04_bert_pretraining")
+    leaves = [".".join(path) for path, _ in config_leaves()]
+    assert len(leaves) == len(set(leaves)) > 25
+    assert all(f"--{leaf} " in help_text for leaf in leaves)
+    assert "--model.vocab_size" not in help_text and "--model.max_position_embeddings" not in help_text
+
+    class Captured(Exception):
+        pass
+
+    def capture(config, **kwargs):
+        raise Captured(config)
+
+    monkeypatch.setattr("lecture_lib.pretraining.pretrain", capture)
+    with pytest.raises(Captured) as captured:
+        main(["--out", "x", "--model.hidden_size", "24", "--train.steps", "7", "--objective.pairs", "none",
+              "--train.num_threads", "none", "--objective.dynamic_masking", "false", "--seed", "5"])
+    expected = chapter_config()
+    expected = replace(expected, seed=5, model=replace(expected.model, hidden_size=24),
+                       train=replace(expected.train, steps=7, num_threads=None),
+                       objective=replace(expected.objective, pairs=None, dynamic_masking=False))
+    assert captured.value.args[0] == expected
 
 
 def test_small_pretrained_bert_is_trained_once_then_read_from_the_cache(tmp_path, monkeypatch, real_vocab_data):
@@ -139,13 +180,27 @@ def test_small_pretrained_bert_is_trained_once_then_read_from_the_cache(tmp_path
     for a, b in zip(second.model.parameters(), first.model.parameters()):
         assert torch.equal(a, b)
     with pytest.raises(AssertionError, match="cache"):
-        small_pretrained_bert(PretrainConfig(**{**TINY, "seed": 1}, vocab_size=config.vocab_size))  # another recipe
+        small_pretrained_bert(replace(config, seed=1))  # another recipe
+
+
+def test_config_round_trips_through_json_and_derives_the_model_sizes_from_the_data():
+    config = PretrainConfig.from_dict(TINY, dict(data=dict(vocab_size=500), objective=dict(pairs=None)))
+    assert (config.model.vocab_size, config.model.max_position_embeddings) == (500, 32)
+    assert config.model.num_attention_heads == 2 and config.train.steps == 3 and config.data.eval_pairs == 64
+    assert PretrainConfig.from_dict(json.loads(json.dumps(asdict(config)))) == config
+    assert merge_dicts(dict(a=dict(x=1, y=2), b=3), dict(a=dict(y=4)), dict(b=None)) == dict(a=dict(x=1, y=4), b=None)
 
 
 def test_bad_configs_raise():
     with pytest.raises(ValueError, match="MASK/SAME/RND"):
-        PretrainConfig(masking="80-10-10")
+        ObjectiveConfig(masking="80-10-10")
+    with pytest.raises(ValueError, match="sentence-pair task 'sop'"):
+        ObjectiveConfig(pairs="sop")
     with pytest.raises(ValueError, match="seq_len"):
-        PretrainConfig(seq_len=4)
+        DataConfig(seq_len=4)
+    with pytest.raises(ValueError, match="model.max_position_embeddings = data.seq_len = 64, got 128"):
+        PretrainConfig.from_dict(dict(model=dict(max_position_embeddings=128)))
+    with pytest.raises(ValueError, match=r"unknown OptimizationConfig fields \['stpes'\]"):
+        PretrainConfig.from_dict(dict(train=dict(stpes=3)))
     with pytest.raises(SystemExit):
-        main(["--out", "x", "--nsp", "maybe"])
+        main(["--out", "x", "--objective.dynamic_masking", "maybe"])

@@ -16,10 +16,9 @@ Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task s
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+from lecture_lib.cache import key
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
 from lecture_lib.finetuning.tasks import (
@@ -46,7 +45,6 @@ from lecture_lib.pretraining import (
     PretrainingData,
     PretrainResult,
     cached_pretraining,
-    fingerprint,
 )
 from lecture_lib.profile import pick
 
@@ -81,16 +79,17 @@ class ChapterConfig:
 # slower. ``full``: 6 layers of H = 256 (BERT-mini's width), 5,000 pretraining steps on 50,000 documents,
 # 8,000 training examples and 2,000 steps per task.
 QUICK = dict(
-    pretrain=dict(vocab_size=600, seq_len=64, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
-                  intermediate_size=128, dropout=0.0, steps=800, batch_size=64, lr=2e-3, warmup_steps=80,
-                  eval_every=0, eval_pairs=256, num_threads=1),
+    pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128,
+                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                  data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
+                  train=dict(steps=800, batch_size=64, lr=2e-3, warmup_steps=80, eval_every=0, num_threads=1)),
     finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
     documents=4000, train_examples=1000, test_examples=400,
 )
 FULL = dict(
-    pretrain=dict(vocab_size=1000, seq_len=128, hidden_size=256, num_hidden_layers=6, num_attention_heads=4,
-                  intermediate_size=1024, steps=5000, batch_size=128, lr=5e-4, warmup_steps=500,
-                  eval_every=500, eval_pairs=1024),
+    pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=4, intermediate_size=1024),
+                  data=dict(vocab_size=1000, seq_len=128, eval_pairs=1024),
+                  train=dict(steps=5000, batch_size=128, lr=5e-4, warmup_steps=500, eval_every=500)),
     finetune=dict(steps=2000, batch_size=32, lr=2e-4),
     documents=50_000, train_examples=8000, test_examples=1000,
 )
@@ -98,12 +97,13 @@ FULL = dict(
 
 def chapter_config(**overrides) -> ChapterConfig:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``; ``pretrain`` and
-    ``finetune`` overrides are dicts merged into the profile's.
+    ``finetune`` overrides are dicts merged into the profile's (``pretrain`` nested as a
+    :class:`PretrainConfig`: ``pretrain=dict(train=dict(steps=1600))``).
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
     sizes = dict(pick(quick=QUICK, full=FULL))
-    pretrain = PretrainConfig(**{**sizes.pop("pretrain"), **overrides.pop("pretrain", {})})
+    pretrain = PretrainConfig.from_dict(sizes.pop("pretrain"), overrides.pop("pretrain", {}))
     finetune = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
     return ChapterConfig(pretrain=pretrain, finetune=finetune, **{**sizes, **overrides})
 
@@ -117,7 +117,7 @@ def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
     """
     lang = SyntheticLanguage(config.language_seed)
     pretrain_config = config.pretrain
-    test_size = max(2, round(config.documents * pretrain_config.held_out_fraction))
+    test_size = max(2, round(config.documents * pretrain_config.data.held_out_fraction))
     train_docs, test_docs = (
         [[s.text for s in doc] for doc in lang.documents(n, seed, config.sentences_per_document)]
         for n, seed in ((config.documents, pretrain_config.seed), (test_size, pretrain_config.seed + 1)))
@@ -131,11 +131,10 @@ def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
     config = config or chapter_config()
-    recipe = {"pretrain": fingerprint(config.pretrain), "language_seed": config.language_seed,
+    recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
               "documents": config.documents, "sentences_per_document": config.sentences_per_document}
-    key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-    return cached_pretraining(f"synthetic-bert-{key}", config.pretrain, lambda: synthetic_pretraining_data(config),
-                              progress=progress)
+    return cached_pretraining(f"synthetic-bert-{key(recipe)}", config.pretrain,
+                              lambda: synthetic_pretraining_data(config), progress=progress)
 
 
 def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:

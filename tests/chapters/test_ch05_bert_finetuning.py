@@ -26,8 +26,8 @@ def _tiny(monkeypatch, tmp_path):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     config = chapter_config(documents=40, train_examples=48, test_examples=24, finetune=dict(steps=3, batch_size=8),
-                            max_length=128, pretrain=dict(steps=3, batch_size=8, warmup_steps=1, eval_pairs=16,
-                                                          vocab_size=300, seq_len=128))
+                            max_length=128, pretrain=dict(train=dict(steps=3, batch_size=8, warmup_steps=1),
+                                                          data=dict(eval_pairs=16, vocab_size=300, seq_len=128)))
     return config
 
 
@@ -36,9 +36,12 @@ def test_profiles_pick_the_sizes(monkeypatch):
     quick = chapter_config()
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     full = chapter_config()
-    assert quick.pretrain.hidden_size < full.pretrain.hidden_size and quick.finetune.steps < full.finetune.steps
+    assert quick.pretrain.model.hidden_size < full.pretrain.model.hidden_size
+    assert quick.finetune.steps < full.finetune.steps
     assert chapter_config(finetune=dict(lr=0.5), pretrain=dict(seed=3)).finetune.lr == 0.5
     assert chapter_config(pretrain=dict(seed=3)).pretrain.seed == 3
+    longer = chapter_config(pretrain=dict(train=dict(steps=1600))).pretrain  # merged field by field
+    assert longer.train.steps == 1600 and longer.train.batch_size == full.pretrain.train.batch_size
 
 
 def test_pretraining_data_comes_from_the_synthetic_language(monkeypatch, tmp_path):
@@ -83,7 +86,7 @@ def test_tasks_hold_out_people_and_fine_tuning_scores_the_test_set(monkeypatch, 
     test_words |= {w for e in tasks["qa"].test_examples for w in e.passage}
     assert not test_words & {part for p in train_people for part in p.name.split()}
     assert test_words & {part for p in test_people for part in p.name.split()}
-    encoder = BertModel(config.pretrain.bert_config())
+    encoder = BertModel(config.pretrain.model)
     for name in ("acceptability", "ner"):
         task = tasks[name]
         result = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
@@ -96,5 +99,5 @@ def test_tasks_hold_out_people_and_fine_tuning_scores_the_test_set(monkeypatch, 
             expected = span_f1([e.tags for e in task.test_examples], word_tags(logits, task.test))["f1"]
             assert result.scores["f1"] == pytest.approx(expected)
     qa = tasks["qa"]
-    scores = finetune(qa, new_head(qa, config.pretrain.bert_config(), config.finetune), config.finetune).scores
+    scores = finetune(qa, new_head(qa, config.pretrain.model, config.finetune), config.finetune).scores
     assert set(scores) == {"exact_match", "f1"} and 0 <= scores["exact_match"] <= scores["f1"] <= 1

@@ -1,0 +1,91 @@
+"""The disk cache: the one place that writes under ``$LECTURE_CACHE`` (default ``~/.cache/lecture_lib``).
+
+What the course trains once (a pretrained BERT, an ablation's table) is stored under a name made of its
+recipe's key, so a changed recipe is a new name and never a stale hit. Every write is atomic: a file is
+written beside its target and renamed over it, a directory is built as ``<name>.partial`` and renamed to
+``<name>`` when complete, so an interrupted run leaves either nothing or the previous result, never half
+of one (``os.replace`` is atomic on POSIX and Windows within one file system).
+
+Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, TypeVar
+
+import torch
+
+CACHE_ENV_VAR = "LECTURE_CACHE"
+CACHE_FORMAT = 1  # bump when what a recipe builds changes in a way the recipe does not show
+
+T = TypeVar("T")
+
+
+def cache_root() -> Path:
+    """``$LECTURE_CACHE``, else ``~/.cache/lecture_lib``: where the course keeps what it trains once."""
+    return Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "lecture_lib")
+
+
+def key(recipe: Any) -> str:
+    """A stable name for ``recipe`` (JSON-serialisable): 16 hex digits of the SHA-256 of its JSON with
+    sorted keys, together with the Python version (it decides the embedded corpus), the torch version
+    and the cache :data:`CACHE_FORMAT`. The same recipe gives the same key in every process (no ``hash()``).
+    """
+    stamped = {"recipe": recipe, "python": list(sys.version_info[:3]), "torch": torch.__version__,
+               "format": CACHE_FORMAT}
+    return hashlib.sha256(json.dumps(stamped, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """A binary file that becomes ``path`` only when the ``with`` block ends without an error.
+
+    It is a temporary file in ``path``'s folder (so the rename stays on one file system), flushed to disk
+    and renamed over ``path``; on an error it is deleted and ``path`` keeps its previous content.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically: :func:`atomic_open`, then ``write``."""
+    with atomic_open(path) as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    return Path(path)
+
+
+def cached(name: str, build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
+    """``load(<root>/<name>)``, first building it if absent.
+
+    ``build(path)`` writes a file or a directory at ``path = <root>/<name>.partial``; it may be called on
+    what an interrupted build left there (to resume or overwrite it). Only a build that returns is renamed
+    to ``<root>/<name>``; if another process renamed its own build there first, theirs is kept.
+    """
+    final = cache_root() / name
+    if not final.exists():
+        partial = final.with_name(final.name + ".partial")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        build(partial)
+        try:
+            os.replace(partial, final)
+        except OSError:  # a directory of the same recipe is already there: keep it
+            shutil.rmtree(partial, ignore_errors=True)
+    return load(final)
