@@ -193,7 +193,8 @@ def _in_package(*folders: str) -> list[Path]:
 
 
 # Core modules, used by three or more chapters (ARCHITECTURE.md's first line), and the building blocks beside them.
-CORE = _lib("profile", "runtime", "train", "measure", "metrics", "decoding", "attention", "cache", "plots", "labels")
+CORE = _lib("profile", "runtime", "train", "measure", "metrics", "decoding", "attention", "cache", "plots", "labels",
+            "inference")
 # What analysis/, compression/ and finetuning/ may import: models, metrics and the core; the tokenizers, data,
 # and the objectives (parameter-free idea modules: DistilBERT's distillation runs the MLM objective); and each
 # other (pruning ranks heads by analysis' importance). Never the pretraining-chapter glue: lecture_lib.pretraining,
