@@ -23,11 +23,11 @@ import torch
 from torch import nn
 
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.runtime import generator
 from lecture_lib.models.heads import (
     BertForQuestionAnswering,
     BertForTokenClassification,
 )
+from lecture_lib.runtime import generator
 
 METHODS = ("frozen", "prompt", "bitfit", "adapters", "full")
 

@@ -136,8 +136,10 @@ def acceptability_examples(lang: SyntheticLanguage, n: int, seed: int,
     """Sentences labelled 1 (acceptable) or 0 (main verb in the wrong number), half and half.
 
     >>> lang = SyntheticLanguage(0)
-    >>> [(" ".join(e.words_a), e.label) for e in acceptability_examples(lang, 4, seed=1)][::3]
-    [('the happy nurses who visited the stores visits this lawyer .', 0), ('the brave doctor sing .', 0)]
+    >>> for e in acceptability_examples(lang, 4, seed=7)[::2]:
+    ...     print(e.label, " ".join(e.words_a))
+    0 every pilot that sat near this empty market are not famous .
+    0 these painters who sit under this church does not swim .
 
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
