@@ -146,9 +146,10 @@ class MaskedDataset:
 
     ``input_ids`` and ``special_tokens_mask`` are (N, T). ``batch(indices, epoch)`` returns the masked
     ids and the labels of those rows in that epoch. Example ``n`` in epoch ``e`` is masked by
-    ``generator("masking", seed, n, draw)`` with draw ``e`` (dynamic) or ``e % copies`` (static; BERT used ``copies=10``), so
-    a static dataset with one copy shows every epoch the mask a dynamic one shows in epoch 0. The
-    static masks are computed in the constructor, as BERT's preprocessing script wrote them to disk.
+    :func:`lecture_lib.runtime.generator` ``("masking", seed, n, draw)`` with draw ``e`` (dynamic) or
+    ``e % copies`` (static; BERT used ``copies=10``), so a static dataset with one copy shows every epoch
+    the mask a dynamic one shows in epoch 0. The static masks are computed in the constructor, as BERT's
+    preprocessing script wrote them to disk.
 
     Taught in: 04_bert_pretraining ("Static and dynamic masking").
     """
