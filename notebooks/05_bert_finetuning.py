@@ -331,7 +331,7 @@ print("qa:           ", " ".join(example.question), "||", " ".join(example.passa
 # vectorised `best_spans`.
 
 # %%
-example = next(e for e in ner.test_examples if any(len(tokenizer.tokenize(w)) > 1 for w in e.words if w[0].isupper()))
+example = next(e for e in ner.test_examples if any(len(tokenizer.tokenize(w)) > 1 for w in e.words))
 by_hand = [-100]  # [CLS]
 for word, tag in zip(example.words, example.tags):
     pieces = tokenizer.tokenize(word)
