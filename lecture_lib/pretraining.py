@@ -53,7 +53,7 @@ from lecture_lib.objectives.sentence_pairs import (
     make_pairs,
 )
 from lecture_lib.profile import ENV_VAR, PROFILES, current
-from lecture_lib.runtime import default_device, seed_everything
+from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import (
     History,
@@ -283,8 +283,8 @@ class PretrainingData:
 
     def _order(self, epoch: int) -> torch.Tensor:
         if epoch not in self._orders:
-            generator = torch.Generator().manual_seed(self.config.seed * 100_003 + epoch)
-            self._orders = {epoch: torch.randperm(len(self.masks), generator=generator)}  # keep one epoch
+            order = torch.randperm(len(self.masks), generator=generator("pretraining order", self.config.seed, epoch))
+            self._orders = {epoch: order}  # keep one epoch
         return self._orders[epoch]
 
     def _inputs(self, tensors: dict[str, torch.Tensor], rows: torch.Tensor, masked: torch.Tensor,
@@ -318,7 +318,7 @@ class PretrainingData:
                 self.test["input_ids"], mask_token_id=self.tokenizer.mask_token_id,
                 vocab_size=self.tokenizer.vocab_size, special_tokens_mask=self.test["special_tokens_mask"],
                 mlm_probability=self.config.objective.mlm_probability, strategy=strategy,
-                generator=torch.Generator().manual_seed(10_000 + self.config.seed))
+                generator=generator("eval masks", self.config.seed))
         masked, labels = self._test_masks[strategy]
         n = masked.shape[0]
         return [self._inputs(self.test, torch.arange(i, min(i + batch_size, n)), masked[i:i + batch_size],

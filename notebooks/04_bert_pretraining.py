@@ -160,7 +160,7 @@ else:
 
 # %%
 def input_table(tokenizer: WordPieceTokenizer, a: str, b: str) -> tuple[list[int], list[int]]:
-    ids, segments = tokenizer.with_special_tokens(tokenizer.encode(a), tokenizer.encode(b))
+    ids, segments, _ = tokenizer.frame(tokenizer.encode(a), tokenizer.encode(b))
     rows = {"Input": tokenizer.convert_ids_to_tokens(ids), "Token id": ids,
             "Segment": ["A" if s == 0 else "B" for s in segments], "Position": list(range(len(ids)))}
     for name, values in rows.items():
@@ -287,7 +287,7 @@ print("library:", {k: round(v, 4) for k, v in library.items()})
 
 # %%
 if minilm is not None:
-    example_ids, _ = real_tokenizer.with_special_tokens(real_tokenizer.encode("my dog is hairy"))
+    example_ids, _, _ = real_tokenizer.frame(real_tokenizer.encode("my dog is hairy"))
     example = torch.tensor([example_ids] * 10)
     special = torch.isin(example, torch.tensor(real_tokenizer.special_token_ids))
     masked, labels = mask_tokens(example, mask_token_id=real_tokenizer.mask_token_id,
@@ -535,7 +535,7 @@ def word_vectors(encoder: BertModel, tokenizer: WordPieceTokenizer, sentences: l
     (word_id,) = tokenizer.encode(word)
     static, layers = [], []
     for sentence in sentences:
-        ids, types = tokenizer.with_special_tokens(tokenizer.encode(sentence))
+        ids, types, _ = tokenizer.frame(tokenizer.encode(sentence))
         position = ids.index(word_id)
         with torch.no_grad():
             out = encoder(torch.tensor([ids]), token_type_ids=torch.tensor([types]), output_hidden_states=True)
@@ -553,7 +553,7 @@ if minilm is not None:
                  "the bank raised its interest rates again .",
                  "he asked the bank for a loan to buy a house ."]
 else:  # the small BERT of section 7, with a word that the documentation uses in two senses
-    word, vector_model, vector_tokenizer = "set", model.bert, tokenizer
+    word, vector_model, vector_tokenizer = "set", model.base_model, tokenizer
     sentences = ["return a set of the keys .", "the set contains unique elements .", "add an element to the set .",
                  "set the value of the attribute .", "you can set the flag to true .", "this will set the name ."]
 static, contextual = word_vectors(vector_model, vector_tokenizer, sentences, word)

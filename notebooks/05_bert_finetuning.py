@@ -97,7 +97,7 @@ notebook_start = time.perf_counter()
 # - each word's part of speech and its **dependency head and label** (Universal Dependencies style);
 # - **subject-verb agreement**: which subject each finite verb agrees with. Agreement can reach across
 #   *attractors*, nouns of the other number between subject and verb, the hard cases of Linzen et al.
-#   (2016): in "the teacher who swims near the rivers is small", "is" agrees with "teacher";
+#   (2016): in "those kind nurses that walk to this church are kind", "are" agrees with "nurses";
 # - **named entities** (people, places, organisations) in BIO tags;
 # - **negation**, and **facts**: the seed also draws a small world (who lives where, who works for which
 #   organisation, where each organisation is based), and fact sentences tell it in several wordings, so
@@ -108,7 +108,7 @@ notebook_start = time.perf_counter()
 
 # %%
 lang = SyntheticLanguage(seed=config.language_seed)
-example = lang.sentences(12, seed=1)[11]
+example = lang.sentences(72, seed=1)[71]
 print(example.conllu())
 print("agreement (0-based word indices):", example.agreement)
 print("with the main verb's number broken:", corrupt_agreement(example).text)
@@ -328,7 +328,7 @@ print("qa:           ", " ".join(example.question), "||", " ".join(example.passa
 # vectorised `best_spans`.
 
 # %%
-example = next(e for e in ner.test_examples if any(len(tokenizer.tokenize(w)) > 1 for w in e.words if w[0].isupper()))
+example = next(e for e in ner.test_examples if any(len(tokenizer.tokenize(w)) > 1 for w in e.words))
 by_hand = [-100]  # [CLS]
 for word, tag in zip(example.words, example.tags):
     pieces = tokenizer.tokenize(word)

@@ -17,7 +17,7 @@ def fill_mask(model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: st
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    ids, types = tokenizer.with_special_tokens(tokenizer.encode(text))
+    ids, types, _ = tokenizer.frame(tokenizer.encode(text))
     input_ids = torch.tensor([ids], device=next(model.parameters()).device)
     positions = (input_ids[0] == tokenizer.mask_token_id).nonzero().flatten()
     if len(positions) == 0:

@@ -32,6 +32,7 @@ from lecture_lib.models.bert import (
     training_flops_per_token,
 )
 from lecture_lib.objectives.masking import mask_tokens
+from lecture_lib.runtime import generator
 
 SIZES = {
     "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -40,9 +41,10 @@ SIZES = {
 PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}  # dense
 
 
-def make_batch(config: BertConfig, batch_size: int, seq_len: int, device: torch.device) -> dict[str, torch.Tensor]:
+def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int,
+                             device: torch.device) -> dict[str, torch.Tensor]:
     """Random pairs, a quarter of them padded to 3/4 length, masked with the 80/10/10 rule."""
-    g = torch.Generator().manual_seed(0)
+    g = generator("bench pretraining batch")
     ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=g)
     attention_mask = torch.ones_like(ids)
     attention_mask[: batch_size // 4, 3 * seq_len // 4:] = 0
@@ -74,7 +76,7 @@ def main(argv: list[str]) -> None:
     config = BertConfig(**SIZES[args.size], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     ours = BertForPreTraining(config).to(device)
     theirs = ours.to_hf(attn_implementation="sdpa").to(device)
-    batch = make_batch(config, args.batch_size, args.seq_len, device)
+    batch = random_pretraining_batch(config, args.batch_size, args.seq_len, device)
     ours_forward = torch.compile(ours) if args.compile else ours
     dense = BertForPreTraining(config).to(device)  # ours again, MLM head on every position: the same work as theirs
     dense.load_state_dict(ours.state_dict())

@@ -18,7 +18,7 @@ from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
 from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 from lecture_lib.profile import pick
-from lecture_lib.runtime import seed_everything
+from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.train import History, TrainConfig, train
 
 
@@ -61,9 +61,9 @@ def bottleneck_experiment() -> BottleneckExperiment:
 
 
 def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq2SeqBatch]:
-    """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from its own seed."""
+    """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from ``generator("reversal", seed, i)``."""
     return lambda i: reversal_batch(exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols,
-                                    torch.Generator().manual_seed(seed * 1_000_003 + i))
+                                    generator("reversal", seed, i))
 
 
 def train_reversal(attention: bool, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
@@ -76,11 +76,11 @@ def train_reversal(attention: bool, exp: BottleneckExperiment, seed: int = 0) ->
 
 
 def accuracy_by_length(model: RNNSeq2Seq, exp: BottleneckExperiment, per_length: int = 200,
-                       seed: int = 12345) -> dict[int, float]:
+                       seed: int = 0) -> dict[int, float]:
     """Exact-match rate of greedy decoding on fresh strings of each length min_len..max_len."""
-    generator = torch.Generator().manual_seed(seed)
+    strings = generator("reversal by length", seed)
     return {
-        n: rnn_greedy_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, generator)).float().mean().item()
+        n: rnn_greedy_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, strings)).float().mean().item()
         for n in range(exp.min_len, exp.max_len + 1)
     }
 
@@ -106,10 +106,10 @@ def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, re
     Naive: :func:`lecture_lib.attention.scaled_dot_product_attention`, which builds the (n, n) score
     matrix and keeps it for the backward pass. Fused: ``torch.nn.functional.scaled_dot_product_attention``.
     """
-    generator = torch.Generator().manual_seed(seed)
+    draws = generator("attention cost", seed)
     rows = []
     for n in lengths:
-        q, k, v = (torch.randn(1, heads, n, head_dim, generator=generator).to(device).requires_grad_()
+        q, k, v = (torch.randn(1, heads, n, head_dim, generator=draws).to(device).requires_grad_()
                    for _ in range(3))
         naive = _forward_backward(lambda *t: scaled_dot_product_attention(*t)[0], q, k, v)
         fused = _forward_backward(lambda *t: F.scaled_dot_product_attention(*t), q, k, v)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import torch
 
 from lecture_lib.data.toy import NUM_SPECIAL, Seq2SeqBatch, make_batch, reversal_batch
+from lecture_lib.runtime import generator
 
 HASH_BASE, HASH_MODULUS = 31, 1_000_003
-TEST_SEED_OFFSET = 1_000_000_007  # test generators never share a seed with training steps
 
 
 def content_hash(tokens: list[int]) -> int:
@@ -75,10 +75,8 @@ class ReversalTask:
 
     def train_batch(self, batch_size: int, step: int, seed: int = 0) -> Seq2SeqBatch:
         """The training batch of ``step``: the same batch whenever it is asked for (``train``'s ``batch_fn``)."""
-        generator = torch.Generator().manual_seed(seed * 100_003 + step)
-        return self.batch(self.sources(batch_size, test=False, generator=generator))
+        return self.batch(self.sources(batch_size, test=False, generator=generator("reversal task", seed, step)))
 
     def test_batch(self, size: int, seed: int = 0) -> Seq2SeqBatch:
         """``size`` held-out strings (a string may repeat when the test split is small)."""
-        generator = torch.Generator().manual_seed(TEST_SEED_OFFSET + seed)
-        return self.batch(self.sources(size, test=True, generator=generator))
+        return self.batch(self.sources(size, test=True, generator=generator("reversal task test", seed)))

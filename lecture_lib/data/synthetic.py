@@ -9,25 +9,26 @@ where each organisation is based) is drawn from the seed, and fact sentences tel
 so the text is consistent with one world: a model pretrained on it can learn the facts.
 
 Subject-verb agreement crosses prepositional phrases and relative clauses whose nouns have the other
-number (attractors), as in Linzen et al. (2016). Worked example: sentence 11 of
-``SyntheticLanguage(seed=0).sentences(12, seed=1)``, printed with :meth:`Sentence.conllu`::
+number (attractors), as in Linzen et al. (2016). Worked example: sentence 71 of
+``SyntheticLanguage(seed=0).sentences(72, seed=1)``, printed with :meth:`Sentence.conllu`::
 
-     1  the      DET     2  det         O      -
-     2  teacher  NOUN    9  nsubj       O      Sing
-     3  who      PRON    4  nsubj       O      -
-     4  swims    VERB    2  acl:relcl   O      Sing
-     5  near     ADP     7  case        O      -
-     6  the      DET     7  det         O      -
-     7  rivers   NOUN    4  obl         O      Plur
-     8  is       AUX     9  cop         O      Sing
-     9  small    ADJ     0  root        O      -
-    10  .        PUNCT   9  punct       O      -
+     1  those   DET     3  det         O      -
+     2  kind    ADJ     3  amod        O      -
+     3  nurses  NOUN   10  nsubj       O      Plur
+     4  that    PRON    5  nsubj       O      -
+     5  walk    VERB    3  acl:relcl   O      Plur
+     6  to      ADP     8  case        O      -
+     7  this    DET     8  det         O      -
+     8  church  NOUN    5  obl         O      Sing
+     9  are     AUX    10  cop         O      Plur
+    10  kind    ADJ     0  root        O      -
+    11  .       PUNCT  10  punct       O      -
 
-    agreement: [Agreement(subject=1, verb=3, plural=False), Agreement(subject=1, verb=7, plural=False)]
+    agreement: [Agreement(subject=2, verb=4, plural=True), Agreement(subject=2, verb=8, plural=True)]
 
-"is" agrees with "teacher" across the plural attractor "rivers"; so does "swims", the relative
+"are" agrees with "nurses" across the singular attractor "church"; so does "walk", the relative
 clause's verb. Heads follow CoNLL-U (1-based index of the head word, 0 for the root); labels follow
-Universal Dependencies (a copula is not the head: "small" is). Words are joined by single spaces
+Universal Dependencies (a copula is not the head: "kind" is). Words are joined by single spaces
 (``Sentence.text``), which makes character offsets simple; proper names are capitalised.
 
 Everything is a function of the seeds: ``SyntheticLanguage(seed).sentences(n, seed=s)`` returns the same
@@ -42,6 +43,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from typing import Sequence
+
+from lecture_lib.runtime import seed_of
 
 # ---------------------------------------------------------------------------------------------
 # The lexicon. Nouns and present-tense verbs come as (singular, plural) pairs; verbs also carry a
@@ -190,7 +193,7 @@ def corrupt_agreement(sentence: Sentence) -> Sentence:
     """The same sentence with the main clause's finite verb switched to the other number.
 
     The main clause's verb is the last agreement entry (relative clauses come before it):
-    "the teacher who swims near the rivers is small ." -> "the teacher who swims near the rivers are small ."
+    "those kind nurses that walk to this church are kind ." -> "those kind nurses that walk to this church is kind ."
 
     Taught in: 05_bert_finetuning ("A synthetic language with ground truth").
     """
@@ -377,7 +380,7 @@ class World:
     def generate(cls, seed: int, num_people: int) -> "World":
         if not 1 <= num_people <= len(FIRST_NAMES) * len(LAST_NAMES):
             raise ValueError(f"num_people must be in [1, {len(FIRST_NAMES) * len(LAST_NAMES)}], got {num_people}")
-        rng = random.Random(seed)
+        rng = random.Random(seed_of("world", seed))
         names = rng.sample([f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES], num_people)
         based_in = {org: rng.choice(CITIES) for org in ORGANISATIONS}
         people = tuple(Person(n, rng.choice(CITIES), rng.choice(ORGANISATIONS)) for n in names)
@@ -448,7 +451,7 @@ class SyntheticLanguage:
 
         ``people`` restricts the persons named to a subset of the world (to hold names out of a split).
         """
-        rng = random.Random(seed)
+        rng = random.Random(seed_of("sentences", seed))
         return [self.sentence(rng, people) for _ in range(n)]
 
     def sentence(self, rng: random.Random, people: Sequence[Person] | None = None) -> Sentence:
@@ -461,7 +464,7 @@ class SyntheticLanguage:
     def documents(self, n: int, seed: int, sentences_per_document: int = 6,
                   people: Sequence[Person] | None = None) -> list[list[Sentence]]:
         """``n`` short documents, each about two people (for next-sentence prediction)."""
-        rng = random.Random(seed)
+        rng = random.Random(seed_of("documents", seed))
         return [self.document(rng, sentences_per_document, people) for _ in range(n)]
 
     def document(self, rng: random.Random, num_sentences: int, people: Sequence[Person] | None = None) -> list[Sentence]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-PAD, BOS, EOS = 0, 1, 2
+PAD, BOS, EOS = 0, 1, 2  # token ids (WordPiece names its token strings PAD_TOKEN ... in tokenization.wordpiece)
 NUM_SPECIAL = 3
 
 

@@ -27,6 +27,7 @@ from lecture_lib.models.heads import (
     BertForQuestionAnswering,
     BertForTokenClassification,
 )
+from lecture_lib.runtime import generator
 
 METHODS = ("frozen", "prompt", "bitfit", "adapters", "full")
 
@@ -130,7 +131,7 @@ class PromptTuning(nn.Module):
         self.model = freeze_encoder(model)
         self.num_prompts = num_prompts
         embeddings = model.base_model.embeddings.word_embeddings.weight
-        rows = torch.randint(embeddings.shape[0], (num_prompts,), generator=torch.Generator().manual_seed(seed))
+        rows = torch.randint(embeddings.shape[0], (num_prompts,), generator=generator("prompt init", seed))
         self.prompt = nn.Parameter(embeddings.detach()[rows].clone())  # (k, H): start from real word vectors
 
     def _insert(self, x: torch.Tensor, value: int | float) -> torch.Tensor:

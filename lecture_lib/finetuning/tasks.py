@@ -41,7 +41,9 @@ from lecture_lib.data.synthetic import (
     corrupt_agreement,
 )
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.objectives.sentence_pairs import encode_pair, truncate_pair
+from lecture_lib.objectives.sentence_pairs import truncate_pair
+from lecture_lib.runtime import generator, seed_of
+from lecture_lib.tokenization.wordpiece import frame_ids
 
 ACCEPTABILITY_LABELS = ("unacceptable", "acceptable")
 ENTAILMENT_LABELS = ("entailment", "contradiction")
@@ -134,12 +136,14 @@ def acceptability_examples(lang: SyntheticLanguage, n: int, seed: int,
     """Sentences labelled 1 (acceptable) or 0 (main verb in the wrong number), half and half.
 
     >>> lang = SyntheticLanguage(0)
-    >>> [(" ".join(e.words_a), e.label) for e in acceptability_examples(lang, 4, seed=1)][::3]
-    [('the happy nurses who visited the stores visits this lawyer .', 0), ('the brave doctor sing .', 0)]
+    >>> for e in acceptability_examples(lang, 4, seed=7)[::2]:
+    ...     print(e.label, " ".join(e.words_a))
+    0 every pilot that sat near this empty market are not famous .
+    0 these painters who sit under this church does not swim .
 
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
-    rng = random.Random(seed)
+    rng = random.Random(seed_of("acceptability", seed))
     examples = []
     for i in range(n):
         sentence = lang.sentence(rng, people)
@@ -167,7 +171,7 @@ def entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
     people = people or lang.world.people
-    rng = random.Random(seed)
+    rng = random.Random(seed_of("entailment", seed))
     examples = []
     for i in range(n):
         person = rng.choice(people)
@@ -209,7 +213,7 @@ def qa_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Per
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
     people = people or lang.world.people
-    rng = random.Random(seed)
+    rng = random.Random(seed_of("question answering", seed))
     examples = []
     for _ in range(n):
         group = rng.sample(people, people_per_passage)
@@ -298,10 +302,15 @@ class EncodedTask:
 
         def batch_fn(step: int) -> dict[str, torch.Tensor]:
             epoch, k = divmod(step, per_epoch)
-            order = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 100_003 + epoch))
+            order = torch.randperm(n, generator=generator("fine-tuning order", seed, epoch))
             return self.batch(order[k * batch_size:(k + 1) * batch_size])
 
         return batch_fn
+
+
+def _frame(ids_a: list[int], ids_b: list[int] | None, tokenizer: Tokenizer) -> tuple[list[int], list[int], list[int]]:
+    """:func:`lecture_lib.tokenization.wordpiece.frame_ids` with ``tokenizer``'s ``[CLS]`` and ``[SEP]``."""
+    return frame_ids(ids_a, ids_b, cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
 
 
 def _pad(rows: list[list[int]], value: int) -> torch.Tensor:
@@ -335,12 +344,10 @@ def encode_classification(examples: Sequence[ClassificationExample], tokenizer: 
             raise ValueError(f"example {n}: label {example.label} is outside the label set 0..{num_labels - 1}")
         a, _ = words.encode(example.words_a)
         if example.words_b is None:
-            a = a[:max_length - 2]
-            ids, types = [tokenizer.cls_token_id, *a, tokenizer.sep_token_id], [0] * (len(a) + 2)
+            a, b = a[:max_length - 2], None
         else:
-            b, _ = words.encode(example.words_b)
-            a, b = truncate_pair(a, b, max_length - 3)
-            ids, types = encode_pair(a, b, cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+            a, b = truncate_pair(a, words.encode(example.words_b)[0], max_length - 3)
+        ids, types, _ = _frame(a, b, tokenizer)
         all_ids.append(ids)
         all_types.append(types)
     features = _features(all_ids, all_types, tokenizer.pad_token_id)
@@ -378,7 +385,7 @@ def encode_tagging(examples: Sequence[TaggingExample], tokenizer: Tokenizer, max
         for t, w in enumerate(word_ids):
             if t == 0 or word_ids[t - 1] != w:
                 row[t] = index[example.tags[w]]
-        all_ids.append([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
+        all_ids.append(_frame(ids, None, tokenizer)[0])
         all_word_ids.append([-1, *word_ids, -1])
         all_labels.append([IGNORE_INDEX, *row, IGNORE_INDEX])
     features = _features(all_ids, [[0] * len(r) for r in all_ids], tokenizer.pad_token_id)
@@ -415,8 +422,7 @@ def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: i
         if len(question) + len(passage) + 3 > max_length:
             raise ValueError(f"example {n}: question and passage need {len(question) + len(passage) + 3} tokens, "
                              f"more than max_length={max_length}")
-        ids, types = encode_pair(question, passage, cls_token_id=tokenizer.cls_token_id,
-                                 sep_token_id=tokenizer.sep_token_id)
+        ids, types, _ = _frame(question, passage, tokenizer)
         offset = len(question) + 2
         word_ids = [-1] * offset + passage_word_ids + [-1]
         starts.append(word_ids.index(example.answer_start))

@@ -15,12 +15,12 @@ Taught in: 04_bert_pretraining ("Masked LM", "Static and dynamic masking", "The 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import torch
 
 from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.runtime import generator
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,10 @@ class MaskingStrategy:
         return cls(*(int(p) / 100 for p in parts))
 
 
-BERT = MaskingStrategy(0.8, 0.1, 0.1)
+BERT_MASKING = MaskingStrategy(0.8, 0.1, 0.1)
 # The six rows of Devlin et al. (2019), Table 8, in its order (MASK / SAME / RND).
 ABLATION_STRATEGIES = (
-    BERT,
+    BERT_MASKING,
     MaskingStrategy(1.0, 0.0, 0.0),
     MaskingStrategy(0.8, 0.0, 0.2),
     MaskingStrategy(0.8, 0.2, 0.0),
@@ -96,7 +96,7 @@ def mask_tokens(
     special_tokens_mask: torch.Tensor | None = None,
     mlm_probability: float = 0.15,
     generator: torch.Generator | None = None,
-    strategy: MaskingStrategy = BERT,
+    strategy: MaskingStrategy = BERT_MASKING,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(masked_input_ids, labels)`` for masked LM; ``input_ids`` is left untouched.
 
@@ -141,23 +141,15 @@ def mask_tokens(
 # ---------------------------------------------------------------- when the mask is drawn
 
 
-def example_generator(seed: int, example: int, draw: int) -> torch.Generator:
-    """The generator that masks example ``example`` for the ``draw``-th time: a pure function of the three.
-
-    Taught in: 04_bert_pretraining ("Static and dynamic masking").
-    """
-    digest = hashlib.blake2b(f"{seed}/{example}/{draw}".encode(), digest_size=8).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest, "little") & (2**63 - 1))
-
-
 class MaskedDataset:
     """Sequences that are masked either once at preprocessing (static) or every time they are seen (dynamic).
 
     ``input_ids`` and ``special_tokens_mask`` are (N, T). ``batch(indices, epoch)`` returns the masked
-    ids and the labels of those rows in that epoch. Example ``n`` in epoch ``e`` is masked by the
-    generator of draw ``e`` (dynamic) or of draw ``e % copies`` (static; BERT used ``copies=10``), so
-    a static dataset with one copy shows every epoch the mask a dynamic one shows in epoch 0. The
-    static masks are computed in the constructor, as BERT's preprocessing script wrote them to disk.
+    ids and the labels of those rows in that epoch. Example ``n`` in epoch ``e`` is masked by
+    :func:`lecture_lib.runtime.generator` ``("masking", seed, n, draw)`` with draw ``e`` (dynamic) or
+    ``e % copies`` (static; BERT used ``copies=10``), so a static dataset with one copy shows every epoch
+    the mask a dynamic one shows in epoch 0. The static masks are computed in the constructor, as BERT's
+    preprocessing script wrote them to disk.
 
     Taught in: 04_bert_pretraining ("Static and dynamic masking").
     """
@@ -173,7 +165,7 @@ class MaskedDataset:
         copies: int = 1,
         seed: int = 0,
         mlm_probability: float = 0.15,
-        strategy: MaskingStrategy = BERT,
+        strategy: MaskingStrategy = BERT_MASKING,
     ) -> None:
         if input_ids.dim() != 2 or special_tokens_mask.shape != input_ids.shape:
             raise ValueError(f"expected input_ids (N, T) and a special_tokens_mask of the same shape, got "
@@ -191,7 +183,7 @@ class MaskedDataset:
 
     def _mask_one(self, n: int, draw: int) -> tuple[torch.Tensor, torch.Tensor]:
         return mask_tokens(self.input_ids[n], special_tokens_mask=self.special_tokens_mask[n],
-                           generator=example_generator(self.seed, n, draw), **self.options)
+                           generator=generator("masking", self.seed, n, draw), **self.options)
 
     def _mask_all(self, draw: int) -> tuple[torch.Tensor, torch.Tensor]:
         rows = [self._mask_one(n, draw) for n in range(len(self))]

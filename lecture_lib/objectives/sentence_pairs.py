@@ -20,6 +20,9 @@ from typing import Sequence
 
 import torch
 
+from lecture_lib.runtime import seed_of
+from lecture_lib.tokenization.wordpiece import frame_ids
+
 IS_NEXT, NOT_NEXT = 0, 1
 NUM_SPECIAL_IN_PAIR = 3  # [CLS], [SEP], [SEP]
 
@@ -98,7 +101,7 @@ def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int
     if len(docs) < 2:
         raise ValueError(f"expected at least 2 non-empty documents (a random B comes from another one), "
                          f"got {len(docs)}")
-    rng = random.Random(seed)
+    rng = random.Random(seed_of("sentence pairs", seed))
     pairs = []
     for d, doc in enumerate(docs):
         chunk: list[list[int]] = []
@@ -122,23 +125,10 @@ def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int
     return pairs
 
 
-def encode_pair(tokens_a: Sequence[int], tokens_b: Sequence[int], *, cls_token_id: int,
-                sep_token_id: int) -> tuple[list[int], list[int]]:
-    """``[CLS] A [SEP] B [SEP]`` and its segment ids: 0 up to and including the first [SEP], then 1.
-
-    >>> encode_pair([7, 8], [9], cls_token_id=2, sep_token_id=3)
-    ([2, 7, 8, 3, 9, 3], [0, 0, 0, 0, 1, 1])
-
-    Taught in: 04_bert_pretraining ("The input: three embeddings").
-    """
-    input_ids = [cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id]
-    token_type_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-    return input_ids, token_type_ids
-
-
 def collate_pairs(pairs: Sequence[SentencePair], *, length: int, cls_token_id: int, sep_token_id: int,
                   pad_token_id: int) -> dict[str, torch.Tensor]:
-    """Encode and right-pad pairs to ``length``: the tensors BERT's pretraining reads, each (N, length).
+    """Frame (:func:`lecture_lib.tokenization.wordpiece.frame_ids`) and right-pad pairs to ``length``: the
+    tensors BERT's pretraining reads, each (N, length).
 
     ``special_tokens_mask`` is True on [CLS], [SEP] and padding (never selected for MLM);
     ``next_sentence_label`` is (N,).
@@ -151,15 +141,15 @@ def collate_pairs(pairs: Sequence[SentencePair], *, length: int, cls_token_id: i
     attention_mask = torch.zeros((n, length), dtype=torch.long)
     special = torch.ones((n, length), dtype=torch.bool)
     for row, pair in enumerate(pairs):
-        ids, types = encode_pair(pair.tokens_a, pair.tokens_b, cls_token_id=cls_token_id, sep_token_id=sep_token_id)
+        ids, types, specials = frame_ids(pair.tokens_a, pair.tokens_b, cls_token_id=cls_token_id,
+                                         sep_token_id=sep_token_id)
         if len(ids) > length:
             raise ValueError(f"pair {row} needs {len(ids)} positions, more than length={length}; truncate first")
         k = len(ids)
         input_ids[row, :k] = torch.tensor(ids)
         token_type_ids[row, :k] = torch.tensor(types)
         attention_mask[row, :k] = 1
-        special[row, 1:k - 1] = False
-        special[row, len(pair.tokens_a) + 1] = True  # the middle [SEP]
+        special[row, :k] = torch.tensor(specials, dtype=torch.bool)
     return {
         "input_ids": input_ids,
         "token_type_ids": token_type_ids,

@@ -26,6 +26,7 @@ from lecture_lib.tokenization.wordpiece import (
     basic_tokenize,
     bert_uncased_vocab_file,
     count_words,
+    frame_ids,
     learn_wordpiece,
     longest_match_first,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "bytes_to_unicode",
     "compress",
     "count_words",
+    "frame_ids",
     "get_stats",
     "learn_bpe",
     "learn_wordpiece",

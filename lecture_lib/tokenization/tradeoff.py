@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from lecture_lib.tokenization.byte_level import ByteLevelBPE
-from lecture_lib.tokenization.wordpiece import UNK, WordPieceTokenizer
+from lecture_lib.tokenization.wordpiece import UNK_TOKEN, WordPieceTokenizer
 
 
 def _row(vocab_size: int, tokens: int, texts: Sequence[str], unknown: int = 0) -> dict[str, float]:
@@ -58,5 +58,5 @@ def wordpiece_curve(vocab: Sequence[str], texts: Sequence[str], vocab_sizes: Seq
     for size in vocab_sizes:
         tokenizer = WordPieceTokenizer(vocab[:size], lowercase=lowercase)
         tokens = [t for text in texts for t in tokenizer.tokenize(text)]
-        rows.append(_row(size, len(tokens), texts, unknown=tokens.count(UNK)))
+        rows.append(_row(size, len(tokens), texts, unknown=tokens.count(UNK_TOKEN)))
     return rows

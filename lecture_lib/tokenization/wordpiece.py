@@ -41,8 +41,9 @@ import numpy as np
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.tokenization.bpe import merge_pair
 
-PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
-SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+# Token strings (the ids depend on the vocabulary; lecture_lib.data.toy's PAD, BOS, EOS are ids of another vocabulary).
+PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 PREFIX = "##"
 MAX_INPUT_CHARS_PER_WORD = 100
 
@@ -153,7 +154,7 @@ def basic_tokenize(text: str, lowercase: bool = True, strip_accents: bool | None
 # ---------------------------------------------------------------- greedy longest-match-first
 
 
-def longest_match_first(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = UNK,
+def longest_match_first(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = UNK_TOKEN,
                         max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
                         max_piece_chars: int | None = None) -> list[str]:
     """Cut ``word`` into the longest vocabulary prefix, then the longest ``##`` continuations.
@@ -211,6 +212,36 @@ def bert_uncased_vocab_file() -> Path | None:
     """
     directory = minilm_dir()
     return directory / "vocab.txt" if directory is not None else None
+
+
+def frame_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, cls_token_id: int,
+              sep_token_id: int) -> tuple[list[int], list[int], list[int]]:
+    """BERT's input for one text, ``[CLS] A [SEP]``, or a pair, ``[CLS] A [SEP] B [SEP]``: returns
+    ``(input_ids, token_type_ids, special_tokens_mask)``, three lists of the same length.
+
+    ``token_type_ids`` is the segment: 0 up to and including the first ``[SEP]``, then 1.
+    ``special_tokens_mask`` is 1 on the added ``[CLS]`` and ``[SEP]`` (never masked for MLM), else 0.
+    With ``[CLS]`` = 2 and ``[SEP]`` = 3::
+
+        input_ids            2  7  8  3  9  3
+        token_type_ids       0  0  0  0  1  1
+        special_tokens_mask  1  0  0  1  0  1
+
+    >>> frame_ids([7, 8], [9], cls_token_id=2, sep_token_id=3)
+    ([2, 7, 8, 3, 9, 3], [0, 0, 0, 0, 1, 1], [1, 0, 0, 1, 0, 1])
+    >>> frame_ids([7, 8], cls_token_id=2, sep_token_id=3)
+    ([2, 7, 8, 3], [0, 0, 0, 0], [1, 0, 0, 1])
+
+    Taught in: 04_bert_pretraining ("The input: three embeddings").
+    """
+    input_ids = [cls_token_id, *ids_a, sep_token_id]
+    token_type_ids = [0] * len(input_ids)
+    special_tokens_mask = [1, *[0] * len(ids_a), 1]
+    if ids_b is not None:
+        input_ids += [*ids_b, sep_token_id]
+        token_type_ids += [1] * (len(ids_b) + 1)
+        special_tokens_mask += [*[0] * len(ids_b), 1]
+    return input_ids, token_type_ids, special_tokens_mask
 
 
 class WordPieceTokenizer:
@@ -273,11 +304,11 @@ class WordPieceTokenizer:
     def vocab_size(self) -> int:
         return len(self.id_to_token)
 
-    pad_token_id = property(lambda self: self.vocab[PAD])
-    unk_token_id = property(lambda self: self.vocab[UNK])
-    cls_token_id = property(lambda self: self.vocab[CLS])
-    sep_token_id = property(lambda self: self.vocab[SEP])
-    mask_token_id = property(lambda self: self.vocab[MASK])
+    pad_token_id = property(lambda self: self.vocab[PAD_TOKEN])
+    unk_token_id = property(lambda self: self.vocab[UNK_TOKEN])
+    cls_token_id = property(lambda self: self.vocab[CLS_TOKEN])
+    sep_token_id = property(lambda self: self.vocab[SEP_TOKEN])
+    mask_token_id = property(lambda self: self.vocab[MASK_TOKEN])
 
     @property
     def special_token_ids(self) -> list[int]:
@@ -301,7 +332,7 @@ class WordPieceTokenizer:
     def _wordpiece(self, word: str) -> list[str]:
         pieces = self._cache.get(word)
         if pieces is None:
-            pieces = longest_match_first(word, self.vocab, UNK, self.max_input_chars_per_word, self._max_piece_chars)
+            pieces = longest_match_first(word, self.vocab, UNK_TOKEN, self.max_input_chars_per_word, self._max_piece_chars)
             if len(self._cache) < 1_000_000:
                 self._cache[word] = pieces
         return pieces
@@ -309,7 +340,7 @@ class WordPieceTokenizer:
     def tokenize(self, text: str) -> list[str]:
         """Word pieces of ``text``, without special tokens (those written in the text are kept).
 
-        >>> tok = WordPieceTokenizer([PAD, UNK, CLS, SEP, MASK, "the", "cat", "##s", "sat", "!"])
+        >>> tok = WordPieceTokenizer([*SPECIAL_TOKENS, "the", "cat", "##s", "sat", "!"])
         >>> tok.tokenize("The cats [MASK] sat!")
         ['the', 'cat', '##s', '[MASK]', 'sat', '!']
 
@@ -334,23 +365,19 @@ class WordPieceTokenizer:
         ids_a = self.convert_tokens_to_ids(self.tokenize(text))
         ids_b = None if pair is None else self.convert_tokens_to_ids(self.tokenize(pair))
         if add_special_tokens:
-            return self.with_special_tokens(ids_a, ids_b)[0]
+            return self.frame(ids_a, ids_b)[0]
         return ids_a + (ids_b or [])
 
-    def with_special_tokens(self, ids_a: Sequence[int],
-                            ids_b: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
-        """``([CLS] A [SEP] B [SEP], token_type_ids)``: segment 0 up to the first ``[SEP]``, then 1.
+    def frame(self, ids_a: Sequence[int],
+              ids_b: Sequence[int] | None = None) -> tuple[list[int], list[int], list[int]]:
+        """:func:`frame_ids` with this vocabulary's ``[CLS]`` and ``[SEP]``.
 
-        >>> tok = WordPieceTokenizer([PAD, UNK, CLS, SEP, MASK])
-        >>> tok.with_special_tokens([7, 8], [9])
-        ([2, 7, 8, 3, 9, 3], [0, 0, 0, 0, 1, 1])
+        >>> WordPieceTokenizer([*SPECIAL_TOKENS]).frame([7, 8], [9])
+        ([2, 7, 8, 3, 9, 3], [0, 0, 0, 0, 1, 1], [1, 0, 0, 1, 0, 1])
+
+        Taught in: 04_bert_pretraining ("The input: three embeddings").
         """
-        input_ids = [self.cls_token_id, *ids_a, self.sep_token_id]
-        token_type_ids = [0] * len(input_ids)
-        if ids_b is not None:
-            input_ids += [*ids_b, self.sep_token_id]
-            token_type_ids += [1] * (len(ids_b) + 1)
-        return input_ids, token_type_ids
+        return frame_ids(ids_a, ids_b, cls_token_id=self.cls_token_id, sep_token_id=self.sep_token_id)
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """Tokens joined by spaces, each ``##`` continuation glued to the piece before it.

@@ -50,7 +50,7 @@ def test_same_seed_same_sentences_and_world():
 def test_the_worked_example_in_the_docstring_is_what_the_language_writes():
     import lecture_lib.data.synthetic as synthetic
 
-    sentence = SyntheticLanguage(seed=0).sentences(12, seed=1)[11]
+    sentence = SyntheticLanguage(seed=0).sentences(72, seed=1)[71]
     assert sentence.conllu() in "\n".join(line[4:] for line in synthetic.__doc__.splitlines())
     assert f"agreement: {sentence.agreement}" in synthetic.__doc__
     assert corrupt_agreement(sentence).text in synthetic.corrupt_agreement.__doc__

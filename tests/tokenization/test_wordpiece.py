@@ -18,6 +18,7 @@ from lecture_lib.tokenization.wordpiece import (
     basic_tokenize,
     bert_uncased_vocab_file,
     count_words,
+    frame_ids,
     learn_wordpiece,
     likelihood_gain,
     longest_match_first,
@@ -96,6 +97,23 @@ def test_cased_vocabulary_keeps_case_and_accents(bert_vocab_file):
     assert [ours.tokenize(t) for t in HARD_CASES] == _theirs(reference, HARD_CASES)
 
 
+@pytest.mark.parametrize("a, b", [("my dog is cute", "he likes playing"), ("The [MASK] sat.", None),
+                                  ("x", "y"), ("", None), ("", ""), ("one two three", "")])
+def test_frame_matches_bert_tokenizer_for_single_texts_and_pairs(bert, bert_vocab_file, a, b):
+    from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
+
+    # transformers 5 keeps the three framing methods on the Python tokenizer only.
+    ours, reference = bert[0], BertTokenizerLegacy(str(bert_vocab_file))
+    ids_a = reference.encode(a, add_special_tokens=False)
+    ids_b = None if b is None else reference.encode(b, add_special_tokens=False)
+    input_ids, token_type_ids, special_tokens_mask = ours.frame(ids_a, ids_b)
+    assert input_ids == reference.build_inputs_with_special_tokens(ids_a, ids_b)
+    assert token_type_ids == reference.create_token_type_ids_from_sequences(ids_a, ids_b)
+    assert special_tokens_mask == reference.get_special_tokens_mask(ids_a, ids_b)
+    assert frame_ids(ids_a, ids_b, cls_token_id=101, sep_token_id=102) == (input_ids, token_type_ids,
+                                                                           special_tokens_mask)
+
+
 def test_ids_pairs_and_special_tokens_match_bert_tokenizer(bert):
     ours, reference = bert
     a, b = "The [MASK] sat on the mat.", "It was ﬂuffy!"
@@ -103,7 +121,7 @@ def test_ids_pairs_and_special_tokens_match_bert_tokenizer(bert):
     assert ours.encode(a, add_special_tokens=True) == reference.encode(a)
     assert ours.encode(a, b, add_special_tokens=True) == reference.encode(a, b)
     assert ours.encode(a, b) == reference.encode(a, b, add_special_tokens=False)
-    input_ids, token_type_ids = ours.with_special_tokens(ours.encode(a), ours.encode(b))
+    input_ids, token_type_ids, _ = ours.frame(ours.encode(a), ours.encode(b))
     expected = reference(a, b)
     assert (input_ids, token_type_ids) == (expected["input_ids"], expected["token_type_ids"])
     assert [ours.pad_token_id, ours.unk_token_id, ours.cls_token_id, ours.sep_token_id, ours.mask_token_id] == \
