@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from lecture_lib.objectives.masking import (
     ABLATION_STRATEGIES,
-    BERT,
+    BERT_MASKING,
     IGNORE_INDEX,
     MaskedDataset,
     MaskingStrategy,
@@ -140,7 +140,7 @@ def test_strategy_names_and_validation():
     names = ["80/10/10", "100/0/0", "80/0/20", "80/20/0", "0/20/80", "0/0/100"]
     assert [s.name for s in ABLATION_STRATEGIES] == names
     assert [MaskingStrategy.from_name(n) for n in names] == list(ABLATION_STRATEGIES)
-    assert BERT == MaskingStrategy(mask=0.8, same=0.1, random=0.1)
+    assert BERT_MASKING == MaskingStrategy(mask=0.8, same=0.1, random=0.1)
     with pytest.raises(ValueError, match="summing to 1"):
         MaskingStrategy(0.8, 0.1, 0.2)
 
