@@ -3,6 +3,7 @@
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -16,3 +17,10 @@ def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
+
+
+def test_every_folder_of_the_package_is_walked():
+    """A folder without ``__init__.py`` is a namespace package that ``walk_packages`` skips: its doctests never run."""
+    root = Path(lecture_lib.__file__).parent
+    folders = {p.parent for p in root.rglob("*.py") if "__pycache__" not in p.parts}
+    assert not [str(f.relative_to(root)) for f in folders if not (f / "__init__.py").is_file()]
