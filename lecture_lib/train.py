@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import pickle
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -153,8 +154,17 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: torch.device | str = "cpu") -> dict[str, Any]:
-    """Read a checkpoint with ``torch.load(weights_only=True)``: tensors and plain containers only, no code."""
-    return torch.load(path, map_location=map_location, weights_only=True)
+    """Read a checkpoint with ``torch.load(weights_only=True)``: tensors and plain containers only, no code.
+
+    A file that cannot be read (cut short by a full disk, overwritten, not a checkpoint) raises ``OSError``
+    naming it: deleting it restarts the run from step 0.
+    """
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as error:
+        reason = str(error).strip().split("\n")[0]
+        raise OSError(f"{path} is not a readable training checkpoint ({type(error).__name__}: {reason}); it is "
+                      f"truncated or corrupted. Delete it to restart the run from step 0.") from None
 
 
 def _rng_state() -> dict[str, Any]:

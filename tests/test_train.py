@@ -177,9 +177,19 @@ def test_load_checkpoint_never_executes_code(tmp_path):
     marker = tmp_path / "pwned"
     with open(tmp_path / "evil.pt", "wb") as f:
         pickle.dump({"step": _RunsCode(str(marker))}, f, protocol=2)
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(OSError, match="evil.pt is not a readable training checkpoint"):
         load_checkpoint(tmp_path / "evil.pt")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_a_damaged_checkpoint_is_named_with_what_to_do(tmp_path, damage):
+    path = tmp_path / CHECKPOINT_NAME
+    save_checkpoint(path, {"step": 3, "w": torch.ones(1000)})
+    data = path.read_bytes()
+    path.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00not a zip" * 50, "empty": b""}[damage])
+    with pytest.raises(OSError, match=rf"{CHECKPOINT_NAME} is not a readable training checkpoint .* Delete it"):
+        load_checkpoint(path)
 
 
 def test_bf16_autocast_on_request_and_fp32_by_default_on_cpu():
