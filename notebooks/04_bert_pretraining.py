@@ -461,7 +461,6 @@ for text, answer in probes:
 
 # %%
 assert final["mlm_accuracy"] > 1.8 * unigram  # context is used, not just word frequency
-assert final["nsp_accuracy"] > majority + 0.03
 assert mlm_accuracy[-1] > mlm_accuracy[0] and history.loss[-1] < history.loss[0]
 assert hits >= 2
 
@@ -698,7 +697,7 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # | MLM selects 15% and replaces 80/10/10 | Devlin et al. (2019), section 3.1 | within 0.3 / 1 point over 200k tokens (section 4) |
 # | dynamic masking is as good or better than static | Liu et al. (2019), Table 1: SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9 | the mechanism only: 1, 4 and 12 distinct masks in 12 epochs (section 5) |
 # | pretraining teaches context | BERT-base: MLM perplexity 3.99 on held-out training data (Table 6) | a 2-layer, H = 64 model after about a million tokens: accuracy and perplexity printed in section 7, above the word-frequency baseline but far from a useful language model |
-# | NSP is learnable | the paper reports 97-98% NSP accuracy for the final model | printed in section 7: above the majority baseline, far from 97% |
+# | NSP is learnable | the paper reports 97-98% NSP accuracy for the final model | not shown here: printed in section 7, the quick profile's 2-layer model is within a few points of the majority label on 512 held-out pairs (one standard error is about 2 points), and across seeds it lands anywhere from the baseline to 10 points above it |
 # | the 80/10/10 rule beats always-`[MASK]` in the feature-based setting | Table 8: NER feature-based 94.9 vs 94.0 | the mechanism only: models pretrained without SAME cannot name a visible token; the `[MASK]` accuracies and the paper's ranking do not reproduce in 150 steps (section 8) |
 # | contextual vectors separate word senses | Peters et al. (2018); Ethayarajh (2019) | MiniLM's "bank": same-sense occurrences more similar than other-sense ones in the last layer (section 9) |
 #
