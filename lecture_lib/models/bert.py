@@ -181,16 +181,19 @@ class BertSelfAttention(nn.Module):
 
 
 class BertSelfOutput(nn.Module):
-    """a = LayerNorm(x + Dropout(W_O · context)): the output projection and the first residual."""
+    """a = LayerNorm(x + Dropout(W_O · context)): the output projection and the first residual.
 
-    def __init__(self, config: BertConfig) -> None:
+    :class:`BertOutput` is the same step after the feed-forward layer, from ``intermediate_size`` features.
+    """
+
+    def __init__(self, config: BertConfig, in_features: int | None = None) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(in_features or config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, context: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(residual + self.dropout(self.dense(context)))
+    def forward(self, sublayer_output: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(residual + self.dropout(self.dense(sublayer_output)))
 
 
 class BertAttention(nn.Module):
@@ -217,17 +220,11 @@ class BertIntermediate(nn.Module):
         return self.act(self.dense(a))
 
 
-class BertOutput(nn.Module):
+class BertOutput(BertSelfOutput):
     """y = LayerNorm(a + Dropout(W_2 · GELU(W_1 · a))): back to H, and the second residual."""
 
     def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-
-    def forward(self, expanded: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(residual + self.dropout(self.dense(expanded)))
+        super().__init__(config, in_features=config.intermediate_size)
 
 
 class BertLayer(nn.Module):
