@@ -128,15 +128,18 @@ class BertForPreTrainingOutput:
 class BertEmbeddings(nn.Module):
     """E = LayerNorm(E_token[w] + E_segment[s] + E_position[t]): the sum drawn under "[CLS] my dog is cute [SEP]".
 
+    ``width`` is the embeddings' size, ``hidden_size`` unless given (ALBERT's smaller ``embedding_size``).
+
     Taught in: 04_bert_pretraining ("The input: three embeddings").
     """
 
-    def __init__(self, config: BertConfig) -> None:
+    def __init__(self, config: BertConfig, width: int | None = None) -> None:
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        width = width or config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, width, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, width)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, width)
+        self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
@@ -262,7 +265,7 @@ class BertPooler(nn.Module):
 # ---------------------------------------------------------------- the encoder
 
 
-def _attention_mask(attention_mask: torch.Tensor | None, input_ids: torch.Tensor) -> torch.Tensor | None:
+def keys_mask(attention_mask: torch.Tensor | None, input_ids: torch.Tensor) -> torch.Tensor | None:
     """(B, T) with 1 on real tokens and 0 on padding -> bool (B, 1, 1, T): every query skips the padded keys."""
     if attention_mask is None:
         return None
@@ -270,6 +273,17 @@ def _attention_mask(attention_mask: torch.Tensor | None, input_ids: torch.Tensor
         raise ValueError(f"expected attention_mask of shape {tuple(input_ids.shape)}, "
                          f"got {tuple(attention_mask.shape)}")
     return attention_mask.bool()[:, None, None, :]
+
+
+def check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> None:
+    """Integer ids (B, T) no longer than the position table, and segment ids of the same shape."""
+    if input_ids.dim() != 2 or input_ids.dtype not in (torch.long, torch.int):
+        raise ValueError(f"expected integer input_ids of shape (B, T), got {input_ids.dtype} {tuple(input_ids.shape)}")
+    if input_ids.shape[1] > config.max_position_embeddings:
+        raise ValueError(f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings "
+                         f"{config.max_position_embeddings}")
+    if token_type_ids is not None and token_type_ids.shape != input_ids.shape:
+        raise ValueError(f"expected token_type_ids of shape {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}")
 
 
 class BertPreTrainedModel(PreTrainedModule):
@@ -304,17 +318,6 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config)
         self.apply(self._init_weights)
 
-    def _check_inputs(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> None:
-        if input_ids.dim() != 2 or input_ids.dtype not in (torch.long, torch.int):
-            raise ValueError(f"expected integer input_ids of shape (B, T), "
-                             f"got {input_ids.dtype} {tuple(input_ids.shape)}")
-        if input_ids.shape[1] > self.config.max_position_embeddings:
-            raise ValueError(f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings "
-                             f"{self.config.max_position_embeddings}")
-        if token_type_ids is not None and token_type_ids.shape != input_ids.shape:
-            raise ValueError(f"expected token_type_ids of shape {tuple(input_ids.shape)}, "
-                             f"got {tuple(token_type_ids.shape)}")
-
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -325,8 +328,8 @@ class BertModel(BertPreTrainedModel):
         output_hidden_states: bool = False,
     ) -> BertModelOutput:
         """``input_ids`` (B, T); ``attention_mask`` (B, T), 1 on tokens and 0 on padding; segments 0/1."""
-        self._check_inputs(input_ids, token_type_ids)
-        mask = _attention_mask(attention_mask, input_ids)
+        check_inputs(self.config, input_ids, token_type_ids)
+        mask = keys_mask(attention_mask, input_ids)
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
         hidden_states, attentions = [x], []
         for layer in self.encoder.layer:

@@ -1,0 +1,388 @@
+"""ALBERT (Lan et al. 2020): BERT with fewer parameters, by three changes; everything else is BERT's.
+
+1. **Factorized embeddings**: the V x H token table becomes V x E then E x H (``embedding_size`` E, 128 in
+   every ALBERT): (V + P + T)·E + E·H parameters instead of (V + P + T)·H. The embeddings are
+   :class:`~lecture_lib.models.bert.BertEmbeddings` of width E, then ``embedding_hidden_mapping_in``.
+2. **Cross-layer sharing**: ``num_hidden_groups`` G groups of ``inner_group_num`` layers; layer i of the
+   L applies group ``i // (L / G)``. With G = 1 (every ALBERT) one layer is held once and applied L times:
+   ``model.encoder.albert_layer_groups[0]`` is the same module object at every depth, and its weights
+   appear once in the state dict.
+3. **Sentence-order prediction** instead of NSP: the head ``sop_classifier`` reads the pooled [CLS] and
+   says whether two consecutive segments come in their order (label 0) or swapped (1).
+
+One layer is BERT's post-LayerNorm layer under other names (``attention.dense``, ``attention.LayerNorm``,
+``ffn``, ``ffn_output``, ``full_layer_layer_norm``), which are ``transformers``' names: the family needs
+no rename table. ``transformers``' ALBERT has the projection E -> H even when E = H, and its activation
+is ``gelu_new`` (the tanh approximation).
+
+Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing", "Sentence-order prediction").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.activations import activation
+from lecture_lib.models.bert import BertEmbeddings, BertModelOutput, BertSelfAttention, check_inputs, keys_mask
+from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+
+# ---------------------------------------------------------------- configuration
+
+# Table 1 of the paper: (hidden_size, num_hidden_layers, num_attention_heads); intermediate 4 H, E = 128.
+PRESETS = {"base": (768, 12, 12), "large": (1024, 24, 16), "xlarge": (2048, 24, 16), "xxlarge": (4096, 12, 64)}
+
+
+@dataclass
+class AlbertConfig(HFConfig):
+    """The sizes of an ALBERT, with ``transformers``' field names; the defaults are ALBERT-base.
+
+    ``AlbertConfig.preset("large")`` gives one of the paper's four (Table 1). (``transformers``' own
+    ``AlbertConfig()`` defaults to xxlarge.)
+
+    Taught in: 07_albert ("Counting parameters exactly").
+    """
+
+    vocab_size: int = 30000
+    embedding_size: int = 128
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_hidden_groups: int = 1
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    inner_group_num: int = 1
+    hidden_act: str = "gelu_new"
+    hidden_dropout_prob: float = 0.0
+    attention_probs_dropout_prob: float = 0.0
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    classifier_dropout_prob: float = 0.1
+    pad_token_id: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+                     "num_attention_heads", "intermediate_size", "inner_group_num", "max_position_embeddings",
+                     "type_vocab_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
+            )
+        if self.num_hidden_layers % self.num_hidden_groups:
+            raise ValueError(f"num_hidden_layers {self.num_hidden_layers} is not divisible by num_hidden_groups "
+                             f"{self.num_hidden_groups} (each group serves L / G consecutive layers)")
+        activation(self.hidden_act)
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "AlbertConfig":
+        """One of the paper's configurations: ``"base"``, ``"large"``, ``"xlarge"``, ``"xxlarge"``.
+
+        >>> AlbertConfig.preset("xxlarge").intermediate_size
+        16384
+        """
+        if name not in PRESETS:
+            raise ValueError(f"expected a preset in {sorted(PRESETS)}, got {name!r}")
+        hidden, layers, heads = PRESETS[name]
+        return cls(**{"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+                      "intermediate_size": 4 * hidden, **overrides})
+
+
+ALBERT = Family(
+    model_type="albert",
+    config_class=AlbertConfig,
+    hf_config_class="AlbertConfig",
+    dropped=("embeddings.position_ids", "embeddings.token_type_ids"),  # buffers, not weights
+    unsupported={"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False},
+)
+
+
+@dataclass
+class AlbertForPreTrainingOutput:
+    """Logits of both heads; ``loss = mlm_loss + sop_loss`` over the labels that were given.
+
+    ``prediction_logits`` is (B, T, V), or (N, V) for the N labelled positions with ``masked_only=True``.
+    """
+
+    prediction_logits: torch.Tensor
+    sop_logits: torch.Tensor | None
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    sop_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+# ---------------------------------------------------------------- one layer (BERT's, other names)
+
+
+class AlbertAttention(BertSelfAttention):
+    """a = LayerNorm(x + Dropout(W_O · MultiHead(x))): BERT's self-attention with its output step inside."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__(config)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        context, weights = super().forward(x, mask, output_attentions)  # (B, T, H)
+        return self.LayerNorm(x + self.output_dropout(self.dense(context))), weights
+
+
+class AlbertLayer(nn.Module):
+    """y = LayerNorm(a + W_2 · GELU(W_1 · a)) after the attention step a (no dropout here, as in ``transformers``)."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__()
+        self.attention = AlbertAttention(config)
+        self.ffn = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.ffn_output = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.act = activation(config.hidden_act)
+        self.full_layer_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
+                output_attentions: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        a, weights = self.attention(x, mask, output_attentions)
+        return self.full_layer_layer_norm(a + self.ffn_output(self.act(self.ffn(a)))), weights
+
+
+class AlbertLayerGroup(nn.Module):
+    """``inner_group_num`` different layers, applied one after the other (1 in every ALBERT)."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__()
+        self.albert_layers = nn.ModuleList(AlbertLayer(config) for _ in range(config.inner_group_num))
+
+
+class AlbertTransformer(nn.Module):
+    """The projection E -> H and the G layer groups (a container: :class:`AlbertModel` runs the loop)."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__()
+        self.num_hidden_layers = config.num_hidden_layers
+        self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
+        self.albert_layer_groups = nn.ModuleList(AlbertLayerGroup(config) for _ in range(config.num_hidden_groups))
+
+    def layers(self) -> list[AlbertLayer]:
+        """The layer applied at each depth, in order: group i // (L / G)'s layers, so the same objects recur.
+
+        Taught in: 07_albert ("Cross-layer sharing").
+        """
+        per_group = self.num_hidden_layers // len(self.albert_layer_groups)
+        return [layer for i in range(self.num_hidden_layers)
+                for layer in self.albert_layer_groups[i // per_group].albert_layers]
+
+
+# ---------------------------------------------------------------- the encoder
+
+
+class AlbertPreTrainedModel(PreTrainedModule):
+    """What every ALBERT shares: the family (names, checkpoints) and the encoder under ``albert``.
+
+    Taught in: 07_albert ("Counting parameters exactly").
+    """
+
+    family = ALBERT
+    base_model_prefix = "albert"
+
+
+class AlbertModel(AlbertPreTrainedModel):
+    """The ALBERT encoder: embeddings of width E, the projection to H, the shared layers, the [CLS] pooler.
+
+    >>> model = AlbertModel(AlbertConfig(vocab_size=100, embedding_size=8, hidden_size=32, num_hidden_layers=3,
+    ...                                  num_attention_heads=4, intermediate_size=64)).eval()
+    >>> out = model(torch.tensor([[2, 7, 9, 3]]), output_hidden_states=True)
+    >>> tuple(out.last_hidden_state.shape), len(out.hidden_states), len(set(model.encoder.layers()))
+    ((1, 4, 32), 4, 1)
+
+    Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
+    """
+
+    hf_class = "AlbertModel"
+
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config, width=config.embedding_size)
+        self.encoder = AlbertTransformer(config)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
+        self.apply(self._init_weights)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> BertModelOutput:
+        """As :class:`~lecture_lib.models.bert.BertModel`; ``hidden_states`` starts with the projected embeddings."""
+        check_inputs(self.config, input_ids, token_type_ids)
+        mask = keys_mask(attention_mask, input_ids)
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+        x = self.encoder.embedding_hidden_mapping_in(x)  # (B, T, H)
+        hidden_states, attentions = [x], []
+        for layer in self.encoder.layers():
+            x, weights = layer(x, mask, output_attentions)
+            hidden_states.append(x)
+            attentions.append(weights)
+        return BertModelOutput(
+            last_hidden_state=x,
+            pooler_output=torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None,
+            hidden_states=tuple(hidden_states) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
+        )
+
+
+# ---------------------------------------------------------------- pretraining heads
+
+
+class AlbertMLMHead(nn.Module):
+    """MLM logits = LayerNorm(GELU(W h)) E_tokenᵀ + b, with W: H -> E, so the output matrix is the V x E table."""
+
+    def __init__(self, config: AlbertConfig, word_embeddings: nn.Embedding) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.embedding_size)
+        self.act = activation(config.hidden_act)
+        self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.embedding_size, config.vocab_size)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.decoder.weight = word_embeddings.weight
+        self.decoder.bias = self.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.LayerNorm(self.act(self.dense(x))))  # (..., V)
+
+
+class AlbertSOPHead(nn.Module):
+    """Two logits from the pooled [CLS]: 0 = the segments in their order, 1 = swapped."""
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(pooled))  # (B, 2)
+
+
+class AlbertForPreTraining(AlbertPreTrainedModel):
+    """ALBERT with its pretraining heads: masked LM and sentence-order prediction; the loss is their sum.
+
+    ``labels`` as :class:`~lecture_lib.models.bert.BertForPreTraining`'s; ``sentence_order_label`` (B,) is 0
+    when the segments are in order and 1 when swapped (or, to train this head on NSP, NSP's labels).
+    ``masked_only=True`` runs the MLM head on the labelled positions only.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+
+    hf_class = "AlbertForPreTraining"
+    with_pooler = True
+
+    def __init__(self, config: AlbertConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.albert = AlbertModel(config, add_pooling_layer=self.with_pooler)
+        self.predictions = AlbertMLMHead(config, self.albert.embeddings.word_embeddings)
+        self.predictions.dense.apply(self._init_weights)  # not the decoder: it is the embedding matrix
+        self.predictions.LayerNorm.apply(self._init_weights)
+        if self.with_pooler:
+            self.sop_classifier = AlbertSOPHead(config)
+            self.sop_classifier.apply(self._init_weights)
+
+    def tied_keys(self) -> set[str]:
+        return {"predictions.decoder.weight", "predictions.decoder.bias"}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        sentence_order_label: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        masked_only: bool = False,
+    ) -> AlbertForPreTrainingOutput:
+        if masked_only and labels is None:
+            raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
+        if labels is not None and labels.shape != input_ids.shape:
+            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                          output_hidden_states)
+        hidden = out.last_hidden_state  # (B, T, H)
+        selected = labels != IGNORE_INDEX if masked_only else slice(None)
+        logits = self.predictions(hidden[selected])  # (B, T, V), or (N, V) with masked_only
+        targets = labels[selected] if labels is not None else None
+        sop_logits = self.sop_classifier(out.pooler_output) if self.with_pooler else None
+        mlm_loss = sop_loss = None
+        if labels is not None:
+            mlm_loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), targets.reshape(-1),
+                                       ignore_index=IGNORE_INDEX)
+        if sentence_order_label is not None:
+            sop_loss = F.cross_entropy(sop_logits, sentence_order_label.reshape(-1))
+        losses = [x for x in (mlm_loss, sop_loss) if x is not None]
+        return AlbertForPreTrainingOutput(
+            prediction_logits=logits,
+            sop_logits=sop_logits,
+            loss=sum(losses[1:], losses[0]) if losses else None,
+            mlm_loss=mlm_loss,
+            sop_loss=sop_loss,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+
+class AlbertForMaskedLM(AlbertForPreTraining):
+    """ALBERT with the masked-LM head only (no pooler, as in ``transformers``); ``logits`` as ``prediction_logits``.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+
+    hf_class = "AlbertForMaskedLM"
+    with_pooler = False
+
+    def forward(self, *args, **kwargs) -> AlbertForPreTrainingOutput:
+        out = super().forward(*args, **kwargs)
+        out.logits = out.prediction_logits
+        return out
+
+
+# ---------------------------------------------------------------- sharing one part only
+
+
+SHARABLE_PARTS = {"attention": ("attention",), "ffn": ("ffn", "ffn_output", "full_layer_layer_norm")}
+
+
+def share_across_layers(encoder: AlbertTransformer, part: str) -> AlbertTransformer:
+    """Make every layer use the first layer's ``part`` (``"attention"`` or ``"ffn"``): the paper's
+    shared-attention and shared-FFN rows (Table 4), on an encoder built with one group per layer.
+
+    The shared module is one object assigned to every layer, so ``parameters()`` counts it once. This
+    form has no ``transformers`` equivalent (its state dict repeats the shared tensors).
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    if part not in SHARABLE_PARTS:
+        raise ValueError(f"expected part in {sorted(SHARABLE_PARTS)}, got {part!r}")
+    layers = [layer for group in encoder.albert_layer_groups for layer in group.albert_layers]
+    if len(layers) != encoder.num_hidden_layers:
+        raise ValueError(f"expected one distinct layer per depth ({encoder.num_hidden_layers}), got {len(layers)}: "
+                         "build with num_hidden_groups = num_hidden_layers")
+    for layer in layers[1:]:
+        for name in SHARABLE_PARTS[part]:
+            setattr(layer, name, getattr(layers[0], name))
+    return encoder
+

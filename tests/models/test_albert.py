@@ -1,0 +1,176 @@
+"""lecture_lib.models.albert against transformers' AlbertModel, AlbertForPreTraining and AlbertForMaskedLM."""
+
+import pytest
+import torch
+import transformers
+
+from lecture_lib.models.albert import (
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertForPreTraining,
+    AlbertModel,
+    share_across_layers,
+)
+from lecture_lib.models.bert import BertConfig, BertForPreTraining
+from tests.hf_equivalence import assert_equivalent, assert_round_trip
+from tests.models.test_bert import inputs, pretraining_labels
+
+SMALL = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+             intermediate_size=48, max_position_embeddings=16)
+
+
+@pytest.fixture(autouse=True)
+def _float64_and_seed():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    torch.manual_seed(0)
+    yield
+    torch.set_default_dtype(previous)
+
+
+def hf_pair(cls_ours, cls_hf, **config):
+    hf_config = transformers.AlbertConfig(**{**SMALL, **config}, attn_implementation="eager")
+    hf = getattr(transformers, cls_hf)(hf_config).eval()
+    return cls_ours.from_hf(hf).eval(), hf
+
+
+GROUPS = [dict(), dict(num_hidden_groups=2), dict(num_hidden_groups=2, inner_group_num=2),
+          dict(num_hidden_groups=4, hidden_act="gelu")]
+
+
+@pytest.mark.parametrize("config", GROUPS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "shared")
+def test_albert_model_equals_transformers(config):
+    ours, hf = hf_pair(AlbertModel, "AlbertModel", **config)
+    batch = dict(inputs(), output_hidden_states=True)
+    a, _ = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
+                             outputs=["last_hidden_state", "pooler_output"])
+    depth = SMALL["num_hidden_layers"] * config.get("inner_group_num", 1)
+    assert len(a.hidden_states) == depth + 1
+
+
+def test_albert_attentions_equal_transformers():
+    ours, hf = hf_pair(AlbertModel, "AlbertModel")
+    batch = dict(inputs(), output_attentions=True)
+    a, b = ours(**batch), hf(**batch)
+    assert len(a.attentions) == len(b.attentions) == SMALL["num_hidden_layers"]
+    for x, y in zip(a.attentions, b.attentions):
+        torch.testing.assert_close(x, y, atol=1e-9, rtol=1e-9)
+
+
+@pytest.mark.parametrize("config", GROUPS[:2], ids=["shared", "two-groups"])
+def test_albert_for_pretraining_equals_transformers_logits_loss_and_gradients(config):
+    ours, hf = hf_pair(AlbertForPreTraining, "AlbertForPreTraining", **config)
+    batch = inputs()
+    labels, order = pretraining_labels(batch)
+    batch = dict(batch, labels=labels, sentence_order_label=order)
+    a, b = assert_equivalent(ours, hf, batch, lambda out: out.loss, outputs=["prediction_logits", "sop_logits"])
+    torch.testing.assert_close(a.loss, a.mlm_loss + a.sop_loss)
+
+
+def test_albert_for_masked_lm_equals_transformers():
+    ours, hf = hf_pair(AlbertForMaskedLM, "AlbertForMaskedLM")
+    batch = inputs()
+    labels, _ = pretraining_labels(batch)
+    assert ours.albert.pooler is None and "albert.pooler.weight" not in ours.state_dict()
+    assert_equivalent(ours, hf, dict(batch, labels=labels), lambda out: out.loss, outputs=["logits"])
+
+
+def test_masked_only_gives_the_same_loss_and_gradients():
+    model = AlbertForPreTraining(AlbertConfig(**SMALL)).eval()  # no dropout before the SOP classifier
+    batch = inputs()
+    labels, order = pretraining_labels(batch)
+    losses, grads = [], []
+    for masked_only in (False, True):
+        model.zero_grad()
+        out = model(**batch, labels=labels, sentence_order_label=order, masked_only=masked_only)
+        out.loss.backward()
+        losses.append(out.loss)
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    torch.testing.assert_close(losses[0], losses[1])
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], msg=name)
+
+
+def test_the_shared_layer_is_one_module_stored_once():
+    model = AlbertModel(AlbertConfig(**SMALL))
+    layers = model.encoder.layers()
+    assert len(layers) == 4 and all(layer is layers[0] for layer in layers)
+    keys = [k for k in model.state_dict() if "albert_layer_groups" in k]
+    assert all(k.startswith("encoder.albert_layer_groups.0.albert_layers.0.") for k in keys)
+    assert len(keys) == len(dict(layers[0].named_parameters()))
+
+
+@pytest.mark.parametrize("part", ["attention", "ffn"])
+def test_sharing_one_part_shares_exactly_that_part(part):
+    config = AlbertConfig(**{**SMALL, "num_hidden_groups": 4})
+    encoder = share_across_layers(AlbertModel(config).encoder, part)
+    layers = encoder.layers()
+    assert len(set(layers)) == 4
+    assert all((layer.attention is layers[0].attention) == (part == "attention") for layer in layers[1:])
+    assert all((layer.ffn is layers[0].ffn) == (part == "ffn") for layer in layers[1:])
+    h, i = 32, 48
+    attention, ffn = 4 * h * h + 4 * h + 2 * h, 2 * h * i + i + h + 2 * h  # q, k, v, o + LayerNorm; W1, W2 + LayerNorm
+    shared = attention if part == "attention" else ffn
+    projection = 16 * h + h
+    assert sum(p.numel() for p in encoder.parameters()) == projection + 4 * (attention + ffn) - 3 * shared
+
+
+def test_sharing_one_part_needs_one_group_per_layer():
+    with pytest.raises(ValueError, match="num_hidden_groups = num_hidden_layers"):
+        share_across_layers(AlbertModel(AlbertConfig(**SMALL)).encoder, "ffn")
+    with pytest.raises(ValueError, match="expected part in"):
+        share_across_layers(AlbertModel(AlbertConfig(**SMALL)).encoder, "pooler")
+
+
+def _count(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", ["base", "large", "xlarge", "xxlarge"])
+def test_preset_parameter_counts_equal_transformers(name):
+    ours_config = AlbertConfig.preset(name)
+    with torch.device("meta"):
+        ours = AlbertForPreTraining(ours_config)
+        theirs = transformers.AlbertForPreTraining(ours_config.to_hf())
+        ours_bare, theirs_bare = AlbertModel(ours_config), transformers.AlbertModel(ours_config.to_hf())
+    assert _count(ours) == _count(theirs)
+    assert _count(ours_bare) == _count(theirs_bare)
+
+
+@pytest.mark.parametrize("sizes", [dict(), dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                                intermediate_size=4096)], ids=["base", "large"])
+def test_bert_parameter_counts_equal_transformers(sizes):
+    config = BertConfig(vocab_size=30000, **sizes)
+    with torch.device("meta"):
+        assert _count(BertForPreTraining(config)) == _count(transformers.BertForPreTraining(config.to_hf()))
+
+
+def test_presets_follow_the_paper_table():
+    sizes = {name: (c.hidden_size, c.num_hidden_layers, c.embedding_size, c.intermediate_size)
+             for name in ("base", "large", "xlarge", "xxlarge") for c in [AlbertConfig.preset(name)]}
+    assert sizes == {"base": (768, 12, 128, 3072), "large": (1024, 24, 128, 4096),
+                     "xlarge": (2048, 24, 128, 8192), "xxlarge": (4096, 12, 128, 16384)}
+    with pytest.raises(ValueError, match="expected a preset in"):
+        AlbertConfig.preset("huge")
+
+
+def test_round_trip_through_disk(tmp_path):
+    model = AlbertForPreTraining(AlbertConfig(**{**SMALL, "num_hidden_groups": 2}))
+    model.save_pretrained(tmp_path)
+    hf = transformers.AlbertForPreTraining.from_pretrained(tmp_path)
+    back = AlbertForPreTraining.from_pretrained(tmp_path)
+    for key, value in model.state_dict().items():
+        assert torch.equal(back.state_dict()[key], value), key
+    assert_round_trip(back, hf)
+
+
+def test_bad_configs_raise():
+    with pytest.raises(ValueError, match="not divisible by num_attention_heads"):
+        AlbertConfig(**{**SMALL, "num_attention_heads": 5})
+    with pytest.raises(ValueError, match="not divisible by num_hidden_groups"):
+        AlbertConfig(**{**SMALL, "num_hidden_groups": 3})
+    with pytest.raises(ValueError, match="expected a config with model_type 'albert', got 'bert'"):
+        AlbertConfig.from_dict({**SMALL, "model_type": "bert"})
+    with pytest.raises(TypeError, match="expected a transformers AlbertModel, got BertModel"):
+        AlbertModel.from_hf(transformers.BertModel(transformers.BertConfig(**{k: v for k, v in SMALL.items()
+                                                                             if k != "embedding_size"})))
