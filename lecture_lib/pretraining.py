@@ -3,7 +3,8 @@ evaluation, the cached run, and a command line that walks the config.
 
 A run is three things: a batch stream from the objective (:class:`PretrainingData`: pairs cut from
 documents, masked as :class:`ObjectiveConfig` says), a model (:class:`BertForPreTraining` of
-``config.model``) and a :class:`~lecture_lib.train.TrainConfig` (from ``config.train``). The recipe
+``config.model``, or the pretraining class of its family: :class:`AlbertForPreTraining` for an
+:class:`AlbertConfig`) and a :class:`~lecture_lib.train.TrainConfig` (from ``config.train``). The recipe
 at small scale is BERT's: a WordPiece vocabulary learned from the training documents (chapter 03),
 next-sentence pairs cut from those documents, masked LM with 15% selection and the 80/10/10 rule, AdamW
 with warm-up and linear decay. Held-out documents (whole documents, never trained on) give the MLM and
@@ -20,7 +21,8 @@ GPUs through ``torchrun``)::
 (``BertForPreTraining.from_pretrained(OUT)`` here, or ``transformers``' own ``from_pretrained``),
 plus ``history.json`` and ``pretrain_config.json``.
 
-Taught in: 04_bert_pretraining ("Pretraining a small BERT", "A training loop for real runs").
+Taught in: 04_bert_pretraining ("Pretraining a small BERT", "A training loop for real runs"),
+07_albert ("Sentence-order prediction").
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import copy
 import json
 import os
 import shutil
+import types
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -41,7 +44,9 @@ from torch import nn
 
 from lecture_lib.cache import cached
 from lecture_lib.data.corpus import split_corpus
+from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, mlm_accuracy
+from lecture_lib.models.hf import PreTrainedModule
 from lecture_lib.objectives.masking import (
     MaskedDataset,
     MaskingStrategy,
@@ -50,6 +55,7 @@ from lecture_lib.objectives.masking import (
 from lecture_lib.objectives.sentence_pairs import (
     NUM_SPECIAL_IN_PAIR,
     collate_pairs,
+    make_order_pairs,
     make_pairs,
 )
 from lecture_lib.profile import ENV_VAR, PROFILES, current
@@ -63,7 +69,34 @@ from lecture_lib.train import (
 )
 
 RESULT_FILES = ("config.json", "model.safetensors", "vocab.txt", "history.json", "pretrain_config.json")
-PAIR_TASKS = ("nsp",)  # the sentence-pair objectives a run can add to masked LM (None: MLM only)
+# The sentence-pair objectives a run can add to masked LM (None: MLM only): how pairs are cut, and the key
+# of their labels in the collated tensors.
+PAIR_TASKS = {"nsp": (make_pairs, "next_sentence_label"), "sop": (make_order_pairs, "sentence_order_label")}
+
+
+@dataclass(frozen=True)
+class PretrainingHead:
+    """A family's pretraining class and its sentence-pair head: the label argument, the logits field, the metric."""
+
+    model_class: type[PreTrainedModule]
+    label: str
+    logits: str
+    metric: str
+
+
+# Each family's own pair head reads whichever pairs the objective cuts (ALBERT's SOP head can learn NSP).
+PRETRAINING_HEADS = {
+    "bert": PretrainingHead(BertForPreTraining, "next_sentence_label", "seq_relationship_logits", "nsp_accuracy"),
+    "albert": PretrainingHead(AlbertForPreTraining, "sentence_order_label", "sop_logits", "sop_accuracy"),
+}
+
+
+def pretraining_head(model_config: BertConfig | AlbertConfig) -> PretrainingHead:
+    """The pretraining class and pair head of ``model_config``'s family.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    return PRETRAINING_HEADS[model_config.family.model_type]
 
 
 @dataclass
@@ -91,7 +124,7 @@ class ObjectiveConfig:
     """What the model learns to predict: masked LM, selecting ``mlm_probability`` of the positions and
     replacing them by the ``masking`` rule (MASK/SAME/RND in percent, a :class:`MaskingStrategy` name),
     drawn anew each epoch (``dynamic_masking``) or fixed in ``static_copies`` copies; plus the
-    sentence-pair task ``pairs`` (one of :data:`PAIR_TASKS`, or ``None`` for masked LM only).
+    sentence-pair task ``pairs`` (``"nsp"``, ``"sop"`` (sentence order), or ``None`` for masked LM only).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation").
     """
@@ -105,7 +138,8 @@ class ObjectiveConfig:
     def __post_init__(self) -> None:
         MaskingStrategy.from_name(self.masking)  # raises on a malformed name
         if self.pairs is not None and self.pairs not in PAIR_TASKS:
-            raise ValueError(f"unknown sentence-pair task {self.pairs!r}; expected one of {PAIR_TASKS} or None")
+            raise ValueError(f"unknown sentence-pair task {self.pairs!r}; expected one of {list(PAIR_TASKS)} "
+                             "or None")
 
 
 @dataclass
@@ -143,7 +177,8 @@ DERIVED_FROM_DATA = {("model", "vocab_size"): ("data", "vocab_size"),
 
 @dataclass
 class PretrainConfig:
-    """Everything a pretraining run depends on, by part: the ``model`` (a :class:`BertConfig`, whose
+    """Everything a pretraining run depends on, by part: the ``model`` (a :class:`BertConfig` or an
+    :class:`AlbertConfig`, whose
     ``vocab_size`` and ``max_position_embeddings`` must equal ``data``'s ``vocab_size`` and ``seq_len``),
     the ``data``, the ``objective``, the optimisation (``train``) and the ``seed`` of all of them.
     :meth:`from_dict` builds one from nested dicts and fills the model's two derived sizes.
@@ -151,7 +186,7 @@ class PretrainConfig:
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
 
-    model: BertConfig
+    model: BertConfig | AlbertConfig
     data: DataConfig = field(default_factory=DataConfig)
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
     train: OptimizationConfig = field(default_factory=OptimizationConfig)
@@ -167,12 +202,25 @@ class PretrainConfig:
     @classmethod
     def from_dict(cls, *layers: dict[str, Any]) -> "PretrainConfig":
         """A config from nested dicts (``{"model": {...}, "train": {"steps": 100}, "seed": 1}``), later
-        ``layers`` overriding earlier ones field by field; the model's derived sizes come from ``data``."""
+        ``layers`` overriding earlier ones field by field; the model's derived sizes come from ``data``.
+        The model's ``model_type`` (default ``"bert"``) names its family."""
         values = merge_dicts(*layers)
         data = build_dataclass(DataConfig, values.get("data", {}))
         derived = {name: getattr(data, size) for (_, name), (_, size) in DERIVED_FROM_DATA.items()}
-        model = build_dataclass(BertConfig, {**derived, **values.get("model", {})})
+        model = values.get("model", {})
+        if isinstance(model, dict):
+            model = dict(model)
+            model_type = model.pop("model_type", "bert")
+            if model_type not in PRETRAINING_HEADS:
+                raise ValueError(f"expected model.model_type in {sorted(PRETRAINING_HEADS)}, got {model_type!r}")
+            config_class = PRETRAINING_HEADS[model_type].model_class.family.config_class
+            model = build_dataclass(config_class, {**derived, **model})
         return build_dataclass(cls, {**values, "model": model, "data": data})
+
+
+def config_dict(config: PretrainConfig) -> dict[str, Any]:
+    """``asdict(config)`` with the model's ``model_type``: what :meth:`PretrainConfig.from_dict` reads back."""
+    return {**asdict(config), "model": {"model_type": config.model.family.model_type, **asdict(config.model)}}
 
 
 def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:
@@ -211,8 +259,9 @@ def tokenize_documents(tokenizer: WordPieceTokenizer, documents: Sequence[Sequen
 
 
 class PretrainingData:
-    """The objective's batch stream: pairs cut from documents, masked (with next-sentence labels when
-    ``config.objective.pairs`` is ``"nsp"``): ``batch(step)`` for training, ``eval_batches`` held out.
+    """The objective's batch stream: pairs cut from documents, masked (with the pair labels of
+    ``config.objective.pairs``, under the name the model's pair head reads): ``batch(step)`` for training,
+    ``eval_batches`` held out.
 
     ``train_documents`` and ``test_documents`` are lists of documents, each a list of sentences
     (strings). Without a ``tokenizer``, a WordPiece vocabulary of ``config.data.vocab_size`` tokens is
@@ -232,11 +281,12 @@ class PretrainingData:
         self.tokenizer = tokenizer
         seq_len = config.data.seq_len
         budget = seq_len - NUM_SPECIAL_IN_PAIR
+        cut, self.label_key = PAIR_TASKS[config.objective.pairs or "nsp"]
         ids = dict(cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-                   pad_token_id=tokenizer.pad_token_id)
-        self.train = collate_pairs(make_pairs(tokenize_documents(tokenizer, train_documents), budget,
-                                              seed=config.seed), length=seq_len, **ids)
-        test_pairs = make_pairs(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
+                   pad_token_id=tokenizer.pad_token_id, label_name=self.label_key)
+        self.train = collate_pairs(cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed),
+                                   length=seq_len, **ids)
+        test_pairs = cut(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
         self.test = collate_pairs(test_pairs[: config.data.eval_pairs], length=seq_len, **ids)
         if len(self.train["input_ids"]) < config.train.batch_size:
             raise ValueError(f"expected at least batch_size={config.train.batch_size} training pairs, "
@@ -256,9 +306,12 @@ class PretrainingData:
 
     def with_config(self, config: PretrainConfig) -> "PretrainingData":
         """The same tokenizer and pairs, batched and masked as ``config`` says (its objective, batch size
-        and seed); ``config.data`` (vocabulary, lengths, split) must not change."""
+        and seed); ``config.data`` (vocabulary, lengths, split) and the pair task must not change."""
         if config.data != self.config.data:
             raise ValueError(f"with_config keeps the pairs: expected data {self.config.data}, got {config.data}")
+        if PAIR_TASKS[config.objective.pairs or "nsp"][1] != self.label_key:
+            raise ValueError(f"with_config keeps the pairs: expected pairs {self.config.objective.pairs!r}, "
+                             f"got {config.objective.pairs!r}")
         other = copy.copy(self)
         other.config, other.masks, other._orders = config, self._masked_dataset(config), {}
         probability = config.objective.mlm_probability
@@ -303,8 +356,8 @@ class PretrainingData:
             "token_type_ids": tensors["token_type_ids"][rows, :length],
             "labels": labels[:, :length],
         }
-        if self.config.objective.pairs == "nsp":
-            batch["next_sentence_label"] = tensors["next_sentence_label"][rows]
+        if self.config.objective.pairs is not None:
+            batch[pretraining_head(self.config.model).label] = tensors[self.label_key][rows]
         return batch
 
     def batch(self, step: int) -> dict[str, torch.Tensor]:
@@ -331,7 +384,7 @@ class PretrainingData:
 
 
 def pretraining_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """MLM loss on the selected positions (+ NSP loss when the batch has NSP labels).
+    """MLM loss on the selected positions (+ the pair loss when the batch has pair labels).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
@@ -339,15 +392,17 @@ def pretraining_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.
 
 
 @torch.no_grad()
-def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """Held-out MLM loss and accuracy over the selected positions only, and NSP accuracy.
+def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Held-out MLM loss and accuracy over the selected positions only, and the pair head's accuracy
+    (``nsp_accuracy`` for BERT's head, ``sop_accuracy`` for ALBERT's, whichever pairs it is shown).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    loss_sum, correct, total, nsp_correct, pairs = 0.0, 0, 0, 0, 0
+    head = pretraining_head(model.config)
+    loss_sum, correct, total, pair_correct, pairs = 0.0, 0, 0, 0, 0
     for batch in batches:
         batch = {k: v.to(device) for k, v in batch.items()}
         out = model(**batch, masked_only=True)
@@ -355,13 +410,13 @@ def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]) 
         if n:
             loss_sum += out.mlm_loss.item() * n
         correct, total = correct + right, total + n
-        if "next_sentence_label" in batch:
-            nsp_correct += int((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
-            pairs += len(batch["next_sentence_label"])
+        if head.label in batch:
+            pair_correct += int((getattr(out, head.logits).argmax(-1) == batch[head.label]).sum())
+            pairs += len(batch[head.label])
     model.train(was_training)
     metrics = {"mlm_loss": loss_sum / total, "mlm_accuracy": correct / total}
     if pairs:
-        metrics["nsp_accuracy"] = nsp_correct / pairs
+        metrics[head.metric] = pair_correct / pairs
     return metrics
 
 
@@ -372,7 +427,7 @@ def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]) 
 class PretrainResult:
     """A pretrained model with its tokenizer, training history, recipe, and the directory it lives in."""
 
-    model: BertForPreTraining
+    model: BertForPreTraining | AlbertForPreTraining
     tokenizer: WordPieceTokenizer
     history: History
     config: PretrainConfig
@@ -385,7 +440,7 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
     """Train a BERT from scratch with ``config``; with ``out_dir``, checkpoint there and save the result.
 
     The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
-    a :class:`BertForPreTraining` of ``config.model``, and the loop's :class:`TrainConfig` from
+    the pretraining class of ``config.model`` (:func:`pretraining_head`), and the loop's :class:`TrainConfig` from
     ``config.train``. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
     once when done).
 
@@ -396,7 +451,7 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
     if data.tokenizer.vocab_size != config.model.vocab_size:
         raise ValueError(f"expected a tokenizer of model.vocab_size = {config.model.vocab_size} tokens, "
                          f"got {data.tokenizer.vocab_size}")
-    model = BertForPreTraining(config.model)
+    model = pretraining_head(config.model).model_class(config.model)
     out = Path(out_dir) if out_dir is not None else None
     train_config = config.train.train_config(
         progress=progress, checkpoint_dir=str(out / "checkpoint") if out else None,
@@ -420,7 +475,7 @@ def save_result(result: PretrainResult, directory: Path) -> None:
     result.model.save_pretrained(directory)
     result.tokenizer.save(directory / "vocab.txt")
     (directory / "history.json").write_text(json.dumps(asdict(result.history)) + "\n")
-    (directory / "pretrain_config.json").write_text(json.dumps(asdict(result.config), indent=2) + "\n")
+    (directory / "pretrain_config.json").write_text(json.dumps(config_dict(result.config), indent=2) + "\n")
 
 
 def load_result(directory: str | os.PathLike) -> PretrainResult:
@@ -432,7 +487,8 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
     config = PretrainConfig.from_dict(json.loads((directory / "pretrain_config.json").read_text()))
     history = History.from_dict(json.loads((directory / "history.json").read_text()))
     tokenizer = WordPieceTokenizer.from_vocab_file(directory / "vocab.txt")
-    return PretrainResult(BertForPreTraining.from_pretrained(directory), tokenizer, history, config, directory)
+    model = pretraining_head(config.model).model_class.from_pretrained(directory)
+    return PretrainResult(model, tokenizer, history, config, directory)
 
 
 def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
@@ -455,13 +511,19 @@ def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[]
 # ---------------------------------------------------------------- command line
 
 
-def config_leaves(cls: type = PretrainConfig, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Every settable leaf of a nested config as ``(path, type)``, e.g. ``(("train", "steps"), int)``;
-    the model's sizes that the data decides (:data:`DERIVED_FROM_DATA`) are left out."""
-    hints = typing.get_type_hints(cls)
-    for f in fields(cls):
+def config_leaves(config: Any = PretrainConfig,
+                  prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every settable leaf of a nested config (a class, or an instance) as ``(path, type)``, e.g.
+    ``(("train", "steps"), int)``; the model's sizes that the data decides (:data:`DERIVED_FROM_DATA`) are
+    left out. The model's fields are those of the instance's model config, or of BERT's for the class."""
+    hints = typing.get_type_hints(config if isinstance(config, type) else type(config))
+    for f in fields(config):
         path, kind = (*prefix, f.name), hints[f.name]
-        if is_dataclass(kind):
+        if not isinstance(config, type) and is_dataclass(getattr(config, f.name)):
+            yield from config_leaves(getattr(config, f.name), path)
+        elif typing.get_origin(kind) in (typing.Union, types.UnionType) and is_dataclass(typing.get_args(kind)[0]):
+            yield from config_leaves(typing.get_args(kind)[0], path)  # a model family: BERT's fields
+        elif is_dataclass(kind):
             yield from config_leaves(kind, path)
         elif path not in DERIVED_FROM_DATA:
             yield path, kind
@@ -517,7 +579,7 @@ def parse_args(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainCo
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     groups = {f.name: parser.add_argument_group(f"{f.name} ({type(getattr(base, f.name)).__name__})")
               for f in fields(base) if is_dataclass(getattr(base, f.name))}
-    for path, kind in config_leaves(PretrainConfig):
+    for path, kind in config_leaves(base):
         metavar, parse = _leaf_type(kind)
         group = groups[path[0]] if len(path) > 1 else parser
         group.add_argument("--" + ".".join(path), dest=".".join(path), metavar=metavar, type=parse,
@@ -532,7 +594,7 @@ def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainC
     """
     args = parse_args(argv, defaults=defaults, prog=prog)
     overrides: dict[str, Any] = {}
-    for path, _ in config_leaves(PretrainConfig):
+    for path, _ in config_leaves(defaults()):
         if ".".join(path) in vars(args):
             *parents, leaf = path
             level = overrides

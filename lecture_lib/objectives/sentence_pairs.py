@@ -9,7 +9,12 @@ Pairs are cut as in BERT's data preparation: consecutive sentences of a document
 until the token budget is reached, split at a random sentence boundary into A and B, and then
 :func:`truncate_pair` trims the longer segment until the pair fits, so both segments survive.
 
-Taught in: 04_bert_pretraining ("Next-sentence prediction").
+Sentence-order prediction (ALBERT, Lan et al. 2020) keeps the pairs whose B truly follows A and swaps
+half of them (:func:`make_order_pairs`): both segments always come from one document, so the topic says
+nothing and only coherence is left to learn. Labels follow Hugging Face's ``sentence_order_label``:
+0 = original order, 1 = swapped.
+
+Taught in: 04_bert_pretraining ("Next-sentence prediction"), 07_albert ("Sentence-order prediction").
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from lecture_lib.runtime import seed_of
 from lecture_lib.tokenization.wordpiece import frame_ids
 
 IS_NEXT, NOT_NEXT = 0, 1
+IN_ORDER, SWAPPED = 0, 1
 NUM_SPECIAL_IN_PAIR = 3  # [CLS], [SEP], [SEP]
 
 
@@ -38,6 +44,19 @@ class SentencePair:
     @property
     def label(self) -> int:
         return NOT_NEXT if self.is_random_next else IS_NEXT
+
+
+@dataclass
+class SentenceOrderPair:
+    """Token ids of segments A and B (no special tokens) and whether they were swapped."""
+
+    tokens_a: list[int]
+    tokens_b: list[int]
+    is_swapped: bool
+
+    @property
+    def label(self) -> int:
+        return SWAPPED if self.is_swapped else IN_ORDER
 
 
 def truncate_pair(tokens_a: Sequence[int], tokens_b: Sequence[int], max_num_tokens: int,
@@ -125,13 +144,46 @@ def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int
     return pairs
 
 
-def collate_pairs(pairs: Sequence[SentencePair], *, length: int, cls_token_id: int, sep_token_id: int,
-                  pad_token_id: int) -> dict[str, torch.Tensor]:
+def make_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0,
+                     swap_prob: float = 0.5) -> list[SentenceOrderPair]:
+    """Cut sentence-order pairs: NSP's chunks with B always the true continuation, swapped with ``swap_prob``.
+
+    The same chunks as :func:`make_pairs` with ``random_next_prob=0``; each pair is then kept (label 0)
+    or swapped, B before A (label 1). Worked example, three documents of one-token sentences:
+
+    ========================  ============================  =====
+    document                  pair (A | B)                  label
+    ========================  ============================  =====
+    [10] [11] [12] [13]       [10, 11, 12] | [13]           0
+    [20] [21]                 [21] | [20]                   1
+    [30] [31] [32]            [30] | [31, 32]               0
+    ========================  ============================  =====
+
+    >>> docs = [[[10], [11], [12], [13]], [[20], [21]], [[30], [31], [32]]]
+    >>> [(p.tokens_a, p.tokens_b, p.label) for p in make_order_pairs(docs, 8, seed=3)]
+    [([10, 11, 12], [13], 0), ([21], [20], 1), ([30], [31, 32], 0)]
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    if not 0.0 <= swap_prob <= 1.0:
+        raise ValueError(f"expected swap_prob in [0, 1], got {swap_prob}")
+    rng = random.Random(seed_of("sentence order", seed))
+    pairs = []
+    for pair in make_pairs(documents, max_num_tokens, seed=seed, random_next_prob=0.0):
+        swapped = rng.random() < swap_prob
+        a, b = (pair.tokens_b, pair.tokens_a) if swapped else (pair.tokens_a, pair.tokens_b)
+        pairs.append(SentenceOrderPair(a, b, swapped))
+    return pairs
+
+
+def collate_pairs(pairs: Sequence[SentencePair | SentenceOrderPair], *, length: int, cls_token_id: int,
+                  sep_token_id: int, pad_token_id: int,
+                  label_name: str = "next_sentence_label") -> dict[str, torch.Tensor]:
     """Frame (:func:`lecture_lib.tokenization.wordpiece.frame_ids`) and right-pad pairs to ``length``: the
     tensors BERT's pretraining reads, each (N, length).
 
-    ``special_tokens_mask`` is True on [CLS], [SEP] and padding (never selected for MLM);
-    ``next_sentence_label`` is (N,).
+    ``special_tokens_mask`` is True on [CLS], [SEP] and padding (never selected for MLM); the pair labels
+    (N,) are under ``label_name`` (``"sentence_order_label"`` for sentence-order pairs).
 
     Taught in: 04_bert_pretraining ("Next-sentence prediction").
     """
@@ -155,5 +207,5 @@ def collate_pairs(pairs: Sequence[SentencePair], *, length: int, cls_token_id: i
         "token_type_ids": token_type_ids,
         "attention_mask": attention_mask,
         "special_tokens_mask": special,
-        "next_sentence_label": torch.tensor([p.label for p in pairs], dtype=torch.long),
+        label_name: torch.tensor([p.label for p in pairs], dtype=torch.long),
     }

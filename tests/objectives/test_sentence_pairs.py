@@ -10,9 +10,12 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer, models
 
 from lecture_lib.objectives.sentence_pairs import (
+    IN_ORDER,
     IS_NEXT,
     NOT_NEXT,
+    SWAPPED,
     collate_pairs,
+    make_order_pairs,
     make_pairs,
     truncate_pair,
 )
@@ -129,9 +132,36 @@ def test_all_true_next_when_asked():
     assert len(used) == len(set(used)) and len(used) > 0.8 * sum(len(s) for d in docs for s in d)
 
 
+def test_order_pairs_are_consecutive_segments_of_one_document_swapped_half_the_time():
+    docs = synthetic_documents()
+    pairs = make_order_pairs(docs, 40, seed=1)
+    n = len(pairs)
+    assert n > 100
+    for pair in pairs:
+        first, second = (pair.tokens_b, pair.tokens_a) if pair.label == SWAPPED else (pair.tokens_a, pair.tokens_b)
+        assert first[0] // 100000 == second[0] // 100000  # one document: no topic cue
+        assert second[0] > first[-1]  # the first segment (label 0: A) comes first in the document
+    # the swap count is Binomial(n, 1/2): standard deviation sqrt(n)/2, and 4 of them fail once in 16,000 seeds
+    swapped = sum(p.label == SWAPPED for p in pairs)
+    assert abs(swapped - n / 2) < 4 * n ** 0.5 / 2
+    unswapped = [(p.tokens_a, p.tokens_b) for p in make_order_pairs(docs, 40, seed=1, swap_prob=0.0)]
+    assert unswapped == [(p.tokens_a, p.tokens_b) for p in make_pairs(docs, 40, seed=1, random_next_prob=0.0)]
+    assert make_order_pairs(docs, 40, seed=1) == pairs
+
+
+def test_order_pairs_collate_under_the_transformers_label_name():
+    pairs = make_order_pairs([[[5], [6]], [[7], [8]]], 8, seed=0, swap_prob=1.0)
+    batch = collate_pairs(pairs, length=6, cls_token_id=2, sep_token_id=3, pad_token_id=0,
+                          label_name="sentence_order_label")
+    assert batch["input_ids"].tolist() == [[2, 6, 3, 5, 3, 0], [2, 8, 3, 7, 3, 0]]
+    assert batch["sentence_order_label"].tolist() == [SWAPPED, SWAPPED] and IN_ORDER == 0
+
+
 def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="at least 2"):
         make_pairs([[[1, 2, 3]]], 10)
+    with pytest.raises(ValueError, match="swap_prob in"):
+        make_order_pairs([[[1], [2]], [[3], [4]]], 10, swap_prob=2.0)
     with pytest.raises(ValueError, match="max_num_tokens >= 2"):
         truncate_pair([1], [2], 1)
     with pytest.raises(ValueError, match="non-empty"):
