@@ -436,11 +436,13 @@ class PretrainResult:
 
 def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None,
              data: PretrainingData | None = None, progress: bool = True,
-             device: torch.device | str | None = None, checkpoint_every: int = 0) -> PretrainResult:
+             device: torch.device | str | None = None, checkpoint_every: int = 0,
+             model: nn.Module | None = None) -> PretrainResult:
     """Train a BERT from scratch with ``config``; with ``out_dir``, checkpoint there and save the result.
 
     The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
-    the pretraining class of ``config.model`` (:func:`pretraining_head`), and the loop's :class:`TrainConfig` from
+    the pretraining class of ``config.model`` (:func:`pretraining_head`; or ``model``, freshly built from it
+    with a change the config cannot state, such as ALBERT's shared-attention ablation), and the loop's :class:`TrainConfig` from
     ``config.train``. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
     once when done).
 
@@ -451,7 +453,7 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
     if data.tokenizer.vocab_size != config.model.vocab_size:
         raise ValueError(f"expected a tokenizer of model.vocab_size = {config.model.vocab_size} tokens, "
                          f"got {data.tokenizer.vocab_size}")
-    model = pretraining_head(config.model).model_class(config.model)
+    model = model if model is not None else pretraining_head(config.model).model_class(config.model)
     out = Path(out_dir) if out_dir is not None else None
     train_config = config.train.train_config(
         progress=progress, checkpoint_dir=str(out / "checkpoint") if out else None,

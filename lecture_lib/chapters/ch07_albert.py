@@ -1,0 +1,281 @@
+"""Chapter 07, ALBERT: the chapter's sizes, the exact parameter counts beside the paper's, and the small
+pretraining runs behind Tables 3, 4 and 5 and Figure 1 (each trained once, then read from the disk cache).
+
+Taught in: 07_albert ("Counting parameters exactly", "Factorized embeddings", "Cross-layer sharing",
+"Sentence-order prediction").
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+
+import torch
+
+from lecture_lib.cache import cached, key
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, share_across_layers
+from lecture_lib.models.bert import BertConfig, BertForPreTraining
+from lecture_lib.pretraining import (
+    PretrainConfig,
+    PretrainingData,
+    PretrainResult,
+    cached_pretraining,
+    config_dict,
+    evaluate,
+    merge_dicts,
+    pretrain,
+)
+from lecture_lib.profile import pick
+from lecture_lib.train import cpu_threads
+
+# ``quick`` (the notebook, two CPU cores): an ALBERT of 4 layers of width H = 64 (4 heads), embeddings of
+# E = 16, a 1,000-token WordPiece vocabulary of the Python documentation, 250 steps of 16 pairs of 64 tokens
+# per run (about 10 s each on one thread), and four runs in all: far too short to rank models by MLM
+# accuracy (they barely pass the unigram guess), long enough for the shapes of Figure 1 and of the
+# sentence-pair grid. As in chapter 04, no dropout and N(0, 0.1) initialisation at this width. ``full``
+# (a GPU): 6 layers of H = 256, E = 64, an 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens,
+# and every row of Tables 3 and 4. Unnamed fields keep the defaults of AlbertConfig (ALBERT-base's),
+# DataConfig, ObjectiveConfig and OptimizationConfig.
+QUICK = dict(
+    model=dict(model_type="albert", hidden_size=64, embedding_size=16, num_hidden_layers=4, num_attention_heads=4,
+               intermediate_size=256, initializer_range=0.1, classifier_dropout_prob=0.0),
+    data=dict(vocab_size=1000, seq_len=64),
+    objective=dict(pairs=None),
+    train=dict(steps=250, batch_size=16, lr=3e-3, warmup_steps=25, eval_every=0, num_threads=1),
+)
+FULL = dict(
+    model=dict(model_type="albert", hidden_size=256, embedding_size=64, num_hidden_layers=6, num_attention_heads=4,
+               intermediate_size=1024),
+    data=dict(vocab_size=8000, seq_len=128),
+    objective=dict(pairs=None),
+    train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0),
+)
+# The rows of Tables 3 and 4 that each profile trains, as (E, sharing), E = None meaning E = H. "not-shared"
+# at E = H is BERT itself. Quick trains the two that Figure 1 needs: the ALBERT recipe and BERT.
+SHARING_ROWS = dict(
+    quick=((16, "all-shared"), (None, "not-shared")),
+    full=((32, "all-shared"), (32, "not-shared"), (64, "all-shared"), (64, "not-shared"), (None, "all-shared"),
+          (None, "shared-attention"), (None, "shared-ffn"), (None, "not-shared")),
+)
+
+# Table 1 of the paper, and the parameters it prints (millions).
+PAPER_PARAMETERS = {"BERT base": 108, "BERT large": 334, "ALBERT base": 12, "ALBERT large": 18,
+                    "ALBERT xlarge": 60, "ALBERT xxlarge": 235}
+
+
+def chapter_config(**overrides) -> PretrainConfig:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides``, nested dicts merged
+    field by field: ``chapter_config(model=dict(embedding_size=64), objective=dict(pairs="sop"))``.
+
+    Taught in: 07_albert ("Factorized embeddings").
+    """
+    return PretrainConfig.from_dict(pick(quick=QUICK, full=FULL), overrides)
+
+
+# ---------------------------------------------------------------- counting parameters
+
+
+def layer_parameters(hidden: int, intermediate: int) -> int:
+    """One encoder layer: 4H² + 4H (q, k, v, o) + 2H (LayerNorm) + 2HI + I + H (FFN) + 2H (LayerNorm).
+
+    >>> layer_parameters(768, 3072) == 12 * 768 ** 2 + 13 * 768
+    True
+
+    Taught in: 07_albert ("Counting parameters exactly").
+    """
+    return 4 * hidden * hidden + 2 * hidden * intermediate + 9 * hidden + intermediate
+
+
+def encoder_parameters(config: BertConfig | AlbertConfig) -> int:
+    """A ``BertModel`` or ``AlbertModel`` (with its pooler H² + H), from the sizes alone:
+
+    BERT   = (V + P + T)·H + 2H                 + L·layer + H² + H
+    ALBERT = (V + P + T)·E + 2E + (E·H + H)     + G·layer + H² + H   (G groups of distinct layers)
+
+    Taught in: 07_albert ("Counting parameters exactly").
+    """
+    rows = config.vocab_size + config.max_position_embeddings + config.type_vocab_size
+    hidden, layer = config.hidden_size, layer_parameters(config.hidden_size, config.intermediate_size)
+    pooler = hidden * hidden + hidden
+    if isinstance(config, AlbertConfig):
+        width = config.embedding_size
+        distinct_layers = config.num_hidden_groups * config.inner_group_num
+        return rows * width + 2 * width + width * hidden + hidden + distinct_layers * layer + pooler
+    return rows * hidden + 2 * hidden + config.num_hidden_layers * layer + pooler
+
+
+def paper_configs() -> dict[str, BertConfig | AlbertConfig]:
+    """Table 1's six models, with ALBERT's 30,000-token vocabulary for all (as the paper's counts assume).
+
+    Taught in: 07_albert ("Counting parameters exactly").
+    """
+    bert_large = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    return {"BERT base": BertConfig(vocab_size=30000), "BERT large": BertConfig(vocab_size=30000, **bert_large),
+            **{f"ALBERT {name}": AlbertConfig.preset(name) for name in ("base", "large", "xlarge", "xxlarge")}}
+
+
+def count_on_meta(build) -> int:
+    """Distinct parameters of ``build()`` made on the meta device: shapes without memory, so xxlarge is instant.
+
+    Taught in: 07_albert ("Counting parameters exactly").
+    """
+    with torch.device("meta"):
+        model = build()
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- the runs
+
+
+def bert_twin(config: PretrainConfig) -> PretrainConfig:
+    """The same recipe with a BERT of the ALBERT's sizes (E = H, no sharing, no projection): the paper's
+    not-shared, E = H row, which *is* BERT.
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    albert = config.model
+    shared = {f.name: getattr(albert, f.name) for f in fields(BertConfig) if hasattr(albert, f.name)}
+    return replace(config, model=BertConfig(**shared))
+
+
+class ChapterData:
+    """The corpus cut into NSP pairs and into sentence-order pairs, with one tokenizer, built on first use."""
+
+    def __init__(self, config: PretrainConfig) -> None:
+        self.config = config
+        self._data: dict[str | None, PretrainingData] = {}
+
+    def __call__(self, config: PretrainConfig) -> PretrainingData:
+        pairs = "sop" if config.objective.pairs == "sop" else "nsp"
+        if pairs not in self._data:
+            tokenizer = next(iter(self._data.values())).tokenizer if self._data else None
+            base = merge_dicts(config_dict(self.config), dict(objective=dict(pairs=pairs)))
+            self._data[pairs] = PretrainingData.from_corpus(PretrainConfig.from_dict(base), tokenizer)
+        return self._data[pairs].with_config(config)
+
+
+def pretrained(config: PretrainConfig, data: ChapterData, *, progress: bool = False) -> PretrainResult:
+    """One run of the chapter: trained once per recipe, then read from the disk cache.
+
+    Taught in: 07_albert ("Factorized embeddings").
+    """
+    name = f"{config.model.family.model_type}-{key(config_dict(config))}"
+    return cached_pretraining(name, config, lambda: data(config), progress=progress)
+
+
+def unigram_baseline(data: PretrainingData) -> float:
+    """MLM accuracy of always guessing the training pairs' most frequent token, on the held-out positions."""
+    special = set(data.tokenizer.special_token_ids)
+    counts = Counter(t for t in data.train["input_ids"].flatten().tolist() if t not in special)
+    guess = counts.most_common(1)[0][0]
+    labels = torch.cat([batch["labels"].flatten() for batch in data.eval_batches()])
+    labels = labels[labels != IGNORE_INDEX]
+    return float((labels == guess).float().mean())
+
+
+@torch.no_grad()
+def layer_transitions(model: BertForPreTraining | AlbertForPreTraining,
+                      batches: list[dict[str, torch.Tensor]]) -> dict[str, list[float]]:
+    """Figure 1's two curves: per layer l, the token mean of ‖h_l − h_{l−1}‖₂ and of the angle
+    arccos(cos(h_l, h_{l−1})) in degrees, over the real (unpadded) tokens of ``batches``.
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    model.eval()
+    sums = None
+    tokens = 0
+    for batch in batches:
+        out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], output_hidden_states=True)
+        real = batch["attention_mask"].bool()  # (B, T)
+        per_layer = []
+        for before, after in zip(out.hidden_states[:-1], out.hidden_states[1:]):
+            x, y = before[real], after[real]  # (N, H)
+            cos = torch.nn.functional.cosine_similarity(x, y, dim=-1).clamp(-1, 1)
+            per_layer.append(((y - x).norm(dim=-1).sum(), torch.rad2deg(torch.arccos(cos)).sum()))
+        tokens += int(real.sum())
+        sums = per_layer if sums is None else [(a + c, b + d) for (a, b), (c, d) in zip(sums, per_layer)]
+    return {"l2": [float(a) / tokens for a, _ in sums], "angle": [float(b) / tokens for _, b in sums]}
+
+
+def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = False) -> dict:
+    """Tables 3 and 4 and Figure 1 in shape, MLM only, one recipe: the rows of :data:`SHARING_ROWS` (the
+    not-shared E = H model is BERT, :func:`bert_twin`); Figure 1's curves for the BERT and for the
+    profile's first all-shared ALBERT.
+
+    Returns ``{"runs": {name: {"E", "sharing", "parameters", "mlm_accuracy"}}, "baseline": unigram accuracy,
+    "figure1": {"BERT": curves, "ALBERT": curves}}``, cached as JSON; the plain runs' models are cached too.
+
+    Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
+    """
+    config = config or chapter_config()
+    hidden = config.model.hidden_size
+    layers = config.model.num_hidden_layers
+
+    def build(path: Path) -> None:
+        data = ChapterData(config)
+        runs, figure1 = {}, {}
+        with cpu_threads(config.train.num_threads):
+            for width, sharing in pick(**SHARING_ROWS):
+                width = width or hidden
+                groups = 1 if sharing == "all-shared" else layers
+                run = replace(config, model=replace(config.model, embedding_size=width, num_hidden_groups=groups))
+                if sharing == "not-shared" and width == hidden:
+                    run = bert_twin(config)
+                if sharing.startswith("shared-"):
+                    model = AlbertForPreTraining(run.model)
+                    share_across_layers(model.albert.encoder, sharing.removeprefix("shared-"))
+                    model = pretrain(run, data=data(run), progress=progress, model=model).model
+                else:
+                    model = pretrained(run, data, progress=progress).model
+                runs[f"{sharing}, E={width}"] = _scores(model, width, sharing, data(run))
+                name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if sharing == "all-shared" else None
+                if name and name not in figure1:
+                    figure1[name] = layer_transitions(model, data(run).eval_batches())
+            baseline = unigram_baseline(data(config))
+        path.write_text(json.dumps({"runs": runs, "baseline": baseline, "figure1": figure1}, indent=2) + "\n")
+
+    return cached(f"albert-sharing-{key(asdict(config))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:
+    return {"E": width, "sharing": sharing, "parameters": sum(p.numel() for p in model.parameters()),
+            "mlm_accuracy": evaluate(model, data.eval_batches())["mlm_accuracy"]}
+
+
+def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = False) -> dict:
+    """Table 5 in shape: ALBERTs pretrained with MLM only, MLM + NSP and MLM + SOP, each scored on held-out
+    NSP pairs and on held-out SOP pairs with its one pair head (untrained after MLM only: chance).
+
+    Returns ``{"rows": {task: {"mlm_accuracy", "nsp", "sop"}}, "majority": {"nsp", "sop"}}``, cached as JSON
+    (the three models are cached too).
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    config = config or chapter_config()
+
+    def build(path: Path) -> None:
+        data = ChapterData(config)
+        held_out = {task: data(replace(config, objective=replace(config.objective, pairs=task)))
+                    for task in ("nsp", "sop")}
+        rows = {}
+        with cpu_threads(config.train.num_threads):
+            for task in (None, "nsp", "sop"):
+                run = replace(config, objective=replace(config.objective, pairs=task))
+                model = pretrained(run, data, progress=progress).model
+                scores = {pairs: evaluate(model, held_out[pairs].eval_batches())["sop_accuracy"]
+                          for pairs in ("nsp", "sop")}
+                mlm = evaluate(model, data(run).eval_batches())["mlm_accuracy"]
+                rows[task or "none"] = {"mlm_accuracy": mlm, **scores}
+        majority = {task: _majority(d.test[d.label_key]) for task, d in held_out.items()}
+        path.write_text(json.dumps({"rows": rows, "majority": majority}, indent=2) + "\n")
+
+    return cached(f"albert-pair-tasks-{key(asdict(config))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def _majority(labels: torch.Tensor) -> float:
+    share = float(labels.float().mean())
+    return max(share, 1 - share)
+
