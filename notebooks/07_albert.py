@@ -131,19 +131,28 @@ assert ranks == {"ALBERT V×E·E×H": 16, "BERT V×H": 64}
 
 # %% [markdown]
 # At ALBERT-base's size the factorization turns the 23.0M-parameter table into 3.8M + 0.1M. The embedding
-# columns of the paper's Table 3 (ALBERT-base, $E$ swept, layers shared or not) follow from the formula;
-# `transformers`' ALBERT keeps the $E \to H$ projection even when $E = H$, so the $E = 768$ not-shared row
-# is BERT-base with $V = 30{,}000$ plus 0.6M.
+# columns of the paper's Table 3 (ALBERT-base, $E$ swept, layers shared or not) follow from the formula,
+# each within 0.7M of the paper's rounded figure, except one: `transformers`' ALBERT keeps the $E \to H$
+# projection even when $E = H$, so the $E = 768$ not-shared `AlbertModel` is BERT-base plus 0.6M, and the
+# paper's 108M there is BERT-base's count without its pooler (section 1).
 
 # %%
 table3_paper = {(64, "not-shared"): 87, (128, "not-shared"): 89, (256, "not-shared"): 93, (768, "not-shared"): 108,
                 (64, "all-shared"): 10, (128, "all-shared"): 12, (256, "all-shared"): 16, (768, "all-shared"): 31}
+PROJECTION_AND_POOLER = 2 * (768**2 + 768)  # what BERT-base without pooler lacks at E = H
+
+
+def near_paper(ours: int, paper: int, bert_row: bool) -> bool:
+    """Within rounding plus a pooler of the paper's figure; the E = H not-shared row compared as BERT."""
+    return round((ours - PROJECTION_AND_POOLER) / 1e6) == paper if bert_row else -0.5 < ours / 1e6 - paper < 0.75
+
+
 print(f"{'E':>4} {'sharing':11} {'ours (AlbertModel)':>19} {'paper':>6}")
 for (width, sharing), paper in table3_paper.items():
     groups = 12 if sharing == "not-shared" else 1
     ours = encoder_parameters(AlbertConfig(embedding_size=width, num_hidden_groups=groups))
     print(f"{width:>4} {sharing:11} {ours:>19,} {paper:>5}M")
-    assert round(ours / 1e6) in (paper, paper + 1)  # rounded, and + 0.6M projection at E = H
+    assert near_paper(ours, paper, bert_row=(width, sharing) == (768, "not-shared"))
 
 # %% [markdown]
 # ## 3. Cross-layer sharing
@@ -175,7 +184,7 @@ for strategy, paper in table4_paper.items():
         return model
     ours = count_on_meta(build)
     print(f"{strategy:17} {ours:>12,}  paper {paper}M")
-    assert round(ours / 1e6) in (paper, paper + 1)
+    assert near_paper(ours, paper, bert_row=strategy == "not-shared")
 
 # %% [markdown]
 # Does sharing change what the layers do? The paper's Figure 1 measures, for each layer, the L2 distance
@@ -204,9 +213,8 @@ layers_deep = config.model.num_hidden_layers
 for curves in sharing["figure1"].values():
     assert len(curves["l2"]) == len(curves["angle"]) == layers_deep
     assert all(0 < d < float("inf") for d in curves["l2"]) and all(0 < a <= 180 for a in curves["angle"])
-print("smoother (smaller largest jump between neighbouring layers):",
-      {name: round(max(abs(a - b) for a, b in zip(c["angle"], c["angle"][1:])), 1)
-       for name, c in sharing["figure1"].items()})
+print("angle falls at every layer (a smooth curve):",
+      {name: all(b < a for a, b in zip(c["angle"], c["angle"][1:])) for name, c in sharing["figure1"].items()})
 
 # %% [markdown]
 # ## 4. Sentence-order prediction
@@ -244,6 +252,9 @@ print(f"majority label  {'':6} {grid['majority']['nsp']:6.1%} {grid['majority'][
 for row in grid["rows"].values():
     assert all(0 <= row[k] <= 1 for k in ("mlm_accuracy", "nsp", "sop"))
 assert 0.5 <= grid["majority"]["nsp"] < 0.6 and 0.5 <= grid["majority"]["sop"] < 0.6  # balanced pairs
+# SOP is learnable from order alone: the SOP-trained model beats the majority label on held-out SOP pairs
+# (by 14 and 16 points with seeds 0 and 1; one standard error on 235 pairs is about 3 points)
+assert grid["rows"]["sop"]["sop"] > grid["majority"]["sop"] + 0.05
 
 # %% [markdown]
 # ## What we saw
@@ -253,13 +264,17 @@ assert 0.5 <= grid["majority"]["nsp"] < 0.6 and 0.5 <= grid["majority"]["sop"] <
 # | ALBERT-base has 12M parameters, BERT-base 108M | Table 1 | 11,683,584 and 108,490,752 (no pooler, $V = 30{,}000$): exact, equal to `transformers` (section 1) |
 # | ALBERT-xlarge 60M, xxlarge 235M | Table 1 | 58,724,864 and 222,595,584: **not reproducible** from the stated sizes; `transformers`' documentation lists 58M and 223M (section 1) |
 # | the factorized table has rank at most $E$ | Goldberg's question on the paper | rank 16 = $E$ against BERT's 64 = $H$ (section 2) |
-# | Tables 3–4 parameter columns | 10M…108M | every one within rounding (+0.6M for `transformers`' projection at $E = H$) (sections 2–3) |
-# | sharing smooths layer-to-layer transitions | Figure 1 | printed above: the L2 and angle curves of a 4-layer BERT and ALBERT after 250 steps (section 3) |
-# | NSP does not solve SOP; SOP partly solves NSP | Table 5: 52.0 and 78.9 | printed above beside the majority label (section 4) |
+# | Tables 3–4 parameter columns | 10M…108M | every one within 0.7M; the $E = H$ not-shared row is BERT-base without pooler (sections 2–3) |
+# | sharing smooths layer-to-layer transitions, without reaching 0 | Figure 1 (BERT-large, ALBERT-large) | partly: the 4-layer ALBERT's angle falls at every layer (59° → 39° → 9° → 2°) while BERT's oscillates around 50° (51°, 47°, 57°, 44°); but ours almost reaches a fixed point, which the paper's does not (section 3) |
+# | SOP is learnable where NSP's topic cue is absent | Table 5: SOP model 86.5% on SOP | yes: 65.5% on held-out SOP pairs against a 51.5% majority label (section 4) |
+# | NSP does not solve SOP | Table 5: NSP model 52.0% on SOP | trivially: our NSP model did not learn NSP either (46.6% against a 53.4% majority), so its 48.5% on SOP says nothing |
+# | SOP partly solves NSP | Table 5: SOP model 78.9% on NSP | no: 50.2%, at chance (section 4) |
 #
-# What did not reproduce, and why: the accuracy columns of Tables 2–4. The quick profile trains each model
-# for 250 steps of 16 pairs on 200,000 tokens, which is enough to see the parameter counts and the
-# mechanisms, not to rank models whose GLUE averages differ by a point or two. The full profile (a GPU)
+# What did not reproduce, and why: the accuracy columns of Tables 2–4, and the MLM column of Table 5. The
+# quick profile trains each model for 250 steps of 16 pairs on 200,000 tokens: every model's held-out MLM
+# accuracy is within a point of always guessing the most frequent token (4.2%), so nothing can be ranked
+# by it. That is enough to see the parameter counts and the mechanisms, not to rank models whose GLUE
+# averages differ by a point or two. The full profile (a GPU)
 # trains all eight rows of Tables 3 and 4 (`sharing_runs()` with `LECTURE_PROFILE=full`); we have not
 # measured it for this notebook.
 #

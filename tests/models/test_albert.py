@@ -43,7 +43,7 @@ def test_albert_model_equals_transformers(config):
     ours, hf = hf_pair(AlbertModel, "AlbertModel", **config)
     batch = dict(inputs(), output_hidden_states=True)
     a, _ = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
-                             outputs=["last_hidden_state", "pooler_output"])
+                             outputs=["last_hidden_state", "pooler_output", "hidden_states"])
     depth = SMALL["num_hidden_layers"] * config.get("inner_group_num", 1)
     assert len(a.hidden_states) == depth + 1
 
