@@ -230,7 +230,8 @@ def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = False
                     model = pretrain(run, data=data(run), progress=progress, model=model).model
                 else:
                     model = pretrained(run, data, progress=progress).model
-                runs[f"{sharing}, E={width}"] = _scores(model, width, sharing, data(run))
+                label = f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else "")
+                runs[label] = _scores(model, width, sharing, data(run))
                 name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if sharing == "all-shared" else None
                 if name and name not in figure1:
                     figure1[name] = layer_transitions(model, data(run).eval_batches())
