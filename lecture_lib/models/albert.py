@@ -120,6 +120,11 @@ class AlbertForPreTrainingOutput:
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
 
+    @property
+    def logits(self) -> torch.Tensor:
+        """The MLM logits under the name of ``transformers``' ``AlbertForMaskedLM`` output."""
+        return self.prediction_logits
+
 
 # ---------------------------------------------------------------- one layer (BERT's, other names)
 
@@ -282,7 +287,8 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
 
     ``labels`` as :class:`~lecture_lib.models.bert.BertForPreTraining`'s; ``sentence_order_label`` (B,) is 0
     when the segments are in order and 1 when swapped (or, to train this head on NSP, NSP's labels).
-    ``masked_only=True`` runs the MLM head on the labelled positions only.
+    ``masked_only=True`` runs the MLM head on the labelled positions only. ``sop_logits`` is ``None`` for
+    :class:`AlbertForMaskedLM`, which has no pooler and no SOP head.
 
     Taught in: 07_albert ("Sentence-order prediction").
     """
@@ -320,6 +326,8 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
             raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
         if labels is not None and labels.shape != input_ids.shape:
             raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        if sentence_order_label is not None and not self.with_pooler:
+            raise ValueError(f"{type(self).__name__} has no sentence-order head: expected sentence_order_label=None")
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                           output_hidden_states)
         hidden = out.last_hidden_state  # (B, T, H)
@@ -346,18 +354,13 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
 
 
 class AlbertForMaskedLM(AlbertForPreTraining):
-    """ALBERT with the masked-LM head only (no pooler, as in ``transformers``); ``logits`` as ``prediction_logits``.
+    """ALBERT with the masked-LM head only (no pooler and no SOP head, as in ``transformers``).
 
     Taught in: 07_albert ("Sentence-order prediction").
     """
 
     hf_class = "AlbertForMaskedLM"
     with_pooler = False
-
-    def forward(self, *args, **kwargs) -> AlbertForPreTrainingOutput:
-        out = super().forward(*args, **kwargs)
-        out.logits = out.prediction_logits
-        return out
 
 
 # ---------------------------------------------------------------- sharing one part only

@@ -72,7 +72,10 @@ def test_albert_for_masked_lm_equals_transformers():
     batch = inputs()
     labels, _ = pretraining_labels(batch)
     assert ours.albert.pooler is None and "albert.pooler.weight" not in ours.state_dict()
-    assert_equivalent(ours, hf, dict(batch, labels=labels), lambda out: out.loss, outputs=["logits"])
+    a, _ = assert_equivalent(ours, hf, dict(batch, labels=labels), lambda out: out.loss, outputs=["logits"])
+    assert a.sop_logits is None
+    with pytest.raises(ValueError, match="no sentence-order head"):
+        ours(**batch, sentence_order_label=torch.tensor([0, 1, 0]))
 
 
 def test_masked_only_gives_the_same_loss_and_gradients():
