@@ -18,6 +18,7 @@ H200: 989 TFLOP/s).
 
     python -m lecture_lib.bench bert                       # CPU, a BERT-mini sized model
     python -m lecture_lib.bench bert --device cuda --size base --batch-size 128 --table
+    python -m lecture_lib.bench bert --device cuda --size base --batch-size 128 --table --min-len 32
 
 Taught in: 04_bert_pretraining ("How fast").
 """
@@ -50,13 +51,18 @@ PEAK_BF16_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H20
                    "L4": 121e12, "A10": 125e12}
 
 
-def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int,
-                             device: torch.device) -> dict[str, torch.Tensor]:
-    """Random pairs, a quarter of them padded to 3/4 length, masked with the 80/10/10 rule."""
+def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int, device: torch.device,
+                             min_len: int | None = None) -> dict[str, torch.Tensor]:
+    """Random pairs masked with the 80/10/10 rule: a quarter of them padded to 3/4 length, or with ``min_len``
+    every length drawn uniformly from [min_len, seq_len] (the padding unpadding saves)."""
     g = generator("bench pretraining batch")
     ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=g)
     attention_mask = torch.ones_like(ids)
-    attention_mask[: batch_size // 4, 3 * seq_len // 4:] = 0
+    if min_len is None:
+        attention_mask[: batch_size // 4, 3 * seq_len // 4:] = 0
+    else:
+        lengths = torch.randint(min_len, seq_len + 1, (batch_size, 1), generator=g)
+        attention_mask = (torch.arange(seq_len)[None, :] < lengths).long()
     ids[attention_mask == 0] = 0
     token_type_ids = (torch.arange(seq_len) >= seq_len // 2).long().expand(batch_size, -1).clone()
     masked, labels = mask_tokens(ids, mask_token_id=4, vocab_size=config.vocab_size,
@@ -115,6 +121,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="mini")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--min-len", type=int, help="lengths uniform in [MIN_LEN, seq-len] (default: a quarter "
+                        "of the sequences padded to 3/4 length)")
     parser.add_argument("--steps", type=int, default=6, help="timed steps per model (after 2 warm-up steps)")
     parser.add_argument("--compile", action="store_true", help="torch.compile both models")
     parser.add_argument("--compile-backend", default="inductor", help="e.g. aot_eager for a quick CPU check")
@@ -132,7 +140,7 @@ def main(argv: list[str]) -> None:
     torch.manual_seed(0)
     config = BertConfig(**SIZES[args.size], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     reference = BertForPreTraining(config)
-    batch = random_pretraining_batch(config, args.batch_size, args.seq_len, device)
+    batch = random_pretraining_batch(config, args.batch_size, args.seq_len, device, args.min_len)
 
     def build(setup: Setup) -> tuple[torch.nn.Module, Callable[[], torch.Tensor]]:
         """The model with the reference weights and the function that returns its loss on the batch."""

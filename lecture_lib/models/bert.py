@@ -326,7 +326,8 @@ class BertModel(BertPreTrainedModel):
 
     @staticmethod
     def _pack(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None,
-              position_ids: torch.Tensor | None, output_attentions: bool) -> tuple[torch.Tensor, ...]:
+              position_ids: torch.Tensor | None, output_attentions: bool,
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Packing]:
         """The inputs packed (1, N) and their :class:`Packing`: every token keeps its segment and position."""
         if output_attentions:
             raise ValueError("unpad=True attends per sequence without forming the weights: "
