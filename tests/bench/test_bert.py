@@ -8,7 +8,7 @@ def test_the_technique_table_runs_on_cpu_and_prints_every_row_with_its_mfu(capsy
     main(["--table", "--batch-size", "4", "--seq-len", "16", "--steps", "1", "--compile-backend", "eager",
           "--peak-tflops", "1"])
     out = capsys.readouterr().out
-    rows = ["ours, none of them", "+ MLM head on masked positions", "+ unpadding", "+ fused attention",
+    rows = ["ours, none of them", "+ MLM head on masked positions", "+ fused attention", "+ unpadding",
             "+ torch.compile", "+ fused AdamW", "transformers", "transformers, compiled"]
     for row in rows:
         line = next(line for line in out.splitlines() if line.strip().startswith(row + " "))
