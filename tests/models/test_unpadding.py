@@ -112,11 +112,12 @@ def test_unpadded_pretraining_equals_padded_transformers_in_outputs_loss_and_eve
         torch.testing.assert_close(g, theirs[name].grad, **tol, msg=f"gradient of {name}")
 
 
-def test_unpadded_encoder_equals_transformers_pooler_included_and_without_a_mask():
+def test_unpadded_encoder_equals_transformers_pooler_included_without_a_mask_and_with_position_ids():
     hf = transformers.BertModel(transformers.BertConfig(**SMALL, attn_implementation="eager")).eval()
     ours = BertModel.from_hf(hf).eval()
     batch = {k: v for k, v in pretraining_batch().items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-    for inputs in (batch, dict(input_ids=batch["input_ids"])):  # no mask: every token is real
+    shuffled = dict(batch, position_ids=torch.randperm(T)[None, :])  # every token keeps the position it was given
+    for inputs in (batch, dict(input_ids=batch["input_ids"]), shuffled):  # no mask: every token is real
         a, b = ours(**inputs, unpad=True), hf(**inputs)
         real = inputs.get("attention_mask", torch.ones_like(inputs["input_ids"])).bool()
         torch.testing.assert_close(a.last_hidden_state[real], b.last_hidden_state[real], atol=1e-10, rtol=1e-10)
