@@ -23,9 +23,13 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.varlen import varlen_attn
 
 from lecture_lib.attention import attend, padding_mask
+
+try:
+    from torch.nn.attention.varlen import varlen_attn  # PyTorch >= 2.9; the package asks for >= 2.3
+except ImportError:
+    varlen_attn = None
 
 
 def sequence_lengths(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -150,15 +154,15 @@ def attend_packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, packing: Pa
     """softmax(q kᵀ / sqrt(d) + M) v over packed tokens, M the :func:`block_diagonal_mask`: attention per sequence.
 
     Shapes: q, k, v (1, heads, N, d) -> (1, heads, N, d). On CUDA in half precision without dropout, PyTorch's
-    variable-length flash kernel reads ``cu_seqlens`` directly; elsewhere the tokens are laid out in a
-    (B, heads, max_len, d) grid, attended with the padding mask by the fused kernel of :func:`attend`, and
-    packed again. Either way the N x N matrix is never formed and the cost is Σ_b length_b², not N².
+    variable-length flash kernel (PyTorch >= 2.9) reads ``cu_seqlens`` directly, at a cost of Σ_b length_b²;
+    elsewhere the tokens are laid out in a (B, heads, max_len, d) grid, attended with the padding mask by the
+    fused kernel of :func:`attend`, and packed again, at B · max_len². Neither forms the N x N matrix.
 
     Taught in: 04_bert_pretraining ("How fast").
     """
     heads, dim = q.shape[1], q.shape[-1]
     q, k, v = (x[0].transpose(0, 1) for x in (q, k, v))  # (N, heads, d)
-    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and dropout_p == 0.0:
+    if varlen_attn is not None and q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and dropout_p == 0.0:
         cu, n = packing.cu_seqlens, packing.max_len
         return varlen_attn(q, k, v, cu, cu, n, n).transpose(0, 1)[None]
     grid = [pad(x, packing.attention_indices, packing.batch, packing.max_len).transpose(1, 2) for x in (q, k, v)]
