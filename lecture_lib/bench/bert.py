@@ -6,13 +6,19 @@ ours only at the ~15% selected ones (same loss, same gradients). A third run, ou
 on every position, shows how much of the difference that one technique makes. The step times are
 interleaved and their medians compared, so machine noise hits all alike.
 
-On CUDA (``--device cuda``) the run uses bf16 autocast, fused AdamW for both, optionally
-``torch.compile`` for ours, and prints model FLOP utilisation: 6 N + 12 L T H FLOPs per token
-(:func:`lecture_lib.models.bert.training_flops_per_token`, dense head, as MFU is usually counted) over the
-GPU's peak bf16 rate.
+Every run uses fused AdamW (``--no-fused-optimizer`` for PyTorch's default); on CUDA (``--device cuda``),
+bf16 autocast. ``--compile`` compiles both models, ``--unpad`` adds ours on packed tokens
+(:mod:`lecture_lib.models.unpadding`), and ``--table`` replaces the rows with the techniques one at a time:
+ours with none of them (bf16 on CUDA all the same), then adding the MLM head on masked positions, the fused
+attention kernel, unpadding, ``torch.compile`` and the fused optimizer, beside transformers eager and compiled. Throughput counts the real
+(unpadded) tokens. Model FLOP utilisation, on CUDA or with ``--peak-tflops``: the FLOPs of the real tokens,
+Σ_b T_b · (6 N + 12 L T_b H) per step with the dense MLM head in N as MFU is usually counted
+(:func:`lecture_lib.models.bert.training_flops_per_token`), over the GPU's dense bf16 peak (H100 SXM and
+H200: 989 TFLOP/s).
 
     python -m lecture_lib.bench bert                       # CPU, a BERT-mini sized model
-    python -m lecture_lib.bench bert --device cuda --size base --batch-size 128 --compile
+    python -m lecture_lib.bench bert --device cuda --size base --batch-size 128 --table
+    python -m lecture_lib.bench bert --device cuda --size base --batch-size 128 --table --min-len 32
 
 Taught in: 04_bert_pretraining ("How fast").
 """
@@ -21,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.bert import (
@@ -38,16 +46,23 @@ SIZES = {
     "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
 }
-PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}  # dense
+# dense bf16 FLOP/s from the vendors' data sheets; the first name contained in the device's name is taken
+PEAK_BF16_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "A100": 312e12,
+                   "L4": 121e12, "A10": 125e12}
 
 
-def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int,
-                             device: torch.device) -> dict[str, torch.Tensor]:
-    """Random pairs, a quarter of them padded to 3/4 length, masked with the 80/10/10 rule."""
+def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int, device: torch.device,
+                             min_len: int | None = None) -> dict[str, torch.Tensor]:
+    """Random pairs masked with the 80/10/10 rule: a quarter of them padded to 3/4 length, or with ``min_len``
+    every length drawn uniformly from [min_len, seq_len] (the padding unpadding saves)."""
     g = generator("bench pretraining batch")
     ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=g)
     attention_mask = torch.ones_like(ids)
-    attention_mask[: batch_size // 4, 3 * seq_len // 4:] = 0
+    if min_len is None:
+        attention_mask[: batch_size // 4, 3 * seq_len // 4:] = 0
+    else:
+        lengths = torch.randint(min_len, seq_len + 1, (batch_size, 1), generator=g)
+        attention_mask = (torch.arange(seq_len)[None, :] < lengths).long()
     ids[attention_mask == 0] = 0
     token_type_ids = (torch.arange(seq_len) >= seq_len // 2).long().expand(batch_size, -1).clone()
     masked, labels = mask_tokens(ids, mask_token_id=4, vocab_size=config.vocab_size,
@@ -57,15 +72,65 @@ def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int,
     return {k: v.to(device) for k, v in batch.items()}
 
 
+@dataclass(frozen=True)
+class Setup:
+    """One row of the benchmark: whose model, and which techniques it trains with."""
+
+    name: str
+    transformers: bool = False
+    masked_only: bool = True  # the MLM head on the selected positions only (ours)
+    unpad: bool = False  # the encoder on the real tokens only (ours)
+    fused_attention: bool = True  # PyTorch's fused SDPA kernel; False forces its written-out math kernel
+    compile: bool = False
+    fused_optimizer: bool = True
+
+
+def setups(args: argparse.Namespace) -> list[Setup]:
+    """The rows: ours against transformers' best configuration, or with ``--table`` the techniques one at a time."""
+    fused = args.fused_optimizer
+    if not args.table:
+        rows = [Setup("ours", compile=args.compile, fused_optimizer=fused),
+                Setup("ours, dense head", masked_only=False, compile=args.compile, fused_optimizer=fused)]
+        if args.unpad:
+            rows.append(Setup("ours, unpadded", unpad=True, compile=args.compile, fused_optimizer=fused))
+        return rows + [Setup("transformers", transformers=True, compile=args.compile, fused_optimizer=fused)]
+    plain = Setup("ours, none of them", masked_only=False, fused_attention=False, fused_optimizer=False)
+    # fused attention before unpadding: on CUDA the unpadded attention is a fused (flash) kernel whatever the row
+    steps = [("+ MLM head on masked positions", "masked_only"), ("+ fused attention", "fused_attention"),
+             ("+ unpadding", "unpad"), ("+ torch.compile", "compile"), ("+ fused AdamW", "fused_optimizer")]
+    rows = [plain]
+    for name, field in steps:
+        rows.append(Setup(**{**rows[-1].__dict__, "name": name, field: True}))
+    return rows + [Setup("transformers", transformers=True),
+                   Setup("transformers, compiled", transformers=True, compile=True)]
+
+
+def peak_flops(args: argparse.Namespace, device: torch.device) -> float | None:
+    """The GPU's dense bf16 peak in FLOP/s: ``--peak-tflops``, else looked up by the CUDA device's name."""
+    if args.peak_tflops:
+        return args.peak_tflops * 1e12
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench bert")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--size", choices=sorted(SIZES), default="mini")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--min-len", type=int, help="lengths uniform in [MIN_LEN, seq-len] (default: a quarter "
+                        "of the sequences padded to 3/4 length)")
     parser.add_argument("--steps", type=int, default=6, help="timed steps per model (after 2 warm-up steps)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile our model")
-    parser.add_argument("--peak-tflops", type=float, help="peak bf16 TFLOP/s of the GPU, for MFU")
+    parser.add_argument("--compile", action="store_true", help="torch.compile both models")
+    parser.add_argument("--compile-backend", default="inductor", help="e.g. aot_eager for a quick CPU check")
+    parser.add_argument("--unpad", action="store_true", help="add a row: ours with unpadding")
+    parser.add_argument("--table", action="store_true", help="the techniques one at a time, then transformers")
+    parser.add_argument("--no-fused-optimizer", dest="fused_optimizer", action="store_false",
+                        help="PyTorch's default AdamW instead of the fused one")
+    parser.add_argument("--peak-tflops", type=float, help="peak dense bf16 TFLOP/s of the GPU, for MFU")
     parser.add_argument("--threads", type=int, help="CPU threads (default: PyTorch's choice)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -74,47 +139,49 @@ def main(argv: list[str]) -> None:
     cuda = device.type == "cuda"
     torch.manual_seed(0)
     config = BertConfig(**SIZES[args.size], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    ours = BertForPreTraining(config).to(device)
-    theirs = ours.to_hf(attn_implementation="sdpa").to(device)
-    batch = random_pretraining_batch(config, args.batch_size, args.seq_len, device)
-    ours_forward = torch.compile(ours) if args.compile else ours
-    dense = BertForPreTraining(config).to(device)  # ours again, MLM head on every position: the same work as theirs
-    dense.load_state_dict(ours.state_dict())
-    dense_forward = torch.compile(dense) if args.compile else dense
-    runs = {
-        "ours": (ours, lambda: ours_forward(**batch, masked_only=True).loss),
-        "ours, dense head": (dense, lambda: dense_forward(**batch).loss),
-        "transformers": (theirs, lambda: theirs(**batch).loss),
-    }
-    optimizers = {name: torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
-                  for name, (model, _) in runs.items()}
+    reference = BertForPreTraining(config)
+    batch = random_pretraining_batch(config, args.batch_size, args.seq_len, device, args.min_len)
 
-    def step(name: str) -> Callable[[], None]:
-        model, loss_fn = runs[name]
+    def build(setup: Setup) -> tuple[torch.nn.Module, Callable[[], torch.Tensor]]:
+        """The model with the reference weights and the function that returns its loss on the batch."""
+        if setup.transformers:  # SDPA attention, the MLM head on every position
+            model = reference.to_hf(attn_implementation="sdpa").to(device)
+            options = {}
+        else:
+            model = BertForPreTraining(config).to(device)
+            model.load_state_dict(reference.state_dict())
+            options = dict(masked_only=setup.masked_only, unpad=setup.unpad)
+        forward = torch.compile(model, backend=args.compile_backend) if setup.compile else model
+        return model, lambda: forward(**batch, **options).loss
+
+    def step(setup: Setup) -> Callable[[], None]:
+        model, loss_fn = build(setup)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=setup.fused_optimizer)
+        kernel = contextlib.nullcontext if setup.fused_attention else lambda: sdpa_kernel(SDPBackend.MATH)
 
         def run() -> None:
-            with torch.autocast(device.type, dtype=torch.bfloat16) if cuda else contextlib.nullcontext():
+            with torch.autocast(device.type, dtype=torch.bfloat16) if cuda else contextlib.nullcontext(), kernel():
                 loss = loss_fn()
             loss.backward()
-            optimizers[name].step()
-            optimizers[name].zero_grad(set_to_none=True)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
         return run
 
-    seconds = interleaved_medians({name: step(name) for name in runs}, repeats=args.steps, warmup=2, device=device)
-    tokens = args.batch_size * args.seq_len
+    rows = setups(args)
+    seconds = interleaved_medians({s.name: step(s) for s in rows}, repeats=args.steps, warmup=2, device=device)
+    lengths = batch["attention_mask"].sum(dim=1).tolist()
+    tokens = sum(lengths)
+    flops = sum(n * training_flops_per_token(config, n) for n in lengths)  # dense head, as MFU is counted
     rate = {name: tokens / t for name, t in seconds.items()}
+    best = max((s.name for s in rows if s.transformers), key=rate.get)
+    peak = peak_flops(args, device)
     print(f"BertForPreTraining, {args.size} ({config.num_hidden_layers} layers, H={config.hidden_size}, "
-          f"V={config.vocab_size}), batch {args.batch_size} x {args.seq_len} tokens, {device.type}"
-          f"{', bf16 autocast' if cuda else ', fp32'}{', compiled' if args.compile else ''}")
-    print(f"  threads: {torch.get_num_threads()}")
-    for name in runs:
-        print(f"  {name:>16}: {rate[name]:10.0f} training tokens/s (median of {args.steps} steps)")
-    print(f"  ratio ours / transformers: {rate['ours'] / rate['transformers']:.2f} "
-          f"(with the dense head: {rate['ours, dense head'] / rate['transformers']:.2f})")
-    if cuda:
-        peak = args.peak_tflops * 1e12 if args.peak_tflops else next(
-            (v for k, v in PEAK_BF16_FLOPS.items() if k in torch.cuda.get_device_name(device)), None)
-        flops = training_flops_per_token(config, args.seq_len)
-        for name in runs:
-            mfu = f"{rate[name] * flops / peak:.1%}" if peak else "unknown peak: pass --peak-tflops"
-            print(f"  MFU {name}: {mfu}")
+          f"V={config.vocab_size}), batch {args.batch_size} x {args.seq_len} ({tokens} real tokens), "
+          f"{device.type}{', bf16 autocast' if cuda else ', fp32'}"
+          f"{f', compile backend {args.compile_backend}' if any(s.compile for s in rows) else ''}")
+    print(f"  threads: {torch.get_num_threads()}; median of {args.steps} steps; MFU over "
+          + (f"{peak / 1e12:.0f} TFLOP/s dense bf16" if peak else "an unknown peak (pass --peak-tflops)"))
+    print(f"  {'':>32} {'tokens/s':>10} {'/ ' + best:>26} {'MFU':>6}")
+    for s in rows:
+        mfu = f"{rate[s.name] * flops / tokens / peak:6.1%}" if peak else f"{'-':>6}"
+        print(f"  {s.name:>32} {rate[s.name]:10.0f} {rate[s.name] / rate[best]:26.2f} {mfu}")

@@ -26,6 +26,7 @@ from lecture_lib.attention import attend, merge_heads, split_heads
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.activations import activation
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.models.unpadding import Packing, attend_packed
 
 # ---------------------------------------------------------------- configuration
 
@@ -162,6 +163,8 @@ class BertSelfAttention(nn.Module):
 
     With ``output_attentions=True`` it takes the written-out path of :mod:`lecture_lib.attention`
     and returns the weights; otherwise PyTorch's fused kernel, which never stores the T x T matrix.
+    Given a :class:`~lecture_lib.models.unpadding.Packing` as ``mask``, the tokens are packed (1, N, H)
+    and attend within their own sequence (:func:`~lecture_lib.models.unpadding.attend_packed`).
     """
 
     def __init__(self, config: BertConfig) -> None:
@@ -172,13 +175,15 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
-    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | None = None,
+    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | Packing | None = None,
                 output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         h = self.num_attention_heads
         q = split_heads(self.query(hidden_states), h)  # (B, heads, T, D)
         k = split_heads(self.key(hidden_states), h)
         v = split_heads(self.value(hidden_states), h)
         p = self.dropout.p if self.training else 0.0
+        if isinstance(mask, Packing):
+            return merge_heads(attend_packed(q, k, v, mask, p)), None  # (1, N, H)
         context, weights = attend(q, k, v, mask, p, need_weights=output_attentions)
         return merge_heads(context), weights  # (B, T, H)
 
@@ -286,6 +291,10 @@ def check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: to
         raise ValueError(f"expected token_type_ids of shape {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}")
 
 
+def _unchanged(hidden: torch.Tensor) -> torch.Tensor:
+    return hidden
+
+
 class BertPreTrainedModel(PreTrainedModule):
     """What every BERT with or without heads shares: the family (names, checkpoints) and the encoder under ``bert``.
 
@@ -318,6 +327,25 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config)
         self.apply(self._init_weights)
 
+    @staticmethod
+    def _pack(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None,
+              position_ids: torch.Tensor | None, output_attentions: bool,
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Packing]:
+        """The inputs packed (1, N) and their :class:`Packing`: every token keeps its segment and position."""
+        if output_attentions:
+            raise ValueError("unpad=True attends per sequence without forming the weights: "
+                             "pass unpad=False for output_attentions")
+        batch, length = input_ids.shape
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if position_ids is None:
+            position_ids = torch.arange(length, device=input_ids.device)
+        position_ids = position_ids.expand(batch, length)
+        packing, packed = Packing.pack(attention_mask, input_ids, token_type_ids, position_ids)
+        return (*packed, packing)
+
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -326,20 +354,31 @@ class BertModel(BertPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
+        unpad: bool = False,
     ) -> BertModelOutput:
-        """``input_ids`` (B, T); ``attention_mask`` (B, T), 1 on tokens and 0 on padding; segments 0/1."""
+        """``input_ids`` (B, T); ``attention_mask`` (B, T), 1 on tokens and 0 on padding; segments 0/1.
+
+        ``unpad=True`` runs the layers on the real tokens only, packed (1, N, H) (:mod:`~lecture_lib.models.unpadding`;
+        right padding only); the outputs come back (B, T, H), equal at the real positions and 0 at the padding.
+        """
         check_inputs(self.config, input_ids, token_type_ids)
         mask = keys_mask(attention_mask, input_ids)
-        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
+        restore = _unchanged
+        if unpad:
+            input_ids, token_type_ids, position_ids, mask = self._pack(input_ids, attention_mask, token_type_ids,
+                                                                       position_ids, output_attentions)
+            restore = mask.pad
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H), or (1, N, H) packed
         hidden_states, attentions = [x], []
         for layer in self.encoder.layer:
             x, weights = layer(x, mask, output_attentions)
             hidden_states.append(x)
             attentions.append(weights)
+        x = restore(x)
         return BertModelOutput(
             last_hidden_state=x,
             pooler_output=self.pooler(x),
-            hidden_states=tuple(hidden_states) if output_hidden_states else None,
+            hidden_states=tuple(map(restore, hidden_states)) if output_hidden_states else None,
             attentions=tuple(attentions) if output_attentions else None,
         )
 
@@ -390,7 +429,8 @@ class BertForPreTraining(BertPreTrainedModel):
     elsewhere (see :func:`lecture_lib.objectives.masking.mask_tokens`); ``next_sentence_label`` (B,) is 0 when
     segment B follows A and 1 when it is random. The loss is the sum of the mean cross-entropies of
     whichever labels are given. ``masked_only=True`` runs the MLM head on the labelled positions only
-    (about 15% of them): the same loss and gradients for less compute.
+    (about 15% of them): the same loss and gradients for less compute; ``unpad=True`` runs the encoder on
+    the real tokens only (see :class:`BertModel`), which needs the labels of padded positions to be -100.
 
     Taught in: 04_bert_pretraining ("Masked LM", "Next-sentence prediction", "Pretraining a small BERT").
     """
@@ -419,13 +459,17 @@ class BertForPreTraining(BertPreTrainedModel):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         masked_only: bool = False,
+        unpad: bool = False,
     ) -> BertForPreTrainingOutput:
         if masked_only and labels is None:
             raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
         if labels is not None and labels.shape != input_ids.shape:
             raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        if unpad and labels is not None and attention_mask is not None and (
+                (labels != IGNORE_INDEX) & (attention_mask == 0)).any():
+            raise ValueError("unpad=True computes no padded position: expected labels -100 wherever attention_mask is 0")
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states)
+                        output_hidden_states, unpad)
         hidden = out.last_hidden_state  # (B, T, H)
         if masked_only:
             selected = labels != IGNORE_INDEX  # (B, T)

@@ -214,3 +214,26 @@ def test_flop_formula_matches_pytorch_flop_counter():
     expected = training_flops_per_token(config, length) * batch * length
     # the counter also sees the pooler and NSP head, once per sequence: a fraction of a percent here
     assert counter.get_total_flops() == pytest.approx(expected, rel=0.01)
+
+
+@pytest.mark.parametrize("unpad", [False, True], ids=["padded", "unpadded"])
+def test_torch_compile_gives_the_eager_loss_and_gradients(unpad):
+    """Compiled through AOTAutograd (backend "aot_eager": the joint forward-backward graph that inductor would
+    turn into kernels, run by PyTorch's own ops, so the test takes seconds on CPU instead of minutes).
+    Data-dependent shapes (the masked positions, the packed tokens) split the graph; the result is the same."""
+    model = BertForPreTraining(BertConfig(**SMALL)).eval()
+    batch = inputs()
+    labels, nsp = pretraining_labels(batch)
+    batch = dict(batch, labels=labels, next_sentence_label=nsp, masked_only=True, unpad=unpad)
+    torch._dynamo.reset()
+    results = []
+    for forward in (model, torch.compile(model, backend="aot_eager")):
+        model.zero_grad(set_to_none=True)
+        loss = forward(**batch).loss
+        loss.backward()
+        results.append((loss.detach(), {n: g.clone() for n, g in grads(model).items()}))
+    (eager_loss, eager_grads), (compiled_loss, compiled_grads) = results
+    torch.testing.assert_close(compiled_loss, eager_loss, atol=1e-12, rtol=1e-12)
+    assert compiled_grads.keys() == eager_grads.keys() and len(eager_grads) == len(list(model.parameters()))
+    for name, g in compiled_grads.items():
+        torch.testing.assert_close(g, eager_grads[name], atol=1e-12, rtol=1e-12, msg=name)
