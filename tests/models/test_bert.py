@@ -21,14 +21,7 @@ SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_h
              max_position_embeddings=16)
 
 
-@pytest.fixture(autouse=True)
-def _float64_and_seed():
-    """Compare to ~1e-10, not float32 noise; restore the default dtype for the other test modules."""
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(0)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
 
 
 def inputs(batch=3, length=9, vocab=97):

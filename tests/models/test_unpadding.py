@@ -16,13 +16,7 @@ LENGTHS = [5, 1, 16, 9]  # very different lengths: a single token ([CLS] alone) 
 T = 16
 
 
-@pytest.fixture(autouse=True)
-def _float64_and_seed():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(0)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
 
 
 def right_padded(lengths=LENGTHS, length=T):
