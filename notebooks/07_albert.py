@@ -187,16 +187,22 @@ for strategy, paper in table4_paper.items():
     assert near_paper(ours, paper, bert_row=strategy == "not-shared")
 
 # %% [markdown]
-# Does sharing change what the layers do? The paper's Figure 1 measures, for each layer, the L2 distance
-# and the angle between its input and its output embeddings (token by token, averaged): ALBERT's
-# transitions are smoother than BERT's and do not fall to zero. We pretrain a BERT and an all-shared ALBERT
-# of the same depth (4 layers, H = 64, MLM only, same data and steps) and measure on held-out text.
+# Does sharing cost accuracy, and does it change what the layers do? We pretrain three models of the same
+# depth (4 layers, $H = 64$, masked LM only, the same data and steps): an all-shared ALBERT with $E = 16$,
+# the same factorized model with its layers not shared, and BERT (not shared, $E = H$). These runs read
+# chapter 05's synthetic language rather than the documentation text: its grammar is regular enough that a
+# 400-step run learns it, where on the documentation text every model this small stays at the unigram guess
+# (the previous version of this chapter measured exactly that). The paper ranks models by GLUE/SQuAD/RACE
+# averages after fine-tuning; we rank by held-out MLM accuracy, with the unigram guess as the floor.
 
 # %%
 sharing = sharing_runs()
+table3_avg = {"all-shared, E=16": "79.0 (E=64)", "not-shared, E=16": "81.3 (E=64)", "not-shared, E=64 (BERT)": "82.3 (E=H)"}
+print(f"{'run':24} {'parameters':>10} {'MLM accuracy':>13}   paper's Table 3 average, ALBERT-base")
 for name, row in sharing["runs"].items():
-    print(f"{name:24} {row['parameters']:>9,} parameters, held-out MLM accuracy {row['mlm_accuracy']:.1%}")
-print(f"unigram guess: {sharing['baseline']:.1%}")
+    print(f"{name:24} {row['parameters']:>10,} {row['mlm_accuracy']:>13.1%}   {table3_avg.get(name, '')}")
+print(f"{'unigram guess':24} {'':>10} {sharing['baseline']:>13.1%}")
+accuracy = [row["mlm_accuracy"] for row in sharing["runs"].values()]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
 for name, curves in sharing["figure1"].items():
     depth = range(1, len(curves["l2"]) + 1)
@@ -209,14 +215,24 @@ plt.tight_layout()
 plt.show()
 
 # %%
+# The paper's order: sharing every layer costs accuracy (Table 3: 79.0 against 81.3 at E = 64), and the
+# full-width unshared model is best (82.3). Ours keeps that order on seeds 0, 1 and 2 (all-shared 16.5%,
+# 10.8%, 16.9%; not-shared 18.9%, 15.9%, 19.5%; BERT 28.0%, 24.4%, 28.0%); on seed 1 the all-shared model
+# had not yet left the unigram guess after 400 steps, so we do not assert that it beats the guess.
+# (In both profiles the runs come in the order: smallest E all-shared, smallest E not shared, ..., BERT.)
+all_shared, not_shared, bert_accuracy = accuracy[0], accuracy[1], accuracy[-1]
+assert all_shared < not_shared < bert_accuracy
+assert bert_accuracy > 2 * sharing["baseline"]
+
+# %%
 albert, bert = sharing["figure1"]["ALBERT"], sharing["figure1"]["BERT"]
 falls = {name: all(b < a for a, b in zip(c["angle"], c["angle"][1:])) for name, c in sharing["figure1"].items()}
 print("angle falls at every layer (a smooth curve):", falls)
 
 # %%
 # The shared layer smooths the transitions: ALBERT's distance and angle fall at every layer, and its last
-# layer moves a token's vector less than BERT's last layer does (seeds 0, 1, 2: last angle 2°, 6°, 24° for
-# ALBERT against 44°, 47°, 52° for BERT, whose curve rises again at the last layer in all three).
+# layer moves a token's vector less than BERT's last layer does (seeds 0, 1, 2: last angle 20°, 6°, 25° for
+# ALBERT against 46°, 46°, 43° for BERT, whose curve stays near 45° at every layer).
 assert all(b < a for a, b in zip(albert["l2"], albert["l2"][1:])) and falls["ALBERT"]
 assert albert["angle"][-1] < bert["angle"][-1] and albert["l2"][-1] < bert["l2"][-1]
 
@@ -267,18 +283,20 @@ assert grid["rows"]["sop"]["sop"] > grid["majority"]["sop"] + 0.05
 # | ALBERT-xlarge 60M, xxlarge 235M | Table 1 | 58,724,864 and 222,595,584: **not reproducible** from the stated sizes; `transformers`' documentation lists 58M and 223M (section 1) |
 # | the factorized table has rank at most $E$ | Goldberg's question on the paper | rank 16 = $E$ against BERT's 64 = $H$ (section 2) |
 # | Tables 3–4 parameter columns | 10M…108M | every one within 0.7M; the $E = H$ not-shared row is BERT-base without pooler (sections 2–3) |
-# | sharing smooths layer-to-layer transitions, without reaching 0 | Figure 1 (BERT-large, ALBERT-large) | partly: the 4-layer ALBERT's angle falls at every layer (59° → 39° → 9° → 2°) while BERT's oscillates around 50° (51°, 47°, 57°, 44°); but ours almost reaches a fixed point, which the paper's does not (section 3) |
+# | sharing every layer costs accuracy; unshared full width is best | Table 3: 79.0 (all-shared, E = 64) < 81.3 (not shared, E = 64) < 82.3 (not shared, E = H) | yes, in order, by held-out MLM accuracy on the synthetic language: 16.5% < 18.9% < 28.0% against an 11.3% unigram guess; the same order on seeds 1 and 2 (section 3) |
+# | sharing smooths layer-to-layer transitions, without reaching 0 | Figure 1 (BERT-large, ALBERT-large) | yes at this depth: the 4-layer ALBERT's angle falls at every layer (45° → 34° → 27° → 20°) while BERT's stays near 45° (49°, 48°, 43°, 46°); ALBERT's does not reach 0 (section 3) |
 # | SOP is learnable where NSP's topic cue is absent | Table 5: SOP model 86.5% on SOP | yes: 65.5% on held-out SOP pairs against a 51.5% majority label (section 4) |
 # | NSP does not solve SOP | Table 5: NSP model 52.0% on SOP | trivially: our NSP model did not learn NSP either (46.6% against a 53.4% majority), so its 48.5% on SOP says nothing |
 # | SOP partly solves NSP | Table 5: SOP model 78.9% on NSP | no: 50.2%, at chance (section 4) |
 #
-# What did not reproduce, and why: the accuracy columns of Tables 2–4, and the MLM column of Table 5. The
-# quick profile trains each model for 250 steps of 16 pairs on 200,000 tokens: every model's held-out MLM
-# accuracy is within a point of always guessing the most frequent token (4.2%), so nothing can be ranked
-# by it. That is enough to see the parameter counts and the mechanisms, not to rank models whose GLUE
-# averages differ by a point or two. The full profile (a GPU)
-# trains all eight rows of Tables 3 and 4 (`sharing_runs()` with `LECTURE_PROFILE=full`); we have not
-# measured it for this notebook.
+# What did not reproduce, and why: Table 4's sharing strategies (attention only, FFN only) and the larger $E$
+# rows of Table 3 are trained only in the full profile (`sharing_runs()` with `LECTURE_PROFILE=full`, all
+# eight rows; not measured for this notebook); and the MLM column of Table 5. The sentence-pair grid reads
+# the documentation text, whose quick runs (250 steps of 16 pairs on 200,000 tokens) stay within a point of
+# the unigram guess at masked LM (4.2%); we keep that text there because SOP needs documents whose sentence
+# order carries meaning, which the synthetic language's documents do not have. The accuracy gaps of the
+# paper are one to three points of a GLUE average; ours are MLM accuracies of 4-layer models after 400
+# steps, so only the order is comparable, not the sizes of the gaps.
 #
 # ## Exercises
 #

@@ -13,6 +13,7 @@ from lecture_lib.chapters.ch07_albert import (
     count_on_meta,
     encoder_parameters,
     layer_transitions,
+    main,
     paper_configs,
 )
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining
@@ -66,3 +67,27 @@ def test_the_bert_twin_has_the_albert_sizes_and_bert_layers():
     for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                  "hidden_act", "initializer_range", "max_position_embeddings"):
         assert getattr(twin.model, name) == getattr(config.model, name), name
+
+
+def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch, capsys):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    assert help_text.startswith("usage: python -m lecture_lib.chapters.ch07_albert")
+    assert "--model.embedding_size " in help_text and "--model.num_hidden_groups " in help_text
+
+    class Captured(Exception):
+        pass
+
+    def capture(config, **kwargs):
+        raise Captured(config)
+
+    monkeypatch.setattr("lecture_lib.pretraining.pretrain", capture)
+    with pytest.raises(Captured) as captured:
+        main(["--out", "x", "--model.embedding_size", "32", "--model.num_hidden_groups", "2",
+              "--objective.pairs", "sop"])
+    config = captured.value.args[0]
+    assert isinstance(config.model, AlbertConfig)
+    assert (config.model.embedding_size, config.model.num_hidden_groups, config.objective.pairs) == (32, 2, "sop")
+    assert config.model.hidden_size == chapter_config().model.hidden_size  # the rest is the chapter's recipe
