@@ -157,13 +157,16 @@ for n, (t_rnn, t_sa) in layer_times.items():
           f"in {n} steps), self-attention {t_sa * 1e3:7.2f} ms ({(4 * n * d_model**2 + 2 * n * n * d_model) / 1e6:6.1f}M in one)")
 
 # %% [markdown]
-# The counts come out exactly as the table says. In the GRU, the chain from input 1 to output $n$ gains
-# the same number of operations with every position (the shortest chain 3 per step, through the gates),
-# so both columns grow linearly in $n$; in self-attention both are the same at every length. The timings
-# (printed, not asserted: they depend on the machine) show the other side of the trade: at short lengths
-# the GRU is cheap in arithmetic but pays a fixed cost per sequential step, while self-attention's $n^2 d$
-# term takes over as $n$ grows past $d$. Vaswani et al. note that sentences are usually shorter than the
-# width $d$, where self-attention does less arithmetic as well, and all of it in parallel.
+# The counts come out as the table says. In the GRU, the chain from input 1 to output $n$ gains the same
+# number of operations with every position (3 on the shortest chain, through the gates; 10 on the longest),
+# so both columns grow linearly in $n$; in self-attention both are the same at every length. The
+# multiply-adds show the price: $6nd^2$ for the GRU's three gates against $4nd^2 + 2n^2d$ for self-attention's
+# projections and its two $n \times n$ products, equal at $n = d$; beyond that self-attention does more
+# arithmetic. Vaswani et al. note that sentence lengths are usually below $d$, where it does less. The
+# timings (printed, not asserted: they depend on the machine and its load) add the other side: the GRU's
+# arithmetic comes as $n$ small products, each waiting for the one before, self-attention's as a few large
+# ones, so in a typical run on a CPU self-attention stays the faster layer even past $n = d$; on a GPU, built
+# for large parallel products, the gap is wider still.
 
 # %%
 ns = list(chain_lengths)
@@ -846,7 +849,10 @@ plt.show()
 # on this task, as on reversal, the trained model is so sure of each word that greedy decoding already finds
 # the most probable translation for almost every sentence (on seeds 0 to 2, beam search changed the output of
 # 0 to 2 sentences in 200). Beam search pays where the model is unsure, as the early snapshot of section 12
-# showed.
+# showed. And where greedy and beam search do differ, look at how: in the quick profile's run the beam's
+# output is the more probable one and the wrong one, a word short. Every word costs log-probability, so
+# without a length penalty beam search leans towards short outputs, the bias that the length normalisation
+# of section 12 corrects.
 #
 # ## What we saw
 #
@@ -882,3 +888,7 @@ plt.show()
 #    where this changes the answer at the early snapshot, and explain the change.
 # 4. `decode_step` recomputes the whole prefix at every step. Cache each layer's keys and values so that a
 #    step only processes the newest token; check that the logits do not change and time both.
+# 5. Case particles let a language order subject and object freely (Japanese does). Change `head_final` so
+#    that the object phrase comes first in half of the sentences, chosen at random, and retrain. What happens
+#    to BLEU against the single reference, and to the gap between greedy decoding and beam search? What does
+#    that say about scoring real translations, where many orders are right, against one reference?

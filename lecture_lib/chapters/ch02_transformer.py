@@ -1,7 +1,8 @@
-"""Chapter 02, the Transformer: the chapter's training run (a small encoder-decoder that reverses
-symbol strings), its loss, and the harsher run that separates post-LN from pre-LN.
+"""Chapter 02, the Transformer: the chapter's training runs (a small encoder-decoder that reverses
+symbol strings, and the same model translating the synthetic language into a head-final one), its loss,
+and the harsher run that separates post-LN from pre-LN.
 
-Taught in: 02_transformer ("Training", "Post-LN or pre-LN").
+Taught in: 02_transformer ("Training", "Post-LN or pre-LN", "A task with structure: translation").
 """
 
 from __future__ import annotations
