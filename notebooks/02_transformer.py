@@ -819,7 +819,8 @@ assert (beam_scores - greedy_scores.double() > -1e-6).float().mean() >= 0.95  # 
 # sentences it never saw it writes nearly every word in its place. Now the cross-attention: for one held-out
 # sentence, the average over the heads of each decoder layer, with the true alignment (which source word each
 # target word translates) marked by dots. The pattern is no longer a line: it jumps back and forth with the
-# tree.
+# tree. Then the same over all 100 held-out sentences: how often each layer looks hardest at the source word
+# that the target word translates.
 
 # %%
 example = max(range(len(held_out)), key=lambda i: len(held_out[i][0]))
@@ -837,6 +838,24 @@ for layer, (ax, w) in enumerate(zip(axes, cross)):
 axes[-1].legend(loc="lower left")
 plt.tight_layout()
 plt.show()
+
+with torch.no_grad():
+    all_cross = translator(held_out_batch.src, held_out_batch.tgt_in, need_weights=True).cross_attentions
+
+
+def alignment_rate(w):
+    """Share of target words (particles aside) whose most attended source word is the one they translate."""
+    hits = [w[b].mean(0)[t, i] == w[b].mean(0)[t, : len(s)].max()
+            for b, (s, _) in enumerate(held_out) for t, i in enumerate(head_final_alignment(s)) if i >= 0]
+    return sum(hits).item() / len(hits)
+
+
+alignment_rates = [alignment_rate(w) for w in all_cross]
+print("held-out target words whose most attended source word is the aligned one, by layer:",
+      [f"{r:.1%}" for r in alignment_rates])
+
+# %%
+assert alignment_rates[-1] >= 0.9  # seeds 0-2: 97.3%, 99.1%, 99.1% in the last layer (51% to 66% in the first)
 
 # %% [markdown]
 # Measured against the paper: our BLEU is far above Vaswani et al.'s, and means nothing beside it. Their test
@@ -865,7 +884,8 @@ plt.show()
 # | our layers are PyTorch's layers | `torch.nn.Transformer` | equal logits (section 8); equal gradients in the unit tests |
 # | post-LN needs warm-up, pre-LN does not | Xiong et al. (2020): at initialisation post-LN's gradients grow with the layer index and are large near the output, pre-LN's stay of one order; pre-LN trains without warm-up | top/bottom decoder gradient ratio over 3 in post-LN, all layers within a factor 3 in pre-LN; no-warm-up losses printed in section 9 |
 # | label smoothing and warm-up train the model | $\varepsilon_{ls} = 0.1$, 4000 warm-up steps, 27.3 BLEU EN-DE (base) | reversal exact match on unseen strings ≥ 95% (section 10), loss at the smoothing floor |
-# | the Transformer translates | Table 2: BLEU 27.3 EN-DE and 38.1 EN-FR (base), 28.4 and 41.8 (big), newstest2014 | head-final translation of the synthetic language, BLEU by `sacrebleu` printed in section 13 (about 98 on seeds 0-2, against about 5 for copying the source); not comparable in absolute terms, see section 13 |
+# | the Transformer translates | Table 2: BLEU 27.3 EN-DE and 38.1 EN-FR (base), 28.4 and 41.8 (big), newstest2014 | head-final translation of the synthetic language, BLEU by `sacrebleu` printed in section 13 (about 98 on seeds 0-2, against about 5 for copying the source), the last layer's cross-attention on the aligned source word for ≥ 90% of target words through crossing alignments; not comparable in absolute terms, see section 13 |
+# | attention heads learn alignments | Vaswani et al. (2017), attention visualisations | reversal: the per-head maps of section 11, the best head on the mirrored position ≥ 90% |
 # | beam search finds more probable outputs | beam size 4, length penalty 0.6 (Wu et al., 2016) | higher mean log-probability at an early snapshot, and strings it gets right where greedy fails (section 12) |
 #
 # What did not carry over: translation of real language (BLEU on newstest2014 needs real bilingual data and
