@@ -98,7 +98,7 @@ def symbols_of(ids):
     return [names.get(t, str(t - NUM_SPECIAL)) for t in ids.tolist()]
 
 
-print(f"{'source':>10}: " + " ".join(f"{s:>5}" for s in symbols_of(shown_pair.src[0])))
+print("source, read whole by the encoder:", " ".join(symbols_of(shown_pair.src[0])), "\n")
 for name, row in (("step", range(shown_pair.tgt_in.shape[1])), ("tgt_in", symbols_of(shown_pair.tgt_in[0])),
                   ("tgt_out", symbols_of(shown_pair.tgt_out[0]))):
     print(f"{name:>10}: " + " ".join(f"{s!s:>5}" for s in row))
