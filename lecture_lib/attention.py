@@ -99,6 +99,25 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tenso
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
+def prefix_lm_mask(n: int, prefix_len: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Mask of shape (n, n) for a prefix LM: every query sees the whole prefix, and the rest causally.
+
+    Positions 0..prefix_len-1 (the input) attend to each other in both directions; a later position i (the
+    output) attends to the prefix and to positions up to i (Raffel et al. 2020; Dong et al. 2019).
+    ``prefix_len=0`` gives :func:`causal_mask`, ``prefix_len=n`` full attention.
+
+    >>> prefix_lm_mask(4, 2).int()
+    tensor([[1, 1, 0, 0],
+            [1, 1, 0, 0],
+            [1, 1, 1, 0],
+            [1, 1, 1, 1]], dtype=torch.int32)
+    """
+    if not 0 <= prefix_len <= n:
+        raise ValueError(f"expected 0 <= prefix_len <= n = {n}, got {prefix_len}")
+    in_prefix = torch.arange(n, device=device) < prefix_len
+    return causal_mask(n, device) | in_prefix[None, :]
+
+
 def _offsets(n: int, device: torch.device | str | None) -> torch.Tensor:
     positions = torch.arange(n, device=device)
     return positions[:, None] - positions[None, :]  # (n, n): i - j

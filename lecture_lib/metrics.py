@@ -8,7 +8,10 @@
 
 Scores are fractions in [0, 1]; the papers print them times 100.
 
-Taught in: 05_bert_finetuning ("Scoring the four tasks").
+Translation is scored by BLEU (Papineni et al., 2002) as ``sacrebleu`` computes it (Post, 2018), which
+reports it on a 0-100 scale, as the papers do.
+
+Taught in: 05_bert_finetuning ("Scoring the four tasks"), 02_transformer ("A task with structure: translation").
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import string
 from collections import Counter
 from typing import Sequence
 
+import sacrebleu
 import torch
 
 
@@ -181,3 +185,19 @@ def squad_scores(predictions: Sequence[str], answers: Sequence[str | Sequence[st
         "exact_match": sum(exact_match(p, a) for p, a in zip(predictions, answers)) / len(answers),
         "f1": sum(qa_f1(p, a) for p, a in zip(predictions, answers)) / len(answers),
     }
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Corpus BLEU on a 0-100 scale, one reference per hypothesis, computed by ``sacrebleu`` on the texts as
+    they are, split at spaces (``tokenize="none"``: our words are already tokens).
+
+    >>> round(corpus_bleu(["the cat sat on the mat ."], ["the cat sat on the mat ."]), 6)
+    100.0
+    >>> round(corpus_bleu(["the cat sat on a mat ."], ["the cat sat on the mat ."]), 2)  # one word wrong
+    48.89
+
+    Taught in: 02_transformer ("A task with structure: translation").
+    """
+    hypotheses, references = list(hypotheses), list(references)
+    _check_pair(hypotheses, references)
+    return sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none", force=True).score

@@ -234,7 +234,8 @@ assert apply_bpe("lowest", paper_merges, end_of_word="</w>") == ["low", "est</w>
 #
 # Encoding a new text pre-tokenizes it, spells each piece in bytes, and then **replays the merges by rank**:
 # repeatedly merge the adjacent pair that was learned earliest. That is not the same as cutting off the
-# longest known token: with merges `(a, b)` then `(b, c)`, `abc` becomes `ab c` even though `bc` is a token.
+# longest known token from the left: with merges `(b, c)` then `(a, b)`, replay merges `b c` first (it was
+# learned first) and gives `a bc`, while the longest known prefix of `abc` is `ab`, which leaves `ab c`.
 
 # %%
 text = "def f(x):\n    return x ** 2  # squares, naïvely 😀"
@@ -271,8 +272,25 @@ for t in test_texts + awkward:
     assert bpe.decode(bpe.encode(t)) == t
 assert bpe.encode("<|endoftext|>") == [bpe.special_tokens["<|endoftext|>"]] == [exp.bpe_vocab_size]  # the last id
 assert [loaded.encode(t) for t in test_texts[:100]] == [bpe.encode(t) for t in test_texts[:100]]
+
+
+# %%
+def longest_prefix_first(word, vocabulary):
+    """Cut off the longest token of the vocabulary that starts the word, then repeat on the rest."""
+    pieces = []
+    while word:
+        piece = max((word[:end] for end in range(1, len(word) + 1) if word[:end] in vocabulary), key=len)
+        pieces.append(piece)
+        word = word[len(piece):]
+    return pieces
+
+
 a, b, c = byte_ids("abc")
-assert ByteLevelBPE([(a, b), (b, c)]).convert_ids_to_tokens(ByteLevelBPE([(a, b), (b, c)]).encode("abc")) == ["ab", "c"]
+bc_first = ByteLevelBPE([(b, c), (a, b)])  # (b, c) learned first, then (a, b)
+replayed = bc_first.convert_ids_to_tokens(bc_first.encode("abc"))
+longest = longest_prefix_first("abc", set(bc_first.convert_ids_to_tokens(range(len(bc_first.vocab)))))
+print(f"merges (b, c) then (a, b) on 'abc': replay {replayed}, longest prefix first {longest}")
+assert replayed == ["a", "bc"] and longest == ["ab", "c"]  # the two rules disagree
 
 # %% [markdown]
 # ## 6. An efficient trainer
@@ -515,7 +533,7 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 # 2. GPT-2's pre-tokenization pattern is `lecture_lib.tokenization.byte_level.GPT2_PATTERN`. Train a
 #    `ByteLevelBPE(pattern=r"\S+|\s+")` (split on white space only) on the corpus: what happens to the merges
 #    near punctuation, and to held-out tokens per word?
-# 3. Write the *greedy longest-match* encoder for byte-level BPE and find a string where it and merge replay
-#    disagree on the trained `bpe`.
+# 3. Run `longest_prefix_first` of section 5 with the trained `bpe`'s vocabulary on the held-out words. On what
+#    share of them does it disagree with merge replay, and which of the two rules gives fewer tokens?
 # 4. Replace the likelihood gain by $m / (n_a n_b)$ (the score often quoted for WordPiece). Which units come
 #    first now, and what happens to rare characters?

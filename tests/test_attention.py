@@ -14,6 +14,7 @@ from lecture_lib.attention import (
     global_window_mask,
     merge_heads,
     padding_mask,
+    prefix_lm_mask,
     scaled_dot_product_attention,
     sliding_window_mask,
     split_heads,
@@ -245,3 +246,15 @@ def test_padding_mask_and_errors():
         global_window_mask(4, 1, [4])
     with pytest.raises(ValueError, match="expected a bool mask"):
         additive_mask(torch.zeros(2, 2))
+
+
+def test_prefix_lm_mask_by_its_definition():
+    n, prefix = 7, 3
+    keep = prefix_lm_mask(n, prefix)
+    for i in range(n):
+        for j in range(n):
+            assert keep[i, j] == (j < prefix or j <= i)
+    torch.testing.assert_close(prefix_lm_mask(n, 0), causal_mask(n))
+    assert prefix_lm_mask(n, n).all()
+    with pytest.raises(ValueError, match="prefix_len"):
+        prefix_lm_mask(n, n + 1)

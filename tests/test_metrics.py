@@ -2,6 +2,7 @@
 
 import math
 import random
+from collections import Counter
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from seqeval.metrics import f1_score, precision_score, recall_score
 from lecture_lib.metrics import (
     accuracy,
     conll_chunks,
+    corpus_bleu,
     exact_match,
     matthews_corrcoef,
     normalize_answer,
@@ -136,3 +138,31 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="at least one reference answer"):
         qa_f1("Oslo", [])
 
+
+
+def _bleu_by_hand(hypotheses, references):
+    """Papineni et al. (2002): geometric mean of clipped 1- to 4-gram precisions times the brevity penalty."""
+    matches, totals, hyp_len, ref_len = [0] * 4, [0] * 4, 0, 0
+    for h, r in zip(hypotheses, references):
+        h, r = h.split(), r.split()
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, 5):
+            h_grams = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+            r_grams = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+            matches[n - 1] += sum((h_grams & r_grams).values())
+            totals[n - 1] += max(len(h) - n + 1, 0)
+    brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
+    return 100 * brevity * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals)) / 4)
+
+
+def test_corpus_bleu_is_papinenis_formula():
+    rng = random.Random(0)
+    words = "a b c d e f g".split()
+    references = [" ".join(rng.choices(words, k=rng.randint(6, 12))) for _ in range(50)]
+    hypotheses = [" ".join(w if rng.random() < 0.8 else rng.choice(words) for w in r.split()[: rng.randint(5, 12)])
+                  for r in references]
+    assert math.isclose(corpus_bleu(hypotheses, references), _bleu_by_hand(hypotheses, references), rel_tol=1e-9)
+    assert math.isclose(corpus_bleu(references, references), 100.0)
+    assert math.isclose(corpus_bleu(["x . y z"], ["x . y z"]), 100.0)  # tokens are taken as they are, "." included
+    with pytest.raises(ValueError, match="as many"):
+        corpus_bleu(["a"], ["a", "b"])

@@ -1,7 +1,8 @@
-"""Chapter 02, the Transformer: the chapter's training run (a small encoder-decoder that reverses
-symbol strings), its loss, and the harsher run that separates post-LN from pre-LN.
+"""Chapter 02, the Transformer: the chapter's training runs (a small encoder-decoder that reverses
+symbol strings, and the same model translating the synthetic language into a head-final one), its loss,
+and the harsher run that separates post-LN from pre-LN.
 
-Taught in: 02_transformer ("Training", "Post-LN or pre-LN").
+Taught in: 02_transformer ("Training", "Post-LN or pre-LN", "A task with structure: translation").
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.data.seq2seq_tasks import ReversalTask
+from lecture_lib.data.seq2seq_tasks import ReversalTask, TranslationTask
 from lecture_lib.data.toy import Seq2SeqBatch
 from lecture_lib.models.transformer import Transformer, TransformerConfig
 from lecture_lib.profile import pick
@@ -40,7 +41,7 @@ class Experiment:
     Taught in: 02_transformer ("Training").
     """
 
-    task: ReversalTask
+    task: ReversalTask | TranslationTask
     model: TransformerConfig
     train: TrainConfig
     label_smoothing: float = 0.1
@@ -63,6 +64,18 @@ def reversal_experiment(**model_overrides: Any) -> Experiment:
                            warmup_steps=pick(quick=50, full=400), schedule="inverse_sqrt",
                            eval_every=pick(quick=50, full=250), progress=False)
     return Experiment(task, model, schedule)
+
+
+def translation_experiment(**model_overrides: Any) -> Experiment:
+    """The chapter's second run: translating the synthetic language into a head-final one, with the
+    reversal run's model sizes and schedule.
+
+    Taught in: 02_transformer ("A task with structure: translation").
+    """
+    task = TranslationTask(max_words=pick(quick=16, full=20))
+    exp = reversal_experiment(vocab_size=task.vocab_size, max_position_embeddings=2 * task.max_words,
+                              **model_overrides)
+    return replace(exp, task=task, train=replace(exp.train, steps=pick(quick=300, full=3000), eval_every=0))
 
 
 def stability_experiment(norm_first: bool) -> Experiment:

@@ -5,17 +5,26 @@ of the test set could also turn up in training. Here every string is assigned to
 of its content: one string in ``test_every`` belongs to the test split, and training batches are
 drawn from the others only. The test accuracy is then measured on strings the model never saw.
 
-Taught in: 02_transformer ("Training").
+The translation task translates sentences of the synthetic language of chapter 05 into a head-final
+language (:func:`head_final`): verbs move to the end of their clause, prepositions become postpositions,
+relative clauses move in front of their noun, subjects and objects carry case particles, and adjectives
+agree in number with their noun. Its alignments cross, unlike reversal's single anti-diagonal.
+
+Taught in: 02_transformer ("Training", "A task with structure: translation").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import torch
 
+from lecture_lib.data import synthetic
+from lecture_lib.data.synthetic import GrammarConfig, Sentence, SyntheticLanguage
 from lecture_lib.data.toy import NUM_SPECIAL, Seq2SeqBatch, make_batch, reversal_batch
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, seed_of
 
 HASH_BASE, HASH_MODULUS = 31, 1_000_003
 
@@ -80,3 +89,149 @@ class ReversalTask:
     def test_batch(self, size: int, seed: int = 0) -> Seq2SeqBatch:
         """``size`` held-out strings (a string may repeat when the test split is small)."""
         return self.batch(self.sources(size, test=True, generator=generator("reversal task test", seed)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Translation into a head-final language
+
+CASE_PARTICLES = {"nsubj": "ga", "obj": "o"}  # after a subject or object noun phrase
+AFTER_HEAD = frozenset({"case", "cop", "aux", "advmod", "punct"})  # postpositions, copula, auxiliaries, "not", "."
+PLURAL_SUFFIX = "-pl"  # an adjective modifying a plural noun
+
+
+def head_final(sentence: Sentence) -> list[str]:
+    """The sentence in the head-final target language, read off its dependency tree.
+
+    Every word is written after its dependents, except the dependents in ``AFTER_HEAD`` (prepositions,
+    which become postpositions, the copula, auxiliaries, negation and the full stop), which follow it. A
+    subject or object noun phrase ends with its case particle, and an adjective modifying a plural noun
+    takes the suffix ``-pl``.
+
+    >>> lang = SyntheticLanguage(seed=0, config=TranslationTask.grammar)
+    >>> s = lang.grammar_sentence(random.Random(31))
+    >>> s.text
+    'these tall children walk behind the dark churches .'
+    >>> " ".join(head_final(s))
+    'these tall-pl children ga the dark-pl churches behind walk .'
+    """
+    return [word for word, _ in _head_final(sentence)]
+
+
+def head_final_alignment(sentence: Sentence) -> list[int]:
+    """For each word of :func:`head_final`'s translation, the index of the source word it translates
+    (-1 for a case particle, which translates no single word).
+
+    >>> lang = SyntheticLanguage(seed=0, config=TranslationTask.grammar)
+    >>> head_final_alignment(lang.grammar_sentence(random.Random(31)))
+    [0, 1, 2, -1, 5, 6, 7, 4, 3, 8]
+    """
+    return [source for _, source in _head_final(sentence)]
+
+
+def _head_final(sentence: Sentence) -> list[tuple[str, int]]:
+    """(target word, source index or -1) in target order."""
+    dependents: list[list[int]] = [[] for _ in sentence.words]
+    root = -1
+    for i, head in enumerate(sentence.heads):
+        if head == 0:
+            root = i
+        else:
+            dependents[head - 1].append(i)
+
+    def phrase(i: int) -> list[tuple[str, int]]:
+        before = [w for d in dependents[i] if sentence.deprels[d] not in AFTER_HEAD for w in phrase(d)]
+        after = [w for d in dependents[i] if sentence.deprels[d] in AFTER_HEAD for w in phrase(d)]
+        word = sentence.words[i]
+        if sentence.deprels[i] == "amod" and sentence.number[sentence.heads[i] - 1] == "Plur":
+            word += PLURAL_SUFFIX
+        is_argument = sentence.pos[i] == "NOUN" and sentence.deprels[i] in CASE_PARTICLES
+        particle = [(CASE_PARTICLES[sentence.deprels[i]], -1)] if is_argument else []
+        return before + [(word, i)] + after + particle
+
+    return phrase(root)
+
+
+def _lexicon() -> list[str]:
+    """Every word the translation task's grammar can write, in either language (no names)."""
+    nouns = [w for pair in synthetic.ANIMATE_NOUNS + synthetic.PLACE_NOUNS + synthetic.THING_NOUNS for w in pair]
+    adjectives = sorted(set(synthetic.ADJECTIVES + synthetic.PLACE_ADJECTIVES))
+    verbs = [w for v in synthetic.TRANSITIVE_VERBS + synthetic.INTRANSITIVE_VERBS for w in v[:3]]
+    prepositions = sorted({p for v in synthetic.INTRANSITIVE_VERBS for p in v[3]} | set(synthetic.SUBJECT_PREPOSITIONS))
+    determiners = sorted({d for ds in synthetic.DETERMINERS.values() for d in ds})
+    function_words = ["is", "are", "does", "do", "not", "who", "that", ".", *CASE_PARTICLES.values()]
+    words = nouns + adjectives + [a + PLURAL_SUFFIX for a in adjectives] + verbs + prepositions + determiners + function_words
+    return list(dict.fromkeys(words))
+
+
+@dataclass
+class TranslationTask:
+    """Translate synthetic-language sentences into the head-final language of :func:`head_final`.
+
+    Sentences come from the free grammar of :class:`~lecture_lib.data.synthetic.SyntheticLanguage` without
+    names (``grammar``), at most ``max_words`` words long, split into train and test by a hash of their
+    word ids as in :class:`ReversalTask`; training batches are drawn from a pool of ``train_pool_size``
+    training pairs. Tokens are whole words of one vocabulary shared by both languages.
+
+    Taught in: 02_transformer ("A task with structure: translation").
+    """
+
+    max_words: int = 12
+    train_pool_size: int = 4000
+    batch_size: int = 64
+    test_every: int = 10
+    seed: int = 0
+    words: list[str] = field(default_factory=_lexicon)
+    grammar = GrammarConfig(p_fact=0.0, p_name_subject=0.0, p_entity_object=0.0)
+
+    def __post_init__(self) -> None:
+        if self.max_words < 3 or self.test_every < 2:
+            raise ValueError(f"expected max_words >= 3 and test_every >= 2, got {self.max_words}, {self.test_every}")
+        self.language = SyntheticLanguage(self.seed, self.grammar)
+        self.ids = {w: NUM_SPECIAL + i for i, w in enumerate(self.words)}
+
+    @property
+    def vocab_size(self) -> int:
+        return NUM_SPECIAL + len(self.words)
+
+    def encode(self, words: list[str]) -> torch.Tensor:
+        """Word ids of ``words``; a word outside the vocabulary is an error."""
+        unknown = [w for w in words if w not in self.ids]
+        if unknown:
+            raise ValueError(f"expected words of the task's vocabulary, got {unknown}")
+        return torch.tensor([self.ids[w] for w in words])
+
+    def decode(self, ids: list[int]) -> list[str]:
+        """The words of ``ids``, special tokens dropped."""
+        return [self.words[i - NUM_SPECIAL] for i in ids if i >= NUM_SPECIAL]
+
+    @cached_property
+    def train_pool(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The ``train_pool_size`` training pairs, as word ids, that batches are drawn from (writing
+        sentences is plain Python, too slow to redo for every batch)."""
+        pairs = self.pairs(self.train_pool_size, False, random.Random(seed_of("translation task", self.seed)))
+        return [(self.encode(s.words), self.encode(t)) for s, t in pairs]
+
+    def pairs(self, n: int, test: bool, rng: random.Random) -> list[tuple[Sentence, list[str]]]:
+        """``n`` (sentence, translation) pairs of the chosen split."""
+        kept: list[tuple[Sentence, list[str]]] = []
+        while len(kept) < n:
+            sentence = self.language.grammar_sentence(rng)
+            if len(sentence) <= self.max_words and \
+                    (content_hash(self.encode(sentence.words).tolist()) % self.test_every == 0) == test:
+                kept.append((sentence, head_final(sentence)))
+        return kept
+
+    def batch(self, pairs: list[tuple[Sentence, list[str]]]) -> Seq2SeqBatch:
+        return make_batch([self.encode(s.words) for s, _ in pairs], [self.encode(t) for _, t in pairs])
+
+    def train_batch(self, batch_size: int, step: int, seed: int = 0) -> Seq2SeqBatch:
+        """The training batch of ``step``, drawn from the pool (the same whenever it is asked for)."""
+        rows = torch.randint(len(self.train_pool), (batch_size,), generator=generator("translation task", seed, step))
+        return make_batch(*zip(*[self.train_pool[i] for i in rows.tolist()]))
+
+    def test_pairs(self, size: int, seed: int = 0) -> list[tuple[Sentence, list[str]]]:
+        """``size`` held-out pairs (a sentence may repeat)."""
+        return self.pairs(size, True, random.Random(seed_of("translation task test", seed)))
+
+    def test_batch(self, size: int, seed: int = 0) -> Seq2SeqBatch:
+        return self.batch(self.test_pairs(size, seed))

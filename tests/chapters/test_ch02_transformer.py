@@ -6,6 +6,7 @@ from lecture_lib.chapters.ch02_transformer import (
     reversal_experiment,
     seq2seq_loss,
     train_experiment,
+    translation_experiment,
 )
 from lecture_lib.data.seq2seq_tasks import ReversalTask
 from lecture_lib.data.toy import PAD
@@ -55,3 +56,13 @@ def test_quick_profile_model_learns_reversal(monkeypatch):
     assert accuracy >= 0.95, f"held-out exact match {accuracy:.3f}"
     assert history.loss[-1] < history.loss[0] / 3
 
+
+
+def test_translation_experiment_fits_its_task():
+    exp = translation_experiment(d_model=16, ffn_dim=32, encoder_layers=1, decoder_layers=1)
+    assert exp.model.vocab_size == exp.task.vocab_size
+    longest_target = max(len(target) for _, target in exp.task.test_pairs(500)) + 1  # with BOS or EOS
+    assert exp.model.max_position_embeddings >= max(longest_target, exp.task.max_words)
+    short = replace(exp, train=replace(exp.train, steps=3, warmup_steps=1))
+    _, history = train_experiment(short, batch_size=8)
+    assert len(history.loss) == 3 and all(torch.isfinite(torch.tensor(history.loss)))
