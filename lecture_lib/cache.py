@@ -4,7 +4,9 @@ What the course trains once (a pretrained BERT, an ablation's table) is stored u
 recipe's key, so a changed recipe is a new name and never a stale hit. Every write is atomic: a file is
 written beside its target and renamed over it, a directory is built as ``<name>.partial`` and renamed to
 ``<name>`` when complete, so an interrupted run leaves either nothing or the previous result, never half
-of one (``os.replace`` is atomic on POSIX and Windows within one file system).
+of one (``os.replace`` is atomic on POSIX and Windows within one file system). Processes that need the same
+result at once (two test workers, two notebooks) take turns: the first builds it while the others wait on a
+lock file under ``<root>/.locks``, then load what it built.
 
 Taught in: 04_bert_pretraining ("Pretraining a small BERT").
 """
@@ -82,11 +84,34 @@ def cached(name: str, build: Callable[[Path], None], load: Callable[[Path], T]) 
     """
     final = cache_root() / name
     if not final.exists():
-        partial = final.with_name(final.name + ".partial")
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        build(partial)
-        try:
-            os.replace(partial, final)
-        except OSError:  # a directory of the same recipe is already there: keep it
-            shutil.rmtree(partial, ignore_errors=True)
+        with build_lock(name):
+            if not final.exists():  # another process may have built it while we waited
+                partial = final.with_name(final.name + ".partial")
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                build(partial)
+                try:
+                    os.replace(partial, final)
+                except OSError:  # a directory of the same recipe is already there: keep it
+                    shutil.rmtree(partial, ignore_errors=True)
     return load(final)
+
+
+@contextlib.contextmanager
+def build_lock(name: str) -> Iterator[None]:
+    """Hold the exclusive lock of result ``name`` (``<root>/.locks/<name>``, an ``fcntl`` lock the system
+    releases when its holder exits, even by a crash). Where ``fcntl`` is missing (Windows) it holds nothing,
+    and two processes building the same result at once each build it, the first rename winning.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path = cache_root() / ".locks" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -33,6 +33,11 @@ def read_directory(path: Path) -> str:
     return (path / "weights.txt").read_text()
 
 
+def results() -> list[str]:
+    """What the cache holds, without its lock files."""
+    return sorted(p.name for p in cache_root().iterdir() if p.name != ".locks")
+
+
 def never_build(path: Path) -> None:
     raise AssertionError("a finished result must be loaded, not built again")
 
@@ -56,7 +61,7 @@ def test_a_build_that_fails_midway_leaves_no_result_and_the_next_call_completes_
     assert (cache_root() / "model.partial" / "half.txt").is_file()  # what a resumable build continues from
 
     assert cached("model", write_directory, read_directory) == "trained"
-    assert sorted(p.name for p in cache_root().iterdir()) == ["model"]
+    assert results() == ["model"]
     assert cached("model", never_build, read_directory) == "trained"
 
 
@@ -66,7 +71,7 @@ def test_a_file_result_is_built_once_then_loaded():
 
     assert cached("table.json", build, lambda p: json.loads(p.read_text())) == {"accuracy": 0.5}
     assert cached("table.json", never_build, lambda p: json.loads(p.read_text())) == {"accuracy": 0.5}
-    assert sorted(p.name for p in cache_root().iterdir()) == ["table.json"]
+    assert results() == ["table.json"]
 
 
 def test_another_process_finishing_first_wins():
@@ -76,7 +81,34 @@ def test_another_process_finishing_first_wins():
         write_directory(path)
 
     assert cached("model", slower_than_another_process, read_directory) == "theirs"
-    assert sorted(p.name for p in cache_root().iterdir()) == ["model"]
+    assert results() == ["model"]
+
+
+BUILD_IN_ANOTHER_PROCESS = """
+import sys, time
+from pathlib import Path
+from lecture_lib.cache import cached
+
+def build(path):
+    with open(sys.argv[1], "a") as log:
+        log.write("build\\n")
+    time.sleep(1.0)  # long enough for the other process to arrive while this one builds
+    path.write_text("built")
+
+print(cached("slow.txt", build, lambda p: p.read_text()))
+"""
+
+
+def test_two_processes_wanting_the_same_result_build_it_once(tmp_path):
+    log = tmp_path / "builds.log"
+    env = {**os.environ, "LECTURE_CACHE": str(cache_root())}
+    workers = [subprocess.Popen([sys.executable, "-c", BUILD_IN_ANOTHER_PROCESS, str(log)], env=env,
+                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [worker.communicate(timeout=120)[0].strip() for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0]
+    assert outputs == ["built", "built"]
+    assert log.read_text() == "build\n"  # the second process waited, then loaded the first one's result
+    assert results() == ["slow.txt"]
 
 
 def test_atomic_write_keeps_the_old_content_when_writing_fails(tmp_path, monkeypatch):
