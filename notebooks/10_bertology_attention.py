@@ -62,7 +62,7 @@ from lecture_lib.analysis.head_importance import (
 )
 from lecture_lib.analysis.syntactic_heads import align_words, syntactic_heads
 from lecture_lib.chapters.ch10_bertology_attention import (
-    RELATIONS,
+    DEPENDENCY_RELATIONS,
     chapter_config,
     documentation_pairs,
     load_minilm,
@@ -309,8 +309,8 @@ print(example.text)
 print(list(zip(tokenizer.convert_ids_to_tokens(example_ids), example_words)))
 trees = [s.heads for s in sentences], [s.deprels for s in sentences]
 course = synthetic_bert()
-tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, RELATIONS),
-          "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, RELATIONS)}
+tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
+          "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}
 print(f"\n{'relation':10} {'arcs':>5} | {'MiniLM best head':>26} | {'course BERT best head':>26} | offset baseline")
 for mini, ours in zip(*tables.values()):
     cells = [f"{r.layer}-{r.head} {r.direction:>15} {r.accuracy:5.1%}" for r in (mini, ours)]

@@ -27,11 +27,11 @@ from lecture_lib.runtime import generator, seed_of
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 # the dependency relations of the synthetic language scored in Table 1's shape
-RELATIONS = ("nsubj", "obj", "det", "amod", "case", "obl", "cop", "aux", "acl:relcl", "flat")
+DEPENDENCY_RELATIONS = ("nsubj", "obj", "det", "amod", "case", "obl", "cop", "aux", "acl:relcl", "flat")
 
 
 @dataclass
-class ChapterConfig:
+class AttentionChapterConfig:
     """The chapter's sizes: documentation pairs for the statistics, synthetic sentences for syntax and for
     the masked-LM score, random pruning orders, and the latency batch.
 
@@ -55,12 +55,12 @@ FULL = dict(pairs=512, max_length=128, syntax_sentences=2000, mlm_sentences=2048
             latency_batch=64, latency_repeats=10)
 
 
-def chapter_config(**overrides) -> ChapterConfig:
+def chapter_config(**overrides) -> AttentionChapterConfig:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``.
 
     Taught in: 10_bertology_attention ("Two models and their inputs").
     """
-    return ChapterConfig(**{**pick(quick=QUICK, full=FULL), **overrides})
+    return AttentionChapterConfig(**{**pick(quick=QUICK, full=FULL), **overrides})
 
 
 def load_minilm() -> tuple[BertModel, WordPieceTokenizer]:
@@ -95,7 +95,7 @@ def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
-def documentation_pairs(tokenizer: WordPieceTokenizer, config: ChapterConfig) -> dict[str, torch.Tensor]:
+def documentation_pairs(tokenizer: WordPieceTokenizer, config: AttentionChapterConfig) -> dict[str, torch.Tensor]:
     """Pairs of consecutive sentences of the Python documentation, ``[CLS] A [SEP] B [SEP]``, that fit
     ``max_length``, from documents drawn at random: ``input_ids``, ``token_type_ids``, ``attention_mask``
     and ``special_tokens_mask`` (True on [CLS] and [SEP] only), right-padded to the longest pair.
