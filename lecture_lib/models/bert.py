@@ -16,7 +16,9 @@ Taught in: 04_bert_pretraining ("The input: three embeddings", "The model").
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import torch
 import torch.nn.functional as F
@@ -64,6 +66,43 @@ class BertConfig(HFConfig):
                 raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
+        # {layer: [heads]} removed by BertModel.prune_heads: an attribute, not a field, so that recipes (and
+        # their cache keys) and the command line's flags stay as they were; config.json carries it when not empty
+        self.pruned_heads: dict[int, list[int]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        values = super().to_dict()
+        if self.pruned_heads:  # JSON keys are strings, as transformers 4 writes them
+            values["pruned_heads"] = {str(layer): heads for layer, heads in self.pruned_heads.items()}
+        return values
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "BertConfig":
+        """:meth:`HFConfig.from_dict`, and ``pruned_heads`` ({layer: [heads]}, keys as ints or strings)."""
+        config = super().from_dict(values)
+        config.pruned_heads = pruned_heads_table(config, values.get("pruned_heads") or {})
+        return config
+
+
+def pruned_heads_table(config: BertConfig, heads: dict[Any, Iterable[int]]) -> dict[int, list[int]]:
+    """``{layer: heads}`` checked against the config's sizes, with int keys and sorted, distinct heads.
+
+    >>> pruned_heads_table(BertConfig(num_hidden_layers=2), {"1": [3, 0, 3]})
+    {1: [0, 3]}
+    """
+    table = {}
+    for layer, removed in heads.items():
+        layer, removed = int(layer), sorted({int(h) for h in removed})
+        if not 0 <= layer < config.num_hidden_layers:
+            raise ValueError(f"expected layers in [0, {config.num_hidden_layers}), got layer {layer}")
+        if any(not 0 <= h < config.num_attention_heads for h in removed):
+            raise ValueError(f"expected heads in [0, {config.num_attention_heads}), got {removed} in layer {layer}")
+        if len(removed) == config.num_attention_heads:
+            raise ValueError(f"cannot remove all {config.num_attention_heads} heads of layer {layer}: keep one, "
+                             "or silence them all with head_mask")
+        if removed:
+            table[layer] = removed
+    return table
 
 
 BERT = Family(
@@ -165,27 +204,36 @@ class BertSelfAttention(nn.Module):
     and returns the weights; otherwise PyTorch's fused kernel, which never stores the T x T matrix.
     Given a :class:`~lecture_lib.models.unpadding.Packing` as ``mask``, the tokens are packed (1, N, H)
     and attend within their own sequence (:func:`~lecture_lib.models.unpadding.attend_packed`).
+
+    ``head_mask`` (the config's ``num_attention_heads``,) multiplies each head's output (its context
+    vectors): 1 keeps a head, 0 removes it, a value between scales it (Michel et al.'s gate ξ_h). ``heads``
+    lists the heads still present, by their original index: :meth:`BertAttention.prune_heads` removes some.
     """
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.num_attention_heads = config.num_attention_heads
+        self.heads = list(range(config.num_attention_heads))
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | Packing | None = None,
-                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                output_attentions: bool = False,
+                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         h = self.num_attention_heads
         q = split_heads(self.query(hidden_states), h)  # (B, heads, T, D)
         k = split_heads(self.key(hidden_states), h)
         v = split_heads(self.value(hidden_states), h)
         p = self.dropout.p if self.training else 0.0
         if isinstance(mask, Packing):
-            return merge_heads(attend_packed(q, k, v, mask, p)), None  # (1, N, H)
-        context, weights = attend(q, k, v, mask, p, need_weights=output_attentions)
-        return merge_heads(context), weights  # (B, T, H)
+            context, weights = attend_packed(q, k, v, mask, p), None  # (1, heads, N, D)
+        else:
+            context, weights = attend(q, k, v, mask, p, need_weights=output_attentions)  # (B, heads, T, D)
+        if head_mask is not None:
+            context = context * head_mask[self.heads].to(context.dtype)[:, None, None]  # ξ_h · head_h
+        return merge_heads(context), weights  # (B, T, H), or (1, N, H) packed
 
 
 class BertSelfOutput(nn.Module):
@@ -204,16 +252,49 @@ class BertSelfOutput(nn.Module):
         return self.LayerNorm(residual + self.dropout(self.dense(sublayer_output)))
 
 
+def keep_features(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
+    """A smaller copy of ``linear`` keeping the output features (``dim=0``: rows of the weight, and the bias)
+    or the input features (``dim=1``: columns; the bias stays whole) listed in ``index``.
+
+    >>> layer = nn.Linear(4, 3)
+    >>> tuple(keep_features(layer, torch.tensor([0, 2]), dim=1).weight.shape)
+    (3, 2)
+    """
+    weight = linear.weight.index_select(dim, index)
+    kept = nn.Linear(weight.shape[1], weight.shape[0], bias=linear.bias is not None)
+    kept.to(device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        kept.weight.copy_(weight)
+        if linear.bias is not None:
+            kept.bias.copy_(linear.bias if dim == 1 else linear.bias[index])
+    return kept
+
+
 class BertAttention(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
-                output_attentions: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        context, weights = self.self(x, mask, output_attentions)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool,
+                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        context, weights = self.self(x, mask, output_attentions, head_mask)
         return self.output(context, x), weights
+
+    def prune_heads(self, heads: Iterable[int]) -> None:
+        """Remove ``heads`` (original indices; those already gone are skipped): head h owns rows h·d … (h+1)·d
+        of ``query``, ``key`` and ``value`` and the same columns of ``output.dense``."""
+        attention = self.self
+        kept = [h for h in attention.heads if h not in set(heads)]
+        if len(kept) == len(attention.heads):
+            return
+        d = attention.query.out_features // attention.num_attention_heads
+        positions = [attention.heads.index(h) for h in kept]
+        index = torch.cat([torch.arange(p * d, (p + 1) * d) for p in positions]).to(attention.query.weight.device)
+        for name in ("query", "key", "value"):
+            setattr(attention, name, keep_features(getattr(attention, name), index, dim=0))
+        self.output.dense = keep_features(self.output.dense, index, dim=1)
+        attention.heads, attention.num_attention_heads = kept, len(kept)
 
 
 class BertIntermediate(nn.Module):
@@ -242,9 +323,9 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
-                output_attentions: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a, weights = self.attention(x, mask, output_attentions)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool,
+                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        a, weights = self.attention(x, mask, output_attentions, head_mask)
         return self.output(self.intermediate(a), a), weights
 
 
@@ -291,6 +372,16 @@ def check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: to
         raise ValueError(f"expected token_type_ids of shape {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}")
 
 
+def check_head_mask(config: BertConfig, head_mask: torch.Tensor | None) -> None:
+    """A (layers, heads) floating tensor: 1 keeps a head, 0 removes it (a pruned head's entry is not read)."""
+    if head_mask is None:
+        return
+    expected = (config.num_hidden_layers, config.num_attention_heads)
+    if tuple(head_mask.shape) != expected or not head_mask.is_floating_point():
+        raise ValueError(f"expected a floating head_mask of shape {expected} (layers, heads), "
+                         f"got {head_mask.dtype} {tuple(head_mask.shape)}")
+
+
 def _unchanged(hidden: torch.Tensor) -> torch.Tensor:
     return hidden
 
@@ -303,6 +394,32 @@ class BertPreTrainedModel(PreTrainedModule):
 
     family = BERT
     base_model_prefix = "bert"
+
+    def prune_heads(self, heads_to_prune: dict[int, Iterable[int]]) -> None:
+        """Remove attention heads for good, ``{layer: [heads]}`` by their original indices (Michel et al. 2019).
+
+        Each layer's ``query``, ``key``, ``value`` lose the heads' rows and ``attention.output.dense`` their
+        columns; the model computes what it computed with those heads masked (``head_mask`` 0), in less
+        time. ``config.pruned_heads`` records every head removed so far (transformers 4's convention), so
+        :meth:`save_pretrained` and :meth:`from_pretrained` keep the smaller shapes. The config is copied,
+        not changed in place: a model that shared it keeps its own.
+
+        Taught in: 10_bertology_attention ("Pruning heads for good").
+        """
+        merged = dict(self.config.pruned_heads)
+        for layer, heads in pruned_heads_table(self.config, heads_to_prune).items():
+            merged[layer] = sorted(set(merged.get(layer, [])) | set(heads))
+        config = copy.copy(self.config)
+        config.pruned_heads = pruned_heads_table(config, merged)  # refuses a layer left without heads
+        for layer, heads in config.pruned_heads.items():
+            self.base_model.encoder.layer[layer].attention.prune_heads(heads)
+        self.config = self.base_model.config = config
+
+    def to_hf(self, attn_implementation: str = "eager") -> nn.Module:
+        if self.config.pruned_heads:
+            raise ValueError(f"transformers 5 has no pruned heads (this model has {self.config.pruned_heads}): "
+                             "save_pretrained writes them for transformers 4, or zero the heads' weights instead")
+        return super().to_hf(attn_implementation)
 
 
 class BertModel(BertPreTrainedModel):
@@ -326,6 +443,8 @@ class BertModel(BertPreTrainedModel):
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config)
         self.apply(self._init_weights)
+        for layer, heads in config.pruned_heads.items():  # a pruned checkpoint's shapes
+            self.encoder.layer[layer].attention.prune_heads(heads)
 
     @staticmethod
     def _pack(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None,
@@ -355,13 +474,17 @@ class BertModel(BertPreTrainedModel):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         unpad: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> BertModelOutput:
         """``input_ids`` (B, T); ``attention_mask`` (B, T), 1 on tokens and 0 on padding; segments 0/1.
 
         ``unpad=True`` runs the layers on the real tokens only, packed (1, N, H) (:mod:`~lecture_lib.models.unpadding`;
         right padding only); the outputs come back (B, T, H), equal at the real positions and 0 at the padding.
+        ``head_mask`` (layers, heads) multiplies each head's output: 1 keeps it, 0 removes it (see
+        :class:`BertSelfAttention`); the attention weights returned are the heads' softmax, unmasked.
         """
         check_inputs(self.config, input_ids, token_type_ids)
+        check_head_mask(self.config, head_mask)
         mask = keys_mask(attention_mask, input_ids)
         restore = _unchanged
         if unpad:
@@ -370,8 +493,8 @@ class BertModel(BertPreTrainedModel):
             restore = mask.pad
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H), or (1, N, H) packed
         hidden_states, attentions = [x], []
-        for layer in self.encoder.layer:
-            x, weights = layer(x, mask, output_attentions)
+        for i, layer in enumerate(self.encoder.layer):
+            x, weights = layer(x, mask, output_attentions, None if head_mask is None else head_mask[i])
             hidden_states.append(x)
             attentions.append(weights)
         x = restore(x)
@@ -460,6 +583,7 @@ class BertForPreTraining(BertPreTrainedModel):
         output_hidden_states: bool = False,
         masked_only: bool = False,
         unpad: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> BertForPreTrainingOutput:
         if masked_only and labels is None:
             raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
@@ -469,7 +593,7 @@ class BertForPreTraining(BertPreTrainedModel):
                 (labels != IGNORE_INDEX) & (attention_mask == 0)).any():
             raise ValueError("unpad=True computes no padded position: expected labels -100 wherever attention_mask is 0")
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states, unpad)
+                        output_hidden_states, unpad, head_mask)
         hidden = out.last_hidden_state  # (B, T, H)
         if masked_only:
             selected = labels != IGNORE_INDEX  # (B, T)

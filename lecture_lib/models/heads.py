@@ -118,6 +118,7 @@ class _TaskHead(BertPreTrainedModel):
         config = encoder.config
         if dropout is not None:
             config = dataclasses.replace(config, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+            config.pruned_heads = encoder.config.pruned_heads  # an attribute, not a field: replace() drops it
         first = next(encoder.parameters())
         head = cls(config, num_labels, **kwargs).to(device=first.device, dtype=first.dtype)
         state = {k: v for k, v in encoder.state_dict().items() if head.with_pooler or not k.startswith("pooler.")}
@@ -167,9 +168,9 @@ class BertForSequenceClassification(_ClassifierHead):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> SequenceClassifierOutput:
+                output_hidden_states: bool = False, head_mask: torch.Tensor | None = None) -> SequenceClassifierOutput:
         out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                              output_hidden_states)
+                              output_hidden_states, head_mask=head_mask)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
         loss = None
         if labels is not None:
@@ -193,9 +194,9 @@ class BertForTokenClassification(_ClassifierHead):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> TokenClassifierOutput:
+                output_hidden_states: bool = False, head_mask: torch.Tensor | None = None) -> TokenClassifierOutput:
         out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                              output_hidden_states)
+                              output_hidden_states, head_mask=head_mask)
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None
         if labels is not None:
@@ -229,9 +230,10 @@ class BertForQuestionAnswering(_TaskHead):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 start_positions: torch.Tensor | None = None, end_positions: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False) -> QuestionAnsweringModelOutput:
+                output_attentions: bool = False, output_hidden_states: bool = False,
+                head_mask: torch.Tensor | None = None) -> QuestionAnsweringModelOutput:
         out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                              output_hidden_states)
+                              output_hidden_states, head_mask=head_mask)
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(-1)  # (B, T) each
         loss = None
         if (start_positions is None) != (end_positions is None):
