@@ -468,9 +468,18 @@ def left_to_right_logits(model: BertForPreTraining, batch: dict[str, torch.Tenso
 
     Taught in: 04_bert_pretraining ("The road to BERT").
     """
+    return causal_prediction_logits(model, {**batch, "input_ids": unmasked_text(batch)})
+
+
+def causal_prediction_logits(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The MLM head's logits (B, T, V) for ``batch["input_ids"]`` with a causal mask in every layer:
+    position i sees itself and the positions before it, nothing to its right.
+
+    Taught in: 04_bert_pretraining ("The road to BERT").
+    """
     if not isinstance(model, BertForPreTraining):
         raise ValueError(f"expected a BertForPreTraining, got {type(model).__name__}")
-    input_ids = unmasked_text(batch)
+    input_ids = batch["input_ids"]
     keep = causal_mask(input_ids.shape[1], input_ids.device) & batch["attention_mask"].bool()[:, None, None, :]
     x = model.bert.embeddings(input_ids, batch["token_type_ids"])  # (B, T, H)
     for layer in model.bert.encoder.layer:
