@@ -112,7 +112,7 @@ def synthetic_bert(config: ch05.ChapterConfig | None = None, *, progress: bool =
 
 
 def ablation_config(**overrides) -> ch05.ChapterConfig:
-    """The ablations' runs: the synthetic language's model and data, a third of its steps each.
+    """The ablations' runs: the synthetic language's model and data, fewer steps each (200 quick, 2,000 full).
 
     Taught in: 04_bert_pretraining ("The masking ablation", "BERT's ablations: objectives and size").
     """
