@@ -606,8 +606,9 @@ assert history.loss[-1] < history.loss[0] and synthetic_result.history.loss[-1] 
 # itself: 80/20/0 (keep twice as often, never random) scores *below* 80/10/10 in both NER columns, and
 # rules without SAME tie rules with it (80/0/20 and 0/20/80 both give 94.6 feature-based).
 #
-# Our version trains three rules (MLM only, the synthetic language, 200 steps each, `ablation_config()`):
-# BERT's, and the two that never show the model a real token at a selected position. Each is probed on the
+# Our version trains two rules (MLM only, the synthetic language, 200 steps each, `ablation_config()`):
+# BERT's, and always `[MASK]`, which never shows the model a real token at a selected position. Each is
+# probed on the
 # same held-out positions in three ways: showing `[MASK]` there (the pretraining condition), showing the
 # *true* token (the fine-tuning condition: every token is real; can the model still say what it is?), or a
 # random token to correct. There is no fine-tuning in this table; the probes stand in for it.
@@ -635,23 +636,21 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# At a `[MASK]` the three rules learned about as much, each above the frequency guess. The second probe
+# At a `[MASK]` the two rules learned about as much, both above the frequency guess. The second probe
 # separates them, and it is the mechanism behind the paper's feature-based column. Shown the real token,
-# the 80/10/10 model names it a third of the time or more; the two rules that never kept a token are near
-# the frequency level, or below it, as if blind to what they see. 100/0/0 was never asked about a visible
-# real token, so its output vector there carries no answer; 0/0/100 learned that a visible token at a
-# predicted position is always wrong, the opposite of what fine-tuning needs. At fine-tuning every token
-# is real, and a frozen 100/0/0 encoder offers exactly those vectors. BERT's paper measured a 0.9-point
-# loss from it feature-based, and half as much after fine-tuning (which retrains the vectors): that is
-# the size of the effect at scale. We do not claim a ranking of the paper's six rules.
+# the 80/10/10 model names it a third of the time or more; the 100/0/0 model is at the frequency level or
+# below it, as if blind to what it sees: it was never asked about a visible real token, so its output
+# vector there carries no answer. At fine-tuning every token is real, and a frozen 100/0/0 encoder offers
+# exactly those vectors. BERT's paper measured a 0.9-point loss from it feature-based, and half as much
+# after fine-tuning (which retrains the vectors): that is the size of the effect at scale. We do not claim
+# a ranking of the paper's six rules.
 
 # %%
 assert list(paper) == [s.name for s in ABLATION_STRATEGIES]  # the paper's six rows, in order
-assert set(ablation) == {"80/10/10", "100/0/0", "0/0/100"}
-# Checked on pretraining seeds 0, 1 and 2.
-assert all(ablation[rule]["[MASK]"] > unigram_level + 0.02 for rule in ablation)  # all three learned context
-never_keeps = [ablation[rule]["same"] for rule in ("100/0/0", "0/0/100")]
-assert ablation["80/10/10"]["same"] > max(never_keeps) + 0.15  # only the rule that keeps tokens reports them
+assert set(ablation) == {"80/10/10", "100/0/0"}
+# Checked on pretraining seeds 0 and 1.
+assert all(ablation[rule]["[MASK]"] > unigram_level + 0.04 for rule in ablation)  # both learned context
+assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.15  # only the rule that keeps tokens reports them
 
 # %% [markdown]
 # ## 9. BERT's ablations: objectives and size
@@ -663,9 +662,11 @@ assert ablation["80/10/10"]["same"] > max(never_keeps) + 0.15  # only the rule t
 # masked-LM perplexity on held-out text beside the downstream scores.
 #
 # Ours: each row pretrained for 200 steps on the synthetic language (`ablation_config()`), scored on the
-# same held-out masked positions and, for the downstream column, fine-tuned on chapter 05's *entailment*
-# task (does the hypothesis follow from the premise or contradict it: MNLI in small, a pair task of the
-# kind NSP was meant to help), 150 steps on 1,000 examples, tested on 400 about other people. The
+# same held-out masked positions and, for the downstream column, fine-tuned on chapter 05's
+# *acceptability* task (is subject-verb agreement respected, across attractors? CoLA in small, scored by
+# Matthews' correlation), 100 steps on 1,000 sentences, tested on 400 about other people; the same
+# fine-tuning from random weights is the baseline ("No pretraining"). (Chapter 05's entailment task is
+# no use here: every one of our pretrained models fine-tunes to 99-100% on it.) The
 # left-to-right model guesses each masked word from the words on its left only, since it sees nothing
 # else; like BERT's own LTR model it is fine-tuned here with its full (bidirectional) attention, a
 # mismatch BERT's authors avoided by keeping the left-only mask at fine-tuning as well.
@@ -676,31 +677,32 @@ sizes = size_sweep(ablation_config())
 paper_table5 = {"BERT (MLM + NSP)": (84.4, 88.4, 86.7, 92.7, 88.5), "No NSP": (83.9, 84.9, 86.5, 92.6, 87.9),
                 "LTR & No NSP": (82.1, 84.3, 77.5, 92.1, 77.8), "+ BiLSTM": (82.1, 84.1, 75.7, 91.6, 84.9)}
 print(f"{'Table 5':<17}| {'MNLI-m':>6} {'QNLI':>5} {'MRPC':>5} {'SST-2':>5} {'SQuAD':>5} | "
-      f"{'acc@[MASK]':>10} {'entailment':>10}")
-for name, numbers in paper_table5.items():
-    row = objectives.get(name)
-    ours = f"{row['mask_accuracy']:>10.1%} {row['entailment']:>10.1%}" if row else f"{'(not run)':>10}"
-    print(f"{name:<17}| " + " ".join(f"{x:>{w}.1f}" for x, w in zip(numbers, (6, 5, 5, 5, 5))) + f" | {ours}")
+      f"{'acc@[MASK]':>10} {'agreement MCC':>13}")
+for name in [*paper_table5, "No pretraining"]:
+    numbers = " ".join(f"{x:>{w}.1f}" for x, w in zip(paper_table5.get(name, ()), (6, 5, 5, 5, 5)))
+    row = objectives.get(name, {})
+    ours = f"{row['mask_accuracy']:>10.1%}" if "mask_accuracy" in row else f"{'':>10}"
+    ours += f" {row['downstream']:>13.3f}" if row else "  (not run)"
+    print(f"{name:<17}| {numbers:<30} | {ours}")
 
 paper_table6 = {(3, 768, 12): (5.84, 77.9, 79.8, 88.4), (6, 768, 3): (5.24, 80.6, 82.2, 90.7),
                 (6, 768, 12): (4.68, 81.9, 84.8, 91.3), (12, 768, 12): (3.99, 84.4, 86.7, 92.9),
                 (12, 1024, 16): (3.54, 85.7, 86.9, 93.3), (24, 1024, 16): (3.23, 86.6, 87.8, 93.7)}
 print(f"\n{'Table 6 (paper)':<15}| {'LM ppl':>6} {'MNLI-m':>6} {'MRPC':>5} {'SST-2':>5}"
-      f"      {'ours L/H/A':<10}| {'params':>7} {'LM ppl':>6} {'entailment':>10}")
+      f"      {'ours L/H/A':<10}| {'params':>7} {'LM ppl':>6} {'agreement MCC':>13}")
 ours_rows = list(sizes.items())
 for i, ((layers, width, heads), (ppl, mnli, mrpc, sst)) in enumerate(paper_table6.items()):
     line = f"{layers:>3}/{width}/{heads:<6}| {ppl:>6.2f} {mnli:>6.1f} {mrpc:>5.1f} {sst:>5.1f}"
     if i < len(ours_rows):
         name, row = ours_rows[i]
         line += (f"      {name:<10}| {row['parameters'] / 1e3:>6.0f}k {math.exp(row['mlm_loss']):>6.2f} "
-                 f"{row['entailment']:>10.1%}")
+                 f"{row['downstream']:>13.3f}")
     print(line)
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.3))
-axes[0].bar(list(objectives), [row["mask_accuracy"] for row in objectives.values()], color="C0", width=0.4,
-            label="held-out accuracy at [MASK]")
-axes[0].bar([i + 0.4 for i in range(len(objectives))], [row["entailment"] for row in objectives.values()],
-            color="C1", width=0.4, label="entailment, fine-tuned")
+plot_grouped_bars(axes[0], [name.replace(" & ", "\n& ") for name in objectives],
+                  {"held-out accuracy at [MASK]": [row.get("mask_accuracy", 0) for row in objectives.values()],
+                   "agreement MCC, fine-tuned": [row["downstream"] for row in objectives.values()]})
 axes[0].set_title("Table 5 in shape")
 axes[0].legend(fontsize=8)
 axes[1].plot([row["parameters"] for row in sizes.values()], [math.exp(row["mlm_loss"]) for row in sizes.values()],
@@ -718,28 +720,27 @@ plt.show()
 # What reproduced, row by row, and what did not:
 #
 # - **No NSP.** The paper lost 0.5 points on MNLI and 3.5 on QNLI without NSP, almost nothing elsewhere;
-#   RoBERTa (Liu et al., 2019) later found that dropping it does not hurt and can help. Ours sides with
-#   RoBERTa: with and without NSP, the same accuracy at `[MASK]` and the same downstream score, within
-#   the noise of a 400-sentence test set.
+#   RoBERTa (Liu et al., 2019) later found that dropping it does not hurt and can help. Ours is too close
+#   to call: the same accuracy at `[MASK]`, and downstream scores a few hundredths of MCC apart, about
+#   what another fine-tuning seed would move them.
 # - **LTR & No NSP.** The paper's left-to-right model is worse everywhere, by 9 points on MRPC and 11 on
-#   SQuAD. Ours is the opposite at 200 steps, better at the masked words and better after fine-tuning:
-#   it has learned from every token, the masked LM from 15% of them (section 10). This row does not
-#   reproduce at our budget, and says why BERT needed its million steps.
-# - **No pretraining** is our own row, the trivial baseline: the masked LMs pretrained for 200 steps
-#   fine-tune no better than random weights on agreement; a grammar takes them longer than that.
-# - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Ours: the
-#   smallest model is the worst at masked LM, as in the paper, but four layers do no better than two in
-#   200 steps (deeper networks need more steps), and the downstream scores do not follow size at all.
-#   Only the first step of the trend reproduces.
+#   SQuAD. Ours is not, at 200 steps: far better at the masked words, and as good or better after
+#   fine-tuning. It has learned from every token, the masked LM from 15% of them (section 10). This row
+#   does not reproduce at our budget, and says why BERT needed its million steps.
+# - **No pretraining** is our own row, the trivial baseline: 200 steps of masked LM buy only a few
+#   hundredths of MCC over random weights on agreement; a grammar takes longer than that to learn.
+# - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Ours:
+#   perplexity falls and accuracy at `[MASK]` rises with every step up (the smallest model has learned
+#   nothing but word frequencies), and the smallest is clearly the worst downstream; the two larger ones
+#   tie there. The shape of the perplexity column reproduces; the downstream one only at its low end.
 
 # %%
-pretrained_rows = [objectives["BERT (MLM + NSP)"], objectives["No NSP"], *sizes.values()]
+# Checked on pretraining seeds 0 and 1: both BERT rows above the frequency guess at [MASK], and the
+# held-out perplexity falling with every step up in size (Table 6's LM column).
 baseline_at_masks = objectives["BERT (MLM + NSP)"]["unigram_at_masks"]
-# Checked on pretraining seeds 0 and 1: every masked LM above the frequency guess, the smallest the worst.
-assert all(row["mask_accuracy"] > baseline_at_masks + 0.02 for row in pretrained_rows)
-perplexity = {name: math.exp(row["mlm_loss"]) for name, row in sizes.items()}
-assert max(perplexity, key=perplexity.get) == min(sizes, key=lambda name: sizes[name]["parameters"])
-assert [row["parameters"] for row in sizes.values()] == sorted(row["parameters"] for row in sizes.values())
+assert all(objectives[name]["mask_accuracy"] > baseline_at_masks + 0.03 for name in ("BERT (MLM + NSP)", "No NSP"))
+by_size = sorted(sizes.values(), key=lambda row: row["parameters"])
+assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(by_size, by_size[1:]))
 
 # %% [markdown]
 # ## 10. The road to BERT
@@ -1057,7 +1058,7 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 # | MLM selects 15% and replaces 80/10/10 | Devlin et al. (2019), section 3.1 | within 0.3 / 1 point over 200k tokens (section 4) |
 # | dynamic masking is as good or better than static | Liu et al. (2019), Table 1: SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9 | the mechanism only: 1, 4 and 12 distinct masks in 12 epochs (section 5) |
 # | pretraining teaches context | BERT-base: MLM perplexity 3.99 on held-out text (Table 6) | on English, not in 20 s: 8.0% at `[MASK]` against 4.9% for "the" (x1.6), perplexity 235. On the synthetic language: 34.0% against 11.8% (x2.9; x2.6 and x2.5 with seeds 1 and 2), perplexity 24, and fill-mask picks "lives" or "works" from the words after the blank (section 7) |
-# | 100/0/0 hurts the feature-based use | Table 8: NER feature-based 94.0 vs 94.9 for 80/10/10; fine-tuning within 0.5 | the mechanism: shown the true token, 80/10/10 names it 41% of the time, 100/0/0 and 0/0/100 14%, the frequency level; at `[MASK]` the three are alike (section 8) |
+# | 100/0/0 hurts the feature-based use | Table 8: NER feature-based 94.0 vs 94.9 for 80/10/10; fine-tuning within 0.5 | the mechanism: shown the true token, 80/10/10 names it RULE_SAME, 100/0/0 MASK_SAME, the frequency level (RULE_UNIGRAM); at `[MASK]` the two are alike (section 8) |
 # | NSP helps (BERT) / does not (RoBERTa) | Table 5: No NSP −0.5 MNLI, −3.5 QNLI; Liu et al. (2019) | no difference at `[MASK]` or downstream (section 9) |
 # | a left-to-right LM is worse | Table 5: LTR −2.3 MNLI, −9.2 MRPC, −10.7 SQuAD | not at 200 steps: it learns from every token and leads on both measures (sections 9, 10) |
 # | bigger is better | Table 6: perplexity 5.84 (3 layers) to 3.23 (24) | the smallest model is the worst; 4 layers no better than 2 in 200 steps (section 9) |
