@@ -182,7 +182,7 @@ def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequenc
 OBJECTIVES = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked"),
               "LTR & No NSP": (None, "left-to-right")}
 # Table 6's sizes as (layers L, width H, heads A): the middle one is the ablations' default shape.
-SIZES = {"quick": ((1, 16, 2), (1, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (4, 256, 4), (6, 256, 8))}
+TABLE6_SIZES = {"quick": ((1, 16, 2), (1, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (4, 256, 4), (6, 256, 8))}
 
 
 def downstream_task(tokenizer, config: ch05.ChapterConfig) -> Task:
@@ -253,13 +253,13 @@ def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bo
 
 def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
                progress: bool = False) -> dict[str, dict]:
-    """BERT's Table 6 in shape: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`SIZES`),
+    """BERT's Table 6 in shape: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`),
     feed-forward width 4H, scored as in :func:`objective_ablation`, with the held-out MLM loss.
 
     Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
     """
     config = config or ablation_config()
-    sizes = [tuple(size) for size in sizes or SIZES[current()]]
+    sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
 
     def build(path: Path) -> None:
         held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))

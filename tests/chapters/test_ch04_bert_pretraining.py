@@ -33,11 +33,11 @@ def _tiny(monkeypatch, tmp_path):
 def test_profiles_pick_the_sizes(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     quick, quick_docs = synthetic_config(), chapter_config()
+    assert quick.finetune == ch05.chapter_config().finetune  # chapter 05's fine-tuning budget
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     full = synthetic_config()
     assert quick.pretrain.model.hidden_size < full.pretrain.model.hidden_size
     assert quick.pretrain.model.hidden_size == quick_docs.model.hidden_size  # the documentation model's shape
-    assert quick.finetune == ch05.chapter_config().finetune  # chapter 05's fine-tuning budget
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     shorter = ablation_config()
     assert shorter.pretrain.train.steps < quick.pretrain.train.steps
