@@ -527,7 +527,9 @@ for text in fill_probes:
 # %% [markdown]
 # Twenty seconds of English are not enough. At a `[MASK]` this model is right less than one time in ten,
 # well under twice the frequency guess, and its guesses are the commonest tokens whatever the sentence.
-# (The all-positions accuracy looks better only because it counts copies.) BERT-base saw 3.3 billion
+# Its accuracy over all selected positions looks better, and is in fact *below* that of a model with no
+# context at all, one that copies each visible token and says "the" at each `[MASK]`: that number
+# measures copying, not understanding. BERT-base saw 3.3 billion
 # words, 128,000 tokens per step for a million steps; English has tens of thousands of words, and most of
 # what decides a blank is knowledge a model needs many passes to gather.
 #
@@ -692,7 +694,7 @@ print(f"\n{'Table 6 (paper)':<15}| {'LM ppl':>6} {'MNLI-m':>6} {'MRPC':>5} {'SST
       f"      {'ours L/H/A':<10}| {'params':>7} {'LM ppl':>6} {'agreement MCC':>13}")
 ours_rows = list(sizes.items())
 for i, ((layers, width, heads), (ppl, mnli, mrpc, sst)) in enumerate(paper_table6.items()):
-    line = f"{layers:>3}/{width}/{heads:<6}| {ppl:>6.2f} {mnli:>6.1f} {mrpc:>5.1f} {sst:>5.1f}"
+    line = f"{f'{layers}/{width}/{heads}':<15}| {ppl:>6.2f} {mnli:>6.1f} {mrpc:>5.1f} {sst:>5.1f}"
     if i < len(ours_rows):
         name, row = ours_rows[i]
         line += (f"      {name:<10}| {row['parameters'] / 1e3:>6.0f}k {math.exp(row['mlm_loss']):>6.2f} "
@@ -827,7 +829,8 @@ print(f"a left-to-right LM trained as long (Table 5's row, 200 steps): {objectiv
 # pretrained model.
 
 # %%
-# Checked on seeds 0-2: the leak (a loss that depends on seeing the answer), and the right context's share.
+# The leak (a loss that depends on seeing the answer; checked on seeds 0 and 1) and the right context's
+# share (pretraining seeds 0-2).
 assert seen < 0.75 * unseen
 assert language_at_masks["mask_accuracy"] > left_only + 0.08
 
@@ -1013,7 +1016,7 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 #   V100s with mixed precision;
 # - **data centre overhead** (PUE): 1.58, and **emissions**: 0.954 lbs of CO₂ per kWh, the two values
 #   Strubell et al. (2019) used for the United States;
-# - **price**: $0.74 to $2.48 per GPU-hour, the range implied by Strubell et al.'s cloud estimate.
+# - **price**: \$0.74 to \$2.48 per GPU-hour, the range implied by Strubell et al.'s cloud estimate.
 
 # %%
 steps, sequences = 1_000_000, 256
@@ -1040,8 +1043,9 @@ print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_
 # FLOP count says what the model *needs*; Strubell et al. priced what one reported run *used* (NVIDIA's
 # 64 V100s for 79 hours, from a time when BERT's code ran far below the hardware's peak), and their energy
 # also counts the CPUs and memory. The paper's own run on TPUs is consistent with the count at a modest
-# utilisation. Either way, one pretraining of BERT-base cost a few thousand dollars in 2019 and a few
-# hundred kWh to over a thousand; the tuning and the architecture searches around it cost far more
+# utilisation. Either way, one pretraining of BERT-base cost between a few hundred dollars (the count, at
+# a good utilisation) and over ten thousand (Strubell et al.'s upper estimate), and 100 to 1,500 kWh; the
+# tuning and the architecture searches around it cost far more
 # (Strubell et al.'s 626,155 lbs of CO₂ for a neural architecture search), which is why the course's
 # chapters pretrain small models and reuse checkpoints.
 
@@ -1064,9 +1068,9 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 # | NSP helps (BERT) / does not (RoBERTa) | Table 5: No NSP −0.5 MNLI, −3.5 QNLI; Liu et al. (2019) | too close to call: 18.5% and 19.2% at `[MASK]`, agreement MCC 0.33 and 0.29 (section 9) |
 # | a left-to-right LM is worse | Table 5: LTR −2.3 MNLI, −9.2 MRPC, −10.7 SQuAD | not at 200 steps: it learns from every token; 43% against 19% at the masked words, MCC 0.36 against 0.33 (sections 9, 10) |
 # | bigger is better | Table 6: perplexity 5.84 (3 layers) to 3.23 (24) | the perplexity column reproduces: 119, 108, 75 from 1/16/2 to 2/64/4 (and falling on seed 1 too); downstream, noise (section 9) |
-# | a bidirectional LM cannot be trained left to right | Devlin et al. (2019), section 3 | full attention drives the next-token loss to near zero and learns nothing usable (section 10) |
+# | a bidirectional LM cannot be trained left to right | Devlin et al. (2019), section 3 | with full attention, a held-out next-token loss of 1.82 with the answer in view and 2.94 with it hidden: the low loss is copying (section 10) |
 # | contextual vectors separate word senses | Peters et al. (2018); Ethayarajh (2019) | all-MiniLM-L6-v2's "bank": same-sense occurrences more similar than other-sense ones in the last layer (section 11) |
-# | pretraining BERT-base costs thousands of dollars | Strubell et al. (2019), Table 3: 64 V100 for 79 h, 1,507 kWh, 1,438 lbs CO₂, $3,751-12,571 | 2.9e19 FLOP: 215 V100-hours at 30% utilisation; the reported run used 23 times more (section 13) |
+# | pretraining BERT-base costs thousands of dollars | Strubell et al. (2019), Table 3: 64 V100 for 79 h, 1,507 kWh, 1,438 lbs CO₂, \$3,751-12,571 | 2.9e19 FLOP: 215 V100-hours at 30% utilisation; the reported run used 23 times more (section 13) |
 #
 # What did not reproduce: anything that needs BERT's scale of training. BERT-base saw 128,000 tokens per
 # step for a million steps; our quick runs see about 1,000 tokens per step for a few hundred. On English
