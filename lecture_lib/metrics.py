@@ -6,12 +6,16 @@
 - SQuAD v1.1's exact match and F1 over normalised answer strings (lower-cased, punctuation and the
   articles a/an/the removed, whitespace collapsed), the best over the reference answers.
 
+And one score of pretraining: masked-LM accuracy at the positions that show ``[MASK]``, the only positions
+where the answer is not in the input (chapter 04).
+
 Scores are fractions in [0, 1]; the papers print them times 100.
 
 Translation is scored by BLEU (Papineni et al., 2002) as ``sacrebleu`` computes it (Post, 2018), which
 reports it on a 0-100 scale, as the papers do.
 
-Taught in: 05_bert_finetuning ("Scoring the four tasks"), 02_transformer ("A task with structure: translation").
+Taught in: 05_bert_finetuning ("Scoring the four tasks"), 04_bert_pretraining ("Pretraining a small BERT"),
+02_transformer ("A task with structure: translation").
 """
 
 from __future__ import annotations
@@ -74,6 +78,32 @@ def matthews_corrcoef(predictions: Sequence | torch.Tensor, labels: Sequence | t
     covariance = c * s - sum(p_k[k] * t_k[k] for k in t_k)
     denominator = (s * s - sum(v * v for v in p_k.values())) * (s * s - sum(v * v for v in t_k.values()))
     return covariance / math.sqrt(denominator) if denominator else 0.0
+
+
+def accuracy_at_masks(predictions: torch.Tensor, labels: torch.Tensor, input_ids: torch.Tensor,
+                      mask_token_id: int) -> float:
+    """Masked-LM accuracy over the positions whose *input* is ``[MASK]`` only.
+
+    Of the positions selected for prediction, BERT's rule shows 10% unchanged: there the answer is in the
+    input, and a model that copies it scores without using any context. At a ``[MASK]`` it must come from
+    the context (or from word frequencies: give constant ``predictions`` of the most frequent token to
+    score that baseline on the same positions). ``predictions``, ``labels`` and ``input_ids`` are (B, T);
+    ``labels`` holds the true token at every selected position.
+
+    >>> inputs = torch.tensor([[2, 4, 9, 4, 3]])  # [CLS] [MASK] "is" [MASK] [SEP], [MASK] = 4
+    >>> labels = torch.tensor([[-100, 7, 9, 8, -100]])  # "is" was selected and left as it is
+    >>> accuracy_at_masks(torch.tensor([[0, 7, 9, 5, 0]]), labels, inputs, mask_token_id=4)
+    0.5
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    if not predictions.shape == labels.shape == input_ids.shape:
+        raise ValueError(f"expected predictions, labels and input_ids of one shape, got {tuple(predictions.shape)}, "
+                         f"{tuple(labels.shape)} and {tuple(input_ids.shape)}")
+    at_masks = input_ids == mask_token_id
+    if not at_masks.any():
+        raise ValueError(f"expected at least one [MASK] (id {mask_token_id}) in input_ids, got none")
+    return (predictions[at_masks] == labels[at_masks]).float().mean().item()
 
 
 def conll_chunks(tags: Sequence[str]) -> list[tuple[str, int, int]]:

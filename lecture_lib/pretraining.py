@@ -42,8 +42,11 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from lecture_lib.attention import causal_mask
 from lecture_lib.cache import cached
 from lecture_lib.data.corpus import split_corpus
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.metrics import accuracy_at_masks
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, mlm_accuracy
 from lecture_lib.models.hf import PreTrainedModule
@@ -335,6 +338,11 @@ class PretrainingData:
         test_docs = [document for document in unseen if len(document) >= 2]
         return cls(config, train_docs, test_docs, tokenizer)
 
+    def most_frequent_token(self) -> int:
+        """The training pairs' most frequent token, special tokens aside: what a model that knows the word
+        frequencies and nothing of the context guesses at every position."""
+        return int(torch.bincount(self.train["input_ids"][~self.train["special_tokens_mask"]]).argmax())
+
     @property
     def batches_per_epoch(self) -> int:
         return len(self.masks) // self.config.train.batch_size
@@ -420,6 +428,104 @@ def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dic
     return metrics
 
 
+@torch.no_grad()
+def evaluate_at_masks(model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]],
+                      mask_token_id: int, frequent_token: int) -> dict[str, float]:
+    """Held-out MLM accuracy at the positions that show ``[MASK]`` (:func:`~lecture_lib.metrics.accuracy_at_masks`),
+    and on the same positions the accuracy of always guessing ``frequent_token`` (the training text's most
+    frequent token: what word frequencies alone score).
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    predictions, labels, inputs = [], [], []
+    for batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        logits = model(**batch, masked_only=True).prediction_logits  # (N, V) at the selected positions
+        predicted = torch.full_like(batch["labels"], IGNORE_INDEX)
+        predicted[batch["labels"] != IGNORE_INDEX] = logits.argmax(-1)
+        predictions.append(predicted.flatten().cpu())
+        labels.append(batch["labels"].flatten().cpu())
+        inputs.append(batch["input_ids"].flatten().cpu())
+    model.train(was_training)
+    predictions, labels, inputs = torch.cat(predictions), torch.cat(labels), torch.cat(inputs)
+    return {"mask_accuracy": accuracy_at_masks(predictions, labels, inputs, mask_token_id),
+            "unigram_at_masks": accuracy_at_masks(torch.full_like(labels, frequent_token), labels, inputs,
+                                                  mask_token_id)}
+
+
+def unmasked_text(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The text a masked batch was drawn from: the selected tokens put back in place. (B, T)"""
+    return torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
+
+
+def left_to_right_logits(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """BERT's encoder run as a left-to-right LM (GPT's objective, the "LTR" model of BERT's Table 5): the
+    unmasked text in, each position attending to itself and the positions before it, the MLM head
+    reading position i as a guess of token i + 1. (B, T, V)
+
+    Taught in: 04_bert_pretraining ("The road to BERT").
+    """
+    return causal_prediction_logits(model, {**batch, "input_ids": unmasked_text(batch)})
+
+
+def causal_prediction_logits(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The MLM head's logits (B, T, V) for ``batch["input_ids"]`` with a causal mask in every layer:
+    position i sees itself and the positions before it, nothing to its right.
+
+    Taught in: 04_bert_pretraining ("The road to BERT").
+    """
+    if not isinstance(model, BertForPreTraining):
+        raise ValueError(f"expected a BertForPreTraining, got {type(model).__name__}")
+    input_ids = batch["input_ids"]
+    keep = causal_mask(input_ids.shape[1], input_ids.device) & batch["attention_mask"].bool()[:, None, None, :]
+    x = model.bert.embeddings(input_ids, batch["token_type_ids"])  # (B, T, H)
+    for layer in model.bert.encoder.layer:
+        x, _ = layer(x, keep, False)
+    return model.cls.predictions(x)  # (B, T, V)
+
+
+def left_to_right_loss(model: BertForPreTraining, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Next-token cross-entropy over every real position of the unmasked text (padding ignored).
+
+    Taught in: 04_bert_pretraining ("The road to BERT").
+    """
+    targets = unmasked_text(batch)[:, 1:].masked_fill(batch["attention_mask"][:, 1:] == 0, IGNORE_INDEX)
+    logits = left_to_right_logits(model, batch)[:, :-1]
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                       ignore_index=IGNORE_INDEX)
+
+
+@torch.no_grad()
+def evaluate_left_to_right(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
+                           mask_token_id: int) -> dict[str, float]:
+    """A left-to-right LM on the held-out batches: its next-token loss (``lm_loss``), and its accuracy at
+    the positions a masked LM is scored on (``mask_accuracy``: those that show ``[MASK]``), guessed from
+    the left context only.
+
+    Taught in: 04_bert_pretraining ("The road to BERT").
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    losses, predictions, labels, inputs = [], [], [], []
+    for batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        losses.append(left_to_right_loss(model, batch).item() * int(batch["attention_mask"][:, 1:].sum()))
+        predicted = torch.full_like(batch["labels"], IGNORE_INDEX)
+        predicted[:, 1:] = left_to_right_logits(model, batch)[:, :-1].argmax(-1)
+        predictions.append(predicted.flatten().cpu())
+        labels.append(batch["labels"].flatten().cpu())
+        inputs.append(batch["input_ids"].flatten().cpu())
+    model.train(was_training)
+    tokens = sum(int(b["attention_mask"][:, 1:].sum()) for b in batches)
+    return {"lm_loss": sum(losses) / tokens,
+            "mask_accuracy": accuracy_at_masks(torch.cat(predictions), torch.cat(labels), torch.cat(inputs),
+                                               mask_token_id)}
+
+
 # ---------------------------------------------------------------- a run, and its cache
 
 
@@ -437,13 +543,15 @@ class PretrainResult:
 def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None,
              data: PretrainingData | None = None, progress: bool = True,
              device: torch.device | str | None = None, checkpoint_every: int = 0,
-             model: nn.Module | None = None) -> PretrainResult:
+             model: nn.Module | None = None,
+             loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss) -> PretrainResult:
     """Train a BERT from scratch with ``config``; with ``out_dir``, checkpoint there and save the result.
 
     The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
     the pretraining class of ``config.model`` (:func:`pretraining_head`; or ``model``, freshly built from it
     with a change the config cannot state, such as ALBERT's shared-attention ablation), and the loop's :class:`TrainConfig` from
-    ``config.train``. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
+    ``config.train``; ``loss`` (default :func:`pretraining_loss`) may train another objective on the same
+    batches, such as :func:`left_to_right_loss`. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
     once when done).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
@@ -459,7 +567,7 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
         progress=progress, checkpoint_dir=str(out / "checkpoint") if out else None,
         checkpoint_every=checkpoint_every, fused=_fused_adamw(device))
     eval_batches = data.eval_batches()
-    history = train(model, data.batch, pretraining_loss, train_config, evaluate=lambda m: evaluate(m, eval_batches),
+    history = train(model, data.batch, loss, train_config, evaluate=lambda m: evaluate(m, eval_batches),
                     device=device)
     result = PretrainResult(model, data.tokenizer, history, config, out)
     if out is not None and distributed_context()[0] == 0:
@@ -494,17 +602,20 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
 
 
 def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
-                       *, progress: bool = False) -> PretrainResult:
+                       *, progress: bool = False,
+                       loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
+                       ) -> PretrainResult:
     """Load ``<cache>/<name>``, or first pretrain it there (:func:`lecture_lib.cache.cached`): in
     ``<name>.partial``, checkpointed so that an interrupted run resumes, renamed to ``<name>`` when
     complete, without its checkpoint. ``make_data`` is called only when training is needed (``None``
-    from it: the corpus data of ``config``). Name it after the recipe: ``cache.key(asdict(config))``.
+    from it: the corpus data of ``config``). Name it after the recipe: ``cache.key(asdict(config))`` (and the
+``loss``, when it is not :func:`pretraining_loss`).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     def build(partial: Path) -> None:
         pretrain(config, out_dir=partial, data=make_data(), progress=progress,
-                 checkpoint_every=max(1, config.train.steps // 4))
+                 checkpoint_every=max(1, config.train.steps // 4), loss=loss)
         shutil.rmtree(partial / "checkpoint", ignore_errors=True)
 
     return cached(name, build, load_result)

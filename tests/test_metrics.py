@@ -10,6 +10,7 @@ from seqeval.metrics import f1_score, precision_score, recall_score
 
 from lecture_lib.metrics import (
     accuracy,
+    accuracy_at_masks,
     conll_chunks,
     corpus_bleu,
     exact_match,
@@ -24,6 +25,24 @@ from lecture_lib.metrics import (
 def test_accuracy_by_hand_and_on_tensors():
     assert accuracy([1, 0, 2, 2], [1, 1, 2, 0]) == 0.5
     assert accuracy(torch.tensor([3, 3, 3]), torch.tensor([3, 3, 1])) == pytest.approx(2 / 3)
+
+
+def test_accuracy_at_masks_counts_only_positions_that_show_mask():
+    mask = 4
+    inputs = torch.tensor([[2, 4, 11, 4, 3, 0], [2, 4, 17, 12, 3, 0]])
+    labels = torch.tensor([[-100, 7, 11, 8, -100, -100], [-100, 9, 13, -100, -100, -100]])
+    # selected: (0,1) [MASK] 7, (0,2) kept 11, (0,3) [MASK] 8, (1,1) [MASK] 9, (1,2) random 17 for 13
+    predictions = torch.tensor([[0, 7, 11, 5, 0, 0], [0, 9, 13, 0, 0, 0]])
+    # at the three [MASK]s: 7 right, 8 wrong (5), 9 right; the kept and random positions do not count
+    assert accuracy_at_masks(predictions, labels, inputs, mask) == pytest.approx(2 / 3)
+    # the unigram baseline: always the same token, scored at the same positions
+    assert accuracy_at_masks(torch.full_like(labels, 8), labels, inputs, mask) == pytest.approx(1 / 3)
+    copy = inputs.clone()  # copying the input scores at the kept position only, never at a [MASK]
+    assert accuracy_at_masks(copy, labels, inputs, mask) == 0.0
+    with pytest.raises(ValueError, match="one shape"):
+        accuracy_at_masks(predictions[:, :3], labels, inputs, mask)
+    with pytest.raises(ValueError, match=r"at least one \[MASK\]"):
+        accuracy_at_masks(predictions, labels, inputs, mask_token_id=99)
 
 
 def test_binary_matthews_by_hand():

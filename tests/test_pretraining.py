@@ -21,7 +21,12 @@ from lecture_lib.pretraining import (
     PretrainingData,
     config_leaves,
     evaluate,
+    evaluate_at_masks,
+    evaluate_left_to_right,
+    left_to_right_logits,
+    left_to_right_loss,
     merge_dicts,
+    unmasked_text,
 )
 from lecture_lib.tokenization import WordPieceTokenizer
 
@@ -100,6 +105,60 @@ def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm)
     ours_top = fill_mask(model, data.tokenizer, text, top_k=5)[0]
     assert [t for t, _ in ours_top] == [t for t, _ in theirs]
     assert [p for _, p in ours_top] == pytest.approx([p for _, p in theirs], rel=1e-4)
+
+
+def test_accuracy_at_masks_and_its_unigram_baseline_agree_with_transformers(real_vocab_data):
+    data = real_vocab_data
+    torch.manual_seed(1)
+    model = BertForPreTraining(data.config.model).eval()
+    batches = data.eval_batches()
+    frequent = data.most_frequent_token()
+    ours = evaluate_at_masks(model, batches, data.tokenizer.mask_token_id, frequent)
+    hf = model.to_hf(attn_implementation="sdpa")
+    correct = guessed = total = 0
+    with torch.no_grad():
+        for batch in batches:
+            out = hf(**{k: v for k, v in batch.items() if k not in ("labels", "next_sentence_label")})
+            at_masks = batch["input_ids"] == data.tokenizer.mask_token_id
+            targets = batch["labels"][at_masks]
+            correct += int((out.prediction_logits[at_masks].argmax(-1) == targets).sum())
+            guessed += int((targets == frequent).sum())
+            total += len(targets)
+    assert ours == {"mask_accuracy": pytest.approx(correct / total), "unigram_at_masks": pytest.approx(guessed / total)}
+    text = data.train["input_ids"][~data.train["special_tokens_mask"]].tolist()
+    assert text.count(frequent) == max(text.count(t) for t in set(text))
+
+
+def test_the_left_to_right_lm_equals_transformers_causal_bert(real_vocab_data):
+    data = real_vocab_data
+    torch.manual_seed(2)
+    model = BertForPreTraining(data.config.model).eval()
+    batch = data.eval_batches(batch_size=8)[0]
+    text = unmasked_text(batch)
+    assert torch.equal(text[batch["labels"] == IGNORE_INDEX], batch["input_ids"][batch["labels"] == IGNORE_INDEX])
+    hf_config = model.to_hf(attn_implementation="eager").config
+    hf_config.is_decoder = True  # BertLMHeadModel: causal self-attention, next-token loss
+    decoder = transformers.BertLMHeadModel(hf_config).eval()
+    missing, _ = decoder.load_state_dict(model.to_hf().state_dict(), strict=False)
+    assert not missing
+    with torch.no_grad():
+        ours = left_to_right_logits(model, batch)
+        targets = text.masked_fill(batch["attention_mask"] == 0, IGNORE_INDEX)
+        theirs = decoder(input_ids=text, attention_mask=batch["attention_mask"],
+                         token_type_ids=batch["token_type_ids"], labels=targets)
+        real = batch["attention_mask"].bool()
+        torch.testing.assert_close(ours[real], theirs.logits[real], atol=1e-4, rtol=1e-4)
+        assert left_to_right_loss(model, batch).item() == pytest.approx(theirs.loss.item(), rel=1e-4)
+        # position i sees no later token: the logits equal a bidirectional run on the prefix 0..i
+        prefix = {k: v[:1, :6] for k, v in batch.items() if k in ("attention_mask", "token_type_ids")}
+        assert bool(real[0, :6].all())
+        bidirectional = model(text[:1, :6], **prefix).prediction_logits[0, -1]
+        torch.testing.assert_close(ours[0, 5], bidirectional, atol=1e-5, rtol=1e-5)
+        scores = evaluate_left_to_right(model, [batch], data.tokenizer.mask_token_id)
+    at_masks = batch["input_ids"][:, 1:] == data.tokenizer.mask_token_id  # position 0 is [CLS], never masked
+    guesses = ours[:, :-1].argmax(-1)[at_masks]
+    assert scores["mask_accuracy"] == pytest.approx((guesses == batch["labels"][:, 1:][at_masks]).float().mean().item())
+    assert scores["lm_loss"] == pytest.approx(theirs.loss.item(), rel=1e-4)
 
 
 def _flags(values: dict, prefix: str = "") -> list[str]:

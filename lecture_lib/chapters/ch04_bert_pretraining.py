@@ -1,7 +1,16 @@
-"""Chapter 04, BERT pretraining: the chapter's sizes, its small pretrained BERT (trained once, then read
-from the disk cache), and the masking ablation.
+"""Chapter 04, BERT pretraining: the chapter's sizes, its two small pretrained BERTs (trained once, then read
+from the disk cache) and its ablations.
 
-Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation").
+Two texts. The Python documentation (real English, ``QUICK``/``FULL``) is what the chapter's data pipeline
+cuts, masks and pairs, and a BERT pretrained on it for the quick profile's 20 seconds learns word
+frequencies and little more. Chapter 05's synthetic language (``SYNTHETIC_QUICK``/``SYNTHETIC_FULL``: about
+300 words, a grammar with agreement) is learned within the same budget well enough to show a BERT using
+context, and so carries the experiments: the masking ablation (BERT's Table 8), the objectives (Table 5:
+no NSP, a left-to-right LM) and the sizes (Table 6), scored on held-out masked LM and, fine-tuned, on
+chapter 05's acceptability task.
+
+Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation", "The road to BERT",
+"BERT's ablations: objectives and size").
 """
 
 from __future__ import annotations
@@ -11,19 +20,26 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
 from lecture_lib.cache import cached, key
-from lecture_lib.objectives.masking import ABLATION_STRATEGIES, MaskingStrategy
+from lecture_lib.chapters import ch05_bert_finetuning as ch05
+from lecture_lib.finetuning.finetune import Task, finetune, new_head
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.objectives.masking import MaskingStrategy
 from lecture_lib.pretraining import (
     PretrainConfig,
     PretrainingData,
     PretrainResult,
     cached_pretraining,
     evaluate,
+    evaluate_at_masks,
+    evaluate_left_to_right,
+    left_to_right_loss,
     merge_dicts,
-    pretrain,
 )
 from lecture_lib.pretraining import main as pretraining_main
-from lecture_lib.profile import pick
+from lecture_lib.profile import current, pick
 from lecture_lib.train import cpu_threads
 
 # ``quick`` (the notebook, two CPU cores, about 20 s): a 2-layer BERT of width H = 64 with 4 heads and a
@@ -56,14 +72,55 @@ def chapter_config(**overrides) -> PretrainConfig:
     return PretrainConfig.from_dict(pick(quick=QUICK, full=FULL), overrides)
 
 
-def ablation_config(**overrides) -> PretrainConfig:
-    """The masking ablation's runs: the chapter's model and data, MLM only, a shorter budget per strategy.
+# The synthetic language (chapter 05's, read there), pretrained with the same recipe. ``quick``: the
+# documentation model's shape, 600 steps of 32 pairs on 2,000 documents of three sentences (about 20 s on
+# one core); a 700-token vocabulary, which keeps nearly every word of the language whole (1,000 would
+# keep all: the trainer stops at 722), so that fill-mask can name whole words. The downstream score of
+# the ablations fine-tunes on chapter 05's acceptability task, 100 steps of 32 on 1,000 examples. ``full``:
+# BERT-mini's width, 4 layers, 4,000 steps on 20,000 documents.
+SYNTHETIC_QUICK = dict(
+    pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
+                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
+                  data=dict(vocab_size=700, seq_len=64, eval_pairs=256),
+                  train=dict(steps=600, batch_size=32, lr=2e-3, warmup_steps=60, eval_every=100, num_threads=1)),
+    documents=2000,
+)
+SYNTHETIC_FULL = dict(
+    pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+                  data=dict(vocab_size=700, seq_len=64, eval_pairs=1024),
+                  train=dict(steps=4000, batch_size=128, lr=5e-4, warmup_steps=400, eval_every=500)),
+    documents=20_000,
+)
 
-    Taught in: 04_bert_pretraining ("The masking ablation").
+
+def synthetic_config(**overrides) -> ch05.ChapterConfig:
+    """The synthetic language's recipe (:data:`SYNTHETIC_QUICK` or :data:`SYNTHETIC_FULL` over chapter 05's
+    fine-tuning sizes), with ``overrides`` as :func:`lecture_lib.chapters.ch05_bert_finetuning.chapter_config`
+    takes them: ``synthetic_config(pretrain=dict(train=dict(steps=100)), documents=500)``.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    ablation = dict(objective=dict(pairs=None),
-                    train=dict(steps=pick(quick=150, full=2000), eval_every=0, warmup_steps=pick(quick=15, full=200)))
-    return chapter_config(**merge_dicts(ablation, overrides))
+    return ch05.chapter_config(**merge_dicts(pick(quick=SYNTHETIC_QUICK, full=SYNTHETIC_FULL), overrides))
+
+
+def synthetic_bert(config: ch05.ChapterConfig | None = None, *, progress: bool = False) -> PretrainResult:
+    """A BERT pretrained on the synthetic language with :func:`synthetic_config`'s recipe (cached).
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    return ch05.synthetic_pretrained_bert(config or synthetic_config(), progress=progress)
+
+
+def ablation_config(**overrides) -> ch05.ChapterConfig:
+    """The ablations' runs: the synthetic language's model and data, fewer steps each (200 quick, 2,000 full),
+    and in the quick profile 100 fine-tuning steps for the downstream score.
+
+    Taught in: 04_bert_pretraining ("The masking ablation", "BERT's ablations: objectives and size").
+    """
+    steps = pick(quick=200, full=2000)
+    shorter = dict(pretrain=dict(train=dict(steps=steps, warmup_steps=steps // 10, eval_every=0)),
+                   finetune=dict(steps=pick(quick=100, full=2000)))
+    return synthetic_config(**merge_dicts(shorter, overrides))
 
 
 def small_pretrained_bert(config: PretrainConfig | None = None, *, data: PretrainingData | None = None,
@@ -85,36 +142,138 @@ def small_pretrained_bert(config: PretrainConfig | None = None, *, data: Pretrai
 
 PROBES = {"[MASK]": MaskingStrategy(1.0, 0.0, 0.0), "same": MaskingStrategy(0.0, 1.0, 0.0),
           "random": MaskingStrategy(0.0, 0.0, 1.0)}
+# The rules the notebook compares: BERT's, and always [MASK], which never shows the model a real token at
+# a selected position.
+MASKING_RULES = ("80/10/10", "100/0/0")
 
 
-def masking_ablation(config: PretrainConfig | None = None, *,
-                     strategies: Sequence[MaskingStrategy] = ABLATION_STRATEGIES,
-                     data: PretrainingData | None = None, progress: bool = False) -> dict[str, dict[str, float]]:
-    """One model per masking strategy, each probed on the same held-out positions in three ways.
+def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
+                     progress: bool = False) -> dict[str, dict[str, float]]:
+    """One model per masking rule (MLM only, the synthetic language; the models are cached), each probed on
+    the same held-out positions in three ways.
 
-    Returns ``{strategy name: {probe: MLM accuracy}}`` where the probe says what the selected held-out
-    positions show the model: ``[MASK]`` (the pretraining condition BERT optimises for), ``same`` (the
-    true token, as every token is at fine-tuning time: can the model still say what is there?) and
-    ``random`` (a wrong token to correct). Results are cached as JSON next to the models.
+    Returns ``{rule: {probe: MLM accuracy}}`` where the probe says what the selected held-out positions show
+    the model: ``[MASK]`` (the pretraining condition BERT optimises for), ``same`` (the true token, as
+    every token is at fine-tuning time: can the model still say what is there?) and ``random`` (a wrong
+    token to correct); plus ``unigram``, the most frequent token's accuracy on the same positions. Cached
+    as JSON, keyed by the recipe.
 
     Taught in: 04_bert_pretraining ("The masking ablation").
     """
-    config = config or ablation_config()
-    names = [s.name for s in strategies]
+    config = _with_pretrain(config or ablation_config(), dict(pairs=None))
 
     def build(path: Path) -> None:
-        corpus = data or PretrainingData.from_corpus(config)
+        corpus = ch05.synthetic_pretraining_data(config)
         results = {}
-        for name in names:
-            run = replace(config, objective=replace(config.objective, masking=name))
-            model = pretrain(run, data=corpus.with_config(run), progress=progress).model
-            with cpu_threads(config.train.num_threads):
-                results[name] = {probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
+        for rule in rules:
+            model = ch05.synthetic_pretrained_bert(_with_pretrain(config, dict(masking=rule)), progress=progress).model
+            with cpu_threads(config.pretrain.train.num_threads):
+                results[rule] = {probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
                                  for probe, strategy in PROBES.items()}
+        labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in corpus.eval_batches()])
+        results["unigram"] = float((labels == corpus.most_frequent_token()).float().mean())
         path.write_text(json.dumps(results, indent=2) + "\n")
 
-    name = f"masking-ablation-{key({'config': asdict(config), 'strategies': names})}.json"
+    name = f"masking-ablation-{key({'config': asdict(config), 'rules': list(rules)})}.json"
     return cached(name, build, lambda path: json.loads(path.read_text()))
+
+
+# BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
+OBJECTIVES = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked"),
+              "LTR & No NSP": (None, "left-to-right")}
+# Table 6's sizes as (layers L, width H, heads A): the middle one is the ablations' default shape.
+TABLE6_SIZES = {"quick": ((1, 16, 2), (1, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (4, 256, 4), (6, 256, 8))}
+
+
+def downstream_task(tokenizer, config: ch05.ChapterConfig) -> Task:
+    """Chapter 05's acceptability task (is subject-verb agreement respected? BERT's CoLA in small, scored by
+    Matthews' correlation), encoded by ``tokenizer``.
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
+    return ch05.build_tasks(tokenizer, config)["acceptability"]
+
+
+def _downstream(task: Task, encoder, config: ch05.ChapterConfig) -> float:
+    return finetune(task, new_head(task, encoder, config.finetune), config.finetune).scores["mcc"]
+
+
+def _scores(config: ch05.ChapterConfig, language_model: str, held_out: PretrainingData, task: Task,
+            progress: bool) -> dict[str, float]:
+    """Pretrain (cached) with ``config``'s recipe and ``language_model``'s loss; score on held-out text and
+    fine-tuned on ``task``."""
+    left_to_right = language_model == "left-to-right"
+    if left_to_right:
+        recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
+                  "documents": config.documents, "sentences_per_document": config.sentences_per_document}
+        result = cached_pretraining(f"synthetic-ltr-{key(recipe)}", config.pretrain,
+                                    lambda: ch05.synthetic_pretraining_data(config), progress=progress,
+                                    loss=left_to_right_loss)
+    else:
+        result = ch05.synthetic_pretrained_bert(config, progress=progress)
+    model, batches, mask_id = result.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id
+    with cpu_threads(config.pretrain.train.num_threads):
+        if left_to_right:
+            scores = evaluate_left_to_right(model, batches, mask_id)
+        else:
+            scores = {**evaluate(model, batches),
+                      **evaluate_at_masks(model, batches, mask_id, held_out.most_frequent_token())}
+    return {**scores, "parameters": sum(p.numel() for p in model.bert.parameters()),
+            "downstream": _downstream(task, model.bert, config)}
+
+
+def _with_pretrain(config: ch05.ChapterConfig, objective: dict | None = None, model: dict | None = None):
+    pretrain = config.pretrain
+    pretrain = replace(pretrain, objective=replace(pretrain.objective, **(objective or {})),
+                       model=replace(pretrain.model, **(model or {})))
+    return replace(config, pretrain=pretrain)
+
+
+def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bool = False) -> dict[str, dict]:
+    """BERT's Table 5 in shape: the rows of :data:`OBJECTIVES` pretrained on the synthetic language, each
+    scored on the same held-out masked positions (``mask_accuracy``: at those showing ``[MASK]``, from both
+    sides or, for the left-to-right LM, from the left only) and fine-tuned on :func:`downstream_task`
+    (``downstream``: Matthews' correlation), with the same fine-tuning from random weights as a baseline
+    (``"No pretraining"``).
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
+    config = config or ablation_config()
+
+    def build(path: Path) -> None:
+        held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
+        task = downstream_task(held_out.tokenizer, config)
+        rows = {name: _scores(_with_pretrain(config, dict(pairs=pairs)), lm, held_out, task, progress)
+                for name, (pairs, lm) in OBJECTIVES.items()}
+        rows["No pretraining"] = {"downstream": _downstream(task, config.pretrain.model, config)}
+        path.write_text(json.dumps(rows, indent=2) + "\n")
+
+    return cached(f"objective-ablation-{key(asdict(config))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
+               progress: bool = False) -> dict[str, dict]:
+    """BERT's Table 6 in shape: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`),
+    feed-forward width 4H, scored as in :func:`objective_ablation`, with the held-out MLM loss.
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
+    config = config or ablation_config()
+    sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
+
+    def build(path: Path) -> None:
+        held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
+        task = downstream_task(held_out.tokenizer, config)
+        rows = {}
+        for layers, width, heads in sizes:
+            shape = dict(num_hidden_layers=layers, hidden_size=width, num_attention_heads=heads,
+                         intermediate_size=4 * width)
+            rows[f"{layers}/{width}/{heads}"] = _scores(_with_pretrain(config, dict(pairs="nsp"), shape), "masked",
+                                                        held_out, task, progress)
+        path.write_text(json.dumps(rows, indent=2) + "\n")
+
+    return cached(f"size-sweep-{key({'config': asdict(config), 'sizes': sizes})}.json", build,
+                  lambda path: json.loads(path.read_text()))
 
 
 def main(argv: list[str] | None = None) -> PretrainResult:
