@@ -32,6 +32,7 @@ from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.activations import activation
 from lecture_lib.models.bert import BertEmbeddings, BertEncoder, BertModelOutput, check_inputs, keys_mask
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.objectives.replaced_tokens import DISCRIMINATOR_WEIGHT, electra_loss, replace_tokens, sample_tokens
 
 # ---------------------------------------------------------------- configuration
 
@@ -316,6 +317,21 @@ class ElectraForMaskedLM(ElectraPreTrainedModel):
 # ---------------------------------------------------------------- the two together
 
 
+@dataclass
+class ElectraPretrainingOutput:
+    """One step of replaced-token detection: ``loss = mlm_loss + λ·discriminator_loss``, the generator's
+    logits (N, V) at the N masked positions, the discriminator's (B, T), the corrupted input it read and
+    its labels ``replaced`` (1 = replaced)."""
+
+    loss: torch.Tensor
+    mlm_loss: torch.Tensor
+    discriminator_loss: torch.Tensor
+    generator_logits: torch.Tensor
+    logits: torch.Tensor
+    corrupted_ids: torch.Tensor
+    replaced: torch.Tensor
+
+
 class ElectraPretrainingModel(nn.Module):
     """A generator and a discriminator that share one embedding module (token, position and segment
     tables and their LayerNorm, as the authors' code shares the whole embedding scope).
@@ -339,6 +355,42 @@ class ElectraPretrainingModel(nn.Module):
         self.generator, self.discriminator = generator, discriminator
         generator.electra.embeddings = discriminator.electra.embeddings
         generator.tie_output()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        sampling_generator: torch.Generator | None = None,
+        discriminator_weight: float = DISCRIMINATOR_WEIGHT,
+        masked_positions_only: bool = False,
+    ) -> ElectraPretrainingOutput:
+        """``input_ids`` as the generator sees them (:func:`~lecture_lib.objectives.replaced_tokens.mask_for_generator`)
+        and ``labels``, the originals at the chosen positions (-100 elsewhere). The generator's samples
+        replace the chosen tokens (no gradient through the sampling); the discriminator labels every real
+        token, or only the chosen ones with ``masked_positions_only`` (the paper's "ELECTRA 15%").
+
+        Taught in: 08_electra ("Replaced-token detection").
+        """
+        generated = self.generator(input_ids, attention_mask, token_type_ids, labels=labels, masked_only=True)
+        chosen = labels != IGNORE_INDEX
+        original = torch.where(chosen, labels, input_ids)
+        sampled = sample_tokens(generated.logits, generator=sampling_generator)
+        corrupted, replaced = replace_tokens(original, labels, sampled)
+        logits = self.discriminator(corrupted, attention_mask, token_type_ids).logits  # (B, T)
+        counted = chosen.long() if masked_positions_only else attention_mask
+        disc_loss = discriminator_loss(logits, replaced, counted)
+        return ElectraPretrainingOutput(
+            loss=electra_loss(generated.loss, disc_loss, discriminator_weight),
+            mlm_loss=generated.loss,
+            discriminator_loss=disc_loss,
+            generator_logits=generated.logits,
+            logits=logits,
+            corrupted_ids=corrupted,
+            replaced=replaced,
+        )
 
     @classmethod
     def from_config(cls, config: ElectraConfig, generator_size: float = 0.25) -> "ElectraPretrainingModel":
