@@ -59,7 +59,7 @@ MAIN_SCORE = {"acceptability": "mcc", "entailment": "accuracy", "ner": "f1", "qa
 
 
 @dataclass
-class ChapterConfig:
+class ElectraChapterConfig:
     """The chapter's sizes: the discriminator (the masked LM baseline is the same network with a generator's
     head), the generator's size, ELECTRA's steps at 100% of the budget, the checkpoints, the rows of
     Table 5 and of the generator sweep, and chapter 05's data and fine-tuning budget.
@@ -88,14 +88,15 @@ class ChapterConfig:
 # generator of H = 16 (1/4), chapter 05's 600-token vocabulary, ELECTRA for 500 steps of 32 sequences of 64
 # tokens (about 20 s); three checkpoints (25, 50, 100%), fine-tuned on NER only (100 steps each), where
 # chapter 05 found pretraining matters most; Table 5's ELECTRA 15% and BERT rows beside ELECTRA; the
-# generator sweep at 1/4 and 1. No dropout and N(0, 0.1) initialisation at this width, as in chapters 04
+# generator sweep at 1/4, 1 and unigram. No dropout and N(0, 0.1) initialisation at this width, as in chapters 04
 # and 07. ``full``: 4 layers of H = 128, 2,000 steps of 64, all five checkpoints, all four tasks, every row.
 QUICK = dict(
     model=dict(vocab_size=600, embedding_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0, initializer_range=0.1),
     steps=500, batch_size=32, lr=2e-3, fractions=(0.25, 0.5, 1.0), variants=("ELECTRA", "ELECTRA 15%", "BERT"),
-    generator_sizes=(0.25, 1.0), tasks=("ner",), finetune=dict(steps=100, batch_size=32, lr=1e-3, num_threads=1),
+    generator_sizes=(0.25, 1.0, "unigram"), tasks=("ner",),
+    finetune=dict(steps=100, batch_size=32, lr=1e-3, num_threads=1),
     documents=2000,
 )
 FULL = dict(
@@ -112,7 +113,7 @@ PAPER_BERT_SMALL = 75.1
 PAPER_TABLE5 = {"ELECTRA": 85.0, "All-Tokens MLM": 84.3, "Replace MLM": 82.4, "ELECTRA 15%": 82.4, "BERT": 82.2}
 
 
-def chapter_config(**overrides) -> ChapterConfig:
+def chapter_config(**overrides) -> ElectraChapterConfig:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``model`` and
     ``finetune`` as dicts merged into the profile's).
 
@@ -121,13 +122,13 @@ def chapter_config(**overrides) -> ChapterConfig:
     sizes = dict(pick(quick=QUICK, full=FULL))
     model = ElectraConfig(**{**sizes.pop("model"), **overrides.pop("model", {})})
     tuned = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
-    return ChapterConfig(model=model, finetune=tuned, **{**sizes, **overrides})
+    return ElectraChapterConfig(model=model, finetune=tuned, **{**sizes, **overrides})
 
 
 # ---------------------------------------------------------------- data
 
 
-def chapter05_config(config: ChapterConfig) -> ch05.ChapterConfig:
+def chapter05_config(config: ElectraChapterConfig) -> ch05.ChapterConfig:
     """Chapter 05's data settings at this chapter's vocabulary, length and number of documents."""
     return ch05.chapter_config(
         pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
@@ -135,10 +136,10 @@ def chapter05_config(config: ChapterConfig) -> ch05.ChapterConfig:
         documents=config.documents, language_seed=config.language_seed, seed=config.seed)
 
 
-class ChapterData:
+class ElectraChapterData:
     """Chapter 05's pretraining pairs and tasks (one tokenizer), with the masked batches every run reads."""
 
-    def __init__(self, config: ChapterConfig) -> None:
+    def __init__(self, config: ElectraChapterConfig) -> None:
         self.config = config
         self.ch05 = chapter05_config(config)
         self.pairs = ch05.synthetic_pretraining_data(self.ch05)
@@ -248,7 +249,7 @@ class UnigramElectra(nn.Module):
         return DISCRIMINATOR_WEIGHT * discriminator_loss(logits, replaced, batch["attention_mask"])
 
 
-def build_model(variant: str, config: ChapterConfig, data: ChapterData, generator_size: float | str) -> nn.Module:
+def build_model(variant: str, config: ElectraChapterConfig, data: ElectraChapterData, generator_size: float | str) -> nn.Module:
     """A fresh model of ``variant`` (a Table 5 row) with the given generator (a fraction, or ``"unigram"``)."""
     seed_everything(config.seed)
     disc, gen = config.model, None if generator_size == "unigram" else config.model.generator(generator_size)
@@ -291,7 +292,7 @@ def encoder_of(model: nn.Module) -> nn.Module:
 # ---------------------------------------------------------------- counting compute
 
 
-def flops_per_step(variant: str, config: ChapterConfig, generator_size: float | str) -> float:
+def flops_per_step(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> float:
     """Training FLOPs of one step of ``variant``: 6 N + 12 L T H per token for each network it trains, on
     ``batch_size`` x ``max_position_embeddings`` tokens; a masked LM head counts its 15% of positions
     (All-Tokens MLM's, every position). The unigram generator costs nothing.
@@ -313,7 +314,7 @@ def flops_per_step(variant: str, config: ChapterConfig, generator_size: float | 
     return per_token * config.batch_size * length
 
 
-def budget(config: ChapterConfig) -> float:
+def budget(config: ElectraChapterConfig) -> float:
     """The FLOP budget: what ELECTRA's ``steps`` cost with the chapter's generator.
 
     Taught in: 08_electra ("Matched compute").
@@ -321,7 +322,7 @@ def budget(config: ChapterConfig) -> float:
     return config.steps * flops_per_step("ELECTRA", config, config.generator_size)
 
 
-def steps_for(variant: str, config: ChapterConfig, generator_size: float | str) -> int:
+def steps_for(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> int:
     """The steps ``variant`` can afford within :func:`budget`.
 
     Taught in: 08_electra ("Matched compute").
@@ -345,13 +346,13 @@ class Run:
     final_state: dict[str, torch.Tensor]
 
 
-def _recipe(variant: str, config: ChapterConfig, generator_size: float | str) -> dict:
+def _recipe(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict:
     keep = ("model", "steps", "batch_size", "lr", "warmup_fraction", "fractions", "documents", "language_seed", "seed")
     return {"variant": variant, "generator_size": generator_size,
             **{k: v for k, v in asdict(config).items() if k in keep}}
 
 
-def pretrain_run(variant: str, config: ChapterConfig, data: ChapterData | None = None,
+def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
                  generator_size: float | str | None = None, *, progress: bool = True) -> Run:
     """Pretrain ``variant`` within the budget (trained once per recipe, then read from the cache), keeping
     a copy of the encoder at each of ``config.fractions`` of its steps.
@@ -363,23 +364,24 @@ def pretrain_run(variant: str, config: ChapterConfig, data: ChapterData | None =
     marks = {max(1, round(f * steps)): f for f in config.fractions}
 
     def build(path: Path) -> None:
-        chapter_data = data or ChapterData(config)
+        chapter_data = data or ElectraChapterData(config)
         model = build_model(variant, config, chapter_data, generator_size)
         saved, done = {}, [0]
 
         def snapshot(trained: nn.Module) -> dict[str, float]:
             done[0] += 1
             if done[0] in marks:
-                saved[marks[done[0]]] = {k: v.clone() for k, v in encoder_of(trained).state_dict().items()}
+                saved[marks[done[0]]] = {k: v.detach().cpu().clone() for k, v in encoder_of(trained).state_dict().items()}
             return {}
 
         train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
                                    schedule="linear", eval_every=1, progress=progress,
                                    num_threads=config.num_threads)
         history = train(model, chapter_data.batch, run_loss(variant, config.seed), train_config,
-                        evaluate=snapshot, device="cpu")
+                        evaluate=snapshot)
         path.mkdir(parents=True, exist_ok=True)
-        torch.save({"checkpoints": saved, "final": model.state_dict()}, path / "weights.pt")
+        torch.save({"checkpoints": saved, "final": {k: v.cpu() for k, v in model.state_dict().items()}},
+                   path / "weights.pt")
         atomic_write(path / "history.json", json.dumps({"loss": history.loss}))
 
     def load(path: Path) -> Run:
@@ -416,12 +418,12 @@ def as_bert(config: ElectraConfig, state: dict[str, torch.Tensor], seed: int = 0
     return bert
 
 
-def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: ChapterConfig) -> dict[str, float]:
+def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: ElectraChapterConfig) -> dict[str, float]:
     return {name: finetune(tasks[name], new_head(tasks[name], encoder, config.finetune),
                            config.finetune).scores[MAIN_SCORE[name]] for name in config.tasks}
 
 
-def scratch_scores(config: ChapterConfig, data: ChapterData | None = None) -> dict[str, float]:
+def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
     """The same fine-tuning from random weights (no pretraining, 0 FLOPs): the floor of the curve (cached).
 
     Taught in: 08_electra ("Matched compute").
@@ -430,12 +432,12 @@ def scratch_scores(config: ChapterConfig, data: ChapterData | None = None) -> di
               "documents": config.documents, "language_seed": config.language_seed, "seed": config.seed}
 
     def build(path: Path) -> None:
-        atomic_write(path, json.dumps(_scores((data or ChapterData(config)).tasks, bert_config(config.model), config)))
+        atomic_write(path, json.dumps(_scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)))
 
     return cached(f"electra-scratch-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
 
 
-def finetune_scores(run: Run, fraction: float, config: ChapterConfig, data: ChapterData | None = None) -> dict[str, float]:
+def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
     """The main score of each of ``config.tasks`` after fine-tuning the run's checkpoint at ``fraction``
     (cached with the run's recipe).
 
@@ -446,12 +448,12 @@ def finetune_scores(run: Run, fraction: float, config: ChapterConfig, data: Chap
 
     def build(path: Path) -> None:
         encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
-        atomic_write(path, json.dumps(_scores((data or ChapterData(config)).tasks, encoder, config)))
+        atomic_write(path, json.dumps(_scores((data or ElectraChapterData(config)).tasks, encoder, config)))
 
     return cached(f"electra-finetune-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
 
 
-def replaced_token_example(run: Run, config: ChapterConfig, data: ChapterData, row: int = 0) -> list[dict]:
+def replaced_token_example(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, row: int = 0) -> list[dict]:
     """One held-out sequence through the trained ELECTRA pair: per real token, the original, what the
     generator saw, the corrupted token, its label and the discriminator's probability that it was replaced.
 
@@ -472,7 +474,7 @@ def replaced_token_example(run: Run, config: ChapterConfig, data: ChapterData, r
                                      torch.sigmoid(out.logits[0, :n]))]
 
 
-def detection_accuracy(run: Run, config: ChapterConfig, data: ChapterData, batches: int = 4) -> dict[str, float]:
+def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, batches: int = 4) -> dict[str, float]:
     """The trained pair on held-out batches: the generator's accuracy at the masked positions, the share of
     those it replaced, and the discriminator's accuracy on replaced and on original tokens.
 

@@ -101,7 +101,8 @@ def sample_tokens(logits: torch.Tensor, *, temperature: float = 1.0,
     """
     if temperature <= 0:
         raise ValueError(f"expected temperature > 0, got {temperature}")
-    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
+    device = generator.device if generator is not None else logits.device  # a CPU stream for a GPU model too
+    u = torch.rand(logits.shape, generator=generator, device=device, dtype=torch.float64).to(logits.device)
     gumbel = -torch.log(-torch.log(u.clamp(min=1e-20)))
     return (logits.double() / temperature + gumbel).argmax(-1)
 

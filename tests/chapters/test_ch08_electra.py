@@ -11,8 +11,8 @@ from lecture_lib.chapters.ch08_electra import (
     PAPER_CHECKPOINTS,
     VARIANTS,
     AllTokensMLM,
-    ChapterConfig,
-    ChapterData,
+    ElectraChapterConfig,
+    ElectraChapterData,
     ReplaceMLM,
     as_bert,
     budget,
@@ -36,12 +36,12 @@ MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layer
 
 
 def small_config(**overrides):
-    return ChapterConfig(model=ElectraConfig(**MODEL), steps=40, batch_size=8, documents=150, **overrides)
+    return ElectraChapterConfig(model=ElectraConfig(**MODEL), steps=40, batch_size=8, documents=150, **overrides)
 
 
 @pytest.fixture(scope="module")
 def data():
-    return ChapterData(small_config())
+    return ElectraChapterData(small_config())
 
 
 def test_flops_per_step_is_the_formula_summed_over_the_networks_trained():
