@@ -88,7 +88,7 @@ tokens = data.tokenizer.convert_ids_to_tokens
 # ## 1. Why masked LM is sample-inefficient
 #
 # BERT's loss reads 15% of the positions: the other 85% pass through the whole network, forward and
-# backward, and contribute no loss term of their own. A sequence of 64 tokens gives masked LM about 9
+# backward, and contribute no loss term of their own. A sequence of 64 tokens gives masked LM about 10
 # predictions and ELECTRA's discriminator 64. The cost of a training step hardly depends on how many
 # positions carry a loss (the encoder runs on all of them either way; only the output layer is saved where
 # nothing is predicted), so the number of learning signals per FLOP is what changes. The masked positions
@@ -304,7 +304,7 @@ fig, (ax, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.8))
 for name, points in mean.items():
     ax.plot([f * budget(config) for f in points], list(points.values()), "o-", label=name)
 ax.axhline(sum(scratch.values()) / len(scratch), color="gray", ls=":", label="no pretraining")
-ax.set_xscale("log", base=2)
+ax.set_xscale("log")
 ax.set_xlabel("pretraining FLOPs")
 ax.set_ylabel("mean fine-tuned score (" + ", ".join(config.tasks) + ")")
 ax.set_title("Figure 1 in shape: score against compute")
@@ -376,8 +376,8 @@ sweep_scores = {}
 for size, run in sorted(sweep.items(), key=lambda item: str(item[0])):
     scores = finetune_scores(run, 1.0, config, data)
     sweep_scores[size] = sum(scores.values()) / len(scores)
-    accuracy = detection_accuracy(run, config, data)["generator accuracy"] if size != "unigram" else float("nan")
-    print(f"{str(size):>10s}{run.steps:7d}{sweep_scores[size]:8.3f}{accuracy:18.3f}")
+    accuracy = "-" if size == "unigram" else f"{detection_accuracy(run, config, data)['generator accuracy']:.3f}"
+    print(f"{str(size):>10s}{run.steps:7d}{sweep_scores[size]:8.3f}{accuracy:>18s}")
 print("paper (Figure 3, GLUE): best at 1/4-1/2 of the discriminator; unigram and equal size worse")
 
 # %%
