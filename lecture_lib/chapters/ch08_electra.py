@@ -276,7 +276,7 @@ def run_loss(variant: str, seed: int):
         if variant == "BERT":
             return model(**batch, masked_only=True).loss
         draws = generator("electra samples", seed, step)
-        if isinstance(model, ElectraPretrainingModel) and type(model) is ElectraPretrainingModel:
+        if type(model) is ElectraPretrainingModel:  # ELECTRA and ELECTRA 15%; the other variants take (batch, draws)
             return model(**batch, sampling_generator=draws, masked_positions_only=variant == "ELECTRA 15%").loss
         return model(batch, draws)
 
