@@ -1,0 +1,499 @@
+"""Chapter 08, ELECTRA: the chapter's sizes, the pretraining runs (ELECTRA, masked LM and Table 5's variants,
+each trained once at a matched FLOP budget, then read from the disk cache) and their fine-tuning scores on
+chapter 05's tasks.
+
+Every run reads the same data: chapter 05's synthetic language, its WordPiece vocabulary and its
+sentence pairs (the pair labels unused), and at step ``s`` the same masked positions (exactly
+round(0.15·n) per sequence, 85% [MASK], 15% unchanged). What differs is what is learned from them.
+Compute is counted with the course's 6 N + 12 L T H per token for every network a run trains, and each
+run gets as many steps as the budget pays for: masked LM, cheaper per step than ELECTRA's two networks,
+gets more steps. Checkpoints at fractions of the budget are copies of the encoder taken during the one
+run (as the paper's "x% trained" rows), so the learning-rate schedule is the full run's.
+
+Fine-tuning reads the discriminator's encoder (or the masked LM's) as a chapter-05 BERT: the keys are
+BERT's, and both get the same fresh pooler. (``transformers``' ELECTRA classifier reads token 0 through
+dense -> GELU -> dense; BERT's pooler is dense -> tanh, then the classifier: the same shape of head.)
+
+Taught in: 08_electra ("Matched compute", "Table 5 at equal FLOPs", "The generator's size").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.cache import atomic_write, cached, key
+from lecture_lib.chapters import ch05_bert_finetuning as ch05
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.electra import (
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ElectraPretrainingModel,
+    ElectraPretrainingOutput,
+    discriminator_loss,
+    electra_training_flops_per_token,
+)
+from lecture_lib.objectives.replaced_tokens import (
+    DISCRIMINATOR_WEIGHT,
+    MASK_PROBABILITY,
+    choose_positions,
+    mask_for_generator,
+    replace_tokens,
+    sample_tokens,
+)
+from lecture_lib.profile import pick
+from lecture_lib.runtime import generator, seed_everything
+from lecture_lib.train import TrainConfig, train
+
+# Table 5's rows, and the names used for them here.
+VARIANTS = ("ELECTRA", "ELECTRA 15%", "Replace MLM", "All-Tokens MLM", "BERT")
+MAIN_SCORE = {"acceptability": "mcc", "entailment": "accuracy", "ner": "f1", "qa": "f1"}
+
+
+@dataclass
+class ElectraChapterConfig:
+    """The chapter's sizes: the discriminator (the masked LM baseline is the same network with a generator's
+    head), the generator's size, ELECTRA's steps at 100% of the budget, the checkpoints, the rows of
+    Table 5 and of the generator sweep, and chapter 05's data and fine-tuning budget.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+
+    model: ElectraConfig
+    generator_size: float = 0.25
+    steps: int = 300  # ELECTRA's; the budget is what they cost
+    batch_size: int = 32
+    lr: float = 2e-3
+    warmup_fraction: float = 0.1
+    num_threads: int | None = 1
+    fractions: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1.0)
+    variants: tuple[str, ...] = VARIANTS
+    generator_sizes: tuple[float | str, ...] = (0.125, 0.25, 0.5, 1.0, "unigram")
+    tasks: tuple[str, ...] = ("ner",)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    documents: int = 2000
+    language_seed: int = 0
+    seed: int = 0
+
+
+# ``quick`` (the notebook, one CPU thread): a discriminator of 2 layers of H = E = 64 (4 heads), its
+# generator of H = 16 (1/4), chapter 05's 600-token vocabulary, ELECTRA for 500 steps of 32 sequences of 64
+# tokens (about 20 s); three checkpoints (25, 50, 100%), fine-tuned on NER only (100 steps each), where
+# chapter 05 found pretraining matters most; Table 5's ELECTRA 15% and BERT rows beside ELECTRA; the
+# generator sweep at 1/4, 1 and unigram. No dropout and N(0, 0.1) initialisation at this width, as in chapters 04
+# and 07. ``full``: 4 layers of H = 128, 2,000 steps of 64, all five checkpoints, all four tasks, every row.
+QUICK = dict(
+    model=dict(vocab_size=600, embedding_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0, initializer_range=0.1),
+    steps=500, batch_size=32, lr=2e-3, fractions=(0.25, 0.5, 1.0), variants=("ELECTRA", "ELECTRA 15%", "BERT"),
+    generator_sizes=(0.25, 1.0, "unigram"), tasks=("ner",),
+    finetune=dict(steps=100, batch_size=32, lr=1e-3, num_threads=1),
+    documents=2000,
+)
+FULL = dict(
+    model=dict(vocab_size=1000, embedding_size=128, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+               intermediate_size=512, max_position_embeddings=128),
+    steps=2000, batch_size=64, lr=1e-3, num_threads=None, tasks=("acceptability", "entailment", "ner", "qa"),
+    finetune=dict(steps=1000, batch_size=32, lr=2e-4), documents=20_000,
+)
+
+# The paper's numbers (Clark et al. 2020): Table 1's ELECTRA-Small checkpoints (GLUE dev) against BERT-Small
+# trained with the same FLOPs, Table 5 (Base, GLUE dev) and Figure 3's reading that 1/4-1/2 is best.
+PAPER_CHECKPOINTS = {0.0625: 74.1, 0.125: 76.0, 0.25: 77.7, 0.5: 79.0, 1.0: 79.9}
+PAPER_BERT_SMALL = 75.1
+PAPER_TABLE5 = {"ELECTRA": 85.0, "All-Tokens MLM": 84.3, "Replace MLM": 82.4, "ELECTRA 15%": 82.4, "BERT": 82.2}
+
+
+def chapter_config(**overrides) -> ElectraChapterConfig:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``model`` and
+    ``finetune`` as dicts merged into the profile's).
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    sizes = dict(pick(quick=QUICK, full=FULL))
+    model = ElectraConfig(**{**sizes.pop("model"), **overrides.pop("model", {})})
+    tuned = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
+    return ElectraChapterConfig(model=model, finetune=tuned, **{**sizes, **overrides})
+
+
+# ---------------------------------------------------------------- data
+
+
+def chapter05_config(config: ElectraChapterConfig) -> ch05.ChapterConfig:
+    """Chapter 05's data settings at this chapter's vocabulary, length and number of documents."""
+    return ch05.chapter_config(
+        pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
+                      train=dict(batch_size=config.batch_size)),
+        documents=config.documents, language_seed=config.language_seed, seed=config.seed)
+
+
+class ElectraChapterData:
+    """Chapter 05's pretraining pairs and tasks (one tokenizer), with the masked batches every run reads."""
+
+    def __init__(self, config: ElectraChapterConfig) -> None:
+        self.config = config
+        self.ch05 = chapter05_config(config)
+        self.pairs = ch05.synthetic_pretraining_data(self.ch05)
+        self.tokenizer = self.pairs.tokenizer
+        self._tasks: dict[str, Task] | None = None
+
+    @property
+    def tasks(self) -> dict[str, Task]:
+        if self._tasks is None:
+            self._tasks = ch05.build_tasks(self.tokenizer, self.ch05)
+        return self._tasks
+
+    def batch(self, step: int, test: bool = False) -> dict[str, torch.Tensor]:
+        """Batch ``step``: its rows (shuffled each epoch), the chosen positions masked for the generator
+        (``input_ids``, 85% [MASK]) and their originals (``labels``), the same for every run.
+
+        Taught in: 08_electra ("Replaced-token detection").
+        """
+        tensors = self.pairs.test if test else self.pairs.train
+        rows_per_epoch = len(tensors["input_ids"]) // self.config.batch_size
+        epoch, k = divmod(step, rows_per_epoch)
+        order = torch.randperm(len(tensors["input_ids"]), generator=generator("electra order", self.config.seed, epoch))
+        rows = order[k * self.config.batch_size:(k + 1) * self.config.batch_size]
+        ids, attention = tensors["input_ids"][rows], tensors["attention_mask"][rows]
+        draws = generator("electra masking", self.config.seed, int(test), step)
+        chosen = choose_positions(attention, tensors["special_tokens_mask"][rows], generator=draws)
+        masked, labels = mask_for_generator(ids, chosen, mask_token_id=self.tokenizer.mask_token_id, generator=draws)
+        return dict(input_ids=masked, labels=labels, attention_mask=attention,
+                    token_type_ids=tensors["token_type_ids"][rows], step=torch.tensor(step))
+
+    def unigram(self) -> torch.Tensor:
+        """The training tokens' frequencies (V,), special tokens and padding excluded: the unigram generator."""
+        tensors = self.pairs.train
+        ids = tensors["input_ids"][~tensors["special_tokens_mask"].bool()]
+        return torch.bincount(ids, minlength=self.config.model.vocab_size).double()
+
+
+# ---------------------------------------------------------------- the variants of Table 5 and Figure 3
+
+
+class ReplaceMLM(ElectraPretrainingModel):
+    """Table 5's Replace MLM: the generator's samples (not [MASK]) at the chosen positions, and a masked LM
+    of the discriminator's size that predicts the originals there. Embeddings shared as in ELECTRA.
+
+    Taught in: 08_electra ("Table 5 at equal FLOPs").
+    """
+
+    def corrupt(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
+                ) -> tuple[ElectraPretrainingOutput, torch.Tensor, torch.Tensor]:
+        """The generator's output, the corrupted ids and the original ids."""
+        generated = self.generator(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
+                                   labels=batch["labels"], masked_only=True)
+        original = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
+        sampled = sample_tokens(generated.logits, generator=sampling_generator)
+        corrupted, _ = replace_tokens(original, batch["labels"], sampled)
+        return generated, corrupted, original
+
+    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
+        generated, corrupted, _ = self.corrupt(batch, sampling_generator)
+        student = self.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"],
+                                     labels=batch["labels"], masked_only=True)
+        return generated.loss + student.loss
+
+
+class AllTokensMLM(ReplaceMLM):
+    """Table 5's All-Tokens MLM: Replace MLM's input, but the original of *every* token is predicted, with a
+    copy mechanism: p(x_t) = D_t·1[x_t = input_t] + (1 - D_t)·softmax(logits_t)[x_t], D_t = sigmoid(w·h_t).
+
+    Taught in: 08_electra ("Table 5 at equal FLOPs").
+    """
+
+    def __init__(self, generator: ElectraForMaskedLM, student: ElectraForMaskedLM) -> None:
+        super().__init__(generator, student)
+        self.copy_gate = nn.Linear(student.config.hidden_size, 1)
+
+    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
+        generated, corrupted, original = self.corrupt(batch, sampling_generator)
+        student = self.discriminator
+        hidden = student.electra(corrupted, batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
+        log_softmax = F.log_softmax(student.generator_lm_head(student.generator_predictions(hidden)), -1)
+        predicted = log_softmax.gather(-1, original[..., None]).squeeze(-1)  # log softmax at the original
+        gate = self.copy_gate(hidden).squeeze(-1)
+        copied = torch.logaddexp(F.logsigmoid(gate), F.logsigmoid(-gate) + predicted)  # input = original
+        log_p = torch.where(corrupted == original, copied, F.logsigmoid(-gate) + predicted)
+        real = batch["attention_mask"].bool()
+        return generated.loss - log_p[real].mean()
+
+
+class UnigramElectra(nn.Module):
+    """Figure 3's unigram generator: replacements drawn from the training tokens' frequencies, nothing
+    learned but the discriminator.
+
+    Taught in: 08_electra ("The generator's size").
+    """
+
+    def __init__(self, discriminator: ElectraForPreTraining, frequencies: torch.Tensor) -> None:
+        super().__init__()
+        self.discriminator = discriminator
+        self.register_buffer("log_frequencies", frequencies.clamp(min=1e-12).log())
+
+    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
+        labels = batch["labels"]
+        chosen = labels != IGNORE_INDEX
+        sampled = sample_tokens(self.log_frequencies.expand(int(chosen.sum()), -1), generator=sampling_generator)
+        corrupted, replaced = replace_tokens(torch.where(chosen, labels, batch["input_ids"]), labels, sampled)
+        logits = self.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits
+        return DISCRIMINATOR_WEIGHT * discriminator_loss(logits, replaced, batch["attention_mask"])
+
+
+def build_model(variant: str, config: ElectraChapterConfig, data: ElectraChapterData, generator_size: float | str) -> nn.Module:
+    """A fresh model of ``variant`` (a Table 5 row) with the given generator (a fraction, or ``"unigram"``)."""
+    seed_everything(config.seed)
+    disc, gen = config.model, None if generator_size == "unigram" else config.model.generator(generator_size)
+    if variant == "BERT":
+        return ElectraForMaskedLM(disc)
+    if generator_size == "unigram":
+        if variant != "ELECTRA":
+            raise ValueError(f"the unigram generator is for ELECTRA, got {variant!r}")
+        return UnigramElectra(ElectraForPreTraining(disc), data.unigram())
+    if variant in ("ELECTRA", "ELECTRA 15%"):
+        return ElectraPretrainingModel(ElectraForMaskedLM(gen), ElectraForPreTraining(disc))
+    if variant in ("Replace MLM", "All-Tokens MLM"):
+        cls = ReplaceMLM if variant == "Replace MLM" else AllTokensMLM
+        return cls(ElectraForMaskedLM(gen), ElectraForMaskedLM(disc))
+    raise ValueError(f"expected a variant in {VARIANTS}, got {variant!r}")
+
+
+def run_loss(variant: str, seed: int):
+    """The loss function of ``variant`` for :func:`~lecture_lib.train.train`: one sampling stream per step."""
+
+    def loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        batch = dict(batch)
+        step = int(batch.pop("step"))
+        if variant == "BERT":
+            return model(**batch, masked_only=True).loss
+        draws = generator("electra samples", seed, step)
+        if type(model) is ElectraPretrainingModel:  # ELECTRA and ELECTRA 15%; the other variants take (batch, draws)
+            return model(**batch, sampling_generator=draws, masked_positions_only=variant == "ELECTRA 15%").loss
+        return model(batch, draws)
+
+    return loss
+
+
+def encoder_of(model: nn.Module) -> nn.Module:
+    """The network that is kept and fine-tuned: the discriminator's encoder (the masked LM's for BERT)."""
+    main = model.discriminator if hasattr(model, "discriminator") else model
+    return main.electra
+
+
+# ---------------------------------------------------------------- counting compute
+
+
+def flops_per_step(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> float:
+    """Training FLOPs of one step of ``variant``: 6 N + 12 L T H per token for each network it trains, on
+    ``batch_size`` x ``max_position_embeddings`` tokens; a masked LM head counts its 15% of positions
+    (All-Tokens MLM's, every position). The unigram generator costs nothing.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    disc, length = config.model, config.model.max_position_embeddings
+    per_token = 0.0
+    if variant != "BERT" and generator_size != "unigram":
+        per_token += electra_training_flops_per_token(disc.generator(generator_size), length, "generator",
+                                                      masked_fraction=MASK_PROBABILITY)
+    if variant in ("ELECTRA", "ELECTRA 15%"):
+        per_token += electra_training_flops_per_token(disc, length, "discriminator")
+    else:
+        fraction = 1.0 if variant == "All-Tokens MLM" else MASK_PROBABILITY
+        per_token += electra_training_flops_per_token(disc, length, "generator", masked_fraction=fraction)
+    if variant == "All-Tokens MLM":
+        per_token += 6 * disc.hidden_size  # the copy gate
+    return per_token * config.batch_size * length
+
+
+def budget(config: ElectraChapterConfig) -> float:
+    """The FLOP budget: what ELECTRA's ``steps`` cost with the chapter's generator.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    return config.steps * flops_per_step("ELECTRA", config, config.generator_size)
+
+
+def steps_for(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> int:
+    """The steps ``variant`` can afford within :func:`budget`.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    return round(budget(config) / flops_per_step(variant, config, generator_size))
+
+
+# ---------------------------------------------------------------- the runs
+
+
+@dataclass
+class Run:
+    """One cached pretraining run: its losses, the encoder at each budget fraction, the final model's state."""
+
+    variant: str
+    generator_size: float | str
+    steps: int
+    flops: float
+    loss: list[float]
+    checkpoints: dict[float, dict[str, torch.Tensor]]
+    final_state: dict[str, torch.Tensor]
+
+
+def _recipe(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict:
+    keep = ("model", "steps", "batch_size", "lr", "warmup_fraction", "fractions", "documents", "language_seed", "seed")
+    return {"variant": variant, "generator_size": generator_size,
+            **{k: v for k, v in asdict(config).items() if k in keep}}
+
+
+def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
+                 generator_size: float | str | None = None, *, progress: bool = True) -> Run:
+    """Pretrain ``variant`` within the budget (trained once per recipe, then read from the cache), keeping
+    a copy of the encoder at each of ``config.fractions`` of its steps.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    generator_size = config.generator_size if generator_size is None else generator_size
+    steps = steps_for(variant, config, generator_size)
+    marks = {max(1, round(f * steps)): f for f in config.fractions}
+
+    def build(path: Path) -> None:
+        chapter_data = data or ElectraChapterData(config)
+        model = build_model(variant, config, chapter_data, generator_size)
+        saved, done = {}, [0]
+
+        def snapshot(trained: nn.Module) -> dict[str, float]:
+            done[0] += 1
+            if done[0] in marks:
+                saved[marks[done[0]]] = {k: v.detach().cpu().clone() for k, v in encoder_of(trained).state_dict().items()}
+            return {}
+
+        train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
+                                   schedule="linear", eval_every=1, progress=progress,
+                                   num_threads=config.num_threads)
+        history = train(model, chapter_data.batch, run_loss(variant, config.seed), train_config,
+                        evaluate=snapshot)
+        path.mkdir(parents=True, exist_ok=True)
+        torch.save({"checkpoints": saved, "final": {k: v.cpu() for k, v in model.state_dict().items()}},
+                   path / "weights.pt")
+        atomic_write(path / "history.json", json.dumps({"loss": history.loss}))
+
+    def load(path: Path) -> Run:
+        weights = torch.load(path / "weights.pt", weights_only=True)
+        loss = json.loads((path / "history.json").read_text())["loss"]
+        return Run(variant, generator_size, steps, steps * flops_per_step(variant, config, generator_size), loss,
+                   weights["checkpoints"], weights["final"])
+
+    return cached(f"electra-{variant.replace(' ', '-').replace('%', 'pct')}-{key(_recipe(variant, config, generator_size))}",
+                  build, load)
+
+
+def bert_config(config: ElectraConfig) -> BertConfig:
+    """The BERT of an ELECTRA network's sizes (E = H: the same keys, no projection).
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    if config.embedding_size != config.hidden_size:
+        raise ValueError(f"expected embedding_size = hidden_size for a BERT, got {config.embedding_size} "
+                         f"and {config.hidden_size}")
+    return BertConfig(**{f.name: getattr(config, f.name) for f in fields(BertConfig)})
+
+
+def as_bert(config: ElectraConfig, state: dict[str, torch.Tensor], seed: int = 0) -> BertModel:
+    """An ELECTRA encoder with E = H as chapter 05's BERT: the same keys, plus a fresh pooler (seeded).
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    seed_everything(seed)
+    bert = BertModel(bert_config(config))
+    missing, unexpected = bert.load_state_dict(state, strict=False)
+    if unexpected or any(not k.startswith("pooler.") for k in missing):
+        raise ValueError(f"not a BERT-shaped encoder: missing {missing}, unexpected {unexpected}")
+    return bert
+
+
+def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: ElectraChapterConfig) -> dict[str, float]:
+    return {name: finetune(tasks[name], new_head(tasks[name], encoder, config.finetune),
+                           config.finetune).scores[MAIN_SCORE[name]] for name in config.tasks}
+
+
+def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
+    """The same fine-tuning from random weights (no pretraining, 0 FLOPs): the floor of the curve (cached).
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    recipe = {"model": asdict(config.model), "tasks": config.tasks, "finetune": asdict(config.finetune),
+              "documents": config.documents, "language_seed": config.language_seed, "seed": config.seed}
+
+    def build(path: Path) -> None:
+        atomic_write(path, json.dumps(_scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)))
+
+    return cached(f"electra-scratch-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
+    """The main score of each of ``config.tasks`` after fine-tuning the run's checkpoint at ``fraction``
+    (cached with the run's recipe).
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    recipe = {"run": _recipe(run.variant, config, run.generator_size), "fraction": fraction, "tasks": config.tasks,
+              "finetune": asdict(config.finetune)}
+
+    def build(path: Path) -> None:
+        encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
+        atomic_write(path, json.dumps(_scores((data or ElectraChapterData(config)).tasks, encoder, config)))
+
+    return cached(f"electra-finetune-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def replaced_token_example(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, row: int = 0) -> list[dict]:
+    """One held-out sequence through the trained ELECTRA pair: per real token, the original, what the
+    generator saw, the corrupted token, its label and the discriminator's probability that it was replaced.
+
+    Taught in: 08_electra ("Generator and discriminator").
+    """
+    model = build_model("ELECTRA", config, data, run.generator_size)
+    model.load_state_dict(run.final_state)
+    batch = data.batch(0, test=True)
+    batch = {k: v[row:row + 1] for k, v in batch.items() if k != "step"}
+    with torch.no_grad():
+        out = model.eval()(**batch, sampling_generator=generator("electra example", config.seed))
+    original = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])[0]
+    n = int(batch["attention_mask"].sum())
+    tokens = data.tokenizer.convert_ids_to_tokens
+    return [dict(original=o, generator_input=g, corrupted=c, replaced=int(r), p_replaced=float(p))
+            for o, g, c, r, p in zip(tokens(original[:n].tolist()), tokens(batch["input_ids"][0, :n].tolist()),
+                                     tokens(out.corrupted_ids[0, :n].tolist()), out.replaced[0, :n],
+                                     torch.sigmoid(out.logits[0, :n]))]
+
+
+def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, batches: int = 4) -> dict[str, float]:
+    """The trained pair on held-out batches: the generator's accuracy at the masked positions, the share of
+    those it replaced, and the discriminator's accuracy on replaced and on original tokens.
+
+    Taught in: 08_electra ("Generator and discriminator").
+    """
+    model = build_model("ELECTRA", config, data, run.generator_size)
+    model.load_state_dict(run.final_state)
+    counts = torch.zeros(6)
+    with torch.no_grad():
+        for i in range(batches):
+            batch = {k: v for k, v in data.batch(i, test=True).items() if k != "step"}
+            out = model.eval()(**batch, sampling_generator=generator("electra eval", config.seed, i))
+            chosen, real = batch["labels"] != IGNORE_INDEX, batch["attention_mask"].bool()
+            said = out.logits > 0
+            replaced = out.replaced.bool()
+            counts += torch.tensor([
+                (out.generator_logits.argmax(-1) == batch["labels"][chosen]).sum(), chosen.sum(),
+                (said & replaced & real).sum(), (replaced & real).sum(),
+                (~said & ~replaced & real).sum(), (~replaced & real).sum()], dtype=torch.float)
+    return {"generator accuracy": float(counts[0] / counts[1]), "replaced share": float(counts[3] / counts[1]),
+            "accuracy on replaced": float(counts[2] / counts[3]), "accuracy on originals": float(counts[4] / counts[5])}
+

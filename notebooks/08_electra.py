@@ -1,0 +1,436 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · ELECTRA
+#
+# **What you will build.** ELECTRA (Clark et al., 2020) keeps BERT's encoder and changes what it learns
+# from. A small masked LM, the *generator*, fills the masked positions by sampling; the encoder we keep,
+# the *discriminator*, says for every token whether it is the original or a replacement. We write the
+# objective (which positions, what the generator sees, how samples are drawn and labelled, the loss
+# $L_\text{MLM} + 50\,L_\text{Disc}$), the two networks as their difference from BERT, and the pair that
+# shares one embedding module; then we count the compute of both networks with chapter 04's formula and
+# pretrain ELECTRA and masked LM on the same data at the same FLOPs, fine-tuning checkpoints on chapter
+# 05's tasks (the paper's Figure 1 and Table 1 in shape), the efficiency ablation (Table 5) and the
+# generator's size (Figure 3). Our `ElectraForPreTraining` and `ElectraForMaskedLM` are tested equal to
+# `transformers`' in float64 (`tests/models/test_electra.py`).
+#
+# [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/08_electra.ipynb)
+
+# %%
+# In Colab, install the course library first; everywhere else it is already installed.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import transformers
+
+from lecture_lib import profile
+from lecture_lib.chapters.ch08_electra import (
+    PAPER_BERT_SMALL,
+    PAPER_CHECKPOINTS,
+    PAPER_TABLE5,
+    ElectraChapterData,
+    budget,
+    chapter_config,
+    detection_accuracy,
+    finetune_scores,
+    flops_per_step,
+    pretrain_run,
+    replaced_token_example,
+    scratch_scores,
+    steps_for,
+)
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.bert import BertConfig, training_flops_per_token
+from lecture_lib.models.electra import (
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ElectraPretrainingModel,
+    discriminator_loss,
+    electra_training_flops_per_token,
+)
+from lecture_lib.objectives.replaced_tokens import (
+    choose_positions,
+    mask_for_generator,
+    replace_tokens,
+    sample_tokens,
+)
+
+notebook_start = time.perf_counter()
+print("profile:", profile.current())
+config = chapter_config()
+print(config.model)
+data = ElectraChapterData(config)  # chapter 05's synthetic language: its vocabulary, sentence pairs and tasks
+tokens = data.tokenizer.convert_ids_to_tokens
+
+# %% [markdown]
+# ## 1. Why masked LM is sample-inefficient
+#
+# BERT's loss reads 15% of the positions: the other 85% pass through the whole network, forward and
+# backward, and contribute no loss term of their own. A sequence of 64 tokens gives masked LM about 10
+# predictions and ELECTRA's discriminator 64. The cost of a training step hardly depends on how many
+# positions carry a loss (the encoder runs on all of them either way; only the output layer is saved where
+# nothing is predicted), so the number of learning signals per FLOP is what changes. The masked positions
+# also show the model a [MASK] token that never occurs at fine-tuning time.
+
+# %%
+batch = data.batch(0)
+real = batch["attention_mask"].bool()
+chosen = batch["labels"] != IGNORE_INDEX
+print(f"one batch: {int(real.sum())} real tokens, {int(chosen.sum())} with a masked-LM loss "
+      f"({chosen.sum() / real.sum():.1%}), {int(real.sum())} with a discriminator loss (100%)")
+
+# %%
+assert 0.13 < chosen.sum() / real.sum() < 0.17
+
+# %% [markdown]
+# ## 2. Replaced-token detection
+#
+# With $m$ the chosen positions and $\hat x_i \sim p_G(x_i \mid x^\text{masked})$ the generator's samples,
+#
+# $$x^\text{corrupt} = \text{REPLACE}(x, m, \hat x), \qquad
+#   L_\text{Disc} = \sum_{t} -\mathbb 1(x^\text{corrupt}_t = x_t)\log\big(1 - D(x^\text{corrupt}, t)\big)
+#                   - \mathbb 1(x^\text{corrupt}_t \ne x_t)\log D(x^\text{corrupt}, t),$$
+#
+# with $D$ the probability of "replaced" (the sign convention of `transformers`; the paper writes $D$ for
+# "original"). The training loss is $L_\text{MLM} + \lambda L_\text{Disc}$, $\lambda = 50$, and no gradient
+# flows through the sampling: the generator learns masked LM by maximum likelihood, not to fool the
+# discriminator. The details, as the authors' code has them: exactly $\text{round}(0.15\,n)$ positions per
+# sequence of $n$ tokens (not BERT's coin flip per position), 85% of them shown to the generator as [MASK]
+# and 15% unchanged, *none* replaced by a random token; and a sample that happens to equal the original is
+# labelled original. We write each step by hand on a toy row, then check the library's functions agree.
+
+# %%
+ids = torch.tensor([[2, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 3, 0, 0]])
+attention = (ids != 0).long()
+special = torch.isin(ids, torch.tensor([0, 2, 3])).long()
+n = int(attention.sum())
+print(f"n = {n} tokens -> round(0.15 n) = round({0.15 * n:.2f}) = {round(0.15 * n)} positions")
+
+# by hand: draw a score per candidate and keep the k lowest
+g = torch.Generator().manual_seed(0)
+scores = torch.rand(ids.shape, generator=g).masked_fill((special == 1) | (attention == 0), 2.0)
+k = round(0.15 * n)
+by_hand = torch.zeros_like(ids, dtype=torch.bool)
+by_hand[0, scores[0].argsort()[:k]] = True
+library = choose_positions(attention, special, generator=torch.Generator().manual_seed(0))
+print("chosen positions:", by_hand.nonzero()[:, 1].tolist(), library.nonzero()[:, 1].tolist())
+
+# %%
+assert torch.equal(by_hand, library) and int(library.sum()) == k
+
+# %% [markdown]
+# Sampling uses the Gumbel-max trick: $\arg\max_v(\ell_v + g_v)$ with $g_v = -\log(-\log u_v)$, $u_v$
+# uniform, is a sample from $\text{softmax}(\ell)$. It draws with one uniform number per vocabulary entry and
+# no cumulative sum. We check the frequencies against the softmax, then label one row by hand.
+
+# %%
+logits = torch.tensor([1.5, 0.5, 0.0, -1.0])
+draws = sample_tokens(logits.expand(20000, 4), generator=torch.Generator().manual_seed(1))
+frequencies = torch.bincount(draws, minlength=4) / len(draws)
+print("softmax    ", [f"{p:.3f}" for p in torch.softmax(logits, 0).tolist()])
+print("Gumbel-max ", [f"{p:.3f}" for p in frequencies.tolist()])
+
+masked, labels = mask_for_generator(ids, library, mask_token_id=4, generator=torch.Generator().manual_seed(2))
+sampled = torch.tensor([ids[0, int(library.nonzero()[0, 1])], 99])  # the first sample equals its original
+corrupted, replaced = replace_tokens(ids, labels, sampled)
+replaced_by_hand = (corrupted != ids).long()
+for name, row in (("original", ids), ("generator in", masked), ("corrupted", corrupted), ("label", replaced)):
+    print(f"{name:13s}", " ".join(f"{v:3d}" for v in row[0, :n].tolist()))
+
+# %%
+assert (frequencies - torch.softmax(logits, 0)).abs().max() < 0.015  # 4 standard errors at 20,000 draws
+assert torch.equal(replaced, replaced_by_hand) and int(replaced.sum()) == 1  # the equal sample counts as original
+assert ((masked[library] == 4) | (masked[library] == ids[library])).all()  # [MASK] or unchanged, never random
+
+# %% [markdown]
+# ## 3. Generator and discriminator
+#
+# Both networks are BERT's encoder with three differences: embeddings of their own width $E$, projected to
+# $H$ only when $E \ne H$ (ELECTRA-Small: $E = 128$, $H = 256$); no pooler; and their heads. The
+# discriminator maps each $h_t$ through dense, activation, dense to one logit,
+# $D(x, t) = \sigma(w^\top \text{act}(W h_t))$; the generator is a masked LM whose output matrix is its own
+# token table, $p_G(x_t \mid x) \propto \exp(e(x_t)^\top \text{LN}(\text{GELU}(W h_t)) + b)$, with $W: H \to E$.
+# One trap in matching `transformers`: its generator head always uses the exact GELU, whatever the config's
+# `hidden_act` says. Here a small ELECTRA-Small-shaped pair is compared with `transformers` on one batch.
+
+# %%
+torch.manual_seed(0)
+tiny = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+hf_disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(**tiny)).double().eval()
+hf_gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(**tiny)).double().eval()
+ours_disc, ours_gen = ElectraForPreTraining.from_hf(hf_disc), ElectraForMaskedLM.from_hf(hf_gen)
+x = torch.randint(5, 97, (2, 12))
+mask = torch.ones_like(x)
+mask[1, 8:] = 0
+y = torch.randint(0, 2, x.shape)
+gen_labels = torch.where(torch.rand(x.shape, generator=torch.Generator().manual_seed(3)) < 0.3, x, IGNORE_INDEX)
+gap_d = (ours_disc(x, mask).logits - hf_disc(x, attention_mask=mask).logits).abs().max()
+gap_g = (ours_gen(x, mask).logits - hf_gen(x, attention_mask=mask).logits).abs().max()
+ours_loss, hf_loss = ours_disc(x, mask, labels=y).loss, hf_disc(x, attention_mask=mask, labels=y).loss
+print(f"largest logit difference: discriminator {gap_d:.1e}, generator {gap_g:.1e}")
+print(f"discriminator loss: ours {ours_loss:.6f}, transformers {hf_loss:.6f} (its labels.float() makes it float32)")
+
+# %%
+assert gap_d < 1e-10 and gap_g < 1e-10 and abs(ours_loss.item() - hf_loss.item()) < 1e-6
+# the loss ignores padding: other logits and labels at the padded positions give the same loss
+logits_d = ours_disc(x, mask).logits.detach()
+shifted, flipped = logits_d.clone(), y.clone()
+shifted[1, 8:] += 10.0
+flipped[1, 8:] = 1 - flipped[1, 8:]
+assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_loss(logits_d, y, mask))
+
+# %% [markdown]
+# Now the pair the chapter trains: a discriminator of two layers of $H = E = 64$ and a generator of a
+# quarter of its width ($H = 16$), pretrained on chapter 05's synthetic language (section 5 says for how
+# long). One held-out sequence through it: what the generator saw, what it sampled, the label, and the
+# discriminator's probability of "replaced".
+
+# %%
+electra = pretrain_run("ELECTRA", config, data)
+walk = replaced_token_example(electra, config, data)
+print(f"{'original':>12s} {'generator in':>13s} {'corrupted':>12s}  label  P(replaced)")
+for t in walk:
+    flag = " <-" if t["replaced"] else ""
+    print(f"{t['original']:>12s} {t['generator_input']:>13s} {t['corrupted']:>12s}  {t['replaced']:5d}  "
+          f"{t['p_replaced']:10.2f}{flag}")
+held_out = detection_accuracy(electra, config, data)
+print({k: round(v, 3) for k, v in held_out.items()})
+
+# %%
+assert all(t["replaced"] == int(t["original"] != t["corrupted"]) for t in walk)
+
+# %% [markdown]
+# ## 4. Sharing embeddings
+#
+# The paper shares the token and position embeddings of the two networks (the authors' code shares the
+# whole embedding module: segment table and LayerNorm too); the generator's output matrix is its token
+# table, so it is the shared table as well. Sharing is one module object used by both networks: one set of
+# Parameters, updated by both losses. The discriminator alone would update only the embeddings of the
+# tokens it sees; through the generator's softmax every token's embedding gets a gradient at every step.
+# The paper measured GLUE 83.6 without tying, 84.3 tying the token embeddings and 84.4 tying all weights
+# (equal sizes, 500k steps). Because `transformers` has no class for the pair, `to_hf()` returns its two
+# halves, each holding a copy of the shared tables.
+
+# %%
+pair = ElectraPretrainingModel.from_config(ElectraConfig(**tiny), generator_size=0.5)
+gen_emb, disc_emb = pair.generator.electra.embeddings, pair.discriminator.electra.embeddings
+print("same module:", gen_emb is disc_emb, "| output matrix is the token table:",
+      pair.generator.generator_lm_head.weight is disc_emb.word_embeddings.weight)
+count = sum(p.numel() for p in pair.parameters())
+separate = sum(p.numel() for p in pair.generator.parameters()) + sum(p.numel() for p in pair.discriminator.parameters())
+print(f"parameters: {count:,} in the pair, {separate:,} if the embeddings were counted twice")
+hf_halves = pair.to_hf()
+print("transformers halves:", [type(m).__name__ for m in hf_halves])
+
+# %%
+assert gen_emb is disc_emb and count == separate - sum(p.numel() for p in disc_emb.parameters())
+for half in hf_halves:
+    assert torch.equal(half.electra.embeddings.word_embeddings.weight, disc_emb.word_embeddings.weight)
+
+# %% [markdown]
+# ## 5. Matched compute
+#
+# Chapter 04 counted training compute as $6N + 12LTH$ FLOPs per token, $N$ the weights of the matrix
+# products a token passes through. ELECTRA trains two networks, so a step costs the generator's count (its
+# output matrix on the masked 15% only) plus the discriminator's (a head of $H^2 + H$ on every token).
+# Masked LM is the discriminator-sized network with a generator head. Each run gets the steps the budget
+# pays for: ELECTRA's steps at our budget, and masked LM more steps, being cheaper per step. First the
+# formula, against chapter 04's for a BERT of the same sizes, then the budget.
+
+# %%
+sizes = config.model
+bert_same = BertConfig(**{k: getattr(sizes, k) for k in ("vocab_size", "hidden_size", "num_hidden_layers",
+                                                         "num_attention_heads", "intermediate_size")})
+T = sizes.max_position_embeddings
+print(f"per token: masked LM (full head) {electra_training_flops_per_token(sizes, T, 'generator') / 1e6:.3f} MFLOP, "
+      f"chapter 04's BERT formula {training_flops_per_token(bert_same, T) / 1e6:.3f} MFLOP")
+for variant, size in (("ELECTRA", config.generator_size), ("BERT", None)):
+    print(f"{variant:8s} {flops_per_step(variant, config, size) / 1e9:.3f} GFLOP per step, "
+          f"{steps_for(variant, config, size)} steps in the budget of {budget(config):.2e} FLOPs")
+
+# %%
+assert electra_training_flops_per_token(sizes, T, "generator") == training_flops_per_token(bert_same, T)
+assert abs(steps_for("BERT", config, None) * flops_per_step("BERT", config, None) / budget(config) - 1) < 0.01
+
+# %% [markdown]
+# The headline experiment in shape. Both runs read the same batches with the same masked positions; we keep
+# copies of the encoder at fractions of the budget (as the paper's "x% trained" rows, from one run, so the
+# learning-rate schedule is the whole run's), fine-tune each copy on chapter 05's tasks with chapter 05's
+# budget, and plot the score against pretraining FLOPs. The quick profile keeps three of the paper's five
+# fractions (25, 50, 100%) and one task, NER, where chapter 05 saw pretraining matter most; the full profile
+# runs all five fractions and the four tasks (`LECTURE_PROFILE=full`). A model fine-tuned from random
+# weights marks the floor.
+
+# %%
+mlm = pretrain_run("BERT", config, data)
+scratch = scratch_scores(config, data)
+curve = {name: {f: finetune_scores(run, f, config, data) for f in config.fractions}
+         for name, run in (("ELECTRA", electra), ("masked LM (BERT)", mlm))}
+mean = {name: {f: sum(s.values()) / len(s) for f, s in points.items()} for name, points in curve.items()}
+print(f"tasks: {', '.join(config.tasks)}; from scratch: {sum(scratch.values()) / len(scratch):.3f}")
+print(f"{'fraction':>9s}{'FLOPs':>11s}{'ELECTRA':>10s}{'masked LM':>11s}{'paper ELECTRA-Small':>21s}")
+for f in config.fractions:
+    print(f"{f:9.4g}{f * budget(config):11.2e}{mean['ELECTRA'][f]:10.3f}{mean['masked LM (BERT)'][f]:11.3f}"
+          f"{PAPER_CHECKPOINTS[f]:21.1f}")
+print(f"paper, same FLOPs as ELECTRA-Small: BERT-Small {PAPER_BERT_SMALL} against ELECTRA-Small "
+      f"{PAPER_CHECKPOINTS[1.0]} (GLUE dev)")
+ours_first = "ELECTRA" if mean["ELECTRA"][1.0] > mean["masked LM (BERT)"][1.0] else "masked LM"
+print(f"at the full budget: paper ELECTRA ahead; ours {ours_first} ahead")
+
+fig, (ax, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.8))
+for name, points in mean.items():
+    ax.plot([f * budget(config) for f in points], list(points.values()), "o-", label=name)
+ax.axhline(sum(scratch.values()) / len(scratch), color="gray", ls=":", label="no pretraining")
+ax.set_xscale("log")
+ax.set_xlabel("pretraining FLOPs")
+ax.set_ylabel("mean fine-tuned score (" + ", ".join(config.tasks) + ")")
+ax.set_title("Figure 1 in shape: score against compute")
+ax.legend()
+for name, run in (("ELECTRA (L_MLM + 50 L_Disc)", electra), ("masked LM", mlm)):
+    ax_loss.plot(range(1, len(run.loss) + 1), run.loss, label=name)
+ax_loss.set_yscale("log")
+ax_loss.set_xlabel("step")
+ax_loss.set_ylabel("training loss")
+ax_loss.set_title("the two runs")
+ax_loss.legend()
+plt.tight_layout()
+plt.show()
+
+# %%
+assert set(mean["ELECTRA"]) == set(config.fractions) and len(electra.loss) == steps_for("ELECTRA", config, 0.25)
+
+# %% [markdown]
+# ## 6. Table 5 at equal FLOPs
+#
+# Where does ELECTRA's gain come from? Table 5 separates the two changes: learning from all tokens, and
+# never showing [MASK] to the network that is kept.
+#
+# - **ELECTRA 15%**: the discriminator's loss on the masked positions only (the same inputs);
+# - **Replace MLM**: masked LM whose masked positions hold generator samples instead of [MASK];
+# - **All-Tokens MLM**: Replace MLM predicting every token, with a copy mechanism
+#   $p(x_t) = D_t\,\mathbb 1[x_t = \text{input}_t] + (1 - D_t)\,\text{softmax}(\ell_t)[x_t]$;
+# - **BERT**: masked LM as in section 5.
+#
+# Every row gets the same FLOP budget. The quick profile trains ELECTRA 15% beside the two runs of section 5;
+# the full profile adds Replace MLM and All-Tokens MLM.
+
+# %%
+table5 = {"ELECTRA": electra, "BERT": mlm}
+for variant in config.variants:
+    if variant not in table5:
+        table5[variant] = pretrain_run(variant, config, data)
+print(f"{'model':16s}{'steps':>7s}{'ours':>8s}{'paper (GLUE, Base)':>20s}")
+table5_scores = {}
+for variant in PAPER_TABLE5:
+    if variant in table5:
+        scores = finetune_scores(table5[variant], 1.0, config, data)
+        table5_scores[variant] = sum(scores.values()) / len(scores)
+        print(f"{variant:16s}{table5[variant].steps:7d}{table5_scores[variant]:8.3f}{PAPER_TABLE5[variant]:20.1f}")
+    else:
+        print(f"{variant:16s}{'-':>7s}{'-':>8s}{PAPER_TABLE5[variant]:20.1f}   (full profile)")
+
+# %%
+assert all(abs(run.flops / budget(config) - 1) < 0.01 for run in table5.values())
+# Table 5's main contrast: the loss on every token beats the loss on the masked 15%, at the same inputs and
+# FLOPs (NER F1 0.855 against 0.448 with seed 0, 0.919 against 0.605 with seed 1)
+assert table5_scores["ELECTRA"] > table5_scores["ELECTRA 15%"] + 0.1
+
+# %% [markdown]
+# ## 7. The generator's size
+#
+# A generator as large as the discriminator makes the task too hard: most samples are plausible, and the
+# discriminator spends its capacity on them (and the pair costs twice as much). The paper found a quarter
+# to a half of the discriminator's width best, and a unigram generator (tokens drawn by frequency, nothing
+# learned) clearly worse. Each size here spends the same FLOPs, so a larger generator means fewer steps.
+# The quick profile compares 1/4, 1 and the unigram generator; the full profile adds 1/8 and 1/2. (The
+# authors' rule gives a generator a feed-forward layer of 4 x its width; our quick discriminator has 2 x, so
+# at size 1 the generator is the discriminator with a feed-forward layer twice as wide.)
+
+# %%
+sweep = {config.generator_size: electra}
+for size in config.generator_sizes:
+    if size not in sweep:
+        sweep[size] = pretrain_run("ELECTRA", config, data, size)
+print(f"{'generator':>10s}{'steps':>7s}{'score':>8s}{'its MLM accuracy':>18s}")
+sweep_scores = {}
+for size, run in sorted(sweep.items(), key=lambda item: str(item[0])):
+    scores = finetune_scores(run, 1.0, config, data)
+    sweep_scores[size] = sum(scores.values()) / len(scores)
+    accuracy = "-" if size == "unigram" else f"{detection_accuracy(run, config, data)['generator accuracy']:.3f}"
+    print(f"{str(size):>10s}{run.steps:7d}{sweep_scores[size]:8.3f}{accuracy:>18s}")
+print("paper (Figure 3, GLUE): best at 1/4-1/2 of the discriminator; unigram and equal size worse")
+
+# %%
+assert all(abs(run.flops / budget(config) - 1) < 0.01 for run in sweep.values())
+
+# %% [markdown]
+# ## What we saw
+#
+# | claim | the paper | this notebook (quick profile, seed 0; seed 1 where named) |
+# |---|---|---|
+# | masked LM learns from 15% of the tokens, ELECTRA's discriminator from all | Section 2 | 145 of 970 real tokens of a batch (14.9%) carry an MLM loss, all 970 a discriminator loss (section 1) |
+# | exactly round(0.15 n) positions, 85% [MASK], none random; an equal sample is "original" | the authors' code | by hand and by the library, equal (section 2); tested over thousands of rows |
+# | our networks are `transformers`' `ElectraForPreTraining` and `ElectraForMaskedLM` | – | logits equal (difference 0.0 here), loss equal to float32 (theirs is computed in float32); every gradient equal to 1e-9 in the tests, E ≠ H included |
+# | ELECTRA beats masked LM at the same compute, at every budget | Table 1: ELECTRA-Small 74.1 / 76.0 / 77.7 / 79.0 / 79.9 at 6.25 … 100%; BERT-Small 75.1 at 100% (GLUE) | **not resolved**: NER F1 0.660 / 0.796 / 0.855 for ELECTRA against 0.706 / 0.785 / 0.893 for masked LM at 25 / 50 / 100% (from scratch 0.558); with seed 1 the order turns, 0.591 / 0.758 / 0.919 against 0.556 / 0.765 / 0.869: the two are within seed noise at our scale (section 5) |
+# | learning from all tokens is most of the gain | Table 5: ELECTRA 85.0, ELECTRA 15% 82.4, BERT 82.2 | yes, on both seeds: ELECTRA 15% 0.448 against ELECTRA 0.855 (seed 1: 0.605 against 0.919); from scratch 0.558 (seed 1: 0.525) (section 6) |
+# | a generator as large as the discriminator is worse than a small one, a unigram generator worse still | Figure 3: best at 1/4–1/2; size 1 and unigram lower | half: size 1 scores 0.557 (249 steps, seed 0 only) against 0.855 at 1/4 (500 steps); but the unigram generator scores 0.912 (600 steps), the best of all our runs, on seed 1 too (0.931) (section 7) |
+#
+# What did not reproduce, and why. The headline: at our scale ELECTRA and masked LM are not told apart by
+# one run each; which comes first at the full budget depends on the seed (0.855 against 0.893 with seed 0,
+# 0.919 against 0.869 with seed 1; seed 1 also draws other task examples). The paper's gap, 79.9 against
+# 75.1 GLUE, is a claim about models trained far longer than ours, and nothing here contradicts or confirms
+# it. Our discriminator has two layers of width 64 and 500 steps; after them it labels 99% of the
+# originals right but only 27% of the replacements, while its generator guesses 24% of the masked tokens:
+# the detection task has barely started. (A guess we have not tested: a binary label per token, right 86%
+# of the time by saying "original", says less early on than masked LM's 600-way target.) The paper's small models trained for a
+# million steps of 128 sequences, 1.4e18 FLOPs, two million times our 6.3e11. The ablations point the
+# paper's way: taking the discriminator's loss off 85% of the tokens (ELECTRA 15%) costs far more than
+# anything else, and an equal-size generator, which both halves the steps and makes the replacements
+# harder to spot, is worse. The unigram generator is not: our learned generator, right on 24% of the masked
+# tokens, may propose replacements little more plausible than tokens drawn by frequency, and it costs a sixth
+# of the budget, which the unigram run spends on 100 more discriminator steps. The paper's point, that
+# plausible replacements teach more, may need a generator that has learned enough to make them.
+# Each number is one run fine-tuned on one task of 400 test sentences; the seed-1 numbers come from
+# `chapter_config(seed=1)`, run outside the notebook to keep it within its time budget. The full profile
+# (a GPU: 4 layers of width 128, 2,000 steps, all five checkpoints, the four tasks, every row of Table 5 and
+# of the generator sweep) is
+# `LECTURE_PROFILE=full`; we have not run it for this notebook.
+#
+# ## Exercises
+#
+# 1. Set $\lambda = 1$ in the loss (`discriminator_weight=1.0`). How do the two losses move, and why does
+#    the paper weight the discriminator by 50?
+# 2. The discriminator could learn a shortcut from the 15% of chosen positions that keep their token: the
+#    generator sees the original there. Measure how often the generator's sample is right at those
+#    positions and at the [MASK] ones.
+# 3. Count ELECTRA-Small's training FLOPs per token with `electra_training_flops_per_token` (E = 128,
+#    H = 256, 12 layers, a generator of H = 64, 128 tokens) and check the paper's 1.4e18 for 1M steps of
+#    128 sequences. What does the paper's count include that ours does not, or the other way round?
+# 4. Fine-tune with the ELECTRA classification head (token 0, dense, GELU, dense) instead of BERT's pooler.
+#    Does it change the curve?
+
+# %%
+print(f"whole notebook: {time.perf_counter() - notebook_start:.0f} s")

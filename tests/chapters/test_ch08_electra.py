@@ -1,0 +1,138 @@
+"""lecture_lib.chapters.ch08_electra: the FLOP accounting per variant against the formula, the budgets, the
+shared batches, the BERT view of an ELECTRA encoder, and Table 5's variants against direct computations."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lecture_lib.chapters.ch08_electra import (
+    PAPER_CHECKPOINTS,
+    VARIANTS,
+    AllTokensMLM,
+    ElectraChapterConfig,
+    ElectraChapterData,
+    ReplaceMLM,
+    as_bert,
+    budget,
+    build_model,
+    chapter_config,
+    flops_per_step,
+    run_loss,
+    steps_for,
+)
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.electra import (
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraModel,
+    electra_training_flops_per_token,
+)
+
+MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+             intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.0,
+             attention_probs_dropout_prob=0.0)
+
+
+def small_config(**overrides):
+    return ElectraChapterConfig(model=ElectraConfig(**MODEL), steps=40, batch_size=8, documents=150, **overrides)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return ElectraChapterData(small_config())
+
+
+def test_flops_per_step_is_the_formula_summed_over_the_networks_trained():
+    config = small_config()
+    tokens, length, disc = 8 * 32, 32, config.model
+    gen = electra_training_flops_per_token(disc.generator(0.25), length, "generator", masked_fraction=0.15)
+    d = electra_training_flops_per_token(disc, length, "discriminator")
+    mlm = electra_training_flops_per_token(disc, length, "generator", masked_fraction=0.15)
+    assert flops_per_step("ELECTRA", config, 0.25) == (gen + d) * tokens
+    assert flops_per_step("ELECTRA 15%", config, 0.25) == (gen + d) * tokens
+    assert flops_per_step("BERT", config, 0.25) == mlm * tokens
+    assert flops_per_step("Replace MLM", config, 0.25) == (gen + mlm) * tokens
+    assert flops_per_step("ELECTRA", config, "unigram") == d * tokens
+    everything = electra_training_flops_per_token(disc, length, "generator")
+    assert flops_per_step("All-Tokens MLM", config, 0.25) == (gen + everything + 6 * 32) * tokens
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_spends_the_budget_within_one_step(variant):
+    config = small_config()
+    spent = steps_for(variant, config, 0.25) * flops_per_step(variant, config, 0.25)
+    assert abs(spent - budget(config)) <= flops_per_step(variant, config, 0.25) / 2
+
+
+def test_batches_are_the_same_for_every_run_and_choose_exactly_round_015_n(data):
+    a, b = data.batch(3), data.batch(3)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    n = a["attention_mask"].sum(1)
+    chosen = a["labels"] != IGNORE_INDEX
+    assert chosen.sum(1).tolist() == [max(1, round(0.15 * int(k))) for k in n]
+    assert not torch.equal(a["input_ids"], data.batch(4)["input_ids"])
+
+
+def test_an_electra_encoder_is_a_bert_with_a_fresh_pooler():
+    torch.manual_seed(0)
+    config = ElectraConfig(**MODEL)
+    electra = ElectraModel(config).eval()
+    bert = as_bert(config, electra.state_dict()).eval()
+    ids = torch.randint(5, 300, (2, 10))
+    torch.testing.assert_close(bert(ids).last_hidden_state, electra(ids).last_hidden_state)
+    with pytest.raises(ValueError, match="expected embedding_size = hidden_size"):
+        as_bert(ElectraConfig(**{**MODEL, "embedding_size": 16}), {})
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_trains_on_a_batch(variant, data):
+    model = build_model(variant, small_config(), data, 0.5)
+    loss = run_loss(variant, 0)(model, data.batch(0))
+    loss.backward()
+    assert math.isfinite(loss.item()) and loss.item() > 0
+    assert all(p.grad is not None for n, p in model.named_parameters() if "position_embeddings" not in n
+               and "token_type" not in n)
+
+
+def test_unigram_generator_is_for_electra_only(data):
+    with pytest.raises(ValueError, match="the unigram generator is for ELECTRA"):
+        build_model("BERT 15%", small_config(), data, "unigram")
+    with pytest.raises(ValueError, match="expected a variant in"):
+        build_model("XLNet", small_config(), data, 0.5)
+
+
+def test_replace_mlm_shows_samples_not_mask_at_the_chosen_positions(data):
+    model = build_model("Replace MLM", small_config(), data, 0.5)
+    assert isinstance(model, ReplaceMLM)
+    batch = {k: v for k, v in data.batch(0).items() if k != "step"}
+    _, corrupted, original = model.corrupt(batch, torch.Generator().manual_seed(0))
+    chosen = batch["labels"] != IGNORE_INDEX
+    assert not (corrupted[chosen] == data.tokenizer.mask_token_id).any()
+    assert torch.equal(corrupted[~chosen], original[~chosen])
+
+
+def test_all_tokens_mlm_is_the_copy_mixture_written_with_probabilities(data):
+    torch.manual_seed(0)
+    config = small_config()
+    model = AllTokensMLM(ElectraForMaskedLM(config.model.generator(0.5)), ElectraForMaskedLM(config.model))
+    batch = {k: v for k, v in data.batch(0).items() if k != "step"}
+    loss = model(batch, torch.Generator().manual_seed(1))
+    generated, corrupted, original = model.corrupt(batch, torch.Generator().manual_seed(1))
+    student = model.discriminator
+    hidden = student.electra(corrupted, batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
+    p_vocab = F.softmax(student.generator_lm_head(student.generator_predictions(hidden)), -1)
+    d = torch.sigmoid(model.copy_gate(hidden).squeeze(-1))
+    p = d * (corrupted == original) + (1 - d) * p_vocab.gather(-1, original[..., None]).squeeze(-1)
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(loss, generated.loss - p[real].log().mean())
+
+
+def test_the_quick_profile_keeps_the_papers_fractions(monkeypatch):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    config = chapter_config()
+    assert set(config.fractions) <= set(PAPER_CHECKPOINTS) and config.model.embedding_size == config.model.hidden_size
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    assert set(chapter_config().fractions) == set(PAPER_CHECKPOINTS)
+    assert set(chapter_config().variants) == set(VARIANTS)
