@@ -21,14 +21,24 @@ from dataclasses import asdict, dataclass, field
 from lecture_lib.cache import key
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
+from lecture_lib.finetuning.harder_tasks import (
+    NLI_LABELS,
+    choice_examples,
+    context_ner_examples,
+    nli_examples,
+    similarity_examples,
+    unanswerable_qa_examples,
+)
 from lecture_lib.finetuning.tasks import (
     ACCEPTABILITY_LABELS,
     ENTAILMENT_LABELS,
     NER_LABELS,
     Tokenizer,
     acceptability_examples,
+    encode_choices,
     encode_classification,
     encode_qa,
+    encode_regression,
     encode_tagging,
     entailment_examples,
     ner_examples,
@@ -36,6 +46,7 @@ from lecture_lib.finetuning.tasks import (
     split_people,
 )
 from lecture_lib.models.heads import (
+    BertForMultipleChoice,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -49,6 +60,7 @@ from lecture_lib.pretraining import (
 from lecture_lib.profile import pick
 
 TASK_NAMES = ("acceptability", "entailment", "ner", "qa")
+HARDER_TASK_NAMES = ("acceptability", "inference", "context_ner", "unanswerable_qa", "similarity", "choice")
 
 
 @dataclass
@@ -165,3 +177,32 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
         tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
     return tasks
 
+
+
+def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
+    """:data:`HARDER_TASK_NAMES`: acceptability as in :func:`build_tasks`, then the harder and the new
+    shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four.
+
+    Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
+    """
+    config = config or chapter_config()
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    length = config.max_length
+    tasks = {"acceptability": build_tasks(tokenizer, config)["acceptability"]}
+    for name, build, encode, head, num_labels in (
+        ("inference", nli_examples, lambda e: encode_classification(e, tokenizer, length, len(NLI_LABELS)),
+         BertForSequenceClassification, len(NLI_LABELS)),
+        ("context_ner", context_ner_examples, lambda e: encode_tagging(e, tokenizer, length),
+         BertForTokenClassification, len(NER_LABELS)),
+        ("unanswerable_qa", lambda lang, k, seed, people: unanswerable_qa_examples(
+            lang, k, seed, people, config.people_per_passage, config.sentences_per_passage),
+         lambda e: encode_qa(e, tokenizer, length, allow_unanswerable=True), BertForQuestionAnswering, 2),
+        ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length),
+         BertForSequenceClassification, 1),
+        ("choice", choice_examples, lambda e: encode_choices(e, tokenizer, length), BertForMultipleChoice, 4),
+    ):
+        train_examples = build(lang, config.train_examples, config.seed + 1, train_people)
+        test_examples = build(lang, config.test_examples, config.seed + 2, test_people)
+        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
+    return tasks
