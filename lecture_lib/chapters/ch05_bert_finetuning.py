@@ -16,6 +16,7 @@ Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 
 from lecture_lib.cache import key
@@ -82,11 +83,19 @@ class ChapterConfig:
     people_per_passage: int = 2
     sentences_per_passage: int = 3
     seed: int = 0  # of the task examples
+    seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds of the tables that report a mean and a spread
+    table_finetune: FinetuneConfig | None = None  # the budget of those runs (None: ``finetune``'s)
+
+    @property
+    def seeded_finetune(self) -> FinetuneConfig:
+        """The fine-tuning budget of the runs repeated over :attr:`seeds`."""
+        return self.table_finetune or self.finetune
 
 
 # ``quick``: a 4-layer, H = 64 BERT with a 600-token WordPiece vocabulary, pretrained for 800 steps of 64
 # pairs on 4,000 synthetic documents of three sentences; each task fine-tuned on 1,000 examples for 150
-# steps of 32, without dropout (at these budgets it only slows learning). Both on one CPU thread: for
+# steps of 32, without dropout (at these budgets it only slows learning); the runs repeated over three
+# seeds get 100 steps of 16. Both on one CPU thread: for
 # matrices this small a second thread mostly waits, and on a busy machine it can make a run several times
 # slower. ``full``: 6 layers of H = 256 (BERT-mini's width), 5,000 pretraining steps on 50,000 documents,
 # 8,000 training examples and 2,000 steps per task.
@@ -96,6 +105,7 @@ QUICK = dict(
                   data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
                   train=dict(steps=800, batch_size=64, lr=2e-3, warmup_steps=80, eval_every=0, num_threads=1)),
     finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
+    table_finetune=dict(steps=100, batch_size=16),
     documents=4000, train_examples=1000, test_examples=400,
 )
 FULL = dict(
@@ -117,7 +127,9 @@ def chapter_config(**overrides) -> ChapterConfig:
     sizes = dict(pick(quick=QUICK, full=FULL))
     pretrain = PretrainConfig.from_dict(sizes.pop("pretrain"), overrides.pop("pretrain", {}))
     finetune = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
-    return ChapterConfig(pretrain=pretrain, finetune=finetune, **{**sizes, **overrides})
+    table = {**sizes.pop("table_finetune", {}), **overrides.pop("table_finetune", {})}
+    table_finetune = dataclasses.replace(finetune, **table) if table else None
+    return ChapterConfig(pretrain=pretrain, finetune=finetune, table_finetune=table_finetune, **{**sizes, **overrides})
 
 
 def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
@@ -181,7 +193,8 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
 
 def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
     """:data:`HARDER_TASK_NAMES`: acceptability as in :func:`build_tasks`, then the harder and the new
-    shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four.
+    shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four. The
+    similarity targets are divided by 5 (see :func:`~lecture_lib.finetuning.tasks.encode_regression`).
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
@@ -198,7 +211,7 @@ def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None
         ("unanswerable_qa", lambda lang, k, seed, people: unanswerable_qa_examples(
             lang, k, seed, people, config.people_per_passage, config.sentences_per_passage),
          lambda e: encode_qa(e, tokenizer, length, allow_unanswerable=True), BertForQuestionAnswering, 2),
-        ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length),
+        ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length, scale=1 / 5),
          BertForSequenceClassification, 1),
         ("choice", choice_examples, lambda e: encode_choices(e, tokenizer, length), BertForMultipleChoice, 4),
     ):

@@ -25,13 +25,14 @@ from lecture_lib.metrics import (
     accuracy,
     matthews_corrcoef,
     pearson_correlation,
-    spearman_correlation,
     span_f1,
+    spearman_correlation,
     squad_scores,
 )
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_everything
 from lecture_lib.train import History, TrainConfig, train
+
 
 @dataclass
 class FinetuneConfig:

@@ -32,7 +32,7 @@ from lecture_lib.metrics import conll_chunks
 from lecture_lib.runtime import seed_of
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
-SIMILARITY_WEIGHTS = {"subject": 2.0, "relation": 1.5, "object": 1.0, "polarity": 0.5}  # they sum to 5
+SIMILARITY_WEIGHTS = {"relation": 2.0, "polarity": 1.5, "subject": 1.0, "object": 0.5}  # they sum to 5
 COMPANY_SUFFIXES = tuple(sorted({org.split(" ")[-1] for org in ORGANISATIONS if " " in org}))
 
 
@@ -69,10 +69,11 @@ def context_ner_examples(lang: SyntheticLanguage, n: int, seed: int, people: Seq
     """Sentences of the language whose places and companies are often (``p_rename``) named after the
     surnames of ``people``: a place becomes the bare surname, a company the surname and a company word.
 
-    >>> for e in context_ner_examples(SyntheticLanguage(0), 3, seed=0)[1:]:
-    ...     print(" ".join(f"{w}/{t}" for w, t in zip(e.words, e.tags) if t != "O"))
-    Zoltan/B-PER Varga/I-PER Varga/B-ORG Labs/I-ORG
-    Ines/B-PER Castell/I-PER Brandt/B-LOC
+    >>> for e in context_ner_examples(SyntheticLanguage(0), 8, seed=0)[1::3]:
+    ...     print(" ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(e.words, e.tags)))
+    some neighbours that swim near Okafor/B-LOC sit .
+    Sato/B-ORG Media/I-ORG employs Boris/B-PER Zeller/I-PER .
+    Sato/B-ORG Media/I-ORG is based in Eklund/B-LOC .
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
@@ -169,7 +170,7 @@ def similarity(a: Fact, a_negated: bool, b: Fact, b_negated: bool) -> float:
     have in common (person, relation, object, and whether both affirm or both deny).
 
     >>> similarity(Fact("lives_in", "Anna Berg", "Oslo"), False, Fact("lives_in", "Anna Berg", "Lima"), True)
-    3.5
+    3.0
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
@@ -203,19 +204,19 @@ def similarity_examples(lang: SyntheticLanguage, n: int, seed: int,
 def choice_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None,
                     num_choices: int = 4) -> list[ChoiceExample]:
     """A fact as context and ``num_choices`` candidate sentences: the fact again in other words (the
-    answer), and minimal edits of it that do not follow: another person, another object, or the
-    negation, each in its own wording.
+    answer), and edits of it that do not follow, three of four kinds: the negation, the other relation,
+    another object, another person; each in its own wording.
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
-    if not 2 <= num_choices <= 4:
-        raise ValueError(f"expected 2 to 4 choices (the answer and up to three kinds of edit), got {num_choices}")
+    if not 2 <= num_choices <= 5:
+        raise ValueError(f"expected 2 to 5 choices (the answer and up to four kinds of edit), got {num_choices}")
     people = people or lang.world.people
     rng = random.Random(seed_of("multiple choice", seed))
     examples = []
     for _ in range(n):
         fact = _random_fact(rng, rng.choice(people))
-        edits = rng.sample(("subject", "object", "negation"), num_choices - 1)
+        edits = rng.sample(("negation", "relation", "object", "subject"), num_choices - 1)
         choices = [lang.fact_sentence(fact, rng).words]
         for edit in edits:
             negated = edit == "negation"
