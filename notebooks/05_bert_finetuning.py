@@ -22,6 +22,11 @@
 # everything: the parts of speech and dependency tree of each sentence, which subject each verb agrees
 # with, the named entities, and the facts of a small world. We pretrain a small BERT on that language,
 # fine-tune it and the same network from scratch with the same budget, and measure what pretraining buys.
+# The first four tasks turn out too easy to show the papers' effects, so we then make them harder (entity
+# types that depend on context, inference with *neutral* and contradictions that are not negations) and
+# add the shapes Figure 4 leaves out: sentence-pair regression (STS-B), multiple choice (SWAG) and
+# questions without an answer (SQuAD 2.0), each head written out by hand; every fine-tuning run is
+# repeated over three seeds, because with little data the seed alone moves the scores.
 # Then we reproduce the shape of two more experiments: BERT used as a frozen feature extractor (the
 # paper's Table 7), and the cheap ways of fine-tuning that train only a sliver of the weights: a frozen
 # encoder, BitFit, adapters and prompt tuning.
@@ -65,7 +70,7 @@ from lecture_lib.finetuning.features import (
     extract_features,
 )
 from lecture_lib.finetuning.finetune import finetune, new_head, score
-from lecture_lib.finetuning.harder_tasks import NLI_LABELS, unanswerable_qa_examples
+from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
     add_adapters,
@@ -73,7 +78,7 @@ from lecture_lib.finetuning.peft import (
     count_parameters,
     freeze_encoder,
 )
-from lecture_lib.finetuning.tasks import NER_LABELS, best_spans, encode_qa, split_people
+from lecture_lib.finetuning.tasks import NER_LABELS, best_spans, encode_qa, encode_tagging, split_people
 from lecture_lib.metrics import (
     average_ranks,
     conll_chunks,
@@ -500,7 +505,7 @@ squad2 = harder["unanswerable_qa"]
 start_logits, end_logits = torch.randn(2, *squad2.test.features["input_ids"].shape, generator=noise)
 null_checks = {}
 for threshold in (-2.0, 0.0, 2.0):
-    library = best_spans(start_logits[:50], end_logits[:50], squad2.test, null_threshold=threshold)
+    library = best_spans(start_logits, end_logits, squad2.test, null_threshold=threshold)[:50]
     hand = [answer_by_hand(s.tolist(), e.tolist(), w, threshold)
             for s, e, w in zip(start_logits[:50], end_logits[:50], squad2.test.word_ids)]
     null_checks[threshold] = (library == hand, sum(a == b for a, b in library))
@@ -673,13 +678,35 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# NOTE_PRETRAINED_VS_SCRATCH
+# Every task now sits far below its ceiling, and the pretrained model is ahead of the one trained from
+# scratch on all of them, by margins that depend on what the task needs:
+#
+# - **context entities**: about 0.85 span F1 against 0.2. The test sentences name people, places and
+#   companies only with surnames fine-tuning never saw; pretraining has seen them all (as surnames), and
+#   the model must read the context to type them. From scratch, those words are noise;
+# - **unanswerable questions**: the scratch model learns only that answering nothing is often right (its
+#   F1 is that of the "always nothing" baseline); the pretrained one also finds some answers, and its
+#   threshold was chosen on development data (below);
+# - **similarity**: the clearest case of instability. One seed of three takes off (Spearman 0.66), the
+#   other two stay near 0.15-0.2; from scratch, no seed learns anything. With 100 small steps the head's
+#   starting point and the order of the batches decide whether the run finds the signal in time, which is
+#   why BERT's authors restarted their small-data runs;
+# - **acceptability** and **multiple choice**: a steady lead of 6-12 points, larger than the spread;
+# - **three-way inference** is the hard case: both models stay near 0.5 (chance is 0.33), and the lead of
+#   pretraining (2 points) is within the spread of the seeds. Telling *neutral* from *contradiction* needs
+#   the model to compare the objects of the two sentences and apply the one-city, one-company rule; neither
+#   100 steps nor pretraining on single facts teaches that. We do not claim a gain here.
+#
+# Our scores are far from the papers' (printed at the end) for the obvious reasons: a model 500 times
+# smaller than BERT-base, pretrained for a minute, fine-tuned for 100 steps, on tasks we made up. The
+# *shape* of the result is what carries over.
 
 # %%
 for name in HARDER_TASK_NAMES:
     ours, theirs = seed_scores(name, "pretrained"), seed_scores(name, "scratch")
-    assert ours.mean() > theirs.mean(), f"pretraining should help on {name} (mean over {len(config.seeds)} seeds)"
     assert ours.mean() > baseline[name], f"the fine-tuned model should beat the trivial baseline on {name}"
+    if name != "inference":  # a tie within the spread of the seeds there (above)
+        assert ours.mean() > theirs.mean() + theirs.std(), f"pretraining should help on {name} (mean of the seeds)"
 
 # %% [markdown]
 # For the unanswerable questions the threshold $\tau$ matters. BERT chose it on the development set; we do
@@ -692,7 +719,7 @@ dev_examples = unanswerable_qa_examples(lang, config.test_examples, config.seed 
 dev = dataclasses.replace(squad2, test=encode_qa(dev_examples, tokenizer, config.max_length, allow_unanswerable=True),
                           test_examples=dev_examples)
 qa_model = runs["unanswerable_qa", "pretrained", config.seeds[0]].model
-thresholds = torch.linspace(-6, 6, 25).tolist()
+thresholds = torch.linspace(-6, 6, 13).tolist()
 dev_f1 = [score(dev, qa_model, null_threshold=t)["f1"] for t in thresholds]
 tau = thresholds[max(range(len(thresholds)), key=dev_f1.__getitem__)]
 tuned, untuned = score(squad2, qa_model, null_threshold=tau), score(squad2, qa_model, null_threshold=0.0)
@@ -775,7 +802,17 @@ ax.legend(loc="lower left")
 plt.show()
 
 # %% [markdown]
-# NOTE_FEATURES
+# Pretrained features are far better than the features of an encoder that was never pretrained, as in the
+# paper. The shape of Table 7 does **not** show: every choice, the embedding layer included, gives an
+# almost perfect tagger, better even than fine-tuning the whole network in section 6. The reason is the
+# BiLSTM. It reads the whole sentence, so it supplies the context that the embedding layer lacks, and the
+# context our task needs is local and regular: a first name before the surname (a person), a company word
+# after it (a company), a preposition or a verb of place before it (a city). A one-layer BiLSTM learns those
+# few patterns from 1,000 sentences; on real text the cues are far more varied, and the BiLSTM must lean on
+# what BERT's deeper layers already computed. To see the paper's gap we would need both richer contexts and
+# a deeper encoder, which the quick profile's budget does not allow (see the note at the top of this
+# section). Why fine-tuning the whole network falls *behind* the frozen features is the subject of the
+# next section.
 
 # %%
 scores = {c: feature_based[c].scores["f1"] for c in FEATURE_CHOICES}
@@ -833,30 +870,67 @@ ax.set(xscale="log", xlabel="trainable parameters", ylabel="span F1 (mean ± sd 
 plt.show()
 
 # %% [markdown]
-# NOTE_CHEAP
+# The counts span three orders of magnitude: the head alone is a few hundred weights, prompts and biases a
+# few thousand, adapters about a twentieth of the network. The scores come out in the same order, with
+# small spreads, and with a surprise: every cheap method beats fine-tuning the whole network, adapters
+# by 15 points. Two things contribute. The cheap methods train with a ten times larger learning rate, the
+# usual practice for few weights, and so get further in 100 steps. And our test set is *out of
+# distribution*: it names only people whose names fine-tuning never showed. Full fine-tuning moves every
+# embedding and layer to fit the training names, and nothing moves the test names' representations along,
+# so features the frozen methods keep intact are distorted for the words that matter at test time. Kumar
+# et al. (2022) describe exactly this: full fine-tuning can distort pretrained features and do worse than a
+# frozen encoder out of distribution, while it wins in distribution. We can check the second half here:
+# score the same models on sentences about the *training* people.
+
+# %%
+seen_people = split_people(lang.world)[0]
+seen_examples = context_ner_examples(lang, config.test_examples, config.seed + 3, seen_people)
+seen = dataclasses.replace(ner, test=encode_tagging(seen_examples, tokenizer, config.max_length),
+                           test_examples=seen_examples)
+in_distribution = {m: torch.tensor([score(seen, cheap[m, s][1].model)["f1"] for s in config.seeds])
+                   for m in ("frozen encoder", "adapters", "full fine-tuning")}
+print(f"{'method':18s}{'names seen in fine-tuning':>27s}{'held-out names':>16s}")
+for method, f1 in in_distribution.items():
+    print(f"{method:18s}{f1.mean():27.3f}{cheap_f1[method].mean():16.3f}")
+
+# %% [markdown]
+# On the training people's names every method scores high, and the gap to fine-tuning the whole network
+# shrinks or vanishes: most of its deficit is on the names it never saw. Houlsby et al. (2019) found
+# adapters within 0.4 GLUE points of full fine-tuning with 3.6% of the parameters; GLUE's test sets are
+# drawn like its training sets, which is the in-distribution column. Prompt tuning is known to need large
+# models to compete (Lester et al., 2021, close the gap only at about ten billion parameters); here it
+# behaves like a slightly better frozen encoder.
 
 # %%
 ordered = [counts[m] for m in ("frozen encoder", "prompt tuning", "BitFit", "adapters", "full fine-tuning")]
 assert ordered == sorted(ordered) and ordered[0] < ordered[-1] / 100
+assert cheap_f1["adapters"].mean() > cheap_f1["frozen encoder"].mean() + cheap_f1["frozen encoder"].std()
+shortfall = {m: in_distribution[m].mean() - cheap_f1[m].mean() for m in in_distribution}
+assert shortfall["full fine-tuning"] > shortfall["frozen encoder"], "held-out names should cost full fine-tuning the most"
 
 
 # %% [markdown]
 # ## What we saw
 #
-# | claim | the papers | this notebook (quick profile) |
+# | claim | the papers | this notebook (quick profile, mean ± sd over 3 seeds) |
 # |---|---|---|
-# | one added layer turns BERT into a model for each task shape | Devlin et al. (2019), Figure 4: GLUE, CoNLL-2003, SQuAD | four heads, proven equal to `transformers`' classes; section 3 |
-# | pretraining beats training from scratch on every task | BERT-base: CoLA 52.1 MCC, MNLI 84.6%, CoNLL NER 92.4 F1 (test), SQuAD 1.1 80.8 EM / 88.5 F1; no from-scratch baseline reported, Hao et al. (2019) compare the two | the table of section 5, printed below; pretrained ahead on all four, by the most where the test names only people fine-tuning never saw |
+# | one added layer turns BERT into a model for each task shape | Devlin et al. (2019), Figure 4 and sections 4.1-4.4: GLUE, CoNLL-2003, SQuAD 1.1 and 2.0, SWAG | seven heads (classification, regression, tagging, span, span with [CLS] for no answer, multiple choice) equal to `transformers`' classes in the tests, and written out by hand above (sections 3, 4) |
+# | pretraining beats training from scratch | BERT-base: CoLA 52.1 MCC, MNLI 84.6%, CoNLL NER 92.4 F1 (test), STS-B 85.8 Spearman, SWAG 81.6% (dev); BERT-large SQuAD 2.0 83.1 F1; no from-scratch baseline reported, Hao et al. (2019) compare the two | ahead on five of six tasks by more than the spread of the seeds; a tie on three-way inference, which neither model learns beyond 0.5 (section 6; the table below) |
+# | fine-tuning on small data is unstable | Devlin et al. (2019): restarts for BERT-large on small GLUE sets; Dodge et al. (2020): seeds move scores by points | similarity: Spearman 0.19, 0.15 and 0.66 over three seeds of the same recipe (section 6) |
+# | SQuAD 2.0's threshold $\tau$ is tuned on dev | Devlin et al. (2019), section 4.3 | the sweep of section 6; the pretrained model answers nothing on about nine unanswerable questions in ten |
 # | a masked LM learns agreement, attractors are hard | Goldberg (2019): BERT mostly right even with attractors; Linzen et al. (2016): LSTMs fail | right without attractors, below chance with them (section 2): our small model takes the nearest noun |
-# | frozen features almost match fine-tuning; deeper layers beat the embeddings | Table 7: 91.0 (embeddings) to 96.1 (concat last four) vs 96.4 fine-tuned | features within a point of fine-tuning, far above an untrained encoder; the embeddings are *not* behind here (section 6) |
-# | small trained fractions go a long way | Houlsby et al. (2019): adapters within 0.4 GLUE points of full fine-tuning with 3.6% of the parameters; Ben Zaken et al. (2022): BitFit close with about 0.1%; Lester et al. (2021): prompt tuning competitive only at ~10B parameters | adapters closest to full fine-tuning with about 6% of the weights; head-only, prompts and BitFit a few points behind (section 7) |
+# | frozen features almost match fine-tuning; deeper layers beat the embeddings | Table 7: 91.0 (embeddings) to 96.1 (concat last four) vs 96.4 fine-tuned | pretrained features far above an untrained encoder; the layer ordering does **not** show: a BiLSTM on any layer, the embeddings included, tags almost perfectly (section 7) |
+# | small trained fractions go a long way | Houlsby et al. (2019): adapters within 0.4 GLUE points of full fine-tuning with 3.6% of the parameters; Ben Zaken et al. (2022): BitFit close with about 0.1%; Lester et al. (2021): prompt tuning competitive only at ~10B parameters | every cheap method *above* full fine-tuning on held-out names, adapters (6% of the weights) best; full fine-tuning loses most on names it never saw, as Kumar et al. (2022) describe out of distribution (section 8) |
 #
 # What did not carry over: absolute scores (our tasks are made up and our model is 500 times smaller than
-# BERT-base), the ordering of the feature choices, and world knowledge: asked where the held-out people
-# live, our model guesses near chance (section 2), which is why no task here relies on remembered facts.
-# A first version of the entailment task did: its premises stated true facts about the training people,
-# and both models learned to answer from memory of those people and were at chance on new ones; now the
-# premise alone decides.
+# BERT-base), the ordering of the feature choices (our context cues are too local and regular), and world
+# knowledge: asked where the held-out people live, our model does little better than chance (section 2),
+# which is why no task here relies on remembered facts. Two more experiments of the decks are left for the
+# full profile or a larger budget: Table 7 on an encoder deep enough that "the last four" are not all of
+# its layers (six to eight thin layers), and domain-adaptive pretraining in the shape of SciBERT's Table 1
+# (Beltagy et al., 2019: frozen or fine-tuned, on a general, an in-domain and a further-pretrained
+# encoder, with chapter 04's documentation-text model as the general one). Each needs at least one more
+# pretraining run, as long as this notebook's whole budget.
 
 # %%
 papers = {"acceptability": "CoLA MCC 52.1", "inference": "MNLI acc 84.6", "context_ner": "CoNLL F1 92.4",
