@@ -121,9 +121,10 @@ def nli_label(premise: Fact, premise_negated: bool, hypothesis: Fact, hypothesis
     return NLI_LABELS.index("entailment" if hypothesis_negated else "contradiction")
 
 
-def _random_fact(rng: random.Random, person: Person, relation: str | None = None) -> Fact:
+def _random_fact(rng: random.Random, name: str, relation: str | None = None) -> Fact:
+    """Where ``name`` lives or whom they work for, with a random object (not the world's)."""
     relation = relation or rng.choice(("lives_in", "works_for"))
-    return Fact(relation, person.name, rng.choice(CITIES if relation == "lives_in" else ORGANISATIONS))
+    return Fact(relation, name, rng.choice(CITIES if relation == "lives_in" else ORGANISATIONS))
 
 
 def _edit(fact: Fact, rng: random.Random, people: Sequence[Person], part: str) -> Fact:
@@ -132,7 +133,7 @@ def _edit(fact: Fact, rng: random.Random, people: Sequence[Person], part: str) -
         other = rng.choice([p for p in people if p.name != fact.subject])
         return Fact(fact.relation, other.name, fact.object)
     if part == "relation":
-        return _random_fact(rng, Person(fact.subject, "", ""), "works_for" if fact.relation == "lives_in" else "lives_in")
+        return _random_fact(rng, fact.subject, "works_for" if fact.relation == "lives_in" else "lives_in")
     objects = CITIES if fact.relation == "lives_in" else ORGANISATIONS
     return Fact(fact.relation, fact.subject, rng.choice([o for o in objects if o != fact.object]))
 
@@ -153,7 +154,7 @@ def nli_examples(lang: SyntheticLanguage, n: int, seed: int,
     examples = []
     for i in range(n):
         target = i % len(NLI_LABELS)
-        premise, denied = _random_fact(rng, rng.choice(people)), rng.random() < 0.5
+        premise, denied = _random_fact(rng, rng.choice(people).name), rng.random() < 0.5
         while True:
             part = rng.choice(("same", "same", "object", "object", "relation", "subject"))
             hypothesis = premise if part == "same" else _edit(premise, rng, people, part)
@@ -190,7 +191,7 @@ def similarity_examples(lang: SyntheticLanguage, n: int, seed: int,
     rng = random.Random(seed_of("similarity", seed))
     examples = []
     for _ in range(n):
-        a, a_negated = _random_fact(rng, rng.choice(people)), rng.random() < 0.5
+        a, a_negated = _random_fact(rng, rng.choice(people).name), rng.random() < 0.5
         b = a
         for part in ("subject", "relation", "object"):
             if rng.random() < 0.5 and not (part == "object" and b.relation != a.relation):
@@ -215,7 +216,7 @@ def choice_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence
     rng = random.Random(seed_of("multiple choice", seed))
     examples = []
     for _ in range(n):
-        fact = _random_fact(rng, rng.choice(people))
+        fact = _random_fact(rng, rng.choice(people).name)
         edits = rng.sample(("negation", "relation", "object", "subject"), num_choices - 1)
         choices = [lang.fact_sentence(fact, rng).words]
         for edit in edits:
@@ -252,7 +253,8 @@ def unanswerable_qa_examples(lang: SyntheticLanguage, n: int, seed: int, people:
 
 
 def _states(passage: str, fact: Fact) -> bool:
-    """Whether a passage of fact sentences tells ``fact``'s relation for its subject (in any wording)."""
+    """Whether a passage of fact sentences tells ``fact``'s relation for its subject, in any of the
+    affirmative wordings of :data:`~lecture_lib.data.synthetic.FACT_TEMPLATES`."""
     if fact.relation == "lives_in":
         return any(f"{fact.subject} {w}" in passage for w in ("lives in", "is a resident", "has a home"))
     return any(phrase in passage for phrase in (f"{fact.subject} works", f"employs {fact.subject}",
