@@ -161,20 +161,34 @@ def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: 
                               lambda: synthetic_pretraining_data(config), progress=progress)
 
 
+def _acceptability_spec(tokenizer: Tokenizer, length: int) -> tuple:
+    return ("acceptability", acceptability_examples,
+            lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
+            BertForSequenceClassification, len(ACCEPTABILITY_LABELS))
+
+
+def _split_tasks(specs: tuple, config: ChapterConfig) -> dict[str, Task]:
+    """Each (name, build, encode, head, num_labels): train examples about the train people, test examples
+    about the test people (:func:`split_people`), encoded."""
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    tasks = {}
+    for name, build, encode, head, num_labels in specs:
+        train_examples = build(lang, config.train_examples, config.seed + 1, train_people)
+        test_examples = build(lang, config.test_examples, config.seed + 2, test_people)
+        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
+    return tasks
+
+
 def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
     """The four tasks, trained on sentences about one set of people and tested on sentences about others.
 
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
     config = config or chapter_config()
-    lang = SyntheticLanguage(config.language_seed)
-    train_people, test_people = split_people(lang.world)
-    n, m, length = config.train_examples, config.test_examples, config.max_length
-    tasks = {}
-    for name, build, encode, head, num_labels in (
-        ("acceptability", acceptability_examples,
-         lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
-         BertForSequenceClassification, len(ACCEPTABILITY_LABELS)),
+    length = config.max_length
+    return _split_tasks((
+        _acceptability_spec(tokenizer, length),
         ("entailment", entailment_examples,
          lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
          BertForSequenceClassification, len(ENTAILMENT_LABELS)),
@@ -183,12 +197,7 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
         ("qa", lambda lang, k, seed, people: qa_examples(lang, k, seed, people, config.people_per_passage,
                                                               config.sentences_per_passage),
          lambda e: encode_qa(e, tokenizer, length), BertForQuestionAnswering, 2),
-    ):
-        train_examples = build(lang, n, config.seed + 1, train_people)
-        test_examples = build(lang, m, config.seed + 2, test_people)
-        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
-    return tasks
-
+    ), config)
 
 
 def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
@@ -199,11 +208,9 @@ def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
     config = config or chapter_config()
-    lang = SyntheticLanguage(config.language_seed)
-    train_people, test_people = split_people(lang.world)
     length = config.max_length
-    tasks = {"acceptability": build_tasks(tokenizer, config)["acceptability"]}
-    for name, build, encode, head, num_labels in (
+    return _split_tasks((
+        _acceptability_spec(tokenizer, length),
         ("inference", nli_examples, lambda e: encode_classification(e, tokenizer, length, len(NLI_LABELS)),
          BertForSequenceClassification, len(NLI_LABELS)),
         ("context_ner", context_ner_examples, lambda e: encode_tagging(e, tokenizer, length),
@@ -214,8 +221,4 @@ def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None
         ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length, scale=1 / 5),
          BertForSequenceClassification, 1),
         ("choice", choice_examples, lambda e: encode_choices(e, tokenizer, length), BertForMultipleChoice, 4),
-    ):
-        train_examples = build(lang, config.train_examples, config.seed + 1, train_people)
-        test_examples = build(lang, config.test_examples, config.seed + 2, test_people)
-        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
-    return tasks
+    ), config)
