@@ -3,8 +3,11 @@
 - accuracy, and Matthews' correlation coefficient (what GLUE reports for CoLA);
 - span-level precision, recall and F1 of BIO tags, counted exactly as CoNLL's ``conlleval`` counts them
   (a chunk is right only if its type, start and end are all right);
-- SQuAD v1.1's exact match and F1 over normalised answer strings (lower-cased, punctuation and the
-  articles a/an/the removed, whitespace collapsed), the best over the reference answers.
+- SQuAD's exact match and F1 over normalised answer strings (lower-cased, punctuation and the
+  articles a/an/the removed, whitespace collapsed), the best over the reference answers; an
+  unanswerable question (SQuAD 2.0) has the empty string as its answer, and its official script
+  scores 1 when the prediction is empty too and 0 when only one of the two is;
+- Pearson's and Spearman's correlation between predicted and true scores (what GLUE reports for STS-B).
 
 And one score of pretraining: masked-LM accuracy at the positions that show ``[MASK]``, the only positions
 where the answer is not in the input (chapter 04).
@@ -14,7 +17,7 @@ Scores are fractions in [0, 1]; the papers print them times 100.
 Translation is scored by BLEU (Papineni et al., 2002) as ``sacrebleu`` computes it (Post, 2018), which
 reports it on a 0-100 scale, as the papers do.
 
-Taught in: 05_bert_finetuning ("Scoring the four tasks"), 04_bert_pretraining ("Pretraining a small BERT"),
+Taught in: 05_bert_finetuning ("Scoring the tasks"), 04_bert_pretraining ("Pretraining a small BERT"),
 02_transformer ("A task with structure: translation").
 """
 
@@ -47,7 +50,7 @@ def accuracy(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tens
     >>> accuracy([1, 0, 1, 1], [1, 1, 1, 0])
     0.5
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     predictions, labels = _as_list(predictions), _as_list(labels)
     _check_pair(predictions, labels)
@@ -68,7 +71,7 @@ def matthews_corrcoef(predictions: Sequence | torch.Tensor, labels: Sequence | t
     >>> matthews_corrcoef([1, 1, 0, 0], [1, 0, 0, 0])  # TP=1 FP=1 TN=2 FN=0: 2/sqrt(2*1*3*2)
     0.5773502691896258
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     predictions, labels = _as_list(predictions), _as_list(labels)
     _check_pair(predictions, labels)
@@ -115,7 +118,7 @@ def conll_chunks(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     >>> conll_chunks(["B-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG"])
     [('PER', 0, 2), ('LOC', 3, 4), ('ORG', 4, 5), ('ORG', 5, 6)]
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     chunks: list[tuple[str, int, int]] = []
     start, kind = -1, ""
@@ -137,7 +140,7 @@ def span_f1(true_tags: Sequence[Sequence[str]], predicted_tags: Sequence[Sequenc
     >>> span_f1([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "O", "O", "B-LOC"]])
     {'precision': 0.5, 'recall': 0.5, 'f1': 0.5}
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     if len(true_tags) != len(predicted_tags):
         raise ValueError(f"expected as many predicted sentences as true ones, got {len(predicted_tags)} and {len(true_tags)}")
@@ -164,7 +167,7 @@ def normalize_answer(text: str) -> str:
     >>> normalize_answer("  The Northwind-Bank, Inc. ")
     'northwindbank inc'
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
 
@@ -179,15 +182,17 @@ def _answers(answers: str | Sequence[str]) -> list[str]:
 def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
     """1.0 if the normalised prediction equals some normalised reference answer.
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     return float(any(normalize_answer(prediction) == normalize_answer(a) for a in _answers(answers)))
 
 
 def _token_f1(prediction: str, answer: str) -> float:
     predicted, reference = normalize_answer(prediction).split(), normalize_answer(answer).split()
+    if not predicted or not reference:  # SQuAD 2.0: no answer is right only when none was expected
+        return float(predicted == reference)
     same = sum((Counter(predicted) & Counter(reference)).values())
-    if same == 0:  # SQuAD v1.1: no overlap (or an empty side) scores 0
+    if same == 0:
         return 0.0
     precision, recall = same / len(predicted), same / len(reference)
     return 2 * precision * recall / (precision + recall)
@@ -199,7 +204,13 @@ def qa_f1(prediction: str, answers: str | Sequence[str]) -> float:
     >>> qa_f1("Bluebird Foods", "Bluebird")  # precision 1/2, recall 1/1
     0.6666666666666666
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    The empty string is SQuAD 2.0's "no answer": it scores 1 against an empty reference (also one that
+    normalisation empties, such as "the"), and 0 against any other, whichever side is empty:
+
+    >>> qa_f1("", ""), qa_f1("", "Oslo"), qa_f1("Oslo", ""), qa_f1("The", "")
+    (1.0, 0.0, 0.0, 1.0)
+
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     return max(_token_f1(prediction, a) for a in _answers(answers))
 
@@ -207,7 +218,7 @@ def qa_f1(prediction: str, answers: str | Sequence[str]) -> float:
 def squad_scores(predictions: Sequence[str], answers: Sequence[str | Sequence[str]]) -> dict[str, float]:
     """Mean exact match and F1 over a data set (fractions; SQuAD prints them times 100).
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     predictions, answers = list(predictions), list(answers)
     _check_pair(predictions, answers)
@@ -231,3 +242,60 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     hypotheses, references = list(hypotheses), list(references)
     _check_pair(hypotheses, references)
     return sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none", force=True).score
+
+
+def _check_scores(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    predictions, labels = _as_list(predictions), _as_list(labels)
+    _check_pair(predictions, labels)
+    if len(labels) < 2:
+        raise ValueError(f"a correlation needs at least 2 pairs, got {len(labels)}")
+    return torch.tensor(predictions, dtype=torch.float64), torch.tensor(labels, dtype=torch.float64)
+
+
+def pearson_correlation(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> float:
+    """Pearson's r: the covariance of the two score lists over the product of their standard deviations,
+
+        r = Σ (x_i - x̄)(y_i - ȳ) / sqrt(Σ (x_i - x̄)² Σ (y_i - ȳ)²),
+
+    0.0 when either list is constant (r is undefined there).
+
+    >>> pearson_correlation([1, 2, 3, 4], [2, 4, 5, 9])
+    0.9647638212377322
+
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
+    """
+    x, y = _check_scores(predictions, labels)
+    x, y = x - x.mean(), y - y.mean()
+    denominator = float((x @ x) * (y @ y)) ** 0.5
+    return float(x @ y) / denominator if denominator else 0.0
+
+
+def average_ranks(values: Sequence | torch.Tensor) -> torch.Tensor:
+    """1-based ranks, ties sharing the mean of the ranks they span (as ``scipy.stats.rankdata``).
+
+    >>> average_ranks([10, 30, 20, 20]).tolist()
+    [1.0, 4.0, 2.5, 2.5]
+
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
+    """
+    x = torch.as_tensor(_as_list(values), dtype=torch.float64)
+    order = x.argsort(stable=True)
+    ranks = torch.empty_like(x)
+    ranks[order] = torch.arange(1, len(x) + 1, dtype=torch.float64)
+    for value in x.unique():
+        tied = x == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman_correlation(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> float:
+    """Spearman's rho: Pearson's r between the ranks (:func:`average_ranks`) of the two lists, so it asks
+    only whether the predictions put the pairs in the right order.
+
+    >>> spearman_correlation([1, 2, 3, 4], [2, 4, 5, 9]), spearman_correlation([1, 2, 3, 4], [1, 8, 27, 64])
+    (1.0, 1.0)
+
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
+    """
+    x, y = _check_scores(predictions, labels)
+    return pearson_correlation(average_ranks(x), average_ranks(y))

@@ -22,6 +22,11 @@
 # everything: the parts of speech and dependency tree of each sentence, which subject each verb agrees
 # with, the named entities, and the facts of a small world. We pretrain a small BERT on that language,
 # fine-tune it and the same network from scratch with the same budget, and measure what pretraining buys.
+# The first four tasks turn out too easy to show the papers' effects, so we then make them harder (entity
+# types that depend on context, inference with *neutral* and contradictions that are not negations) and
+# add the shapes Figure 4 leaves out: sentence-pair regression (STS-B), multiple choice (SWAG) and
+# questions without an answer (SQuAD 2.0), each head written out by hand; every fine-tuning run is
+# repeated over three seeds, because with little data the seed alone moves the scores.
 # Then we reproduce the shape of two more experiments: BERT used as a frozen feature extractor (the
 # paper's Table 7), and the cheap ways of fine-tuning that train only a sliver of the weights: a frozen
 # encoder, BitFit, adapters and prompt tuning.
@@ -44,23 +49,28 @@ import random
 import time
 
 import matplotlib.pyplot as plt
+import scipy.stats
 import torch
+from tqdm.auto import tqdm
 
 from lecture_lib import profile
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch05_bert_finetuning import (
+    HARDER_TASK_NAMES,
     TASK_NAMES,
+    build_harder_tasks,
     build_tasks,
     chapter_config,
     synthetic_pretrained_bert,
 )
-from lecture_lib.data.synthetic import CITIES, SyntheticLanguage, corrupt_agreement
+from lecture_lib.data.synthetic import CITIES, LAST_NAMES, SyntheticLanguage, corrupt_agreement
 from lecture_lib.finetuning.features import (
     FEATURE_CHOICES,
     FeatureTagger,
     extract_features,
 )
-from lecture_lib.finetuning.finetune import finetune, new_head
+from lecture_lib.finetuning.finetune import finetune, new_head, score
+from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
     add_adapters,
@@ -68,16 +78,20 @@ from lecture_lib.finetuning.peft import (
     count_parameters,
     freeze_encoder,
 )
-from lecture_lib.finetuning.tasks import NER_LABELS, best_spans, split_people
+from lecture_lib.finetuning.tasks import NER_LABELS, best_spans, encode_qa, encode_tagging, split_people
 from lecture_lib.metrics import (
+    average_ranks,
     conll_chunks,
+    exact_match,
     matthews_corrcoef,
     normalize_answer,
+    pearson_correlation,
     qa_f1,
     span_f1,
+    spearman_correlation,
 )
 from lecture_lib.models.bert import BertModel
-from lecture_lib.plots import plot_grouped_bars, plot_history
+from lecture_lib.plots import plot_history
 from lecture_lib.runtime import seed_everything
 
 print("profile:", profile.current())
@@ -158,11 +172,11 @@ print("and its negation of another organisation:",
 # Two properties we rely on, checked on a fresh sample: every dependency analysis is a **tree** (exactly
 # one root, and following heads from any word reaches it without a cycle), and each agreeing verb has the
 # number of its subject. The sample also times the generator: the grammar is plain Python, and it writes
-# tens of thousands of sentences per second on one core, so data is never the bottleneck.
+# thousands of sentences per second on one core, so data is never the bottleneck.
 
 # %%
 start = time.perf_counter()
-sample = lang.sentences(20_000, seed=2)
+sample = lang.sentences(10_000, seed=2)
 rate = len(sample) / (time.perf_counter() - start)
 print(f"{rate:,.0f} sentences per second (one core)")
 
@@ -362,7 +376,153 @@ assert library == by_hand
 assert hand_spans == library_spans[:50]
 
 # %% [markdown]
-# ## 4. Scoring the four tasks
+# ## 4. Harder tasks and three more shapes
+#
+# The four tasks above are too easy to show what the papers found. In a first version of this chapter,
+# fine-tuning reached 0.99 span F1 on them and 0.998 accuracy on entailment, and every way of reading
+# features off a frozen encoder (section 7) scored the same, the embedding layer included. Each task had
+# a shortcut: an entity's type was fixed by the word itself (a surname is always a person), and a
+# contradiction was always a negation, so a model only had to notice the word *not*. Real benchmarks have
+# no such shortcuts, and they also come in shapes Figure 4 leaves out. So we build harder versions, and the
+# missing shapes, still from the language and still with their ground truth:
+#
+# | shape | task | like | label | score |
+# |---|---|---|---|---|
+# | tokens → tags | **context entities**: the world's surnames also name cities and companies: *Weber* is a person in "Anna Weber sings", a city in "Bruno Costa lives in Weber", a company in "Weber Foods employs Anna Costa" | CoNLL-2003 | 7 BIO tags | span F1 |
+# | pair → class | **inference** with *neutral*, and contradictions that are not negations (below) | MNLI | 3 classes | accuracy |
+# | pair → real number | **similarity** of two statements, from 0 to 5 | STS-B | $y \in [0, 5]$ | Pearson, Spearman |
+# | context + 4 endings → choice | **multiple choice**: which of four sentences follows from the context? | SWAG | 1 of 4 | accuracy |
+# | question + passage → span or nothing | **unanswerable questions**: about a quarter ask for a fact the passage does not tell | SQuAD 2.0 | start, end, or [CLS] | exact match, F1 |
+#
+# The inference labels follow from one rule of the world: everyone lives in exactly one city and works for
+# exactly one company. With $P$ the premise and $H$ the hypothesis about the same person and relation,
+#
+# | | $H$: lives in Oslo | $H$: lives in Lima | $H$: does not live in Oslo | $H$: does not live in Lima |
+# |---|---|---|---|---|
+# | $P$: lives in Oslo | entailment | **contradiction** | contradiction | **entailment** |
+# | $P$: does not live in Oslo | contradiction | **neutral** | entailment | neutral |
+#
+# and any hypothesis about another relation ("works for Acme") or another person is neutral. The label is
+# drawn first and a hypothesis made to fit it, so *not* appears as often in entailments as in
+# contradictions. The similarity of two statements adds up what they share: 2 points for the same
+# relation, 1.5 for the same polarity (both affirm or both deny), 1 for the same person, 0.5 for the same
+# object (the head is trained on the score divided by 5: no correlation changes, and a freshly initialised
+# head, whose outputs start near 0, reaches targets of that size in our few steps). In the multiple-choice task the right ending restates the context in other words; the three
+# wrong ones are edits of it (its negation, the other relation, another city or company, another person).
+# The question-answering passages are those of section 3, but where a passage leaves a fact about one of
+# its people untold, the question may ask for exactly that fact; the right answer is then nothing.
+
+# %%
+harder = build_harder_tasks(tokenizer, config)
+for task in harder.values():
+    shape = tuple(task.train.features["input_ids"].shape)
+    print(f"{task.name:16s} train {str(shape):15s} head {task.head.__name__}")
+for e in harder["context_ner"].test_examples[:40]:
+    if any(t.endswith(("LOC", "ORG")) and w in LAST_NAMES for w, t in zip(e.words, e.tags)):
+        print("\ncontext entities:", " ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(e.words, e.tags)))
+        break
+for e in harder["inference"].test_examples[:3]:
+    print("inference:       ", " ".join(e.words_a), "||", " ".join(e.words_b), "->", NLI_LABELS[e.label])
+e = harder["similarity"].test_examples[0]
+print("similarity:      ", " ".join(e.words_a), "||", " ".join(e.words_b), "->", e.score)
+e = harder["choice"].test_examples[0]
+print("choice:          ", " ".join(e.context), *[f"  {'*' if k == e.label else ' '} {' '.join(c)}"
+                                                    for k, c in enumerate(e.choices)], sep="\n")
+e = next(e for e in harder["unanswerable_qa"].test_examples if not e.answer)
+print("unanswerable:    ", " ".join(e.question), "||", " ".join(e.passage), "->", repr(e.answer))
+
+# %% [markdown]
+# The three new shapes need one new head and two new readings of old ones (Devlin et al., 2019, section 4;
+# the SWAG head is in section 4.4, the SQuAD 2.0 rule in section 4.3):
+#
+# - **regression** is sequence classification with a single output, $\hat y = C\,w + b$, trained with the
+#   squared error $\frac1B\sum_b (\hat y_b - y_b)^2$: in `transformers`, `BertForSequenceClassification`
+#   with `num_labels=1`;
+# - **multiple choice** encodes each (context, ending) pair as its own `[CLS] context [SEP] ending [SEP]`;
+#   one vector $w$ scores each pooled $C_i$, and a softmax runs over the endings of one example:
+#   $P(i) = \mathrm{softmax}_i(w \cdot C_i + b)$ (`BertForMultipleChoice`);
+# - **no answer** is the span that starts and ends at `[CLS]`: an unanswerable question is trained with
+#   both positions at 0, and at prediction time the null score $s_\text{null} = S\cdot T_0 + E\cdot T_0$
+#   competes with the best real span: the model answers nothing when
+#   $s_\text{null} > \max_{j \ge i} (S\cdot T_i + E\cdot T_j) + \tau$, with the threshold $\tau$ chosen on
+#   development data.
+#
+# The span loss is the mean of two cross-entropies over the $T$ positions,
+# $\mathcal{L} = -\tfrac12\big(\log P(\text{start}=s^*) + \log P(\text{end}=e^*)\big)$. Below, each head
+# written out by hand on top of the encoder's outputs, beside the library's heads (proven equal to the
+# `transformers` classes in the tests).
+
+# %%
+def pooled_by_hand(head, batch):
+    """C = tanh(W_p T_[CLS] + b_p) from the head's own encoder."""
+    hidden = head.bert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
+    return torch.tanh(hidden[:, 0] @ head.bert.pooler.dense.weight.T + head.bert.pooler.dense.bias)  # (B, H)
+
+
+with torch.no_grad():
+    task = harder["similarity"]  # regression: one number per pair, squared error
+    head, batch = new_head(task, encoder, config.finetune).eval(), task.train.batch(range(8))
+    predicted = (pooled_by_hand(head, batch) @ head.classifier.weight.T + head.classifier.bias).squeeze(-1)  # (B,)
+    regression = (head(**batch), predicted, ((predicted - batch["labels"]) ** 2).mean())
+
+    task = harder["choice"]  # multiple choice: one score per (context, ending), softmax over the endings
+    head, batch = new_head(task, encoder, config.finetune).eval(), task.train.batch(range(8))
+    B, C, T = batch["input_ids"].shape
+    flat = {k: v.reshape(B * C, T) for k, v in batch.items() if v.dim() == 3}
+    scores = (pooled_by_hand(head, flat) @ head.classifier.weight.T + head.classifier.bias).view(B, C)
+    choice_loss = -scores.log_softmax(-1)[torch.arange(B), batch["labels"]].mean()
+    multiple_choice = (head(**batch), scores, choice_loss)
+
+    task = harder["unanswerable_qa"]  # spans: S and E against every token; no answer points at [CLS]
+    head, batch = new_head(task, encoder, config.finetune).eval(), task.train.batch(range(16))
+    hidden = head.bert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
+    (S, E), (b_s, b_e) = head.qa_outputs.weight, head.qa_outputs.bias
+    start, end = hidden @ S + b_s, hidden @ E + b_e  # (B, T)
+    rows = torch.arange(len(start))
+    span_loss = -(start.log_softmax(-1)[rows, batch["start_positions"]]
+                  + end.log_softmax(-1)[rows, batch["end_positions"]]).mean() / 2
+    span = (head(**batch), start, span_loss)
+
+print(f"regression loss  by hand {regression[2]:.6f}  library {regression[0].loss:.6f}")
+print(f"choice loss      by hand {multiple_choice[2]:.6f}  library {multiple_choice[0].loss:.6f}  (B, C) = {(B, C)}")
+print(f"span loss        by hand {span[2]:.6f}  library {span[0].loss:.6f}; "
+      f"{int((batch['start_positions'] == 0).sum())} of {len(rows)} questions point at [CLS]")
+
+
+# %% [markdown]
+# And the null rule, written out for one question at a time, against `best_spans` with a threshold: for
+# random scores and several thresholds, the same questions are left unanswered.
+
+# %%
+def answer_by_hand(start_logits, end_logits, word_ids, threshold, max_tokens=8):
+    span = best_span_by_hand(start_logits, end_logits, word_ids, max_tokens)
+    best = max(start_logits[i] + end_logits[j] for i in range(len(word_ids)) for j in range(i, min(i + max_tokens, len(word_ids)))
+               if word_ids[i] >= 0 and word_ids[j] >= 0)
+    return (0, 0) if start_logits[0] + end_logits[0] > best + threshold else span
+
+
+squad2 = harder["unanswerable_qa"]
+start_logits, end_logits = torch.randn(2, *squad2.test.features["input_ids"].shape, generator=noise)
+null_checks = {}
+for threshold in (-2.0, 0.0, 2.0):
+    library = best_spans(start_logits, end_logits, squad2.test, null_threshold=threshold)[:50]
+    hand = [answer_by_hand(s.tolist(), e.tolist(), w, threshold)
+            for s, e, w in zip(start_logits[:50], end_logits[:50], squad2.test.word_ids)]
+    null_checks[threshold] = (library == hand, sum(a == b for a, b in library))
+print("threshold: (same as by hand, questions left unanswered of 50)", null_checks)
+
+# %%
+torch.testing.assert_close(regression[1], regression[0].logits.squeeze(-1))
+torch.testing.assert_close(regression[2], regression[0].loss)
+torch.testing.assert_close(multiple_choice[1], multiple_choice[0].logits)
+torch.testing.assert_close(multiple_choice[2], multiple_choice[0].loss)
+torch.testing.assert_close(span[1], span[0].start_logits)
+torch.testing.assert_close(span[2], span[0].loss)
+assert all(same for same, _ in null_checks.values())
+assert null_checks[-2.0][1] > null_checks[0.0][1] > null_checks[2.0][1]  # a higher threshold answers more
+
+# %% [markdown]
+# ## 5. Scoring the tasks
 #
 # Each benchmark defines its own score, and the definitions matter.
 #
@@ -411,60 +571,176 @@ assert span_f1(gold, guess)["f1"] == by_hand == 0.5  # the I-LOC after O opens a
 assert qa_f1("Northwind", "the Northwind Bank") == 2 * (1 * 0.5) / 1.5  # precision 1, recall 1/2
 
 # %% [markdown]
-# ## 5. Pretrained or from scratch
+# **Pearson and Spearman correlation** (STS-B). A similarity model is judged by how well its scores follow
+# the gold ones, not by their exact values. Pearson's $r$ measures a linear relation,
+#
+# $$r = \frac{\sum_i (x_i - \bar x)(y_i - \bar y)}{\sqrt{\sum_i (x_i - \bar x)^2 \sum_i (y_i - \bar y)^2}},$$
+#
+# and Spearman's $\rho$ is Pearson's $r$ between the *ranks* of the two lists (tied values share the mean
+# of their ranks), so it only asks whether the pairs come out in the right order. GLUE reports both.
+#
+# **No answer** (SQuAD 2.0). An unanswerable question's gold answer is the empty string. The official
+# script gives exact match and F1 of 1 when the prediction is empty too, and 0 when only one of the two
+# is empty; otherwise the SQuAD 1.1 rules apply.
+
+# %%
+gold_scores = [0.0, 1.5, 2.0, 3.5, 5.0, 5.0]
+predicted_scores = [0.4, 1.0, 2.9, 3.0, 4.1, 6.0]
+x, y = torch.tensor(predicted_scores), torch.tensor(gold_scores)
+r_by_formula = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()).pow(2).sum() * (y - y.mean()).pow(2).sum()).sqrt())
+print(f"Pearson {pearson_correlation(predicted_scores, gold_scores):.4f} (formula {r_by_formula:.4f}, "
+      f"scipy {scipy.stats.pearsonr(predicted_scores, gold_scores).statistic:.4f})")
+print(f"Spearman {spearman_correlation(predicted_scores, gold_scores):.4f} "
+      f"(scipy {scipy.stats.spearmanr(predicted_scores, gold_scores).statistic:.4f}); ranks of the gold scores:",
+      average_ranks(gold_scores).tolist())
+no_answer_cases = [("", ""), ("", "Oslo"), ("Oslo", ""), ("the", "")]
+print("SQuAD 2.0 F1 (prediction, gold):", {case: qa_f1(*case) for case in no_answer_cases})
+
+# %%
+assert abs(pearson_correlation(predicted_scores, gold_scores) - r_by_formula) < 1e-6
+assert abs(spearman_correlation(predicted_scores, gold_scores) - scipy.stats.spearmanr(predicted_scores, gold_scores).statistic) < 1e-12
+assert [qa_f1(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]  # "the" normalises to nothing
+assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
+
+# %% [markdown]
+# ## 6. Pretrained or from scratch
 #
 # Now the experiment the chapter is about. For each task we fine-tune two networks of the same shape with
 # the same data, the same number of steps, the same batches and the same learning-rate schedule (AdamW,
 # warm-up over the first 10% of the steps, then linear decay, as in BERT's fine-tuning): one starts from
-# the pretrained encoder, the other from random weights. Only the starting point differs. Each run's time
-# is printed: it is the cost of fine-tuning one task in this profile.
+# the pretrained encoder, the other from random weights. Only the starting point differs.
+#
+# One run per method would not do: with little data, fine-tuning is unstable. Devlin et al. (2019,
+# section 4.1) saw BERT-large fail on small GLUE sets often enough that they ran several random restarts
+# and kept the best on the development set, and Dodge et al. (2020) found that the seed alone (the head's
+# initial weights and the order of the batches) moves scores by several points. So every run is repeated
+# with three seeds, and the table gives the mean and the spread (the standard deviation over seeds).
+# These runs get a smaller budget than sections 3-4 assumed (100 steps of 16 examples), to fit three
+# seeds into the quick profile.
 
 # %%
-finetuned, scratch = {}, {}
-for name, task in tasks.items():
-    finetuned[name] = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
-    scratch[name] = finetune(task, new_head(task, encoder.config, config.finetune), config.finetune)
+budget = config.seeded_finetune
+print(budget, "seeds", config.seeds)
+main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
+              "similarity": "spearman", "choice": "accuracy"}
+runs = {}  # (task, start, seed) -> FinetuneResult
+for name, start_from, seed in tqdm([(n, s, k) for n in HARDER_TASK_NAMES for s in ("pretrained", "scratch")
+                                    for k in config.seeds], desc="fine-tuning"):
+    task, seeded = harder[name], dataclasses.replace(budget, seed=seed)
+    runs[name, start_from, seed] = finetune(task, new_head(task, encoder if start_from == "pretrained"
+                                                           else encoder.config, seeded), seeded)
 
-main_score = {"acceptability": "mcc", "entailment": "accuracy", "ner": "f1", "qa": "f1"}
-print(f"{'task':14s}{'score':>9s}{'pretrained':>12s}{'scratch':>9s}{'steps':>7s}{'time (s)':>20s}")
-for name in TASK_NAMES:
-    key = main_score[name]
-    print(f"{name:14s}{key:>9s}{finetuned[name].scores[key]:12.3f}{scratch[name].scores[key]:9.3f}"
-          f"{config.finetune.steps:7d}{finetuned[name].seconds:11.1f} +{scratch[name].seconds:6.1f}")
-print("\nall scores:", {name: finetuned[name].scores for name in TASK_NAMES})
+
+def seed_scores(name, start_from, key=None):
+    return torch.tensor([runs[name, start_from, seed].scores[key or main_score[name]] for seed in config.seeds])
+
+
+# a trivial baseline per task: MCC and correlations 0, a third (inference) or a quarter (choice) right,
+# and for unanswerable questions, always answering nothing scores the share of unanswerable questions
+always_nothing = sum(not e.answer for e in squad2.test_examples) / len(squad2.test_examples)
+baseline = {"acceptability": 0.0, "inference": 1 / 3, "context_ner": 0.0, "unanswerable_qa": always_nothing,
+            "similarity": 0.0, "choice": 0.25}
+print(f"\n{'task':16s}{'score':>9s}{'baseline':>10s}{'pretrained':>16s}{'scratch':>16s}   per seed (pretrained | scratch)")
+for name in HARDER_TASK_NAMES:
+    ours, theirs = seed_scores(name, "pretrained"), seed_scores(name, "scratch")
+    print(f"{name:16s}{main_score[name]:>9s}{baseline[name]:10.3f}{ours.mean():10.3f} ± {ours.std():.3f}"
+          f"{theirs.mean():10.3f} ± {theirs.std():.3f}   {[round(v, 3) for v in ours.tolist()]} | "
+          f"{[round(v, 3) for v in theirs.tolist()]}")
+for key in ("pearson",):
+    print(f"similarity, {key}: pretrained {seed_scores('similarity', 'pretrained', key).mean():.3f}, "
+          f"scratch {seed_scores('similarity', 'scratch', key).mean():.3f}")
+for key in ("has_answer_f1", "no_answer_f1"):
+    print(f"unanswerable_qa, {key}: pretrained {seed_scores('unanswerable_qa', 'pretrained', key).mean():.3f}, "
+          f"scratch {seed_scores('unanswerable_qa', 'scratch', key).mean():.3f}")
 
 # %%
-fig, (ax_scores, ax_curves) = plt.subplots(1, 2, figsize=(11, 3.5))
-plot_grouped_bars(ax_scores, [f"{n}\n({main_score[n]})" for n in TASK_NAMES],
-                  {"pretrained": [finetuned[n].scores[main_score[n]] for n in TASK_NAMES],
-                   "from scratch": [scratch[n].scores[main_score[n]] for n in TASK_NAMES]})
-ax_scores.set(ylim=(0, 1), title="Test scores after the same fine-tuning budget")
-ax_scores.legend()
-for name, color in zip(("ner", "qa"), ("C0", "C1")):
-    plot_history(ax_curves, finetuned[name].history, color=color, label=f"{name}, pretrained")
-    plot_history(ax_curves, scratch[name].history, color=color, ls="--", label=f"{name}, from scratch")
-ax_curves.set(xlabel="fine-tuning step", ylabel="training loss", yscale="log", title="Fine-tuning curves")
+fig, (ax_scores, ax_curves) = plt.subplots(1, 2, figsize=(12, 3.8))
+for offset, (start_from, color) in zip((-0.15, 0.15), (("pretrained", "C0"), ("scratch", "C7"))):
+    for i, name in enumerate(HARDER_TASK_NAMES):
+        values = seed_scores(name, start_from)
+        ax_scores.bar(i + offset, values.mean(), width=0.3, color=color, alpha=0.5,
+                      label=start_from if i == 0 else None)
+        ax_scores.plot([i + offset] * len(values), values, "o", color=color, ms=4)
+ax_scores.plot(range(len(HARDER_TASK_NAMES)), [baseline[n] for n in HARDER_TASK_NAMES], "k_", ms=18,
+               label="trivial baseline")
+ax_scores.set_xticks(range(len(HARDER_TASK_NAMES)), [f"{n}\n({main_score[n]})" for n in HARDER_TASK_NAMES], fontsize=7)
+ax_scores.set(ylim=(-0.1, 1), title="Test scores: mean over seeds (bars), each seed (dots)")
+ax_scores.legend(fontsize=8)
+for name, color in zip(("context_ner", "similarity"), ("C0", "C1")):
+    for seed in config.seeds:
+        plot_history(ax_curves, runs[name, "pretrained", seed].history, color=color,
+                     label=f"{name}, pretrained" if seed == 0 else None)
+        plot_history(ax_curves, runs[name, "scratch", seed].history, color=color, ls="--",
+                     label=f"{name}, from scratch" if seed == 0 else None)
+ax_curves.set(xlabel="fine-tuning step", ylabel="training loss", yscale="log", title="Fine-tuning curves, every seed")
 ax_curves.legend(fontsize=8)
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Pretraining wins every task. The margins are widest where the test sets hinge on something only
-# pretraining showed the model: the names of the held-out people (tagging, question answering), negation
-# in all its wordings (entailment), and agreement, which masked LM had to learn in order to predict verbs
-# (acceptability). The pretrained curves also start lower and fall faster:
-# Hao et al. (2019) describe the same thing on real data, pretrained weights starting fine-tuning in a
-# better and flatter region of the loss. Our scores are far from the papers' (CoLA 52.1 MCC, MNLI 84.6%,
-# CoNLL NER 92.4 F1, SQuAD 88.5 F1 for BERT-base) for the obvious reasons: a model 500 times smaller,
-# pretrained for a minute, on tasks we made up. The *shape* of the result is what carries over.
+# Every task now sits far below its ceiling, and the pretrained model is ahead of the one trained from
+# scratch on all of them, by margins that depend on what the task needs:
+#
+# - **context entities**: about 0.85 span F1 against 0.2. The test sentences name people, places and
+#   companies only with surnames fine-tuning never saw; pretraining has seen them all (as surnames), and
+#   the model must read the context to type them. From scratch, those words are noise;
+# - **unanswerable questions**: the scratch model learns only that answering nothing is often right (its
+#   F1 is that of the "always nothing" baseline); the pretrained one also finds some answers, and its
+#   threshold was chosen on development data (below);
+# - **similarity**: the clearest case of instability. One seed of three takes off (Spearman 0.66), the
+#   other two stay near 0.15-0.2; from scratch, no seed learns anything. With 100 small steps the head's
+#   starting point and the order of the batches decide whether the run finds the signal in time, which is
+#   why BERT's authors restarted their small-data runs;
+# - **acceptability** and **multiple choice**: a steady lead of 6-12 points, larger than the spread;
+# - **three-way inference** is the hard case: both models stay near 0.5 (chance is 0.33), and the lead of
+#   pretraining (2 points) is within the spread of the seeds. Telling *neutral* from *contradiction* needs
+#   the model to compare the objects of the two sentences and apply the one-city, one-company rule; neither
+#   100 steps nor pretraining on single facts teaches that. We do not claim a gain here.
+#
+# Our scores are far from the papers' (printed at the end) for the obvious reasons: a model 500 times
+# smaller than BERT-base, pretrained for a minute, fine-tuned for 100 steps, on tasks we made up. The
+# *shape* of the result is what carries over.
 
 # %%
-for name in TASK_NAMES:
-    key = main_score[name]
-    assert finetuned[name].scores[key] > scratch[name].scores[key], f"pretraining should help on {name}"
+for name in HARDER_TASK_NAMES:
+    ours, theirs = seed_scores(name, "pretrained"), seed_scores(name, "scratch")
+    assert ours.mean() > baseline[name], f"the fine-tuned model should beat the trivial baseline on {name}"
+    if name != "inference":  # a tie within the spread of the seeds there (above)
+        assert ours.mean() > theirs.mean() + theirs.std(), f"pretraining should help on {name} (mean of the seeds)"
 
 # %% [markdown]
-# ## 6. Feature-based or fine-tuned
+# For the unanswerable questions the threshold $\tau$ matters. BERT chose it on the development set; we do
+# the same, with a development set drawn from the training people (another seed), for the model of the
+# first seed, and then score the test set with it.
+
+# %%
+dev_examples = unanswerable_qa_examples(lang, config.test_examples, config.seed + 3, split_people(lang.world)[0],
+                                        config.people_per_passage, config.sentences_per_passage)
+dev = dataclasses.replace(squad2, test=encode_qa(dev_examples, tokenizer, config.max_length, allow_unanswerable=True),
+                          test_examples=dev_examples)
+qa_model = runs["unanswerable_qa", "pretrained", config.seeds[0]].model
+thresholds = [-6.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 6.0]
+dev_f1 = [score(dev, qa_model, null_threshold=t)["f1"] for t in thresholds]
+tau = thresholds[max(range(len(thresholds)), key=dev_f1.__getitem__)]
+tuned, untuned = score(squad2, qa_model, null_threshold=tau), score(squad2, qa_model, null_threshold=0.0)
+print(f"tau chosen on dev: {tau:+.1f}; test F1 {tuned['f1']:.3f} (tau = 0: {untuned['f1']:.3f}); "
+      f"answerable {tuned['has_answer_f1']:.3f}, unanswerable {tuned['no_answer_f1']:.3f}")
+
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.plot(thresholds, dev_f1, "o-", label="development F1")
+ax.plot([tau], [tuned["f1"]], "k*", ms=10, label=r"test F1 at the chosen $\tau$")
+ax.axvline(tau, color="grey", lw=0.8)
+ax.set(xlabel=r"threshold $\tau$ (answer nothing if $s_{null} > s_{best} + \tau$)", ylabel="F1",
+       title="SQuAD 2.0's null threshold")
+ax.legend()
+plt.show()
+
+# %%
+assert dev_f1[thresholds.index(tau)] >= dev_f1[thresholds.index(0.0)]  # tau is the best on dev, by construction
+assert max(dev_f1) > min(dev_f1) + 0.05, "the threshold should matter: it trades answered for unanswered questions"
+
+# %% [markdown]
+# ## 7. Feature-based or fine-tuned
 #
 # Fine-tuning updates every weight for every task. The alternative is to freeze BERT, compute its
 # activations once, and train only a small task model on top: cheaper when there are many tasks, and the
@@ -474,68 +750,77 @@ for name in TASK_NAMES:
 #
 # $$\text{mix} = \gamma \sum_j \mathrm{softmax}(s)_j\, h_j .$$
 #
-# We run the same six choices on our tagging task, with a one-layer BiLSTM of 64 units per direction, and
-# add a control the paper did not need: the last layer of a frozen encoder that was never pretrained.
-# Our encoder has four layers, so "the last four" are all of its Transformer layers; our "all layers" mix
-# also takes the embedding layer, as ELMo's does.
-# The taggers and the cheap methods of the next section train few or freshly initialised weights, so they
-# use a larger learning rate (`head_lr`) than full fine-tuning, as their papers do.
+# We run the same six choices on the *context* entity task, where a word's type depends on its
+# neighbours, as "Washington" the person and "Washington" the place do in real text. The tagger is a
+# one-layer BiLSTM of 64 units per direction, and we add a control the paper did not need: the last layer
+# of a frozen encoder that was never pretrained. The taggers, like the cheap methods of the next section,
+# train few or freshly initialised weights, so they use a larger learning rate (`head_lr`), as their
+# papers do.
+#
+# One limit of the quick profile shows here: our encoder has four layers, so "the last four" are all of
+# its Transformer layers, and "all layers" differs from them only by the embedding layer (ELMo's mix, and
+# ours, includes it). A deeper encoder (six to eight thin layers) would separate the choices as BERT-base's
+# twelve do, but pretraining a second model costs about as much as this whole notebook's budget.
 
 # %%
+ner = harder["context_ner"]
 ner_features = dataclasses.replace(ner, train=extract_features(encoder, ner.train),
                                    test=extract_features(encoder, ner.test))
 random_encoder = new_head(ner, encoder.config, config.finetune).base_model
 ner_random_features = dataclasses.replace(ner, train=extract_features(random_encoder, ner.train),
                                           test=extract_features(random_encoder, ner.test))
-head_config = dataclasses.replace(config.finetune, lr=config.head_lr)
+head_config = dataclasses.replace(budget, lr=config.head_lr)
 layers, width = encoder.config.num_hidden_layers, encoder.config.hidden_size
 
 
 def train_tagger(task, choice):
-    seed_everything(config.finetune.seed)
+    seed_everything(head_config.seed)
     return finetune(task, FeatureTagger(choice, layers, width, len(NER_LABELS)), head_config)
 
 
-feature_based = {choice: train_tagger(ner_features, choice) for choice in FEATURE_CHOICES}
+feature_based = {choice: train_tagger(ner_features, choice) for choice in tqdm(FEATURE_CHOICES, desc="taggers")}
 untrained = train_tagger(ner_random_features, "last")
+full = seed_scores("context_ner", "pretrained")
 
 paper = {"embeddings": 91.0, "second_to_last": 95.6, "last": 94.9, "weighted_sum_last_four": 95.9,
          "concat_last_four": 96.1, "weighted_sum_all": 95.5}
-print(f"{'features':24s}{'paper (dev F1)':>15s}{'ours (F1)':>11s}{'time (s)':>10s}")
+print(f"{'features':24s}{'paper (dev F1)':>15s}{'ours (F1)':>11s}")
 for choice in FEATURE_CHOICES:
-    print(f"{choice:24s}{paper[choice]:15.1f}{100 * feature_based[choice].scores['f1']:11.1f}"
-          f"{feature_based[choice].seconds:10.1f}")
-print(f"{'fine-tuning (section 5)':24s}{96.4:15.1f}{100 * finetuned['ner'].scores['f1']:11.1f}")
-print(f"{'last, never pretrained':24s}{'-':>15s}{100 * untrained.scores['f1']:11.1f}{untrained.seconds:10.1f}")
+    print(f"{choice:24s}{paper[choice]:15.1f}{100 * feature_based[choice].scores['f1']:11.1f}")
+print(f"{'fine-tuning (section 6)':24s}{96.4:15.1f}{100 * full.mean():11.1f} (mean of {len(full)} seeds)")
+print(f"{'last, never pretrained':24s}{'-':>15s}{100 * untrained.scores['f1']:11.1f}")
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.2))
 names = list(FEATURE_CHOICES) + ["fine-tuned", "untrained\nencoder"]
-ours = [feature_based[c].scores["f1"] for c in FEATURE_CHOICES] + [finetuned["ner"].scores["f1"], untrained.scores["f1"]]
+ours = [feature_based[c].scores["f1"] for c in FEATURE_CHOICES] + [float(full.mean()), untrained.scores["f1"]]
 ax.bar(range(len(names)), ours, color=["C0"] * len(FEATURE_CHOICES) + ["C1", "C7"])
 ax.plot(range(7), [paper[c] / 100 for c in FEATURE_CHOICES] + [0.964], "k_", ms=20, label="BERT paper, Table 7")
 ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=8)
-ax.set(ylim=(0, 1.02), ylabel="span F1", title="Feature-based taggers on a frozen encoder")
+ax.set(ylim=(0, 1.02), ylabel="span F1", title="Feature-based taggers on a frozen encoder (context entities)")
 ax.legend(loc="lower left")
 plt.show()
 
 # %% [markdown]
-# Every choice of pretrained features gives a strong tagger, within a point of fine-tuning the whole
-# network, as in the paper (96.1 for the best features against 96.4 fine-tuned); the same tagger on an
-# encoder that was never pretrained is far behind, so what makes the features good is pretraining, not
-# the BiLSTM. What did **not** carry over is the spread between the choices: the embedding layer alone is
-# about as good as the deep layers here, while in the paper it was five points behind. In our language an
-# entity's type is fixed by the word itself, so a word-piece embedding that pretraining has filled with
-# "this is a surname", plus a BiLSTM for the context, suffices; real text needs the deeper layers' context
-# to tell Washington the person from Washington the place.
+# Pretrained features are far better than the features of an encoder that was never pretrained, as in the
+# paper. The shape of Table 7 does **not** show: every choice, the embedding layer included, gives an
+# almost perfect tagger, better even than fine-tuning the whole network in section 6. The reason is the
+# BiLSTM. It reads the whole sentence, so it supplies the context that the embedding layer lacks, and the
+# context our task needs is local and regular: a first name before the surname (a person), a company word
+# after it (a company), a preposition or a verb of place before it (a city). A one-layer BiLSTM learns those
+# few patterns from 1,000 sentences; on real text the cues are far more varied, and the BiLSTM must lean on
+# what BERT's deeper layers already computed. To see the paper's gap we would need both richer contexts and
+# a deeper encoder, which the quick profile's budget does not allow (see the note at the top of this
+# section). Why fine-tuning the whole network falls *behind* the frozen features is the subject of the
+# next section.
 
 # %%
-scores = [feature_based[c].scores["f1"] for c in FEATURE_CHOICES]
-assert min(scores) > untrained.scores["f1"] + 0.2, "pretrained features should beat untrained ones by far"
-assert abs(max(scores) - finetuned["ner"].scores["f1"]) < 0.02, "best features and fine-tuning should be close"
+scores = {c: feature_based[c].scores["f1"] for c in FEATURE_CHOICES}
+assert min(scores.values()) > untrained.scores["f1"] + 0.2, "pretrained features should beat untrained ones by far"
+
 
 # %% [markdown]
-# ## 7. Cheap fine-tuning
+# ## 8. Cheap fine-tuning
 #
 # Fine-tuning a copy of every weight for every task is expensive to store and to train. Four cheaper ways
 # keep the pretrained encoder frozen, or nearly:
@@ -549,8 +834,8 @@ assert abs(max(scores) - finetuned["ner"].scores["f1"]) < 0.02, "best features a
 #   $W_\text{down} \in \mathbb{R}^{m\times H}$; the adapters and the LayerNorms learn. $W_\text{up}$
 #   starts at zero, so the network starts out exactly as pretrained.
 #
-# We compare them on the tagging task, with the trainable-parameter count of each, against full
-# fine-tuning from section 5.
+# We compare them on the context entity task, each over the same three seeds as full fine-tuning in
+# section 6, with the trainable-parameter count of each.
 
 # %%
 methods = {
@@ -560,64 +845,103 @@ methods = {
     "adapters": lambda model: add_adapters(model, bottleneck=8),
 }
 cheap = {}
-for method, prepare in methods.items():
-    model = prepare(new_head(ner, encoder, config.finetune))
-    cheap[method] = (count_parameters(model), finetune(ner, model, head_config))
-cheap["full fine-tuning"] = (count_parameters(finetuned["ner"].model), finetuned["ner"])
-total = count_parameters(finetuned["ner"].model, trainable_only=False)
-print(f"{'method':18s}{'trainable':>10s}{'share':>9s}{'F1':>7s}{'time (s)':>10s}")
-for method, (count, result) in cheap.items():
-    print(f"{method:18s}{count:10,d}{count / total:9.2%}{result.scores['f1']:7.3f}{result.seconds:10.1f}")
+for method, seed in tqdm([(m, s) for m in methods for s in config.seeds], desc="cheap fine-tuning"):
+    seeded = dataclasses.replace(head_config, seed=seed)
+    model = methods[method](new_head(ner, encoder, seeded))
+    cheap[method, seed] = (count_parameters(model), finetune(ner, model, seeded))
+for seed in config.seeds:
+    result = runs["context_ner", "pretrained", seed]
+    cheap["full fine-tuning", seed] = (count_parameters(result.model), result)
+total = count_parameters(runs["context_ner", "pretrained", config.seeds[0]].model, trainable_only=False)
+cheap_f1 = {m: torch.tensor([cheap[m, s][1].scores["f1"] for s in config.seeds]) for m in [*methods, "full fine-tuning"]}
+counts = {m: cheap[m, config.seeds[0]][0] for m in cheap_f1}
+print(f"{'method':18s}{'trainable':>10s}{'share':>9s}{'F1 (mean ± sd)':>18s}   per seed")
+for method, f1 in cheap_f1.items():
+    print(f"{method:18s}{counts[method]:10,d}{counts[method] / total:9.2%}{f1.mean():11.3f} ± {f1.std():.3f}   "
+          f"{[round(v, 3) for v in f1.tolist()]}")
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.5))
-for method, (count, result) in cheap.items():
-    ax.plot(count, result.scores["f1"], "o")
-    ax.annotate(method, (count, result.scores["f1"]), textcoords="offset points", xytext=(5, -12), fontsize=8)
-ax.set(xscale="log", xlabel="trainable parameters", ylabel="span F1", ylim=(0, 1.05),
-       title="Tagging: what the trained weights buy")
+for method, f1 in cheap_f1.items():
+    ax.errorbar(counts[method], f1.mean(), yerr=f1.std(), fmt="o", capsize=3)
+    ax.annotate(method, (counts[method], f1.mean()), textcoords="offset points", xytext=(5, -12), fontsize=8)
+ax.set(xscale="log", xlabel="trainable parameters", ylabel="span F1 (mean ± sd over seeds)", ylim=(0, 1.05),
+       title="Context entities: what the trained weights buy")
 plt.show()
 
 # %% [markdown]
-# The counts span three orders of magnitude: the head alone is a few hundred weights, prompts and biases
-# a few thousand, adapters about a twentieth of the network. On this task every cheap method already reaches a
-# high score, because the frozen pretrained vectors carry most of what tagging needs (section 6 said the
-# same), and adapters come closest to, or pass, full fine-tuning while training a small fraction of the
-# weights, as Houlsby et al. (2019) found on GLUE (within 0.4 points of full fine-tuning with 3.6% of the
-# parameters per task). Prompt tuning is known to need large models to compete (Lester et al., 2021, close
-# the gap only at about ten billion parameters); at our scale it behaves like a slightly better frozen
-# encoder.
+# The counts span three orders of magnitude: the head alone is a few hundred weights, prompts and biases a
+# few thousand, adapters about a twentieth of the network. The four cheap methods' scores come out in the
+# same order, with small spreads, and with a surprise: every cheap method beats fine-tuning the whole
+# network, adapters by 15 points. Two things contribute. The cheap methods train with a ten times larger learning rate, the
+# usual practice for few weights, and so get further in 100 steps. And our test set is *out of
+# distribution*: it names only people whose names fine-tuning never showed. Full fine-tuning moves every
+# embedding and layer to fit the training names, and nothing moves the test names' representations along,
+# so features the frozen methods keep intact are distorted for the words that matter at test time. Kumar
+# et al. (2022) describe exactly this: full fine-tuning can distort pretrained features and do worse than a
+# frozen encoder out of distribution, while it wins in distribution. We can check the second half here:
+# score the same models on sentences about the *training* people.
 
 # %%
-counts = [cheap[m][0] for m in ("frozen encoder", "prompt tuning", "BitFit", "adapters", "full fine-tuning")]
-assert counts == sorted(counts) and counts[0] < counts[-1] / 100
-assert cheap["adapters"][1].scores["f1"] > cheap["frozen encoder"][1].scores["f1"]
+seen_people = split_people(lang.world)[0]
+seen_examples = context_ner_examples(lang, config.test_examples, config.seed + 3, seen_people)
+seen = dataclasses.replace(ner, test=encode_tagging(seen_examples, tokenizer, config.max_length),
+                           test_examples=seen_examples)
+in_distribution = {m: torch.tensor([score(seen, cheap[m, s][1].model)["f1"] for s in config.seeds])
+                   for m in ("frozen encoder", "adapters", "full fine-tuning")}
+print(f"{'method':18s}{'names seen in fine-tuning':>27s}{'held-out names':>16s}")
+for method, f1 in in_distribution.items():
+    print(f"{method:18s}{f1.mean():27.3f}{cheap_f1[method].mean():16.3f}")
+
+# %% [markdown]
+# Held-out names cost full fine-tuning about four points and the frozen encoder about one: that part of the
+# gap is the distortion Kumar et al. (2022) describe. The larger part stays on the training people's names
+# too, and there it is the budget: 100 steps at full fine-tuning's small learning rate leave the whole
+# network short (its training loss is still falling in section 6), while the cheap methods take ten times
+# larger steps on few weights. Houlsby et al. (2019) found adapters within 0.4 GLUE points of full
+# fine-tuning with 3.6% of the parameters, with both trained to convergence; prompt tuning is known to
+# need large models to compete (Lester et al., 2021, close the gap only at about ten billion parameters),
+# and here it behaves like a slightly better frozen encoder.
+
+# %%
+ordered = [counts[m] for m in ("frozen encoder", "prompt tuning", "BitFit", "adapters", "full fine-tuning")]
+assert ordered == sorted(ordered) and ordered[0] < ordered[-1] / 100
+assert cheap_f1["adapters"].mean() > cheap_f1["frozen encoder"].mean() + cheap_f1["frozen encoder"].std()
+shortfall = {m: in_distribution[m].mean() - cheap_f1[m].mean() for m in in_distribution}
+assert shortfall["full fine-tuning"] > shortfall["frozen encoder"], "held-out names should cost full fine-tuning the most"
+
 
 # %% [markdown]
 # ## What we saw
 #
-# | claim | the papers | this notebook (quick profile) |
+# | claim | the papers | this notebook (quick profile, mean ± sd over 3 seeds) |
 # |---|---|---|
-# | one added layer turns BERT into a model for each task shape | Devlin et al. (2019), Figure 4: GLUE, CoNLL-2003, SQuAD | four heads, proven equal to `transformers`' classes; section 3 |
-# | pretraining beats training from scratch on every task | BERT-base: CoLA 52.1 MCC, MNLI 84.6%, CoNLL NER 92.4 F1 (test), SQuAD 1.1 80.8 EM / 88.5 F1; no from-scratch baseline reported, Hao et al. (2019) compare the two | the table of section 5, printed below; pretrained ahead on all four, by the most where the test names only people fine-tuning never saw |
+# | one added layer turns BERT into a model for each task shape | Devlin et al. (2019), Figure 4 and sections 4.1-4.4: GLUE, CoNLL-2003, SQuAD 1.1 and 2.0, SWAG | seven heads (classification, regression, tagging, span, span with [CLS] for no answer, multiple choice) equal to `transformers`' classes in the tests, and written out by hand above (sections 3, 4) |
+# | pretraining beats training from scratch | BERT-base: CoLA 52.1 MCC, MNLI 84.6%, CoNLL NER 92.4 F1 (test), STS-B 85.8 Spearman, SWAG 81.6% (dev); BERT-large SQuAD 2.0 83.1 F1; no from-scratch baseline reported, Hao et al. (2019) compare the two | ahead on five of six tasks by more than the spread of the seeds; a tie on three-way inference, which neither model learns beyond 0.5 (section 6; the table below) |
+# | fine-tuning on small data is unstable | Devlin et al. (2019): restarts for BERT-large on small GLUE sets; Dodge et al. (2020): seeds move scores by points | similarity: Spearman 0.19, 0.15 and 0.66 over three seeds of the same recipe (section 6) |
+# | SQuAD 2.0's threshold $\tau$ is tuned on dev | Devlin et al. (2019), section 4.3 | the sweep of section 6; the pretrained model answers nothing on about nine unanswerable questions in ten |
 # | a masked LM learns agreement, attractors are hard | Goldberg (2019): BERT mostly right even with attractors; Linzen et al. (2016): LSTMs fail | right without attractors, below chance with them (section 2): our small model takes the nearest noun |
-# | frozen features almost match fine-tuning; deeper layers beat the embeddings | Table 7: 91.0 (embeddings) to 96.1 (concat last four) vs 96.4 fine-tuned | features within a point of fine-tuning, far above an untrained encoder; the embeddings are *not* behind here (section 6) |
-# | small trained fractions go a long way | Houlsby et al. (2019): adapters within 0.4 GLUE points of full fine-tuning with 3.6% of the parameters; Ben Zaken et al. (2022): BitFit close with about 0.1%; Lester et al. (2021): prompt tuning competitive only at ~10B parameters | adapters closest to full fine-tuning with about 6% of the weights; head-only, prompts and BitFit a few points behind (section 7) |
+# | frozen features almost match fine-tuning; deeper layers beat the embeddings | Table 7: 91.0 (embeddings) to 96.1 (concat last four) vs 96.4 fine-tuned | pretrained features far above an untrained encoder; the layer ordering does **not** show: a BiLSTM on any layer, the embeddings included, tags almost perfectly (section 7) |
+# | small trained fractions go a long way | Houlsby et al. (2019): adapters within 0.4 GLUE points of full fine-tuning with 3.6% of the parameters; Ben Zaken et al. (2022): BitFit close with about 0.1%; Lester et al. (2021): prompt tuning competitive only at ~10B parameters | every cheap method *above* full fine-tuning on held-out names, adapters (6% of the weights) best; held-out names cost full fine-tuning 4 points and the frozen encoder 1, the distortion Kumar et al. (2022) describe out of distribution; the rest of the gap is our short budget (section 8) |
 #
 # What did not carry over: absolute scores (our tasks are made up and our model is 500 times smaller than
-# BERT-base), the ordering of the feature choices, and world knowledge: asked where the held-out people
-# live, our model guesses near chance (section 2), which is why no task here relies on remembered facts.
-# A first version of the entailment task did: its premises stated true facts about the training people,
-# and both models learned to answer from memory of those people and were at chance on new ones; now the
-# premise alone decides.
+# BERT-base), the ordering of the feature choices (our context cues are too local and regular), and world
+# knowledge: asked where the held-out people live, our model does little better than chance (section 2),
+# which is why no task here relies on remembered facts. Two more experiments of the decks are left for the
+# full profile or a larger budget: Table 7 on an encoder deep enough that "the last four" are not all of
+# its layers (six to eight thin layers), and domain-adaptive pretraining in the shape of SciBERT's Table 1
+# (Beltagy et al., 2019: frozen or fine-tuned, on a general, an in-domain and a further-pretrained
+# encoder, with chapter 04's documentation-text model as the general one). Each needs at least one more
+# pretraining run, as long as this notebook's whole budget.
 
 # %%
-print(f"{'task':14s}{'BERT-base (paper)':>22s}{'ours, pretrained':>18s}{'ours, scratch':>15s}")
-papers = {"acceptability": "CoLA MCC 52.1", "entailment": "MNLI acc 84.6", "ner": "CoNLL F1 92.4",
-          "qa": "SQuAD F1 88.5"}
-for name in TASK_NAMES:
-    key = main_score[name]
-    print(f"{name:14s}{papers[name]:>22s}{100 * finetuned[name].scores[key]:18.1f}{100 * scratch[name].scores[key]:15.1f}")
+papers = {"acceptability": "CoLA MCC 52.1", "inference": "MNLI acc 84.6", "context_ner": "CoNLL F1 92.4",
+          "unanswerable_qa": "SQuAD 2.0 F1 83.1*", "similarity": "STS-B Spearman 85.8", "choice": "SWAG acc 81.6"}
+print(f"{'task':16s}{'BERT (paper)':>20s}{'ours, pretrained':>20s}{'ours, scratch':>17s}")
+for name in HARDER_TASK_NAMES:
+    ours, theirs = 100 * seed_scores(name, "pretrained"), 100 * seed_scores(name, "scratch")
+    print(f"{name:16s}{papers[name]:>20s}{ours.mean():13.1f} ± {ours.std():4.1f}{theirs.mean():10.1f} ± {theirs.std():4.1f}")
+print("* BERT-large; the others BERT-base")
 print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretraining {pretrain_seconds:.0f} s of it)")
 
 # %% [markdown]

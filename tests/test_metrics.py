@@ -11,13 +11,16 @@ from seqeval.metrics import f1_score, precision_score, recall_score
 from lecture_lib.metrics import (
     accuracy,
     accuracy_at_masks,
+    average_ranks,
     conll_chunks,
     corpus_bleu,
     exact_match,
     matthews_corrcoef,
     normalize_answer,
+    pearson_correlation,
     qa_f1,
     span_f1,
+    spearman_correlation,
     squad_scores,
 )
 
@@ -141,7 +144,8 @@ def test_squad_normalisation_and_scores_by_hand():
     # "anna berg lives" vs "anna berg": precision 2/3, recall 1 -> F1 0.8
     assert qa_f1("Anna Berg lives", "Anna Berg") == pytest.approx(0.8)
     assert qa_f1("Berg", ["Lima", "Anna Berg"]) == pytest.approx(2 / 3)  # best reference counts
-    assert qa_f1("", "Oslo") == 0.0 and qa_f1("the", "a") == 0.0  # SQuAD v1.1: nothing in common scores 0
+    assert qa_f1("", "Oslo") == 0.0  # an empty side scores 0 unless both are empty (SQuAD 2.0's rule)
+    assert qa_f1("the", "a") == 1.0 == exact_match("the", "a")  # both empty after normalisation
     # repeated tokens count as a bag (min of the counts)
     assert qa_f1("bank bank", "bank") == pytest.approx(2 * 0.5 * 1 / 1.5)
     scores = squad_scores(["Oslo", "Acme Corp", "Lima"], ["Oslo", ["Acme"], "Porto"])
@@ -185,3 +189,54 @@ def test_corpus_bleu_is_papinenis_formula():
     assert math.isclose(corpus_bleu(["x . y z"], ["x . y z"]), 100.0)  # tokens are taken as they are, "." included
     with pytest.raises(ValueError, match="as many"):
         corpus_bleu(["a"], ["a", "b"])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_correlations_equal_scipy_on_random_scores_with_ties(seed):
+    from scipy.stats import pearsonr, spearmanr
+
+    g = torch.Generator().manual_seed(seed)
+    truth = torch.randint(0, 6, (40,), generator=g).double()  # STS-like: many ties
+    predicted = truth + torch.randn(40, generator=g, dtype=torch.float64)
+    predicted[::7] = predicted[1]  # ties in the predictions too
+    assert pearson_correlation(predicted, truth) == pytest.approx(pearsonr(predicted, truth).statistic, abs=1e-12)
+    assert spearman_correlation(predicted, truth) == pytest.approx(spearmanr(predicted, truth).statistic, abs=1e-12)
+
+
+def test_average_ranks_equal_scipy():
+    from scipy.stats import rankdata
+
+    values = [3.0, 1.0, 3.0, 2.0, 3.0, -1.0, 2.0]
+    assert average_ranks(values).tolist() == rankdata(values).tolist()
+
+
+def test_correlations_by_hand_and_bad_input():
+    assert pearson_correlation([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert pearson_correlation([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman_correlation([1, 2, 3, 4], [1, 10, 100, 1000]) == pytest.approx(1.0)  # monotone, not linear
+    assert pearson_correlation([1, 2, 3, 4], [1, 10, 100, 1000]) < 0.95
+    assert pearson_correlation([2, 2, 2], [1, 2, 3]) == 0.0  # a constant list: undefined, reported as 0
+    with pytest.raises(ValueError, match="at least 2 pairs, got 1"):
+        spearman_correlation([1.0], [2.0])
+    with pytest.raises(ValueError, match="as many predictions as labels, got 2 and 3"):
+        pearson_correlation([1, 2], [1, 2, 3])
+
+
+def _official_squad2_f1(prediction, gold):
+    """The SQuAD 2.0 script's compute_f1, rewritten from its rules: an empty side scores int(both empty)."""
+    gold_tokens, predicted_tokens = normalize_answer(gold).split(), normalize_answer(prediction).split()
+    if not gold_tokens or not predicted_tokens:
+        return float(gold_tokens == predicted_tokens)
+    common = sum(min(gold_tokens.count(t), predicted_tokens.count(t)) for t in set(gold_tokens))
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def test_squad2_unanswerable_questions_score_as_the_official_script():
+    cases = [("", ""), ("", "Oslo"), ("Oslo", ""), ("the", ""), ("a Oslo", "Oslo"), ("Port Elm", "Elm Port Elm")]
+    for prediction, gold in cases:
+        assert qa_f1(prediction, gold) == pytest.approx(_official_squad2_f1(prediction, gold))
+    scores = squad_scores(["", "Oslo", "", "Lima"], ["", "", "Lima", "Lima"])
+    assert scores == {"exact_match": 0.5, "f1": 0.5}

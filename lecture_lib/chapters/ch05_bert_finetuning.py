@@ -16,19 +16,30 @@ Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 
 from lecture_lib.cache import key
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
+from lecture_lib.finetuning.harder_tasks import (
+    NLI_LABELS,
+    choice_examples,
+    context_ner_examples,
+    nli_examples,
+    similarity_examples,
+    unanswerable_qa_examples,
+)
 from lecture_lib.finetuning.tasks import (
     ACCEPTABILITY_LABELS,
     ENTAILMENT_LABELS,
     NER_LABELS,
     Tokenizer,
     acceptability_examples,
+    encode_choices,
     encode_classification,
     encode_qa,
+    encode_regression,
     encode_tagging,
     entailment_examples,
     ner_examples,
@@ -36,6 +47,7 @@ from lecture_lib.finetuning.tasks import (
     split_people,
 )
 from lecture_lib.models.heads import (
+    BertForMultipleChoice,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -49,6 +61,7 @@ from lecture_lib.pretraining import (
 from lecture_lib.profile import pick
 
 TASK_NAMES = ("acceptability", "entailment", "ner", "qa")
+HARDER_TASK_NAMES = ("acceptability", "inference", "context_ner", "unanswerable_qa", "similarity", "choice")
 
 
 @dataclass
@@ -70,11 +83,19 @@ class ChapterConfig:
     people_per_passage: int = 2
     sentences_per_passage: int = 3
     seed: int = 0  # of the task examples
+    seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds of the tables that report a mean and a spread
+    table_finetune: FinetuneConfig | None = None  # the budget of those runs (None: ``finetune``'s)
+
+    @property
+    def seeded_finetune(self) -> FinetuneConfig:
+        """The fine-tuning budget of the runs repeated over :attr:`seeds`."""
+        return self.table_finetune or self.finetune
 
 
 # ``quick``: a 4-layer, H = 64 BERT with a 600-token WordPiece vocabulary, pretrained for 800 steps of 64
 # pairs on 4,000 synthetic documents of three sentences; each task fine-tuned on 1,000 examples for 150
-# steps of 32, without dropout (at these budgets it only slows learning). Both on one CPU thread: for
+# steps of 32, without dropout (at these budgets it only slows learning); the runs repeated over three
+# seeds get 100 steps of 16. Both on one CPU thread: for
 # matrices this small a second thread mostly waits, and on a busy machine it can make a run several times
 # slower. ``full``: 6 layers of H = 256 (BERT-mini's width), 5,000 pretraining steps on 50,000 documents,
 # 8,000 training examples and 2,000 steps per task.
@@ -84,6 +105,7 @@ QUICK = dict(
                   data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
                   train=dict(steps=800, batch_size=64, lr=2e-3, warmup_steps=80, eval_every=0, num_threads=1)),
     finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
+    table_finetune=dict(steps=100, batch_size=16),
     documents=4000, train_examples=1000, test_examples=400,
 )
 FULL = dict(
@@ -105,7 +127,9 @@ def chapter_config(**overrides) -> ChapterConfig:
     sizes = dict(pick(quick=QUICK, full=FULL))
     pretrain = PretrainConfig.from_dict(sizes.pop("pretrain"), overrides.pop("pretrain", {}))
     finetune = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
-    return ChapterConfig(pretrain=pretrain, finetune=finetune, **{**sizes, **overrides})
+    table = {**sizes.pop("table_finetune", {}), **overrides.pop("table_finetune", {})}
+    table_finetune = dataclasses.replace(finetune, **table) if table else None
+    return ChapterConfig(pretrain=pretrain, finetune=finetune, table_finetune=table_finetune, **{**sizes, **overrides})
 
 
 def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
@@ -137,20 +161,34 @@ def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: 
                               lambda: synthetic_pretraining_data(config), progress=progress)
 
 
+def _acceptability_spec(tokenizer: Tokenizer, length: int) -> tuple:
+    return ("acceptability", acceptability_examples,
+            lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
+            BertForSequenceClassification, len(ACCEPTABILITY_LABELS))
+
+
+def _split_tasks(specs: tuple, config: ChapterConfig) -> dict[str, Task]:
+    """Each (name, build, encode, head, num_labels): train examples about the train people, test examples
+    about the test people (:func:`split_people`), encoded."""
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    tasks = {}
+    for name, build, encode, head, num_labels in specs:
+        train_examples = build(lang, config.train_examples, config.seed + 1, train_people)
+        test_examples = build(lang, config.test_examples, config.seed + 2, test_people)
+        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
+    return tasks
+
+
 def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
     """The four tasks, trained on sentences about one set of people and tested on sentences about others.
 
     Taught in: 05_bert_finetuning ("Four task shapes").
     """
     config = config or chapter_config()
-    lang = SyntheticLanguage(config.language_seed)
-    train_people, test_people = split_people(lang.world)
-    n, m, length = config.train_examples, config.test_examples, config.max_length
-    tasks = {}
-    for name, build, encode, head, num_labels in (
-        ("acceptability", acceptability_examples,
-         lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
-         BertForSequenceClassification, len(ACCEPTABILITY_LABELS)),
+    length = config.max_length
+    return _split_tasks((
+        _acceptability_spec(tokenizer, length),
         ("entailment", entailment_examples,
          lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
          BertForSequenceClassification, len(ENTAILMENT_LABELS)),
@@ -159,9 +197,28 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
         ("qa", lambda lang, k, seed, people: qa_examples(lang, k, seed, people, config.people_per_passage,
                                                               config.sentences_per_passage),
          lambda e: encode_qa(e, tokenizer, length), BertForQuestionAnswering, 2),
-    ):
-        train_examples = build(lang, n, config.seed + 1, train_people)
-        test_examples = build(lang, m, config.seed + 2, test_people)
-        tasks[name] = Task(name, head, num_labels, encode(train_examples), encode(test_examples), test_examples)
-    return tasks
+    ), config)
 
+
+def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
+    """:data:`HARDER_TASK_NAMES`: acceptability as in :func:`build_tasks`, then the harder and the new
+    shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four. The
+    similarity targets are divided by 5 (see :func:`~lecture_lib.finetuning.tasks.encode_regression`).
+
+    Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
+    """
+    config = config or chapter_config()
+    length = config.max_length
+    return _split_tasks((
+        _acceptability_spec(tokenizer, length),
+        ("inference", nli_examples, lambda e: encode_classification(e, tokenizer, length, len(NLI_LABELS)),
+         BertForSequenceClassification, len(NLI_LABELS)),
+        ("context_ner", context_ner_examples, lambda e: encode_tagging(e, tokenizer, length),
+         BertForTokenClassification, len(NER_LABELS)),
+        ("unanswerable_qa", lambda lang, k, seed, people: unanswerable_qa_examples(
+            lang, k, seed, people, config.people_per_passage, config.sentences_per_passage),
+         lambda e: encode_qa(e, tokenizer, length, allow_unanswerable=True), BertForQuestionAnswering, 2),
+        ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length, scale=1 / 5),
+         BertForSequenceClassification, 1),
+        ("choice", choice_examples, lambda e: encode_choices(e, tokenizer, length), BertForMultipleChoice, 4),
+    ), config)

@@ -4,7 +4,7 @@ loop that trains it, and the scores on the task's test set.
 Pretrained and from-scratch models get the same budget (steps, batches, learning rate), so that
 comparing their scores compares what pretraining gave them.
 
-Taught in: 05_bert_finetuning ("Pretrained or from scratch", "Scoring the four tasks").
+Taught in: 05_bert_finetuning ("Pretrained or from scratch", "Scoring the tasks").
 """
 
 from __future__ import annotations
@@ -21,15 +21,17 @@ from lecture_lib.finetuning.tasks import (
     word_tags,
 )
 from lecture_lib.inference import forward_in_batches
-from lecture_lib.metrics import accuracy, matthews_corrcoef, span_f1, squad_scores
+from lecture_lib.metrics import (
+    accuracy,
+    matthews_corrcoef,
+    pearson_correlation,
+    span_f1,
+    spearman_correlation,
+    squad_scores,
+)
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_everything
 from lecture_lib.train import History, TrainConfig, train
-
-# ---------------------------------------------------------------- pretraining on the synthetic language
-
-
-# ---------------------------------------------------------------- the four tasks
 
 
 @dataclass
@@ -77,22 +79,37 @@ def predict(model: nn.Module, encoded: EncodedTask, batch_size: int = 128) -> di
     return {k: v.float() for k, v in out.items()}
 
 
-def score(task: Task, model: nn.Module) -> dict[str, float]:
-    """The task's metrics on its test set: accuracy and MCC; accuracy; span F1; exact match and F1.
+def score(task: Task, model: nn.Module, null_threshold: float = 0.0) -> dict[str, float]:
+    """The task's metrics on its test set, by the task's name: accuracy and MCC (acceptability);
+    accuracy (entailment, inference, choice); span F1 (ner, context_ner); Pearson and Spearman
+    correlation (similarity); exact match and F1 (qa; and unanswerable_qa, also on the answerable and
+    the unanswerable questions apart, "no answer" predicted past ``null_threshold``).
 
-    Taught in: 05_bert_finetuning ("Scoring the four tasks").
+    Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     out = predict(model, task.test)
+    labels = task.test.features.get("labels")
     if task.name == "acceptability":
-        predicted, labels = out["logits"].argmax(-1), task.test.features["labels"]
+        predicted = out["logits"].argmax(-1)
         return {"accuracy": accuracy(predicted, labels), "mcc": matthews_corrcoef(predicted, labels)}
-    if task.name == "entailment":
-        return {"accuracy": accuracy(out["logits"].argmax(-1), task.test.features["labels"])}
-    if task.name == "ner":
+    if task.name in ("entailment", "inference", "choice"):
+        return {"accuracy": accuracy(out["logits"].argmax(-1), labels)}
+    if task.name in ("ner", "context_ner"):
         return {"f1": span_f1([e.tags for e in task.test_examples], word_tags(out["logits"], task.test))["f1"]}
-    spans = best_spans(out["start_logits"], out["end_logits"], task.test)
+    if task.name == "similarity":
+        predicted = out["logits"].squeeze(-1)
+        return {"pearson": pearson_correlation(predicted, labels), "spearman": spearman_correlation(predicted, labels)}
+    unanswerable = task.name == "unanswerable_qa"
+    spans = best_spans(out["start_logits"], out["end_logits"], task.test,
+                       null_threshold=null_threshold if unanswerable else None)
     predicted = [" ".join(e.passage[a:b]) for e, (a, b) in zip(task.test_examples, spans)]
-    return squad_scores(predicted, [e.answer for e in task.test_examples])
+    answers = [e.answer for e in task.test_examples]
+    scores = squad_scores(predicted, answers)
+    if unanswerable:
+        for part, keep in (("has_answer", True), ("no_answer", False)):
+            pairs = [(p, a) for p, a in zip(predicted, answers) if bool(a) == keep]
+            scores.update({f"{part}_{k}": v for k, v in squad_scores(*zip(*pairs)).items()})
+    return scores
 
 
 def task_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:

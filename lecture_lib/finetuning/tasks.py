@@ -326,6 +326,24 @@ def _features(ids: list[list[int]], types: list[list[int]], pad_token_id: int) -
     }
 
 
+def _encode_pairs(pairs: Sequence[tuple[list[str], list[str] | None]], tokenizer: Tokenizer,
+                  max_length: int) -> dict[str, torch.Tensor]:
+    """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` per (A, B or None): a pair trimmed longest-first, a
+    single sentence cut at its end, to ``max_length`` tokens."""
+    words = WordEncoder(tokenizer)
+    all_ids, all_types = [], []
+    for words_a, words_b in pairs:
+        a, _ = words.encode(words_a)
+        if words_b is None:
+            a, b = a[:max_length - 2], None
+        else:
+            a, b = truncate_pair(a, words.encode(words_b)[0], max_length - 3)
+        ids, types, _ = _frame(a, b, tokenizer)
+        all_ids.append(ids)
+        all_types.append(types)
+    return _features(all_ids, all_types, tokenizer.pad_token_id)
+
+
 def encode_classification(examples: Sequence[ClassificationExample], tokenizer: Tokenizer, max_length: int,
                           num_labels: int) -> EncodedTask:
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` with ``labels`` (N,).
@@ -337,22 +355,62 @@ def encode_classification(examples: Sequence[ClassificationExample], tokenizer: 
     """
     if not examples:
         raise ValueError("expected at least one example, got none")
-    words = WordEncoder(tokenizer)
-    all_ids, all_types = [], []
     for n, example in enumerate(examples):
         if not 0 <= example.label < num_labels:
             raise ValueError(f"example {n}: label {example.label} is outside the label set 0..{num_labels - 1}")
-        a, _ = words.encode(example.words_a)
-        if example.words_b is None:
-            a, b = a[:max_length - 2], None
-        else:
-            a, b = truncate_pair(a, words.encode(example.words_b)[0], max_length - 3)
-        ids, types, _ = _frame(a, b, tokenizer)
-        all_ids.append(ids)
-        all_types.append(types)
-    features = _features(all_ids, all_types, tokenizer.pad_token_id)
+    features = _encode_pairs([(e.words_a, e.words_b) for e in examples], tokenizer, max_length)
     features["labels"] = torch.tensor([e.label for e in examples], dtype=torch.long)
     return EncodedTask(features)
+
+
+def encode_regression(examples: Sequence, tokenizer: Tokenizer, max_length: int, scale: float = 1.0) -> EncodedTask:
+    """``[CLS] A [SEP] B [SEP]`` with real-valued ``labels`` (N,), each example's ``score`` times ``scale``
+    (STS-B's shape, for a head with ``num_labels=1``).
+
+    A target of the size of a fresh head's outputs (``scale=1/5`` for STS-B's 0-5) trains faster: AdamW
+    moves each weight by about the learning rate per step, so a head that starts near 0 needs many steps
+    to reach targets near 2.5. Correlations do not change with the scale.
+
+    Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
+    """
+    if not examples:
+        raise ValueError("expected at least one example, got none")
+    features = _encode_pairs([(e.words_a, e.words_b) for e in examples], tokenizer, max_length)
+    features["labels"] = torch.tensor([float(e.score) * scale for e in examples])
+    return EncodedTask(features)
+
+
+class EncodedChoices(EncodedTask):
+    """A multiple-choice task's tensors: (N, C, T) inputs, (N,) labels.
+
+    Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
+    """
+
+    def batch(self, indices: torch.Tensor | Sequence[int]) -> dict[str, torch.Tensor]:
+        """The rows ``indices``, cut to the longest sequence of any of their choices."""
+        indices = torch.as_tensor(indices, dtype=torch.long)
+        length = int(self.features["attention_mask"][indices].sum(-1).max())
+        return {k: v[indices, :, :length] if v.dim() == 3 else v[indices] for k, v in self.features.items()}
+
+
+def encode_choices(examples: Sequence, tokenizer: Tokenizer, max_length: int) -> EncodedChoices:
+    """``[CLS] context [SEP] choice [SEP]`` for every choice of every example: inputs (N, C, T), and
+    ``labels`` (N,) the index of the right choice (SWAG's shape, for :class:`BertForMultipleChoice`).
+
+    Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
+    """
+    if not examples:
+        raise ValueError("expected at least one example, got none")
+    choices = len(examples[0].choices)
+    for n, example in enumerate(examples):
+        if len(example.choices) != choices:
+            raise ValueError(f"example {n}: expected {choices} choices like example 0, got {len(example.choices)}")
+        if not 0 <= example.label < choices:
+            raise ValueError(f"example {n}: label {example.label} is not one of the choices 0..{choices - 1}")
+    flat = _encode_pairs([(e.context, c) for e in examples for c in e.choices], tokenizer, max_length)
+    features = {k: v.view(len(examples), choices, -1) for k, v in flat.items()}
+    features["labels"] = torch.tensor([e.label for e in examples], dtype=torch.long)
+    return EncodedChoices(features)
 
 
 def encode_tagging(examples: Sequence[TaggingExample], tokenizer: Tokenizer, max_length: int,
@@ -393,9 +451,14 @@ def encode_tagging(examples: Sequence[TaggingExample], tokenizer: Tokenizer, max
     return EncodedTask(features, all_word_ids)
 
 
-def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: int) -> EncodedTask:
+def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: int,
+              allow_unanswerable: bool = False) -> EncodedTask:
     """``[CLS] question [SEP] passage [SEP]`` with ``start_positions`` and ``end_positions`` (N,): the
     first sub-word of the answer's first word and the last sub-word of its last word.
+
+    With ``allow_unanswerable``, an example whose answer span is empty (``answer_start ==
+    answer_end``) has no answer in its passage, and both its positions point at ``[CLS]`` (index 0),
+    as in BERT's SQuAD 2.0 fine-tuning.
 
     There is no sliding window here: a passage that does not fit next to its question is an error,
     as are an empty passage, an empty question, and a question that leaves no room for any passage.
@@ -411,7 +474,8 @@ def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: i
             raise ValueError(f"example {n}: the passage is empty")
         if not example.question:
             raise ValueError(f"example {n}: the question is empty")
-        if not 0 <= example.answer_start < example.answer_end <= len(example.passage):
+        unanswerable = allow_unanswerable and example.answer_start == example.answer_end
+        if not unanswerable and not 0 <= example.answer_start < example.answer_end <= len(example.passage):
             raise ValueError(f"example {n}: answer span [{example.answer_start}, {example.answer_end}) is not "
                              f"inside the passage of {len(example.passage)} words")
         question, _ = words.encode(example.question)
@@ -425,8 +489,12 @@ def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: i
         ids, types, _ = _frame(question, passage, tokenizer)
         offset = len(question) + 2
         word_ids = [-1] * offset + passage_word_ids + [-1]
-        starts.append(word_ids.index(example.answer_start))
-        ends.append(len(word_ids) - 1 - word_ids[::-1].index(example.answer_end - 1))
+        if unanswerable:
+            starts.append(0)
+            ends.append(0)
+        else:
+            starts.append(word_ids.index(example.answer_start))
+            ends.append(len(word_ids) - 1 - word_ids[::-1].index(example.answer_end - 1))
         all_ids.append(ids)
         all_types.append(types)
         all_word_ids.append(word_ids)
@@ -453,13 +521,17 @@ def word_tags(logits: torch.Tensor, encoded: EncodedTask, labels: Sequence[str] 
 
 
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, encoded: EncodedTask,
-               max_answer_tokens: int = 8) -> list[tuple[int, int]]:
+               max_answer_tokens: int = 8, null_threshold: float | None = None) -> list[tuple[int, int]]:
     """Per example, the passage word span [start, end) maximising start score + end score.
 
     As in BERT's SQuAD code: the start and end tokens must lie in the passage, end >= start, and the
     span may hold at most ``max_answer_tokens`` tokens. Logits are (N, T).
 
-    Taught in: 05_bert_finetuning ("Four task shapes").
+    With ``null_threshold`` (SQuAD 2.0), the answer is the empty span (0, 0), "no answer", when the
+    null score, start and end both at ``[CLS]``, beats the best span's score by more than the threshold:
+    ``s_0 + e_0 > max_{i<=j} (s_i + e_j) + null_threshold``.
+
+    Taught in: 05_bert_finetuning ("Four task shapes", "Harder tasks and three more shapes").
     """
     spans = []
     length = start_logits.shape[1]
@@ -471,5 +543,8 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, encoded: En
         mask = allowed & in_passage[:, None] & in_passage[None, :]
         best = int(scores.masked_fill(~mask, float("-inf")).argmax())
         start, end = divmod(best, length)
-        spans.append((word_ids[start], word_ids[end] + 1))
+        if null_threshold is not None and float(scores[0, 0]) > float(scores[start, end]) + null_threshold:
+            spans.append((0, 0))
+        else:
+            spans.append((word_ids[start], word_ids[end] + 1))
     return spans

@@ -5,6 +5,7 @@ encoder. With the final hidden states T_i (B, T, H) and the pooled [CLS] vector 
 
 - sentence or pair classification:  P(class) = softmax(C Wᵀ),  W (K, H)
 - token tagging:                    P(tag at i) = softmax(T_i Wᵀ),  W (K, H)
+- multiple choice:                  P(choice = i) = softmax_i(w · C_i), C_i the pooled vector of choice i
 - span extraction:                  P(start = i) = softmax_i(S · T_i),  P(end = j) = softmax_j(E · T_j),
                                     S and E the two rows of one (2, H) matrix; the span score is
                                     S · T_i + E · T_j with j >= i.
@@ -137,13 +138,16 @@ class _TaskHead(BertPreTrainedModel):
 
 
 class _ClassifierHead(_TaskHead):
-    """A task head whose last step is dropout then one linear layer to ``num_labels`` scores."""
+    """A task head whose last step is dropout then one linear layer to ``num_labels`` scores
+    (to one score per sequence where ``scores_per_sequence`` is 1)."""
+
+    scores_per_sequence: int | None = None  # None: num_labels
 
     def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
         super().__init__(config, num_labels)
         self.classifier_dropout = classifier_dropout
         self.dropout = nn.Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
-        self.classifier = nn.Linear(config.hidden_size, num_labels)
+        self.classifier = nn.Linear(config.hidden_size, self.scores_per_sequence or num_labels)
         self._init_weights(self.classifier)
 
     @classmethod
@@ -247,3 +251,51 @@ class BertForQuestionAnswering(_TaskHead):
                     + F.cross_entropy(end_logits, end_positions.reshape(-1))) / 2
         return QuestionAnsweringModelOutput(start_logits.contiguous(), end_logits.contiguous(), loss,
                                             out.hidden_states, out.attentions)
+
+
+@dataclass
+class MultipleChoiceModelOutput:
+    """One score per choice (B, C), and the loss when the right choices were given.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    logits: torch.Tensor  # (B, C)
+    loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class BertForMultipleChoice(_ClassifierHead):
+    """Each ``[CLS] context [SEP] choice [SEP]`` -> pooler -> dropout -> one score; a softmax over the
+    C choices of an example, and cross-entropy with the right one (SWAG, Devlin et al. 2019, section 4.4).
+
+    Inputs are (B, C, T): the encoder reads the B C sequences as one batch. With C_i the pooled vector
+    of choice i and a single weight vector w, P(choice = i) = softmax_i(w · C_i + b). ``num_labels`` is
+    the number of choices (the weights do not depend on it: any C works).
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+
+    hf_class = "BertForMultipleChoice"
+    scores_per_sequence = 1
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> MultipleChoiceModelOutput:
+        if input_ids.dim() != 3:
+            raise ValueError(f"expected input_ids of shape (batch, choices, length), got {tuple(input_ids.shape)}")
+        batch, choices, length = input_ids.shape
+
+        def flat(x: torch.Tensor | None) -> torch.Tensor | None:
+            return None if x is None else x.reshape(batch * choices, length)
+
+        out = self.base_model(flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids),
+                              output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output)).view(batch, choices)  # (B, C)
+        loss = None
+        if labels is not None:
+            _check_labels(labels, choices, "labels")
+            loss = F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        return MultipleChoiceModelOutput(logits, loss, out.hidden_states, out.attentions)

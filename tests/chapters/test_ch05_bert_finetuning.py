@@ -8,7 +8,9 @@ import torch
 
 import lecture_lib.pretraining as pretrain_module
 from lecture_lib.chapters.ch05_bert_finetuning import (
+    HARDER_TASK_NAMES,
     TASK_NAMES,
+    build_harder_tasks,
     build_tasks,
     chapter_config,
     synthetic_pretrained_bert,
@@ -16,8 +18,15 @@ from lecture_lib.chapters.ch05_bert_finetuning import (
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import finetune, new_head, predict
-from lecture_lib.finetuning.tasks import split_people, word_tags
-from lecture_lib.metrics import matthews_corrcoef, span_f1
+from lecture_lib.finetuning.tasks import best_spans, split_people, word_tags
+from lecture_lib.metrics import (
+    accuracy,
+    matthews_corrcoef,
+    pearson_correlation,
+    span_f1,
+    spearman_correlation,
+    squad_scores,
+)
 from lecture_lib.models.bert import BertModel
 from lecture_lib.tokenization import WordPieceTokenizer
 
@@ -101,3 +110,35 @@ def test_tasks_hold_out_people_and_fine_tuning_scores_the_test_set(monkeypatch, 
     qa = tasks["qa"]
     scores = finetune(qa, new_head(qa, config.pretrain.model, config.finetune), config.finetune).scores
     assert set(scores) == {"exact_match", "f1"} and 0 <= scores["exact_match"] <= scores["f1"] <= 1
+
+
+def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    assert config.seeded_finetune.steps == 100 and config.seeded_finetune.lr == config.finetune.lr  # the quick table
+    assert chapter_config(table_finetune=dict(steps=7)).seeded_finetune.steps == 7
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    tasks = build_harder_tasks(tokenizer, config)
+    assert tuple(tasks) == HARDER_TASK_NAMES
+    assert tasks["choice"].train.features["input_ids"].shape[:2] == (48, 4)
+    assert tasks["similarity"].train.features["labels"].max() <= 1.0  # scores of 0..5, divided by 5
+    encoder = BertModel(config.pretrain.model)
+    for name in ("similarity", "choice", "unanswerable_qa"):
+        task = tasks[name]
+        result = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
+        out = predict(result.model, task.test)
+        if name == "similarity":
+            labels = task.test.features["labels"]
+            assert result.scores["pearson"] == pytest.approx(pearson_correlation(out["logits"].squeeze(-1), labels))
+            assert result.scores["spearman"] == pytest.approx(spearman_correlation(out["logits"].squeeze(-1), labels))
+        elif name == "choice":
+            assert out["logits"].shape == (24, 4)
+            assert result.scores["accuracy"] == pytest.approx(accuracy(out["logits"].argmax(-1), task.test.features["labels"]))
+        else:
+            spans = best_spans(out["start_logits"], out["end_logits"], task.test, null_threshold=0.0)
+            predicted = [" ".join(e.passage[a:b]) for e, (a, b) in zip(task.test_examples, spans)]
+            expected = squad_scores(predicted, [e.answer for e in task.test_examples])
+            assert result.scores["f1"] == pytest.approx(expected["f1"])
+            unanswerable = [e for e in task.test_examples if not e.answer]
+            assert unanswerable and result.scores["no_answer_exact_match"] == pytest.approx(
+                sum(not p for p, e in zip(predicted, task.test_examples) if not e.answer) / len(unanswerable))

@@ -6,6 +6,7 @@ import transformers
 
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import (
+    BertForMultipleChoice,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -67,6 +68,17 @@ def test_question_answering_equals_transformers():
     labels = {"start_positions": torch.tensor([4, 3, 1]), "end_positions": torch.tensor([5, 8, 2])}
     _assert_same(ours, hf, labels, ["start_logits", "end_logits"])
     torch.testing.assert_close(ours.to_hf()(**_inputs()).end_logits, hf(**_inputs()).end_logits)
+
+
+def test_multiple_choice_equals_transformers():
+    hf = _hf("BertForMultipleChoice")
+    ours = BertForMultipleChoice.from_hf(hf)
+    inputs = {k: torch.stack([v, v.roll(1, 0)], dim=1) for k, v in _inputs().items()}  # (3, 2 choices, 9)
+    inputs["labels"] = torch.tensor([1, 0, 1])
+    out, _ = assert_equivalent(ours, hf, inputs, lambda out: out.loss, outputs=["logits"])
+    assert out.logits.shape == (3, 2)
+    with pytest.raises(ValueError, match=r"expected input_ids of shape \(batch, choices, length\), got \(3, 9\)"):
+        ours(**_inputs())
 
 
 def test_to_hf_from_a_fresh_head_round_trips():
