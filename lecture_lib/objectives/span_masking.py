@@ -25,6 +25,7 @@ import torch
 
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.objectives.masking import BERT_MASKING, MaskingStrategy, replace_selected
+from lecture_lib.runtime import generator
 
 NOT_MASKABLE = -1  # the unit id of [CLS], [SEP] and padding
 
@@ -112,13 +113,10 @@ def _select_spans(words: torch.Tensor, budget: float, p: float, max_length: int,
     """One row: SpanBERT's spans of whole words until the budget; (T,) span ids 0, 1, ..., -1 elsewhere.
 
     Draw a length ℓ in words and a start word uniformly; skip the span if it touches one already chosen;
-    take its words (fewer at the end of the row or of the budget). Stop at the budget, or after
+    take its words (fewer at the end of the row or of the budget, so a short row gets short spans). Stop at the budget, or after
     ``10 × budget`` draws (a row whose free words are all too long for what is left).
     """
     ids, sizes = words[words >= 0].unique(return_counts=True)  # words in order: contiguous, increasing
-    if max_length > len(ids):
-        raise ValueError(f"spans of up to max_length={max_length} words are longer than the sequence: "
-                         f"a row has {len(ids)} words")
     target, count = _target(words, budget), 0
     taken = torch.zeros(len(ids), dtype=torch.bool)
     chosen = torch.full_like(words, NOT_MASKABLE)
@@ -198,6 +196,9 @@ def mask_spans(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_token_id
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
     _check(input_ids, word_ids, budget)
+    if max_length > input_ids.shape[1]:
+        raise ValueError(f"spans of up to max_length={max_length} words are longer than the sequence of "
+                         f"{input_ids.shape[1]} tokens")
     chosen = torch.stack([_select_spans(row, budget, p, max_length, generator) for row in word_ids])
     return _mask_chosen(input_ids, chosen, mask_token_id, vocab_size, generator, strategy)
 
@@ -231,3 +232,30 @@ def span_boundaries(labels: torch.Tensor) -> dict[str, torch.Tensor]:
     row, column = masked.nonzero(as_tuple=True)
     return {"row": row, "left": start[row, column] - 1, "right": end[row, column] + 1,
             "offset": column - start[row, column], "target": labels[row, column]}
+
+
+class UnitMaskedDataset:
+    """Rows masked anew every epoch by whole units (or SpanBERT's spans): the interface of
+    :class:`~lecture_lib.objectives.masking.MaskedDataset`, ``batch(indices, epoch) -> (masked_ids, labels)``.
+
+    ``unit_ids`` (N, T) as :func:`mask_units` reads them (word ids for ``spans=True``). A batch is masked by
+    :func:`lecture_lib.runtime.generator` ``("unit masking", seed, epoch, first index)``: the same batch of
+    the same epoch gets the same masks.
+
+    Taught in: 06_roberta_spanbert ("Masking whole units").
+    """
+
+    def __init__(self, input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
+                 spans: bool = False, budget: float = 0.15, seed: int = 0) -> None:
+        _check(input_ids, unit_ids, budget)
+        self.input_ids, self.unit_ids, self.spans, self.seed = input_ids, unit_ids, spans, seed
+        self.options = dict(mask_token_id=mask_token_id, vocab_size=vocab_size, budget=budget)
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def batch(self, indices: torch.Tensor | list[int], epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        indices = torch.as_tensor(indices, dtype=torch.long)
+        g = generator("unit masking", self.seed, epoch, int(indices[0]))
+        mask = mask_spans if self.spans else mask_units
+        return mask(self.input_ids[indices], self.unit_ids[indices], generator=g, **self.options)
