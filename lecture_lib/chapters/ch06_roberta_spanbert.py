@@ -62,7 +62,7 @@ PAPER_FORMATS = {"segment-pair": ("90.4/78.7", 84.0, 92.9, 64.2), "sentence-pair
 
 
 @dataclass
-class ChapterConfig:
+class StudyConfig:
     """The chapter's sizes: the pretraining recipe of every run, and the synthetic documents it reads.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
@@ -75,14 +75,14 @@ class ChapterConfig:
     language_seed: int = 0
 
 
-def chapter_config(**overrides) -> ChapterConfig:
+def chapter_config(**overrides) -> StudyConfig:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``pretrain`` a nested dict).
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
     sizes = dict(pick(quick=QUICK, full=FULL))
     pretrain_config = PretrainConfig.from_dict(sizes.pop("pretrain"), overrides.pop("pretrain", {}))
-    return ChapterConfig(pretrain=pretrain_config, **{**sizes, **overrides})
+    return StudyConfig(pretrain=pretrain_config, **{**sizes, **overrides})
 
 
 # ---------------------------------------------------------------- the corpus and its units
@@ -97,7 +97,7 @@ class Corpus:
     tokenizer: WordPieceTokenizer
 
 
-def synthetic_corpus(config: ChapterConfig) -> Corpus:
+def synthetic_corpus(config: StudyConfig) -> Corpus:
     """Documents of the synthetic language, the held-out ones drawn with another seed.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
@@ -180,7 +180,7 @@ def _scores(name: str, build_run) -> dict[str, float]:
     return cached(name + ".json", build, lambda path: json.loads(path.read_text()))
 
 
-def _held_out(corpus: Corpus, config: ChapterConfig) -> tuple[dict[str, torch.Tensor], list[dict], list[dict]]:
+def _held_out(corpus: Corpus, config: StudyConfig) -> tuple[dict[str, torch.Tensor], list[dict], list[dict]]:
     """The held-out DOC-SENTENCES rows (with word ids), and their batches masked by tokens and by spans."""
     rows = unit_rows(corpus.test, corpus.tokenizer, "whole words", config.pretrain.data.seq_len)
     rows = {k: v[: config.pretrain.data.eval_pairs] for k, v in rows.items()}
@@ -193,13 +193,13 @@ def _held_out(corpus: Corpus, config: ChapterConfig) -> tuple[dict[str, torch.Te
     return rows, tokens, spans
 
 
-def format_run(config: ChapterConfig, name: str, corpus: Corpus | None = None, *,
+def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
                progress: bool = True) -> dict[str, float]:
     """One row of the input-format study: pretrain on format ``name`` (with NSP for the two pair formats, as
     in RoBERTa's Table 2), then score held-out MLM on the common held-out rows.
 
-    SENTENCE-PAIR rows are short, so, as in the paper, their batch is enlarged to keep the tokens per batch of
-    SEGMENT-PAIR. Returns ``mlm_accuracy``, ``mlm_loss``, ``nsp_accuracy`` (pair formats; on the format's own
+    Every format's batch holds as many tokens as SEGMENT-PAIR's: the short SENTENCE-PAIR rows come in a larger
+    batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours are fixed per run). Returns ``mlm_accuracy``, ``mlm_loss``, ``nsp_accuracy`` (pair formats; on the format's own
     held-out pairs), ``tokens_per_row`` and ``batch_size``.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
@@ -237,7 +237,7 @@ def format_run(config: ChapterConfig, name: str, corpus: Corpus | None = None, *
     return _scores(f"ch06-format-{name}-{key(recipe)}", run)
 
 
-def scheme_run(config: ChapterConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
+def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
                progress: bool = True) -> dict[str, float]:
     """One row of the masking study: pretrain on DOC-SENTENCES rows masked by ``scheme``'s units at 15% (with
     the span boundary objective when ``sbo``), no NSP; score held-out MLM with tokens masked one by one
@@ -264,14 +264,24 @@ def scheme_run(config: ChapterConfig, scheme: str, corpus: Corpus | None = None,
         result = pretrain(pretrain_config, data=data, model=model, progress=progress)
         by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
         return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
-                "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
-                "mean_unit_tokens": float(_mean_unit_tokens(rows["unit_ids"]))}
+                "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"]}
 
     return _scores(f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}-{key(recipe)}", run)
 
 
-def _mean_unit_tokens(unit_ids: torch.Tensor) -> float:
-    """The mean number of tokens per unit, over every unit of every row."""
-    units = unit_ids[unit_ids >= 0]
-    rows = (unit_ids.max(dim=1).values + 1).clamp(min=0).sum()
-    return len(units) / int(rows)
+def unigram_guess(config: StudyConfig, corpus: Corpus) -> dict[str, float]:
+    """The held-out accuracy of always guessing the most frequent training token: what a model that learned
+    nothing about context scores, for tokens masked one by one (``tokens``) and by spans (``spans``).
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    tok = corpus.tokenizer
+    words = [w for doc in corpus.train for s in doc for w in s.words]
+    ids = torch.tensor([i for w in words for i in tok.encode(w)])
+    guess = int(ids.bincount().argmax())
+    _, tokens, spans = _held_out(corpus, config)
+    scores = {}
+    for name, batches in (("tokens", tokens), ("spans", spans)):
+        labels = torch.cat([b["labels"].flatten() for b in batches])
+        scores[name] = float((labels[labels >= 0] == guess).double().mean())
+    return scores
