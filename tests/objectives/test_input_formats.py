@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from lecture_lib.objectives.input_formats import FORMATS, format_rows, make_sentence_pairs, pack_sentences
+from lecture_lib.objectives.input_formats import (
+    FORMATS,
+    format_rows,
+    frame_roberta_ids,
+    make_sentence_pairs,
+    pack_sentences,
+)
 
 CLS, SEP, PAD = 2, 3, 0
 
@@ -83,3 +89,16 @@ def test_bad_input_raises():
         pack_sentences(documents(), 30, cross_documents=True)
     with pytest.raises(ValueError, match="at least 2 non-empty documents"):
         make_sentence_pairs(documents(1), 30)
+
+
+def test_roberta_framing_equals_the_tokenizers_post_processor():
+    from tokenizers import Tokenizer, models
+    from tokenizers.processors import RobertaProcessing
+
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, **{f"w{i}": i for i in range(10, 20)}}
+    reference = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    reference.post_processor = RobertaProcessing(("</s>", 2), ("<s>", 0))
+    a, b = ["w10", "w11", "w12"], ["w13", "w14"]
+    ids_a, ids_b = [vocab[w] for w in a], [vocab[w] for w in b]
+    assert frame_roberta_ids(ids_a, ids_b) == reference.encode(a, b, is_pretokenized=True).ids
+    assert frame_roberta_ids(ids_a) == reference.encode(a, is_pretokenized=True).ids
