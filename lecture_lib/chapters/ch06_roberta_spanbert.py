@@ -15,6 +15,7 @@ Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units",
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -44,6 +45,7 @@ QUICK = dict(
                   objective=dict(pairs=None),
                   train=dict(steps=200, batch_size=32, lr=3e-3, warmup_steps=20, eval_every=0, num_threads=1)),
     documents=1500,
+    batch_sizes=((8, 800, 1.5e-3), (32, 200, 3e-3), (128, 50, 6e-3)),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -51,11 +53,15 @@ FULL = dict(
                   objective=dict(pairs=None),
                   train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0)),
     documents=20_000,
+    batch_sizes=((16, 12_000, 2.5e-4), (64, 3000, 5e-4), (256, 750, 1e-3)),
 )
 
 SCHEMES = ("subword tokens", "whole words", "named entities", "noun phrases", "geometric spans")
 NOUN_PHRASE_DEPENDENTS = {"det", "amod", "flat"}
 
+# RoBERTa Table 3: batch size, steps, learning rate at equal compute; held-out perplexity, MNLI-m, SST-2.
+PAPER_BATCH_SIZES = ((256, "1M", 1e-4, 3.99, 84.7, 92.7), (2048, "125K", 7e-4, 3.68, 85.2, 92.9),
+                     (8192, "31K", 1e-3, 3.77, 84.6, 92.8))
 # The papers' numbers beside ours. RoBERTa Table 2 (SQuAD 1.1/2.0 F1, MNLI-m, SST-2, RACE accuracy).
 PAPER_FORMATS = {"segment-pair": ("90.4/78.7", 84.0, 92.9, 64.2), "sentence-pair": ("88.7/76.2", 82.9, 92.1, 63.0),
                  "full-sentences": ("90.4/79.1", 84.7, 92.5, 64.8), "doc-sentences": ("90.6/79.7", 84.7, 92.7, 65.6)}
@@ -73,6 +79,7 @@ class StudyConfig:
     sentences_per_document: int = 6
     held_out_documents: int = 150
     language_seed: int = 0
+    batch_sizes: tuple[tuple[int, int, float], ...] = ()  # Table 3's rows: (batch size, steps, peak lr)
 
 
 def chapter_config(**overrides) -> StudyConfig:
@@ -235,6 +242,24 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
                 "batch_size": batch}
 
     return _scores(f"ch06-format-{name}-{key(recipe)}", run)
+
+
+def batch_size_runs(config: StudyConfig, corpus: Corpus | None = None, *,
+                    progress: bool = True) -> dict[int, dict[str, float]]:
+    """RoBERTa Table 3 in shape: DOC-SENTENCES runs (no NSP) at the same batch size × steps, the learning rate
+    raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
+    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size.
+
+    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    """
+    runs = {}
+    for batch_size, steps, lr in config.batch_sizes:
+        train = replace(config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr,
+                        warmup_steps=max(1, steps // 10))
+        run_config = replace(config, pretrain=replace(config.pretrain, train=train))
+        scores = format_run(run_config, "doc-sentences", corpus, progress=progress)
+        runs[batch_size] = {**scores, "steps": steps, "lr": lr, "perplexity": math.exp(scores["mlm_loss"])}
+    return runs
 
 
 def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
