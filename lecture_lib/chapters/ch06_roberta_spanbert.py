@@ -45,7 +45,7 @@ QUICK = dict(
                   objective=dict(pairs=None),
                   train=dict(steps=200, batch_size=32, lr=3e-3, warmup_steps=20, eval_every=0, num_threads=1)),
     documents=1500,
-    batch_sizes=((8, 800, 1.5e-3), (32, 200, 3e-3), (128, 50, 6e-3)),
+    batch_sizes=((16, 400, 2e-3), (32, 200, 3e-3), (128, 50, 6e-3)),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -285,7 +285,9 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
                                   seed=pretrain_config.seed)
         test, tokens, spans = _held_out(data_corpus, config)
         data = PretrainingData.from_rows(pretrain_config, tok, rows, test, masks)
-        model = (SpanBertForPreTraining if sbo else BertForPreTraining)(pretrain_config.model)
+        # a run of masked tokens (adjacent spans merge) is never longer than the row: one position per token
+        model = (SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len) if sbo
+                 else BertForPreTraining(pretrain_config.model))
         result = pretrain(pretrain_config, data=data, model=model, progress=progress)
         by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
         return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
