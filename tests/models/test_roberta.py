@@ -161,3 +161,13 @@ def test_bad_inputs_raise():
         RobertaConfig.from_dict({**SMALL, "model_type": "bert"})
     with pytest.raises(TypeError, match="expected a transformers RobertaModel, got BertModel"):
         RobertaModel.from_hf(transformers.BertModel(transformers.BertConfig(**SMALL)))
+
+
+def test_a_classifier_starts_from_a_pretrained_encoder():
+    encoder = RobertaForMaskedLM(RobertaConfig(**SMALL)).roberta
+    head = RobertaForSequenceClassification.from_encoder(encoder, num_labels=3, dropout=0.0).eval()
+    for name, value in encoder.state_dict().items():
+        assert torch.equal(head.roberta.state_dict()[name], value), name
+    assert head.config.hidden_dropout_prob == 0.0 and head.classifier.out_proj.out_features == 3
+    logits = head(**ragged("left")).logits
+    assert logits.shape == (4, 3)
