@@ -34,8 +34,8 @@ from lecture_lib.runtime import generator
 from lecture_lib.tokenization import WordPieceTokenizer
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
-# of the synthetic language, 1,500 documents of six sentences, 200 steps of 32 rows of 64 tokens per run on
-# one thread (a few seconds each), ten runs. At this size the runs separate what the data makes easy or
+# of the synthetic language, 1,500 documents of six sentences, 150 steps of 32 rows of 64 tokens per run on
+# one thread (a few seconds each), twelve runs. At this size the runs separate what the data makes easy or
 # hard (how much context a row has, what is masked), not the fine differences of the papers' tables.
 # ``full`` (a GPU): 4 layers of width 256, 20,000 documents, 3,000 steps of 64 rows of 128 tokens.
 QUICK = dict(
@@ -43,9 +43,9 @@ QUICK = dict(
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
                   data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
                   objective=dict(pairs=None),
-                  train=dict(steps=200, batch_size=32, lr=3e-3, warmup_steps=20, eval_every=0, num_threads=1)),
+                  train=dict(steps=150, batch_size=32, lr=3e-3, warmup_steps=15, eval_every=0, num_threads=1)),
     documents=1500,
-    batch_sizes=((16, 400, 2e-3), (32, 200, 3e-3), (128, 50, 6e-3)),
+    batch_sizes=((16, 300, 2e-3), (32, 150, 3e-3), (128, 37, 6e-3)),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
