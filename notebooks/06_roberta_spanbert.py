@@ -174,8 +174,9 @@ assert bpe.decode(framed) == f"<s>{a}</s></s> {b}</s>"
 # %%
 tok = corpus.tokenizer
 token_docs = tokenize_documents(tok, [[s.text for s in doc] for doc in corpus.train[:200]])
-ids = dict(length=64, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id)
-rows = {name: format_rows(name, token_docs, **ids) for name in FORMATS}
+framing = dict(length=64, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
+               pad_token_id=tok.pad_token_id)
+rows = {name: format_rows(name, token_docs, **framing) for name in FORMATS}
 for name, r in rows.items():
     print(f"{name:15}", tok.decode(r["input_ids"][1][r["attention_mask"][1] == 1].tolist()))
 lengths = {name: r["attention_mask"].sum(1).double().mean().item() for name, r in rows.items()}
@@ -207,8 +208,8 @@ print("no NSP >= NSP (best of each, held-out MLM):", without >= with_nsp)
 
 # %% [markdown]
 # The SENTENCE-PAIR model is the clear loser here, for a reason the paper names as one of its four changes:
-# *train on longer sequences*. Its rows are 20 tokens long, so the position embeddings beyond about 20 never
-# see a gradient, and on the 50-token held-out rows it falls below the most-frequent-token guess.
+# *train on longer sequences*. Its rows average 20 tokens, so the later position embeddings get few
+# gradients or none, and on the 50-token held-out rows the model falls below the most-frequent-token guess.
 #
 # ## 3. Bigger batches at equal compute
 #
