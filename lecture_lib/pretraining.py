@@ -287,16 +287,36 @@ class PretrainingData:
         cut, self.label_key = PAIR_TASKS[config.objective.pairs or "nsp"]
         ids = dict(cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
                    pad_token_id=tokenizer.pad_token_id, label_name=self.label_key)
-        self.train = collate_pairs(cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed),
-                                   length=seq_len, **ids)
+        train = collate_pairs(cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed),
+                              length=seq_len, **ids)
         test_pairs = cut(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
-        self.test = collate_pairs(test_pairs[: config.data.eval_pairs], length=seq_len, **ids)
-        if len(self.train["input_ids"]) < config.train.batch_size:
-            raise ValueError(f"expected at least batch_size={config.train.batch_size} training pairs, "
-                             f"got {len(self.train['input_ids'])}")
-        self.masks = self._masked_dataset(config)
+        self._hold(train, collate_pairs(test_pairs[: config.data.eval_pairs], length=seq_len, **ids))
+
+    def _hold(self, train: dict[str, torch.Tensor], test: dict[str, torch.Tensor], masks: Any = None) -> None:
+        if len(train["input_ids"]) < self.config.train.batch_size:
+            raise ValueError(f"expected at least batch_size={self.config.train.batch_size} training pairs, "
+                             f"got {len(train['input_ids'])}")
+        self.train, self.test = train, test
+        self.masks = masks if masks is not None else self._masked_dataset(self.config)
         self._orders: dict[int, torch.Tensor] = {}
         self._test_masks: dict[MaskingStrategy, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @classmethod
+    def from_rows(cls, config: PretrainConfig, tokenizer: WordPieceTokenizer, train: dict[str, torch.Tensor],
+                  test: dict[str, torch.Tensor], masks: Any = None) -> "PretrainingData":
+        """The stream of rows cut and collated elsewhere (another input format: RoBERTa's, chapter 06), as
+        :func:`~lecture_lib.objectives.sentence_pairs.collate_pairs` gives them (with the pair labels when
+        ``config.objective.pairs`` is set). ``masks`` replaces the objective's token masking: any object with
+        ``len()`` and ``batch(indices, epoch) -> (masked_input_ids, labels)``, as :class:`MaskedDataset`.
+        The held-out rows are masked token by token, as always.
+
+        Taught in: 06_roberta_spanbert ("The input-format study").
+        """
+        data = cls.__new__(cls)
+        data.config, data.tokenizer = config, tokenizer
+        data.label_key = PAIR_TASKS[config.objective.pairs or "nsp"][1]
+        data._hold(train, test, masks)
+        return data
 
     def _masked_dataset(self, config: PretrainConfig) -> MaskedDataset:
         objective = config.objective

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.bert import BertConfig, BertModel, BertPreTrainedModel
+from lecture_lib.models.bert import BertConfig, BertModel, BertModelOutput, BertPreTrainedModel
 
 
 @dataclass
@@ -95,9 +95,13 @@ def _check_labels(labels: torch.Tensor, num_labels: int, what: str) -> None:
 
 
 class _TaskHead(BertPreTrainedModel):
-    """What the three heads share: an encoder under ``bert``, and the ``transformers`` class of the same name."""
+    """What the three heads share: an encoder under ``bert``, and the ``transformers`` class of the same name.
+
+    Another family's heads set ``encoder_class`` and ``base_model_prefix`` (RoBERTa's: ``roberta``).
+    """
 
     with_pooler = True
+    encoder_class: type[BertModel] = BertModel
 
     def __init__(self, config: BertConfig, num_labels: int) -> None:
         super().__init__()
@@ -105,9 +109,9 @@ class _TaskHead(BertPreTrainedModel):
             raise ValueError(f"expected num_labels >= 1, got {num_labels}")
         self.config = config
         self.num_labels = num_labels
-        self.bert = BertModel(config)
+        setattr(self, self.base_model_prefix, self.encoder_class(config))
         if not self.with_pooler:
-            self.bert.pooler = NoPooler()
+            self.base_model.pooler = NoPooler()
 
     @classmethod
     def from_encoder(cls, encoder: BertModel, num_labels: int = 2, *, dropout: float | None = None,
@@ -175,7 +179,7 @@ class BertForSequenceClassification(_ClassifierHead):
                 output_hidden_states: bool = False, head_mask: torch.Tensor | None = None) -> SequenceClassifierOutput:
         out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                               output_hidden_states, head_mask=head_mask)
-        logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
+        logits = self._logits(out)  # (B, K)
         loss = None
         if labels is not None:
             if self.num_labels == 1:
@@ -184,6 +188,10 @@ class BertForSequenceClassification(_ClassifierHead):
                 _check_labels(labels, self.num_labels, "labels")
                 loss = F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+    def _logits(self, out: BertModelOutput) -> torch.Tensor:
+        """BERT's: the pooled [CLS] vector, dropout, one linear layer."""
+        return self.classifier(self.dropout(out.pooler_output))
 
 
 class BertForTokenClassification(_ClassifierHead):

@@ -126,11 +126,37 @@ def mask_tokens(
         raise ValueError(f"expected mask_token_id in [0, {vocab_size}), got {mask_token_id}")
     selected = select_positions(input_ids.shape, special_tokens_mask=special_tokens_mask,
                                 mlm_probability=mlm_probability, generator=generator, device=input_ids.device)
+    return replace_selected(input_ids, selected, mask_token_id=mask_token_id, vocab_size=vocab_size,
+                            generator=generator, strategy=strategy)
+
+
+def replace_selected(
+    input_ids: torch.Tensor,
+    selected: torch.Tensor,
+    *,
+    mask_token_id: int,
+    vocab_size: int,
+    generator: torch.Generator | None = None,
+    strategy: MaskingStrategy = BERT_MASKING,
+    draws: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(masked_input_ids, labels)`` for positions already ``selected``: the 80/10/10 step of :func:`mask_tokens`.
+
+    One uniform draw per position decides its fate: [0, mask) -> [MASK], [mask, mask + random) -> a random
+    token, the rest unchanged. ``draws`` (same shape) replaces those draws: giving every position of a unit
+    the same draw replaces the unit as a whole (all [MASK], all random, or all unchanged), as SpanBERT does
+    for its spans.
+
+    Taught in: 04_bert_pretraining ("Masked LM"), 06_roberta_spanbert ("Masking whole units").
+    """
+    if selected.shape != input_ids.shape or (draws is not None and draws.shape != input_ids.shape):
+        raise ValueError(f"expected selected and draws of shape {tuple(input_ids.shape)}, got "
+                         f"{tuple(selected.shape)} and {None if draws is None else tuple(draws.shape)}")
     labels = torch.where(selected, input_ids, IGNORE_INDEX)
-    # One uniform draw per position splits the selected ones: [0, mask) -> [MASK], [mask, mask+random) -> random.
-    u = torch.rand(input_ids.shape, generator=generator, device=input_ids.device, dtype=torch.float32)
-    to_mask = selected & (u < strategy.mask)
-    to_random = selected & (u >= strategy.mask) & (u < strategy.mask + strategy.random)
+    if draws is None:
+        draws = torch.rand(input_ids.shape, generator=generator, device=input_ids.device, dtype=torch.float32)
+    to_mask = selected & (draws < strategy.mask)
+    to_random = selected & (draws >= strategy.mask) & (draws < strategy.mask + strategy.random)
     random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator, device=input_ids.device,
                                dtype=input_ids.dtype)
     masked = torch.where(to_mask, torch.full_like(input_ids, mask_token_id), input_ids)
