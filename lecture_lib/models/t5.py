@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import additive_mask, attend, causal_mask, merge_heads
-from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.labels import IGNORE_INDEX, shift_right
 from lecture_lib.models.activations import activation
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 
@@ -365,15 +365,6 @@ class T5ForConditionalGeneration(PreTrainedModule):
     def tied_keys(self) -> set[str]:
         return {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight"}
 
-    def shift_right(self, labels: torch.Tensor) -> torch.Tensor:
-        """Decoder inputs from labels: ``decoder_start_token_id`` then the labels but the last, -100 as pad.
-
-        Taught in: 09_t5_bart ("T5: the model").
-        """
-        start = torch.full_like(labels[:, :1], self.config.decoder_start_token_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == IGNORE_INDEX, self.config.pad_token_id)
-
     def lm_logits(self, decoder_states: torch.Tensor) -> torch.Tensor:
         """logits = (h · d_model^-1/2) Eᵀ: the rescale that keeps the tied output on the embeddings' scale."""
         return self.lm_head(decoder_states * self.config.d_model**-0.5)  # (B, T, V)
@@ -389,7 +380,8 @@ class T5ForConditionalGeneration(PreTrainedModule):
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("expected decoder_input_ids or labels (the decoder needs an input)")
-            decoder_input_ids = self.shift_right(labels)
+            decoder_input_ids = shift_right(labels, start=self.config.decoder_start_token_id,
+                                            pad=self.config.pad_token_id)
         memory = self.encoder(input_ids, attention_mask)  # (B, S, d_model)
         states = self.decoder(decoder_input_ids, decoder_attention_mask, memory, attention_mask)  # (B, T, d_model)
         logits = self.lm_logits(states)

@@ -67,7 +67,6 @@ def test_t5_with_explicit_decoder_inputs_equals_transformers():
     ours, hf = hf_pair()
     inputs = batch()
     inputs["decoder_input_ids"] = hf._shift_right(inputs.pop("labels"))
-    torch.testing.assert_close(ours.shift_right(hf_labels := batch()["labels"]), hf._shift_right(hf_labels))
     assert_equivalent(ours, hf, inputs, lambda out: out.logits.pow(2).mean(), outputs=["logits"])
 
 
