@@ -10,7 +10,7 @@ import json
 import random
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Union
 
 import torch
 
@@ -20,8 +20,10 @@ from lecture_lib.decoding import greedy_decode
 from lecture_lib.finetuning.tasks import acceptability_examples, entailment_examples, qa_examples, split_people
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.metrics import exact_match, qa_f1
+from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective
+from lecture_lib.objectives.noising import NOISING, sentence_permutation
 from lecture_lib.objectives.span_corruption import T5_SENTINELS
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_of
@@ -30,6 +32,7 @@ from lecture_lib.train import TrainConfig, train
 SPECIALS = ("<pad>", "</s>", "<unk>", "<M>")  # ids 0, 1, 2 as in T5's vocabulary
 NUM_SENTINELS = 20
 TASKS = ("acceptability", "entailment", "question", "facts")
+Seq2Seq = Union[T5ForConditionalGeneration, BartForConditionalGeneration]
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Recipe:
     batch_size: int
     lr: float
     objectives: tuple[str, ...]
+    noisings: tuple[str, ...] = ("text_infilling", "document_rotation")
     train_examples: int = 2000  # per task
     eval_examples: int = 100  # per task
     documents: int = 4000
@@ -57,15 +61,16 @@ class Recipe:
 
 
 # ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
-# vocabulary, 150 pretraining and 200 fine-tuning steps of 32 examples (about 15 s of CPU per objective),
-# no dropout; five of the six objectives of T5's Table 3 (not i.i.d. "replace spans", which differs from
-# random spans only in how the noise is drawn), plus no pretraining at all. ``full`` (a GPU or a long CPU
-# run): 4 + 4 layers of width 128, 3,000 + 1,500 steps, all six objectives.
+# vocabulary, 150 pretraining and 200 fine-tuning steps of 32 examples (about 12 s of CPU per objective),
+# no dropout; the six objectives of T5's Table 3, plus no pretraining at all; and a BART of the same sizes
+# for two rows of BART's Table 1 (text infilling, document rotation). ``full`` (a GPU or a long CPU run):
+# 4 + 4 layers of width 128, 3,000 + 1,500 steps, six rows of BART's table.
 QUICK = Recipe(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
-               batch_size=32, lr=3e-3, objectives=("prefix_lm", "bert_style", "deshuffling", "drop_tokens",
-                                                   "random_spans"))
+               batch_size=32, lr=3e-3, objectives=OBJECTIVES)
 FULL = Recipe(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
-              batch_size=64, lr=1e-3, objectives=OBJECTIVES)
+              batch_size=64, lr=1e-3, objectives=OBJECTIVES,
+              noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
+                        "sentence_permutation", "text_infilling+sentence_permutation"))
 
 # T5's Tables 1, 4 and 5 (the columns that our tasks mirror): GLUE average, CNN/DM ROUGE-2, SQuAD EM.
 PAPER_ROWS = {
@@ -189,6 +194,15 @@ class TextToTextData:
             return batch_of(pairs, self.vocab)
         return batch_fn
 
+    def noising_batches(self, noising: str, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
+        """Batch i: documents corrupted by BART's ``noising`` (:func:`bart_corrupt`); the target is the document."""
+        def batch_fn(i: int) -> dict[str, torch.Tensor]:
+            g = generator("ch09 bart", noising, i)
+            picks = torch.randint(len(self.documents), (batch_size,), generator=g).tolist()
+            return batch_of([(bart_corrupt(noising, self.documents[j], g), self.documents[j]) for j in picks],
+                            self.vocab)
+        return batch_fn
+
     def finetuning_batches(self, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
         """Batch i: examples of every task mixed in equal shares, as T5's multi-task mixture."""
         pool = [pair for t in TASKS for pair in self.train[t]]
@@ -209,19 +223,20 @@ def task_score(task: str, prediction: Sequence[str], target: Sequence[str]) -> f
     return metric(" ".join(prediction), " ".join(target))
 
 
-def evaluate_task(model: T5ForConditionalGeneration, task: str, pairs: Sequence[tuple[list[str], list[str]]],
-                  vocab: Vocabulary) -> float:
+def evaluate_task(model: Seq2Seq, task: str, pairs: Sequence[tuple[list[str], list[str]]], vocab: Vocabulary) -> float:
     """Mean :func:`task_score` of the model's greedy outputs on ``pairs``.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
     batch = batch_of(pairs, vocab)
     longest = int((batch["labels"] != IGNORE_INDEX).sum(1).max())
-    tokens, _ = greedy_decode(model, batch["input_ids"], longest, bos=0, eos=1, pad=0, banned=())
+    c = model.config
+    tokens, _ = greedy_decode(model, batch["input_ids"], longest, bos=c.decoder_start_token_id, eos=c.eos_token_id,
+                              pad=c.pad_token_id, banned=())
     return sum(task_score(task, vocab.decode(row), b) for row, (_, b) in zip(tokens.tolist(), pairs)) / len(pairs)
 
 
-def t5_loss(model: T5ForConditionalGeneration, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def seq2seq_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return model(**batch).loss
 
 
@@ -245,12 +260,33 @@ def bias_by_offset(model: T5ForConditionalGeneration, offsets: range) -> dict[st
     return out
 
 
+def _schedule(steps: int, lr: float) -> TrainConfig:
+    return TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, schedule="linear", num_threads=1)
+
+
+def pretrain_then_finetune(model: Seq2Seq, pretraining: Callable[[int], dict] | None, data: TextToTextData,
+                           recipe: Recipe) -> dict:
+    """Pretrain on ``pretraining``'s batches (none: skip), fine-tune on the task mixture, score each task.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    pretrain_loss = None
+    if pretraining is not None:
+        config = _schedule(recipe.pretrain_steps, recipe.lr)
+        pretrain_loss = train(model, pretraining, seq2seq_loss, config, device="cpu").loss[-1]
+    train(model, data.finetuning_batches(recipe.batch_size), seq2seq_loss,
+          _schedule(recipe.finetune_steps, recipe.lr), device="cpu")
+    with torch.no_grad():
+        scores = {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
+    return {"pretrain_loss": pretrain_loss, "scores": scores}
+
+
 def objective_runs(recipe: Recipe | None = None) -> dict:
     """T5's objectives table in shape: for each objective of the recipe (and for no pretraining), a tiny T5
     pretrained with it, then fine-tuned on the four tasks at once; :func:`task_score` per task on unseen names.
 
     Returns ``{"runs": {objective: {"pretrain_loss", "scores": {task: score}}}, "bias": {encoder,
-    decoder curves of the random-spans model}, "offsets": [...]}``, cached as JSON under the recipe's key.
+    decoder curves of the random-spans model, after fine-tuning}, "offsets": [...]}``, cached as JSON.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
@@ -262,23 +298,59 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
         runs, bias = {}, None
         for objective in ("no pretraining", *recipe.objectives):
             model = tiny_t5(recipe, len(data.vocab))
-            pretrain_loss = None
-            if objective != "no pretraining":
-                config = TrainConfig(steps=recipe.pretrain_steps, lr=recipe.lr, warmup_steps=recipe.pretrain_steps // 10,
-                                     schedule="linear", num_threads=1)
-                pretrain_loss = train(model, data.pretraining_batches(objective, recipe.batch_size), t5_loss,
-                                      config, device="cpu").loss[-1]
-                if objective == "random_spans":
-                    bias = bias_by_offset(model, offsets)
-            config = TrainConfig(steps=recipe.finetune_steps, lr=recipe.lr, warmup_steps=recipe.finetune_steps // 10,
-                                 schedule="linear", num_threads=1)
-            train(model, data.finetuning_batches(recipe.batch_size), t5_loss, config, device="cpu")
-            with torch.no_grad():
-                scores = {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
-            runs[objective] = {"pretrain_loss": pretrain_loss, "scores": scores}
+            batches = None if objective == "no pretraining" else data.pretraining_batches(objective, recipe.batch_size)
+            runs[objective] = pretrain_then_finetune(model, batches, data, recipe)
+            if objective == "random_spans":
+                bias = bias_by_offset(model, offsets)
         path.write_text(json.dumps({"runs": runs, "bias": bias, "offsets": list(offsets)}, indent=2) + "\n")
 
     return cached(f"t5-objectives-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list[str]:
+    """A document corrupted by one of BART's functions, or two joined by "+" (sentence permutation first).
+
+    Taught in: 09_t5_bart ("BART's noising functions").
+    """
+    parts = noising.split("+")
+    if any(p not in NOISING for p in parts):
+        raise ValueError(f"expected noising functions from {sorted(NOISING)} joined by '+', got {noising!r}")
+    out = sentence_permutation(words, generator=g) if "sentence_permutation" in parts else list(words)
+    for part in (p for p in parts if p != "sentence_permutation"):
+        masked = {"mask_token": "<M>"} if part in ("token_masking", "text_infilling") else {}
+        out = NOISING[part](out, generator=g, **masked)
+    return out
+
+
+def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
+    """A BART of the recipe's sizes on the chapter's vocabulary (pad 0; </s> 1 ends and starts decoding).
+
+    Taught in: 09_t5_bart ("BART's noising functions").
+    """
+    torch.manual_seed(seed_of("ch09 bart model"))
+    return BartForConditionalGeneration(BartConfig(
+        vocab_size=vocab_size, max_position_embeddings=256, d_model=recipe.d_model, encoder_layers=recipe.num_layers,
+        decoder_layers=recipe.num_layers, encoder_attention_heads=recipe.num_heads,
+        decoder_attention_heads=recipe.num_heads, encoder_ffn_dim=recipe.d_ff, decoder_ffn_dim=recipe.d_ff,
+        dropout=0.0, pad_token_id=0, bos_token_id=1, eos_token_id=1, decoder_start_token_id=1))
+
+
+def noising_runs(recipe: Recipe | None = None) -> dict:
+    """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned and
+    scored as :func:`objective_runs` does. Returns ``{noising: {"pretrain_loss", "scores"}}``, cached as JSON.
+
+    Taught in: 09_t5_bart ("BART's noising functions").
+    """
+    recipe = recipe or chapter_config()
+
+    def build(path: Path) -> None:
+        data = TextToTextData(recipe)
+        runs = {name: pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)),
+                                             data.noising_batches(name, recipe.batch_size), data, recipe)
+                for name in recipe.noisings}
+        path.write_text(json.dumps(runs, indent=2) + "\n")
+
+    return cached(f"bart-noising-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
 
 
 def majority_baseline(recipe: Recipe | None = None) -> dict[str, float]:

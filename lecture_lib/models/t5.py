@@ -114,9 +114,11 @@ class T5LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(width))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean_square = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
-        y = x * torch.rsqrt(mean_square + self.eps)
-        return self.weight * (y.to(self.weight.dtype) if self.weight.dtype in (torch.float16, torch.bfloat16) else y)
+        mean_square = x.to(torch.float32).pow(2).mean(-1, keepdim=True)  # (..., 1), in float32 even for half x
+        y = x * torch.rsqrt(mean_square + self.eps)  # float32 for half x; float64 stays float64
+        if self.weight.dtype in (torch.float16, torch.bfloat16):
+            y = y.to(self.weight.dtype)  # back to the half precision of the weights
+        return self.weight * y
 
 
 def relative_position_bucket(

@@ -1,14 +1,17 @@
 """lecture_lib.chapters.ch09_t5_bart: the text-to-text framing, the vocabulary and batches, the bias curves
 against the model's own table, and the experiment's plumbing on a tiny recipe."""
 
+import pytest
 import torch
 
 from lecture_lib.chapters.ch09_t5_bart import (
     TASKS,
     Vocabulary,
+    bart_corrupt,
     batch_of,
     bias_by_offset,
     chapter_config,
+    noising_runs,
     objective_runs,
     text_to_text,
     tiny_t5,
@@ -59,3 +62,15 @@ def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypa
     assert all(set(run["scores"]) == set(TASKS) for run in results["runs"].values())
     assert len(results["bias"]["encoder"]) == recipe.num_heads and len(results["offsets"]) == 81
     assert objective_runs(recipe) == results  # read back from the cache
+    bart = noising_runs(recipe)
+    assert set(bart) == set(recipe.noisings) and all(set(run["scores"]) == set(TASKS) for run in bart.values())
+
+
+def test_bart_corruptions_compose():
+    doc = "a b c . d e . f g h i .".split()
+    g = torch.Generator().manual_seed(0)
+    both = bart_corrupt("text_infilling+sentence_permutation", doc, g)
+    assert "<M>" in both and set(both) - {"<M>"} <= set(doc)
+    assert bart_corrupt("document_rotation", doc, torch.Generator().manual_seed(1)) != doc
+    with pytest.raises(ValueError, match="joined by"):
+        bart_corrupt("shuffle", doc, g)
