@@ -49,7 +49,6 @@ from lecture_lib.chapters.ch09_t5_bart import (
     TextToTextData,
     chapter_config,
     majority_baseline,
-    noising_runs,
     objective_runs,
     text_to_text,
 )
@@ -323,8 +322,9 @@ assert all(0 <= s <= 1 for run in results["runs"].values() for s in run["scores"
 # of GLUE; at this scale we do not rank the objectives by them. What stands out in the quick profile is a
 # different effect: the two objectives whose decoder writes the *whole* text (BERT-style and deshuffling)
 # fine-tune best on the two tasks that copy names from the input (question 0.37-0.38 and facts 0.52-0.54,
-# against 0.24 and 0.36 without pretraining), while the objectives with short targets (drop tokens,
-# random spans) end near no pretraining, although random spans reached the lowest pretraining loss. After
+# against 0.24 and 0.36 without pretraining), while the objectives with short targets (replace spans, drop
+# tokens, random spans) end near or below no pretraining, although random spans reached the lowest
+# pretraining loss. After
 # 150 steps, a decoder that has practised copying every word is what the tasks reward; T5 pretrained for
 # 2^35 tokens, where that practice no longer separates the objectives.
 #
@@ -373,24 +373,18 @@ assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 # %% [markdown]
 # BART's Table 1 (base size, 1M steps, Books and Wikipedia) ranks these: text infilling best (SQuAD F1 90.8,
 # MNLI 84.0, XSum perplexity 6.61), masking and deletion close (90.4), and document rotation alone far
-# behind (77.2, 75.3, 17.14). In shape: a tiny BART (chapter 02's blocks, the sizes of section 7's T5)
-# pretrained to rebuild the documents from each corruption, then fine-tuned and scored exactly as the
-# T5s were. The quick profile trains two rows, infilling and rotation; the full profile six.
+# behind (77.2, 75.3, 17.14). `noising_runs` trains that table in shape: a tiny BART (chapter 02's blocks,
+# the sizes of section 7's T5) pretrained to rebuild the documents from each corruption, then fine-tuned
+# and scored as the T5s were. It is not run here: at the quick sizes and T5's learning rate, the post-LN
+# BART was still learning to copy after 150 pretraining steps (loss 3.0 with infilling, against 1.5 for
+# T5's random spans) and then fine-tuned to one constant answer for every input, so its rows would measure
+# our recipe, not the corruptions. The full profile's longer runs are the place for it:
 
 # %%
-bart_results = noising_runs(recipe)
-PAPER_BART = {"token_masking": (90.4, 84.1), "token_deletion": (90.4, 84.1), "text_infilling": (90.8, 84.0),
-              "document_rotation": (77.2, 75.3), "sentence_permutation": (85.4, 81.5),
-              "text_infilling+sentence_permutation": (90.8, 83.8)}
-print(f"{'BART, noising':<24}" + "".join(f"{t:>14}" for t in TASKS) + "   paper: SQuAD F1  MNLI")
-for name, run in bart_results.items():
-    squad, mnli = PAPER_BART[name]
-    print(f"{name:<24}" + "".join(f"{run['scores'][t]:14.2f}" for t in TASKS) + f"   {squad:14.1f}  {mnli:4.1f}")
-assert set(bart_results) == set(recipe.noisings)
+print(f"BART rows of the {profile.current()} recipe:", ", ".join(recipe.noisings))
+assert set(recipe.noisings) <= set(NOISING) | {"text_infilling+sentence_permutation"}
 
 # %% [markdown]
-# The same caution as for T5's table: one seed and 100 test examples per task; we print rather than rank.
-#
 # ## What we saw
 #
 # | claim | the paper | this notebook (quick profile) |
@@ -400,10 +394,10 @@ assert set(bart_results) == set(recipe.noisings)
 # | targets: full text vs only the corrupted part | T5 Table 3 | BERT-style and deshuffling write the whole document; drop tokens and random spans less than half of it (section 4) |
 # | no 1/√d, RMS norm, bias in block 0, tied output scaled by d^-½ | T5 §2.1, `transformers` | our model equals `transformers` in float64, gradients and greedy decoding included (tests) |
 # | buckets: exact to 8, logarithmic to 128 | T5 §2.1 | the last bucket starts at offset 91 (encoder) and 113 (decoder), not 128 (section 6) |
-# | objectives: span corruption ≈ BERT-style > prefix LM > deshuffling | T5 Tables 4–5 | not reproduced: after 150 pretraining steps the full-text objectives (BERT-style, deshuffling) fine-tune best on question (0.38, 0.37 exact match) and facts (0.52, 0.54 F1); random spans (0.18, 0.30) and drop tokens (0.20, 0.37) end near no pretraining (0.24, 0.36); one seed, 100 test examples per task (section 7) |
+# | objectives: span corruption ≈ BERT-style > prefix LM > deshuffling | T5 Tables 4–5 | not reproduced: after 150 pretraining steps the full-text objectives (BERT-style, deshuffling) fine-tune best on question (0.38, 0.37 exact match) and facts (0.52, 0.54 F1); replace spans (0.11, 0.31), drop tokens (0.20, 0.37) and random spans (0.18, 0.30) end near or below no pretraining (0.24, 0.36); one seed, 100 test examples per task (section 7) |
 # | pretraining helps over none | T5 Table 1 | for BERT-style and deshuffling on the copying tasks, by 13-18 points; not for the short-target objectives at this scale (section 7) |
 # | BART = Transformer + learned positions (+2) | BART §2.1 | our stacks are chapter 02's layers; equal to `transformers` (tests) |
-# | BART's five corruptions | BART Figure 2 | implemented and shown; Table 1 not trained here |
+# | BART's five corruptions | BART Figure 2 | implemented and shown (section 9); Table 1 not trained in the quick profile: our tiny BART did not fine-tune after 150 denoising steps |
 #
 # ## Exercises
 #
@@ -412,6 +406,5 @@ assert set(bart_results) == set(recipe.noisings)
 # 2. Pretrain with `objective_runs(chapter_config(pretrain_steps=1000))`. Does any objective now beat
 #    "no pretraining" on the question task by more than two standard errors?
 # 3. Write the MASS-style objective as a row of `apply_objective` and add it to the experiment.
-# 4. Add BART's other rows with `noising_runs(chapter_config(noisings=("token_masking", "token_deletion",
-#    "sentence_permutation")))`. Does sentence permutation alone help the question task, whose passages are
-#    lists of independent facts?
+# 4. Run BART's table in shape with `noising_runs(chapter_config(lr=1e-3, pretrain_steps=1000))`. Does the
+#    tiny BART now fine-tune, and does text infilling beat document rotation as in BART's Table 1?
