@@ -236,7 +236,8 @@ def evaluate_task(model: Seq2Seq, task: str, pairs: Sequence[tuple[list[str], li
     return sum(task_score(task, vocab.decode(row), b) for row, (_, b) in zip(tokens.tolist(), pairs)) / len(pairs)
 
 
-def seq2seq_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def model_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The model's own loss on a batch of :func:`batch_of` (cross-entropy of the labels, -100 skipped)."""
     return model(**batch).loss
 
 
@@ -273,8 +274,8 @@ def pretrain_then_finetune(model: Seq2Seq, pretraining: Callable[[int], dict] | 
     pretrain_loss = None
     if pretraining is not None:
         config = _schedule(recipe.pretrain_steps, recipe.lr)
-        pretrain_loss = train(model, pretraining, seq2seq_loss, config, device="cpu").loss[-1]
-    train(model, data.finetuning_batches(recipe.batch_size), seq2seq_loss,
+        pretrain_loss = train(model, pretraining, model_loss, config, device="cpu").loss[-1]
+    train(model, data.finetuning_batches(recipe.batch_size), model_loss,
           _schedule(recipe.finetune_steps, recipe.lr), device="cpu")
     with torch.no_grad():
         scores = {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
