@@ -185,8 +185,9 @@ assert rows["BERT-style"][0][8] == "apple" and rows["BERT-style"][1] == words
 assert " ".join(rows["i.i.d., drop tokens"][0]) == "Thank you me to your party week ."
 
 # %% [markdown]
-# What each objective asks the decoder to write, measured on the pretraining documents of section 7: the
-# first three write the whole text, the last three only the corrupted part.
+# What each objective asks the decoder to write, measured on the pretraining documents of section 7:
+# BERT-style and deshuffling write the whole text, the prefix LM the rest of it (half, on average), and the
+# last three only the corrupted part, about 15% of the words plus the sentinels.
 
 # %%
 data = TextToTextData(recipe)

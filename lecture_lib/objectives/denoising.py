@@ -13,8 +13,8 @@ i.i.d. noise, drop         Thank you me to your party week .               for i
 random spans               (as "replace", with T5's random spans)          (the spans, after sentinels)
 =========================  ==============================================  =============================
 
-The first three make the decoder write the whole text; the last three only what was corrupted, so their
-targets are shorter (T5 found them as good and faster). "Replace" and "random spans" are
+BERT-style and deshuffling make the decoder write the whole text, the prefix LM the rest of it; the last
+three only what was corrupted, so their targets are shorter (T5 found them as good, and faster). "Replace" and "random spans" are
 :func:`~lecture_lib.objectives.span_corruption.span_corrupt` with an i.i.d. or a
 :func:`~lecture_lib.objectives.span_corruption.random_spans_noise_mask`.
 
