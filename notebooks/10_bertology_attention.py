@@ -69,7 +69,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     masked_lm_accuracy,
     masked_sentences,
     mlm_loss,
-    synthetic_bert,
+    course_bert,
     synthetic_sentences,
     token_frequencies,
     word_maps,
@@ -308,7 +308,7 @@ example_ids, example_words = align_words(tokenizer, example.words)
 print(example.text)
 print(list(zip(tokenizer.convert_ids_to_tokens(example_ids), example_words)))
 trees = [s.heads for s in sentences], [s.deprels for s in sentences]
-course = synthetic_bert()
+course = course_bert()
 tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
           "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}
 print(f"\n{'relation':10} {'arcs':>5} | {'MiniLM best head':>26} | {'course BERT best head':>26} | offset baseline")

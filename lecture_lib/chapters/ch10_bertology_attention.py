@@ -74,7 +74,7 @@ def load_minilm() -> tuple[BertModel, WordPieceTokenizer]:
     return BertModel.from_pretrained(directory), WordPieceTokenizer.from_vocab_file(directory / "vocab.txt")
 
 
-def synthetic_bert() -> PretrainResult:
+def course_bert() -> PretrainResult:
     """Chapter 05's BERT of the synthetic language (read from the cache, trained there first if missing).
 
     Taught in: 10_bertology_attention ("Two models and their inputs").

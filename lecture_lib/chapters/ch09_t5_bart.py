@@ -1,0 +1,368 @@
+"""Chapter 09, T5 and BART: the text-to-text tasks of the synthetic language, and the small runs behind T5's
+objectives table (one tiny T5 pretrained per objective, then fine-tuned on all tasks at once; cached).
+
+Taught in: 09_t5_bart ("Text-to-text", "The objectives table at toy scale").
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence, Union
+
+import torch
+
+from lecture_lib.cache import cached, key
+from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, SyntheticLanguage
+from lecture_lib.decoding import greedy_decode
+from lecture_lib.finetuning.tasks import acceptability_examples, entailment_examples, qa_examples, split_people
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.metrics import exact_match, qa_f1
+from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
+from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
+from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective
+from lecture_lib.objectives.noising import NOISING, sentence_permutation
+from lecture_lib.objectives.span_corruption import T5_SENTINELS
+from lecture_lib.profile import pick
+from lecture_lib.runtime import generator, seed_of
+from lecture_lib.train import TrainConfig, train
+
+SPECIALS = ("<pad>", "</s>", "<unk>", "<M>")  # ids 0, 1, 2 as in T5's vocabulary
+NUM_SENTINELS = 20
+TASKS = ("acceptability", "entailment", "question", "facts")
+Seq2Seq = Union[T5ForConditionalGeneration, BartForConditionalGeneration]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What the objectives experiment trains: a T5's sizes, the steps of each phase, the objectives compared.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_kv: int
+    d_ff: int
+    pretrain_steps: int
+    finetune_steps: int
+    batch_size: int
+    lr: float
+    objectives: tuple[str, ...]
+    noisings: tuple[str, ...] = ("text_infilling", "document_rotation")
+    train_examples: int = 2000  # per task
+    eval_examples: int = 100  # per task
+    documents: int = 4000
+    sentences_per_document: int = 3
+    language_seed: int = 0
+
+
+# ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
+# vocabulary, 150 pretraining and 200 fine-tuning steps of 32 examples (about 12 s of CPU per objective),
+# no dropout; the six objectives of T5's Table 3, plus no pretraining at all; and a BART of the same sizes
+# for two rows of BART's Table 1 (text infilling, document rotation). ``full`` (a GPU or a long CPU run):
+# 4 + 4 layers of width 128, 3,000 + 1,500 steps, six rows of BART's table.
+QUICK = Recipe(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
+               batch_size=32, lr=3e-3, objectives=OBJECTIVES)
+FULL = Recipe(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
+              batch_size=64, lr=1e-3, objectives=OBJECTIVES,
+              noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
+                        "sentence_permutation", "text_infilling+sentence_permutation"))
+
+# T5's Tables 1, 4 and 5 (the columns that our tasks mirror): GLUE average, CNN/DM ROUGE-2, SQuAD EM.
+PAPER_ROWS = {
+    "no pretraining": (66.22, 17.60, 50.31),
+    "prefix_lm": (80.69, 18.94, 77.99),
+    "bert_style": (82.96, 19.17, 80.65),
+    "deshuffling": (73.17, 18.59, 67.61),
+    "replace_spans": (83.28, 19.24, 80.88),
+    "drop_tokens": (84.44, 19.31, 80.52),
+    "random_spans": (83.49, 19.62, 81.84),  # Table 7, mean span length 3
+}
+
+
+def chapter_config(**overrides) -> Recipe:
+    """The active profile's recipe (:data:`QUICK` or :data:`FULL`) with ``overrides``.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    return replace(pick(quick=QUICK, full=FULL), **overrides)
+
+
+# ---------------------------------------------------------------- text-to-text
+
+
+def fact_example(lang: SyntheticLanguage, rng: random.Random, people: Sequence) -> tuple[list[str], list[str]]:
+    """A fact told in words -> its canonical triple: "facts: Anna Berg lives in Oslo ." -> "lives_in Anna Berg Oslo"."""
+    person = rng.choice(people)
+    relation = rng.choice(("lives_in", "works_for"))
+    fact = lang.world.facts(person)[0 if relation == "lives_in" else 1]
+    words = lang.fact_sentence(fact, rng).words
+    return ["facts:", *words], [fact.relation, *fact.subject.split(), *fact.object.split()]
+
+
+def text_to_text(lang: SyntheticLanguage, task: str, n: int, seed: int,
+                 people: Sequence) -> list[tuple[list[str], list[str]]]:
+    """``n`` examples of a task of chapter 05 as (input words, target words), the input led by the task's prefix.
+
+    >>> lang = SyntheticLanguage(0)
+    >>> inputs, target = text_to_text(lang, "entailment", 1, seed=0, people=lang.world.people)[0]
+    >>> " ".join(inputs), target
+    ('premise: Greta Novak is a resident of Port Elm . hypothesis: Greta Novak is a resident of Port Elm .', ['entailment'])
+
+    Taught in: 09_t5_bart ("Text-to-text").
+    """
+    if task == "acceptability":
+        return [(["acceptability:", *e.words_a], ["acceptable" if e.label else "unacceptable"])
+                for e in acceptability_examples(lang, n, seed, people)]
+    if task == "entailment":
+        return [(["premise:", *e.words_a, "hypothesis:", *e.words_b], ["contradiction" if e.label else "entailment"])
+                for e in entailment_examples(lang, n, seed, people)]
+    if task == "question":
+        return [(["question:", *e.question, "context:", *e.passage], e.answer.split())
+                for e in qa_examples(lang, n, seed, people)]
+    if task == "facts":
+        rng = random.Random(seed_of("facts", seed))
+        return [fact_example(lang, rng, people) for _ in range(n)]
+    raise ValueError(f"expected a task in {TASKS}, got {task!r}")
+
+
+class Vocabulary:
+    """Words <-> ids: T5's specials first (pad 0, </s> 1, unk 2), then <M>, the sentinels, and the words seen.
+
+    Taught in: 09_t5_bart ("Text-to-text").
+    """
+
+    def __init__(self, texts: Sequence[Sequence[str]]) -> None:
+        words = sorted({w for text in texts for w in text})
+        self.words = [*SPECIALS, *T5_SENTINELS[:NUM_SENTINELS], *(w for w in words if w not in SPECIALS)]
+        self.ids = {w: i for i, w in enumerate(self.words)}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, words: Sequence[str]) -> list[int]:
+        """The ids of ``words`` followed by </s>; an unknown word is <unk>."""
+        return [self.ids.get(w, 2) for w in words] + [1]
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        """Words up to the first </s>, pads skipped."""
+        out = []
+        for i in ids:
+            if i == 1:
+                break
+            if i != 0:
+                out.append(self.words[i])
+        return out
+
+
+def batch_of(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], vocab: Vocabulary) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 on padding) of (inputs, targets) pairs."""
+    sources = [vocab.encode(a) for a, _ in pairs]
+    targets = [vocab.encode(b) for _, b in pairs]
+    width_s, width_t = max(map(len, sources)), max(map(len, targets))
+    input_ids = torch.tensor([s + [0] * (width_s - len(s)) for s in sources])
+    labels = torch.tensor([t + [IGNORE_INDEX] * (width_t - len(t)) for t in targets])
+    return dict(input_ids=input_ids, attention_mask=(input_ids != 0).long(), labels=labels)
+
+
+class TextToTextData:
+    """The pretraining documents and the text-to-text tasks (train people for training, unseen names for testing)."""
+
+    def __init__(self, recipe: Recipe) -> None:
+        lang = SyntheticLanguage(recipe.language_seed)
+        self.train_people, self.test_people = split_people(lang.world)
+        docs = lang.documents(recipe.documents, seed=1, sentences_per_document=recipe.sentences_per_document)
+        self.documents = [[w for s in doc for w in s.words] for doc in docs]
+        self.train = {t: text_to_text(lang, t, recipe.train_examples, 2, self.train_people) for t in TASKS}
+        self.test = {t: text_to_text(lang, t, recipe.eval_examples, 3, self.test_people) for t in TASKS}
+        extra = [[*CITIES, *ORGANISATIONS, "lives_in", "works_for", "based_in"]]
+        every = [*self.documents, *extra, *(x for t in TASKS for pair in self.train[t] + self.test[t] for x in pair)]
+        self.vocab = Vocabulary(every)
+        self.content_words = [w for w in self.vocab.words[len(SPECIALS) + NUM_SENTINELS:]]
+
+    def pretraining_batches(self, objective: str, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
+        """Batch i: documents drawn at random, each corrupted by ``objective``, all from generator(objective, i)."""
+        def batch_fn(i: int) -> dict[str, torch.Tensor]:
+            g = generator("ch09 pretraining", objective, i)
+            picks = torch.randint(len(self.documents), (batch_size,), generator=g).tolist()
+            pairs = [apply_objective(objective, self.documents[j], vocabulary=self.content_words, generator=g)
+                     for j in picks]
+            return batch_of(pairs, self.vocab)
+        return batch_fn
+
+    def noising_batches(self, noising: str, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
+        """Batch i: documents corrupted by BART's ``noising`` (:func:`bart_corrupt`); the target is the document."""
+        def batch_fn(i: int) -> dict[str, torch.Tensor]:
+            g = generator("ch09 bart", noising, i)
+            picks = torch.randint(len(self.documents), (batch_size,), generator=g).tolist()
+            return batch_of([(bart_corrupt(noising, self.documents[j], g), self.documents[j]) for j in picks],
+                            self.vocab)
+        return batch_fn
+
+    def finetuning_batches(self, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
+        """Batch i: examples of every task mixed in equal shares, as T5's multi-task mixture."""
+        pool = [pair for t in TASKS for pair in self.train[t]]
+
+        def batch_fn(i: int) -> dict[str, torch.Tensor]:
+            picks = torch.randint(len(pool), (batch_size,), generator=generator("ch09 fine-tuning", i)).tolist()
+            return batch_of([pool[j] for j in picks], self.vocab)
+        return batch_fn
+
+
+def task_score(task: str, prediction: Sequence[str], target: Sequence[str]) -> float:
+    """Exact match (SQuAD's: case, punctuation and articles aside); for "facts", token F1, a ROUGE-1-like credit
+    for the words of the triple that are right.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    metric = qa_f1 if task == "facts" else exact_match
+    return metric(" ".join(prediction), " ".join(target))
+
+
+def evaluate_task(model: Seq2Seq, task: str, pairs: Sequence[tuple[list[str], list[str]]], vocab: Vocabulary) -> float:
+    """Mean :func:`task_score` of the model's greedy outputs on ``pairs``.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    batch = batch_of(pairs, vocab)
+    longest = int((batch["labels"] != IGNORE_INDEX).sum(1).max())
+    c = model.config
+    tokens, _ = greedy_decode(model, batch["input_ids"], longest, bos=c.decoder_start_token_id, eos=c.eos_token_id,
+                              pad=c.pad_token_id, banned=())
+    return sum(task_score(task, vocab.decode(row), b) for row, (_, b) in zip(tokens.tolist(), pairs)) / len(pairs)
+
+
+def model_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The model's own loss on a batch of :func:`batch_of` (cross-entropy of the labels, -100 skipped)."""
+    return model(**batch).loss
+
+
+def tiny_t5(recipe: Recipe, vocab_size: int) -> T5ForConditionalGeneration:
+    """The recipe's T5, seeded, without dropout (short runs on tiny data gain nothing from it)."""
+    torch.manual_seed(seed_of("ch09 model"))
+    return T5ForConditionalGeneration(T5Config(
+        vocab_size=vocab_size, d_model=recipe.d_model, d_kv=recipe.d_kv, d_ff=recipe.d_ff,
+        num_layers=recipe.num_layers, num_heads=recipe.num_heads, dropout_rate=0.0))
+
+
+def bias_by_offset(model: T5ForConditionalGeneration, offsets: range) -> dict[str, list[list[float]]]:
+    """Each head's learned bias b_h(bucket(offset)) over ``offsets``, for the encoder and the decoder: [head][offset].
+
+    Taught in: 09_t5_bart ("The relative position bias").
+    """
+    out = {}
+    for name, stack, bidirectional in (("encoder", model.encoder, True), ("decoder", model.decoder, False)):
+        buckets = relative_position_bucket(torch.tensor(list(offsets)), bidirectional=bidirectional)
+        out[name] = stack.position_bias().weight.detach()[buckets].T.tolist()
+    return out
+
+
+def _schedule(steps: int, lr: float) -> TrainConfig:
+    return TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, schedule="linear", num_threads=1)
+
+
+def pretrain_then_finetune(model: Seq2Seq, pretraining: Callable[[int], dict] | None, data: TextToTextData,
+                           recipe: Recipe) -> dict:
+    """Pretrain on ``pretraining``'s batches (none: skip), fine-tune on the task mixture, score each task.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    pretrain_loss = None
+    if pretraining is not None:
+        config = _schedule(recipe.pretrain_steps, recipe.lr)
+        pretrain_loss = train(model, pretraining, model_loss, config, device="cpu").loss[-1]
+    train(model, data.finetuning_batches(recipe.batch_size), model_loss,
+          _schedule(recipe.finetune_steps, recipe.lr), device="cpu")
+    with torch.no_grad():
+        scores = {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
+    return {"pretrain_loss": pretrain_loss, "scores": scores}
+
+
+def objective_runs(recipe: Recipe | None = None) -> dict:
+    """T5's objectives table in shape: for each objective of the recipe (and for no pretraining), a tiny T5
+    pretrained with it, then fine-tuned on the four tasks at once; :func:`task_score` per task on unseen names.
+
+    Returns ``{"runs": {objective: {"pretrain_loss", "scores": {task: score}}}, "bias": {encoder,
+    decoder curves of the random-spans model, after fine-tuning}, "offsets": [...]}``, cached as JSON.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    recipe = recipe or chapter_config()
+    offsets = range(-40, 41)
+
+    def build(path: Path) -> None:
+        data = TextToTextData(recipe)
+        runs, bias = {}, None
+        for objective in ("no pretraining", *recipe.objectives):
+            model = tiny_t5(recipe, len(data.vocab))
+            batches = None if objective == "no pretraining" else data.pretraining_batches(objective, recipe.batch_size)
+            runs[objective] = pretrain_then_finetune(model, batches, data, recipe)
+            if objective == "random_spans":
+                bias = bias_by_offset(model, offsets)
+        path.write_text(json.dumps({"runs": runs, "bias": bias, "offsets": list(offsets)}, indent=2) + "\n")
+
+    return cached(f"t5-objectives-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list[str]:
+    """A document corrupted by one of BART's functions, or two joined by "+" (sentence permutation first).
+
+    Taught in: 09_t5_bart ("BART's noising functions").
+    """
+    parts = noising.split("+")
+    if any(p not in NOISING for p in parts):
+        raise ValueError(f"expected noising functions from {sorted(NOISING)} joined by '+', got {noising!r}")
+    out = sentence_permutation(words, generator=g) if "sentence_permutation" in parts else list(words)
+    for part in (p for p in parts if p != "sentence_permutation"):
+        masked = {"mask_token": "<M>"} if part in ("token_masking", "text_infilling") else {}
+        out = NOISING[part](out, generator=g, **masked)
+    return out
+
+
+def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
+    """A BART of the recipe's sizes on the chapter's vocabulary (pad 0; </s> 1 ends and starts decoding).
+
+    Taught in: 09_t5_bart ("BART's noising functions").
+    """
+    torch.manual_seed(seed_of("ch09 bart model"))
+    return BartForConditionalGeneration(BartConfig(
+        vocab_size=vocab_size, max_position_embeddings=256, d_model=recipe.d_model, encoder_layers=recipe.num_layers,
+        decoder_layers=recipe.num_layers, encoder_attention_heads=recipe.num_heads,
+        decoder_attention_heads=recipe.num_heads, encoder_ffn_dim=recipe.d_ff, decoder_ffn_dim=recipe.d_ff,
+        dropout=0.0, pad_token_id=0, bos_token_id=1, eos_token_id=1, decoder_start_token_id=1))
+
+
+def noising_runs(recipe: Recipe | None = None) -> dict:
+    """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned and
+    scored as :func:`objective_runs` does. Returns ``{noising: {"pretrain_loss", "scores"}}``, cached as JSON.
+
+    Taught in: 09_t5_bart ("BART's noising functions").
+    """
+    recipe = recipe or chapter_config()
+
+    def build(path: Path) -> None:
+        data = TextToTextData(recipe)
+        runs = {name: pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)),
+                                             data.noising_batches(name, recipe.batch_size), data, recipe)
+                for name in recipe.noisings}
+        path.write_text(json.dumps(runs, indent=2) + "\n")
+
+    return cached(f"bart-noising-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def majority_baseline(recipe: Recipe | None = None) -> dict[str, float]:
+    """The score (:func:`task_score`) of always answering a task's most frequent training target: the one to beat.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    data = TextToTextData(recipe or chapter_config())
+    out = {}
+    for task in TASKS:
+        targets = [tuple(b) for _, b in data.train[task]]
+        guess = max(set(targets), key=targets.count)
+        out[task] = sum(task_score(task, guess, b) for _, b in data.test[task]) / len(data.test[task])
+    return out

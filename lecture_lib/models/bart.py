@@ -1,0 +1,260 @@
+"""BART (Lewis et al. 2020): chapter 02's post-LN Transformer, with learned positions, trained to denoise.
+
+The stacks are :class:`~lecture_lib.models.transformer.Encoder` and :class:`~lecture_lib.models.transformer.Decoder`
+themselves (post-LN blocks: x <- LayerNorm(x + Dropout(F(x))), GELU, biases everywhere, no final LayerNorm). What
+BART adds around them:
+
+1. **Learned positions with an offset of 2**: position t reads row t + 2 of a (max_position_embeddings + 2, d)
+   table (a leftover of fairseq, where rows 0 and 1 were kept for padding); padding does not shift positions.
+2. **A LayerNorm right after the embeddings** (``layernorm_embedding``), in both stacks; no sqrt(d) scaling
+   (``scale_embedding=False`` in bart-base and bart-large).
+3. **One embedding matrix** for encoder, decoder and output (its pad row gets no gradient), and
+   ``final_logits_bias``, a buffer added to the logits.
+4. **Decoding starts from </s>** (``decoder_start_token_id`` = 2), the labels shifted right behind it.
+
+Our chapter 02 names differ from ``transformers``' in the feed-forward only (``ffn.fc1``, ``ffn_layer_norm``
+for ``fc1``, ``final_layer_norm``): the family's rename table holds them.
+
+Taught in: 09_t5_bart ("BART: the Transformer, denoising").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.attention import causal_mask
+from lecture_lib.labels import IGNORE_INDEX, shift_right
+from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.models.transformer import Decoder, Encoder, LearnedPositionEmbedding, TransformerConfig
+
+POSITION_OFFSET = 2
+
+# ---------------------------------------------------------------- configuration
+
+
+@dataclass
+class BartConfig(HFConfig):
+    """The sizes of a BART, with ``transformers``' field names; the defaults are bart-base.
+
+    (``transformers``' own ``BartConfig()`` defaults to bart-large: d_model 1024, 12 + 12 layers, 16 heads.)
+    Encoder and decoder must have equal heads and feed-forward widths, as in every BART.
+
+    Taught in: 09_t5_bart ("BART: the Transformer, denoising").
+    """
+
+    vocab_size: int = 50265
+    max_position_embeddings: int = 1024
+    d_model: int = 768
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    encoder_attention_heads: int = 12
+    decoder_attention_heads: int = 12
+    encoder_ffn_dim: int = 3072
+    decoder_ffn_dim: int = 3072
+    activation_function: str = "gelu"
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    init_std: float = 0.02
+    scale_embedding: bool = False
+    pad_token_id: int = 1
+    bos_token_id: int = 0
+    eos_token_id: int = 2
+    decoder_start_token_id: int = 2
+
+    def __post_init__(self) -> None:
+        if (self.encoder_attention_heads, self.encoder_ffn_dim) != (self.decoder_attention_heads, self.decoder_ffn_dim):
+            raise ValueError("expected encoder and decoder with equal heads and ffn_dim, got "
+                             f"{(self.encoder_attention_heads, self.encoder_ffn_dim)} and "
+                             f"{(self.decoder_attention_heads, self.decoder_ffn_dim)}")
+        self.transformer_config()  # checks the sizes, the activation and the special ids
+
+    @property
+    def initializer_range(self) -> float:
+        """``init_std`` under BERT's name, for the shared initialisation."""
+        return self.init_std
+
+    def transformer_config(self) -> TransformerConfig:
+        """The same sizes as chapter 02's config: post-LN, learned positions, no final LayerNorm, eps 1e-5."""
+        return TransformerConfig(
+            vocab_size=self.vocab_size, d_model=self.d_model, encoder_layers=self.encoder_layers,
+            decoder_layers=self.decoder_layers, num_attention_heads=self.encoder_attention_heads,
+            ffn_dim=self.encoder_ffn_dim, activation_function=self.activation_function, dropout=self.dropout,
+            attention_dropout=self.attention_dropout, activation_dropout=self.activation_dropout,
+            max_position_embeddings=self.max_position_embeddings, position_embedding_type="learned",
+            norm_first=False, final_layer_norm=False, layer_norm_eps=1e-5, scale_embedding=self.scale_embedding,
+            pad_token_id=self.pad_token_id, bos_token_id=self.bos_token_id, eos_token_id=self.eos_token_id)
+
+
+BART = Family(
+    model_type="bart",
+    config_class=BartConfig,
+    hf_config_class="BartConfig",
+    renames=(("ffn.fc1", "fc1"), ("ffn.fc2", "fc2"), ("ffn_layer_norm", "final_layer_norm")),
+    unsupported={"encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0, "is_decoder": False},
+)
+
+
+@dataclass
+class BartOutput:
+    """Next-token logits (B, T, V); the mean cross-entropy over labels that are not -100; the encoder's states.
+
+    Taught in: 09_t5_bart ("BART: the Transformer, denoising").
+    """
+
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    encoder_last_hidden_state: torch.Tensor | None = None
+
+
+# ---------------------------------------------------------------- embeddings around chapter 02's stacks
+
+
+class BartLearnedPositionEmbedding(LearnedPositionEmbedding):
+    """Chapter 02's learned positions, two rows longer: position t reads row t + 2.
+
+    >>> positions = BartLearnedPositionEmbedding(4, 3)
+    >>> tuple(positions.weight.shape), torch.equal(positions(2), positions.weight[2:4])
+    ((6, 3), True)
+    """
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__(max_len + POSITION_OFFSET, d_model)
+
+    def forward(self, length: int) -> torch.Tensor:
+        return super().forward(length + POSITION_OFFSET)[POSITION_OFFSET:]  # (T, C)
+
+
+def _keys_mask(attention_mask: torch.Tensor | None, ids: torch.Tensor) -> torch.Tensor:
+    """(B, 1, 1, T) bool, True on the keys to attend to; all True without an ``attention_mask``."""
+    if attention_mask is None:
+        return torch.ones(ids.shape[0], 1, 1, ids.shape[1], dtype=torch.bool, device=ids.device)
+    if attention_mask.shape != ids.shape:
+        raise ValueError(f"expected an attention mask of shape {tuple(ids.shape)}, got {tuple(attention_mask.shape)}")
+    return attention_mask.bool()[:, None, None, :]
+
+
+class BartEmbeddings:
+    """What both BART stacks add in front of chapter 02's layers: embeddings, ``layernorm_embedding``, dropout."""
+
+    def add_embeddings(self, config: BartConfig, embed_tokens: nn.Embedding) -> None:
+        self.embed_tokens = embed_tokens
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        self.embed_positions = BartLearnedPositionEmbedding(config.max_position_embeddings, config.d_model)
+        self.layernorm_embedding = nn.LayerNorm(config.d_model)
+        self.embed_dropout = nn.Dropout(config.dropout)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """LayerNorm(E[ids] · scale + P[2 : T + 2]), then dropout: (B, T) -> (B, T, C)."""
+        x = self.embed_tokens(ids) * self.embed_scale + self.embed_positions(ids.shape[1])
+        return self.embed_dropout(self.layernorm_embedding(x))
+
+
+class BartEncoder(BartEmbeddings, Encoder):
+    """The embeddings, then chapter 02's encoder layers (bidirectional self-attention over the unpadded keys)."""
+
+    def __init__(self, config: BartConfig, embed_tokens: nn.Embedding) -> None:
+        Encoder.__init__(self, config.transformer_config())
+        self.add_embeddings(config, embed_tokens)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return super().forward(self.embed(input_ids), _keys_mask(attention_mask, input_ids)).last_hidden_state
+
+
+class BartDecoder(BartEmbeddings, Decoder):
+    """The same embeddings, then chapter 02's decoder layers (causal self-attention, cross-attention)."""
+
+    def __init__(self, config: BartConfig, embed_tokens: nn.Embedding) -> None:
+        Decoder.__init__(self, config.transformer_config())
+        self.add_embeddings(config, embed_tokens)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, memory: torch.Tensor,
+                memory_attention_mask: torch.Tensor | None) -> torch.Tensor:
+        self_mask = causal_mask(input_ids.shape[1], input_ids.device) & _keys_mask(attention_mask, input_ids)
+        memory_ids = torch.ones(memory.shape[:2], dtype=torch.long, device=memory.device)
+        memory_mask = _keys_mask(memory_attention_mask, memory_ids)
+        return super().forward(self.embed(input_ids), memory, self_mask, memory_mask).last_hidden_state
+
+
+class BartModel(nn.Module):
+    """The shared embedding (pad row without gradient) and the two stacks, under ``transformers``' names."""
+
+    def __init__(self, config: BartConfig) -> None:
+        super().__init__()
+        self.shared = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
+        self.encoder = BartEncoder(config, self.shared)
+        self.decoder = BartDecoder(config, self.shared)
+
+
+# ---------------------------------------------------------------- the model
+
+
+class BartForConditionalGeneration(PreTrainedModule):
+    """BART with its tied language-model head, as ``transformers``' class of that name.
+
+    ``labels`` (B, T): target ids, -100 where nothing is to be predicted; without ``decoder_input_ids`` the
+    decoder reads them shifted right behind ``decoder_start_token_id``. ``encode``/``decode_step`` serve
+    :mod:`lecture_lib.decoding`.
+
+    >>> model = BartForConditionalGeneration(BartConfig(vocab_size=50, d_model=16, encoder_layers=2,
+    ...     decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=32,
+    ...     decoder_ffn_dim=32, max_position_embeddings=32)).eval()
+    >>> out = model(torch.tensor([[0, 5, 6, 2]]), labels=torch.tensor([[0, 8, 2]]))
+    >>> tuple(out.logits.shape), out.loss.dim()
+    ((1, 3, 50), 0)
+
+    Taught in: 09_t5_bart ("BART: the Transformer, denoising").
+    """
+
+    family = BART
+    hf_class = "BartForConditionalGeneration"
+    base_model_prefix = "model"
+
+    def __init__(self, config: BartConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.model = BartModel(config)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.register_buffer("final_logits_bias", torch.zeros(1, config.vocab_size))
+        self.apply(self._init_weights)
+        self.lm_head.weight = self.model.shared.weight
+
+    def tied_keys(self) -> set[str]:
+        return {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> BartOutput:
+        if decoder_input_ids is None:
+            if labels is None:
+                raise ValueError("expected decoder_input_ids or labels (the decoder needs an input)")
+            decoder_input_ids = shift_right(labels, start=self.config.decoder_start_token_id,
+                                            pad=self.config.pad_token_id)
+        memory = self.model.encoder(input_ids, attention_mask)  # (B, S, C)
+        states = self.model.decoder(decoder_input_ids, decoder_attention_mask, memory, attention_mask)  # (B, T, C)
+        logits = self.lm_head(states) + self.final_logits_bias  # (B, T, V)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        return BartOutput(logits=logits, loss=loss, encoder_last_hidden_state=memory)
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Source ids (B, S), right-padded with ``pad_token_id`` -> (memory, attention mask), the decoding state."""
+        attention_mask = (src != self.config.pad_token_id).long()
+        return self.model.encoder(src, attention_mask), attention_mask
+
+    def decode_step(self, prefix: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Logits (B, V) of the token after ``prefix`` (B, t), which starts with ``decoder_start_token_id``."""
+        memory, attention_mask = state
+        states = self.model.decoder(prefix, None, memory, attention_mask)[:, -1]  # (B, C)
+        return self.lm_head(states) + self.final_logits_bias[0]

@@ -1,0 +1,76 @@
+"""lecture_lib.chapters.ch09_t5_bart: the text-to-text framing, the vocabulary and batches, the bias curves
+against the model's own table, and the experiment's plumbing on a tiny recipe."""
+
+import pytest
+import torch
+
+from lecture_lib.chapters.ch09_t5_bart import (
+    TASKS,
+    Vocabulary,
+    bart_corrupt,
+    batch_of,
+    bias_by_offset,
+    chapter_config,
+    noising_runs,
+    objective_runs,
+    text_to_text,
+    tiny_t5,
+)
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.tasks import qa_examples
+
+
+def test_every_task_is_prefixed_text_with_a_text_answer():
+    lang = SyntheticLanguage(0)
+    prefixes = {"acceptability": "acceptability:", "entailment": "premise:", "question": "question:",
+                "facts": "facts:"}
+    for task in TASKS:
+        for inputs, target in text_to_text(lang, task, 20, seed=4, people=lang.world.people):
+            assert inputs[0] == prefixes[task] and target
+    qa = qa_examples(lang, 5, 4, lang.world.people)
+    assert [t for _, t in text_to_text(lang, "question", 5, 4, lang.world.people)] == [e.answer.split() for e in qa]
+    facts = text_to_text(lang, "facts", 50, seed=4, people=lang.world.people)
+    assert {t[0] for _, t in facts} == {"lives_in", "works_for"}
+    assert all(set(t[1:]) <= set(i) for i, t in facts)  # the triple names what the sentence names
+
+
+def test_vocabulary_and_batches():
+    vocab = Vocabulary([["b", "a"], ["a", "c"]])
+    assert vocab.words[:3] == ["<pad>", "</s>", "<unk>"] and vocab.encode(["a", "zzz"])[-2:] == [2, 1]
+    assert vocab.decode(vocab.encode(["c", "a"]) + [0, 0]) == ["c", "a"]
+    batch = batch_of([(["a", "b"], ["c"]), (["a"], ["c", "b"])], vocab)
+    assert batch["input_ids"].shape == (2, 3) and batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert batch["labels"][0, -1] == -100 and batch["labels"][1, -1] == 1
+
+
+def test_bias_curves_read_the_models_table():
+    model = tiny_t5(chapter_config(), 50)
+    curves = bias_by_offset(model, range(-3, 4))
+    table = model.encoder.position_bias().weight
+    assert torch.allclose(torch.tensor(curves["encoder"])[:, 3], table[0])  # offset 0 -> bucket 0
+    assert torch.allclose(torch.tensor(curves["encoder"])[:, 4], table[17])  # offset +1 -> bucket 16 + 1
+    assert torch.allclose(torch.tensor(curves["decoder"])[:, 0], model.decoder.position_bias().weight[3])
+
+
+def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypatch):
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    recipe = chapter_config(pretrain_steps=2, finetune_steps=2, batch_size=4, train_examples=20, eval_examples=4,
+                            documents=30, objectives=("drop_tokens", "random_spans"))
+    results = objective_runs(recipe)
+    assert set(results["runs"]) == {"no pretraining", "drop_tokens", "random_spans"}
+    assert results["runs"]["no pretraining"]["pretrain_loss"] is None
+    assert all(set(run["scores"]) == set(TASKS) for run in results["runs"].values())
+    assert len(results["bias"]["encoder"]) == recipe.num_heads and len(results["offsets"]) == 81
+    assert objective_runs(recipe) == results  # read back from the cache
+    bart = noising_runs(recipe)
+    assert set(bart) == set(recipe.noisings) and all(set(run["scores"]) == set(TASKS) for run in bart.values())
+
+
+def test_bart_corruptions_compose():
+    doc = "a b c . d e . f g h i .".split()
+    g = torch.Generator().manual_seed(0)
+    both = bart_corrupt("text_infilling+sentence_permutation", doc, g)
+    assert "<M>" in both and set(both) - {"<M>"} <= set(doc)
+    assert bart_corrupt("document_rotation", doc, torch.Generator().manual_seed(1)) != doc
+    with pytest.raises(ValueError, match="joined by"):
+        bart_corrupt("shuffle", doc, g)
