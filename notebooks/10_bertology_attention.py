@@ -64,12 +64,12 @@ from lecture_lib.analysis.syntactic_heads import align_words, syntactic_heads
 from lecture_lib.chapters.ch10_bertology_attention import (
     DEPENDENCY_RELATIONS,
     chapter_config,
+    course_bert,
     documentation_pairs,
     load_minilm,
     masked_lm_accuracy,
     masked_sentences,
     mlm_loss,
-    course_bert,
     synthetic_sentences,
     token_frequencies,
     word_maps,

@@ -179,7 +179,7 @@ def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequenc
 
 
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
-OBJECTIVES = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked"),
+TABLE5_ROWS = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked"),
               "LTR & No NSP": (None, "left-to-right")}
 # Table 6's sizes as (layers L, width H, heads A): the middle one is the ablations' default shape.
 TABLE6_SIZES = {"quick": ((1, 16, 2), (1, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (4, 256, 4), (6, 256, 8))}
@@ -230,7 +230,7 @@ def _with_pretrain(config: ch05.ChapterConfig, objective: dict | None = None, mo
 
 
 def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bool = False) -> dict[str, dict]:
-    """BERT's Table 5 in shape: the rows of :data:`OBJECTIVES` pretrained on the synthetic language, each
+    """BERT's Table 5 in shape: the rows of :data:`TABLE5_ROWS` pretrained on the synthetic language, each
     scored on the same held-out masked positions (``mask_accuracy``: at those showing ``[MASK]``, from both
     sides or, for the left-to-right LM, from the left only) and fine-tuned on :func:`downstream_task`
     (``downstream``: Matthews' correlation), with the same fine-tuning from random weights as a baseline
@@ -244,7 +244,7 @@ def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bo
         held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
         task = downstream_task(held_out.tokenizer, config)
         rows = {name: _scores(_with_pretrain(config, dict(pairs=pairs)), lm, held_out, task, progress)
-                for name, (pairs, lm) in OBJECTIVES.items()}
+                for name, (pairs, lm) in TABLE5_ROWS.items()}
         rows["No pretraining"] = {"downstream": _downstream(task, config.pretrain.model, config)}
         path.write_text(json.dumps(rows, indent=2) + "\n")
 
