@@ -41,8 +41,8 @@ from lecture_lib.train import cpu_threads
 # models by MLM accuracy on this text (they barely pass the unigram guess), long enough for the pair tasks.
 # The sharing runs replace the data and optimisation with :data:`SHARING_RECIPE`. As in chapter 04, no
 # dropout and N(0, 0.1) initialisation at this width. ``full`` (a GPU): 6 layers of H = 256, E = 64, an
-# 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens, and every row of Tables 3 and 4. Unnamed fields keep the defaults of AlbertConfig (ALBERT-base's),
-# DataConfig, ObjectiveConfig and OptimizationConfig.
+# 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens, and every row of Tables 3 and 4. Unnamed
+# fields keep the defaults of AlbertConfig (ALBERT-base's), DataConfig, ObjectiveConfig and OptimizationConfig.
 QUICK = dict(
     model=dict(model_type="albert", hidden_size=64, embedding_size=16, num_hidden_layers=4, num_attention_heads=4,
                intermediate_size=256, initializer_range=0.1, classifier_dropout_prob=0.0),
