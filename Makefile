@@ -18,10 +18,12 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-## book: execute every notebook (quick profile) and render the HTML book into _build/html
+## book: execute every notebook (quick profile), render the HTML book into _build/html, then check that it
+## loads nothing from the web (check_offline) and opens without script errors in Chromium (check_browser)
 book: $(VENV)/.installed
 	LECTURE_PROFILE=quick $(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --warningiserror --keep-going
 	$(BIN)/python book/check_offline.py $(BOOK)
+	$(BIN)/python book/check_browser.py $(BOOK)
 
 ## test: unit tests and every notebook executed by nbval (quick profile), on WORKERS processes
 ## (pytest-xdist; --dist loadfile keeps each file, so each notebook's cells, on one worker)
