@@ -276,7 +276,7 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 # fine-tuned:
 
 # %%
-print(f"Training {1 + len(recipe.objectives)} tiny T5s (section 7): about 45 s on one CPU core in the quick "
+print(f"Training {1 + len(recipe.objectives)} tiny T5s (section 7): about 35 s on one CPU core in the quick "
       "profile, once; later runs read them from the cache.")
 results = objective_runs(recipe)
 curves, offsets = results["bias"], results["offsets"]
@@ -443,10 +443,27 @@ rows += [[name, *(run["scores"][t] for t in TASKS), run["pretrain_loss"], *paper
 show_reproduction(
     "ch09-bart-table1", "Paper (Lewis et al., 2020), Table 1: one noising function per row (base size), then "
     "fine-tuning", header, rows,
-    note="Ours: exact match (token F1 for facts) on 100 unseen-name examples per task. Reproduced: every "
-    "fine-tuned BART beats the majority answer on every task (3 seeds of the initialisation).")
+    note="Ours: exact match (token F1 for facts) on 100 unseen-name examples per task. On four "
+    "initialisations: every fine-tuned BART beats the majority answer on every task, and both noisings beat no "
+    "pretraining on facts. Not reproduced: the paper's gap between text infilling and document rotation; after "
+    "150 steps rotation is as good a pretraining as infilling here.")
+# Checked on four initialisations of the model in the quick profile (this one and three more seeds):
 for name, run in bart_runs.items():  # a model that answers every input alike scores the majority answer at best
-    assert all(run["scores"][t] > baseline[t] + 0.05 for t in TASKS), name  # held on 3 seeds of the initialisation
+    assert all(run["scores"][t] > baseline[t] + 0.05 for t in TASKS), name
+for name in recipe.noisings:  # facts F1 gained 0.05-0.11 from each noising, on every initialisation
+    assert bart_runs[name]["scores"]["facts"] > bart_runs["no pretraining"]["scores"]["facts"], name
+
+# %% [markdown]
+# The tiny BART now learns every task. Pretraining helps the
+# task that copies most, facts (F1 0.46 without pretraining, 0.52 after text infilling, 0.54 after document
+# rotation), and text infilling helps the question too (0.23 to 0.31). Over four initialisations of the
+# model (this one and three more seeds; `tiny_bart` seeds it), no pretraining scored 0.23-0.31 on the
+# question and 0.41-0.48 on facts, text infilling 0.31-0.38 and 0.52-0.54, document rotation 0.23-0.32 and
+# 0.52-0.54; entailment moved between 0.62 and 0.99 with the seed alone, so we read nothing into that
+# column. What does not reproduce is BART's verdict on document rotation (77.2 against 90.8 SQuAD F1). Our
+# documents are three short sentences, so rebuilding a rotated one is copying it and finding where it
+# starts, and after 150 steps that copying is the lesson both noisings teach. The pretraining losses are
+# not comparable with T5's: BART's decoder writes the whole document, most of which it can copy.
 
 # %% [markdown]
 # ## What we saw
@@ -461,7 +478,8 @@ for name, run in bart_runs.items():  # a model that answers every input alike sc
 # | objectives: span corruption ≈ BERT-style > prefix LM > deshuffling | T5 Tables 4–5 | not reproduced: after 150 pretraining steps BERT-style, whose decoder writes the whole text, fine-tunes best on question (0.38 exact match) and facts (0.52 F1); random spans ends below no pretraining (0.18 and 0.30 against 0.24 and 0.36); one seed, 100 test examples per task (section 7; the full profile runs all six objectives) |
 # | pretraining helps over none | T5 Table 1 | for BERT-style on the copying tasks, by 14-16 points; not for random spans at this scale (section 7) |
 # | BART = Transformer + learned positions (+2) | BART §2.1 | our stacks are chapter 02's layers; equal to `transformers` (tests) |
-# | BART's five corruptions | BART Figure 2 | implemented and shown (section 9); Table 1 not trained in the quick profile: our tiny BART did not fine-tune after 150 denoising steps |
+# | BART's five corruptions | BART Figure 2 | implemented and shown (section 9) |
+# | BART's Table 1: infilling best, rotation far behind | BART Table 1 | partly: with weights drawn at the scale of the width (BART's 0.02 made the tiny decoder ignore the encoder), every BART beats the majority answer and both noisings beat no pretraining on facts (0.52, 0.54 against 0.46 F1; four initialisations); rotation is not behind infilling at 150 steps (section 9) |
 #
 # ## Exercises
 #

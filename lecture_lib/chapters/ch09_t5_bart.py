@@ -343,8 +343,8 @@ def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
     Every matrix and the embedding are drawn from N(0, σ²) with σ = ``recipe.bart_init_std``, by default
     d_model^-1/2. BART's own σ = 0.02 suits its widths (768^-1/2 = 0.036, 1024^-1/2 = 0.031); at width 64
     it makes each sublayer's output about (0.02² · 64)^-1 = 40 times smaller than the residual stream it is
-    added to, so the post-LN decoder starts (and, in a short run, stays) a language model of its own
-    prefix that ignores the encoder and answers every input alike.
+    added to, so the post-LN decoder starts as a language model of its own prefix that ignores the encoder
+    (in the chapter's short runs it then fine-tuned to nearly one answer per task).
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
