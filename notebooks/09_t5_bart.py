@@ -323,8 +323,9 @@ show_reproduction(
     "ch09-t5-objectives", "Paper (Raffel et al., 2020), Tables 1, 4, 5 and 7: one objective per row, then "
     "fine-tuning on every task", header, rows,
     note="Ours: exact match (token F1 for facts) on 100 unseen-name examples per task, one seed. Not reproduced: "
-    "the paper's ranking (span corruption ≈ BERT-style > prefix LM > deshuffling). After 150 steps the "
-    "objectives whose decoder writes the whole text fine-tune best on the copying tasks (question, facts).")
+    "the paper's ranking (span corruption ≈ BERT-style > prefix LM > deshuffling). After 150 steps BERT-style, "
+    "whose decoder writes the whole text, fine-tunes best on the copying tasks (question, facts), and random "
+    "spans ends below no pretraining there.")
 assert set(results["runs"]) == {"no pretraining", *recipe.objectives}
 
 # %% [markdown]
