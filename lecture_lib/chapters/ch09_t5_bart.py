@@ -53,6 +53,7 @@ class Recipe:
     lr: float
     objectives: tuple[str, ...]
     noisings: tuple[str, ...] = ("text_infilling", "document_rotation")
+    bart_init_std: float | None = None  # None: d_model ** -0.5 (see :func:`tiny_bart`)
     train_examples: int = 2000  # per task
     eval_examples: int = 100  # per task
     documents: int = 4000
@@ -61,12 +62,14 @@ class Recipe:
 
 
 # ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
-# vocabulary, 150 pretraining and 200 fine-tuning steps of 32 examples (about 12 s of CPU per objective),
-# no dropout; the six objectives of T5's Table 3, plus no pretraining at all; and a BART of the same sizes
-# for two rows of BART's Table 1 (text infilling, document rotation). ``full`` (a GPU or a long CPU run):
-# 4 + 4 layers of width 128, 3,000 + 1,500 steps, six rows of BART's table.
+# vocabulary, 150 pretraining and 200 fine-tuning steps of 32 examples (about 12 s of CPU per pretrained
+# model), no dropout; two objectives of T5's Table 3 (BERT-style, which writes the whole text, and random
+# spans, which writes only what was hidden) plus no pretraining at all; and a BART of the same sizes for two
+# rows of BART's Table 1 (text infilling, its best; document rotation, its worst) plus no pretraining.
+# ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 + 1,500 steps, all six objectives and
+# six rows of BART's table.
 QUICK = Recipe(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
-               batch_size=32, lr=3e-3, objectives=OBJECTIVES)
+               batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans"))
 FULL = Recipe(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
               batch_size=64, lr=1e-3, objectives=OBJECTIVES,
               noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
@@ -81,6 +84,17 @@ PAPER_ROWS = {
     "replace_spans": (83.28, 19.24, 80.88),
     "drop_tokens": (84.44, 19.31, 80.52),
     "random_spans": (83.49, 19.62, 81.84),  # Table 7, mean span length 3
+}
+
+# BART's Table 1 (base size, 1M steps; the columns that our tasks mirror): SQuAD 1.1 F1, MNLI accuracy, and
+# CNN/DM perplexity (lower is better). BART's table has no row without pretraining.
+BART_PAPER_ROWS = {
+    "token_masking": (90.4, 84.1, 6.10),
+    "token_deletion": (90.4, 84.1, 5.87),
+    "text_infilling": (90.8, 84.0, 5.83),
+    "document_rotation": (77.2, 75.3, 10.59),
+    "sentence_permutation": (85.4, 81.5, 7.89),
+    "text_infilling+sentence_permutation": (90.8, 83.8, 5.41),
 }
 
 
@@ -326,19 +340,28 @@ def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list
 def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
     """A BART of the recipe's sizes on the chapter's vocabulary (pad 0; </s> 1 ends and starts decoding).
 
+    Every matrix and the embedding are drawn from N(0, σ²) with σ = ``recipe.bart_init_std``, by default
+    d_model^-1/2. BART's own σ = 0.02 suits its widths (768^-1/2 = 0.036, 1024^-1/2 = 0.031); at width 64
+    it makes each sublayer's output about (0.02² · 64)^-1 = 40 times smaller than the residual stream it is
+    added to, so the post-LN decoder starts as a language model of its own prefix that ignores the encoder
+    (in the chapter's short runs it then fine-tuned to nearly one answer per task).
+
     Taught in: 09_t5_bart ("BART's noising functions").
     """
     torch.manual_seed(seed_of("ch09 bart model"))
+    init_std = recipe.d_model ** -0.5 if recipe.bart_init_std is None else recipe.bart_init_std
     return BartForConditionalGeneration(BartConfig(
         vocab_size=vocab_size, max_position_embeddings=256, d_model=recipe.d_model, encoder_layers=recipe.num_layers,
         decoder_layers=recipe.num_layers, encoder_attention_heads=recipe.num_heads,
         decoder_attention_heads=recipe.num_heads, encoder_ffn_dim=recipe.d_ff, decoder_ffn_dim=recipe.d_ff,
-        dropout=0.0, pad_token_id=0, bos_token_id=1, eos_token_id=1, decoder_start_token_id=1))
+        dropout=0.0, init_std=init_std, pad_token_id=0, bos_token_id=1, eos_token_id=1, decoder_start_token_id=1))
 
 
 def noising_runs(recipe: Recipe | None = None) -> dict:
-    """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned and
-    scored as :func:`objective_runs` does. Returns ``{noising: {"pretrain_loss", "scores"}}``, cached as JSON.
+    """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe (and one not
+    pretrained), then fine-tuned and scored as :func:`objective_runs` does.
+
+    Returns ``{"no pretraining" or noising: {"pretrain_loss", "scores": {task: score}}}``, cached as JSON.
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
@@ -346,9 +369,10 @@ def noising_runs(recipe: Recipe | None = None) -> dict:
 
     def build(path: Path) -> None:
         data = TextToTextData(recipe)
-        runs = {name: pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)),
-                                             data.noising_batches(name, recipe.batch_size), data, recipe)
-                for name in recipe.noisings}
+        runs = {}
+        for name in ("no pretraining", *recipe.noisings):
+            batches = None if name == "no pretraining" else data.noising_batches(name, recipe.batch_size)
+            runs[name] = pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)), batches, data, recipe)
         path.write_text(json.dumps(runs, indent=2) + "\n")
 
     return cached(f"bart-noising-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))

@@ -14,6 +14,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
     noising_runs,
     objective_runs,
     text_to_text,
+    tiny_bart,
     tiny_t5,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
@@ -63,7 +64,16 @@ def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypa
     assert len(results["bias"]["encoder"]) == recipe.num_heads and len(results["offsets"]) == 81
     assert objective_runs(recipe) == results  # read back from the cache
     bart = noising_runs(recipe)
-    assert set(bart) == set(recipe.noisings) and all(set(run["scores"]) == set(TASKS) for run in bart.values())
+    assert set(bart) == {"no pretraining", *recipe.noisings} and bart["no pretraining"]["pretrain_loss"] is None
+    assert all(set(run["scores"]) == set(TASKS) for run in bart.values())
+
+
+def test_tiny_bart_is_initialised_at_the_scale_of_its_width():
+    recipe = chapter_config(d_model=64, d_ff=256)
+    default, bart_own = tiny_bart(recipe, 500), tiny_bart(chapter_config(bart_init_std=0.02), 500)
+    for model, std in ((default, 64 ** -0.5), (bart_own, 0.02)):
+        assert model.model.shared.weight.std().item() == pytest.approx(std, rel=0.05)
+        assert model.model.encoder.layers[0].ffn.fc1.weight.std().item() == pytest.approx(std, rel=0.05)
 
 
 def test_bart_corruptions_compose():
