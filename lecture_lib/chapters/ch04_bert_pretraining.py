@@ -2,7 +2,7 @@
 from the disk cache) and its ablations.
 
 Two texts. The Python documentation (real English, ``QUICK``/``FULL``) is what the chapter's data pipeline
-cuts, masks and pairs, and a BERT pretrained on it for the quick profile's 20 seconds learns word
+cuts, masks and pairs, and a BERT pretrained on it for the quick profile's 400 steps learns word
 frequencies and little more. Chapter 05's synthetic language (``SYNTHETIC_QUICK``/``SYNTHETIC_FULL``: about
 300 words, a grammar with agreement) is learned within the same budget well enough to show a BERT using
 context, and so carries the experiments: the masking ablation (BERT's Table 8), the objectives (Table 5:
@@ -42,9 +42,9 @@ from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import current, pick
 from lecture_lib.train import cpu_threads
 
-# ``quick`` (the notebook, two CPU cores, about 20 s): a 2-layer BERT of width H = 64 with 4 heads and a
-# 2,000-token vocabulary, 1,000 steps of 16 pairs of 64 tokens (about 4 passes over the corpus's 200k
-# prose tokens). At that size dropout only slows learning, and BERT's initialisation, N(0, 0.02) for a
+# ``quick`` (the notebook, one CPU core, about 10 s): a 2-layer BERT of width H = 64 with 4 heads and a
+# 2,000-token vocabulary, 400 steps of 16 pairs of 64 tokens (about 2 passes over the corpus's 200k
+# prose tokens: enough to show what English needs, which is far more). At that size dropout only slows learning, and BERT's initialisation, N(0, 0.02) for a
 # width of 768, is too small for a width of 64: we use 0.1. Matrices this small are multiplied fastest
 # by one CPU thread (two mostly wait for each other, badly so on a busy machine). ``full`` (a GPU):
 # BERT-mini's shape, 4 layers of H = 256 with an 8,000-token vocabulary, 128-token pairs, 4,000 steps
@@ -54,7 +54,7 @@ QUICK = dict(
     model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
     data=dict(vocab_size=2000, seq_len=64),
-    train=dict(steps=1000, batch_size=16, lr=2e-3, warmup_steps=100, eval_every=100, num_threads=1),
+    train=dict(steps=400, batch_size=16, lr=2e-3, warmup_steps=40, eval_every=100, num_threads=1),
 )
 FULL = dict(
     model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -76,7 +76,7 @@ def chapter_config(**overrides) -> PretrainConfig:
 # documentation model's shape, 600 steps of 32 pairs on 2,000 documents of three sentences (about 20 s on
 # one core); a 700-token vocabulary, which keeps nearly every word of the language whole (1,000 would
 # keep all: the trainer stops at 722), so that fill-mask can name whole words. The downstream score of
-# the ablations fine-tunes on chapter 05's acceptability task, 100 steps of 32 on 1,000 examples. ``full``:
+# the ablations fine-tunes on chapter 05's acceptability task, 50 steps of 32 on 1,000 examples. ``full``:
 # BERT-mini's width, 4 layers, 4,000 steps on 20,000 documents.
 SYNTHETIC_QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
@@ -112,14 +112,14 @@ def synthetic_bert(config: ch05.ChapterConfig | None = None, *, progress: bool =
 
 
 def ablation_config(**overrides) -> ch05.ChapterConfig:
-    """The ablations' runs: the synthetic language's model and data, fewer steps each (200 quick, 2,000 full),
-    and in the quick profile 100 fine-tuning steps for the downstream score.
+    """The ablations' runs: the synthetic language's model and data, fewer steps each (150 quick, 2,000 full),
+    and in the quick profile 50 fine-tuning steps for the downstream score.
 
     Taught in: 04_bert_pretraining ("The masking ablation", "BERT's ablations: objectives and size").
     """
-    steps = pick(quick=200, full=2000)
+    steps = pick(quick=150, full=2000)
     shorter = dict(pretrain=dict(train=dict(steps=steps, warmup_steps=steps // 10, eval_every=0)),
-                   finetune=dict(steps=pick(quick=100, full=2000)))
+                   finetune=dict(steps=pick(quick=50, full=2000)))
     return synthetic_config(**merge_dicts(shorter, overrides))
 
 
@@ -127,7 +127,7 @@ def small_pretrained_bert(config: PretrainConfig | None = None, *, data: Pretrai
                           progress: bool = False) -> PretrainResult:
     """The chapter's small pretrained BERT: trained once per recipe, then read from the disk cache.
 
-    The first call trains (``chapter_config()``: about 20 seconds on two CPU cores in the quick
+    The first call trains (``chapter_config()``: about 10 seconds on one CPU core in the quick
     profile) inside ``<cache>/bert-<key>.partial`` (checkpointed: an interrupted run resumes)
     and renames it to ``<cache>/bert-<key>`` when done; later calls load it. Training is
     seeded, so a cold cache rebuilds the same model. ``data`` (built from the same ``config``) saves
