@@ -166,10 +166,11 @@ class StructuralProbe(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         z = hidden @ self.proj.T  # (N, W, k)
+        norms = (z * z).sum(-1)  # (N, W)
         if self.depth:
-            return (z * z).sum(-1)
-        difference = z[:, :, None, :] - z[:, None, :, :]  # (N, W, W, k)
-        return (difference * difference).sum(-1)
+            return norms
+        # |z_i - z_j|^2 = |z_i|^2 + |z_j|^2 - 2 z_i . z_j, without forming the (N, W, W, k) differences
+        return norms[:, :, None] + norms[:, None, :] - 2 * z @ z.transpose(1, 2)
 
 
 def pad_sentences(rows: Sequence[torch.Tensor], square: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
