@@ -165,7 +165,10 @@ class StructuralProbe(nn.Module):
         self.proj = nn.Parameter(torch.empty(rank, hidden_size).uniform_(-0.05, 0.05, generator=generator))
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        z = hidden @ self.proj.T  # (N, W, k)
+        return self.geometry(hidden @ self.proj.T)
+
+    def geometry(self, z: torch.Tensor) -> torch.Tensor:
+        """Squared norms (N, W) or squared distances (N, W, W) of projected vectors ``z = B h`` (N, W, k)."""
         norms = (z * z).sum(-1)  # (N, W)
         if self.depth:
             return norms
@@ -211,11 +214,12 @@ def fit_structural_probe(probe: StructuralProbe, hidden: Sequence[torch.Tensor],
 
     Taught in: 11_bertology_probing ("The structural probe").
     """
-    x, mask = pad_sentences(hidden)
-    y, _ = pad_sentences([t.float() for t in targets], square=not probe.depth)
+    words = torch.cat(list(hidden))  # (total words, H): projecting these, not the padding, saves time
+    y, mask = pad_sentences([t.float() for t in targets], square=not probe.depth)
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
     for _ in tqdm(range(steps), desc=description, disable=description is None, leave=False):
         optimizer.zero_grad()
-        structural_loss(probe(x), y, mask).backward()
+        z = torch.zeros(*mask.shape, probe.proj.shape[0]).masked_scatter(mask[..., None], words @ probe.proj.T)
+        structural_loss(probe.geometry(z), y, mask).backward()
         optimizer.step()
     return probe

@@ -52,21 +52,22 @@ class ProbingChapterConfig:
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
     """
 
-    train_sentences: int = 400
-    test_sentences: int = 200
+    train_sentences: int = 300
+    test_sentences: int = 150
     probe_steps: int = 100  # full-batch Adam steps of each probing classifier
     structural_steps: int = 100  # ... and of each structural probe
     structural_rank: int = 64
-    ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
     agreement_sentences: int = 600
     cloze_facts: int = 150
     seed: int = 0
 
 
-# ``quick``: 400 training and 200 test sentences (about 3,300 and 1,700 words), 100 steps per probe.
-# ``full``: ten times the sentences, three times the steps, every fact of the world.
+# ``quick``: 300 training and 150 test sentences (about 2,500 and 1,250 words), 100 steps per probe, ranks up
+# to 128. ``full``: ten times the sentences, three times the steps, ranks up to 256, every fact of the world.
 QUICK = dict()
-FULL = dict(train_sentences=4000, test_sentences=2000, probe_steps=300, structural_steps=300,
+FULL = dict(train_sentences=3000, test_sentences=1500, probe_steps=300, structural_steps=300,
+            ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256),
             agreement_sentences=6000, cloze_facts=10_000)
 
 
@@ -182,62 +183,63 @@ def _kept(sentence: Sentence) -> torch.Tensor:
 
 def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Sequence[torch.Tensor],
                       train: Sequence[Sentence], test: Sequence[Sentence], rank: int, steps: int,
-                      seed: int) -> dict:
-    """Fit a distance and a depth probe of rank ``rank`` on one layer's (W, H) vectors per sentence and score
-    them on the test sentences: UUAS, DSpr, root% and NSpr (punctuation left out), and the first three
-    predicted trees (edges among the kept words).
+                      seed: int, depth: bool = True) -> dict:
+    """Fit a distance probe (and, with ``depth``, a depth probe) of rank ``rank`` on one layer's (W, H)
+    vectors per sentence and score them on the test sentences: UUAS, DSpr, the first three predicted trees
+    (edges among the kept words), and root% and NSpr; punctuation is left out.
 
     Taught in: 11_bertology_probing ("The structural probe").
     """
     hidden = train_vectors[0].shape[-1]
+    kept = [_kept(s) for s in test]
     distance = fit_structural_probe(StructuralProbe(hidden, rank, generator=generator("ch11 distance", seed)),
                                     train_vectors, [tree_distances(s.heads) for s in train], steps)
-    depth = fit_structural_probe(StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
-                                 train_vectors, [tree_depths(s.heads) for s in train], steps)
-    trees, gold, predicted, true, roots, depths, true_depths = [], [], [], [], [], [], []
     with torch.no_grad():
-        for v, s in zip(test_vectors, test):
-            k = _kept(s)
-            d = distance(v[None])[0][k][:, k]
-            trees.append(minimum_spanning_tree(d))
-            gold.append(gold_edges(s.heads, k.tolist()))
-            predicted.append(d)
-            true.append(tree_distances(s.heads)[k][:, k])
-            depth_of = depth(v[None])[0][k]
-            roots.append(int(depth_of.argmin()) == int(k[:s.heads.index(0)].sum()))
-            depths.append(depth_of)
-            true_depths.append(tree_depths(s.heads)[k])
-    return dict(uuas=uuas(trees, gold), dspr=length_averaged_spearman(predicted, true),
-                root=sum(roots) / len(roots), nspr=length_averaged_spearman(depths, true_depths),
-                trees=[sorted(t) for t in trees[:3]])
+        predicted = [distance(v[None])[0][k][:, k] for v, k in zip(test_vectors, kept)]
+    trees = [minimum_spanning_tree(d) for d in predicted]
+    scores = dict(uuas=uuas(trees, [gold_edges(s.heads, k.tolist()) for s, k in zip(test, kept)]),
+                  dspr=length_averaged_spearman(predicted, [tree_distances(s.heads)[k][:, k]
+                                                            for s, k in zip(test, kept)]),
+                  trees=[sorted(t) for t in trees[:3]])
+    if depth:
+        probe = fit_structural_probe(StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
+                                     train_vectors, [tree_depths(s.heads) for s in train], steps)
+        with torch.no_grad():
+            depths = [probe(v[None])[0][k] for v, k in zip(test_vectors, kept)]
+        roots = [int(d.argmin()) == int(k[:s.heads.index(0)].sum()) for d, s, k in zip(depths, test, kept)]
+        scores.update(root=sum(roots) / len(roots),
+                      nspr=length_averaged_spearman(depths, [tree_depths(s.heads)[k] for s, k in zip(test, kept)]))
+    return scores
 
 
 def structural_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
-                       rank_sweep: bool = False) -> dict:
+                       rank_sweep: bool = False, depth: bool = True) -> dict:
     """The structural probe on every layer (``layers``: one dict of scores per layer, see
-    :func:`structural_scores`) and, with ``rank_sweep``, over :attr:`~ProbingChapterConfig.ranks` at the
-    layer of best UUAS (``ranks``: rank -> scores); cached per (model, recipe).
+    :func:`structural_scores`; the depth probe too with ``depth``) and, with ``rank_sweep``, the distance
+    probe over :attr:`~ProbingChapterConfig.ranks` at the layer of best UUAS (``ranks``: rank -> scores);
+    cached per (model, recipe).
 
     Taught in: 11_bertology_probing ("The structural probe").
     """
     def run() -> dict:
         train, test = treebank(config)
         vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+
+        def at(layer: int, rank: int, with_depth: bool) -> dict:
+            return structural_scores([v[layer] for v in vectors[0]], [v[layer] for v in vectors[1]], train, test,
+                                     rank, config.structural_steps, seed_of(config.seed, layer, rank), with_depth)
+
         layers = len(vectors[0][0])
-        scores = [structural_scores([v[layer] for v in vectors[0]], [v[layer] for v in vectors[1]], train, test,
-                                    config.structural_rank, config.structural_steps, seed_of(config.seed, layer))
-                  for layer in tqdm(range(layers), desc=f"{model_name}: layers")]
-        out = dict(layers=scores)
+        out = dict(layers=[at(layer, config.structural_rank, depth)
+                           for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
         if rank_sweep:
-            best = max(range(layers), key=lambda layer: scores[layer]["uuas"])
-            out["best_layer"] = best
-            out["ranks"] = {str(rank): structural_scores([v[best] for v in vectors[0]], [v[best] for v in vectors[1]],
-                                                         train, test, rank, config.structural_steps,
-                                                         seed_of(config.seed, best, rank))
-                            for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")}
+            best = max(range(layers), key=lambda layer: out["layers"][layer]["uuas"])
+            out.update(best_layer=best, ranks={str(rank): at(best, rank, False)
+                                               for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")})
         return out
 
-    return _json_cached(f"ch11-structural-{model_name}", {"config": asdict(config), "sweep": rank_sweep}, run)
+    recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth}
+    return _json_cached(f"ch11-structural-{model_name}", recipe, run)
 
 
 # ---------------------------------------------------------------- cloze probes of the course's BERT
