@@ -49,7 +49,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from lecture_lib import profile
-from lecture_lib.analysis.cloze import cloze_scores, form_preference, majority_baseline, ranked
+from lecture_lib.analysis.cloze import cloze_scores, form_preference, frequency_baseline, ranked
 from lecture_lib.analysis.probes import control_labels, fit_probe, linear_probe, probe_accuracy
 from lecture_lib.analysis.structural_probe import (
     gold_edges,
@@ -416,7 +416,7 @@ print(f"KL(affirmative || negated) over the candidates, mean {sum(kl) / len(kl):
 assert len(top1["affirmative"]) == len(top1["negated"])  # both rates are measured on the same facts
 
 # %% [markdown]
-# ## 7. Cloze knowledge: what the course's BERT knows about its world
+# ## 7. Cloze knowledge of the world
 #
 # LAMA (Petroni et al. 2019) turns facts into cloze sentences and scores precision at 1: how often the
 # model's top candidate is the true object. Its baseline answers every query of a relation with the
@@ -441,7 +441,7 @@ assert abs(cloze_scores(course.model, course.tokenizer, query, ".", [candidate])
 rows = []
 for relation in RELATIONS:
     mine = [hit for hit, row in zip(top1["affirmative"], facts) if row["fact"]["relation"] == relation]
-    answer, share = majority_baseline(world_objects(relation))
+    answer, share = frequency_baseline(world_objects(relation))
     rows.append([relation, len(mine), round(sum(mine) / len(mine), 3), f"{share:.3f} ({answer})",
                  round(1 / len(candidates_for(relation)), 3)])
 show_reproduction(

@@ -3,8 +3,8 @@ synthetic language and a randomly initialised twin of MiniLM), the gold labels e
 synthetic language, and the cached runs of the probes.
 
 Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing classifiers, layer by layer",
-"The structural probe", "Subject-verb agreement across attractors", "Cloze knowledge: what the course's BERT
-knows about its world").
+"The structural probe", "Subject-verb agreement across attractors", "Negation: does the answer change?",
+"Cloze knowledge of the world").
 """
 
 from __future__ import annotations
@@ -288,7 +288,7 @@ def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sente
 def candidates_for(relation: str) -> list[str]:
     """The objects a relation can take: the world's cities, or its organisations for ``works_for``.
 
-    Taught in: 11_bertology_probing ("Cloze knowledge: what the course's BERT knows about its world").
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
     """
     return list(ORGANISATIONS if relation == "works_for" else CITIES)
 
@@ -297,7 +297,7 @@ def cloze_query(sentence: Sentence) -> tuple[str, str]:
     """A fact sentence with its object blanked: the text left and right of the object's name (its last
     occurrence: "Acme employs Anna Berg ." asks for the organisation at the start).
 
-    Taught in: 11_bertology_probing ("Cloze knowledge: what the course's BERT knows about its world").
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
     """
     if sentence.fact is None:
         raise ValueError(f"expected a fact sentence, got {sentence.text!r}")
@@ -311,7 +311,7 @@ def fact_probe(model: nn.Module, tokenizer, config: ProbingChapterConfig) -> lis
     """For facts of the world drawn at random: the affirmative and the negated sentence with the object
     blanked, and every candidate's score in each (:func:`~lecture_lib.analysis.cloze.cloze_scores`).
 
-    Taught in: 11_bertology_probing ("Cloze knowledge: what the course's BERT knows about its world").
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
     """
     language = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed)
     rng = random.Random(seed_of("ch11 facts", config.seed))
@@ -331,7 +331,7 @@ def fact_probe(model: nn.Module, tokenizer, config: ProbingChapterConfig) -> lis
 def world_objects(relation: str) -> list[str]:
     """Every object the world holds for ``relation`` (one per subject), for the frequency baseline.
 
-    Taught in: 11_bertology_probing ("Cloze knowledge: what the course's BERT knows about its world").
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
     """
     world = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed).world
     return [f.object for f in world.facts() if f.relation == relation]

@@ -5,7 +5,7 @@ import pytest
 import torch
 import transformers
 
-from lecture_lib.analysis.cloze import cloze_scores, form_preference, majority_baseline, ranked
+from lecture_lib.analysis.cloze import cloze_scores, form_preference, frequency_baseline, ranked
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
@@ -47,8 +47,8 @@ def test_form_preference_is_antisymmetric_between_a_sentence_and_its_corrupted_t
         form_preference(model, tokenizer, words, 11, "are")
 
 
-def test_ranked_and_the_majority_baseline():
+def test_ranked_and_the_frequency_baseline():
     assert ranked(["a", "b", "c"], torch.tensor([0.0, 2.0, 1.0]), k=2) == [("b", 2.0), ("c", 1.0)]
-    assert majority_baseline(["x", "y", "y"]) == ("y", pytest.approx(2 / 3))
+    assert frequency_baseline(["x", "y", "y"]) == ("y", pytest.approx(2 / 3))
     with pytest.raises(ValueError, match="at least one"):
-        majority_baseline([])
+        frequency_baseline([])
