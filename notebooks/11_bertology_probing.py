@@ -305,20 +305,26 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Two predicted trees against the gold ones, from MiniLM's best layer: gold edges are drawn above the words,
-# predicted edges below; green below means the probe found the gold edge, red that it did not.
+# Two predicted trees against the gold ones, from MiniLM's best layer (of the first test sentences, the two
+# with the most wrong edges): gold edges are drawn above the words, predicted edges below; green below means
+# the probe found the gold edge, red that it did not. Look at where the red edges go: a probe reads distances
+# from vectors, and two nouns (a subject and an object) can lie closer together than the subject and its verb.
 
 # %%
 best_layer = structural["MiniLM"]["best_layer"]
+shown = [(sentence, {tuple(e) for e in edges})
+         for sentence, edges in zip(test, structural["MiniLM"]["layers"][best_layer]["trees"])]
+shown.sort(key=lambda pair: -len(pair[1] - gold_edges(pair[0].heads, [p != "PUNCT" for p in pair[0].pos])))
 fig, axes = plt.subplots(2, 1, figsize=(11, 4.5))
-for ax, sentence, predicted in zip(axes, test, structural["MiniLM"]["layers"][best_layer]["trees"]):
+for ax, (sentence, predicted) in zip(axes, shown):
     words = [w for w, p in zip(sentence.words, sentence.pos) if p != "PUNCT"]
     true_edges = gold_edges(sentence.heads, [p != "PUNCT" for p in sentence.pos])
-    for edges, sign in ((true_edges, 1), ({tuple(e) for e in predicted}, -1)):
+    for edges, sign in ((true_edges, 1), (predicted, -1)):
         for i, j in edges:
             t = torch.linspace(0, math.pi, 30)
             colour = "black" if sign > 0 else ("tab:green" if (i, j) in true_edges else "tab:red")
-            ax.plot((i + j) / 2 + (j - i) / 2 * torch.cos(t), sign * (j - i) / 2 * torch.sin(t) * 0.5, color=colour)
+            height = sign * (0.4 + 0.25 * (j - i))  # taller arcs for longer edges, visible for neighbours too
+            ax.plot((i + j) / 2 + (j - i) / 2 * torch.cos(t), height * torch.sin(t), color=colour)
     for i, w in enumerate(words):
         ax.text(i, 0, w, ha="center", va="center", bbox=dict(fc="white", ec="none"))
     ax.set_xlim(-1, len(words))

@@ -42,6 +42,7 @@ from lecture_lib.runtime import generator, seed_of
 
 # what each probing classifier predicts, from which words (see :func:`word_labels`)
 PROBING_TASKS = ("pos", "deprel", "entity", "negated")
+SHOWN_TREES = 10  # predicted trees kept per layer, for drawing
 
 
 @dataclass
@@ -185,7 +186,7 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
                       train: Sequence[Sentence], test: Sequence[Sentence], rank: int, steps: int,
                       seed: int, depth: bool = True) -> dict:
     """Fit a distance probe (and, with ``depth``, a depth probe) of rank ``rank`` on one layer's (W, H)
-    vectors per sentence and score them on the test sentences: UUAS, DSpr, the first three predicted trees
+    vectors per sentence and score them on the test sentences: UUAS, DSpr, the first :data:`SHOWN_TREES` predicted trees
     (edges among the kept words), and root% and NSpr; punctuation is left out.
 
     Taught in: 11_bertology_probing ("The structural probe").
@@ -200,7 +201,7 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
     scores = dict(uuas=uuas(trees, [gold_edges(s.heads, k.tolist()) for s, k in zip(test, kept)]),
                   dspr=length_averaged_spearman(predicted, [tree_distances(s.heads)[k][:, k]
                                                             for s, k in zip(test, kept)]),
-                  trees=[sorted(t) for t in trees[:3]])
+                  trees=[sorted(t) for t in trees[:SHOWN_TREES]])
     if depth:
         probe = fit_structural_probe(StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
                                      train_vectors, [tree_depths(s.heads) for s in train], steps)

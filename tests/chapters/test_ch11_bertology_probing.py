@@ -94,4 +94,4 @@ def test_structural_scores_find_the_trees_that_the_vectors_hold(sentences):
     scores = structural_scores(vectors[:50], vectors[50:], short[:50], short[50:], rank=32, steps=300, seed=0)
     assert scores["uuas"] > 0.95 and scores["root"] > 0.9
     assert scores["dspr"] > 0.9 and scores["nspr"] > 0.9
-    assert len(scores["trees"]) == 3
+    assert len(scores["trees"]) == min(10, len(short) - 50)
