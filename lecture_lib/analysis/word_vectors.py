@@ -54,7 +54,7 @@ def word_vectors(model: nn.Module, tokenizer: PieceTokenizer, sentences: Sequenc
         for start in range(0, len(sentences), batch_size):
             aligned = [align_words(tokenizer, words) for words in sentences[start:start + batch_size]]
             ids = [torch.tensor(piece_ids) for piece_ids, _ in aligned]
-            input_ids = pad_sequence(ids, batch_first=True, padding_value=0)
+            input_ids = pad_sequence(ids, batch_first=True, padding_value=0)  # any id: the mask hides it
             attention_mask = pad_sequence([torch.ones_like(i) for i in ids], batch_first=True)
             hidden = torch.stack(encoder(input_ids, attention_mask, output_hidden_states=True).hidden_states, 1)
             for row, (piece_ids, word_of_piece) in enumerate(aligned):
