@@ -1,0 +1,137 @@
+"""Probing classifiers (Liu et al. 2019; Hewitt and Liang 2019): a small classifier trained on frozen
+vectors to predict a property, and a control task that asks whether the probe learned the property or only
+memorised the words.
+
+A linear probe is softmax regression, ``p(y | h) = softmax(W h + b)``; a rank-k probe factors ``W = A B``
+with ``B`` (k, H), so it may only read a k-dimensional projection of ``h``. Both are fitted full-batch with
+Adam on the cross-entropy. The *control task* (Hewitt and Liang 2019) gives every word type a label drawn
+at random from the task's label distribution, once, and keeps it in every context: a probe can solve it
+only by remembering word identities. *Selectivity* = task accuracy - control accuracy: a good probe is
+accurate on the task and poor on the control.
+
+Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+
+def linear_probe(hidden_size: int, num_classes: int, rank: int | None = None,
+                 generator: torch.Generator | None = None) -> nn.Module:
+    """``W h + b`` with ``W`` (C, H), or, with ``rank`` k, ``A (B h) + b`` with ``B`` (k, H) and ``A`` (C, k).
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    if rank is not None and not 1 <= rank <= hidden_size:
+        raise ValueError(f"expected a rank in [1, {hidden_size}], got {rank}")
+    layers = [nn.Linear(hidden_size, rank, bias=False), nn.Linear(rank, num_classes)] if rank else [
+        nn.Linear(hidden_size, num_classes)]
+    for layer in layers:
+        bound = layer.in_features ** -0.5
+        with torch.no_grad():
+            layer.weight.uniform_(-bound, bound, generator=generator)
+            if layer.bias is not None:
+                layer.bias.zero_()
+    return nn.Sequential(*layers)
+
+
+def fit_probe(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor, steps: int = 150,
+              lr: float = 0.01, weight_decay: float = 0.0) -> nn.Module:
+    """Train ``probe`` on (N, H) features and (N,) labels: ``steps`` full-batch Adam steps on the
+    cross-entropy. The features are standardised with the training set's mean and standard deviation first
+    (folded into the probe, which then reads raw vectors), so one learning rate suits every layer.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    if features.shape[0] != labels.shape[0]:
+        raise ValueError(f"expected a label per feature row, got {features.shape[0]} rows, {labels.shape[0]} labels")
+    mean, std = features.mean(0), features.std(0) + 1e-6
+    x = (features - mean) / std
+    optimizer = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        F.cross_entropy(probe(x), labels).backward()
+        optimizer.step()
+    return nn.Sequential(Standardise(mean, std), probe)
+
+
+class Standardise(nn.Module):
+    """``(h - mean) / std`` with the training features' statistics, kept with the probe they trained."""
+
+    def __init__(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+def probe_accuracy(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor) -> float:
+    """Share of rows whose argmax class is the label.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    with torch.no_grad():
+        return (probe(features).argmax(-1) == labels).float().mean().item()
+
+
+def control_labels(words: Sequence[Hashable], labels: Sequence[int], generator: torch.Generator) -> list[int]:
+    """Hewitt and Liang's control task: each distinct word gets one label, drawn from the empirical
+    distribution of ``labels``, and keeps it wherever it occurs. ``words`` and ``labels`` are aligned lists
+    (the training and test words together, so a word has the same control label in both).
+
+    >>> c = control_labels(["a", "dog", "a", "cat"], [0, 1, 0, 1], torch.Generator().manual_seed(0))
+    >>> c[0] == c[2]
+    True
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    if len(words) != len(labels):
+        raise ValueError(f"expected a label per word, got {len(words)} words and {len(labels)} labels")
+    counts = torch.bincount(torch.as_tensor(labels)).double()
+    types = list(dict.fromkeys(words))
+    drawn = torch.multinomial(counts, len(types), replacement=True, generator=generator).tolist()
+    label_of = dict(zip(types, drawn))
+    return [label_of[w] for w in words]
+
+
+@dataclass
+class ProbeScore:
+    """A probe's test accuracy on the task and on its control task; selectivity is their difference.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+
+    accuracy: float
+    control: float
+
+    @property
+    def selectivity(self) -> float:
+        return self.accuracy - self.control
+
+
+def probe_layers(train: Sequence[torch.Tensor], test: Sequence[torch.Tensor], labels: tuple[torch.Tensor, torch.Tensor],
+                 control: tuple[torch.Tensor, torch.Tensor], num_classes: int, generator: torch.Generator,
+                 rank: int | None = None, steps: int = 150, description: str = "layers") -> list[ProbeScore]:
+    """One probe per layer for the task and one for its control: ``train`` and ``test`` hold a (N, H) matrix
+    per layer; ``labels`` and ``control`` are (train, test) label vectors.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    scores = []
+    for x_train, x_test in zip(tqdm(train, desc=description), test):
+        accuracies = []
+        for y_train, y_test in (labels, control):
+            probe = linear_probe(x_train.shape[-1], num_classes, rank, generator)
+            probe = fit_probe(probe, x_train, y_train, steps)
+            accuracies.append(probe_accuracy(probe, x_test, y_test))
+        scores.append(ProbeScore(*accuracies))
+    return scores

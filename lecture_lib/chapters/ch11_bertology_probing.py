@@ -1,0 +1,339 @@
+"""Chapter 11, BERTology II: the chapter's sizes, its three encoders (the real MiniLM, chapter 05's BERT of the
+synthetic language and a randomly initialised twin of MiniLM), the gold labels every probe reads from the
+synthetic language, and the cached runs of the probes.
+
+Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing classifiers, layer by layer",
+"The structural probe", "Subject-verb agreement across attractors", "Negation: does the answer change?",
+"Cloze knowledge of the world").
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from lecture_lib.analysis.cloze import cloze_scores, form_preference
+from lecture_lib.analysis.probes import ProbeScore, control_labels, probe_layers
+from lecture_lib.analysis.structural_probe import (
+    StructuralProbe,
+    fit_structural_probe,
+    gold_edges,
+    length_averaged_spearman,
+    minimum_spanning_tree,
+    tree_depths,
+    tree_distances,
+    uuas,
+)
+from lecture_lib.analysis.word_vectors import word_vectors
+from lecture_lib.cache import cached, key
+from lecture_lib.chapters import ch05_bert_finetuning
+from lecture_lib.chapters.ch10_bertology_attention import synthetic_sentences
+from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
+from lecture_lib.models.bert import BertModel
+from lecture_lib.profile import pick
+from lecture_lib.runtime import generator, seed_of
+
+# what each probing classifier predicts, from which words (see :func:`word_labels`)
+PROBING_TASKS = ("pos", "deprel", "entity", "negated")
+SHOWN_TREES = 10  # predicted trees kept per layer, for drawing
+
+
+@dataclass
+class ProbingChapterConfig:
+    """The chapter's sizes: synthetic sentences to train and test the probes on, optimisation steps of the
+    probes, the structural probe's rank and the ranks swept, and the sentences and facts of the cloze probes.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+
+    train_sentences: int = 300
+    test_sentences: int = 150
+    probe_steps: int = 100  # full-batch Adam steps of each probing classifier
+    structural_steps: int = 100  # ... and of each structural probe
+    structural_rank: int = 64
+    ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+    agreement_sentences: int = 600
+    cloze_facts: int = 150
+    seed: int = 0
+
+
+# ``quick``: 300 training and 150 test sentences (about 2,500 and 1,250 words), 100 steps per probe, ranks up
+# to 128. ``full``: ten times the sentences, three times the steps, ranks up to 256, every fact of the world.
+QUICK = dict()
+FULL = dict(train_sentences=3000, test_sentences=1500, probe_steps=300, structural_steps=300,
+            ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            agreement_sentences=6000, cloze_facts=10_000)
+
+
+def chapter_config(**overrides) -> ProbingChapterConfig:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    return ProbingChapterConfig(**{**pick(quick=QUICK, full=FULL), **overrides})
+
+
+def treebank(config: ProbingChapterConfig) -> tuple[list[Sentence], list[Sentence]]:
+    """Training and test sentences of chapter 05's language, each drawn with a seed of its own.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    return (synthetic_sentences(config.train_sentences, seed_of("ch11 train", config.seed)),
+            synthetic_sentences(config.test_sentences, seed_of("ch11 test", config.seed)))
+
+
+def random_twin(model: BertModel, seed: int) -> BertModel:
+    """A BERT of the same shape as ``model`` with freshly initialised weights (the seed's own draw).
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed_of("ch11 random twin", seed))
+        return BertModel(model.config).eval()
+
+
+def word_labels(sentence: Sentence, task: str) -> list[tuple[int, str]]:
+    """(word index, gold label) pairs a probing task reads from a sentence: ``pos`` every word's UPOS tag,
+    ``deprel`` every word's dependency label, ``entity`` every word's BIO entity tag, ``negated`` whether
+    the main clause is negated, read at the root word only.
+
+    >>> s = SyntheticLanguage(0).sentences(1, seed=1)[0]
+    >>> word_labels(s, "negated") == [(s.heads.index(0), str(s.negated))]
+    True
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    if task == "negated":
+        return [(sentence.heads.index(0), str(sentence.negated))]
+    columns = {"pos": sentence.pos, "deprel": sentence.deprels, "entity": sentence.entities}
+    if task not in columns:
+        raise ValueError(f"unknown probing task {task!r}; expected one of {PROBING_TASKS}")
+    return list(enumerate(columns[task]))
+
+
+def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
+              task: str) -> tuple[list[torch.Tensor], list[str], list[str]]:
+    """A task's examples: one (N, H) matrix per layer, the N gold labels, and the N words (lower-cased,
+    for the control task).
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    rows, labels, words = [], [], []
+    for v, sentence in zip(vectors, sentences, strict=True):
+        for index, label in word_labels(sentence, task):
+            rows.append(v[:, index])
+            labels.append(label)
+            words.append(sentence.words[index].lower())
+    return list(torch.stack(rows, 1)), labels, words
+
+
+def _json_cached(name: str, recipe: dict, build_run: Callable[[], dict]) -> dict:
+    """A run's results, computed once per recipe and then read from ``<cache>/<name>-<key>.json``."""
+    def build(partial: Path) -> None:
+        partial.write_text(json.dumps(build_run()) + "\n")
+
+    return cached(f"{name}-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConfig,
+                model_name: str) -> list[ProbeScore]:
+    """Layer-wise task and control probes of one task; labels are numbered over train and test together."""
+    (x_train, y_train, w_train), (x_test, y_test, w_test) = train, test
+    names = sorted(set(y_train) | set(y_test))
+    index = [names.index(y) for y in y_train + y_test]
+    control = control_labels(w_train + w_test, index, generator("ch11 control", task, config.seed))
+    n = len(y_train)
+    labels = torch.tensor(index)
+    control = torch.tensor(control)
+    return probe_layers(x_train, x_test, (labels[:n], labels[n:]), (control[:n], control[n:]), len(names),
+                        generator("ch11 probes", model_name, task, config.seed), steps=config.probe_steps,
+                        description=f"{model_name}: {task}")
+
+
+def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
+                      tasks: Sequence[str] = PROBING_TASKS) -> dict[str, list[dict[str, float]]]:
+    """For each task, per layer, the probe's test accuracy, its control task's and the selectivity; computed
+    once per (model, recipe) and cached. ``model_name`` names the model in the cache.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    def run() -> dict:
+        train, test = treebank(config)
+        vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+        out = {}
+        for task in tasks:
+            data = [task_data(v, split, task) for v, split in zip(vectors, (train, test))]
+            scores = _probe_task(data[0], data[1], task, config, model_name)
+            out[task] = [dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores]
+        return out
+
+    return _json_cached(f"ch11-probing-{model_name}", {"config": asdict(config), "tasks": list(tasks)}, run)
+
+
+def _kept(sentence: Sentence) -> torch.Tensor:
+    """The words every structural score counts: all but punctuation."""
+    return torch.tensor([p != "PUNCT" for p in sentence.pos])
+
+
+def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Sequence[torch.Tensor],
+                      train: Sequence[Sentence], test: Sequence[Sentence], rank: int, steps: int,
+                      seed: int, depth: bool = True) -> dict:
+    """Fit a distance probe (and, with ``depth``, a depth probe) of rank ``rank`` on one layer's (W, H)
+    vectors per sentence and score them on the test sentences: UUAS, DSpr, the first :data:`SHOWN_TREES` predicted trees
+    (edges among the kept words), and root% and NSpr; punctuation is left out.
+
+    Taught in: 11_bertology_probing ("The structural probe").
+    """
+    hidden = train_vectors[0].shape[-1]
+    kept = [_kept(s) for s in test]
+    distance = fit_structural_probe(StructuralProbe(hidden, rank, generator=generator("ch11 distance", seed)),
+                                    train_vectors, [tree_distances(s.heads) for s in train], steps)
+    with torch.no_grad():
+        predicted = [distance(v[None])[0][k][:, k] for v, k in zip(test_vectors, kept)]
+    trees = [minimum_spanning_tree(d) for d in predicted]
+    scores = dict(uuas=uuas(trees, [gold_edges(s.heads, k.tolist()) for s, k in zip(test, kept)]),
+                  dspr=length_averaged_spearman(predicted, [tree_distances(s.heads)[k][:, k]
+                                                            for s, k in zip(test, kept)]),
+                  trees=[sorted(t) for t in trees[:SHOWN_TREES]])
+    if depth:
+        probe = fit_structural_probe(StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
+                                     train_vectors, [tree_depths(s.heads) for s in train], steps)
+        with torch.no_grad():
+            depths = [probe(v[None])[0][k] for v, k in zip(test_vectors, kept)]
+        roots = [int(d.argmin()) == int(k[:s.heads.index(0)].sum()) for d, s, k in zip(depths, test, kept)]
+        scores.update(root=sum(roots) / len(roots),
+                      nspr=length_averaged_spearman(depths, [tree_depths(s.heads)[k] for s, k in zip(test, kept)]))
+    return scores
+
+
+def structural_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
+                       rank_sweep: bool = False, depth: bool = True) -> dict:
+    """The structural probe on every layer (``layers``: one dict of scores per layer, see
+    :func:`structural_scores`; the depth probe too with ``depth``) and, with ``rank_sweep``, the distance
+    probe over :attr:`~ProbingChapterConfig.ranks` at the layer of best UUAS (``ranks``: rank -> scores);
+    cached per (model, recipe).
+
+    Taught in: 11_bertology_probing ("The structural probe").
+    """
+    def run() -> dict:
+        train, test = treebank(config)
+        vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+
+        def at(layer: int, rank: int, with_depth: bool) -> dict:
+            return structural_scores([v[layer] for v in vectors[0]], [v[layer] for v in vectors[1]], train, test,
+                                     rank, config.structural_steps, seed_of(config.seed, layer, rank), with_depth)
+
+        layers = len(vectors[0][0])
+        out = dict(layers=[at(layer, config.structural_rank, depth)
+                           for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
+        if rank_sweep:
+            best = max(range(layers), key=lambda layer: out["layers"][layer]["uuas"])
+            out.update(best_layer=best, ranks={str(rank): at(best, rank, False)
+                                               for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")})
+        return out
+
+    recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth}
+    return _json_cached(f"ch11-structural-{model_name}", recipe, run)
+
+
+# ---------------------------------------------------------------- cloze probes of the course's BERT
+
+
+def attractors(sentence: Sentence, agreement: Agreement) -> int:
+    """Nouns (and names) between the subject and its verb whose number differs from the subject's, as in
+    Linzen et al. (2016).
+
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> attractors(s, s.agreement[-1])
+    1
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    number = "Plur" if agreement.plural else "Sing"
+    between = range(agreement.subject + 1, agreement.verb)
+    return sum(sentence.pos[i] in ("NOUN", "PROPN") and sentence.number[i] not in ("", number) for i in between)
+
+
+def agreement_sentences(config: ProbingChapterConfig) -> list[Sentence]:
+    """Sentences of chapter 05's language with at least one agreeing verb, drawn with a seed of their own
+    (``agreement_sentences`` drawn, those without agreement dropped).
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    drawn = synthetic_sentences(config.agreement_sentences, seed_of("ch11 agreement", config.seed))
+    return [s for s in drawn if s.agreement]
+
+
+def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[tuple[int, float]]:
+    """For each sentence's main verb: (attractors, log p(right form) - log p(wrong form)) with the verb
+    masked (Goldberg 2019).
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    out = []
+    for s in tqdm(sentences, desc="agreement"):
+        agreement = s.agreement[-1]
+        verb = s.words[agreement.verb]
+        out.append((attractors(s, agreement), form_preference(model, tokenizer, s.words, agreement.verb,
+                                                               OTHER_NUMBER[verb])))
+    return out
+
+
+def candidates_for(relation: str) -> list[str]:
+    """The objects a relation can take: the world's cities, or its organisations for ``works_for``.
+
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    """
+    return list(ORGANISATIONS if relation == "works_for" else CITIES)
+
+
+def cloze_query(sentence: Sentence) -> tuple[str, str]:
+    """A fact sentence with its object blanked: the text left and right of the object's name (its last
+    occurrence: "Acme employs Anna Berg ." asks for the organisation at the start).
+
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    """
+    if sentence.fact is None:
+        raise ValueError(f"expected a fact sentence, got {sentence.text!r}")
+    name = sentence.fact.object.split(" ")
+    n = len(name)
+    start = next(i for i in range(len(sentence) - n, -1, -1) if sentence.words[i:i + n] == name)
+    return " ".join(sentence.words[:start]), " ".join(sentence.words[start + n:])
+
+
+def fact_probe(model: nn.Module, tokenizer, config: ProbingChapterConfig) -> list[dict]:
+    """For facts of the world drawn at random: the affirmative and the negated sentence with the object
+    blanked, and every candidate's score in each (:func:`~lecture_lib.analysis.cloze.cloze_scores`).
+
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    """
+    language = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed)
+    rng = random.Random(seed_of("ch11 facts", config.seed))
+    facts = language.world.facts()
+    out = []
+    for fact in tqdm(rng.sample(facts, min(config.cloze_facts, len(facts))), desc="facts"):
+        candidates = candidates_for(fact.relation)
+        row = dict(fact=asdict(fact), candidates=candidates)
+        for negated in (False, True):
+            left, right = cloze_query(language.fact_sentence(fact, rng, negated))
+            row["negated" if negated else "affirmative"] = dict(
+                query=f"{left} ___ {right}", scores=cloze_scores(model, tokenizer, left, right, candidates).tolist())
+        out.append(row)
+    return out
+
+
+def world_objects(relation: str) -> list[str]:
+    """Every object the world holds for ``relation`` (one per subject), for the frequency baseline.
+
+    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    """
+    world = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed).world
+    return [f.object for f in world.facts() if f.relation == relation]
+
