@@ -1,12 +1,24 @@
 import pytest
 import torch
 
-from lecture_lib import profile
+from lecture_lib import profile, runtime, train
 
 
-def test_default_follows_cuda(monkeypatch):
+@pytest.mark.parametrize("cuda", [False, True])
+def test_default_is_quick_with_or_without_a_gpu(monkeypatch, cuda):
     monkeypatch.delenv("LECTURE_PROFILE", raising=False)
-    assert profile.current() == ("full" if torch.cuda.is_available() else "quick")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert profile.current() == "quick"
+    assert profile.pick(quick=1, full=2) == 1
+
+
+@pytest.mark.parametrize("cuda, expected", [(False, "cpu"), (True, "cuda")])
+def test_the_quick_profile_trains_on_the_gpu_when_there_is_one(monkeypatch, cuda, expected):
+    monkeypatch.delenv("LECTURE_PROFILE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert runtime.default_device().type == expected
+    assert train._pick_device(None, world_size=1).type == expected
 
 
 @pytest.mark.parametrize("value, expected", [("quick", "quick"), ("full", "full"), (" FULL ", "full")])
