@@ -622,7 +622,7 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
 
 
 def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
-                       *, progress: bool = False,
+                       *, progress: bool = True,
                        loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
                        ) -> PretrainResult:
     """Load ``<cache>/<name>``, or first pretrain it there (:func:`lecture_lib.cache.cached`): in

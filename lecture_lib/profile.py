@@ -38,3 +38,21 @@ def current() -> str:
 def pick(*, quick: T, full: T) -> T:
     """Return the value for the active profile."""
     return quick if current() == "quick" else full
+
+
+def expect(seconds: float, what: str) -> None:
+    """Print, before a long cell, how long it takes: ``seconds`` is its time in the quick profile on two CPU
+    cores (a first run, nothing cached). Other profiles' times were not measured, and the line says so.
+
+    >>> expect(42, "Training 3 models")
+    Training 3 models: about 40 s in the quick profile on two CPU cores
+    >>> expect(130, "Pretraining")
+    Pretraining: about 2 min in the quick profile on two CPU cores
+    """
+    if seconds <= 0:
+        raise ValueError(f"expected a positive duration in seconds, got {seconds}")
+    if current() == "quick":
+        spoken = f"{max(10, round(seconds, -1)):.0f} s" if seconds < 90 else f"{round(seconds / 30) / 2:g} min"
+        print(f"{what}: about {spoken} in the quick profile on two CPU cores")
+    else:
+        print(f"{what}: the {current()} profile's time has not been measured (a GPU is advised)")

@@ -945,7 +945,7 @@ def preempted_at_step_8(step: int) -> dict:
     return data.batch(step)
 
 
-run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear", progress=False,
+run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear",
                   num_threads=config.train.num_threads)
 seed_everything(1)
 uninterrupted = BertForPreTraining(config.model)

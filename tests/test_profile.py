@@ -32,3 +32,18 @@ def test_unknown_profile_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "fast")
     with pytest.raises(ValueError, match=r"LECTURE_PROFILE='fast' is not a known profile; expected one of \('quick', 'full'\)"):
         profile.current()
+
+
+@pytest.mark.parametrize("seconds, spoken", [(3, "10 s"), (24, "20 s"), (86, "90 s"), (95, "1.5 min"), (260, "4.5 min")])
+def test_expect_says_the_quick_time_rounded(monkeypatch, capsys, seconds, spoken):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    profile.expect(seconds, "Training")
+    assert capsys.readouterr().out == f"Training: about {spoken} in the quick profile on two CPU cores\n"
+
+
+def test_expect_does_not_claim_a_time_for_the_full_profile(monkeypatch, capsys):
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    profile.expect(40, "Training")
+    assert capsys.readouterr().out == "Training: the full profile's time has not been measured (a GPU is advised)\n"
+    with pytest.raises(ValueError, match="expected a positive duration in seconds, got 0"):
+        profile.expect(0, "Training")
