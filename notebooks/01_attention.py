@@ -117,6 +117,7 @@ torch.testing.assert_close(shown_pair.tgt_out[0, :-1], shown_pair.src[0].flip(0)
 # every encoder state (the mechanism of section 3).
 
 # %%
+profile.expect(22, "Training two encoder-decoders, without and with attention")
 exp = bottleneck_experiment()
 print(exp)
 plain, plain_history = train_reversal(attention=False, exp=exp)

@@ -782,6 +782,7 @@ def words_until_end(tokens):
     return " ".join(task.decode(tokens[: tokens.index(EOS)] if EOS in tokens else tokens))
 
 
+profile.expect(16, "Training the translator, then decoding 100 sentences greedily and with beams")
 translator, translation_history = train_experiment(translation)
 translator = translator.cpu().eval()
 held_out = task.test_pairs(100, seed=1)

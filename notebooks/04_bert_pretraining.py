@@ -504,6 +504,7 @@ assert all(len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + l
 # `metrics.accuracy_at_masks` scores exactly those positions.
 
 # %%
+profile.expect(25, "Pretraining the small BERT (the first time; then it loads from the cache)")
 result = small_pretrained_bert(config, data=data)
 model, history = result.model, result.history
 eval_batches = data.eval_batches()
@@ -544,6 +545,7 @@ for text in fill_probes:
 # of 32 pairs; the vocabulary (700 tokens) keeps nearly every word whole.
 
 # %%
+profile.expect(20, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
 synthetic = synthetic_config()
 synthetic_result = synthetic_bert(synthetic)
 synthetic_data = synthetic_pretraining_data(synthetic)
@@ -678,6 +680,7 @@ assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.15  # only
 # mismatch BERT's authors avoided by keeping the left-only mask at fine-tuning as well.
 
 # %%
+profile.expect(31, "Pretraining the ablations' BERTs (the first time; then they load from the cache)")
 objectives = objective_ablation(ablation_config())
 sizes = size_sweep(ablation_config())
 paper_table5 = {"BERT (MLM + NSP)": (84.4, 88.4, 86.7, 92.7, 88.5), "No NSP": (83.9, 84.9, 86.5, 92.6, 87.9),
