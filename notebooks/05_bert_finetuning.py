@@ -224,6 +224,7 @@ assert with_attractor > 0.1 * len(sample)
 
 # %%
 print(config.pretrain)
+profile.expect(77, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
 start = time.perf_counter()
 pretrained = synthetic_pretrained_bert(config)
 pretrain_seconds = time.perf_counter() - start
