@@ -622,6 +622,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # %%
 budget = config.seeded_finetune
 print(budget, "seeds", config.seeds)
+profile.expect(87, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
 runs = {}  # (task, start, seed) -> FinetuneResult

@@ -192,6 +192,7 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 # not fine-tune here: held-out masked-LM accuracy is our only column.
 
 # %%
+profile.expect(30, f"Pretraining {len(FORMATS)} BERTs, one per input format")
 formats = {name: format_run(config, name, corpus) for name in FORMATS}
 guess = unigram_guess(config, corpus)
 print(f"{'format':15} {'NSP':>4} {'tokens/row':>10} {'batch':>5} {'MLM acc':>8} {'NSP acc':>8}   "

@@ -209,6 +209,7 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # discriminator's probability of "replaced".
 
 # %%
+profile.expect(24, "Pretraining ELECTRA, generator and discriminator")
 electra = pretrain_run("ELECTRA", config, data)
 walk = replaced_token_example(electra, config, data)
 print(f"{'original':>12s} {'generator in':>13s} {'corrupted':>12s}  label  P(replaced)")
