@@ -845,6 +845,7 @@ methods = {
     "BitFit": bitfit,
     "adapters": lambda model: add_adapters(model, bottleneck=8),
 }
+profile.expect(17, f"Fine-tuning {len(methods) * len(config.seeds)} models the cheap ways")
 cheap = {}
 for method, seed in tqdm([(m, s) for m in methods for s in config.seeds], desc="cheap fine-tuning"):
     seeded = dataclasses.replace(head_config, seed=seed)

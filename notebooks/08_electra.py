@@ -286,6 +286,7 @@ assert abs(steps_for("BERT", config, None) * flops_per_step("BERT", config, None
 # weights marks the floor.
 
 # %%
+profile.expect(31, "Pretraining the masked-LM BERT, then fine-tuning both models on each fraction of the data")
 mlm = pretrain_run("BERT", config, data)
 scratch = scratch_scores(config, data)
 curve = {name: {f: finetune_scores(run, f, config, data) for f in config.fractions}
