@@ -359,6 +359,7 @@ for scheme, r in gold.items():
 # masked (whole stretches to fill).
 
 # %%
+profile.expect(41, f"Pretraining {len(SCHEMES)} BERTs, one per masking scheme")
 schemes = {scheme: scheme_run(config, scheme, corpus) for scheme in SCHEMES}
 print(f"{'scheme':20} {'MLM acc (tokens)':>17} {'MLM acc (spans)':>16}")
 for scheme, row in schemes.items():

@@ -261,6 +261,7 @@ for pair in make_order_pairs(documents, 8, seed=3):
 # row). The trivial baseline of each column is the majority label of its held-out pairs.
 
 # %%
+profile.expect(39, "Pretraining the models of the pair-task grid (the first time; then they load from the cache)")
 grid = pair_task_grid()
 paper5 = {"none": (54.9, 52.4, 53.3), "nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
 print(f"{'trained with':13} {'MLM':>6} {'NSP':>6} {'SOP':>6}   paper: MLM / NSP / SOP")

@@ -340,6 +340,7 @@ assert set(mean["ELECTRA"]) == set(config.fractions) and len(electra.loss) == st
 # the full profile adds Replace MLM and All-Tokens MLM.
 
 # %%
+profile.expect(27, "Pretraining and fine-tuning the variants of Table 5")
 table5 = {"ELECTRA": electra, "BERT": mlm}
 for variant in config.variants:
     if variant not in table5:
@@ -372,6 +373,7 @@ assert table5_scores["ELECTRA"] > table5_scores["ELECTRA 15%"] + 0.1
 # at size 1 the generator is the discriminator with a feed-forward layer twice as wide.)
 
 # %%
+profile.expect(44, "Pretraining an ELECTRA per generator size")
 sweep = {config.generator_size: electra}
 for size in config.generator_sizes:
     if size not in sweep:

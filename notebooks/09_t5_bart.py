@@ -272,6 +272,7 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 # fine-tuned:
 
 # %%
+profile.expect(100, "Pretraining and fine-tuning one model per objective (the first time; then it loads from the cache)")
 results = objective_runs(recipe)
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)

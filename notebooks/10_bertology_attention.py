@@ -310,6 +310,7 @@ example_ids, example_words = align_words(tokenizer, example.words)
 print(example.text)
 print(list(zip(tokenizer.convert_ids_to_tokens(example_ids), example_words)))
 trees = [s.heads for s in sentences], [s.deprels for s in sentences]
+profile.expect(84, "Pretraining chapter 05's BERT unless notebook 05 has cached it, then finding the syntactic heads")
 course = course_bert()
 tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
           "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}
