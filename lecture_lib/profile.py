@@ -13,6 +13,7 @@ choice lives in one place.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TypeVar
 
@@ -52,7 +53,13 @@ def expect(seconds: float, what: str) -> None:
     if seconds <= 0:
         raise ValueError(f"expected a positive duration in seconds, got {seconds}")
     if current() == "quick":
-        spoken = f"{max(10, round(seconds, -1)):.0f} s" if seconds < 90 else f"{round(seconds / 30) / 2:g} min"
-        print(f"{what}: about {spoken} in the quick profile on two CPU cores")
+        print(f"{what}: about {_spoken(seconds)} in the quick profile on two CPU cores")
     else:
         print(f"{what}: the {current()} profile's time has not been measured (a GPU is advised)")
+
+
+def _spoken(seconds: float) -> str:
+    """``seconds`` as one says it: to the nearest 10 s below 90 s, else to the nearest half minute (halves up)."""
+    if seconds < 90:
+        return f"{max(10, 10 * math.floor(seconds / 10 + 0.5))} s"
+    return f"{math.floor(seconds / 30 + 0.5) / 2:g} min"

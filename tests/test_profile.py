@@ -34,7 +34,8 @@ def test_unknown_profile_is_a_clear_error(monkeypatch):
         profile.current()
 
 
-@pytest.mark.parametrize("seconds, spoken", [(3, "10 s"), (24, "20 s"), (86, "90 s"), (95, "1.5 min"), (260, "4.5 min")])
+@pytest.mark.parametrize("seconds, spoken", [(3, "10 s"), (24, "20 s"), (25, "30 s"), (86, "90 s"), (95, "1.5 min"),
+                                            (135, "2.5 min"), (260, "4.5 min")])
 def test_expect_says_the_quick_time_rounded(monkeypatch, capsys, seconds, spoken):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     profile.expect(seconds, "Training")
