@@ -622,7 +622,7 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
 
 
 def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
-                       *, progress: bool = False,
+                       *, progress: bool = True,
                        loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
                        ) -> PretrainResult:
     """Load ``<cache>/<name>``, or first pretrain it there (:func:`lecture_lib.cache.cached`): in
@@ -706,7 +706,7 @@ def parse_args(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainCo
                "data.seq_len.")
     parser.add_argument("--out", required=True, help="output directory (rerun to resume from its checkpoint)")
     parser.add_argument("--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, "
-                                                            "else full with CUDA, quick without)")
+                                                            "else quick)")
     parser.add_argument("--checkpoint-every", type=int, default=500, help="steps between checkpoints (default: 500)")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

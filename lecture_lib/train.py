@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 from torch import nn
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a widget in Jupyter and Colab, text in a terminal
 
 from lecture_lib.cache import atomic_open
 from lecture_lib.runtime import default_device

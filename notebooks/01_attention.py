@@ -26,7 +26,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/01_attention.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -34,9 +34,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import math
 
 import matplotlib.pyplot as plt
@@ -117,6 +117,7 @@ torch.testing.assert_close(shown_pair.tgt_out[0, :-1], shown_pair.src[0].flip(0)
 # every encoder state (the mechanism of section 3).
 
 # %%
+profile.expect(22, "Training two encoder-decoders, without and with attention")
 exp = bottleneck_experiment()
 print(exp)
 plain, plain_history = train_reversal(attention=False, exp=exp)

@@ -28,7 +28,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/02_transformer.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -36,9 +36,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import math
 from collections import Counter
 from dataclasses import replace
@@ -782,6 +782,7 @@ def words_until_end(tokens):
     return " ".join(task.decode(tokens[: tokens.index(EOS)] if EOS in tokens else tokens))
 
 
+profile.expect(16, "Training the translator, then decoding 100 sentences greedily and with beams")
 translator, translation_history = train_experiment(translation)
 translator = translator.cpu().eval()
 held_out = task.test_pairs(100, seed=1)

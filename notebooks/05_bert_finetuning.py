@@ -33,7 +33,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/05_bert_finetuning.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -41,9 +41,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import dataclasses
 import random
 import time
@@ -224,6 +224,7 @@ assert with_attractor > 0.1 * len(sample)
 
 # %%
 print(config.pretrain)
+profile.expect(77, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
 start = time.perf_counter()
 pretrained = synthetic_pretrained_bert(config)
 pretrain_seconds = time.perf_counter() - start
@@ -621,6 +622,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # %%
 budget = config.seeded_finetune
 print(budget, "seeds", config.seeds)
+profile.expect(87, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
 runs = {}  # (task, start, seed) -> FinetuneResult
@@ -843,6 +845,7 @@ methods = {
     "BitFit": bitfit,
     "adapters": lambda model: add_adapters(model, bottleneck=8),
 }
+profile.expect(17, f"Fine-tuning {len(methods) * len(config.seeds)} models the cheap ways")
 cheap = {}
 for method, seed in tqdm([(m, s) for m in methods for s in config.seeds], desc="cheap fine-tuning"):
     seeded = dataclasses.replace(head_config, seed=seed)

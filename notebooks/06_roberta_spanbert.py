@@ -28,7 +28,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/06_roberta_spanbert.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -36,9 +36,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -192,6 +192,7 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 # not fine-tune here: held-out masked-LM accuracy is our only column.
 
 # %%
+profile.expect(30, f"Pretraining {len(FORMATS)} BERTs, one per input format")
 formats = {name: format_run(config, name, corpus) for name in FORMATS}
 guess = unigram_guess(config, corpus)
 print(f"{'format':15} {'NSP':>4} {'tokens/row':>10} {'batch':>5} {'MLM acc':>8} {'NSP acc':>8}   "
@@ -244,7 +245,7 @@ print("the middle batch size has the lowest perplexity (as in the paper):",
 vocab_file = bert_uncased_vocab_file()
 sentence = "the man jumped up , put his basket on philammon ' s head"
 if vocab_file is None:
-    print("the MiniLM package is not installed: no bert-base-uncased vocabulary here")
+    print("neither the MiniLM package nor a network to the hub: no bert-base-uncased vocabulary here")
 else:
     bert_tok = WordPieceTokenizer.from_vocab_file(vocab_file)
     words = sentence.split()
@@ -358,6 +359,7 @@ for scheme, r in gold.items():
 # masked (whole stretches to fill).
 
 # %%
+profile.expect(41, f"Pretraining {len(SCHEMES)} BERTs, one per masking scheme")
 schemes = {scheme: scheme_run(config, scheme, corpus) for scheme in SCHEMES}
 print(f"{'scheme':20} {'MLM acc (tokens)':>17} {'MLM acc (spans)':>16}")
 for scheme, row in schemes.items():

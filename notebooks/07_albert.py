@@ -26,7 +26,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/07_albert.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -34,9 +34,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 
@@ -196,6 +196,7 @@ for strategy, paper in table4_paper.items():
 # averages after fine-tuning; we rank by held-out MLM accuracy, with the unigram guess as the floor.
 
 # %%
+profile.expect(53, "Pretraining the BERT and ALBERTs of Table 3 (the first time; then they load from the cache)")
 sharing = sharing_runs()
 table3_avg = {"all-shared, E=16": "79.0 (E=64)", "not-shared, E=16": "81.3 (E=64)", "not-shared, E=64 (BERT)": "82.3 (E=H)"}
 print(f"{'run':24} {'parameters':>10} {'MLM accuracy':>13}   paper's Table 3 average, ALBERT-base")
@@ -260,6 +261,7 @@ for pair in make_order_pairs(documents, 8, seed=3):
 # row). The trivial baseline of each column is the majority label of its held-out pairs.
 
 # %%
+profile.expect(39, "Pretraining the models of the pair-task grid (the first time; then they load from the cache)")
 grid = pair_task_grid()
 paper5 = {"none": (54.9, 52.4, 53.3), "nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
 print(f"{'trained with':13} {'MLM':>6} {'NSP':>6} {'SOP':>6}   paper: MLM / NSP / SOP")

@@ -27,7 +27,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/08_electra.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -35,9 +35,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -210,7 +210,7 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # discriminator's probability of "replaced".
 
 # %%
-print("pretraining ELECTRA: about 20 s on two CPU cores the first time (quick profile), then read from the cache")
+profile.expect(20, "Pretraining ELECTRA, generator and discriminator")
 electra = pretrain_run("ELECTRA", config, data)
 walk = replaced_token_example(electra, config, data)
 print(f"{'original':>12s} {'generator in':>13s} {'corrupted':>12s}  label  P(replaced)")
@@ -287,8 +287,7 @@ assert abs(steps_for("BERT", config, None) * flops_per_step("BERT", config, None
 # weights marks the floor.
 
 # %%
-print("pretraining masked LM and seven fine-tunings: about 30 s on two CPU cores the first time (quick profile), "
-      "then read from the cache")
+profile.expect(30, "Pretraining the masked-LM BERT, then fine-tuning both models on each fraction of the data")
 mlm = pretrain_run("BERT", config, data)
 scratch = scratch_scores(config, data)
 curve = {name: {f: finetune_scores(run, f, config, data) for f in config.fractions}
@@ -345,7 +344,7 @@ assert set(mean["ELECTRA"]) == set(config.fractions) and len(electra.loss) == st
 # the full profile adds Replace MLM and All-Tokens MLM.
 
 # %%
-print("one more pretraining run per new row: about 20 s each on two CPU cores the first time (quick profile)")
+profile.expect(20, "Pretraining and fine-tuning the variants of Table 5")
 table5 = {"ELECTRA": electra, "BERT": mlm}
 for variant in config.variants:
     if variant not in table5:
@@ -382,7 +381,7 @@ assert table5_scores["ELECTRA"] > table5_scores["ELECTRA 15%"] + 0.1
 # at size 1 its generator would be the discriminator with a feed-forward layer twice as wide.)
 
 # %%
-print("one more pretraining run per new size: about 20 s each on two CPU cores the first time (quick profile)")
+profile.expect(20, "Pretraining an ELECTRA per generator size")
 sweep = {config.generator_size: electra}
 for size in config.generator_sizes:
     if size not in sweep:

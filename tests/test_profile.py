@@ -1,12 +1,24 @@
 import pytest
 import torch
 
-from lecture_lib import profile
+from lecture_lib import profile, runtime, train
 
 
-def test_default_follows_cuda(monkeypatch):
+@pytest.mark.parametrize("cuda", [False, True])
+def test_default_is_quick_with_or_without_a_gpu(monkeypatch, cuda):
     monkeypatch.delenv("LECTURE_PROFILE", raising=False)
-    assert profile.current() == ("full" if torch.cuda.is_available() else "quick")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert profile.current() == "quick"
+    assert profile.pick(quick=1, full=2) == 1
+
+
+@pytest.mark.parametrize("cuda, expected", [(False, "cpu"), (True, "cuda")])
+def test_the_quick_profile_trains_on_the_gpu_when_there_is_one(monkeypatch, cuda, expected):
+    monkeypatch.delenv("LECTURE_PROFILE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert runtime.default_device().type == expected
+    assert train._pick_device(None, world_size=1).type == expected
 
 
 @pytest.mark.parametrize("value, expected", [("quick", "quick"), ("full", "full"), (" FULL ", "full")])
@@ -20,3 +32,19 @@ def test_unknown_profile_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "fast")
     with pytest.raises(ValueError, match=r"LECTURE_PROFILE='fast' is not a known profile; expected one of \('quick', 'full'\)"):
         profile.current()
+
+
+@pytest.mark.parametrize("seconds, spoken", [(3, "10 s"), (24, "20 s"), (25, "30 s"), (86, "90 s"), (95, "1.5 min"),
+                                            (135, "2.5 min"), (260, "4.5 min")])
+def test_expect_says_the_quick_time_rounded(monkeypatch, capsys, seconds, spoken):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    profile.expect(seconds, "Training")
+    assert capsys.readouterr().out == f"Training: about {spoken} in the quick profile on two CPU cores\n"
+
+
+def test_expect_does_not_claim_a_time_for_the_full_profile(monkeypatch, capsys):
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    profile.expect(40, "Training")
+    assert capsys.readouterr().out == "Training: the full profile's time has not been measured (a GPU is advised)\n"
+    with pytest.raises(ValueError, match="expected a positive duration in seconds, got 0"):
+        profile.expect(0, "Training")

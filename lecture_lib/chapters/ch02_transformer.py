@@ -62,7 +62,7 @@ def reversal_experiment(**model_overrides: Any) -> Experiment:
     model = TransformerConfig(**{**sizes, **model_overrides})
     schedule = TrainConfig(steps=pick(quick=400, full=4000), lr=pick(quick=3e-3, full=1e-3),
                            warmup_steps=pick(quick=50, full=400), schedule="inverse_sqrt",
-                           eval_every=pick(quick=50, full=250), progress=False)
+                           eval_every=pick(quick=50, full=250))
     return Experiment(task, model, schedule)
 
 

@@ -103,7 +103,7 @@ def synthetic_config(**overrides) -> ch05.ChapterConfig:
     return ch05.chapter_config(**merge_dicts(pick(quick=SYNTHETIC_QUICK, full=SYNTHETIC_FULL), overrides))
 
 
-def synthetic_bert(config: ch05.ChapterConfig | None = None, *, progress: bool = False) -> PretrainResult:
+def synthetic_bert(config: ch05.ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
     """A BERT pretrained on the synthetic language with :func:`synthetic_config`'s recipe (cached).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
@@ -124,7 +124,7 @@ def ablation_config(**overrides) -> ch05.ChapterConfig:
 
 
 def small_pretrained_bert(config: PretrainConfig | None = None, *, data: PretrainingData | None = None,
-                          progress: bool = False) -> PretrainResult:
+                          progress: bool = True) -> PretrainResult:
     """The chapter's small pretrained BERT: trained once per recipe, then read from the disk cache.
 
     The first call trains (``chapter_config()``: about 10 seconds on one CPU core in the quick
@@ -148,7 +148,7 @@ MASKING_RULES = ("80/10/10", "100/0/0")
 
 
 def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
-                     progress: bool = False) -> dict[str, dict[str, float]]:
+                     progress: bool = True) -> dict[str, dict[str, float]]:
     """One model per masking rule (MLM only, the synthetic language; the models are cached), each probed on
     the same held-out positions in three ways.
 
@@ -229,7 +229,7 @@ def _with_pretrain(config: ch05.ChapterConfig, objective: dict | None = None, mo
     return replace(config, pretrain=pretrain)
 
 
-def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bool = False) -> dict[str, dict]:
+def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bool = True) -> dict[str, dict]:
     """BERT's Table 5 in shape: the rows of :data:`TABLE5_ROWS` pretrained on the synthetic language, each
     scored on the same held-out masked positions (``mask_accuracy``: at those showing ``[MASK]``, from both
     sides or, for the left-to-right LM, from the left only) and fine-tuned on :func:`downstream_task`
@@ -252,7 +252,7 @@ def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bo
 
 
 def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
-               progress: bool = False) -> dict[str, dict]:
+               progress: bool = True) -> dict[str, dict]:
     """BERT's Table 6 in shape: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`),
     feed-forward width 4H, scored as in :func:`objective_ablation`, with the held-out MLM loss.
 

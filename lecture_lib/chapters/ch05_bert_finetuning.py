@@ -148,7 +148,7 @@ def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
     return PretrainingData(pretrain_config, train_docs, test_docs)
 
 
-def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: bool = False) -> PretrainResult:
+def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
     """A BERT pretrained on the synthetic language: trained once per recipe, then read from the disk cache
     (``$LECTURE_CACHE`` or ``~/.cache/lecture_lib``, as chapter 04's model).
 

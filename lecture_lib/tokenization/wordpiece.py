@@ -205,13 +205,15 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
 
 
 def bert_uncased_vocab_file() -> Path | None:
-    """bert-base-uncased's ``vocab.txt`` (30,522 tokens), read from the MiniLM package's files (see
-    :mod:`lecture_lib.data.minilm`); ``None`` if that package is not installed.
+    """bert-base-uncased's ``vocab.txt`` (30,522 tokens), read from MiniLM's files (the package's, else the
+    hub's: see :mod:`lecture_lib.data.minilm`); ``None`` if neither is available.
 
     Taught in: 03_tokenization ("WordPiece, BERT's tokenizer").
     """
-    directory = minilm_dir()
-    return directory / "vocab.txt" if directory is not None else None
+    try:
+        return minilm_dir() / "vocab.txt"
+    except FileNotFoundError:
+        return None
 
 
 def frame_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, cls_token_id: int,
