@@ -501,10 +501,11 @@ for row in facts[:4]:
 #
 # What should layer 0 do? The embedding layer sees the word, its position and its segment, nothing of the
 # context: the occurrences of "bank" differ only by their positions, so their self-similarity is near 1 and
-# k-NN can only use the position. We wrote the sentences so that the word's position does not give the sense
-# away (a first draft put "restrain" later in the physical sentences, and layer 0 "knew" the sense from that
-# alone: 90%). Leave-one-out on vectors that carry no sense scores *below* chance: removing an occurrence
-# leaves its own sense one vote short.
+# k-NN can only use the position. Positions can leak the sense: a first draft of our sentences put "restrain"
+# later in the physical ones, and layer 0 "knew" the sense from that alone (90%), so we rewrote them. "bank"
+# still leaks a little, as real English does: the river bank tends to come late, after a preposition ("on the
+# far bank"), the money bank early ("the bank approved our loan"). Where the position tells nothing,
+# leave-one-out scores *below* chance: removing an occurrence leaves its own sense one vote short.
 #
 # First by hand for "bank" at MiniLM's layer 3: the nearest other occurrences of one sentence, and the
 # accuracy and self-similarity with explicit loops, checked against `knn_accuracy` and
@@ -561,9 +562,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# * **The senses separate from the first layer on.** MiniLM's layer 0 scores at or below the majority
-#   baseline (it sees no context); one layer of attention already puts "play" and "bank" into two clean
-#   clusters, and "restrain" climbs to about 90% by layer 3. The random twin's layers mix context too, but
+# * **The senses separate from the first layer on.** MiniLM's layer 0 sees no context: "play" and
+#   "restrain" score below the majority baseline, "bank" 70% from its positions alone. One layer of attention
+#   already puts "play" and "bank" into two clean clusters, and "restrain" climbs to about 90% by layer 3. The random twin's layers mix context too, but
 #   with random weights the mix carries no sense: it stays at or below 50% everywhere.
 # * **Deeper layers are more context-specific** (Ethayarajh 2019). The adjusted self-similarity falls from
 #   about 0.9 at layer 0 to 0.5–0.65 in layers 3–5: the occurrences drift apart as each takes in its
