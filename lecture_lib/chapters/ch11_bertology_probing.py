@@ -4,7 +4,7 @@ synthetic language, and the cached runs of the probes.
 
 Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing classifiers, layer by layer",
 "The structural probe", "Subject-verb agreement across attractors", "Negation: does the answer change?",
-"Cloze knowledge of the world").
+"Cloze knowledge of the world", "Word senses in context").
 """
 
 from __future__ import annotations
@@ -31,6 +31,13 @@ from lecture_lib.analysis.structural_probe import (
     tree_distances,
     uuas,
 )
+from lecture_lib.analysis.word_senses import (
+    knn_accuracy,
+    mean_pairwise_cosine,
+    occurrence_vectors,
+    random_word_vectors,
+    sense_sentences,
+)
 from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.cache import cached, key
 from lecture_lib.chapters import ch05_bert_finetuning
@@ -43,6 +50,8 @@ from lecture_lib.runtime import generator, seed_of
 # what each probing classifier predicts, from which words (see :func:`word_labels`)
 PROBING_TASKS = ("pos", "deprel", "entity", "negated")
 SHOWN_TREES = 10  # predicted trees kept per layer, for drawing
+SENSE_NEIGHBOURS = 5  # k of the k-nearest-neighbour sense accuracy
+ANISOTROPY_WORDS = 200  # random words whose mean pairwise cosine is the anisotropy baseline
 
 
 @dataclass
@@ -337,3 +346,42 @@ def world_objects(relation: str) -> list[str]:
     world = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed).world
     return [f.object for f in world.facts() if f.relation == relation]
 
+
+
+@dataclass
+class SenseMeasures:
+    """One word's measures per layer (index 0 the embeddings): leave-one-out k-NN sense accuracy, the share of
+    its most frequent sense (the majority baseline), self-similarity, and self-similarity minus the anisotropy
+    baseline.
+
+    Taught in: 11_bertology_probing ("Word senses in context").
+    """
+
+    knn: list[float]
+    majority: float
+    self_similarity: list[float]
+    adjusted: list[float]
+
+
+def sense_measures(model: nn.Module, tokenizer, seed: int) -> tuple[dict[str, SenseMeasures], list[float]]:
+    """The measures of each word of :func:`sense_sentences`, and the anisotropy baseline per layer (the mean
+    cosine of :data:`ANISOTROPY_WORDS` words drawn from all the sentences).
+
+    Taught in: 11_bertology_probing ("Word senses in context").
+    """
+    occurrences, every_sentence = {}, []
+    for word, senses in sense_sentences().items():
+        sentences = [sentence for group in senses.values() for sentence in group]
+        labels = [i for i, group in enumerate(senses.values()) for _ in group]
+        vectors, sentence_vectors = occurrence_vectors(model, tokenizer, word, sentences)
+        occurrences[word] = vectors, labels
+        every_sentence += sentence_vectors
+    drawn = random_word_vectors(every_sentence, ANISOTROPY_WORDS, generator("ch11 anisotropy", seed))
+    baseline = mean_pairwise_cosine(drawn)
+    measures = {}
+    for word, (vectors, labels) in occurrences.items():
+        similarity = mean_pairwise_cosine(vectors)
+        measures[word] = SenseMeasures(knn_accuracy(vectors, labels, SENSE_NEIGHBOURS).tolist(),
+                                       max(map(labels.count, set(labels))) / len(labels),
+                                       similarity.tolist(), (similarity - baseline).tolist())
+    return measures, baseline.tolist()

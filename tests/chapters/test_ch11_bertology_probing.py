@@ -95,3 +95,15 @@ def test_structural_scores_find_the_trees_that_the_vectors_hold(sentences):
     assert scores["uuas"] > 0.95 and scores["root"] > 0.9
     assert scores["dspr"] > 0.9 and scores["nspr"] > 0.9
     assert len(scores["trees"]) == min(10, len(short) - 50)
+
+
+def test_sense_measures_cover_every_word_and_layer(minilm):
+    from lecture_lib.chapters.ch11_bertology_probing import sense_measures
+    from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+
+    model = BertModel.from_pretrained(minilm)
+    measures, baseline = sense_measures(model, WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt"), seed=0)
+    assert set(measures) == {"bank", "play", "restrain"} and len(baseline) == 7
+    for m in measures.values():
+        assert len(m.knn) == len(m.self_similarity) == 7 and m.majority == 0.5
+        assert m.adjusted == pytest.approx([s - b for s, b in zip(m.self_similarity, baseline)])
