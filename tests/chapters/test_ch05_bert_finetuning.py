@@ -116,6 +116,9 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
     config = _tiny(monkeypatch, tmp_path)
     assert config.seeded_finetune.steps == 100 and config.seeded_finetune.lr == config.finetune.lr  # the quick table
     assert chapter_config(table_finetune=dict(steps=7)).seeded_finetune.steps == 7
+    assert (config.feature_finetune.steps, config.feature_finetune.lr) == (300, config.head_lr)  # the quick taggers
+    untuned = dataclasses.replace(config, tagger_finetune=None)  # no tagger budget: the seeded one at head_lr
+    assert untuned.feature_finetune == dataclasses.replace(config.seeded_finetune, lr=config.head_lr)
     lang = SyntheticLanguage(config.language_seed)
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
     tasks = build_harder_tasks(tokenizer, config)
