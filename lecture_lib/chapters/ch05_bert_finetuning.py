@@ -102,7 +102,7 @@ class ChapterConfig:
 # ``quick``: a 4-layer, H = 64 BERT with a 600-token WordPiece vocabulary, pretrained for 800 steps of 64
 # pairs on 4,000 synthetic documents of three sentences; each task fine-tuned on 1,000 examples for 150
 # steps of 32, without dropout (at these budgets it only slows learning); the runs repeated over three
-# seeds get 100 steps of 16 (with AdamW's fused kernel: the same updates up to rounding, a fifth
+# seeds get 100 steps of 16 (with AdamW's fused kernel: the same updates up to rounding, often
 # faster), and the feature-based taggers (few weights on precomputed features, so steps
 # are cheap) 300 steps of 32 at ``head_lr``. All on one CPU thread: for
 # matrices this small a second thread mostly waits, and on a busy machine it can make a run several times

@@ -39,7 +39,7 @@ class FinetuneConfig:
     """The fine-tuning budget of one task: AdamW steps, batch size, peak learning rate with a linear
     warm-up over ``warmup_fraction`` of the steps then linear decay (as BERT's fine-tuning), the
     encoder's dropout while fine-tuning, PyTorch's CPU threads (``None``: leave them), the seed, and
-    whether AdamW uses its fused kernel (``None``: on CUDA; on a CPU it saves a fifth of a small model's
+    whether AdamW uses its fused kernel (``None``: on CUDA; on a CPU it can save some of a small model's
     step, with the same updates up to rounding).
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
