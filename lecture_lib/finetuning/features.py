@@ -12,6 +12,9 @@ A weighted sum is ELMo's scalar mix (Peters et al. 2018): with layers h_0 (embed
 
 with the scalars s_j and the scale γ learned with the tagger.
 
+A BiLSTM reads the whole sentence, so it can build from the embeddings alone much of the context the
+deeper layers hold; a linear tagger (``lstm_size=None``) cannot, and shows what each layer holds itself.
+
 Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
 """
 
@@ -88,20 +91,22 @@ class ScalarMix(nn.Module):
 class FeatureTagger(nn.Module):
     """Chosen layers of a frozen BERT -> one vector per token -> BiLSTM -> linear tag scores.
 
-    The paper's tagger had two 768-unit BiLSTM layers; ``lstm_size`` scales it to our encoder.
+    The paper's tagger had two 768-unit BiLSTM layers; ``lstm_size`` scales it to our encoder. With
+    ``lstm_size=None`` there is no BiLSTM: a linear layer scores each token from its own features alone,
+    so whatever context the tag needs must already be in the chosen layers.
 
     Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
     """
 
     def __init__(self, choice: str, num_hidden_layers: int, hidden_size: int, num_labels: int,
-                 lstm_size: int = 64) -> None:
+                 lstm_size: int | None = 64) -> None:
         super().__init__()
         self.choice = choice
         self.layers = selected_layers(choice, num_hidden_layers)
         self.mix = ScalarMix(len(self.layers)) if choice.startswith("weighted_sum") else None
         width = hidden_size * (len(self.layers) if choice == "concat_last_four" else 1)
-        self.lstm = nn.LSTM(width, lstm_size, batch_first=True, bidirectional=True)
-        self.classifier = nn.Linear(2 * lstm_size, num_labels)
+        self.lstm = None if lstm_size is None else nn.LSTM(width, lstm_size, batch_first=True, bidirectional=True)
+        self.classifier = nn.Linear(width if lstm_size is None else 2 * lstm_size, num_labels)
 
     def forward(self, features: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor | None = None,
                 **unused: torch.Tensor) -> TokenClassifierOutput:
@@ -111,12 +116,16 @@ class FeatureTagger(nn.Module):
             x = self.mix(layers)  # (B, T, H)
         else:
             x = layers.flatten(2)  # (B, T, k H): one layer, or the concatenation
-        lengths = attention_mask.sum(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        states, _ = self.lstm(packed)
-        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
-        logits = self.classifier(states)  # (B, T, K)
+        logits = self.classifier(x if self.lstm is None else self._contextualise(x, attention_mask))  # (B, T, K)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
         return TokenClassifierOutput(logits, loss)
+
+    def _contextualise(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The BiLSTM's states (B, T, 2 lstm_size) over the real tokens of each row."""
+        lengths = attention_mask.sum(1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        states, _ = self.lstm(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
+        return states

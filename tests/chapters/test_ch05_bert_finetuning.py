@@ -116,6 +116,9 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
     config = _tiny(monkeypatch, tmp_path)
     assert config.seeded_finetune.steps == 100 and config.seeded_finetune.lr == config.finetune.lr  # the quick table
     assert chapter_config(table_finetune=dict(steps=7)).seeded_finetune.steps == 7
+    assert (config.feature_finetune.steps, config.feature_finetune.lr) == (300, config.head_lr)  # the quick taggers
+    untuned = dataclasses.replace(config, tagger_finetune=None)  # no tagger budget: the seeded one at head_lr
+    assert untuned.feature_finetune == dataclasses.replace(config.seeded_finetune, lr=config.head_lr)
     lang = SyntheticLanguage(config.language_seed)
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
     tasks = build_harder_tasks(tokenizer, config)
@@ -142,3 +145,18 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
             unanswerable = [e for e in task.test_examples if not e.answer]
             assert unanswerable and result.scores["no_answer_exact_match"] == pytest.approx(
                 sum(not p for p, e in zip(predicted, task.test_examples) if not e.answer) / len(unanswerable))
+
+
+def test_fused_adamw_fine_tunes_to_the_same_weights_up_to_rounding(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    task = build_tasks(tokenizer, config)["acceptability"]
+    kernels, adamw = [], torch.optim.AdamW
+    monkeypatch.setattr(torch.optim, "AdamW", lambda *args, fused=None, **kw: kernels.append(fused) or adamw(*args, fused=fused, **kw))
+    runs = [finetune(task, new_head(task, config.pretrain.model, budget), budget).model
+            for budget in (config.finetune, dataclasses.replace(config.finetune, fused=True))]
+    for (name, plain), fused in zip(runs[0].named_parameters(), runs[1].parameters()):
+        torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-5, msg=name)
+    assert kernels == [False, True]  # FinetuneConfig.fused reached the optimizer
+    assert config.seeded_finetune.fused and config.feature_finetune.fused  # the quick tables' budgets use it

@@ -70,11 +70,12 @@ def test_scalar_mix_is_gamma_times_a_softmax_weighted_sum():
     torch.testing.assert_close(mix(layers), expected)
 
 
+@pytest.mark.parametrize("lstm_size", [8, None])
 @pytest.mark.parametrize("choice", FEATURE_CHOICES)
-def test_tagger_ignores_padding_and_scores_real_tokens(choice):
+def test_tagger_ignores_padding_and_scores_real_tokens(choice, lstm_size):
     torch.manual_seed(1)
     encoded = extract_features(BertModel(CONFIG).eval(), _encoded())
-    tagger = FeatureTagger(choice, 5, 16, 3, lstm_size=8).eval()
+    tagger = FeatureTagger(choice, 5, 16, 3, lstm_size=lstm_size).eval()
     batch = encoded.batch(range(6))
     out = tagger(**batch)
     assert out.logits.shape == (6, 9, 3)
@@ -86,3 +87,17 @@ def test_tagger_ignores_padding_and_scores_real_tokens(choice):
     out.loss.backward()
     assert all(p.grad is not None for p in tagger.parameters())
 
+
+
+def test_linear_tagger_scores_each_token_from_its_own_features():
+    torch.manual_seed(2)
+    features = extract_features(BertModel(CONFIG).eval(), _encoded()).features["features"]
+    mask = torch.ones(features.shape[:2], dtype=torch.long)
+    tagger = FeatureTagger("concat_last_four", 5, 16, 3, lstm_size=None)
+    expected = torch.cat([features[:, :, j] for j in (2, 3, 4, 5)], -1) @ tagger.classifier.weight.T + tagger.classifier.bias
+    torch.testing.assert_close(tagger(features, mask).logits, expected)
+    changed = features.clone()
+    changed[:, 3] += 1.0  # another token's features leave token 2's scores alone: no context of its own
+    torch.testing.assert_close(tagger(changed, mask).logits[:, 2], tagger(features, mask).logits[:, 2])
+    bilstm = FeatureTagger("concat_last_four", 5, 16, 3, lstm_size=8)  # the BiLSTM reads the neighbours
+    assert not torch.allclose(bilstm(changed, mask).logits[:, 2], bilstm(features, mask).logits[:, 2])
