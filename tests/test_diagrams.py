@@ -38,6 +38,12 @@ EXPECTED_LABELS = {
     "bert_pretraining_diagram": ["[CLS]", "[SEP]", "[MASK]", "NSP head", "IsNext / NotNext", "MLM head", "C",
                                  "$T_1$", "softmax($C\\,W^\\top$)", "softmax($T_i W^\\top$)", "$S\\cdot T_i$",
                                  "$E\\cdot T_j$", "initialise"],
+    "albert_diagram": ["word_embeddings", "V × H", "V × E", "E × H", "embedding_hidden_mapping_in", "AlbertLayer",
+                       "23.0M", "3.8M"],
+    "electra_diagram": ["$x^\\mathrm{masked}$", "$x^\\mathrm{corrupt}$", "[MASK]", "generator $p_G$", "discriminator D",
+                        "original", "replaced", "$L_\\mathrm{MLM}$", "$\\lambda L_\\mathrm{Disc}$",
+                        "\\hat x_i \\sim p_G(x_i \\mid x^\\mathrm{masked})"],
+    "span_corruption_diagram": ["<X>", "<Y>", "<Z>", "inputs", "targets", "noise", "Thank", "inviting"],
     "bert_input_diagram": ["Input", "token $T_{x_i}$", "segment $S_{s_i}$", "position $P_i$", "LayerNorm(sum)",
                            "$S_A$", "$S_B$", "$P_{9}$", "[CLS]", "playing"],
 }
@@ -123,6 +129,16 @@ def test_the_beam_tree_highlights_the_best_hypothesis_the_search_returned_and_gr
     greyed = sorted(t.get_text().split("\n")[0] for t in nodes if t.get_color() == "#999999")
     assert greyed == ["w6", "w7"]
     assert len(nodes) == 1 + 2 + 4
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_span_corruption_diagram_draws_what_span_corrupt_returns():
+    words = "a b c d e f".split()
+    fig = plots.span_corruption_diagram(words, [False, True, True, False, True, False])
+    texts = [t.get_text() for t in _texts(fig)]
+    # in drawing order: the words, the inputs, the targets (then the row names and the title)
+    assert texts[:6] == words
+    assert texts[6:17] == ["a", "<X>", "d", "<Y>", "f", "<X>", "b", "c", "<Y>", "e", "<Z>"]
     matplotlib.pyplot.close(fig)
 
 

@@ -16,24 +16,27 @@ import torch
 from matplotlib.axes import Axes
 
 from lecture_lib.plots.diagrams import (
+    albert_diagram,
     beam_search_diagram,
     beam_search_example,
     bert_input_diagram,
     bert_pretraining_diagram,
     decoder_block_diagram,
+    electra_diagram,
     encoder_block_diagram,
     layer_norm_placement_diagram,
     multi_head_attention_diagram,
     seq2seq_attention_diagram,
+    span_corruption_diagram,
     transformer_diagram,
 )
 from lecture_lib.train import History
 
 __all__ = [
-    "bert_input_diagram", "bert_pretraining_diagram", "beam_search_diagram", "beam_search_example",
-    "decoder_block_diagram", "encoder_block_diagram", "layer_norm_placement_diagram", "multi_head_attention_diagram",
+    "albert_diagram", "bert_input_diagram", "bert_pretraining_diagram", "beam_search_diagram", "beam_search_example",
+    "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram", "multi_head_attention_diagram",
     "plot_attention", "plot_grouped_bars", "plot_history", "plot_mask", "seq2seq_attention_diagram",
-    "transformer_diagram",
+    "span_corruption_diagram", "transformer_diagram",
 ]
 
 

@@ -6,7 +6,9 @@ symbol of the equations such as $\\alpha^t$), so a diagram can be read next to t
 pieces (boxes, arrows, sum nodes) come from :mod:`lecture_lib.plots.drawing`.
 
 Taught in: 01_attention ("Attention in equations", "Multi-head attention"), 02_transformer ("The whole model"),
-04_bert_pretraining ("Pretraining, then fine-tuning", "The input: three embeddings").
+04_bert_pretraining ("Pretraining, then fine-tuning", "The input: three embeddings"), 07_albert
+("Factorized embeddings"), 08_electra
+("Replaced-token detection"), 09_t5_bart ("Span corruption, exactly").
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from matplotlib.patches import Rectangle
 
 from lecture_lib.data.toy import BOS, EOS, PAD
 from lecture_lib.decoding import BeamStep, beam_search_one
+from lecture_lib.objectives.span_corruption import noise_spans, span_corrupt
 from lecture_lib.plots.drawing import COLORS, HEAD_COLORS, Box, arrow, box, canvas, frame, label, sum_node
+
+_ACCENT = "#c0504d"  # what a diagram points out: the query, the memory, the path of the best hypothesis
 
 # ----------------------------------------------------------------------------------------------- chapter 01
 
@@ -61,10 +66,10 @@ def seq2seq_attention_diagram() -> Figure:
     for h, d in zip(encoder, dots):
         arrow(ax, h.top, d.bottom)
     query = decoder[-1]
-    arrow(ax, query.top, (query.x, 3.4), (dots[-1].right[0] + 0.05, 3.4), color="#c0504d")
+    arrow(ax, query.top, (query.x, 3.4), (dots[-1].right[0] + 0.05, 3.4), color=_ACCENT)
     for a, b in zip(dots, dots[1:]):
-        arrow(ax, (b.left[0], 3.4), a.right, color="#c0504d")
-    label(ax, 11.4, 3.7, "query $s_t$: scores $e^t_i = s_t^\\top h_i$", color="#c0504d")
+        arrow(ax, (b.left[0], 3.4), a.right, color=_ACCENT)
+    label(ax, 11.4, 3.7, "query $s_t$: scores $e^t_i = s_t^\\top h_i$", color=_ACCENT)
 
     softmax = box(ax, (xs[0] + xs[-1]) / 2, 4.45, "softmax", width=xs[-1] - xs[0] + 1.2, height=0.55, color="plain")
     for d in dots:
@@ -111,14 +116,14 @@ def multi_head_attention_diagram(num_heads: int = 4) -> Figure:
     heads_x = [1.5 + 7.6 * (i + 0.5) / num_heads for i in range(num_heads)]
     head_boxes = [box(ax, x, 6.2, f"head {i + 1}", width=min(1.6, 7.6 / num_heads - 0.2), height=0.8,
                       color="attention") for i, x in enumerate(heads_x)]
-    for x, (role, projection) in zip(xs, roles.items()):
+    for j, (x, (role, projection)) in enumerate(zip(xs, roles.items())):
         inputs = box(ax, x, 0.7, role, width=2.2, height=0.6, color="state")
         proj = box(ax, x, 2.1, projection, width=2.6, height=0.7, color="ffn")
         arrow(ax, inputs.top, proj.bottom)
         slices = _split_vector(ax, x, 3.6, num_heads, cell)
         arrow(ax, proj.top, (x, 3.6 - 0.2))
         for i, (piece, head) in enumerate(zip(slices, head_boxes)):
-            offset = 0.3 * (xs.index(x) - 1)  # Q, K and V arrive side by side
+            offset = 0.3 * (j - 1)  # Q, K and V arrive side by side
             arrow(ax, piece.top, head.bottom_at(head.x + offset), color=HEAD_COLORS[i], width=0.9)
     concat = _split_vector(ax, 5.3, 8.0, num_heads, 0.9)
     for i, (head, piece) in enumerate(zip(head_boxes, concat)):
@@ -198,7 +203,6 @@ def _block(ax: Axes, x: float, y: float, sublayers: Sequence[tuple[str, str]], *
 _ENCODER_SUBLAYERS = (("self_attn", "self_attn_layer_norm"), ("ffn", "ffn_layer_norm"))
 _DECODER_SUBLAYERS = (("masked self_attn", "self_attn_layer_norm"),
                       ("encoder_attn\n(cross-attention)", "encoder_attn_layer_norm"), ("ffn", "ffn_layer_norm"))
-_MEMORY_COLOR = "#c0504d"
 
 
 def transformer_diagram() -> Figure:
@@ -230,9 +234,9 @@ def transformer_diagram() -> Figure:
     encoder_x, cross = 5.6, sublayers["decoder"][1]
     memory_y, bend = tops["encoder"] + 1.0, cross.left[0] - 0.9
     arrow(ax, (encoder_x, tops["encoder"] + 0.1), (encoder_x, memory_y), (bend, memory_y), (bend, cross.y), cross.left,
-          color=_MEMORY_COLOR, width=1.4)
+          color=_ACCENT, width=1.4)
     label(ax, encoder_x + 0.2, memory_y + 0.12, "memory M: keys and values\nfor every encoder_attn",
-          color=_MEMORY_COLOR, ha="left", va="bottom")
+          color=_ACCENT, ha="left", va="bottom")
     x = 13.0
     lm_head = box(ax, x, tops["decoder"] + 0.9, "lm_head (tied to embed_tokens)", width=width + 0.8, height=0.7,
                   color="head")
@@ -277,7 +281,7 @@ def decoder_block_diagram() -> Figure:
     for sublayer, text in notes:
         label(ax, sublayer.right[0] + 0.3, sublayer.top[1] + 0.05, text, ha="left", va="bottom", size=7.5)
     memory = box(ax, 11.9, cross.y, "memory M\n(encoder output)", width=2.6, height=0.9, color="state")
-    arrow(ax, memory.left, cross.right, color=_MEMORY_COLOR, width=1.4)
+    arrow(ax, memory.left, cross.right, color=_ACCENT, width=1.4)
     label(ax, 0.3, 11.85, "DecoderLayer (post-LN)", ha="left", bold=True, size=10)
     return fig
 
@@ -388,7 +392,7 @@ def beam_search_diagram(trace: Sequence[BeamStep] | None = None, symbol: Callabl
             drawn = box(ax, x, top - k * spacing, f"{symbol(node.token)}\n{node.score:.2f}", width=1.3, height=0.8,
                         color="head" if node.status == "finished" else "plain", faded=pruned, bold=on_path)
             arrow(ax, live[node.parent].right, drawn.left, dashed=pruned, width=2.0 if on_path else 1.0,
-                  color="#bbbbbb" if pruned else (_MEMORY_COLOR if on_path else "black"))
+                  color="#bbbbbb" if pruned else (_ACCENT if on_path else "black"))
             if node.live is not None:
                 following[node.live] = drawn
         live = following
@@ -444,7 +448,7 @@ def bert_pretraining_diagram() -> Figure:
     NotNext) on C, the pooled `[CLS]` output. Fine-tuning: the same encoder, initialised from the pretrained
     weights, with one small head per task shape.
 
-    Taught in: 04_bert_pretraining ("Pretraining, then fine-tuning").
+    Taught in: 04_bert_pretraining ("Pretraining, then fine-tuning"), 05_bert_finetuning ("Four task shapes").
     """
     fig, ax = canvas(24.4, 8.2)
     pretraining = ("[CLS]", "my", "[MASK]", "is", "cute", "[SEP]", "he", "[MASK]", "[SEP]")
@@ -468,9 +472,9 @@ def bert_pretraining_diagram() -> Figure:
         head = box(ax, x, 6.2, text, width=width, height=0.9, color="head")
         for o in sources:
             arrow(ax, o.top, head.bottom_at(head.x + (o.x - head.x) * 0.5))
-    arrow(ax, encoder["encoder"].right, tuned["encoder"].left, color=_MEMORY_COLOR, width=1.6)
+    arrow(ax, encoder["encoder"].right, tuned["encoder"].left, color=_ACCENT, width=1.6)
     label(ax, (encoder["encoder"].right[0] + tuned["encoder"].left[0]) / 2, encoder["encoder"].y + 0.15, "initialise",
-          color=_MEMORY_COLOR, va="bottom")
+          color=_ACCENT, va="bottom")
     return fig
 
 
@@ -525,4 +529,139 @@ def bert_input_diagram(tokens: Sequence[str] = BERT_EXAMPLE, segments: Sequence[
         column = frame(ax, x - 0.72, vectors[-1].bottom[1] - 0.12, x + 0.72, vectors[0].top[1] + 0.12)
         result = box(ax, x, 0.8, f"$E_{{{i}}}$", width=1.3, height=0.65, color="state")
         arrow(ax, column.bottom, result.top)
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------- chapter 07
+
+
+def albert_diagram(vocab_size: int = 30000, embedding_size: int = 128, hidden_size: int = 768) -> Figure:
+    """ALBERT's two changes to BERT (Lan et al., 2020), at ALBERT-base's sizes by default. Factorized embeddings:
+    a V x E token table then an E x H projection in place of BERT's V x H table. Cross-layer sharing: one
+    ``AlbertLayer`` applied at every depth in place of L layers of their own.
+
+    Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
+    """
+    V, E, H = vocab_size, embedding_size, hidden_size
+    fig, ax = canvas(19.5, 8.6)
+    label(ax, 4.6, 8.1, "Factorized embeddings", bold=True, size=10)
+    label(ax, 0.3, 6.0, "BERT", ha="left", bold=True)
+    table = box(ax, 3.6, 6.0, f"word_embeddings\nV × H\n{V * H / 1e6:.1f}M", width=3.0, height=2.0, color="embedding")
+    label(ax, 0.3, 2.6, "ALBERT", ha="left", bold=True)
+    narrow = box(ax, 3.0, 2.6, f"V × E\n{V * E / 1e6:.1f}M", width=1.3, height=2.0, color="embedding")
+    mapping = box(ax, 5.9, 2.6, f"E × H: {E * H / 1e6:.1f}M", width=2.6, height=0.6, color="ffn")
+    arrow(ax, narrow.right, mapping.left)
+    label(ax, (narrow.right[0] + mapping.left[0]) / 2, 2.9, "E", size=7.5)
+    label(ax, 3.0, 1.2, "word_embeddings", size=7.5)
+    label(ax, 5.9, 2.0, "embedding_hidden_mapping_in", size=7.5)
+    for source, y in ((table, 6.0), (mapping, 2.6)):
+        arrow(ax, source.right, (8.1, y))
+        label(ax, 8.2, y, "H", ha="left")
+    label(ax, 4.6, 0.35, f"V = {V:,}, E = {E}, H = {H}", color="#666666")
+
+    label(ax, 14.7, 8.1, "Cross-layer sharing", bold=True, size=10)
+    depths = ("layer 1", "layer 2", "...", "layer L")
+    for i, text in enumerate(depths):
+        y = 1.2 + 1.6 * i
+        if text == "...":
+            label(ax, 11.6, y, "...")
+            label(ax, 15.0, y, "...")
+            continue
+        box(ax, 11.6, y, text, width=2.4, height=0.8, color=HEAD_COLORS[i % len(HEAD_COLORS)])
+        shared = box(ax, 15.0, y, "AlbertLayer", width=2.4, height=0.8, color="attention")
+        arrow(ax, (17.4, 4.0), shared.right, dashed=True, color=_ACCENT)
+    for x, name in ((11.6, "BERT: L layers,\neach its own weights"), (15.0, "ALBERT: one layer,\napplied L times")):
+        label(ax, x, 7.2, name)
+    for x in (11.6, 15.0):
+        for lower, upper in zip((1.2, 2.8, 4.4), (2.8, 4.4, 6.0)):
+            arrow(ax, (x, lower + 0.4), (x, upper - 0.4))
+    label(ax, 17.5, 4.0, "one set\nof weights", ha="left", color=_ACCENT)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ chapters 08, 09
+
+
+def electra_diagram() -> Figure:
+    """ELECTRA's replaced-token detection (after Clark et al., 2020, Figure 1): the generator, a small masked
+    LM, fills the masked positions of $x^\\text{masked}$ with samples $\\hat x_i \\sim p_G$; the discriminator
+    reads $x^\\text{corrupt}$ and labels every token original or replaced (a sample equal to the original
+    counts as original).
+
+    Taught in: 08_electra ("Replaced-token detection").
+    """
+    fig, ax = canvas(17.5, 9.6)
+    original = ("the", "chef", "cooked", "the", "meal")
+    masked = {0: "the", 2: "ate"}  # position: the generator's sample there
+    xs = [3.6 + 1.6 * i for i in range(len(original))]
+    rows = {"$x$": 0.7, "$x^\\mathrm{masked}$": 2.1, "$x^\\mathrm{corrupt}$": 5.3, "label": 8.5}
+    for text, y in rows.items():
+        label(ax, 0.3, y, text, ha="left")
+    for i, (x, word) in enumerate(zip(xs, original)):
+        given = box(ax, x, 0.7, word, width=1.4, height=0.6)
+        hidden = box(ax, x, 2.1, "[MASK]" if i in masked else word, width=1.4, height=0.6,
+                     color="embedding" if i in masked else "plain")
+        arrow(ax, given.top, hidden.bottom)
+    generator = box(ax, (xs[0] + xs[-1]) / 2, 3.7, "generator $p_G$: a small masked LM", width=xs[-1] - xs[0] + 1.4,
+                    height=0.9, color="ffn")
+    discriminator = box(ax, generator.x, 6.9, "discriminator D: is each token original or replaced?",
+                        width=generator.width, height=0.9, color="attention")
+    for i, (x, word) in enumerate(zip(xs, original)):
+        arrow(ax, (x, 2.4), generator.bottom_at(x))
+        shown = masked.get(i, word)
+        corrupt = box(ax, x, 5.3, shown, width=1.4, height=0.6, bold=shown != word,
+                      color=("head" if shown != word else "state") if i in masked else "plain")
+        arrow(ax, generator.top_at(x), corrupt.bottom, color=_ACCENT if i in masked else "black",
+              dashed=i not in masked)
+        arrow(ax, corrupt.top, discriminator.bottom_at(x))
+        verdict = "replaced" if shown != word else "original"
+        answer = box(ax, x, 8.5, verdict, width=1.5, height=0.6, color="head" if verdict == "replaced" else "plain")
+        arrow(ax, discriminator.top_at(x), answer.bottom)
+    notes = ((3.7, "$L_\\mathrm{MLM}$ at the masked positions"),
+             (4.5, "sample $\\hat x_i \\sim p_G(x_i \\mid x^\\mathrm{masked})$;\nno gradient flows through it"),
+             (6.9, "$\\lambda L_\\mathrm{Disc}$ on every token, $\\lambda = 50$"))
+    for y, text in notes:
+        label(ax, xs[-1] + 1.05, y, text, ha="left", size=8, color=_ACCENT if "sample" in text else "black")
+    label(ax, 0.3, 9.3, "ELECTRA: replaced-token detection", ha="left", bold=True, size=10)
+    return fig
+
+
+T5_EXAMPLE = "Thank you for inviting me to your party last week .".split()
+
+
+def span_corruption_diagram(words: Sequence[str] = T5_EXAMPLE, noise: Sequence[bool] | None = None) -> Figure:
+    """T5's span corruption (after Raffel et al., 2020, Figure 2), computed by
+    :func:`lecture_lib.objectives.span_corruption.span_corrupt`: each run of noise words (``noise``, by default
+    the paper's "for inviting" and "last") becomes one sentinel in the inputs, and the targets list each
+    sentinel with the words it hid, closed by one more sentinel. One colour per span.
+
+    Taught in: 09_t5_bart ("Span corruption, exactly").
+    """
+    noise = [w in ("for", "inviting", "last") for w in words] if noise is None else list(noise)
+    spans = noise_spans(torch.tensor(noise, dtype=torch.bool))
+    sentinels = [f"<{chr(ord('X') + i)}>" if i < 3 else f"<S{i}>" for i in range(len(spans) + 1)]
+    inputs, targets = span_corrupt(words, noise, sentinels=sentinels)
+    if len(spans) + 1 > len(HEAD_COLORS):
+        raise ValueError(f"expected at most {len(HEAD_COLORS) - 1} noise spans to draw, got {len(spans)}")
+    step, left, width = 1.45, 3.0, 1.35
+    fig, ax = canvas(left + step * len(words) + 0.3, 6.4)
+    xs = [left + step * (i + 0.5) for i in range(len(words))]
+    span_of = {i: k for k, (start, end) in enumerate(spans) for i in range(start, end)}
+    for i, (x, word) in enumerate(zip(xs, words)):
+        box(ax, x, 4.6, word, width=width, height=0.6, color=HEAD_COLORS[span_of[i]] if i in span_of else "plain")
+    kept = [x for i, x in enumerate(xs) if i not in span_of]
+    sentinel_x = [(xs[start] + xs[end - 1]) / 2 for start, end in spans]
+    placed = iter(sorted(kept + sentinel_x))
+    for token in inputs:  # inputs keep the words in order, a sentinel where each span was
+        x = next(placed)
+        color = HEAD_COLORS[sentinels.index(token)] if token in sentinels else "plain"
+        drawn = box(ax, x, 2.9, token, width=width, height=0.6, color=color)
+        arrow(ax, (x, 4.3), drawn.top, color="#999999")
+    for j, token in enumerate(targets):
+        color = HEAD_COLORS[sentinels.index(token)] if token in sentinels else "plain"
+        box(ax, xs[j], 1.1, token, width=width, height=0.6, color=color, bold=token in sentinels)
+    for text, y in (("text, noise\nin colour", 4.6), ("inputs\n(encoder)", 2.9), ("targets\n(decoder)", 1.1)):
+        label(ax, 0.3, y, text, ha="left")
+    label(ax, 0.3, 6.0, f"Span corruption: {len(spans)} spans, {len(inputs)} input and {len(targets)} target tokens "
+          f"for {len(words)} words", ha="left", bold=True, size=10)
     return fig
