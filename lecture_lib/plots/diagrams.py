@@ -153,7 +153,7 @@ def _split_vector(ax: Axes, x: float, y: float, pieces: int, cell: float) -> lis
 
 # ----------------------------------------------------------------------------------------------- chapter 02
 
-F_HEIGHT, NORM_HEIGHT, GAP = 0.9, 0.5, 0.35  # a sublayer's box, a LayerNorm's box, the space between parts
+_F_HEIGHT, _NORM_HEIGHT, _GAP = 0.9, 0.5, 0.35  # a sublayer's box, a LayerNorm's box, the space between parts
 
 
 def _residual_sublayer(ax: Axes, x: float, y: float, name: str, norm_name: str, *, norm_first: bool, width: float,
@@ -166,17 +166,17 @@ def _residual_sublayer(ax: Axes, x: float, y: float, name: str, norm_name: str, 
     that colour: in pre-LN it reaches the exit through the addition only, in post-LN through the LayerNorm.
     """
     order = ("norm", "F", "add") if norm_first else ("F", "add", "norm")
-    top, parts = y + GAP, {}
+    top, parts = y + _GAP, {}
     for kind in order:
         if kind == "add":
             parts[kind] = sum_node(ax, x, top + 0.2)
-            top += 0.4 + GAP
+            top += 0.4 + _GAP
             continue
-        height = F_HEIGHT if kind == "F" else NORM_HEIGHT
+        height = _F_HEIGHT if kind == "F" else _NORM_HEIGHT
         color = ("ffn" if name.startswith("ffn") else "attention") if kind == "F" else "norm"
         parts[kind] = box(ax, x, top + height / 2, name if kind == "F" else norm_name, width=width, height=height,
                           color=color)
-        top += height + GAP
+        top += height + _GAP
     stream = {"color": path_color or "black", "width": 2.0 if path_color else 1.0}
     arrow(ax, (x, y), parts[order[0]].bottom)
     for lower, upper in zip(order, order[1:]):
@@ -184,7 +184,7 @@ def _residual_sublayer(ax: Axes, x: float, y: float, name: str, norm_name: str, 
     arrow(ax, parts[order[-1]].top, (x, top), head=False, **stream)
     side = -1 if bypass == "left" else 1
     add, bend = parts["add"], x + side * (width / 2 + 0.45)
-    arrow(ax, (x, y + GAP / 2), (bend, y + GAP / 2), (bend, add.y), add.left if side < 0 else add.right, **stream)
+    arrow(ax, (x, y + _GAP / 2), (bend, y + _GAP / 2), (bend, add.y), add.left if side < 0 else add.right, **stream)
     return top, parts["F"]
 
 
