@@ -33,10 +33,12 @@ from lecture_lib.plots.diagrams import (
 from lecture_lib.train import History
 
 __all__ = [
-    "albert_diagram", "bert_input_diagram", "bert_pretraining_diagram", "beam_search_diagram", "beam_search_example",
-    "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram", "multi_head_attention_diagram",
-    "plot_attention", "plot_grouped_bars", "plot_history", "plot_mask", "seq2seq_attention_diagram",
-    "span_corruption_diagram", "transformer_diagram",
+    # charts: drawn on the axes they are given
+    "plot_attention", "plot_grouped_bars", "plot_history", "plot_mask",
+    # diagrams: one figure each, no arguments needed
+    "albert_diagram", "beam_search_diagram", "beam_search_example", "bert_input_diagram", "bert_pretraining_diagram",
+    "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram",
+    "multi_head_attention_diagram", "seq2seq_attention_diagram", "span_corruption_diagram", "transformer_diagram",
 ]
 
 
