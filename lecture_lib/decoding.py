@@ -114,10 +114,27 @@ class Hypothesis:
         return self.score / len(self.tokens) ** length_penalty
 
 
+@dataclass
+class BeamStep:
+    """One step of a beam search, as :func:`beam_search_one` records it when given a ``trace`` list: what the
+    beam held, every extension it scored, and the extensions it kept (the rest were pruned).
+
+    ``prefixes`` are the live hypotheses' tokens before the step (without ``bos``), ``candidate_scores`` (k, V)
+    the score of hypothesis r extended by token v (``-inf`` for banned tokens), and ``kept`` the (r, v) pairs
+    kept, best first; those whose v is ``eos`` finished at this step.
+
+    Taught in: 02_transformer ("Decoding: greedy and beam search").
+    """
+
+    prefixes: list[list[int]]
+    candidate_scores: torch.Tensor
+    kept: list[tuple[int, int]]
+
+
 @torch.no_grad()
 def beam_search_one(
     model: EncoderDecoder, src: torch.Tensor, beam_width: int, max_len: int, *, length_penalty: float = 0.0,
-    bos: int = BOS, eos: int = EOS, banned: tuple[int, ...] = (PAD, BOS),
+    bos: int = BOS, eos: int = EOS, banned: tuple[int, ...] = (PAD, BOS), trace: list[BeamStep] | None = None,
 ) -> list[Hypothesis]:
     """Beam search for one source (1, S); returns every completed hypothesis, best first.
 
@@ -125,7 +142,8 @@ def beam_search_one(
     extensions by score. An extension ending in ``eos`` leaves the beam and is complete, so the beam
     narrows as hypotheses finish; after ``max_len`` tokens the live ones are complete as they stand.
     Without a length penalty a search stops early once no live hypothesis can still beat the best
-    complete one (scores only fall as tokens are added). Beam width 1 is greedy decoding.
+    complete one (scores only fall as tokens are added). Beam width 1 is greedy decoding. Given a list as
+    ``trace``, the search appends one :class:`BeamStep` per step to it (what the beam-search diagram draws).
 
     Taught in: 02_transformer ("Decoding: greedy and beam search").
     """
@@ -143,6 +161,9 @@ def beam_search_one(
         allowed = int(torch.isfinite(candidates).sum())
         top_scores, top = candidates.topk(min(beam_width, allowed))
         parent, token = top // log_probs.shape[1], top % log_probs.shape[1]
+        if trace is not None:
+            trace.append(BeamStep(prefix[:, 1:].tolist(), candidates.view_as(log_probs).cpu(),
+                                  list(zip(parent.tolist(), token.tolist()))))
         prefix = torch.cat([prefix[parent], token[:, None]], dim=1)
         ended = token == eos
         complete += [Hypothesis(p[1:].tolist(), s) for p, s in zip(prefix[ended], top_scores[ended].tolist())]

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.attention import (
     MultiHeadAttention,
     additive_mask,
@@ -255,6 +255,15 @@ assert ((prediction - torch.sin(queries)) ** 2).mean() < 0.5 * ((values - torch.
 # prediction is made from that (our model applies a linear layer and $\tanh$, then the output layer, as in
 # Luong et al., 2015). The weights $\alpha^t$ are the **alignment**: how much output step $t$ looks at each
 # source position. Below we compute one step by hand, exactly as written above, and compare with the model.
+
+# %% [markdown]
+# One decoder step in a picture: follow the query $s_t$ along the red line to the dot product with every encoder
+# state, the softmax that turns the scores $e^t$ into the weights $\alpha^t$ (the bars), and the weighted sum $a_t$
+# that joins $s_t$ for the prediction. The thickest arrow carries the largest weight.
+
+# %%
+plots.seq2seq_attention_diagram()
+plt.show()
 
 # %%
 batch = reversal_batch(1, longest, longest, exp.num_symbols, torch.Generator().manual_seed(3))
@@ -467,6 +476,15 @@ assert keep_prefix[2:, :2].all() and not keep_prefix[:2, 2:].any()  # outputs re
 # project with $W^O$. The cost is about that of one full-width attention, and the parameters are
 # $4(E^2+E)$. Below, the per-head loop written from the equation, the library's batched version, and
 # PyTorch's `nn.MultiheadAttention` with the same weights.
+
+# %% [markdown]
+# The four steps drawn for $h = 4$: each projection's output is cut into four slices of width $d$, slice $i$ of
+# the queries, keys and values goes to head $i$ (one colour per head), and the heads' outputs are laid side by
+# side again before `out_proj` mixes them.
+
+# %%
+plots.multi_head_attention_diagram()
+plt.show()
 
 # %%
 E, num_heads = 32, 4

@@ -48,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.attention import MultiHeadAttention, causal_mask, padding_mask
 from lecture_lib.chapters.ch02_transformer import (
     reversal_experiment,
@@ -61,6 +61,7 @@ from lecture_lib.data.seq2seq_tasks import head_final_alignment
 from lecture_lib.data.toy import BOS, EOS, NUM_SPECIAL, PAD
 from lecture_lib.decoding import (
     beam_search,
+    beam_search_one,
     greedy_decode,
     greedy_exact_match,
     hypotheses_to_tensor,
@@ -316,6 +317,14 @@ assert sinusoidal_position_encoding(21, 512).shape == (21, 512)  # the formula h
 # Below we compute one post-LN block by hand from the layer's own weights, on a padded batch, and compare
 # with `EncoderLayer`; then the same weights in pre-LN order.
 
+# %% [markdown]
+# The block as `EncoderLayer` builds it, input at the bottom: each sublayer's input goes round it (the line on the
+# left) and is added back at $\oplus$ before that sublayer's LayerNorm, named as in the code.
+
+# %%
+plots.encoder_block_diagram()
+plt.show()
+
 # %%
 seed_everything(0)
 small = TransformerConfig(vocab_size=16, d_model=32, num_attention_heads=4, ffn_dim=64, dropout=0.0)
@@ -360,6 +369,14 @@ torch.testing.assert_close(pre_ln_layer(x, keep)[0], pre_ln_by_hand)
 # self-attention, cross-attention, feed-forward, each wrapped as in the encoder. We check the causal promise:
 # changing target position 3 changes nothing at positions 0 to 2.
 
+# %% [markdown]
+# `DecoderLayer` drawn the same way: the masked self-attention, then `encoder_attn`, whose keys and values come
+# from the side (the memory $M$, in red) while its queries come from below.
+
+# %%
+plots.decoder_block_diagram()
+plt.show()
+
 # %%
 decoder_layer = DecoderLayer(small).eval()
 target, memory = torch.randn(1, 5, 32), torch.randn(1, 4, 32)
@@ -385,6 +402,15 @@ torch.testing.assert_close(cross.sum(-1), torch.ones(1, 4, 5))  # each query's w
 # an attention sublayer has four $d \times d$ matrices and their biases, a feed-forward sublayer
 # $2\,d\,d_{ff} + d_{ff} + d$, a LayerNorm $2d$. We count them by formula, check the formula on our model, and
 # evaluate it at the paper's base sizes.
+
+# %% [markdown]
+# The whole model as Figure 1 of Vaswani et al. (2017) draws it, with our module names: the encoder stack on
+# the left, the decoder stack on the right, and the red line that carries the encoder's top output, the memory
+# $M$, into every decoder layer's cross-attention.
+
+# %%
+plots.transformer_diagram()
+plt.show()
 
 # %%
 def parameter_count(vocab, d, d_ff, n_layers):
@@ -457,6 +483,14 @@ torch.testing.assert_close(ours_logits, theirs_logits)
 # BERT pretraining) reaches comparable results in less time. We measure both claims on our model: the
 # gradient norm of each decoder layer's second feed-forward matrix at initialisation in a 6+6-layer version,
 # and two short runs without warm-up at a learning rate of $10^{-2}$.
+
+# %% [markdown]
+# The two orders side by side, with the residual stream drawn thick: in pre-LN it runs from the block's input to
+# its output through additions only, in post-LN every sublayer's LayerNorm sits on it.
+
+# %%
+plots.layer_norm_placement_diagram()
+plt.show()
 
 # %%
 batch = exp.task.train_batch(exp.task.batch_size, step=0)
@@ -647,6 +681,16 @@ assert rates[best_layer, best_head] >= 0.9, "one head should implement the rever
 # unit tests check it finds the optimum when the beam is as wide as the whole search space, and that width 1 is
 # greedy). First, greedy decoding by hand for one string, against the library.
 
+# %% [markdown]
+# Before the code, the search drawn as a tree, on a made-up next-word table where greedy goes wrong: "the" is the
+# likelier first word, but every continuation of it is unsure, while "a" is almost always followed by "cat". Read
+# it left to right: at every step each hypothesis in the beam (width 2) shows its best extensions with their
+# scores; only the two best of the whole column stay black, the others are pruned (grey).
+
+# %%
+plots.beam_search_diagram()
+plt.show()
+
 # %%
 def show(tokens):
     """Symbols as numbers counted from 0, the end token as </s>, padding dropped."""
@@ -712,6 +756,19 @@ assert case is not None and gain[case] > 0  # a string where beam search beats g
 assert early["beam_scores"].mean() > early["greedy_scores"].mean()
 assert (gain > -1e-6).float().mean() >= 0.95  # beam search almost never finds a less probable output
 assert final["beam"].float().mean() >= 0.95
+
+# %% [markdown]
+# The example string's search as a tree, with the early snapshot and a beam of 3 (each live hypothesis shows its
+# two best extensions): a token that greedy decoding would take stays in the tree only while it keeps up.
+
+# %%
+snapshot = Transformer(cfg).eval()
+snapshot.load_state_dict(snapshots[early_step])
+trace = []
+found = beam_search_one(snapshot, shown.src[case : case + 1], 3, shown.tgt_out.shape[1], trace=trace)[0]
+print(f"beam of 3: {show(found.tokens)}  log-probability {found.score:.3f}")
+plots.beam_search_diagram(trace, lambda token: show([token]), children=2)
+plt.show()
 
 # %% [markdown]
 # In the example, greedy decoding takes the locally most probable symbol at some step and pays for it in

@@ -50,7 +50,7 @@ import torch.nn.functional as F
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.attention import MultiHeadAttention, causal_mask
 from lecture_lib.chapters.ch04_bert_pretraining import (
@@ -150,6 +150,17 @@ assert influence["encoder (full)"][3] > 0.01  # position 3 (the "next token") re
 assert influence["decoder (causal)"][3:].abs().max() == 0  # the causal mask hides it completely
 
 # %% [markdown]
+# The two stages in one picture, after Figure 1 of Devlin et al. (2019). On the left, pretraining: the pair
+# `[CLS] A [SEP] B [SEP]` with some tokens masked, the MLM head restoring them from the outputs $T_i$ at the
+# masked positions (section 4), and the NSP head classifying the pair from $C$, the `[CLS]` output (section 6). On
+# the right, fine-tuning (chapter 05): the same encoder, initialised from the pretrained weights, with a small
+# head per task shape.
+
+# %%
+plots.bert_pretraining_diagram()
+plt.show()
+
+# %% [markdown]
 # ## 2. The input: three embeddings
 #
 # BERT reads a *pair* of segments, because some of its tasks (next-sentence prediction, entailment,
@@ -169,6 +180,14 @@ assert influence["decoder (causal)"][3:].abs().max() == 0  # the causal mask hid
 # we use its embeddings, its encoder and its vectors, never its fill-mask. Without it (no package and no
 # network), the next cell says so, the real-vocabulary examples of this section and of section 4 are skipped,
 # and section 11's contextual vectors come from the small BERT of section 7, on a word of its own corpus.
+
+# %% [markdown]
+# The sum for the lecture's pair, after Figure 2 of Devlin et al. (2019): each column is one position, its token,
+# segment and position vectors added and normalised into $E_i$.
+
+# %%
+plots.bert_input_diagram()
+plt.show()
 
 # %%
 try:

@@ -53,7 +53,7 @@ import scipy.stats
 import torch
 from tqdm.auto import tqdm
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch05_bert_finetuning import (
     HARDER_TASK_NAMES,
@@ -335,6 +335,15 @@ print("entailment:   ", " ".join(example.words_a), "||", " ".join(example.words_
       ["entailment", "contradiction"][example.label])
 example = qa.test_examples[0]
 print("qa:           ", " ".join(example.question), "||", " ".join(example.passage), "->", repr(example.answer))
+
+# %% [markdown]
+# Chapter 04's picture of the two stages (after Devlin et al., 2019, Figure 1); its right half is this section:
+# the class is read from $C$, a tag from every $T_i$, and a span from the $T_i$ of the passage, scored against the
+# start and end vectors $S$ and $E$.
+
+# %%
+plots.bert_pretraining_diagram()
+plt.show()
 
 # %% [markdown]
 # Tagging meets a detail: WordPiece splits words, but tags belong to words. BERT's recipe gives each word's

@@ -40,7 +40,7 @@ if "google.colab" in sys.modules:
 import matplotlib.pyplot as plt
 import torch
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.chapters.ch07_albert import (
     PAPER_PARAMETERS,
     chapter_config,
@@ -115,6 +115,15 @@ assert round(counts["ALBERT xxlarge"] / 1e6) != 235  # the paper's figure, not r
 # $W_\text{word} W_\text{proj}^\top$ is still $V \times H$, but its **rank is at most $E$**: every token
 # vector that enters the first layer lies in an $E$-dimensional subspace of $\mathbb{R}^H$ (plus the bias).
 # BERT's $V \times H$ table has rank up to $H$.
+
+# %% [markdown]
+# Both of ALBERT's changes at ALBERT-base's sizes: on the left, the tall $V \times E$ table and the small
+# $E \times H$ projection that replace BERT's $V \times H$ table (section 3 returns to the right half, where one
+# `AlbertLayer` serves every depth).
+
+# %%
+plots.albert_diagram()
+plt.show()
 
 # %%
 seed_everything(0)

@@ -44,7 +44,7 @@ import matplotlib.pyplot as plt
 import torch
 import transformers
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.chapters.ch08_electra import (
     PAPER_BERT_SMALL,
     PAPER_CHECKPOINTS,
@@ -121,6 +121,15 @@ assert 0.13 < chosen.sum() / real.sum() < 0.17
 # sequence of $n$ tokens (not BERT's coin flip per position), 85% of them shown to the generator as [MASK]
 # and 15% unchanged, *none* replaced by a random token; and a sample that happens to equal the original is
 # labelled original. We write each step by hand on a toy row, then check the library's functions agree.
+
+# %% [markdown]
+# The pipeline on the paper's example sentence (after Clark et al., 2020, Figure 1), bottom to top: two positions
+# masked, the generator's samples written into them (one sample equals the original "the", so its label is
+# original), and the discriminator's label for every token.
+
+# %%
+plots.electra_diagram()
+plt.show()
 
 # %%
 ids = torch.tensor([[2, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 3, 0, 0]])

@@ -42,7 +42,7 @@ if "google.colab" in sys.modules:
 import matplotlib.pyplot as plt
 import torch
 
-from lecture_lib import profile
+from lecture_lib import plots, profile
 from lecture_lib.chapters.ch09_t5_bart import (
     BART_PAPER_ROWS,
     PAPER_ROWS,
@@ -114,6 +114,14 @@ print("inputs: ", " ".join(inputs))
 print("targets:", " ".join(targets))
 assert inputs == by_hand_inputs and targets == by_hand_targets  # the paper's Figure 2, token for token
 print("with T5's sentinels:", " ".join(span_corrupt(words, noise)[1]))
+
+# %% [markdown]
+# The same example drawn by `span_corrupt` itself, one colour per span: each coloured run of the text shrinks to
+# its sentinel in the inputs, and comes back after that sentinel in the targets.
+
+# %%
+plots.span_corruption_diagram()
+plt.show()
 
 # %% [markdown]
 # The target is short: 6 tokens for an 11-token sentence. That is the point of the objective: the decoder

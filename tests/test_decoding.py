@@ -123,6 +123,25 @@ def test_beam_as_wide_as_the_search_space_finds_the_exhaustive_optimum(length_pe
     assert beam_beat_greedy > 0  # the search space is not so easy that greedy already solves it
 
 
+def test_the_trace_holds_every_step_its_scored_extensions_and_the_best_ones_kept():
+    model, src = _random_model(1), torch.tensor([[3, 4, 4, 3]])
+    trace = []
+    hypotheses = beam_search_one(model, src, beam_width=3, max_len=4, trace=trace)
+    assert trace[0].prefixes == [[]] and len(trace) >= 2
+    for step, following in zip(trace, [*trace[1:], None]):
+        for r, prefix in enumerate(step.prefixes):  # each score is the log-probability of the extended prefix
+            for v in SYMBOLS + (EOS,):
+                assert step.candidate_scores[r, v].item() == pytest.approx(_sequence_log_prob(model, src, prefix + [v]))
+        flat = step.candidate_scores.flatten().tolist()
+        best = sorted(range(len(flat)), key=lambda i: -flat[i])[:3]
+        assert step.kept == [divmod(i, VOCAB) for i in best]  # the three best extensions, best first
+        alive = [step.prefixes[r] + [v] for r, v in step.kept if v != EOS]
+        if following is not None:
+            assert following.prefixes == alive
+    finished = [step.prefixes[r] + [v] for step in trace for r, v in step.kept if v == EOS]
+    assert all(h in [h.tokens for h in hypotheses] for h in finished)
+
+
 def test_beam_width_one_is_greedy():
     src = torch.tensor([[3, 4, 3, 3], [4, 4, PAD, PAD], [3, PAD, PAD, PAD]])
     for seed in range(5):

@@ -1,7 +1,9 @@
-"""The figure kinds the chapters repeat: training curves, attention maps, attention masks, grouped bars.
+"""The figure kinds the chapters repeat: training curves, attention maps, attention masks, grouped bars; and the
+course's diagrams (:mod:`lecture_lib.plots.diagrams`), re-exported here.
 
-Each function draws on the matplotlib axes it is given and returns them, so that a notebook lays out its
-own subplots and adds its own titles, reference lines and legends.
+Each chart function draws on the matplotlib axes it is given and returns them, so that a notebook lays out its
+own subplots and adds its own titles, reference lines and legends. Each diagram function draws its own figure,
+needs no arguments, and returns the figure.
 
 Taught in: 01_attention ("The bottleneck, measured").
 """
@@ -13,7 +15,31 @@ from typing import Sequence
 import torch
 from matplotlib.axes import Axes
 
+from lecture_lib.plots.diagrams import (
+    albert_diagram,
+    beam_search_diagram,
+    beam_search_example,
+    bert_input_diagram,
+    bert_pretraining_diagram,
+    decoder_block_diagram,
+    electra_diagram,
+    encoder_block_diagram,
+    layer_norm_placement_diagram,
+    multi_head_attention_diagram,
+    seq2seq_attention_diagram,
+    span_corruption_diagram,
+    transformer_diagram,
+)
 from lecture_lib.train import History
+
+__all__ = [
+    # charts: drawn on the axes they are given
+    "plot_attention", "plot_grouped_bars", "plot_history", "plot_mask",
+    # diagrams: one figure each, no arguments needed
+    "albert_diagram", "beam_search_diagram", "beam_search_example", "bert_input_diagram", "bert_pretraining_diagram",
+    "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram",
+    "multi_head_attention_diagram", "seq2seq_attention_diagram", "span_corruption_diagram", "transformer_diagram",
+]
 
 
 def plot_history(ax: Axes, history: History, quantity: str = "loss", *, smooth: int | None = None,
