@@ -142,7 +142,7 @@ def sinusoidal_positions(positions: int, dim: int) -> torch.Tensor:
 
     >>> sinusoidal_positions(2, 4)
     tensor([[0.0000, 1.0000, 0.0000, 1.0000],
-            [0.8415, 0.5403, 0.0100, 1.0000]])
+            [0.8415, 0.5403, 0.0100, 0.9999]])
 
     Taught in: 12_compression ("A DistilBERT-style student").
     """
