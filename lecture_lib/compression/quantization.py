@@ -78,7 +78,7 @@ def quantize(x: torch.Tensor, bits: int = 8, per_channel: bool = False) -> Quant
 
     >>> w = torch.tensor([[0.5, -1.0], [0.02, 0.01]])
     >>> quantize(w, bits=4).q.tolist(), quantize(w, bits=4, per_channel=True).q.tolist()
-    ([[4, -7], [0, 0]], [[4, -7], [7, 4]])
+    ([[3, -7], [0, 0]], [[3, -7], [7, 4]])
 
     Taught in: 12_compression ("Quantization from scratch").
     """
