@@ -91,12 +91,21 @@ class TripleLoss:
     temperature: float = 2.0
 
     def __call__(self, student_logits: torch.Tensor, teacher_logits: torch.Tensor, mlm_loss: torch.Tensor,
-                 student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
+                 student_hidden: torch.Tensor | None = None, teacher_hidden: torch.Tensor | None = None,
                  mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """The three terms and their weighted sum ``"loss"``, over the real (unpadded) positions ``mask``."""
-        terms = {"ce": distillation_loss(student_logits, teacher_logits, self.temperature, mask),
-                 "mlm": mlm_loss,
-                 "cos": cosine_hidden_loss(student_hidden, teacher_hidden, mask)}
+        """The terms with a weight (``"ce"``, ``"mlm"``, ``"cos"``) and their weighted sum ``"loss"``, over the
+        real (unpadded) positions ``mask``; the hidden states are needed only when ``alpha_cos`` is not 0."""
+        terms = {}
+        if self.alpha_ce:
+            terms["ce"] = distillation_loss(student_logits, teacher_logits, self.temperature, mask)
+        if self.alpha_mlm:
+            terms["mlm"] = mlm_loss
+        if self.alpha_cos:
+            if student_hidden is None or teacher_hidden is None:
+                raise ValueError("alpha_cos > 0 needs the student's and the teacher's hidden states")
+            terms["cos"] = cosine_hidden_loss(student_hidden, teacher_hidden, mask)
+        if not terms:
+            raise ValueError("expected at least one loss weight above 0")
         weights = {"ce": self.alpha_ce, "mlm": self.alpha_mlm, "cos": self.alpha_cos}
-        terms["loss"] = sum(weights[k] * terms[k] for k in weights if weights[k])
+        terms["loss"] = sum(weights[k] * terms[k] for k in list(terms))
         return terms
