@@ -268,7 +268,7 @@ def qat_model(teacher_on_task: nn.Module, pretrained: PretrainResult, task: Task
 # ---------------------------------------------------------------- measuring
 
 
-def task_score(model: nn.Module, task: Task) -> float:
+def headline_score(model: nn.Module, task: Task) -> float:
     """The task's headline score (accuracy, or F1), in percent; a student is scored without segment ids.
 
     Taught in: 12_compression ("The teacher and its task").
