@@ -5,7 +5,8 @@ compression table is made of.
 Every run that trains is cached under its recipe: the fine-tuned teacher, each distilled student, each
 quantization-aware fine-tuning.
 
-Taught in: 12_compression ("The teacher and its task", "A DistilBERT-style student", "The compression table").
+Taught in: 12_compression ("The teacher and its task", "Dark knowledge", "A DistilBERT-style student",
+"The compression table").
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.cache import cached, key
 from lecture_lib.chapters import ch05_bert_finetuning
-from lecture_lib.compression.distillation import TripleLoss
+from lecture_lib.compression.distillation import TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
@@ -61,6 +63,7 @@ class CompressionChapterConfig:
     sparsities: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     latency_batch: int = 1
     latency_repeats: int = 20
+    dark_knowledge_examples: tuple[int, ...] = (64, 256)  # labelled examples, soft against hard labels
     seed: int = 0
 
 
@@ -246,6 +249,37 @@ def student_on_task(student: DistilBertForMaskedLM, task: Task, config: Compress
     head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
                                                             dropout=config.finetune.dropout)
     return finetune(task, head, config.finetune).model.eval()
+
+
+def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Module, task: Task, examples: int,
+                        soft: bool, config: CompressionChapterConfig, temperature: float = 2.0) -> nn.Module:
+    """The student fine-tuned on the first ``examples`` training examples only, on their true labels (``soft``
+    False: cross-entropy) or on the fine-tuned teacher's soft targets at ``temperature`` (Hinton et al.'s
+    setting: the same few inputs, richer targets). Same steps and learning rate either way.
+
+    Taught in: 12_compression ("Dark knowledge").
+    """
+    features = {k: v[:examples] for k, v in task.train.features.items()}
+    few = EncodedTask(features, task.train.word_ids[:examples])
+    teacher_on_task.eval()
+
+    def loss_fn(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        inputs = {k: v for k, v in batch.items() if k not in ("labels", "token_type_ids")}
+        logits = model(**inputs).logits
+        if not soft:
+            return F.cross_entropy(logits, batch["labels"])
+        with torch.no_grad():
+            target = teacher_on_task(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        return distillation_loss(logits, target, temperature)
+
+    seed_everything(config.finetune.seed)
+    head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
+                                                            dropout=config.finetune.dropout)
+    tune = config.finetune
+    train(head, few.batches(min(tune.batch_size, examples), tune.seed), loss_fn,
+          TrainConfig(steps=tune.steps, lr=tune.lr, schedule="linear", progress=False,
+                      warmup_steps=round(tune.warmup_fraction * tune.steps), num_threads=tune.num_threads))
+    return head.eval()
 
 
 # ---------------------------------------------------------------- quantization-aware training
