@@ -344,7 +344,7 @@ assert abs(bit_scores[8] - teacher_score) <= 2.0
 # About 12 s on one CPU core.
 
 # %%
-qat_scores = {bits: headline_score(qat_model(teacher, pretrained, task, bits, config), task) for bits in config.qat_bits}
+qat_scores = {bits: headline_score(qat_model(pretrained, task, bits, config), task) for bits in config.qat_bits}
 ptq_4 = bit_scores[4]
 rows = [["acceptability (ours)", "accuracy", round(teacher_score, 1), round(int8_score, 1), round(qat_scores[8], 1),
          f"{100 * (teacher_score - qat_scores[8]) / teacher_score:.2f}%"],

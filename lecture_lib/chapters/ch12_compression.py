@@ -208,8 +208,8 @@ def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
     """A student with half the teacher's layers, distilled on the synthetic language's sentences (cached).
 
     ``from_teacher``: initialised from every other teacher layer (:func:`distilbert_from_bert`), else at
-    random. ``width`` < 1 narrows every size (H, FFN; heads kept at H / 16 each), which rules out copying
-    and the cosine term.
+    random. ``width`` < 1 narrows the hidden and feed-forward sizes (heads of 16 dimensions), which rules out
+    copying the teacher's layers and the cosine term.
 
     Taught in: 12_compression ("A DistilBERT-style student").
     """
@@ -285,8 +285,7 @@ def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Modu
 # ---------------------------------------------------------------- quantization-aware training
 
 
-def qat_model(teacher_on_task: nn.Module, pretrained: PretrainResult, task: Task, bits: int,
-              config: CompressionChapterConfig) -> nn.Module:
+def qat_model(pretrained: PretrainResult, task: Task, bits: int, config: CompressionChapterConfig) -> nn.Module:
     """Q8BERT's recipe: fine-tune the pretrained BERT on the task with every linear layer fake-quantized to
     ``bits`` (:class:`~lecture_lib.compression.quantization.FakeQuantLinear`), from the same start and with the
     same budget as the float teacher. Returned in eval mode (input ranges frozen); not cached across sessions
@@ -310,7 +309,10 @@ def headline_score(model: nn.Module, task: Task) -> float:
     if isinstance(model, DistilBertForSequenceClassification):
         task = without_segments(task)
     scores = score(task, model)
-    return 100 * scores.get("accuracy", scores.get("f1", 0.0))
+    for metric in ("accuracy", "f1"):
+        if metric in scores:
+            return 100 * scores[metric]
+    raise ValueError(f"expected a task scored by accuracy or F1, got {task.name!r} with {sorted(scores)}")
 
 
 def latency(model: nn.Module, task: Task, config: CompressionChapterConfig) -> float:

@@ -319,7 +319,9 @@ class DistilBertForSequenceClassification(DistilBertPreTrainedModel):
 
     @classmethod
     def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
-        return {"num_labels": values.get("num_labels", len(values.get("id2label") or {0: 0, 1: 1}))}
+        if "num_labels" in values:
+            return {"num_labels": values["num_labels"]}
+        return {"num_labels": len(values["id2label"]) if "id2label" in values else 2}  # transformers' default
 
     def _config_extras(self) -> dict[str, Any]:
         return {"num_labels": self.num_labels}
