@@ -26,7 +26,7 @@ from lecture_lib.compression.quantization import FakeQuantLinear, replace_linear
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
-from lecture_lib.measure import time_call
+from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.models.distilbert import (
     DistilBertForMaskedLM,
@@ -61,7 +61,6 @@ class CompressionChapterConfig:
     qat_bits: tuple[int, ...] = (8, 4)
     bits: tuple[int, ...] = (8, 6, 4, 3, 2, 1)
     sparsities: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-    latency_batch: int = 1
     latency_repeats: int = 20
     dark_knowledge_examples: tuple[int, ...] = (64, 256)  # labelled examples, soft against hard labels
     seed: int = 0
@@ -315,19 +314,24 @@ def headline_score(model: nn.Module, task: Task) -> float:
     raise ValueError(f"expected a task scored by accuracy or F1, got {task.name!r} with {sorted(scores)}")
 
 
-def latency(model: nn.Module, task: Task, config: CompressionChapterConfig) -> float:
-    """Median seconds of one forward pass on ``latency_batch`` test examples, one CPU thread (printed, never asserted).
+def latencies(models: dict[str, nn.Module], task: Task, batch_size: int, repeats: int) -> dict[str, float]:
+    """Median seconds of one forward pass of each model on the first ``batch_size`` test examples, one CPU
+    thread, the models timed in turns (a slow moment of a shared machine hits them all alike). Printed, never
+    asserted.
 
-    Taught in: 12_compression ("The compression table").
+    Taught in: 12_compression ("Pruning", "The compression table").
     """
-    features = task.test.batch(torch.arange(config.latency_batch))
-    if isinstance(model, DistilBertForSequenceClassification):
-        features.pop("token_type_ids", None)
-    inputs = {k: v for k, v in features.items() if k != "labels"}
+    features = task.test.batch(torch.arange(batch_size))
+    calls = {}
+    for name, model in models.items():
+        inputs = {k: v for k, v in features.items() if k != "labels"}
+        if isinstance(model, DistilBertForSequenceClassification):
+            inputs.pop("token_type_ids", None)
+        calls[name] = lambda model=model, inputs=inputs: model(**inputs)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with torch.no_grad():
-            return time_call(lambda: model(**inputs), repeats=config.latency_repeats, warmup=3)
+            return interleaved_medians(calls, repeats=repeats, warmup=3)
     finally:
         torch.set_num_threads(threads)
