@@ -1,0 +1,337 @@
+"""Chapter 12, compression: the chapter's sizes, the teacher (chapter 05's BERT of the synthetic language,
+fine-tuned on one of its tasks), the DistilBERT-style distillation runs, and the scores and timings the
+compression table is made of.
+
+Every run that trains is cached under its recipe: the fine-tuned teacher, each distilled student, each
+quantization-aware fine-tuning.
+
+Taught in: 12_compression ("The teacher and its task", "Dark knowledge", "A DistilBERT-style student",
+"The compression table").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lecture_lib.cache import cached, key
+from lecture_lib.chapters import ch05_bert_finetuning
+from lecture_lib.compression.distillation import TripleLoss, distillation_loss
+from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
+from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.measure import interleaved_medians
+from lecture_lib.models.bert import BertForPreTraining
+from lecture_lib.models.distilbert import (
+    DistilBertForMaskedLM,
+    DistilBertForSequenceClassification,
+    distilbert_config,
+    distilbert_from_bert,
+)
+from lecture_lib.models.heads import BertForSequenceClassification
+from lecture_lib.objectives.masking import mask_tokens
+from lecture_lib.pretraining import PretrainResult
+from lecture_lib.profile import pick
+from lecture_lib.runtime import generator, seed_everything
+from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+from lecture_lib.train import TrainConfig, train
+
+
+@dataclass
+class CompressionChapterConfig:
+    """The chapter's sizes: the task, the distillation text and budget, the sweeps, the latency batch.
+
+    Taught in: 12_compression ("The teacher and its task").
+    """
+
+    task: str = "acceptability"
+    finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(steps=150, batch_size=32, lr=1e-3,
+                                                                             num_threads=1))
+    distill_sentences: int = 6000  # unlabelled sentences of the synthetic language
+    distill_steps: int = 300
+    distill_batch: int = 32
+    distill_lr: float = 2e-3
+    mlm_probability: float = 0.15
+    qat_bits: tuple[int, ...] = (8, 4)
+    bits: tuple[int, ...] = (8, 6, 4, 3, 2, 1)
+    sparsities: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    latency_repeats: int = 20
+    dark_knowledge_examples: tuple[int, ...] = (64, 256)  # labelled examples, soft against hard labels
+    seed: int = 0
+
+
+# ``quick``: chapter 05's quick BERT (4 layers, H = 64) as the teacher, fine-tuned on acceptability (entailment is
+# solved at 100% by every model here, so it cannot tell them apart) for 150 steps of 32; students distilled for 200
+# steps of 32 sentences. ``full``: chapter 05's full BERT (6 layers, H = 256),
+# 2,000 fine-tuning and 3,000 distillation steps.
+QUICK = dict(distill_steps=200)
+FULL = dict(finetune=dict(steps=2000, batch_size=32, lr=2e-4), distill_sentences=50_000, distill_steps=3000,
+            distill_batch=64, distill_lr=5e-4, latency_repeats=50)
+
+
+def chapter_config(**overrides) -> CompressionChapterConfig:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides`` (``finetune`` a dict).
+
+    Taught in: 12_compression ("The teacher and its task").
+    """
+    sizes = dict(pick(quick=QUICK, full=FULL))
+    tune = {"steps": 150, "batch_size": 32, "lr": 1e-3, "num_threads": 1,
+            **sizes.pop("finetune", {}), **overrides.pop("finetune", {})}
+    return CompressionChapterConfig(finetune=FinetuneConfig(**tune), **{**sizes, **overrides})
+
+
+# ---------------------------------------------------------------- the teacher
+
+
+def course_teacher() -> PretrainResult:
+    """Chapter 05's pretrained BERT of the synthetic language (read from the cache; trained there first if missing).
+
+    Taught in: 12_compression ("The teacher and its task").
+    """
+    return ch05_bert_finetuning.synthetic_pretrained_bert(ch05_bert_finetuning.chapter_config())
+
+
+def chapter_task(tokenizer: WordPieceTokenizer, config: CompressionChapterConfig) -> Task:
+    """The task of chapter 05 named by ``config.task``, its people split as there.
+
+    Taught in: 12_compression ("The teacher and its task").
+    """
+    return ch05_bert_finetuning.build_tasks(tokenizer)[config.task]
+
+
+def without_segments(task: Task) -> Task:
+    """The task with no ``token_type_ids`` (a DistilBERT has no segment table).
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    strip = lambda encoded: EncodedTask({k: v for k, v in encoded.features.items()  # noqa: E731
+                                         if k != "token_type_ids"}, encoded.word_ids)
+    return dataclasses.replace(task, train=strip(task.train), test=strip(task.test))
+
+
+def _cached_model(name: str, build: Callable[[], nn.Module], cls: type) -> nn.Module:
+    return cached(name, lambda path: build().save_pretrained(path), cls.from_pretrained)
+
+
+def fine_tuned_teacher(pretrained: PretrainResult, task: Task, config: CompressionChapterConfig) -> nn.Module:
+    """The pretrained BERT fine-tuned on the task with the chapter's budget (cached), in eval mode.
+
+    Taught in: 12_compression ("The teacher and its task").
+    """
+    recipe = {"pretrained": pretrained.path.name, "task": task.name, "finetune": asdict(config.finetune)}
+
+    def build() -> nn.Module:
+        return finetune(task, new_head(task, pretrained.model.bert, config.finetune), config.finetune).model
+
+    return _cached_model(f"ch12-teacher-{key(recipe)}", build, BertForSequenceClassification).eval()
+
+
+# ---------------------------------------------------------------- distillation
+
+
+def distillation_text(tokenizer: WordPieceTokenizer, config: CompressionChapterConfig) -> dict[str, torch.Tensor]:
+    """Single sentences of the synthetic language, ``[CLS] s [SEP]``, right-padded: ``input_ids``,
+    ``attention_mask`` and ``special_tokens_mask`` (True on [CLS], [SEP] and padding).
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    lang = SyntheticLanguage(0)
+    sentences = [s.text for s in lang.sentences(config.distill_sentences, seed=1000 + config.seed)]
+    framed = [tokenizer.frame(tokenizer.encode(s))[0] for s in sentences]
+    length = max(map(len, framed))
+    input_ids = torch.full((len(framed), length), tokenizer.pad_token_id, dtype=torch.long)
+    for i, ids in enumerate(framed):
+        input_ids[i, :len(ids)] = torch.tensor(ids)
+    attention_mask = (input_ids != tokenizer.pad_token_id).long()
+    special = (input_ids == tokenizer.cls_token_id) | (input_ids == tokenizer.sep_token_id) | (attention_mask == 0)
+    return dict(input_ids=input_ids, attention_mask=attention_mask, special_tokens_mask=special)
+
+
+def _masked_batches(text: dict[str, torch.Tensor], tokenizer: WordPieceTokenizer,
+                    config: CompressionChapterConfig) -> Callable[[int], dict[str, torch.Tensor]]:
+    """``batch_fn(step)``: a seeded draw of sentences, freshly masked each step (dynamic masking, no NSP)."""
+    n = text["input_ids"].shape[0]
+
+    def batch_fn(step: int) -> dict[str, torch.Tensor]:
+        g = generator("ch12 distillation", config.seed, step)
+        rows = torch.randint(n, (config.distill_batch,), generator=g)
+        length = int(text["attention_mask"][rows].sum(1).max())
+        ids, mask = text["input_ids"][rows, :length], text["attention_mask"][rows, :length]
+        masked, labels = mask_tokens(ids, mask_token_id=tokenizer.mask_token_id, vocab_size=tokenizer.vocab_size,
+                                     special_tokens_mask=text["special_tokens_mask"][rows, :length],
+                                     mlm_probability=config.mlm_probability, generator=g)
+        return dict(input_ids=masked, attention_mask=mask, labels=labels)
+
+    return batch_fn
+
+
+def distillation_objective(teacher: BertForPreTraining, loss: TripleLoss) -> Callable:
+    """``loss_fn(student, batch)`` for :func:`~lecture_lib.train.train`: the teacher's MLM logits and last
+    hidden states (no gradient) against the student's, over the real tokens. The cosine term needs equal
+    widths: a narrower student is trained with ``alpha_cos = 0`` (the hidden states are then not compared).
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    teacher.eval()
+
+    def loss_fn(student: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        with torch.no_grad():
+            t = teacher(batch["input_ids"], batch["attention_mask"], output_hidden_states=True)
+        s = student(**batch, output_hidden_states=True)
+        return loss(s.logits, t.prediction_logits, s.loss, s.hidden_states[-1], t.hidden_states[-1],
+                    mask=batch["attention_mask"].bool())["loss"]
+
+    return loss_fn
+
+
+@dataclass(frozen=True)
+class StudentRecipe:
+    """One distillation run: the loss weights, the initialisation, the student's width (1 = the teacher's).
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+
+    loss: TripleLoss = TripleLoss()
+    from_teacher: bool = True
+    width: float = 1.0
+
+
+def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
+                      config: CompressionChapterConfig) -> DistilBertForMaskedLM:
+    """A student with half the teacher's layers, distilled on the synthetic language's sentences (cached).
+
+    ``from_teacher``: initialised from every other teacher layer (:func:`distilbert_from_bert`), else at
+    random. ``width`` < 1 narrows the hidden and feed-forward sizes (heads of 16 dimensions), which rules out
+    copying the teacher's layers and the cosine term.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    teacher = pretrained.model
+    recipe_dict = {"pretrained": pretrained.path.name, "recipe": asdict(recipe),
+                   "config": {k: v for k, v in asdict(config).items() if k.startswith(("distill", "mlm", "seed"))}}
+
+    def build() -> nn.Module:
+        seed_everything(config.seed)
+        layers = max(1, teacher.config.num_hidden_layers // 2)
+        if recipe.from_teacher:
+            student = distilbert_from_bert(teacher)
+        else:
+            sizes = {}
+            if recipe.width != 1.0:
+                dim = int(teacher.config.hidden_size * recipe.width)
+                sizes = dict(dim=dim, hidden_dim=int(teacher.config.intermediate_size * recipe.width),
+                             n_heads=max(1, dim // 16))
+            student = DistilBertForMaskedLM(distilbert_config(teacher.config, layers, **sizes))
+        text = distillation_text(pretrained.tokenizer, config)
+        train_config = TrainConfig(steps=config.distill_steps, lr=config.distill_lr, schedule="linear",
+                                   warmup_steps=config.distill_steps // 10, num_threads=1)
+        train(student, _masked_batches(text, pretrained.tokenizer, config),
+              distillation_objective(teacher, recipe.loss), train_config)
+        return student
+
+    return _cached_model(f"ch12-student-{key(recipe_dict)}", build, DistilBertForMaskedLM).eval()
+
+
+def student_on_task(student: DistilBertForMaskedLM, task: Task, config: CompressionChapterConfig) -> nn.Module:
+    """The student's encoder with a new classifier, fine-tuned on the task (no segment ids) as the teacher was.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    task = without_segments(task)
+    seed_everything(config.finetune.seed)
+    head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
+                                                            dropout=config.finetune.dropout)
+    return finetune(task, head, config.finetune).model.eval()
+
+
+def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Module, task: Task, examples: int,
+                        soft: bool, config: CompressionChapterConfig, temperature: float = 2.0) -> nn.Module:
+    """The student fine-tuned on the first ``examples`` training examples only, on their true labels (``soft``
+    False: cross-entropy) or on the fine-tuned teacher's soft targets at ``temperature`` (Hinton et al.'s
+    setting: the same few inputs, richer targets). Same steps and learning rate either way.
+
+    Taught in: 12_compression ("Dark knowledge").
+    """
+    features = {k: v[:examples] for k, v in task.train.features.items()}
+    few = EncodedTask(features, task.train.word_ids[:examples])
+    teacher_on_task.eval()
+
+    def loss_fn(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        inputs = {k: v for k, v in batch.items() if k not in ("labels", "token_type_ids")}
+        logits = model(**inputs).logits
+        if not soft:
+            return F.cross_entropy(logits, batch["labels"])
+        with torch.no_grad():
+            target = teacher_on_task(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        return distillation_loss(logits, target, temperature)
+
+    seed_everything(config.finetune.seed)
+    head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
+                                                            dropout=config.finetune.dropout)
+    tune = config.finetune
+    train(head, few.batches(min(tune.batch_size, examples), tune.seed), loss_fn,
+          TrainConfig(steps=tune.steps, lr=tune.lr, schedule="linear", progress=False,
+                      warmup_steps=round(tune.warmup_fraction * tune.steps), num_threads=tune.num_threads))
+    return head.eval()
+
+
+# ---------------------------------------------------------------- quantization-aware training
+
+
+def qat_model(pretrained: PretrainResult, task: Task, bits: int, config: CompressionChapterConfig) -> nn.Module:
+    """Q8BERT's recipe: fine-tune the pretrained BERT on the task with every linear layer fake-quantized to
+    ``bits`` (:class:`~lecture_lib.compression.quantization.FakeQuantLinear`), from the same start and with the
+    same budget as the float teacher. Returned in eval mode (input ranges frozen); not cached across sessions
+    (a module of fake-quantized layers has no checkpoint format), trained in a few seconds.
+
+    Taught in: 12_compression ("Quantization-aware training").
+    """
+    model = new_head(task, pretrained.model.bert, config.finetune)
+    replace_linears(model, lambda linear: FakeQuantLinear(linear, bits))
+    return finetune(task, model, config.finetune).model.eval()
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def headline_score(model: nn.Module, task: Task) -> float:
+    """The task's headline score (accuracy, or F1), in percent; a student is scored without segment ids.
+
+    Taught in: 12_compression ("The teacher and its task").
+    """
+    if isinstance(model, DistilBertForSequenceClassification):
+        task = without_segments(task)
+    scores = score(task, model)
+    for metric in ("accuracy", "f1"):
+        if metric in scores:
+            return 100 * scores[metric]
+    raise ValueError(f"expected a task scored by accuracy or F1, got {task.name!r} with {sorted(scores)}")
+
+
+def latencies(models: dict[str, nn.Module], task: Task, batch_size: int, repeats: int) -> dict[str, float]:
+    """Median seconds of one forward pass of each model on the first ``batch_size`` test examples, one CPU
+    thread, the models timed in turns (a slow moment of a shared machine hits them all alike). Printed, never
+    asserted.
+
+    Taught in: 12_compression ("Pruning", "The compression table").
+    """
+    features = task.test.batch(torch.arange(batch_size))
+    calls = {}
+    for name, model in models.items():
+        inputs = {k: v for k, v in features.items() if k != "labels"}
+        if isinstance(model, DistilBertForSequenceClassification):
+            inputs.pop("token_type_ids", None)
+        calls[name] = lambda model=model, inputs=inputs: model(**inputs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            return interleaved_medians(calls, repeats=repeats, warmup=3)
+    finally:
+        torch.set_num_threads(threads)
