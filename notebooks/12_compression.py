@@ -34,7 +34,7 @@ if "google.colab" in sys.modules:
     import subprocess
 
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib @ git+https://github.com/transformers-bert-course/course"], check=True)
+                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
 # %% tags=["hide-input"]
 import copy
@@ -101,6 +101,7 @@ def parameters(model):
 # If chapter 05's BERT is not in the cache yet it is pretrained first: about 75 s of one CPU core.
 
 # %%
+profile.expect(75, "Pretraining chapter 05's BERT, only if it is not in the cache yet")
 pretrained = course_teacher()
 tokenizer = pretrained.tokenizer
 task = chapter_task(tokenizer, config)
@@ -211,6 +212,7 @@ print(f"student encoder: {parameters(student0.distilbert):,} parameters "
 # one CPU core the first time (cached afterwards).
 
 # %%
+profile.expect(45, "Distilling six students (the first time; then they load from the cache)")
 recipes = {
     "triple loss": StudentRecipe(),
     "without L_cos": StudentRecipe(TripleLoss(alpha_cos=0)),
