@@ -51,6 +51,7 @@ from transformers import BertTokenizer
 from lecture_lib import profile
 from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.tokenization import (
     ByteLevelBPE,
     WordPieceTokenizer,
@@ -211,13 +212,18 @@ assert learn_bpe(slides, 3) == merges  # the library's version agrees
 
 # %%
 paper_merges = learn_bpe(slides, 10, end_of_word="</w>")
-print(paper_merges)
+lecture_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
+                  ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
+show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the lecture's dictionary "
+                  "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "the lecture, by hand"],
+                  [[i + 1, " ".join(ours), " ".join(theirs)] for i, (ours, theirs) in
+                   enumerate(zip(paper_merges, lecture_merges, strict=True))],
+                  note="Reproduced exactly (asserted), ties broken by the pair seen first.")
 for word in ["lowest", "newer", "wider", "slow"]:
     print(f"{word:8s} -> {apply_bpe(word, paper_merges, end_of_word='</w>')}")
 
 # %%
-assert paper_merges == [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"),
-                        ("ne", "w"), ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
+assert paper_merges == lecture_merges
 assert apply_bpe("lowest", paper_merges, end_of_word="</w>") == ["low", "est</w>"]
 
 # %% [markdown]

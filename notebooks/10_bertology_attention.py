@@ -77,6 +77,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.measure import time_call
 from lecture_lib.models.bert import BertModel
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator
 
 print("profile:", profile.current())
@@ -311,10 +312,15 @@ trees = [s.heads for s in sentences], [s.deprels for s in sentences]
 course = course_bert()
 tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
           "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}
-print(f"\n{'relation':10} {'arcs':>5} | {'MiniLM best head':>26} | {'course BERT best head':>26} | offset baseline")
-for mini, ours in zip(*tables.values()):
-    cells = [f"{r.layer}-{r.head} {r.direction:>15} {r.accuracy:5.1%}" for r in (mini, ours)]
-    print(f"{mini.relation:10} {mini.count:5d} | {cells[0]:>26} | {cells[1]:>26} | {mini.offset:+d}: {mini.baseline:.1%}")
+clark_table1 = {"nsubj": "58.5 vs 45.5", "obj": "86.8 vs 40.0 (dobj)", "det": "94.3 vs 51.7", "amod": "75.6 vs 68.3"}
+rows = [[mini.relation, mini.count, *(f"{r.layer}-{r.head} {r.direction}: {r.accuracy:.1%}" for r in (mini, ours)),
+         f"{mini.offset:+d}: {mini.baseline:.1%}", clark_table1.get(mini.relation)] for mini, ours in zip(*tables.values())]
+show_reproduction("ch10-clark-table1", "Clark et al. (2019), Table 1: the best single head against the best fixed "
+                  "offset, per dependency relation", ["relation", "arcs", "MiniLM best head", "course BERT best head",
+                                                      "offset baseline", "paper (BERT-base, PTB): head vs offset"],
+                  rows, note="The shape reproduces for MiniLM on the synthetic language (det and nsubj beat the best "
+                             "offset by more than 10 points, asserted, seeds 0-2); the course BERT's single heads hold "
+                             "its syntax less cleanly (printed, not asserted: its margins change with the sample).")
 
 # %%
 minilm_rows = {r.relation: r for r in tables["MiniLM"]}
