@@ -462,8 +462,77 @@ print("SBO improves span filling:", sbo["span_accuracy"] > schemes["geometric sp
 #
 # 1. Pad a batch on the left and feed it to our `BertModel` and to `RobertaModel` with `arange` positions:
 #    which one changes its outputs, and why does RoBERTa's rule not?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Left padding moves each real token $p$ places to the right. `BertModel` numbers positions with `arange`, while
+# RoBERTa's `position_ids_after_padding` counts only the non-pad tokens (a cumulative sum of the attention mask).
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# `BertModel`'s outputs at the real tokens change, clearly: each token now gets the position embedding of $i + p$.
+# `RobertaModel` with its own rule gives the same outputs as without padding, to float rounding, because every
+# real token keeps its position id; forced to `arange` positions, it changes exactly as BERT does.
+# :::
+#
 # 2. Masking noun phrases in Table 6 needed a parser for SpanBERT. Change `NOUN_PHRASE_DEPENDENTS` to
 #    include `nmod` and see how the mean masked run and the held-out span accuracy change.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `NOUN_PHRASE_DEPENDENTS` lists the relations whose subtrees belong to a noun's phrase. The language has `nmod`
+# (*a resident of Oslo*), so adding it grows those units to include the prepositional phrase.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The masking budget stays at 15%, but the mean masked run grows above section 6's value for noun phrases, because
+# some units now span four tokens or more. Held-out span accuracy tends to fall: longer spans leave fewer
+# neighbours to fill them from.
+# :::
+#
 # 3. Run the input-format study with `LECTURE_PROFILE=full` on a GPU. Does "no NSP ≥ NSP" hold there?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Set `LECTURE_PROFILE=full` before starting the kernel and run section 2 unchanged on a GPU; compare the best
+# format with NSP with the best without it, over 2-3 seeds.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The same table as section 2, with longer training. The claim holds if the best format without NSP is at least as
+# good as the best with it on every seed; a difference smaller than the spread of seeds does not decide it, as in
+# the quick profile.
+# :::
+#
 # 4. SpanBERT decides 80/10/10 once per span. Change `_mask_chosen` to decide per token, and count how often
 #    a span then shows the model some of its own tokens.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Move the 80/10/10 draw inside the loop over a span's tokens; then, for each span, check whether at least one of
+# its tokens was left unchanged.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# About 31% of the spans show at least one of their own tokens, against 10% when the draw is made once per span:
+# for a span of $\ell$ tokens the chance is $1 - 0.9^\ell$, and over the renormalised Geo(0.2) lengths on 1..10
+# (mean 3.8) that averages 0.307.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Liu et al. (2019). *RoBERTa: A Robustly Optimized BERT Pretraining Approach*. The input-format and batch-size
+#   studies of sections 2 and 3.
+# - Joshi et al. (2020). *SpanBERT: Improving Pre-training by Representing and Predicting Spans*. Span masking and
+#   the span boundary objective (sections 5-7).
+# - Cui et al. (2021). *Pre-Training with Whole Word Masking for Chinese BERT*. Whole-word masking where words are
+#   not separated by spaces.
+# - Goyal et al. (2017). *Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour*. The linear learning-rate
+#   scaling rule behind bigger batches at equal compute.
+# - You et al. (2020). *Large Batch Optimization for Deep Learning: Training BERT in 76 Minutes*. LAMB, the
+#   optimizer that made BERT batches of 32K work.

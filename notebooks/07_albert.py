@@ -322,10 +322,77 @@ assert grid["rows"]["sop"]["sop"] > grid["majority"]["sop"] + 0.05
 # 1. Write the parameter count of an ALBERT with `inner_group_num = 2` (two different layers per group,
 #    applied one after the other) and check it with `count_on_meta`. How many layers does the forward pass
 #    apply?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# With `inner_group_num = 2` each group holds two different layers and every one of the $L$ positions applies
+# both; build the model with
+# `count_on_meta(lambda: AlbertModel(AlbertConfig(**{**base.__dict__, "inner_group_num": 2})))`.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# ALBERT-base grows by exactly one layer, $12H^2 + 13H = 7{,}087{,}872$ parameters: 18,771,456 against 11,683,584.
+# The forward pass applies 24 layers, two per position.
+# :::
+#
 # 2. The factorized table has rank at most $E$. After pretraining, how many singular values of
 #    $W_\text{word} W_\text{proj}^\top$ carry 90% of its energy for the quick model of section 3? For the
 #    BERT?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Multiply the word table by the projection to get the $V \times H$ matrix the model effectively uses, take its
+# singular values (`torch.linalg.svdvals`) and find the smallest $k$ whose squared values reach 90% of the sum.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# For the ALBERT, $k \le E$, since the product has rank at most $E$; the energy concentrates in a few directions
+# after pretraining. For the BERT, whose table can use all $H$ directions, expect more of them to be needed for
+# the same 90%; how many is the measurement, and it says how much of its width the small BERT's table uses.
+# :::
+#
 # 3. Pretrain with `chapter_config(objective=dict(pairs="sop"), train=dict(steps=1000))`. Does the SOP
 #    model's NSP accuracy rise with training, as Table 5 says it should?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# One change of `chapter_config`; print section 4's grid for the SOP-trained model at 1,000 steps beside the quick
+# run's.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The SOP model's NSP accuracy rises above the majority label as it trains: an order-aware model also notices
+# topic shifts (Table 5: 78.9 on NSP after SOP training). At our size expect a small rise; judge it against the
+# 3-point standard error on the held-out pairs.
+# :::
+#
 # 4. Table 6 of the paper compares models at equal *training time*. Using chapter 04's FLOP formula, how
 #    much slower per token is ALBERT-xxlarge than BERT-large, although it has a third of the parameters?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Use chapter 04's `training_flops_per_token` with the two configurations (ALBERT-xxlarge: $H = 4096$, 12 layers,
+# $I = 16384$; BERT-large: $H = 1024$, 24 layers, $I = 4096$); sharing saves parameters, not operations.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# About 7.3 times the FLOPs per token at 512 tokens ($1.56 \times 10^{10}$ against $2.15 \times 10^{9}$), 7.6 at
+# 128: each of xxlarge's 12 layer applications costs about 16 times a BERT-large layer. That is why Table 6 of the
+# paper compares at equal training time.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Lan et al. (2020). *ALBERT: A Lite BERT for Self-supervised Learning of Language Representations*. The paper:
+#   factorized embeddings, cross-layer sharing and sentence-order prediction.
+# - Dehghani, Gouws, Vinyals, Uszkoreit and Kaiser (2019). *Universal Transformers*. One layer applied repeatedly,
+#   the idea behind ALBERT's sharing, with an adaptive number of steps.
+# - Kaplan et al. (2020). *Scaling Laws for Neural Language Models*. Why parameters and compute are different
+#   budgets (exercise 4).
+# - Turc, Chang, Lee and Toutanova (2019). *Well-Read Students Learn Better: On the Importance of Pre-training
+#   Compact Models*. The small BERTs (mini, small, medium) that are the other way to a compact model.
