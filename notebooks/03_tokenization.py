@@ -216,7 +216,7 @@ lecture_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "
                   ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
 show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the lecture's dictionary "
                   "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "the lecture, by hand"],
-                  [[i + 1, " ".join(ours), " ".join(theirs)] for i, (ours, theirs) in
+                  [[i + 1, f"`{' '.join(ours)}`", f"`{' '.join(theirs)}`"] for i, (ours, theirs) in
                    enumerate(zip(paper_merges, lecture_merges, strict=True))],
                   note="Reproduced exactly (asserted), ties broken by the pair seen first.")
 for word in ["lowest", "newer", "wider", "slow"]:
