@@ -567,10 +567,9 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Under GPT-2's pattern no merge mixes letters with punctuation; with white-space splitting a visible share of the
-# merges does (tokens like `self.`, `()` or `),`). Those entries repeat less on held-out text than clean word
-# pieces, so expect held-out tokens per word to be no better, and usually a little worse, at equal vocabulary
-# size.
+# GPT-2's pattern keeps letters and punctuation apart: with the quick profile's vocabulary, 2 of its 3,840 merges
+# mix the two, against 649 with white-space splitting (tokens that glue a word to a dot, a comma or a bracket). Those entries repeat
+# less on held-out text than clean word pieces, and held-out tokens per white-space word rise from 1.85 to 2.48.
 # :::
 #
 # 3. Run `longest_prefix_first` of section 5 with the trained `bpe`'s vocabulary on the held-out words. On what
@@ -584,10 +583,10 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The two rules agree on most held-out words; they part where merge replay never builds a long vocabulary entry
-# that a prefix matches, because an earlier merge cut the word elsewhere. On the words where they differ, longest
-# prefix first, which is greedy for length, usually gives as few tokens or fewer, but not always (a long first
-# piece can leave an awkward remainder).
+# The rules disagree on about 9% of the held-out words (9.3% of 15,286 with the quick profile's vocabulary, each
+# word encoded on its own). Where they disagree, longest prefix first gives *more* tokens more often than fewer
+# (on 266 words against 145; the same number on the rest), and 0.5% more in all (28,846 against 28,691): being
+# greedy for the first piece is not being greedy for the whole word.
 # :::
 #
 # 4. Replace the likelihood gain by $m / (n_a n_b)$ (the score often quoted for WordPiece). Which units come
