@@ -568,8 +568,9 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 # :::{admonition} Expected outcome
 # :class: dropdown
 # GPT-2's pattern keeps letters and punctuation apart: with the quick profile's vocabulary, 2 of its 3,840 merges
-# mix the two, against 649 with white-space splitting (tokens that glue a word to a dot, a comma or a bracket). Those entries repeat
-# less on held-out text than clean word pieces, and held-out tokens per white-space word rise from 1.85 to 2.48.
+# mix the two, against 649 with white-space splitting (tokens that glue a word to a dot, a comma or a bracket).
+# Those entries repeat less on held-out text than clean word pieces, and held-out tokens per white-space word rise
+# from 1.85 to 2.48.
 # :::
 #
 # 3. Run `longest_prefix_first` of section 5 with the trained `bpe`'s vocabulary on the held-out words. On what
@@ -583,10 +584,10 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The rules disagree on about 9% of the held-out words (9.3% of 15,286 with the quick profile's vocabulary, each
-# word encoded on its own). Where they disagree, longest prefix first gives *more* tokens more often than fewer
-# (on 266 words against 145; the same number on the rest), and 0.5% more in all (28,846 against 28,691): being
-# greedy for the first piece is not being greedy for the whole word.
+# The rules disagree on 9.3% of the 15,286 held-out words (quick profile's vocabulary, each word encoded on its
+# own). Where they disagree, longest prefix first gives *more* tokens more often than fewer (on 266 words against
+# 145; the same number on the rest), and 0.5% more in all (28,846 against 28,691): being greedy for the first
+# piece is not being greedy for the whole word.
 # :::
 #
 # 4. Replace the likelihood gain by $m / (n_a n_b)$ (the score often quoted for WordPiece). Which units come
