@@ -197,7 +197,7 @@ formats = {name: format_run(config, name, corpus) for name in FORMATS}
 guess = unigram_guess(config, corpus)
 rows = [[name, "yes" if FORMATS[name] else "no", f"{row['tokens_per_row']:.1f}", row["batch_size"],
          f"{row['mlm_accuracy']:.1%}", None if row["nsp_accuracy"] is None else f"{row['nsp_accuracy']:.1%}",
-         *PAPER_FORMATS[name]] for name, row in formats.items()]
+         *map(str, PAPER_FORMATS[name])] for name, row in formats.items()]
 rows.append(["most frequent token", None, None, None, f"{guess['tokens']:.1%}", None, None, None, None, None])
 show_reproduction("ch06-roberta-table2", "Liu et al. (2019), Table 2: input formats, with and without NSP",
                   ["format", "NSP", "tokens/row", "batch", "ours: MLM acc", "ours: NSP acc",
@@ -224,7 +224,7 @@ print("no NSP >= NSP (best of each, held-out MLM):", without >= with_nsp)
 # %%
 batches = batch_size_runs(config, corpus)
 rows = [[row["batch_size"], row["steps"], f"{row['lr']:.1e}", f"{row['perplexity']:.1f}", f"{row['mlm_accuracy']:.1%}",
-         paper[0], paper[1], f"{paper[2]:.0e}", paper[3], paper[4], paper[5]]
+         paper[0], paper[1], f"{paper[2]:.0e}", *map(str, paper[3:])]
         for row, paper in zip(batches.values(), PAPER_BATCH_SIZES)]
 show_reproduction("ch06-roberta-table3", "Liu et al. (2019), Table 3: bigger batches at equal compute",
                   ["batch", "steps", "lr", "ours: ppl", "ours: MLM acc", "paper: batch", "paper: steps",
