@@ -2,9 +2,11 @@
 
 A chapter calls :func:`show_reproduction` once per table that sets a paper's numbers beside ours. The table is
 displayed as Markdown, so it reads the same in JupyterLab, Colab and the book. When the notebook is executed
-by the book (``myst_nb`` importable), the same table is also *glued* under its key; the page
-``book/reproductions.md`` then includes it from the executed notebook, so the page is generated from what
-the notebooks computed and is never copied by hand.
+by the book (``myst_nb`` importable), the same table is also *glued* under its key, with an HTML rendering
+beside the Markdown: myst-nb pastes only HTML, images and plain text across pages. The book's extension
+``book/_ext/reproductions_page.py`` finds every ``show_reproduction("key", ...)`` call of the notebooks and
+pastes each key into the page ``book/reproductions.md`` from the executed notebook, so the page is generated
+from what the notebooks computed and is never copied by hand.
 
 Taught in: 01_attention ("The bottleneck, measured").
 """
@@ -72,5 +74,25 @@ def show_reproduction(key: str, caption: str, header: Sequence[str], rows: Seque
     except ImportError:  # Colab and plain Jupyter: show it, nothing to collect
         display(Markdown(text))
     else:
-        glue(key, Markdown(text), display=True)
+        glue(key, ReproductionTable(text), display=True)
     return text
+
+
+class ReproductionTable:
+    """A table's Markdown with an HTML rendering: the two outputs a glued table carries.
+
+    >>> print(ReproductionTable("| a |\\n|---|\\n| 1 |")._repr_html_().splitlines()[0])
+    <table class="table">
+    """
+
+    def __init__(self, markdown: str) -> None:
+        self.markdown = markdown
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+    def _repr_html_(self) -> str:
+        from markdown_it import MarkdownIt  # a dependency of myst_nb, the only caller
+
+        html = MarkdownIt("commonmark").enable("table").render(self.markdown)
+        return html.replace("<table>", '<table class="table">')

@@ -65,6 +65,7 @@ from lecture_lib.chapters.ch01_attention import (
 )
 from lecture_lib.data.toy import BOS, EOS, NUM_SPECIAL, PAD, reversal_batch
 from lecture_lib.plots import plot_attention, plot_history, plot_mask
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads, seed_everything
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
@@ -139,8 +140,13 @@ ax_acc.set(xlabel="source length", ylabel="exact match (greedy)", ylim=(-0.02, 1
 ax_acc.legend()
 plt.tight_layout()
 plt.show()
-for n in lengths:
-    print(f"length {n:2d}: without attention {plain_accuracy[n]:.2f}   with attention {attentive_accuracy[n]:.2f}")
+rows = [[f"ours: reversal, length {n}", f"{plain_accuracy[n]:.2f}", f"{attentive_accuracy[n]:.2f}"] for n in lengths]
+rows.append(["paper: English→French BLEU, all test sentences (RNNencdec-50, RNNsearch-50)", "17.82", "26.75"])
+show_reproduction("ch01-bottleneck", "Bahdanau et al. (2015), Table 1 and Figure 2: an encoder-decoder with and "
+                  "without attention", ["", "without attention", "with attention"], rows,
+                  note="Ours is exact match on held-out strings. The shape reproduces (asserted): without attention "
+                       "accuracy collapses with length, with attention most of it is kept; translation quality "
+                       "itself is not measured here.")
 
 # %% [markdown]
 # Both models handle short strings. As the strings grow, the model without attention collapses: its one
@@ -375,9 +381,13 @@ def score_statistics(d_k, scale, trials=400, n_keys=32, seed=0):
 dims = [4, 16, 64, 256, 1024]
 unscaled = [score_statistics(d, 1.0) for d in dims]
 scaled = [score_statistics(d, 1 / math.sqrt(d)) for d in dims]
-print(f"{'d_k':>5} {'Var(q.k)':>9} {'max p (raw)':>12} {'max p (scaled)':>15} {'grad raw':>11} {'grad scaled':>14}")
-for d, (var, p_raw, g_raw), (_, p_scaled, g_scaled) in zip(dims, unscaled, scaled):
-    print(f"{d:>5} {var:>9.1f} {p_raw:>12.3f} {p_scaled:>15.3f} {g_raw:>11.2e} {g_scaled:>14.2e}")
+rows = [[d, f"{var:.1f}", f"{p_raw:.3f}", f"{p_scaled:.3f}", f"{g_raw:.2e}", f"{g_scaled:.2e}"]
+        for d, (var, p_raw, g_raw), (_, p_scaled, g_scaled) in zip(dims, unscaled, scaled)]
+show_reproduction("ch01-scaled-dot-product", "Vaswani et al. (2017), footnote 4: q·k has variance d_k",
+                  ["d_k (the paper's Var(q·k))", "ours: Var(q·k)", "max p (raw)", "max p (scaled)", "grad raw",
+                   "grad scaled"], rows,
+                  note="Reproduced (asserted): the variance is within 10% of d_k; unscaled, the softmax saturates "
+                       "and a typical query's gradient is over 100 times smaller at d_k = 1024.")
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
@@ -707,13 +717,88 @@ assert not torch.allclose(out_before[20], out_after[20])
 #
 # 1. Make the decoder's attention *additive* (Bahdanau et al., 2015): $e^t_i = v^\top \tanh(W_1 h_i + W_2 s_t)$.
 #    Does it learn reversal faster or slower than the dot product in section 1?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Keep `train_reversal` as it is and change only the score: apply $W_1$ to all encoder states once per batch (a
+# `nn.Linear` without bias), add $W_2 s_t$ at each decoder step, then $\tanh$ and $v$; mask the padded source
+# positions before the softmax as in section 6. Compare loss curves and exact match by length on 2-3 seeds.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Like the dot-product model, the additive one keeps most of its exact match on the longest strings, far above the
+# model without attention. Any difference in speed is small next to that gap and has to be read over seeds; Luong
+# et al. (2015) also found the additive ("concat") score no better than the dot product for translation.
+# :::
+#
 # 2. In section 5, replace the Gaussian keys by keys whose components have variance 4. Which scale factor
 #    restores unit variance, and what does that suggest about initialising $W^Q$ and $W^K$?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# If $q_i$ has variance 1 and $k_i$ variance $\sigma^2$, each product $q_i k_i$ has variance $\sigma^2$. Measure
+# it with `score_statistics`-style code: draw `k = 2 * torch.randn(...)`.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# $\mathrm{Var}(q\cdot k)/d_k \approx 4$ (4.01 at $d_k=16$ and 4.05 at $d_k=256$ over 4,000 draws), and the factor
+# $1/(2\sqrt{d_k}) = 1/\sqrt{4 d_k}$ brings it back to about 1 (1.00 and 1.01). The paper's $1/\sqrt{d_k}$ assumes
+# unit-variance components of $q$ and $k$: initialise $W^Q$ and $W^K$ with variance about $1/d_\text{model}$
+# (Xavier-style) so that unit-variance inputs give unit-variance queries and keys; larger weights would saturate
+# the softmax from the first step.
+# :::
+#
 # 3. Construct something two heads can do and one head cannot. Take two heads in which head 1 attends only
 #    to the previous token and head 2 only to the next one (use masks to force it), with value projections
 #    that write $x_{i-1}$ into the first half of the output and $x_{i+1}$ into the second half. Then show that
 #    no single head, whatever its projections, gives $(x_{i-1}, x_{i+1})$ for every input: its output is
 #    $\sum_j \alpha_{ij} W^V x_j$, a mix of vectors all made by the same map $W^V$, and writing $x_{i-1}$ and
 #    $x_{i+1}$ into different halves would take two different maps. Check your construction numerically.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Give each head a boolean mask that allows only $j=i-1$ (head 1) or only $j=i+1$ (head 2), use the identity as
+# each head's value map and concatenate; score positions 1 to $n-2$, which have both neighbours. For the single
+# head, fit $W^Q, W^K, W^V$ by gradient descent to the same target and watch the loss.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The two-head construction equals $(x_{i-1}, x_{i+1})$ to float rounding (about $10^{-6}$ in float32). A single
+# head's output $W^V \bar x$ lies in a subspace of dimension at most $d$, while the targets fill all $2d$
+# dimensions: with independent unit-variance inputs it leaves at least half of the target's variance unexplained,
+# so the trained single head stops at a relative squared error of 0.5 or more.
+# :::
+#
 # 4. Using `global_window_mask`, count how many layers a sliding window of $w=3$ needs before position 0 can
 #    influence position 31, with and without a global token at position 0.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# One layer lets position $i$ read positions within $w$ of it, so after $L$ layers information has moved at most
+# $Lw$ places. Check it by propagating a boolean vector through the mask:
+# `reach = mask.float() @ reach.float() > 0`.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Without a global token, 11 layers ($3 \cdot 10 = 30 < 31 \le 3 \cdot 11$); with a global token at position 0, 1
+# layer, since position 31 attends to position 0 directly (checked with `global_window_mask(32, 3, [0])`).
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Bahdanau, Cho and Bengio (2015). *Neural Machine Translation by Jointly Learning to Align and Translate*. The
+#   paper of sections 1 and 3: the bottleneck, additive attention and its alignment figures.
+# - Luong, Pham and Manning (2015). *Effective Approaches to Attention-based Neural Machine Translation*. Dot,
+#   general and additive scores compared on translation, and global against local attention.
+# - Vaswani et al. (2017). *Attention Is All You Need*. Scaled dot-product and multi-head attention, in the model
+#   of chapter 02.
+# - Dao, Fu, Ermon, Rudra and Ré (2022). *FlashAttention: Fast and Memory-Efficient Exact Attention with
+#   IO-Awareness*. The tiled softmax of section 8 turned into a GPU kernel, and why memory traffic, not FLOPs, sets
+#   the speed.
+# - Beltagy, Peters and Cohan (2020). *Longformer: The Long-Document Transformer*. Sliding windows with global
+#   tokens (section 9) trained on documents of thousands of tokens.

@@ -78,6 +78,7 @@ from lecture_lib.models.transformer import (
     sinusoidal_position_encoding,
 )
 from lecture_lib.plots import plot_attention, plot_history
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import limit_cpu_threads, seed_everything
 from lecture_lib.train import inverse_sqrt
 
@@ -428,7 +429,10 @@ ours_count = sum(p.numel() for p in model.parameters())
 base_count = parameter_count(37000, 512, 2048, 6)
 print(f"our reversal model: {ours_count:,} parameters ({cfg.encoder_layers}+{cfg.decoder_layers} layers, "
       f"d_model {cfg.d_model}, d_ff {cfg.ffn_dim}, vocabulary {cfg.vocab_size})")
-print(f"the paper's base model: {base_count / 1e6:.1f}M by our formula, 65M in their Table 3")
+show_reproduction("ch02-base-parameters", "Vaswani et al. (2017), Table 3: parameters of the base Transformer",
+                  ["model", "ours (our formula)", "paper"],
+                  [["base: 6+6 layers, d_model 512, d_ff 2048, 37,000 shared tokens", f"{base_count / 1e6:.1f}M", "65M"]],
+                  note="Reproduced to within 5% (asserted); the formula is checked against our module's count.")
 
 # %%
 assert cfg.encoder_layers == cfg.decoder_layers
@@ -853,10 +857,16 @@ outputs = {"copy the source": [sentence.text for sentence, _ in held_out],
            "beam of 4": [words_until_end(h.tokens) for h in beams]}
 bleu = {name: corpus_bleu(hypotheses, references) for name, hypotheses in outputs.items()}
 print(f"final training loss {translation_history.loss[-1]:.3f} after {translation.train.steps} steps\n")
-print(f"{'':18}{'BLEU':>7}{'exact':>7}")
-for name, hypotheses in outputs.items():
-    print(f"{name:18}{bleu[name]:7.1f}{sum(h == r for h, r in zip(hypotheses, references)):7d}")
-print("Vaswani et al. (2017), Table 2, newstest2014 BLEU: base 27.3 EN-DE, 38.1 EN-FR; big 28.4 EN-DE, 41.8 EN-FR")
+rows = [[name, f"{bleu[name]:.1f}", sum(h == r for h, r in zip(hypotheses, references))]
+        for name, hypotheses in outputs.items()]
+rows += [["paper, base: EN-DE / EN-FR newstest2014", "27.3 / 38.1", None],
+         ["paper, big: EN-DE / EN-FR newstest2014", "28.4 / 41.8", None]]
+show_reproduction("ch02-translation-bleu", "Vaswani et al. (2017), Table 2: BLEU of the Transformer (ours: the "
+                  f"synthetic head-final language, {len(held_out)} held-out sentences)",
+                  ["decoder", "BLEU", f"exact (of {len(held_out)})"], rows,
+                  note="Not comparable in value: our language is synthetic and has one right order. What carries "
+                       "over: the trained model scores far above copying the source (asserted), and beam search finds "
+                       "outputs at least as probable as greedy decoding's (asserted).")
 different = [i for i, (g, b) in enumerate(zip(outputs["greedy"], outputs["beam of 4"])) if g != b]
 beam_scores = torch.tensor([h.score for h in beams], dtype=torch.float64)
 print(f"\ngreedy and beam search differ on {len(different)} of {len(held_out)} sentences; mean log-probability "
@@ -960,13 +970,106 @@ assert alignment_rates[-1] >= 0.9  # seeds 0-2: 97.3%, 99.1%, 99.1% in the last 
 #    training strings never reach. Do both reach the same exact match? Then evaluate both on strings two
 #    symbols longer than any in training (`replace(exp.task, min_len=exp.task.max_len + 2, max_len=exp.task.max_len + 2)`):
 #    what do the learned table's last rows contain, and which model copes better?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# A learned position table is an `nn.Embedding`: a row gets a gradient only when a training string has a token at
+# that position. Compare the extra rows after training with the same rows of a model freshly built with the same
+# seed.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# On the training lengths both models reach about the same exact match. The learned table's last rows are exactly
+# their random initial values (their gradient was zero), so on the longer strings the learned model reads noise at
+# the new positions and should be hit hardest; the sinusoidal model also falls well below its in-range score:
+# sinusoids extrapolate only a little beyond the training lengths (Press et al., 2022).
+# :::
+#
 # 2. Set `exp.label_smoothing = 0.0` and retrain. How do the final loss, the exact match and the gap between
 #    beam search and greedy decoding at the early snapshot change?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Label smoothing moves $\varepsilon$ of the target's probability onto the other tokens, so the loss cannot fall
+# below the entropy of the smoothed target. Retrain with the same seed and compare section 10's loss and exact
+# match and section 12's greedy and beam scores at the early snapshot.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The final training loss falls much lower without smoothing (towards 0; with smoothing it stays above the
+# smoothed target's entropy, a few tenths of a nat). Exact match on held-out strings should stay within a few
+# points. The unsmoothed model is more confident, so its greedy and beam outputs tend to agree more often; Vaswani
+# et al. (2017) saw smoothing hurt perplexity but help BLEU.
+# :::
+#
 # 3. With `length_penalty=1.0`, beam search ranks by mean log-probability per token. Find a held-out string
 #    where this changes the answer at the early snapshot, and explain the change.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Decode the same held-out strings at the early snapshot with `length_penalty=0.0` and `1.0` and keep the indices
+# where the outputs differ; for each, print both hypotheses' total and mean log-probabilities.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# One or more strings where the summed score prefers a shorter hypothesis (one that writes `</s>` early or drops a
+# symbol) and the mean per token prefers a longer one, or the other way round. Every extra token adds a negative
+# log-probability, so the sum favours short outputs; dividing by the length removes that bias. After full training
+# such strings are rare, because the model is confident.
+# :::
+#
 # 4. `decode_step` recomputes the whole prefix at every step. Cache each layer's keys and values so that a
 #    step only processes the newest token; check that the logits do not change and time both.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# In each decoder layer keep a list of the keys and values of the tokens already written; at a step compute
+# $q, k, v$ for the newest token only, append $k, v$ and attend with one query over all cached keys (no causal
+# mask is needed for the last position). The cross-attention keys and values depend only on the encoder: compute
+# them once.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The cached logits equal `decode_step`'s to float rounding (`torch.testing.assert_close` passes) and the greedy
+# outputs are identical. The cached decoder is faster, and its advantage grows with the output length, since the
+# uncached one reprocesses the whole prefix at every step.
+# :::
+#
 # 5. Case particles let a language order subject and object freely (Japanese does). Change `head_final` so
 #    that the object phrase comes first in half of the sentences, chosen at random, and retrain. What happens
 #    to BLEU against the single reference, and to the gap between greedy decoding and beam search? What does
 #    that say about scoring real translations, where many orders are right, against one reference?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# The target order is built in `_head_final` from the dependency tree; with a seeded generator, move the object
+# phrase (with its case particle) before the subject phrase in half of the sentences. The particles still say
+# which phrase is which, so both orders are right.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# BLEU against the single reference falls, and exact match on sentences with both a subject and an object drops
+# towards half, although the outputs are still correct sentences: the model cannot know which of two right orders
+# the reference happened to use. Greedy and beam search can now disagree on the order itself. Scoring real
+# translations against one reference underrates any output whose order or wording differs from it, which is why
+# multiple references (and BLEU's caveats) matter.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Vaswani et al. (2017). *Attention Is All You Need*. The paper this chapter rebuilds; read its section 3 beside
+#   sections 3-9 here.
+# - Rush (2018). *The Annotated Transformer*. The same paper interleaved with a PyTorch implementation, line by
+#   line.
+# - Xiong et al. (2020). *On Layer Normalization in the Transformer Architecture*. Why pre-LN trains without a
+#   warm-up (section 9), with the gradient analysis.
+# - Press, Smith and Lewis (2022). *Train Short, Test Long: Attention with Linear Biases Enables Input Length
+#   Extrapolation*. How position encodings behave beyond the training lengths (exercise 1).
+# - Post (2018). *A Call for Clarity in Reporting BLEU Scores*. Why BLEU numbers differ between papers, and
+#   sacreBLEU, the reference implementation of the score.

@@ -51,6 +51,7 @@ from transformers import BertTokenizer
 from lecture_lib import profile
 from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.tokenization import (
     ByteLevelBPE,
     WordPieceTokenizer,
@@ -211,13 +212,18 @@ assert learn_bpe(slides, 3) == merges  # the library's version agrees
 
 # %%
 paper_merges = learn_bpe(slides, 10, end_of_word="</w>")
-print(paper_merges)
+lecture_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
+                  ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
+show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the lecture's dictionary "
+                  "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "the lecture, by hand"],
+                  [[i + 1, f"`{' '.join(ours)}`", f"`{' '.join(theirs)}`"] for i, (ours, theirs) in
+                   enumerate(zip(paper_merges, lecture_merges, strict=True))],
+                  note="Reproduced exactly (asserted), ties broken by the pair seen first.")
 for word in ["lowest", "newer", "wider", "slow"]:
     print(f"{word:8s} -> {apply_bpe(word, paper_merges, end_of_word='</w>')}")
 
 # %%
-assert paper_merges == [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"),
-                        ("ne", "w"), ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
+assert paper_merges == lecture_merges
 assert apply_bpe("lowest", paper_merges, end_of_word="</w>") == ["low", "est</w>"]
 
 # %% [markdown]
@@ -532,10 +538,87 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 #
 # 1. Change the tie-breaking rule of `learn_bpe` on the lecture's dictionary with `</w>`: which of the ten
 #    merges change under `tie_break="lowest_ids"`, and why does the paper's own code not specify one?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Run `learn_bpe(slides, 10, end_of_word="</w>", tie_break="lowest_ids")` beside the default and print the pair
+# counts at the steps where the two lists part. The paper's code takes `max(stats, key=stats.get)`: think about
+# what order a dictionary was iterated in.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Five of the ten merges change, the 2nd, 3rd, 6th, 7th and 10th: `lowest_ids` gives
+# `e s, t </w>, es t</w>, l o, lo w, e w, n ew, new est</w>, low </w>, d est</w>` against
+# `e s, es t, est </w>, l o, lo w, n e, ne w, new est</w>, low </w>, w i`. Each change is a tie (for example
+# `es t` and `t </w>` both occur 9 times, in *newest* and *widest*). The paper's code leaves ties to the
+# dictionary's iteration order, which in the Python of 2015 was an accident of hashing; on real corpora ties at
+# the top are rare, so no rule seemed needed.
+# :::
+#
 # 2. GPT-2's pre-tokenization pattern is `lecture_lib.tokenization.byte_level.GPT2_PATTERN`. Train a
 #    `ByteLevelBPE(pattern=r"\S+|\s+")` (split on white space only) on the corpus: what happens to the merges
 #    near punctuation, and to held-out tokens per word?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# With `\S+|\s+`, punctuation stays glued to the words around it, so merges can cross the boundary between a
+# letter and `.`, `(` or `,` that GPT-2's pattern keeps apart. Count the learned merges that mix letters and
+# punctuation, and measure held-out tokens per word at the same vocabulary size as section 9 does.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# GPT-2's pattern keeps letters and punctuation apart: with the quick profile's vocabulary, 2 of its 3,840 merges
+# mix the two, against 649 with white-space splitting (tokens that glue a word to a dot, a comma or a bracket).
+# Those entries repeat less on held-out text than clean word pieces, and held-out tokens per white-space word rise
+# from 1.85 to 2.48.
+# :::
+#
 # 3. Run `longest_prefix_first` of section 5 with the trained `bpe`'s vocabulary on the held-out words. On what
 #    share of them does it disagree with merge replay, and which of the two rules gives fewer tokens?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `longest_prefix_first` takes a set of strings: the trained `bpe`'s vocabulary, decoded to text as in section 5.
+# Tokenize each held-out word both ways, count the words where the lists differ and sum the tokens of each rule.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The rules disagree on 9.3% of the 15,286 held-out words (quick profile's vocabulary, each word encoded on its
+# own). Where they disagree, longest prefix first gives *more* tokens more often than fewer (on 266 words against
+# 145; the same number on the rest), and 0.5% more in all (28,846 against 28,691): being greedy for the first
+# piece is not being greedy for the whole word.
+# :::
+#
 # 4. Replace the likelihood gain by $m / (n_a n_b)$ (the score often quoted for WordPiece). Which units come
 #    first now, and what happens to rare characters?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Compute $m/(n_a n_b)$ directly from section 8's `pair_counts` and `unit_counts` and sort the pairs by it; print
+# the top eight beside the two lists of section 8.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Rare pairs jump to the top: a pair of units that occur only together, even once ($m = n_a = n_b = 1$), scores 1,
+# while frequent pieces such as `t h` score tiny fractions. The first units learned are rare characters and their
+# rare combinations, which the likelihood gain (weighted by $m$) would have merged late.
+# :::
+#   
+#   %% [markdown]
+#   ## Further reading
+#   
+# - Gage (1994). *A New Algorithm for Data Compression*. Byte-pair encoding as it began: compression (section 3).
+# - Sennrich, Haddow and Birch (2016). *Neural Machine Translation of Rare Words with Subword Units*. BPE for
+#   words, with the short Python algorithm of section 4.
+# - Schuster and Nakajima (2012). *Japanese and Korean Voice Search*. The origin of WordPiece, chosen by
+#   language-model likelihood (section 8).
+# - Wu et al. (2016). *Google's Neural Machine Translation System: Bridging the Gap between Human and Machine
+#   Translation*. WordPiece at scale; it marks the start of a word, where BERT marks continuations with `##`.
+# - Kudo (2018). *Subword Regularization: Improving Neural Network Translation Models with Multiple Subword
+#   Candidates*. The unigram language-model tokenizer, the third family beside BPE and WordPiece.
+# - Radford et al. (2019). *Language Models are Unsupervised Multitask Learners*. GPT-2: byte-level BPE and its
+#   pre-tokenization pattern (section 5).

@@ -1152,14 +1152,116 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 #    with dropout 0.1 (`model=dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)`). How far
 #    does each move the accuracy at `[MASK]` after 1,000 steps, and why might an initialisation chosen
 #    for $H=768$ be too small for $H=64$?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Both are one-argument changes of `chapter_config`; keep the seed and the 1,000 steps and score with the same
+# `eval_batches` as section 7. For the initialisation, a matrix with entries of standard deviation 0.02 maps a
+# unit-variance vector of width $H$ to one of standard deviation $0.02\sqrt{H}$.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Each change moves the accuracy at `[MASK]` by a few points at most in a run this short; dropout, a regulariser,
+# tends to lower it, since the model underfits rather than overfits. The initialisation argument:
+# $0.02\sqrt{768} \approx 0.55$ but $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start
+# about three times smaller relative to the residual stream, and the layers begin close to the identity.
+# :::
+#
 # 2. Rerun section 7 with `chapter_config(objective=dict(mlm_probability=0.4))`. Wettig et al. (2023) found
 #    40% better than 15% for large models; what happens to the held-out accuracy at 15% (measure with the
 #    same `eval_batches`)?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Pass `objective=dict(mlm_probability=0.4)` for training only; keep the evaluation at 15% with the same
+# `eval_batches`, so that the test does not change. A 40% model gets 2.7 times more predictions per step, each
+# with less context.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Held-out accuracy at 15% within a few points of the 15% model, with no clear gain at our size: Wettig et al.
+# (2023) found the best masking rate grows with the model, and their 40% result is for large models trained long.
+# :::
+#
 # 3. Train the ablations three times longer (`ablation_config(pretrain=dict(train=dict(steps=600)))`).
 #    Does the left-to-right model keep its lead of section 9? Does four layers overtake two?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `ablation_config(pretrain=dict(train=dict(steps=600)))` triples section 9's steps; print the same table
+# (accuracy at the masked words, perplexity, MCC) and compare row by row.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The left-to-right model's lead at the masked words comes from learning from every token; with more steps the
+# bidirectional models use both sides and the lead should shrink. Whether it is gone, and whether four layers
+# overtake two, is the measurement: check it on 2-3 seeds before calling it, as section 9 does.
+# :::
+#
 # 4. Add a fourth probe to the masking ablation: the selected positions *deleted* (the sequence
 #    shortened). Which pretraining rule copes best, and why?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Deleting the selected positions leaves no place to predict them at: score instead what the model says about the
+# tokens next to each gap (each shown as itself, as in the probe that shows the true token), which now sit in a
+# shortened context that neither pretraining rule produced.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Both models get worse than on the intact sequence, since neither ever saw a shortened row. BERT's rule, whose
+# model learned to name real tokens at selected positions (41% against 14% in section 8), should cope better than
+# always-`[MASK]`; the margin is small, so compare it with the spread of 2-3 seeds.
+# :::
+#
 # 5. In section 11, take the mean of the last four layers instead of the last layer (the feature-based
 #    recipe of the BERT paper's NER experiment). Does the gap between senses grow?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Ask for `output_hidden_states=True`, average the last four layers' vectors of each occurrence of *bank* and
+# recompute section 11's similarities.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Same-sense occurrences stay more similar than other-sense ones. The gap does not grow much and may shrink:
+# averaging mixes in lower layers, whose vectors depend less on context (Ethayarajh, 2019).
+# :::
+#
 # 6. Redo section 13 for an H100 (about 990 TFLOP/s dense bf16, 700 W) at 40% utilisation. How many
 #    GPU-hours and kWh is BERT-base today?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Reuse section 13's `bert_flops` and replace `peak`, `utilisation` and `watts`: hours = FLOPs / (peak ×
+# utilisation) / 3600.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# About 20 H100-hours: $2.9 \times 10^{19} / (990 \times 10^{12} \cdot 0.4) / 3600 = 20.3$; at 700 W, 14 kWh, or
+# 22 kWh with section 13's PUE of 1.58. That is about ten times fewer GPU-hours than the 215 V100-hours of
+# section 13.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Devlin, Chang, Lee and Toutanova (2019). *BERT: Pre-training of Deep Bidirectional Transformers for
+#   Language Understanding*. The paper; its appendices hold the masking ablation and the training details of
+#   sections 8 and 13.
+# - Peters et al. (2018). *Deep Contextualized Word Representations*. ELMo, the contextual vectors of section 10's
+#   road to BERT.
+# - Howard and Ruder (2018). *Universal Language Model Fine-tuning for Text Classification*. ULMFiT, pretraining
+#   then fine-tuning before BERT.
+# - Liu et al. (2019). *RoBERTa: A Robustly Optimized BERT Pretraining Approach*. Which of BERT's choices
+#   mattered: dynamic masking, NSP, batch size (chapter 06).
+# - Wettig, Gao, Zhong and Chen (2023). *Should You Mask 15% in Masked Language Modeling?* The masking rate
+#   revisited (exercise 2).
+# - Strubell, Ganesh and McCallum (2019). *Energy and Policy Considerations for Deep Learning in NLP*. The cost
+#   estimate section 13 compares with.

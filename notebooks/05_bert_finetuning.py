@@ -1003,11 +1003,100 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #    (`Anna Berg lives in Oslo` / `Anna Berg lives in Lima`). How many fine-tuning steps do the pretrained
 #    and the from-scratch model need before they beat chance? Why might a model whose city embeddings were
 #    made similar by pretraining (all cities occur in the same contexts) find this *harder*?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Write the contradiction rule as a function of the premise that swaps the city for another city of the language;
+# train both models with the same steps and seeds and evaluate every few dozen steps, to find the first step where
+# each beats the majority label.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Both models need more steps than with negation, since the cue is one word that must be compared with the
+# premise. The pretrained model may need as many steps as the model from scratch, or more: pretraining placed the
+# cities close together, because they occur in the same contexts, so telling Oslo from Lima starts from similar
+# vectors. Report the steps over 2-3 seeds.
+# :::
+#
 # 2. Fine-tune on NER for twice as many steps. Does the test F1 on held-out names go up or down? Add
 #    dropout 0.1 (`chapter_config(finetune=dict(dropout=0.1))`) and try again.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Double the fine-tuning steps in `chapter_config(finetune=dict(...))` and score the test F1 on held-out names, as
+# section 6 does; then add `dropout=0.1`.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# F1 on held-out names does not rise much and may fall: longer training fits the training names, not the contexts
+# that identify a name. Dropout 0.1 should reduce that drop. Differences of a few points are within section 6's
+# spread over seeds: compare the means of 2-3 seeds.
+# :::
+#
 # 3. Re-initialise the pooler (or the top layer) before fine-tuning acceptability, as Zhang et al. (2021)
 #    recommend for small data sets. Does it help at this scale?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Reset the pooler's dense layer (or the top encoder layer) with the model's own initialisation before
+# fine-tuning, keep everything else the same and compare the MCC over the same seeds.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# No change larger than the spread of the seeds: Zhang et al. (2021) saw gains for BERT-large on small GLUE sets,
+# whose top layers are specialised to the pretraining tasks; a model this small and this briefly pretrained has
+# little to unlearn.
+# :::
+#
 # 4. Move the adapters: only after the feed-forward block (Pfeiffer et al., 2021), or with a bottleneck of 2
 #    or 32. Plot trainable parameters against F1 again.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Make the adapter's position a parameter of the adapter layer; count trainable parameters with
+# `sum(p.numel() for p in model.parameters() if p.requires_grad)`. An adapter of bottleneck $m$ on width $H$ has
+# $2Hm + H + m$ parameters.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The trainable parameters scale linearly with the bottleneck, and one adapter per layer (after the feed-forward
+# block only) halves them. F1 changes little between these points, with a bottleneck of 2 lowest; Houlsby et al.
+# (2019) found adapters stable across a wide range of sizes.
+# :::
+#
 # 5. Pretrain twice as long (`chapter_config(pretrain=dict(train=dict(steps=1600)))`) and repeat the
 #    agreement probe of section 2. Do attractor sentences improve?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Pretraining twice as long is one change of `chapter_config`; rerun section 2's agreement probe and print the
+# share right with and without attractors.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Sentences without attractors stay right. With attractors the share right may rise but stays below the
+# attractor-free case: agreement across an attractor is the hard case for small models (Linzen et al., 2016;
+# Goldberg, 2019).
+# :::
+#   
+#   %% [markdown]
+#   ## Further reading
+#   
+# - Devlin, Chang, Lee and Toutanova (2019). *BERT: Pre-training of Deep Bidirectional Transformers for Language
+#     Understanding*. Section 4 and Figure 4: one added layer per task shape, and the feature-based experiment of
+#     Table 7.
+# - Dodge et al. (2020). *Fine-Tuning Pretrained Language Models: Weight Initializations, Data Orders, and Early
+#     Stopping*. How much a seed moves a fine-tuned score (section 6).
+# - Mosbach, Andriushchenko and Klakow (2021). *On the Stability of Fine-tuning BERT: Misconceptions,
+#     Explanations, and Strong Baselines*. Why small-data fine-tuning fails on some seeds, and a recipe that avoids
+#     it.
+# - Zhang, Wu, Katiyar, Weinberger and Artzi (2021). *Revisiting Few-sample BERT Fine-tuning*. Re-initialising the
+#     top layers and other fixes for small data sets (exercise 3).
+# - Houlsby et al. (2019). *Parameter-Efficient Transfer Learning for NLP*. Adapters (section 8).
+# - Ben Zaken, Goldberg and Ravfogel (2022). *BitFit: Simple Parameter-efficient Fine-tuning for Transformer-based
+#   Masked Language-models*. Training only the biases (section 8).

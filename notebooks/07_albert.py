@@ -54,6 +54,7 @@ from lecture_lib.chapters.ch07_albert import (
 from lecture_lib.models.albert import AlbertConfig, AlbertModel, share_across_layers
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.objectives.sentence_pairs import make_order_pairs, make_pairs
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import seed_everything
 
 print("profile:", profile.current())
@@ -78,8 +79,7 @@ print(config.model)
 
 # %%
 assert layer_parameters(768, 3072) == 12 * 768**2 + 13 * 768 == 7_087_872
-counts = {}
-print(f"{'model':15} {'L':>3} {'H':>5} {'E':>5} {'ours (exact)':>14} {'no pooler':>12} {'paper':>7}")
+counts, rows = {}, []
 for name, model_config in paper_configs().items():
     encoder = AlbertModel if isinstance(model_config, AlbertConfig) else BertModel
     counted = count_on_meta(lambda: encoder(model_config))
@@ -87,8 +87,13 @@ for name, model_config in paper_configs().items():
     counts[name] = counted
     pooler = model_config.hidden_size**2 + model_config.hidden_size
     width = getattr(model_config, "embedding_size", model_config.hidden_size)
-    print(f"{name:15} {model_config.num_hidden_layers:>3} {model_config.hidden_size:>5} {width:>5} "
-          f"{counted:>14,} {counted - pooler:>12,} {PAPER_PARAMETERS[name]:>6}M")
+    rows.append([name, model_config.num_hidden_layers, model_config.hidden_size, width, f"{counted:,}",
+                 f"{counted - pooler:,}", f"{PAPER_PARAMETERS[name]}M"])
+show_reproduction("ch07-albert-table1", "Lan et al. (2020), Table 1: parameters of BERT and ALBERT",
+                  ["model", "L", "H", "E", "ours (exact)", "ours, no pooler", "paper"], rows,
+                  note="BERT base/large match the paper without the pooler, ALBERT base/large with it; "
+                       "ALBERT xlarge and xxlarge do not reproduce from the stated configuration (the paper "
+                       "prints 60M and 235M; we count 58.7M and 222.6M, as the transformers documentation does).")
 
 # %% [markdown]
 # The paper's figures are rounded, and not all from one convention. BERT base and large match "no pooler,
@@ -156,12 +161,16 @@ def near_paper(ours: int, paper: int, bert_row: bool) -> bool:
     return round((ours - PROJECTION_AND_POOLER) / 1e6) == paper if bert_row else -0.5 < ours / 1e6 - paper < 0.75
 
 
-print(f"{'E':>4} {'sharing':11} {'ours (AlbertModel)':>19} {'paper':>6}")
+rows = []
 for (width, sharing), paper in table3_paper.items():
     groups = 12 if sharing == "not-shared" else 1
     ours = encoder_parameters(AlbertConfig(embedding_size=width, num_hidden_groups=groups))
-    print(f"{width:>4} {sharing:11} {ours:>19,} {paper:>5}M")
+    rows.append([width, sharing, f"{ours:,}", f"{paper}M"])
     assert near_paper(ours, paper, bert_row=(width, sharing) == (768, "not-shared"))
+show_reproduction("ch07-albert-table3-parameters", "Lan et al. (2020), Table 3: parameters of ALBERT-base by "
+                  "embedding size E", ["E", "sharing", "ours (AlbertModel)", "paper"], rows,
+                  note="Every row reproduces to the paper's rounding (the E = 768 not-shared row is BERT-base, "
+                       "counted without projection and pooler).")
 
 # %% [markdown]
 # ## 3. Cross-layer sharing
@@ -185,6 +194,7 @@ assert two_groups[0] is two_groups[1] and two_groups[1] is not two_groups[2]
 
 # %%
 table4_paper = {"all-shared": 31, "shared-attention": 83, "shared-ffn": 57, "not-shared": 108}
+rows = []
 for strategy, paper in table4_paper.items():
     def build(strategy=strategy):
         model = AlbertModel(AlbertConfig(embedding_size=768, num_hidden_groups=1 if strategy == "all-shared" else 12))
@@ -192,8 +202,11 @@ for strategy, paper in table4_paper.items():
             share_across_layers(model.encoder, strategy.removeprefix("shared-"))
         return model
     ours = count_on_meta(build)
-    print(f"{strategy:17} {ours:>12,}  paper {paper}M")
+    rows.append([strategy, f"{ours:,}", f"{paper}M"])
     assert near_paper(ours, paper, bert_row=strategy == "not-shared")
+show_reproduction("ch07-albert-table4-parameters", "Lan et al. (2020), Table 4: parameters of ALBERT-base "
+                  "(E = 768) by what is shared", ["sharing", "ours", "paper"], rows,
+                  note="Every row reproduces to the paper's rounding.")
 
 # %% [markdown]
 # Does sharing cost accuracy, and does it change what the layers do? We pretrain three models of the same
@@ -208,10 +221,14 @@ for strategy, paper in table4_paper.items():
 profile.expect(53, "Pretraining the BERT and ALBERTs of Table 3 (the first time; then they load from the cache)")
 sharing = sharing_runs()
 table3_avg = {"all-shared, E=16": "79.0 (E=64)", "not-shared, E=16": "81.3 (E=64)", "not-shared, E=64 (BERT)": "82.3 (E=H)"}
-print(f"{'run':24} {'parameters':>10} {'MLM accuracy':>13}   paper's Table 3 average, ALBERT-base")
-for name, row in sharing["runs"].items():
-    print(f"{name:24} {row['parameters']:>10,} {row['mlm_accuracy']:>13.1%}   {table3_avg.get(name, '')}")
-print(f"{'unigram guess':24} {'':>10} {sharing['baseline']:>13.1%}")
+rows = [[name, f"{row['parameters']:,}", f"{row['mlm_accuracy']:.1%}", table3_avg.get(name)]
+        for name, row in sharing["runs"].items()]
+rows.append(["unigram guess", None, f"{sharing['baseline']:.1%}", None])
+show_reproduction("ch07-albert-table3-sharing", "Lan et al. (2020), Table 3: does sharing every layer cost "
+                  "accuracy?", ["run", "parameters", "ours: held-out MLM accuracy",
+                                "paper: average of GLUE/SQuAD/RACE, ALBERT-base"], rows,
+                  note="The paper's order (all-shared < not-shared < BERT) reproduced on seeds 0, 1 and 2; "
+                       "our column is masked-LM accuracy after 400 steps, not fine-tuned task scores.")
 accuracy = [row["mlm_accuracy"] for row in sharing["runs"].values()]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
 for name, curves in sharing["figure1"].items():
@@ -273,11 +290,13 @@ for pair in make_order_pairs(documents, 8, seed=3):
 profile.expect(39, "Pretraining the models of the pair-task grid (the first time; then they load from the cache)")
 grid = pair_task_grid()
 paper5 = {"none": (54.9, 52.4, 53.3), "nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
-print(f"{'trained with':13} {'MLM':>6} {'NSP':>6} {'SOP':>6}   paper: MLM / NSP / SOP")
-for task, row in grid["rows"].items():
-    print(f"MLM + {task:7} {row['mlm_accuracy']:6.1%} {row['nsp']:6.1%} {row['sop']:6.1%}   "
-          f"{' / '.join(str(v) for v in paper5[task])}")
-print(f"majority label  {'':6} {grid['majority']['nsp']:6.1%} {grid['majority']['sop']:6.1%}")
+rows = [[f"MLM + {task}", f"{row['mlm_accuracy']:.1%}", f"{row['nsp']:.1%}", f"{row['sop']:.1%}",
+         " / ".join(str(v) for v in paper5[task])] for task, row in grid["rows"].items()]
+rows.append(["majority label", None, f"{grid['majority']['nsp']:.1%}", f"{grid['majority']['sop']:.1%}", None])
+show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair task to pretrain with",
+                  ["trained with", "MLM", "NSP", "SOP", "paper: MLM / NSP / SOP"], rows,
+                  note="The SOP-trained model beats the majority label on held-out SOP pairs, as in the paper "
+                       "(asserted, seeds 0 and 1); the rest of the paper's pattern is printed, not asserted.")
 
 # %%
 assert 0.5 <= grid["majority"]["nsp"] < 0.6 and 0.5 <= grid["majority"]["sop"] < 0.6  # balanced pairs
@@ -314,10 +333,77 @@ assert grid["rows"]["sop"]["sop"] > grid["majority"]["sop"] + 0.05
 # 1. Write the parameter count of an ALBERT with `inner_group_num = 2` (two different layers per group,
 #    applied one after the other) and check it with `count_on_meta`. How many layers does the forward pass
 #    apply?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# With `inner_group_num = 2` each group holds two different layers and every one of the $L$ positions applies
+# both; build the model with
+# `count_on_meta(lambda: AlbertModel(AlbertConfig(**{**base.__dict__, "inner_group_num": 2})))`.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# ALBERT-base grows by exactly one layer, $12H^2 + 13H = 7{,}087{,}872$ parameters: 18,771,456 against 11,683,584.
+# The forward pass applies 24 layers, two per position.
+# :::
+#
 # 2. The factorized table has rank at most $E$. After pretraining, how many singular values of
 #    $W_\text{word} W_\text{proj}^\top$ carry 90% of its energy for the quick model of section 3? For the
 #    BERT?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Multiply the word table by the projection to get the $V \times H$ matrix the model effectively uses, take its
+# singular values (`torch.linalg.svdvals`) and find the smallest $k$ whose squared values reach 90% of the sum.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# For the ALBERT, $k \le E$, since the product has rank at most $E$; the energy concentrates in a few directions
+# after pretraining. For the BERT, whose table can use all $H$ directions, expect more of them to be needed for
+# the same 90%; how many is the measurement, and it says how much of its width the small BERT's table uses.
+# :::
+#
 # 3. Pretrain with `chapter_config(objective=dict(pairs="sop"), train=dict(steps=1000))`. Does the SOP
 #    model's NSP accuracy rise with training, as Table 5 says it should?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# One change of `chapter_config`; print section 4's grid for the SOP-trained model at 1,000 steps beside the quick
+# run's.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The SOP model's NSP accuracy rises above the majority label as it trains: an order-aware model also notices
+# topic shifts (Table 5: 78.9 on NSP after SOP training). At our size expect a small rise; judge it against the
+# 3-point standard error on the held-out pairs.
+# :::
+#
 # 4. Table 6 of the paper compares models at equal *training time*. Using chapter 04's FLOP formula, how
 #    much slower per token is ALBERT-xxlarge than BERT-large, although it has a third of the parameters?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Use chapter 04's `training_flops_per_token` with the two configurations (ALBERT-xxlarge: $H = 4096$, 12 layers,
+# $I = 16384$; BERT-large: $H = 1024$, 24 layers, $I = 4096$); sharing saves parameters, not operations.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# About 7.3 times the FLOPs per token at 512 tokens ($1.56 \times 10^{10}$ against $2.15 \times 10^{9}$), 7.6 at
+# 128: each of xxlarge's 12 layer applications costs about 16 times a BERT-large layer. That is why Table 6 of the
+# paper compares at equal training time.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Lan et al. (2020). *ALBERT: A Lite BERT for Self-supervised Learning of Language Representations*. The paper:
+#   factorized embeddings, cross-layer sharing and sentence-order prediction.
+# - Dehghani, Gouws, Vinyals, Uszkoreit and Kaiser (2019). *Universal Transformers*. One layer applied repeatedly,
+#   the idea behind ALBERT's sharing, with an adaptive number of steps.
+# - Kaplan et al. (2020). *Scaling Laws for Neural Language Models*. Why parameters and compute are different
+#   budgets (exercise 4).
+# - Turc, Chang, Lee and Toutanova (2019). *Well-Read Students Learn Better: On the Importance of Pre-training
+#   Compact Models*. The small BERTs (mini, small, medium) that are the other way to a compact model.

@@ -449,14 +449,86 @@ assert all(abs(run.flops / budget(config) - 1) < 0.01 for run in sweep.values())
 #
 # 1. Set $\lambda = 1$ in the loss (`discriminator_weight=1.0`). How do the two losses move, and why does
 #    the paper weight the discriminator by 50?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `discriminator_weight=1.0` is one field of the chapter's configuration; plot both losses over the steps beside
+# the quick run's. Compare their sizes: a loss averaged over 15% of the tokens with a 600-way softmax against a
+# binary loss over all tokens.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# With $\lambda = 1$ the generator's masked-LM loss dominates the sum, and the discriminator's loss should fall
+# more slowly than with $\lambda = 50$. The binary loss is much smaller than the masked-LM loss; the weight 50
+# puts the two on a comparable scale, so the shared embeddings serve the discriminator, which is the model kept.
+# :::
+#
 # 2. The discriminator could learn a shortcut from the 15% of chosen positions that keep their token: the
 #    generator sees the original there. Measure how often the generator's sample is right at those
 #    positions and at the [MASK] ones.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Select the positions where the input kept the original token (chosen, but not `[MASK]`); compare the generator's
+# samples there with the originals, and do the same at the `[MASK]` positions.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# At the kept positions the generator sees the true token and copies it almost always, far more often than at
+# `[MASK]`, where section 7's runs guess about a quarter right. A discriminator could learn that a chosen position
+# whose input token is real is "original" and so learn little there; measuring the two rates says how much of the
+# 15% is such free labels.
+# :::
+#
 # 3. Count ELECTRA-Small's training FLOPs per token with `electra_training_flops_per_token` (E = 128,
 #    H = 256, 12 layers, a generator of H = 64, 128 tokens) and check the paper's 1.4e18 for 1M steps of
 #    128 sequences. What does the paper's count include that ours does not, or the other way round?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# ELECTRA-Small: `ElectraConfig()` for the discriminator and
+# `ElectraConfig(hidden_size=64, num_attention_heads=1, intermediate_size=256)` for the generator; add both
+# networks' `electra_training_flops_per_token` at 128 tokens and multiply by $128 \times 10^6$ tokens.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# About $1.48 \times 10^{18}$ with the generator's LM head over every position ($9.0 \times 10^7$ FLOPs per
+# token), and $1.15 \times 10^{18}$ with the head on the 15% masked positions only, close to the paper's
+# $1.4 \times 10^{18}$. What differs is the bookkeeping: ours counts the matrix products and the attention term
+# ($6N + 12LTH$), while the authors' FLOP script also counts smaller operations (for example layer norms,
+# softmaxes and activations), and where the generator's output layer is applied moves the total by a quarter.
+# :::
+#
 # 4. Fine-tune with the ELECTRA classification head (token 0, dense, GELU, dense) instead of BERT's pooler.
 #    Does it change the curve?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Replace the pooler with dense → GELU → dense on token 0 (ELECTRA's classification head), keep the rest of the
+# fine-tuning loop and plot the same curve.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The curve moves by less than the spread between seeds: the heads differ by an activation and a layer, which
+# fine-tuning absorbs.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Clark, Luong, Le and Manning (2020). *ELECTRA: Pre-training Text Encoders as Discriminators Rather Than
+#   Generators*. The paper, with the compute-matched comparisons of sections 5-7.
+# - Goodfellow et al. (2014). *Generative Adversarial Nets*. The adversarial setup ELECTRA resembles but does not
+#   use: its generator is trained by maximum likelihood.
+# - He, Gao and Chen (2023). *DeBERTaV3: Improving DeBERTa using ELECTRA-Style Pre-Training with
+#   Gradient-Disentangled Embedding Sharing*. Replaced-token detection at scale, and a fix for the shared embeddings
+#   of section 4.
+# - Meng et al. (2021). *COCO-LM: Correcting and Contrasting Text Sequences for Language Model Pretraining*. A
+#   successor that asks the main model to correct the replaced tokens, not only spot them.
 
 # %%
 print(f"whole notebook: {time.perf_counter() - notebook_start:.0f} s")

@@ -493,8 +493,74 @@ for name in recipe.noisings:  # facts F1 gained 0.05-0.11 from each noising, on 
 #
 # 1. With `noise_density=0.5` and `mean_noise_span_length=10` on 512 tokens, how long are T5's inputs and
 #    targets? Check with `span_counts`.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `span_counts(512, 0.5, 10)` gives the noise tokens and spans; the input keeps the other tokens and adds one
+# sentinel per span, the target lists each span's sentinel and tokens, and one more sentinel at the end.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# 256 noise tokens in 26 spans: inputs of $256 + 26 = 282$ tokens and targets of $256 + 27 = 283$ (one more each
+# if the end-of-sequence token is appended, as T5's code does).
+# :::
+#
 # 2. Pretrain with `objective_runs(chapter_config(pretrain_steps=1000))`. Does any objective now beat
 #    "no pretraining" on the question task by more than two standard errors?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# One change of `chapter_config`; the standard error of a mean exact match over $n$ questions is
+# $\sqrt{p(1-p)/n}$. Compare each objective with the no-pretraining row.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Longer pretraining gives the objectives more to transfer; the full-text objectives (BERT-style, deshuffling)
+# were ahead at 150 steps and are the likeliest to clear two standard errors. T5's ranking, span corruption about
+# equal to BERT-style, appears only with enough pretraining, if at all at this size.
+# :::
+#
 # 3. Write the MASS-style objective as a row of `apply_objective` and add it to the experiment.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# MASS (Song et al., 2019) masks one contiguous span of about half the sentence in the input and makes the target
+# exactly that span; write it as a row that returns (inputs with the span masked, the span).
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# A new row whose inputs keep about half of the tokens and whose targets are one contiguous span of the same
+# length; its fine-tuned scores land among the short-target objectives of the table.
+# :::
+#
 # 4. Run BART's table in shape with `noising_runs(chapter_config(lr=1e-3, pretrain_steps=1000))`. Does the
 #    tiny BART now fine-tune, and does text infilling beat document rotation as in BART's Table 1?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Both changes are fields of `chapter_config`; rerun `noising_runs` and print BART's table, with the fine-tuned
+# scores beside no pretraining.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# With the higher learning rate and longer pretraining the tiny BART should fine-tune above its untrained
+# baseline. BART's Table 1 found text infilling best and document rotation worst; at our size the order of the two
+# is the measurement, to be checked on 2-3 seeds.
+# :::
+#   
+#   %% [markdown]
+#   ## Further reading
+#   
+# - Raffel et al. (2020). *Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer*. T5:
+#     the text-to-text framing and the systematic study of objectives behind sections 1-7.
+# - Lewis et al. (2020). *BART: Denoising Sequence-to-Sequence Pre-training for Natural Language Generation,
+#     Translation, and Comprehension*. The five noising functions of section 9 and their Table 1.
+# - Song, Tan, Qin, Lu and Liu (2019). *MASS: Masked Sequence to Sequence Pre-training for Language Generation*.
+#     The span-to-span objective of exercise 3.
+# - Shaw, Uszkoreit and Vaswani (2018). *Self-Attention with Relative Position Representations*. Relative
+#     positions, which T5 simplified to the bucketed bias of section 6.
+# - Zhang and Sennrich (2019). *Root Mean Square Layer Normalization*. The RMS norm T5 uses in place of LayerNorm.

@@ -77,6 +77,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.measure import time_call
 from lecture_lib.models.bert import BertModel
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator
 
 print("profile:", profile.current())
@@ -314,10 +315,15 @@ profile.expect(84, "Pretraining chapter 05's BERT unless notebook 05 has cached 
 course = course_bert()
 tables = {"MiniLM": syntactic_heads(word_maps(minilm, tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
           "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}
-print(f"\n{'relation':10} {'arcs':>5} | {'MiniLM best head':>26} | {'course BERT best head':>26} | offset baseline")
-for mini, ours in zip(*tables.values()):
-    cells = [f"{r.layer}-{r.head} {r.direction:>15} {r.accuracy:5.1%}" for r in (mini, ours)]
-    print(f"{mini.relation:10} {mini.count:5d} | {cells[0]:>26} | {cells[1]:>26} | {mini.offset:+d}: {mini.baseline:.1%}")
+clark_table1 = {"nsubj": "58.5 vs 45.5", "obj": "86.8 vs 40.0 (dobj)", "det": "94.3 vs 51.7", "amod": "75.6 vs 68.3"}
+rows = [[mini.relation, mini.count, *(f"{r.layer}-{r.head} {r.direction}: {r.accuracy:.1%}" for r in (mini, ours)),
+         f"{mini.offset:+d}: {mini.baseline:.1%}", clark_table1.get(mini.relation)] for mini, ours in zip(*tables.values())]
+show_reproduction("ch10-clark-table1", "Clark et al. (2019), Table 1: the best single head against the best fixed "
+                  "offset, per dependency relation", ["relation", "arcs", "MiniLM best head", "course BERT best head",
+                                                      "offset baseline", "paper (BERT-base, PTB): head vs offset"],
+                  rows, note="The shape reproduces for MiniLM on the synthetic language (det and nsubj beat the best "
+                             "offset by more than 10 points, asserted, seeds 0-2); the course BERT's single heads hold "
+                             "its syntax less cleanly (printed, not asserted: its margins change with the sample).")
 
 # %%
 minilm_rows = {r.relation: r for r in tables["MiniLM"]}
@@ -569,10 +575,83 @@ print(f"whole notebook: {time.perf_counter() - notebook_start:.0f} s")
 #
 # 1. Recompute the importance after each pruning step (prune two heads, recompute on the remaining ones,
 #    repeat), as the authors' code does. Does the curve of section 7 improve?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Wrap section 7's loop: prune the two least important heads, recompute the importance with the remaining heads
+# masked, and repeat until the target count; plot the curve on section 7's axes.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The iterative curve is as good as the one-shot curve or slightly better at high pruning rates, where the
+# remaining heads' roles have shifted; at low rates the two curves coincide.
+# :::
+#
 # 2. Clark et al. show that attention to [SEP] barely changes the loss: compute, for MiniLM's layer 2, the
 #    gradient of a sentence-similarity loss with respect to the attention weights on [CLS], and compare it
 #    with the weights on the other tokens.
+#
+# :::{admonition} Hint
+# :class: dropdown
+# Run MiniLM with `output_attentions=True`, call `retain_grad()` on layer 2's attention weights, backpropagate a
+# cosine-similarity loss between two sentences' mean-pooled vectors, and compare the mean absolute gradient on the
+# [CLS] column with that on the other columns.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Expect the gradient per unit of attention weight on [CLS] to be much smaller than on the other tokens, although
+# [CLS] receives about half of the attention in that layer: attention parked there changes the output little, a
+# no-op, as Clark et al. found for [SEP].
+# :::
+#
 # 3. Change the pattern rule's threshold `DOMINANT` from 0.5 to 0.4. How do the fractions of section 3 move?
 #    Which threshold would put fewer than half of the maps in "heterogeneous"?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `DOMINANT` is a module constant of `lecture_lib.analysis.head_classes`; reassign it, rerun section 3's
+# classification, then sweep it down until the heterogeneous share drops below one half.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# Every rule is a "share at least `DOMINANT`" test, so lowering the threshold can only move maps out of
+# heterogeneous; the heterogeneous fraction falls from section 3's value. The threshold that puts it below one
+# half is the answer to report; Kovaleva et al.'s rule used a different criterion, so this says how much the
+# finding depends on the threshold.
+# :::
+#
 # 4. Score the syntactic heads of section 5 with attention *from* a word taken as the sum over its pieces
 #    instead of the mean. Which relations change, and why could they?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# In the code that maps token attention to word attention, replace the mean over a word's pieces by the sum for
+# the rows (attention *from* a word), then rerun section 5's table.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# No relation changes: the table is identical. Summing a word's piece rows multiplies its row by its number of
+# pieces, and the most-attended word of a row, the argmax each head's guess is read from, does not change when the
+# row is multiplied by a positive number. The convention matters only for measures that compare weights across
+# rows, such as the average attention between two relations' words.
+# :::
+
+# %% [markdown]
+# ## Further reading
+#
+# - Clark, Khandelwal, Levy and Manning (2019). *What Does BERT Look At? An Analysis of BERT's Attention*.
+#   Special-token attention and syntactic heads (sections 2 and 5).
+# - Kovaleva, Romanov, Rogers and Rumshisky (2019). *Revealing the Dark Secrets of BERT*. The five attention
+#   patterns of section 3.
+# - Voita, Talbot, Moiseev, Sennrich and Titov (2019). *Analyzing Multi-Head Self-Attention: Specialized Heads Do
+#   the Heavy Lifting, the Rest Can Be Pruned*. Confident, positional and rare-token heads (section 4).
+# - Michel, Levy and Neubig (2019). *Are Sixteen Heads Really Better than One?* Head importance and pruning
+#   (sections 6-8).
+# - Jain and Wallace (2019). *Attention is not Explanation*. Why an attention map is not by itself an explanation
+#   of a prediction; read with Wiegreffe and Pinter (2019).
+# - Rogers, Kovaleva and Rumshisky (2020). *A Primer in BERTology: What We Know About How BERT Works*. The survey
+#   that places this chapter's findings among many others.
