@@ -607,10 +607,10 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 # while frequent pieces such as `t h` score tiny fractions. The first units learned are rare characters and their
 # rare combinations, which the likelihood gain (weighted by $m$) would have merged late.
 # :::
-#   
-#   %% [markdown]
-#   ## Further reading
-#   
+
+# %% [markdown]
+# ## Further reading
+#
 # - Gage (1994). *A New Algorithm for Data Compression*. Byte-pair encoding as it began: compression (section 3).
 # - Sennrich, Haddow and Birch (2016). *Neural Machine Translation of Rare Words with Subword Units*. BPE for
 #   words, with the short Python algorithm of section 4.

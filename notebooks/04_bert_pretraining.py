@@ -1150,12 +1150,12 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 #
 # 1. Pretrain with `chapter_config(model=dict(initializer_range=0.02))`, BERT's own initialisation, and
 #    with dropout 0.1 (`model=dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)`). How far
-#    does each move the accuracy at `[MASK]` after 1,000 steps, and why might an initialisation chosen
+#    does each move the accuracy at `[MASK]` after 400 steps, and why might an initialisation chosen
 #    for $H=768$ be too small for $H=64$?
 #
 # :::{admonition} Hint
 # :class: dropdown
-# Both are one-argument changes of `chapter_config`; keep the seed and the 1,000 steps and score with the same
+# Both are one-argument changes of `chapter_config`; keep the seed and the 400 steps and score with the same
 # `eval_batches` as section 7. For the initialisation, a matrix with entries of standard deviation 0.02 maps a
 # unit-variance vector of width $H$ to one of standard deviation $0.02\sqrt{H}$.
 # :::
@@ -1185,12 +1185,12 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 # (2023) found the best masking rate grows with the model, and their 40% result is for large models trained long.
 # :::
 #
-# 3. Train the ablations three times longer (`ablation_config(pretrain=dict(train=dict(steps=600)))`).
+# 3. Train the ablations three times longer (`ablation_config(pretrain=dict(train=dict(steps=450)))`).
 #    Does the left-to-right model keep its lead of section 9? Does four layers overtake two?
 #
 # :::{admonition} Hint
 # :class: dropdown
-# `ablation_config(pretrain=dict(train=dict(steps=600)))` triples section 9's steps; print the same table
+# `ablation_config(pretrain=dict(train=dict(steps=450)))` triples section 9's steps; print the same table
 # (accuracy at the masked words, perplexity, MCC) and compare row by row.
 # :::
 #

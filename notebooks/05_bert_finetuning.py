@@ -1083,10 +1083,10 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # attractor-free case: agreement across an attractor is the hard case for small models (Linzen et al., 2016;
 # Goldberg, 2019).
 # :::
-#   
-#   %% [markdown]
-#   ## Further reading
-#   
+
+# %% [markdown]
+# ## Further reading
+#
 # - Devlin, Chang, Lee and Toutanova (2019). *BERT: Pre-training of Deep Bidirectional Transformers for Language
 #     Understanding*. Section 4 and Figure 4: one added layer per task shape, and the feature-based experiment of
 #     Table 7.
