@@ -19,6 +19,11 @@ from typing import Sequence
 
 from IPython.display import Markdown, display
 
+try:  # the book's Markdown renderer; myst_nb, which alone glues tables, depends on it
+    from markdown_it import MarkdownIt
+except ImportError:
+    MarkdownIt = None
+
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
@@ -91,8 +96,8 @@ class ReproductionTable:
     def _repr_markdown_(self) -> str:
         return self.markdown
 
-    def _repr_html_(self) -> str:
-        from markdown_it import MarkdownIt  # a dependency of myst_nb, the only caller
-
+    def _repr_html_(self) -> str | None:
+        if MarkdownIt is None:  # no HTML rendering: IPython shows the Markdown
+            return None
         html = MarkdownIt("commonmark").enable("table").render(self.markdown)
         return html.replace("<table>", '<table class="table">')
