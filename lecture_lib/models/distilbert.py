@@ -49,7 +49,7 @@ from lecture_lib.models.bert import (
     BertModelOutput,
     pruned_heads_table,
 )
-from lecture_lib.models.heads import NoPooler, SequenceClassifierOutput
+from lecture_lib.models.heads import LabelCount, NoPooler, SequenceClassifierOutput
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 from lecture_lib.models.roberta import MaskedLMOutput
 
@@ -277,7 +277,7 @@ class DistilBertForMaskedLM(DistilBertPreTrainedModel):
         return MaskedLMOutput(logits, loss, out.hidden_states, out.attentions)
 
 
-class DistilBertForSequenceClassification(DistilBertPreTrainedModel):
+class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel):
     """final [CLS] vector → ``pre_classifier`` → ReLU → dropout → ``classifier``: one label per text.
 
     Cross-entropy over classes, or mean squared error with ``num_labels=1``, as BERT's head.
@@ -316,15 +316,6 @@ class DistilBertForSequenceClassification(DistilBertPreTrainedModel):
         head = cls(config, num_labels).to(device=first.device, dtype=first.dtype)
         head.distilbert.load_state_dict(encoder.state_dict())
         return head
-
-    @classmethod
-    def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
-        if "num_labels" in values:
-            return {"num_labels": values["num_labels"]}
-        return {"num_labels": len(values["id2label"]) if "id2label" in values else 2}  # transformers' default
-
-    def _config_extras(self) -> dict[str, Any]:
-        return {"num_labels": self.num_labels}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,

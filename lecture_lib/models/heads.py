@@ -94,7 +94,23 @@ def _check_labels(labels: torch.Tensor, num_labels: int, what: str) -> None:
                          f"0..{num_labels - 1} (or -100 to ignore a position)")
 
 
-class _TaskHead(BertPreTrainedModel):
+class LabelCount:
+    """Saves and reads a head's ``num_labels`` with its config: as we write it, or as transformers does (one
+    ``id2label`` entry per label, 2 when absent). Listed before the family's pretrained-model class."""
+
+    num_labels: int
+
+    @classmethod
+    def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
+        if "num_labels" in values:
+            return {"num_labels": values["num_labels"]}
+        return {"num_labels": len(values["id2label"]) if "id2label" in values else 2}  # transformers' default
+
+    def _config_extras(self) -> dict[str, Any]:
+        return {"num_labels": self.num_labels}
+
+
+class _TaskHead(LabelCount, BertPreTrainedModel):
     """What the three heads share: an encoder under ``bert``, and the ``transformers`` class of the same name.
 
     Another family's heads set ``encoder_class`` and ``base_model_prefix`` (RoBERTa's: ``roberta``).
@@ -129,16 +145,6 @@ class _TaskHead(BertPreTrainedModel):
         state = {k: v for k, v in encoder.state_dict().items() if head.with_pooler or not k.startswith("pooler.")}
         head.base_model.load_state_dict(state)  # copies the values: the encoder itself is left as it was
         return head
-
-    @classmethod
-    def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """``num_labels`` as we write it, or as transformers does (one ``id2label`` entry per label)."""
-        if "num_labels" in values:
-            return {"num_labels": values["num_labels"]}
-        return {"num_labels": len(values["id2label"]) if "id2label" in values else 2}  # transformers' default
-
-    def _config_extras(self) -> dict[str, Any]:
-        return {"num_labels": self.num_labels}
 
 
 class _ClassifierHead(_TaskHead):
