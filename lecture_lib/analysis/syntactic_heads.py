@@ -47,6 +47,23 @@ def align_words(tokenizer: PieceTokenizer, words: Sequence[str]) -> tuple[list[i
     return ids + [tokenizer.sep_token_id], word_of_piece + [-1]
 
 
+def word_membership(word_of_piece: Sequence[int], pieces: int, like: torch.Tensor) -> torch.Tensor:
+    """The (W, T) matrix whose row w marks the pieces of word w (1.0, else 0.0), in ``like``'s dtype and
+    device; pieces of word -1 ([CLS], [SEP]) belong to no row.
+
+    >>> word_membership([-1, 0, 0, 1], 4, torch.zeros(1))
+    tensor([[0., 1., 1., 0.],
+            [0., 0., 0., 1.]])
+
+    Taught in: 10_bertology_attention ("Syntactic heads").
+    """
+    words = torch.as_tensor(word_of_piece, device=like.device)
+    if words.shape[0] != pieces:
+        raise ValueError(f"expected a word index for each of {pieces} pieces, got {words.shape[0]}")
+    count = int(words.max()) + 1
+    return (words[None, :] == torch.arange(count, device=words.device)[:, None]).to(like.dtype)
+
+
 def word_attention(attentions: torch.Tensor, word_of_piece: Sequence[int]) -> torch.Tensor:
     """Piece-level maps (..., T, T) of one sentence -> word-level maps (..., W, W): sum over the pieces a
     word is attended through, mean over the pieces it attends from.
@@ -58,11 +75,7 @@ def word_attention(attentions: torch.Tensor, word_of_piece: Sequence[int]) -> to
 
     Taught in: 10_bertology_attention ("Syntactic heads").
     """
-    words = torch.as_tensor(word_of_piece, device=attentions.device)
-    if words.shape[0] != attentions.shape[-1]:
-        raise ValueError(f"expected a word index for each of {attentions.shape[-1]} pieces, got {words.shape[0]}")
-    count = int(words.max()) + 1
-    member = (words[None, :] == torch.arange(count, device=words.device)[:, None]).to(attentions.dtype)  # (W, T)
+    member = word_membership(word_of_piece, attentions.shape[-1], attentions)
     mean_rows = member / member.sum(-1, keepdim=True)
     return mean_rows @ attentions @ member.T
 

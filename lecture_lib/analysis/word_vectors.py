@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from lecture_lib.analysis.syntactic_heads import PieceTokenizer, align_words
+from lecture_lib.analysis.syntactic_heads import PieceTokenizer, align_words, word_membership
 
 
 def piece_means(hidden: torch.Tensor, word_of_piece: Sequence[int]) -> torch.Tensor:
@@ -30,11 +30,7 @@ def piece_means(hidden: torch.Tensor, word_of_piece: Sequence[int]) -> torch.Ten
 
     Taught in: 11_bertology_probing ("Word vectors from every layer").
     """
-    words = torch.as_tensor(word_of_piece, device=hidden.device)
-    if words.shape[0] != hidden.shape[-2]:
-        raise ValueError(f"expected a word index for each of {hidden.shape[-2]} pieces, got {words.shape[0]}")
-    member = (words[None, :] == torch.arange(int(words.max()) + 1, device=words.device)[:, None])
-    member = member.to(hidden.dtype)  # (W, T)
+    member = word_membership(word_of_piece, hidden.shape[-2], hidden)  # (W, T)
     return (member / member.sum(-1, keepdim=True)) @ hidden
 
 
