@@ -33,13 +33,23 @@ def linear_probe(hidden_size: int, num_classes: int, rank: int | None = None,
         raise ValueError(f"expected a rank in [1, {hidden_size}], got {rank}")
     layers = [nn.Linear(hidden_size, rank, bias=False), nn.Linear(rank, num_classes)] if rank else [
         nn.Linear(hidden_size, num_classes)]
-    for layer in layers:
-        bound = layer.in_features ** -0.5
-        with torch.no_grad():
-            layer.weight.uniform_(-bound, bound, generator=generator)
-            if layer.bias is not None:
-                layer.bias.zero_()
-    return nn.Sequential(*layers)
+    return initialised(nn.Sequential(*layers), generator)
+
+
+def initialised(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
+    """``module`` with every ``nn.Linear`` drawn from ``generator``: weights uniform in
+    ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``, biases zero (so a probe's draw depends on its seed only).
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    for layer in module.modules():
+        if isinstance(layer, nn.Linear):
+            bound = layer.in_features ** -0.5
+            with torch.no_grad():
+                layer.weight.uniform_(-bound, bound, generator=generator)
+                if layer.bias is not None:
+                    layer.bias.zero_()
+    return module
 
 
 def fit_probe(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor, steps: int = 150,
@@ -53,13 +63,25 @@ def fit_probe(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor, st
     if features.shape[0] != labels.shape[0]:
         raise ValueError(f"expected a label per feature row, got {features.shape[0]} rows, {labels.shape[0]} labels")
     mean, std = features.mean(0), features.std(0) + 1e-6
-    x = (features - mean) / std
-    optimizer = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)
+    fit_full_batch(probe, (features - mean) / std, labels, steps, lr, weight_decay)
+    return nn.Sequential(Standardise(mean, std), probe)
+
+
+def fit_full_batch(model: nn.Module, inputs, labels: torch.Tensor, steps: int, lr: float = 0.01,
+                   weight_decay: float = 0.0, parameters=None) -> nn.Module:
+    """``steps`` full-batch Adam steps on the cross-entropy of ``model(inputs)`` (N, C) against the (N,)
+    ``labels``; ``inputs`` is whatever ``model`` reads (a feature matrix, or spans with their word vectors).
+    ``parameters`` (default: all of ``model``'s) may be Adam's parameter groups, to give some their own rate.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    optimizer = torch.optim.Adam(model.parameters() if parameters is None else parameters, lr=lr,
+                                 weight_decay=weight_decay)
     for _ in range(steps):
         optimizer.zero_grad()
-        F.cross_entropy(probe(x), labels).backward()
+        F.cross_entropy(model(inputs), labels).backward()
         optimizer.step()
-    return nn.Sequential(Standardise(mean, std), probe)
+    return model
 
 
 class Standardise(nn.Module):

@@ -3,7 +3,8 @@ synthetic language and a randomly initialised twin of MiniLM), the gold labels e
 synthetic language, and the cached runs of the probes.
 
 Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing classifiers, layer by layer",
-"The structural probe", "Subject-verb agreement across attractors", "Negation: does the answer change?",
+"The structural probe", "Edge probing: spans and the order of the pipeline",
+"Subject-verb agreement across attractors", "Negation: does the answer change?",
 "Cloze knowledge of the world", "Word senses in context").
 """
 
@@ -20,7 +21,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from lecture_lib.analysis.cloze import cloze_scores, form_preference
-from lecture_lib.analysis.probes import ProbeScore, control_labels, probe_layers
+from lecture_lib.analysis.edge_probing import EdgeProbe, SpanBatch
+from lecture_lib.analysis.probes import ProbeScore, control_labels, fit_full_batch, probe_accuracy, probe_layers
 from lecture_lib.analysis.structural_probe import (
     StructuralProbe,
     fit_structural_probe,
@@ -68,6 +70,11 @@ class ProbingChapterConfig:
     structural_steps: int = 100  # ... and of each structural probe
     structural_rank: int = 64
     ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+    edge_train_sentences: int = 150  # the first training sentences, the edge probes' training set
+    edge_steps: int = 50  # full-batch Adam steps of each edge probe,
+    edge_lr: float = 0.02  # ... their learning rate,
+    edge_mix_lr: float = 0.2  # ... and that of the scalar mix's logits
+    edge_projection: int = 16  # width of the edge probes' span projection
     agreement_sentences: int = 600
     cloze_facts: int = 150
     seed: int = 0
@@ -77,6 +84,7 @@ class ProbingChapterConfig:
 # to 128. ``full``: ten times the sentences, three times the steps, ranks up to 256, every fact of the world.
 QUICK = dict()
 FULL = dict(train_sentences=3000, test_sentences=1500, probe_steps=300, structural_steps=300,
+            edge_train_sentences=3000, edge_steps=300,
             ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256),
             agreement_sentences=6000, cloze_facts=10_000)
 
@@ -250,6 +258,202 @@ def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Pro
 
     recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth}
     return _json_cached(f"ch11-structural-{model_name}", recipe, run)
+
+
+# ---------------------------------------------------------------- edge probing on spans
+
+EDGE_TASKS = ("dependency", "constituent", "entity", "relation", "negation")
+Spans = tuple[tuple[int, int], ...]  # one or two [start, end) word ranges of one sentence
+
+
+def subtree_span(heads: Sequence[int], word: int) -> tuple[int, int]:
+    """The ``[start, end)`` words of ``word``'s subtree (itself and its descendants); the synthetic trees are
+    projective, so a subtree is a contiguous range.
+
+    >>> subtree_span([2, 3, 0, 3], 1)  # "the dog barks ." : "the dog"
+    (0, 2)
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    inside = [word]
+    for w in inside:  # grows while it is read: breadth-first over the children
+        inside += [d for d, h in enumerate(heads) if h == w + 1]
+    start, end = min(inside), max(inside) + 1
+    if end - start != len(inside):
+        raise ValueError(f"expected a projective tree, got a gap in the subtree of word {word} of heads {heads}")
+    return start, end
+
+
+def predicate_span(sentence: Sentence, word: int) -> tuple[int, int]:
+    """From ``word`` to the end of its subtree, trailing punctuation left out: a verb's VP (its subject,
+    auxiliaries and "not", all before it, stay outside).
+
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> predicate_span(s, 4), predicate_span(s, 9)  # "walk to this church", "kind"
+    ((4, 8), (9, 10))
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    end = subtree_span(sentence.heads, word)[1]
+    while sentence.pos[end - 1] == "PUNCT":
+        end -= 1
+    return word, end
+
+
+def constituents(sentence: Sentence) -> list[tuple[Spans, str]]:
+    """Phrases of two words or more, each labelled by its head word: a noun or name's subtree is an NP, or a
+    PP when it is an ``obl``/``nmod`` with a ``case`` child (the NP inside it, without the preposition, is
+    an NP too); a verb's VP runs from the verb to the end of its subtree, punctuation left out (the
+    subject and auxiliaries before the verb are not part of it).
+
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> [(" ".join(s.words[a:b]), label) for ((a, b),), label in constituents(s)]  # doctest: +NORMALIZE_WHITESPACE
+    [('those kind nurses that walk to this church', 'NP'), ('walk to this church', 'VP'),
+     ('to this church', 'PP'), ('this church', 'NP')]
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    out = []
+    for word, (pos, deprel) in enumerate(zip(sentence.pos, sentence.deprels)):
+        start, end = subtree_span(sentence.heads, word)
+        children = [d for d, h in zip(sentence.deprels, sentence.heads) if h == word + 1]
+        if pos in ("VERB", "AUX"):
+            found = [(predicate_span(sentence, word), "VP")]
+        elif pos in ("NOUN", "PROPN") and deprel in ("obl", "nmod", "obl:agent") and "case" in children:
+            found = [((start, end), "PP"), ((start + 1, end), "NP")]
+        elif pos in ("NOUN", "PROPN"):
+            found = [((start, end), "NP")]
+        else:
+            found = []
+        out += [((span,), label) for span, label in found if span[1] - span[0] >= 2]
+    return out
+
+
+def entity_spans(sentence: Sentence) -> list[tuple[tuple[int, int], str]]:
+    """The named entities of a sentence's BIO tags, as (``[start, end)``, type).
+
+    >>> entity_spans(SyntheticLanguage(0).sentences(14, seed=0)[13])  # "Acme employs Sven Quist ."
+    [((0, 1), 'ORG'), ((2, 4), 'PER')]
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    out = []
+    for i, tag in enumerate(sentence.entities):
+        if tag.startswith("B-"):
+            end = i + 1
+            while end < len(sentence) and sentence.entities[end] == "I-" + tag[2:]:
+                end += 1
+            out.append(((i, end), tag[2:]))
+    return out
+
+
+def edge_examples(sentence: Sentence, task: str) -> list[tuple[Spans, str]]:
+    """The (spans, gold label) examples an edge-probing task reads from a sentence: ``dependency`` each
+    (head, dependent) pair of words (two spans) -> the dependent's label; ``constituent`` each phrase of
+    :func:`constituents` -> NP, PP or VP; ``entity`` each named entity -> PER, LOC or ORG; ``relation`` the
+    subject's and the object's names in a fact sentence (two spans) -> the fact's relation; ``negation``
+    the main predicate (the root word to the end of its subtree, punctuation left out) -> whether the
+    clause is negated: the "not" lies *outside* the span, before it, so only context can tell.
+
+    >>> s = SyntheticLanguage(0).sentences(14, seed=0)[13]  # "Acme employs Sven Quist ."
+    >>> edge_examples(s, "relation")  # the subject, Sven Quist, comes second in the sentence
+    [(((2, 4), (0, 1)), 'works_for')]
+    >>> edge_examples(s, "dependency")[:2]  # "employs" heads "Acme" and "Sven"
+    [(((1, 2), (0, 1)), 'nsubj'), (((1, 2), (2, 3)), 'obj')]
+    >>> edge_examples(s, "negation")
+    [(((1, 4),), 'False')]
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    if task == "dependency":
+        return [(((h - 1, h), (d, d + 1)), label)
+                for d, (h, label) in enumerate(zip(sentence.heads, sentence.deprels)) if h]
+    if task == "constituent":
+        return constituents(sentence)
+    if task == "entity":
+        return [((span,), label) for span, label in entity_spans(sentence)]
+    if task == "relation":
+        if sentence.fact is None:
+            return []
+        where = {" ".join(sentence.words[a:b]): (a, b) for (a, b), _ in entity_spans(sentence)}
+        return [((where[sentence.fact.subject], where[sentence.fact.object]), sentence.fact.relation)]
+    if task == "negation":
+        return [((predicate_span(sentence, sentence.heads.index(0)),), str(sentence.negated))]
+    raise ValueError(f"unknown edge-probing task {task!r}; expected one of {EDGE_TASKS}")
+
+
+def span_batch(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str) -> tuple[SpanBatch, list[str]]:
+    """A task's examples over a split: the word vectors (L + 1, W, H) of the sentences that hold an example,
+    stacked, and each example's spans shifted to rows of that stack; with the gold labels.
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    spans, labels, words, offset = [], [], [], 0
+    for v, sentence in zip(vectors, sentences, strict=True):
+        examples = edge_examples(sentence, task)
+        if examples:  # sentences without an example are left out of the stack
+            spans += [[[offset + a, offset + b] for a, b in spans_of] for spans_of, _ in examples]
+            labels += [label for _, label in examples]
+            words.append(v)
+            offset += len(sentence)
+    return SpanBatch(torch.cat(words, 1), torch.tensor(spans)), labels
+
+
+def edge_scores(train: SpanBatch, test: SpanBatch, labels: tuple[torch.Tensor, torch.Tensor], num_classes: int,
+                layers: range, config: ProbingChapterConfig, seed_keys: tuple) -> dict:
+    """Fit one edge probe on the mix of ``layers``; its test accuracy and its mixing weights.
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    probe = EdgeProbe(layers, train.words.shape[-1], train.spans.shape[1], num_classes, config.edge_projection,
+                      generator=generator("ch11 edge", *seed_keys, config.seed))
+    fit_full_batch(probe, train, labels[0], config.edge_steps, config.edge_lr,
+                   parameters=probe.parameter_groups(config.edge_mix_lr))
+    return dict(accuracy=probe_accuracy(probe, test, labels[1]), weights=probe.mix_weights().tolist(),
+                gamma=probe.gamma.item())
+
+
+def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
+                 tasks: Sequence[str] = EDGE_TASKS, sweep: bool = True,
+                 vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
+    """Per task: the number of training and test examples, the majority label's share of the test examples,
+    and the edge probe on the mix of all layers (``mix``: accuracy, mixing weights, gamma); with ``sweep``
+    the accuracies of the cumulative probes ``P^(0)..P^(L)`` too (``cumulative``; the last is ``mix``).
+    The probes train on the first :attr:`~ProbingChapterConfig.edge_train_sentences` of the treebank's
+    training sentences; word vectors are standardised per layer with the training words' statistics.
+    ``vectors`` are the treebank's word vectors when the caller has them already (else computed); cached
+    per (model, recipe).
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    def run() -> dict:
+        train, test = treebank(config)
+        train = train[:config.edge_train_sentences]
+        train_vectors, test_vectors = vectors or [word_vectors(model, tokenizer, [s.words for s in split])
+                                                  for split in (train, test)]
+        out = {}
+        for task in tqdm(tasks, desc=f"{model_name}: edge probes"):
+            (x_train, y_train), (x_test, y_test) = (span_batch(v[:len(split)], split, task) for v, split in
+                                                    ((train_vectors, train), (test_vectors, test)))
+            mean, std = x_train.words.mean(1, keepdim=True), x_train.words.std(1, keepdim=True) + 1e-6
+            x_train, x_test = (x._replace(words=(x.words - mean) / std) for x in (x_train, x_test))
+            names = sorted(set(y_train) | set(y_test))
+            labels = tuple(torch.tensor([names.index(y) for y in split]) for split in (y_train, y_test))
+            layers = x_train.words.shape[0]
+
+            def at(top: int) -> dict:  # the probe P^(top), on the mix of layers 0..top
+                return edge_scores(x_train, x_test, labels, len(names), range(top + 1), config,
+                                   (model_name, task, top))
+
+            row = dict(examples=[len(y_train), len(y_test)],
+                       majority=max(map(y_test.count, set(y_test))) / len(y_test), mix=at(layers - 1))
+            if sweep:
+                row["cumulative"] = [at(top)["accuracy"] for top in range(layers - 1)] + [row["mix"]["accuracy"]]
+            out[task] = row
+        return out
+
+    recipe = {"config": asdict(config), "tasks": list(tasks), "sweep": sweep}
+    return _json_cached(f"ch11-edge-{model_name}", recipe, run)
 
 
 # ---------------------------------------------------------------- cloze probes of the course's BERT
