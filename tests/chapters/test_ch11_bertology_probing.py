@@ -9,8 +9,12 @@ import torch
 from lecture_lib.chapters.ch11_bertology_probing import (
     attractors,
     cloze_query,
+    constituents,
+    edge_examples,
     random_twin,
+    span_batch,
     structural_scores,
+    subtree_span,
     task_data,
     word_labels,
 )
@@ -107,3 +111,52 @@ def test_sense_measures_cover_every_word_and_layer(minilm):
     for m in measures.values():
         assert len(m.knn) == len(m.self_similarity) == 7 and m.majority == 0.5
         assert m.adjusted == pytest.approx([s - b for s, b in zip(m.self_similarity, baseline)])
+
+
+def descendants(heads, word):
+    """Brute force: every word whose chain of heads passes through ``word``."""
+    out = set()
+    for w in range(len(heads)):
+        v = w
+        while v != -1:
+            if v == word:
+                out.add(w)
+                break
+            v = heads[v] - 1
+    return out
+
+
+def test_edge_examples_follow_the_gold_trees_entities_and_facts(sentences):
+    for s in sentences:
+        for w in range(len(s)):
+            start, end = subtree_span(s.heads, w)
+            assert set(range(start, end)) == descendants(s.heads, w)
+        for ((a, b),), label in constituents(s):
+            head = next(w for w in range(a, b) if s.heads[w] - 1 not in range(a, b))  # the span's one head
+            assert b - a >= 2 and label == {"VERB": "VP", "AUX": "VP"}.get(s.pos[head], "PP" if s.deprels[a] == "case"
+                                                                             else "NP")
+        for ((a, b),), label in edge_examples(s, "entity"):
+            assert s.entities[a] == "B-" + label and all(e == "I-" + label for e in s.entities[a + 1:b])
+        for ((h, _), (d, _)), label in edge_examples(s, "dependency"):
+            assert s.heads[d] == h + 1 and s.deprels[d] == label
+        for ((a, b), (c, e)), label in edge_examples(s, "relation"):
+            assert (" ".join(s.words[a:b]), label, " ".join(s.words[c:e])) == (s.fact.subject, s.fact.relation,
+                                                                               s.fact.object)
+        [(((a, b),), negated)] = edge_examples(s, "negation")
+        assert s.heads[a] == 0 and negated == str(s.negated) and "not" not in s.words[a:b]
+    assert sum(bool(edge_examples(s, "relation")) for s in sentences) == sum(s.fact is not None for s in sentences)
+    with pytest.raises(ValueError, match="unknown edge-probing task"):
+        edge_examples(sentences[0], "coreference")
+
+
+def test_span_batch_stacks_the_sentences_and_shifts_their_spans(sentences):
+    vectors = [torch.arange(len(s), dtype=torch.float).expand(3, len(s))[..., None] + 100 * i
+               for i, s in enumerate(sentences)]  # (layers, W, 1): the word's index, plus 100 x the sentence's
+    batch, labels = span_batch(vectors, sentences, "relation")
+    facts = [i for i, s in enumerate(sentences) if s.fact]
+    assert batch.words.shape == (3, sum(len(sentences[i]) for i in facts), 1)
+    assert labels == [sentences[i].fact.relation for i in facts]
+    for (subject, obj), i in zip(batch.spans.tolist(), facts):
+        [(((a, b), (c, e)), _)] = edge_examples(sentences[i], "relation")
+        assert batch.words[0, subject[0]:subject[1], 0].tolist() == [100 * i + w for w in range(a, b)]
+        assert batch.words[0, obj[0]:obj[1], 0].tolist() == [100 * i + w for w in range(c, e)]
