@@ -505,21 +505,26 @@ show_reproduction(
 # * **Four of the five tasks are lexical here.** The label of a gold dependency arc is given by the two
 #   words and their order (a determiner before a noun is `det`, a name before a verb its `nsubj`); a
 #   constituent by its first word and its length; an entity by its name; and a relation by its two names'
-#   types (a person and a place can only be `lives_in`). Layer 0 scores 97–100%, and the mix adds at most a
-#   point or two: the expected layer is undefined. Tenney et al.'s lexical baselines are high too (around
-#   90 F1 for dependencies with BERT-large's layer 0), but their open-vocabulary text leaves the context more
-#   to add.
-# * **Negation needs the context.** Layer 0 scores at or below the majority label (a probe that answers
-#   "not negated" always); the mix reads the "not" that lies outside the span, and the cumulative curve
-#   shows the gain arriving over layers 1–4. The random twin's mix does not: its attention mixes context
-#   with random weights, and it stays at the majority.
+#   types (a person and a place can only be `lives_in`). Layer 0 scores 94–100% on seeds 0–2, and the mix
+#   adds at most a few points, within the noise of a few hundred test examples (a few dozen for relations):
+#   no expected layer can be read. Tenney et al.'s lexical baselines are high too, but their
+#   open-vocabulary text leaves the context more to add.
+# * **Negation needs the context.** Layer 0 scores at or below the majority label (a probe that always
+#   answers "not negated"); the mix reads the "not" that lies outside the span. The random twin's mix does
+#   not: its attention mixes context with random weights, and it stays at the majority.
+# * **Two summaries, two answers.** For negation most of the gain arrives with layer 1 (the expected layer
+#   is about 1), yet the mix puts its weight on layers 3–4 (centre of gravity about 3.3): once the first layer
+#   has carried the "not" into the verb's vector, the later layers keep it, and the mix may read it from any
+#   of them. The expected layer says where information *appears*, the centre of gravity where the probe
+#   *reads* it.
 # * **Where the mix looks.** The syntactic tasks put their weight on layers 1–3, negation on layers 3–4:
 #   the direction of Tenney et al.'s order, syntax below meaning, on a small scale.
 #
 # The asserts were measured first on seeds 0, 1 and 2 of the treebank and the probes; each margin is at most
-# half the smallest seen. Negation, test majority / layer 0 / mix / twin's mix: 0.81 / 0.77 / 0.93 / 0.80,
-# 0.90 / 0.83 / 0.99 / 0.86 and 0.86 / 0.83 / 0.95 / 0.84; centres of gravity of dependency and negation
-# 1.7 and 3.3, 1.8 and 3.0, 1.9 and 3.6.
+# half the smallest seen. Negation, test majority / layer 0 / mix / twin's mix: 0.81 / 0.77 / 0.93 / 0.81,
+# 0.90 / 0.83 / 0.99 / 0.85 and 0.86 / 0.83 / 0.94 / 0.85 (the mix beats the better of the majority and
+# layer 0 by 8 to 13 points, the twin's mix by 9 to 13); centres of gravity of dependency and negation 1.7
+# and 3.3, 1.8 and 3.0, 1.8 and 3.6.
 
 # %%
 negation = edge["negation"]
@@ -529,7 +534,7 @@ print(f"negation: majority {negation['majority']:.3f}, layer 0 {negation['cumula
 print("centres of gravity:", {task: round(c, 2) for task, c in centres.items()})
 assert all(0 <= c <= 6 for c in centres.values())
 assert negation["mix"]["accuracy"] > max(negation["majority"], negation["cumulative"][0]) + 0.04  # context
-assert negation["mix"]["accuracy"] > edge_twin["negation"]["mix"]["accuracy"] + 0.05  # ... from pretraining
+assert negation["mix"]["accuracy"] > edge_twin["negation"]["mix"]["accuracy"] + 0.04  # ... from pretraining
 assert centres["negation"] > centres["dependency"] + 0.5  # syntax sits below negation
 
 # %% [markdown]
@@ -844,12 +849,13 @@ show_reproduction(
 # :::
 #
 # 5. Train the negation probe of section 5 on each single layer of MiniLM instead of a mix
-#    (`edge_scores(..., range(layer, layer + 1), ...)` on the batches `span_batch` builds, standardised as
-#    `edge_probing` does). Which layer is best alone, and does the learned mix beat it?
+#    (`edge_scores(..., range(layer, layer + 1), ...)` of `lecture_lib.chapters.ch11_bertology_probing`, on
+#    the batches its `span_batch` builds, standardised as `edge_probing` does). Which layer is best alone,
+#    and does the learned mix beat it?
 #
 # :::{admonition} Hint
 # :class: dropdown
-# The mix must learn its seven weights from 150 examples in 50 steps; one good layer needs no weights.
+# The mix must learn its seven weights from 150 examples in 40 steps; one good layer needs no weights.
 # :::
 #
 # :::{admonition} Expected outcome

@@ -71,7 +71,7 @@ class ProbingChapterConfig:
     structural_rank: int = 64
     ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
     edge_train_sentences: int = 150  # the first training sentences, the edge probes' training set
-    edge_steps: int = 50  # full-batch Adam steps of each edge probe,
+    edge_steps: int = 40  # full-batch Adam steps of each edge probe,
     edge_lr: float = 0.02  # ... their learning rate,
     edge_mix_lr: float = 0.2  # ... and that of the scalar mix's logits
     edge_projection: int = 16  # width of the edge probes' span projection
