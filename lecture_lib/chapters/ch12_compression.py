@@ -1,12 +1,12 @@
 """Chapter 12, compression: the chapter's sizes, the teacher (chapter 05's BERT of the synthetic language,
-fine-tuned on one of its tasks), the DistilBERT-style distillation runs, and the scores and timings the
-compression table is made of.
+fine-tuned on one of its tasks), the DistilBERT-style and ALBERT-style distillation runs, and the scores and
+timings the compression table is made of.
 
 Every run that trains is cached under its recipe: the fine-tuned teacher, each distilled student, each
 quantization-aware fine-tuning.
 
 Taught in: 12_compression ("The teacher and its task", "Dark knowledge", "A DistilBERT-style student",
-"The compression table").
+"ALBERT-style sharing", "The compression table").
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.measure import interleaved_medians
+from lecture_lib.models.albert import AlbertForMaskedLM, AlbertForSequenceClassification, albert_from_bert
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.models.distilbert import (
     DistilBertForMaskedLM,
@@ -63,6 +64,7 @@ class CompressionChapterConfig:
     sparsities: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     latency_repeats: int = 20
     dark_knowledge_examples: tuple[int, ...] = (64, 256)  # labelled examples, soft against hard labels
+    dark_knowledge_steps: int | None = None  # their fine-tuning steps; None: the teacher's
     seed: int = 0
 
 
@@ -192,25 +194,30 @@ def distillation_objective(teacher: BertForPreTraining, loss: TripleLoss) -> Cal
 
 @dataclass(frozen=True)
 class StudentRecipe:
-    """One distillation run: the loss weights, the initialisation, the student's width (1 = the teacher's).
+    """One distillation run: the loss weights, the initialisation, the student's width (1 = the teacher's); with
+    an ``embedding_size`` E, an ALBERT-style student instead (:func:`~lecture_lib.models.albert.albert_from_bert`:
+    the teacher's depth, every layer one copy of teacher layer ``shared_layer``, embeddings factorised to E).
 
-    Taught in: 12_compression ("A DistilBERT-style student").
+    Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
 
     loss: TripleLoss = TripleLoss()
     from_teacher: bool = True
     width: float = 1.0
+    embedding_size: int | None = None
+    shared_layer: int = 0
 
 
 def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
-                      config: CompressionChapterConfig) -> DistilBertForMaskedLM:
+                      config: CompressionChapterConfig) -> DistilBertForMaskedLM | AlbertForMaskedLM:
     """A student with half the teacher's layers, distilled on the synthetic language's sentences (cached).
 
     ``from_teacher``: initialised from every other teacher layer (:func:`distilbert_from_bert`), else at
     random. ``width`` < 1 narrows the hidden and feed-forward sizes (heads of 16 dimensions), which rules out
-    copying the teacher's layers and the cosine term.
+    copying the teacher's layers and the cosine term. With ``embedding_size``, an ALBERT-style student of the
+    teacher's depth and width, started from the teacher (:func:`albert_from_bert`) and distilled the same way.
 
-    Taught in: 12_compression ("A DistilBERT-style student").
+    Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
     teacher = pretrained.model
     recipe_dict = {"pretrained": pretrained.path.name, "recipe": asdict(recipe),
@@ -219,7 +226,9 @@ def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
     def build() -> nn.Module:
         seed_everything(config.seed)
         layers = max(1, teacher.config.num_hidden_layers // 2)
-        if recipe.from_teacher:
+        if recipe.embedding_size is not None:
+            student = albert_from_bert(teacher, recipe.embedding_size, recipe.shared_layer)
+        elif recipe.from_teacher:
             student = distilbert_from_bert(teacher)
         else:
             sizes = {}
@@ -235,18 +244,25 @@ def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
               distillation_objective(teacher, recipe.loss), train_config)
         return student
 
-    return _cached_model(f"ch12-student-{key(recipe_dict)}", build, DistilBertForMaskedLM).eval()
+    cls = DistilBertForMaskedLM if recipe.embedding_size is None else AlbertForMaskedLM
+    return _cached_model(f"ch12-student-{key(recipe_dict)}", build, cls).eval()
 
 
-def student_on_task(student: DistilBertForMaskedLM, task: Task, config: CompressionChapterConfig) -> nn.Module:
-    """The student's encoder with a new classifier, fine-tuned on the task (no segment ids) as the teacher was.
+def student_on_task(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task,
+                    config: CompressionChapterConfig) -> nn.Module:
+    """The student's encoder with a new classifier, fine-tuned on the task as the teacher was (a DistilBERT
+    without segment ids: it has no segment table).
 
-    Taught in: 12_compression ("A DistilBERT-style student").
+    Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
-    task = without_segments(task)
     seed_everything(config.finetune.seed)
-    head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
+    if isinstance(student, AlbertForMaskedLM):
+        head = AlbertForSequenceClassification.from_encoder(student.albert, task.num_labels,
                                                             dropout=config.finetune.dropout)
+    else:
+        task = without_segments(task)
+        head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
+                                                                dropout=config.finetune.dropout)
     return finetune(task, head, config.finetune).model.eval()
 
 
@@ -275,9 +291,10 @@ def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Modu
     head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
                                                             dropout=config.finetune.dropout)
     tune = config.finetune
+    steps = config.dark_knowledge_steps or tune.steps
     train(head, few.batches(min(tune.batch_size, examples), tune.seed), loss_fn,
-          TrainConfig(steps=tune.steps, lr=tune.lr, schedule="linear", progress=False,
-                      warmup_steps=round(tune.warmup_fraction * tune.steps), num_threads=tune.num_threads))
+          TrainConfig(steps=steps, lr=tune.lr, schedule="linear", progress=False,
+                      warmup_steps=round(tune.warmup_fraction * steps), num_threads=tune.num_threads))
     return head.eval()
 
 
