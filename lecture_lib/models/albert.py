@@ -15,11 +15,15 @@ One layer is BERT's post-LayerNorm layer under other names (``attention.dense``,
 no rename table. ``transformers``' ALBERT has the projection E -> H even when E = H, and its activation
 is ``gelu_new`` (the tanh approximation).
 
+Chapter 12 builds an ALBERT-style student out of a trained BERT (:func:`albert_from_bert`) and fine-tunes
+it with :class:`AlbertForSequenceClassification`.
+
 Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing", "Sentence-order prediction").
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -28,7 +32,15 @@ from torch import nn
 
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.activations import activation
-from lecture_lib.models.bert import BertEmbeddings, BertModelOutput, BertSelfAttention, check_inputs, keys_mask
+from lecture_lib.models.bert import (
+    BertEmbeddings,
+    BertForPreTraining,
+    BertModelOutput,
+    BertSelfAttention,
+    check_inputs,
+    keys_mask,
+)
+from lecture_lib.models.heads import LabelCount, SequenceClassifierOutput, sequence_classification_loss
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 
 # ---------------------------------------------------------------- configuration
@@ -389,3 +401,140 @@ def share_across_layers(encoder: AlbertTransformer, part: str) -> AlbertTransfor
             setattr(layer, name, getattr(layers[0], name))
     return encoder
 
+
+
+# ---------------------------------------------------------------- a task head
+
+
+class AlbertForSequenceClassification(LabelCount, AlbertPreTrainedModel):
+    """[CLS] -> pooler -> dropout -> linear, as BERT's head (``transformers``' class of the same name).
+
+    Taught in: 12_compression ("ALBERT-style sharing").
+    """
+
+    hf_class = "AlbertForSequenceClassification"
+
+    def __init__(self, config: AlbertConfig, num_labels: int = 2) -> None:
+        super().__init__()
+        if num_labels < 1:
+            raise ValueError(f"expected num_labels >= 1, got {num_labels}")
+        self.config = config
+        self.num_labels = num_labels
+        self.albert = AlbertModel(config)
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, num_labels)
+        self.classifier.apply(self._init_weights)
+
+    @classmethod
+    def from_encoder(cls, encoder: AlbertModel, num_labels: int = 2, *,
+                     dropout: float | None = None) -> "AlbertForSequenceClassification":
+        """A new head on a copy of ``encoder``; ``dropout`` replaces every dropout probability of the copy. An
+        encoder without a pooler (that of :class:`AlbertForMaskedLM`) gets a new one.
+
+        Taught in: 12_compression ("ALBERT-style sharing").
+        """
+        config = encoder.config
+        if dropout is not None:
+            config = dataclasses.replace(config, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                                         classifier_dropout_prob=dropout)
+        first = next(encoder.parameters())
+        head = cls(config, num_labels).to(device=first.device, dtype=first.dtype)
+        missing, unexpected = head.albert.load_state_dict(encoder.state_dict(), strict=False)
+        if unexpected or any(not k.startswith("pooler.") for k in missing):
+            raise ValueError(f"expected an AlbertModel's weights, got missing {missing}, unexpected {unexpected}")
+        return head
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> SequenceClassifierOutput:
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
+                          output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
+        loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
+        return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+
+# ---------------------------------------------------------------- an ALBERT cut out of a BERT
+
+
+def low_rank_factors(matrix: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The best rank-``rank`` approximation of ``matrix`` (m, n) as a product A B, A (m, r) and B (r, n), from the
+    truncated SVD M = U S Vᵀ: A = U_r S_r, B = V_rᵀ. B's rows are orthonormal, so A = M Bᵀ (M's rows
+    projected on the r leading directions), and by Eckart and Young no rank-r product is closer to M.
+
+    >>> a, b = low_rank_factors(torch.tensor([[3.0, 0.0], [0.0, 1.0]]), 1)
+    >>> a @ b
+    tensor([[3., 0.],
+            [0., 0.]])
+
+    Taught in: 12_compression ("ALBERT-style sharing").
+    """
+    if not 1 <= rank <= min(matrix.shape):
+        raise ValueError(f"expected a rank in [1, {min(matrix.shape)}] for a matrix of shape {tuple(matrix.shape)}, "
+                         f"got {rank}")
+    u, s, vh = torch.linalg.svd(matrix, full_matrices=False)
+    return u[:, :rank] * s[:rank], vh[:rank]
+
+
+def albert_from_bert(teacher: BertForPreTraining, embedding_size: int, shared_layer: int) -> AlbertForMaskedLM:
+    """An ALBERT MLM model of the teacher's sizes, initialised from it: one layer (a copy of teacher layer
+    ``shared_layer``) applied at every depth, and the embeddings factorised to ``embedding_size`` E.
+
+    With B (E, H) the leading right singular vectors of the teacher's token table (:func:`low_rank_factors`),
+    the three tables become their projections on those E directions (word, position, segment: rows times
+    Bᵀ), and the projection E -> H maps back with Bᵀ, scaled by the teacher's LayerNorm gain and √(H / E) (a
+    LayerNorm over E coordinates divides by a standard deviation √(H / E) times larger than over H), its bias
+    the teacher's LayerNorm bias. The MLM head's first matrix is projected the same way (B W), its output
+    bias copied. This is a start, not an equivalence: the LayerNorms now work in E coordinates, and the
+    head's activation comes after the projection; distillation does the rest. The pooler and NSP head are
+    dropped.
+
+    Taught in: 12_compression ("ALBERT-style sharing").
+    """
+    source = teacher.config
+    if not 0 <= shared_layer < source.num_hidden_layers:
+        raise ValueError(f"expected shared_layer in [0, {source.num_hidden_layers}), got {shared_layer}")
+    if source.pruned_heads:
+        raise ValueError(f"expected a teacher with all its heads, got pruned heads {source.pruned_heads}")
+    config = AlbertConfig(
+        vocab_size=source.vocab_size, embedding_size=embedding_size, hidden_size=source.hidden_size,
+        num_hidden_layers=source.num_hidden_layers, num_attention_heads=source.num_attention_heads,
+        intermediate_size=source.intermediate_size, hidden_act=source.hidden_act,
+        hidden_dropout_prob=source.hidden_dropout_prob, attention_probs_dropout_prob=source.attention_probs_dropout_prob,
+        max_position_embeddings=source.max_position_embeddings, type_vocab_size=source.type_vocab_size,
+        initializer_range=source.initializer_range, layer_norm_eps=source.layer_norm_eps,
+        pad_token_id=source.pad_token_id)
+    first = next(teacher.parameters())
+    student = AlbertForMaskedLM(config).to(device=first.device, dtype=first.dtype)
+    bert, predictions = teacher.bert, teacher.cls.predictions
+    albert = student.albert
+    with torch.no_grad():
+        table, directions = low_rank_factors(bert.embeddings.word_embeddings.weight, embedding_size)  # (V, E), (E, H)
+        albert.embeddings.word_embeddings.weight.copy_(table)
+        for name in ("position_embeddings", "token_type_embeddings"):
+            getattr(albert.embeddings, name).weight.copy_(getattr(bert.embeddings, name).weight @ directions.T)
+        gain = bert.embeddings.LayerNorm.weight[:, None] * (source.hidden_size / embedding_size) ** 0.5
+        albert.encoder.embedding_hidden_mapping_in.weight.copy_(gain * directions.T)  # (H, E)
+        albert.encoder.embedding_hidden_mapping_in.bias.copy_(bert.embeddings.LayerNorm.bias)
+        _copy_bert_layer(bert.encoder.layer[shared_layer], albert.encoder.albert_layer_groups[0].albert_layers[0])
+        student.predictions.dense.weight.copy_(directions @ predictions.transform.dense.weight)
+        student.predictions.dense.bias.copy_(directions @ predictions.transform.dense.bias)
+        student.predictions.bias.copy_(predictions.bias)
+    return student.train(teacher.training)
+
+
+# BERT's layer names -> ALBERT's, within one layer
+BERT_LAYER_NAMES = {"attention.self.query": "attention.query", "attention.self.key": "attention.key",
+                    "attention.self.value": "attention.value", "attention.output.dense": "attention.dense",
+                    "attention.output.LayerNorm": "attention.LayerNorm", "intermediate.dense": "ffn",
+                    "output.dense": "ffn_output", "output.LayerNorm": "full_layer_layer_norm"}
+
+
+def _copy_bert_layer(source: nn.Module, target: AlbertLayer) -> None:
+    """Copy a BERT layer's tensors into an ALBERT layer, name by name (:data:`BERT_LAYER_NAMES`)."""
+    state = {}
+    for name, tensor in source.state_dict().items():
+        module, _, kind = name.rpartition(".")
+        state[f"{BERT_LAYER_NAMES[module]}.{kind}"] = tensor
+    target.load_state_dict(state)

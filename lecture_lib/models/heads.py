@@ -94,6 +94,17 @@ def _check_labels(labels: torch.Tensor, num_labels: int, what: str) -> None:
                          f"0..{num_labels - 1} (or -100 to ignore a position)")
 
 
+def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_labels: int) -> torch.Tensor:
+    """Cross-entropy over the classes, or the mean squared error with ``num_labels`` 1 (regression, as STS-B).
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+    if num_labels == 1:
+        return F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+    _check_labels(labels, num_labels, "labels")
+    return F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
 class LabelCount:
     """Saves and reads a head's ``num_labels`` with its config: as we write it, or as transformers does (one
     ``id2label`` entry per label, 2 when absent). Listed before the family's pretrained-model class."""
@@ -186,13 +197,7 @@ class BertForSequenceClassification(_ClassifierHead):
         out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                               output_hidden_states, head_mask=head_mask)
         logits = self._logits(out)  # (B, K)
-        loss = None
-        if labels is not None:
-            if self.num_labels == 1:
-                loss = F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-            else:
-                _check_labels(labels, self.num_labels, "labels")
-                loss = F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
 
     def _logits(self, out: BertModelOutput) -> torch.Tensor:

@@ -17,6 +17,7 @@ from lecture_lib.compression.distillation import TripleLoss
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import Task
 from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.models.albert import albert_from_bert
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from lecture_lib.models.distilbert import distilbert_from_bert
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
@@ -58,6 +59,23 @@ def test_the_objective_is_the_mlm_loss_alone_for_a_student_that_is_the_teacher(t
     batch = dict(input_ids=text["input_ids"], attention_mask=text["attention_mask"], labels=labels)
     loss = distillation_objective(teacher, TripleLoss())(student, batch)
     torch.testing.assert_close(loss, 2 * student(**batch).loss, atol=1e-4, rtol=1e-4)  # L_ce = L_cos = 0
+
+
+def test_an_albert_style_student_takes_the_same_objective(tokenizer):
+    torch.manual_seed(0)
+    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=3,
+                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    student = albert_from_bert(teacher, 8, shared_layer=1)
+    text = distillation_text(tokenizer, chapter_config(distill_sentences=8))
+    labels = torch.full_like(text["input_ids"], -100)
+    labels[:, 1] = text["input_ids"][:, 1]
+    batch = dict(input_ids=text["input_ids"], attention_mask=text["attention_mask"], labels=labels)
+    loss = distillation_objective(teacher, TripleLoss())(student, batch)  # the cosine term too: equal widths
+    loss.backward()
+    shared = student.albert.encoder.albert_layer_groups[0].albert_layers[0]
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    assert shared.ffn.weight.grad.abs().sum() > 0 and student.albert.embeddings.word_embeddings.weight.grad is not None
+    assert all(p.grad is None for p in teacher.parameters())  # the teacher is a target
 
 
 def test_without_segments_drops_only_the_segment_ids():

@@ -1,5 +1,6 @@
 """lecture_lib.models.albert against transformers' AlbertModel, AlbertForPreTraining and AlbertForMaskedLM."""
 
+import numpy as np
 import pytest
 import torch
 import transformers
@@ -8,7 +9,10 @@ from lecture_lib.models.albert import (
     AlbertConfig,
     AlbertForMaskedLM,
     AlbertForPreTraining,
+    AlbertForSequenceClassification,
     AlbertModel,
+    albert_from_bert,
+    low_rank_factors,
     share_across_layers,
 )
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
@@ -171,3 +175,86 @@ def test_bad_configs_raise():
     with pytest.raises(TypeError, match="expected a transformers AlbertModel, got BertModel"):
         AlbertModel.from_hf(transformers.BertModel(transformers.BertConfig(**{k: v for k, v in SMALL.items()
                                                                              if k != "embedding_size"})))
+
+
+@pytest.mark.parametrize("num_labels", [3, 1], ids=["classes", "regression"])
+def test_albert_for_sequence_classification_equals_transformers(num_labels):
+    hf_config = transformers.AlbertConfig(**SMALL, num_labels=num_labels, attn_implementation="eager")
+    hf = transformers.AlbertForSequenceClassification(hf_config).eval()
+    ours = AlbertForSequenceClassification.from_hf(hf).eval()
+    assert ours.num_labels == num_labels
+    labels = torch.tensor([0.5, 1.0, -2.0]) if num_labels == 1 else torch.tensor([0, 2, 1])
+    assert_equivalent(ours, hf, dict(inputs(), labels=labels), lambda out: out.loss, outputs=["logits"])
+
+
+def test_sequence_classification_from_an_encoder_without_pooler():
+    encoder = AlbertForMaskedLM(AlbertConfig(**SMALL)).albert
+    head = AlbertForSequenceClassification.from_encoder(encoder, 3, dropout=0.2)
+    assert head.albert.pooler is not None and head.dropout.p == head.albert.config.hidden_dropout_prob == 0.2
+    for name, value in encoder.state_dict().items():
+        assert torch.equal(head.albert.state_dict()[name], value), name
+    head.albert.embeddings.word_embeddings.weight.data.zero_()
+    assert encoder.embeddings.word_embeddings.weight.abs().sum() > 0  # a copy: the encoder is left as it was
+    with pytest.raises(ValueError, match="expected num_labels >= 1"):
+        AlbertForSequenceClassification(AlbertConfig(**SMALL), 0)
+
+
+@pytest.mark.parametrize("rank", [1, 5, 16])
+def test_low_rank_factors_are_the_best_rank_r_approximation(rank):
+    matrix = torch.randn(40, 16, generator=torch.Generator().manual_seed(rank))
+    a, b = low_rank_factors(matrix, rank)
+    assert a.shape == (40, rank) and b.shape == (rank, 16)
+    torch.testing.assert_close(b @ b.T, torch.eye(rank))  # orthonormal rows
+    torch.testing.assert_close(a, matrix @ b.T)  # A is M projected on those rows
+    u, s, vh = np.linalg.svd(matrix.numpy(), full_matrices=False)  # an independent SVD
+    torch.testing.assert_close(a @ b, torch.from_numpy((u[:, :rank] * s[:rank]) @ vh[:rank]))
+    error = float(torch.linalg.matrix_norm(matrix - a @ b))  # Eckart and Young: the discarded singular values
+    assert error == pytest.approx(float(np.sqrt((s[rank:] ** 2).sum())), abs=1e-9)
+    with pytest.raises(ValueError, match="expected a rank in"):
+        low_rank_factors(matrix, 17)
+
+
+def _bert(**sizes):
+    config = BertConfig(**{**{k: v for k, v in SMALL.items() if k != "embedding_size"}, **sizes})
+    torch.manual_seed(0)
+    bert = BertForPreTraining(config).eval()
+    with torch.no_grad():  # LayerNorms away from their initial 1 and 0, so that a missed copy shows
+        for name, p in bert.named_parameters():
+            if "LayerNorm" in name or "bias" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    return bert
+
+
+@pytest.mark.parametrize("shared_layer", [0, 2])
+def test_albert_from_bert_shares_one_copy_of_the_chosen_layer(shared_layer):
+    bert = _bert()
+    student = albert_from_bert(bert, 8, shared_layer).eval()
+    layers = student.albert.encoder.layers()
+    assert len(layers) == 4 and all(layer is layers[0] for layer in layers)
+    x = torch.randn(3, 9, 32)
+    mask = torch.ones(3, 1, 1, 9, dtype=torch.bool)
+    mask[1, ..., 6:] = False
+    with torch.no_grad():  # the same function as the teacher's layer: every tensor went to its ALBERT name
+        torch.testing.assert_close(layers[0](x, mask, False)[0], bert.bert.encoder.layer[shared_layer](x, mask, False)[0])
+    stored = sum(p.numel() for p in student.albert.encoder.albert_layer_groups.parameters())
+    assert stored == sum(p.numel() for p in bert.bert.encoder.layer[shared_layer].parameters())
+
+
+def test_albert_from_bert_factorises_the_embeddings():
+    bert = _bert()
+    rank = 8
+    student = albert_from_bert(bert, rank, 0)
+    table = student.albert.embeddings.word_embeddings.weight.detach()
+    teacher_table = bert.bert.embeddings.word_embeddings.weight.detach()
+    assert table.shape == (SMALL["vocab_size"], rank)
+    s = np.linalg.svd(teacher_table.numpy(), compute_uv=False)
+    _, directions = low_rank_factors(teacher_table, rank)
+    error = float(torch.linalg.matrix_norm(teacher_table - table @ directions))
+    assert error == pytest.approx(float(np.sqrt((s[rank:] ** 2).sum())), rel=1e-9)  # the best rank-E table
+    positions = bert.bert.embeddings.position_embeddings.weight.detach()
+    torch.testing.assert_close(student.albert.embeddings.position_embeddings.weight.detach(), positions @ directions.T)
+    torch.testing.assert_close(student.predictions.bias.detach(), bert.cls.predictions.bias.detach())
+    assert student.predictions.decoder.weight is student.albert.embeddings.word_embeddings.weight  # tied, V x E
+    with pytest.raises(ValueError, match="expected shared_layer in"):
+        albert_from_bert(bert, rank, 4)
+
