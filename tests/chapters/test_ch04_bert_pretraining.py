@@ -38,8 +38,12 @@ def test_profiles_pick_the_sizes(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     quick, quick_docs = synthetic_config(), chapter_config()
     assert quick.finetune == ch05.chapter_config().finetune  # chapter 05's fine-tuning budget
+    further = further_pretraining_config()
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     full = synthetic_config()
+    longer = further_pretraining_config()  # the full documentation model's shape, the full synthetic documents
+    assert further.pretrain.train.steps < longer.pretrain.train.steps
+    assert (longer.pretrain.model, longer.documents) == (chapter_config().model, full.documents)
     assert quick.pretrain.model.hidden_size < full.pretrain.model.hidden_size
     assert quick.pretrain.model.hidden_size == quick_docs.model.hidden_size  # the documentation model's shape
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
