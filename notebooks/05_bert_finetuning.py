@@ -1014,7 +1014,7 @@ show_reproduction(
       our_f1("never pretrained", "fine-tuned")]],
     note="Reproduced: the in-domain model ahead of the general one, frozen and fine-tuned, and fine-tuning ahead "
          "of frozen features for every pretrained encoder. Not reproduced: the size of the gap (about 2 points "
-         "in the paper, about 45 here: our general model saw 400 steps of another domain, its vocabulary cuts "
+         "in the paper, 44 to 51 here: our general model saw 400 steps of another domain, its vocabulary cuts "
          "the language's names into letters, and our task turns on names), and further pretraining, which at "
          "300 steps gains nothing here.")
 
