@@ -569,7 +569,8 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
 
     The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
     the pretraining class of ``config.model`` (:func:`pretraining_head`; or ``model``, freshly built from it
-    with a change the config cannot state, such as ALBERT's shared-attention ablation), and the loop's :class:`TrainConfig` from
+    with a change the config cannot state, such as ALBERT's shared-attention ablation, or already pretrained
+    and trained further, as domain-adaptive pretraining does), and the loop's :class:`TrainConfig` from
     ``config.train``; ``loss`` (default :func:`pretraining_loss`) may train another objective on the same
     batches, such as :func:`left_to_right_loss`. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
     once when done).
@@ -624,18 +625,21 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
 def cached_pretraining(name: str, config: PretrainConfig, make_data: Callable[[], PretrainingData | None],
                        *, progress: bool = True,
                        loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
-                       ) -> PretrainResult:
+                       make_model: Callable[[], nn.Module] | None = None) -> PretrainResult:
     """Load ``<cache>/<name>``, or first pretrain it there (:func:`lecture_lib.cache.cached`): in
     ``<name>.partial``, checkpointed so that an interrupted run resumes, renamed to ``<name>`` when
     complete, without its checkpoint. ``make_data`` is called only when training is needed (``None``
-    from it: the corpus data of ``config``). Name it after the recipe: ``cache.key(asdict(config))`` (and the
-``loss``, when it is not :func:`pretraining_loss`).
+    from it: the corpus data of ``config``), and so is ``make_model`` (``None``: a fresh model of
+    ``config.model``; or, say, a copy of a pretrained model to pretrain further). Name it after the recipe:
+    ``cache.key(asdict(config))`` (and the ``loss``, when it is not :func:`pretraining_loss`; and the
+    starting model's recipe, with ``make_model``).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     def build(partial: Path) -> None:
         pretrain(config, out_dir=partial, data=make_data(), progress=progress,
-                 checkpoint_every=max(1, config.train.steps // 4), loss=loss)
+                 checkpoint_every=max(1, config.train.steps // 4), loss=loss,
+                 model=make_model() if make_model is not None else None)
         shutil.rmtree(partial / "checkpoint", ignore_errors=True)
 
     return cached(name, build, load_result)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass, field
+from typing import Sequence
 
 from lecture_lib.cache import key
 from lecture_lib.data.synthetic import SyntheticLanguage
@@ -59,6 +60,7 @@ from lecture_lib.pretraining import (
     cached_pretraining,
 )
 from lecture_lib.profile import pick
+from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 TASK_NAMES = ("acceptability", "entailment", "ner", "qa")
 HARDER_TASK_NAMES = ("acceptability", "inference", "context_ner", "unanswerable_qa", "similarity", "choice")
@@ -144,10 +146,13 @@ def chapter_config(**overrides) -> ChapterConfig:
     return ChapterConfig(pretrain=pretrain, finetune=finetune, **derived, **{**sizes, **overrides})
 
 
-def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
+def synthetic_pretraining_data(config: ChapterConfig, tokenizer: WordPieceTokenizer | None = None) -> PretrainingData:
     """Chapter 04's masked next-sentence batches, cut from documents of the synthetic language.
 
-    The held-out documents (for the MLM and NSP accuracies) are drawn with another seed.
+    The held-out documents (for the MLM and NSP accuracies) are drawn with another seed. Without a
+    ``tokenizer``, a WordPiece vocabulary of ``config.pretrain.data.vocab_size`` pieces is learned from the
+    documents; with one (another model's vocabulary, for further pretraining), the documents are cut into
+    its pieces.
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
@@ -157,7 +162,7 @@ def synthetic_pretraining_data(config: ChapterConfig) -> PretrainingData:
     train_docs, test_docs = (
         [[s.text for s in doc] for doc in lang.documents(n, seed, config.sentences_per_document)]
         for n, seed in ((config.documents, pretrain_config.seed), (test_size, pretrain_config.seed + 1)))
-    return PretrainingData(pretrain_config, train_docs, test_docs)
+    return PretrainingData(pretrain_config, train_docs, test_docs, tokenizer)
 
 
 def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
@@ -212,16 +217,22 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
     ), config)
 
 
-def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
+def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None,
+                       names: Sequence[str] = HARDER_TASK_NAMES) -> dict[str, Task]:
     """:data:`HARDER_TASK_NAMES`: acceptability as in :func:`build_tasks`, then the harder and the new
     shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four. The
     similarity targets are divided by 5 (see :func:`~lecture_lib.finetuning.tasks.encode_regression`).
+    ``names`` builds only those tasks (each the same as in the full set): a vocabulary that cuts words
+    into more pieces may not fit every task's passages into ``config.max_length``.
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
+    unknown = sorted(set(names) - set(HARDER_TASK_NAMES))
+    if unknown:
+        raise ValueError(f"expected task names among {HARDER_TASK_NAMES}, got {unknown}")
     config = config or chapter_config()
     length = config.max_length
-    return _split_tasks((
+    specs = (
         _acceptability_spec(tokenizer, length),
         ("inference", nli_examples, lambda e: encode_classification(e, tokenizer, length, len(NLI_LABELS)),
          BertForSequenceClassification, len(NLI_LABELS)),
@@ -233,4 +244,5 @@ def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None
         ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length, scale=1 / 5),
          BertForSequenceClassification, 1),
         ("choice", choice_examples, lambda e: encode_choices(e, tokenizer, length), BertForMultipleChoice, 4),
-    ), config)
+    )
+    return _split_tasks(tuple(spec for spec in specs if spec[0] in names), config)

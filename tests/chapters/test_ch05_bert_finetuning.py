@@ -63,6 +63,12 @@ def test_pretraining_data_comes_from_the_synthetic_language(monkeypatch, tmp_pat
     lang = SyntheticLanguage(config.language_seed)
     words = {w.lower() for s in lang.sentences(2000, seed=0) for w in s.words}
     assert set(first.split()) <= words | {"."}
+    # another model's vocabulary (further pretraining): the same documents, cut into its pieces
+    other = WordPieceTokenizer.train(["a tiny vocabulary of other words"], 60)
+    again = synthetic_pretraining_data(config, other)
+    assert again.tokenizer is other
+    assert other.decode(again.train["input_ids"][0].tolist(), skip_special_tokens=True).replace(" ##", "") != ""
+    assert int(again.train["input_ids"].max()) < other.vocab_size < data.tokenizer.vocab_size
 
 
 def test_pretrained_model_is_cached_on_disk(monkeypatch, tmp_path):
@@ -145,6 +151,19 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
             unanswerable = [e for e in task.test_examples if not e.answer]
             assert unanswerable and result.scores["no_answer_exact_match"] == pytest.approx(
                 sum(not p for p, e in zip(predicted, task.test_examples) if not e.answer) / len(unanswerable))
+
+
+def test_harder_tasks_by_name_are_those_of_the_full_set(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    every, some = build_harder_tasks(tokenizer, config), build_harder_tasks(tokenizer, config, names=("context_ner",))
+    assert list(some) == ["context_ner"]
+    for part in ("train", "test"):
+        ours, theirs = getattr(some["context_ner"], part).features, getattr(every["context_ner"], part).features
+        assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    with pytest.raises(ValueError, match="expected task names"):
+        build_harder_tasks(tokenizer, config, names=("context_ner", "ner"))
 
 
 def test_fused_adamw_fine_tunes_to_the_same_weights_up_to_rounding(monkeypatch, tmp_path):

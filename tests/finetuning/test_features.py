@@ -101,3 +101,20 @@ def test_linear_tagger_scores_each_token_from_its_own_features():
     torch.testing.assert_close(tagger(changed, mask).logits[:, 2], tagger(features, mask).logits[:, 2])
     bilstm = FeatureTagger("concat_last_four", 5, 16, 3, lstm_size=8)  # the BiLSTM reads the neighbours
     assert not torch.allclose(bilstm(changed, mask).logits[:, 2], bilstm(features, mask).logits[:, 2])
+
+
+def test_a_tagger_trained_on_extracted_features_leaves_the_encoder_unchanged():
+    torch.manual_seed(3)
+    encoder = BertModel(CONFIG).eval()
+    before = {name: t.clone() for name, t in encoder.state_dict().items()}
+    encoded = extract_features(encoder, _encoded())
+    assert not encoded.features["features"].requires_grad  # no path back into the encoder
+    tagger = FeatureTagger("last", 5, 16, 3, lstm_size=None)
+    optimizer = torch.optim.SGD(tagger.parameters(), lr=1.0)
+    for _ in range(3):
+        optimizer.zero_grad()
+        tagger(**encoded.batch(range(6))).loss.backward()
+        optimizer.step()
+    assert all(p.grad is not None for p in tagger.parameters())
+    assert all(p.grad is None for p in encoder.parameters())
+    assert all(torch.equal(t, before[name]) for name, t in encoder.state_dict().items())
