@@ -288,7 +288,8 @@ print(distances)
 # %%
 profile.expect(40, "Fitting the structural probes (the first time; then they load from the cache)")
 structural = {"MiniLM": structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True),
-              "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config)}
+              "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config,
+                                                depth=False)}  # only its distances are shown
 gold = [gold_edges(s.heads, [p != "PUNCT" for p in s.pos]) for s in test]
 right_branching = uuas([right_branching_edges(sum(p != "PUNCT" for p in s.pos)) for s in test], gold)
 for model_name, run in structural.items():
