@@ -233,7 +233,7 @@ assert with_attractor > 0.1 * len(sample)
 
 # %%
 print(config.pretrain)
-profile.expect(80, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
+profile.expect(65, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
 start = time.perf_counter()
 pretrained = synthetic_pretrained_bert(config)
 pretrain_seconds = time.perf_counter() - start
@@ -640,7 +640,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # %%
 budget = config.seeded_finetune
 print(budget, "seeds", config.seeds)
-profile.expect(85, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models")
+profile.expect(60, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
 runs = {}  # (task, start, seed) -> FinetuneResult
@@ -900,7 +900,7 @@ assert min(f1.values()) > 100 * untrained.scores["f1"] + 20, "pretrained feature
 
 # %%
 print(further_pretraining_config().pretrain.train)
-profile.expect(35, "Pretraining chapter 04's two small BERTs, then the documentation model further "
+profile.expect(45, "Pretraining chapter 04's two small BERTs, then the documentation model further "
                    "(the first time; then they load from the cache)")
 start = time.perf_counter()
 general = small_pretrained_bert()
@@ -1092,7 +1092,7 @@ methods = {
     "BitFit": bitfit,
     "adapters": lambda model: add_adapters(model, bottleneck=8),
 }
-profile.expect(17, f"Fine-tuning {len(methods) * len(config.seeds)} models the cheap ways")
+profile.expect(11, f"Fine-tuning {len(methods) * len(config.seeds)} models the cheap ways")
 cheap = {}
 for method, seed in tqdm([(m, s) for m in methods for s in config.seeds], desc="cheap fine-tuning"):
     seeded = dataclasses.replace(head_config, seed=seed)

@@ -105,7 +105,7 @@ print(config)
 #   the twin comes from the word embeddings, the positions and the probe itself, not from pretraining; it is
 #   the baseline every claim about "what pretraining put there" must beat.
 # * **The course's BERT**: chapter 05's small BERT (4 layers of width 64) pretrained with masked LM on the
-#   synthetic language, read from the cache (the first notebook that needs it trains it, about 80 s of CPU).
+#   synthetic language, read from the cache (the first notebook that needs it trains it, about 65 s of CPU).
 #   It has an MLM head, so it answers cloze questions.
 #
 # The *treebank* is a few hundred sentences of the synthetic language with their gold annotation (a
@@ -191,7 +191,7 @@ for layer in (0, 3):
 # contextual task `deprel` only). The runs are cached: a second run reads them back.
 
 # %%
-profile.expect(40, "Training the probes layer by layer on three encoders (the first time; then they load from the cache)")
+profile.expect(10, "Training the probes layer by layer on three encoders (the first time; then they load from the cache)")
 probing = {"MiniLM": layerwise_probing("minilm", minilm, minilm_tokenizer, config),
            "random twin": layerwise_probing("random-minilm", twin, minilm_tokenizer, config, tasks=("deprel",)),
            "course BERT": layerwise_probing("course-bert", course.model, course.tokenizer, config,
@@ -286,7 +286,7 @@ print(distances)
 # the tree).
 
 # %%
-profile.expect(40, "Fitting the structural probes (the first time; then they load from the cache)")
+profile.expect(20, "Fitting the structural probes (the first time; then they load from the cache)")
 structural = {"MiniLM": structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True),
               "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config,
                                                 depth=False)}  # only its distances are shown
@@ -447,7 +447,7 @@ torch.testing.assert_close(library, probe.mlp(pooled)[None], atol=1e-5, rtol=1e-
 # having learned anything, gets the mix of all its layers on the negation task. All are cached.
 
 # %%
-profile.expect(10, "Training the edge probes (the first time; then they load from the cache)")
+profile.expect(6, "Training the edge probes (the first time; then they load from the cache)")
 edge = edge_probing("minilm", minilm, minilm_tokenizer, config, vectors=(train_vectors, test_vectors))
 edge_twin = edge_probing("random-minilm", twin, minilm_tokenizer, config, tasks=("negation",), sweep=False)
 for task, row in edge.items():
@@ -585,7 +585,6 @@ for count, right in sorted(by_attractors.items()):
 # negation would put the true object first in the affirmative sentence and *not* in the negated one.
 
 # %%
-profile.expect(10, "Scoring every fact of the world by cloze")
 facts = fact_probe(course.model, course.tokenizer, config)
 top1 = {form: [row["candidates"][max(range(len(row["candidates"])), key=row[form]["scores"].__getitem__)]
                == row["fact"]["object"] for row in facts] for form in ("affirmative", "negated")}

@@ -103,7 +103,7 @@ def parameters(model):
 # If chapter 05's BERT is not in the cache yet it is pretrained first: about 75 s of one CPU core.
 
 # %%
-profile.expect(75, "Pretraining chapter 05's BERT, only if it is not in the cache yet")
+profile.expect(65, "Pretraining chapter 05's BERT, only if it is not in the cache yet")
 pretrained = course_teacher()
 tokenizer = pretrained.tokenizer
 task = chapter_task(tokenizer, config)
