@@ -416,10 +416,8 @@ class AlbertForSequenceClassification(LabelCount, AlbertPreTrainedModel):
 
     def __init__(self, config: AlbertConfig, num_labels: int = 2) -> None:
         super().__init__()
-        if num_labels < 1:
-            raise ValueError(f"expected num_labels >= 1, got {num_labels}")
+        self._set_num_labels(num_labels)
         self.config = config
-        self.num_labels = num_labels
         self.albert = AlbertModel(config)
         self.dropout = nn.Dropout(config.classifier_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, num_labels)

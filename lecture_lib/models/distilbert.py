@@ -49,7 +49,7 @@ from lecture_lib.models.bert import (
     BertModelOutput,
     pruned_heads_table,
 )
-from lecture_lib.models.heads import LabelCount, NoPooler, SequenceClassifierOutput
+from lecture_lib.models.heads import LabelCount, NoPooler, SequenceClassifierOutput, sequence_classification_loss
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 from lecture_lib.models.roberta import MaskedLMOutput
 
@@ -289,10 +289,8 @@ class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel)
 
     def __init__(self, config: DistilBertConfig, num_labels: int = 2) -> None:
         super().__init__()
-        if num_labels < 1:
-            raise ValueError(f"expected num_labels >= 1, got {num_labels}")
+        self._set_num_labels(num_labels)
         self.config = config
-        self.num_labels = num_labels
         self.distilbert = DistilBertModel(config)
         self.pre_classifier = nn.Linear(config.dim, config.dim)
         self.dropout = nn.Dropout(config.seq_classif_dropout)
@@ -325,12 +323,7 @@ class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel)
                               head_mask=head_mask)
         pooled = self.dropout(F.relu(self.pre_classifier(out.last_hidden_state[:, 0])))  # (B, H)
         logits = self.classifier(pooled)  # (B, K)
-        loss = None
-        if labels is not None:
-            if self.num_labels == 1:
-                loss = F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-            else:
-                loss = F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
 
 

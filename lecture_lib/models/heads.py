@@ -111,6 +111,11 @@ class LabelCount:
 
     num_labels: int
 
+    def _set_num_labels(self, num_labels: int) -> None:
+        if num_labels < 1:
+            raise ValueError(f"expected num_labels >= 1, got {num_labels}")
+        self.num_labels = num_labels
+
     @classmethod
     def _init_kwargs(cls, values: dict[str, Any]) -> dict[str, Any]:
         if "num_labels" in values:
@@ -132,10 +137,8 @@ class _TaskHead(LabelCount, BertPreTrainedModel):
 
     def __init__(self, config: BertConfig, num_labels: int) -> None:
         super().__init__()
-        if num_labels < 1:
-            raise ValueError(f"expected num_labels >= 1, got {num_labels}")
+        self._set_num_labels(num_labels)
         self.config = config
-        self.num_labels = num_labels
         setattr(self, self.base_model_prefix, self.encoder_class(config))
         if not self.with_pooler:
             self.base_model.pooler = NoPooler()
