@@ -1,13 +1,22 @@
-"""Where and how code runs: the device, and seeds that make a rerun print the same numbers."""
+"""Where and how code runs: the device, seeds that make a rerun print the same numbers, and independent
+runs spread over the CPU's cores."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import random
+import signal
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 
 def default_device() -> torch.device:
@@ -75,3 +84,65 @@ def limit_cpu_threads(threads: int = 1) -> int:
     if not torch.cuda.is_available():
         torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+def cpu_workers() -> int:
+    """How many processes independent runs should use: one per CPU core this process may run on, or 1 with
+    CUDA or MPS (the runs would share one GPU, and each already keeps it busy)."""
+    if default_device().type != "cpu":
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}  # kept between calls: a new worker takes seconds to import torch
+
+
+def _start_worker() -> None:
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the notebook's to handle: it cancels the jobs
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    if workers not in _pools:
+        _pools[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                              initializer=_start_worker)
+    return _pools[workers]
+
+
+def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | None = None,
+                 desc: str | None = None) -> list:
+    """``[fn(*job) for job in jobs]``, computed by ``workers`` processes (default :func:`cpu_workers`; with
+    1, the loop runs in this process), with a progress bar; the results come back in the order of ``jobs``.
+
+    The course's quick-profile runs train on one CPU thread, so a two-core machine can run two at a time;
+    each worker runs on one thread. When each job depends on its arguments alone (it seeds itself, as
+    :func:`~lecture_lib.finetuning.finetune.finetune` does), the results are the loop's: the training
+    arithmetic is the same, and ``tests/test_runtime.py`` checks fine-tuned weights and scores for
+    equality, bit for bit. Workers are started fresh (the ``spawn`` method) and kept for the next call, so
+    ``fn`` must be importable: a function of a module, not a lambda or a function defined in a notebook.
+    An exception in a job is raised here, with the worker's traceback.
+    """
+    jobs = list(jobs)
+    workers = cpu_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"expected workers >= 1, got {workers}")
+    if min(workers, len(jobs)) <= 1:
+        return [fn(*job) for job in tqdm(jobs, desc=desc)]
+    if getattr(fn, "__module__", "") == "__main__" or "<" in getattr(fn, "__qualname__", ""):
+        raise ValueError(f"parallel_map needs a function that a new process can import; {fn!r} is defined in "
+                         f"__main__ (a notebook or a script) or is a lambda or a local function: move it into a "
+                         f"module, or pass workers=1")
+    pool = _pool(workers)
+    futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
+    results = [None] * len(jobs)
+    try:
+        for future in tqdm(as_completed(futures), total=len(jobs), desc=desc):
+            results[futures[future]] = future.result()
+    except BrokenProcessPool:
+        _pools.pop(workers).shutdown(cancel_futures=True)  # a worker died (e.g. out of memory): start afresh next time
+        raise
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    return results

@@ -48,6 +48,7 @@ if "google.colab" in sys.modules:
 import dataclasses
 import random
 import time
+from functools import partial
 
 import matplotlib.pyplot as plt
 import scipy.stats
@@ -56,12 +57,7 @@ from tqdm.auto import tqdm
 
 from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
-from lecture_lib.chapters.ch04_bert_pretraining import (
-    further_pretrained_bert,
-    further_pretraining_config,
-    small_pretrained_bert,
-    synthetic_bert,
-)
+from lecture_lib.chapters.ch04_bert_pretraining import domain_adaptation_encoders, further_pretraining_config
 from lecture_lib.chapters.ch05_bert_finetuning import (
     HARDER_TASK_NAMES,
     TASK_NAMES,
@@ -76,7 +72,7 @@ from lecture_lib.finetuning.features import (
     FeatureTagger,
     extract_features,
 )
-from lecture_lib.finetuning.finetune import finetune, new_head, score
+from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, score
 from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
@@ -100,7 +96,7 @@ from lecture_lib.metrics import (
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.plots import plot_history
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import seed_everything
+from lecture_lib.runtime import parallel_map, seed_everything
 
 print("profile:", profile.current())
 config = chapter_config()
@@ -636,19 +632,25 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # with three seeds, and the table gives the mean and the spread (the standard deviation over seeds).
 # These runs get a smaller budget than sections 3-4 assumed (100 steps of 16 examples), to fit three
 # seeds into the quick profile.
+#
+# The runs are independent of one another, and each trains on one CPU thread, so `parallel_map` runs as
+# many at a time as the machine has cores, each in its own process (on a GPU, one after the other). Its
+# results are those of a plain loop, `[finetune_from(*job) for job in jobs]`, bit for bit: every run seeds
+# itself, and a test (`tests/chapters/test_ch05_bert_finetuning.py`) compares weights and scores. Worker
+# processes cannot see functions defined in a notebook, so the job is a library function:
+# `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`.
 
 # %%
 budget = config.seeded_finetune
 print(budget, "seeds", config.seeds)
-profile.expect(60, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models")
+profile.expect(35, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
-runs = {}  # (task, start, seed) -> FinetuneResult
-for name, start_from, seed in tqdm([(n, s, k) for n in HARDER_TASK_NAMES for s in ("pretrained", "scratch")
-                                    for k in config.seeds], desc="fine-tuning"):
-    task, seeded = harder[name], dataclasses.replace(budget, seed=seed)
-    runs[name, start_from, seed] = finetune(task, new_head(task, encoder if start_from == "pretrained"
-                                                           else encoder.config, seeded), seeded)
+keys = [(name, start_from, seed) for name in HARDER_TASK_NAMES for start_from in ("pretrained", "scratch")
+        for seed in config.seeds]
+jobs = [(harder[name], encoder if start_from == "pretrained" else encoder.config,  # a config: random weights
+         dataclasses.replace(budget, seed=seed)) for name, start_from, seed in keys]
+runs = dict(zip(keys, parallel_map(finetune_from, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
 
 
 def seed_scores(name, start_from, key=None):
@@ -883,12 +885,17 @@ assert min(f1.values()) > 100 * untrained.scores["f1"] + 20, "pretrained feature
 # and the vocabulary learned from it (2,000 pieces or 700: the embedding tables differ in size, the
 # Transformer layers do not):
 #
-# - **general**: chapter 04's documentation model, 400 steps of 16 pairs of real English from another domain,
-#   with a 2,000-piece vocabulary learned from the documentation (BERT-Base's role);
-# - **in-domain**: chapter 04's synthetic-language model, 600 steps of 32 pairs with a vocabulary learned from
-#   the language (SciBERT's role, option c);
-# - **general + further pretraining**: the documentation model and its vocabulary, pretrained 300 steps of
-#   32 more on the same synthetic documents with the same masked LM and next-sentence objectives (option b).
+# - **general**: chapter 04's documentation model (`small_pretrained_bert`), 400 steps of 16 pairs of real
+#   English from another domain, with a 2,000-piece vocabulary learned from the documentation (BERT-Base's
+#   role);
+# - **in-domain**: chapter 04's synthetic-language model (`synthetic_bert`), 600 steps of 32 pairs with a
+#   vocabulary learned from the language (SciBERT's role, option c);
+# - **general + further pretraining** (`further_pretrained_bert`): the documentation model and its
+#   vocabulary, pretrained 300 steps of 32 more on the same synthetic documents with the same masked LM and
+#   next-sentence objectives (option b).
+#
+# `domain_adaptation_encoders()` builds the three (or reads them from the cache): the in-domain model in one
+# worker of section 6's `parallel_map`, the general model and then its further pretraining in the other.
 #
 # The task is context entities, where section 7 showed what a frozen encoder's layers know. *Frozen* is
 # section 7's linear tagger on the last layer, $P(y_i) = \mathrm{softmax}(W h^{(L)}_i + b)$ with the
@@ -900,13 +907,11 @@ assert min(f1.values()) > 100 * untrained.scores["f1"] + 20, "pretrained feature
 
 # %%
 print(further_pretraining_config().pretrain.train)
-profile.expect(45, "Pretraining chapter 04's two small BERTs, then the documentation model further "
+profile.expect(25, "Pretraining chapter 04's two small BERTs, then the documentation model further "
                    "(the first time; then they load from the cache)")
 start = time.perf_counter()
-general = small_pretrained_bert()
-in_domain = synthetic_bert()
-further = further_pretrained_bert(general)
-pretrained_on = {"general": general, "in-domain": in_domain, "general + further": further}
+pretrained_on = domain_adaptation_encoders()  # {"general": ..., "in-domain": ..., "general + further": ...}
+general, in_domain, further = pretrained_on.values()
 print(f"ready in {time.perf_counter() - start:.1f} s")
 
 
@@ -1086,18 +1091,16 @@ for mode in ("frozen", "fine-tuned"):
 # third of the steps, so it scores a few points lower here.
 
 # %%
-methods = {
+methods = {  # each turns a head into what trains; partial(f, k=v)(model) is f(model, k=v)
     "frozen encoder": freeze_encoder,
-    "prompt tuning": lambda model: PromptTuning(model, num_prompts=8),
+    "prompt tuning": partial(PromptTuning, num_prompts=8),
     "BitFit": bitfit,
-    "adapters": lambda model: add_adapters(model, bottleneck=8),
+    "adapters": partial(add_adapters, bottleneck=8),
 }
-profile.expect(11, f"Fine-tuning {len(methods) * len(config.seeds)} models the cheap ways")
-cheap = {}
-for method, seed in tqdm([(m, s) for m in methods for s in config.seeds], desc="cheap fine-tuning"):
-    seeded = dataclasses.replace(head_config, seed=seed)
-    model = methods[method](new_head(ner, encoder, seeded))
-    cheap[method, seed] = (count_parameters(model), finetune(ner, model, seeded))
+cheap_keys = [(method, seed) for method in methods for seed in config.seeds]
+cheap_runs = parallel_map(finetune_from, [(ner, encoder, dataclasses.replace(head_config, seed=seed), methods[method])
+                                          for method, seed in cheap_keys], desc="cheap fine-tuning")
+cheap = {k: (count_parameters(result.model), result) for k, result in zip(cheap_keys, cheap_runs)}
 for seed in config.seeds:
     result = runs["context_ner", "pretrained", seed]
     cheap["full fine-tuning", seed] = (count_parameters(result.model), result)
@@ -1293,9 +1296,9 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #
 # 6. Pretrain the documentation model further for as many steps as the in-domain model had
 #    (`further_pretrained_bert(general, further_pretraining_config(pretrain=dict(train=dict(steps=600,
-#    warmup_steps=60))))`) and fill section 8's table again. How much of the gap does it close now? Then give
-#    the in-domain model the documentation's vocabulary instead of its own: how much of the gap was the
-#    vocabulary?
+#    warmup_steps=60))))`, importing `further_pretrained_bert` from `lecture_lib.chapters.ch04_bert_pretraining`)
+#    and fill section 8's table again. How much of the gap does it close now? Then give the in-domain model the
+#    documentation's vocabulary instead of its own: how much of the gap was the vocabulary?
 #
 # :::{admonition} Hint
 # :class: dropdown

@@ -1,6 +1,8 @@
-"""runtime.seed_of / generator: a stream is a fixed function of its keys, in any process."""
+"""runtime.seed_of / generator: a stream is a fixed function of its keys, in any process; runtime.parallel_map:
+the loop's results, in order, from worker processes (fine-tuning in workers: tests/chapters/test_ch05_bert_finetuning.py)."""
 
 import hashlib
+import math
 import os
 import subprocess
 import sys
@@ -8,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from lecture_lib.runtime import generator, seed_of
+from lecture_lib.runtime import cpu_workers, generator, parallel_map, seed_of
 
 DRAW = "import torch; from lecture_lib.runtime import generator; print(torch.rand(4, generator=generator('s', 7, 'x')).tolist())"
 
@@ -53,3 +55,20 @@ def test_keys_of_the_wrong_type_are_refused(bad):
 def test_no_keys_is_refused():
     with pytest.raises(ValueError, match="at least one key"):
         seed_of()
+
+
+def test_parallel_map_keeps_the_order_of_the_jobs_and_counts_workers():
+    jobs = [(2, k) for k in range(7)]
+    assert parallel_map(pow, jobs, workers=2) == parallel_map(pow, jobs, workers=1) == [2 ** k for k in range(7)]
+    assert parallel_map(pow, [], workers=2) == []
+    assert cpu_workers() == len(os.sched_getaffinity(0))  # this machine has no GPU
+
+
+def test_parallel_map_raises_a_jobs_error_and_refuses_what_a_worker_cannot_import():
+    with pytest.raises(ValueError, match="math domain error"):
+        parallel_map(math.sqrt, [(4.0,), (-1.0,)], workers=2)
+    assert parallel_map(math.sqrt, [(4.0,), (9.0,)], workers=2) == [2.0, 3.0]  # the pool survives an error
+    with pytest.raises(ValueError, match="a new process can import"):
+        parallel_map(lambda x: x, [(1,), (2,)], workers=2)
+    with pytest.raises(ValueError, match="workers >= 1"):
+        parallel_map(pow, [(2, 1)], workers=0)

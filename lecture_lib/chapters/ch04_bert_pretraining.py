@@ -47,6 +47,7 @@ from lecture_lib.pretraining import (
 )
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import current, pick
+from lecture_lib.runtime import parallel_map
 from lecture_lib.train import cpu_threads
 
 # ``quick`` (the notebook, one CPU core, about 10 s): a 2-layer BERT of width H = 64 with 4 heads and a
@@ -160,6 +161,28 @@ def further_pretrained_bert(general: PretrainResult | None = None, config: ch05.
     return cached_pretraining(f"further-bert-{key(recipe)}", config.pretrain,
                               lambda: ch05.synthetic_pretraining_data(config, general.tokenizer), progress=progress,
                               make_model=lambda: copy.deepcopy(general.model))
+
+
+def domain_adaptation_encoders(workers: int | None = None) -> dict[str, PretrainResult]:
+    """The three encoders of chapter 05's domain-adaptive pretraining, each cached: ``general``
+    (:func:`small_pretrained_bert`), ``in-domain`` (:func:`synthetic_bert`) and ``general + further``
+    (:func:`further_pretrained_bert` of the general one). The in-domain model pretrains in one worker of
+    :func:`~lecture_lib.runtime.parallel_map` while the general one and then its further pretraining run in
+    the other (with one worker, one after the other); the bar counts the two shares.
+
+    Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
+    """
+    (general, further), in_domain = parallel_map(_domain_encoders, [("general",), ("in-domain",)], workers=workers,
+                                                 desc="pretraining")
+    return {"general": general, "in-domain": in_domain, "general + further": further}
+
+
+def _domain_encoders(text: str) -> tuple[PretrainResult, PretrainResult] | PretrainResult:
+    """One worker's share of :func:`domain_adaptation_encoders`."""
+    if text == "in-domain":
+        return synthetic_bert(progress=False)
+    general = small_pretrained_bert(progress=False)
+    return general, further_pretrained_bert(general, progress=False)
 
 
 def ablation_config(**overrides) -> ch05.ChapterConfig:

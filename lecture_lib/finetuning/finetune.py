@@ -10,6 +10,7 @@ Taught in: 05_bert_finetuning ("Pretrained or from scratch", "Scoring the tasks"
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -152,6 +153,19 @@ def finetune(task: Task, model: nn.Module, config: FinetuneConfig) -> FinetuneRe
     history = train(model, task.train.batches(config.batch_size, config.seed), task_loss, train_config)
     scores = score(task, model)
     return FinetuneResult(model, scores, time.perf_counter() - start, history)
+
+
+def finetune_from(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig,
+                  adapt: Callable[[nn.Module], nn.Module] | None = None) -> FinetuneResult:
+    """One whole run from its inputs: :func:`new_head` on ``encoder`` (pretrained weights, or a config for
+    random ones), ``adapt`` applied to it if given (e.g. :func:`~lecture_lib.finetuning.peft.bitfit`,
+    which chooses the weights that train), then :func:`finetune`. Being a module's function of its
+    arguments alone, it can run in a worker of :func:`~lecture_lib.runtime.parallel_map`.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+    model = new_head(task, encoder, config)
+    return finetune(task, adapt(model) if adapt else model, config)
 
 
 def new_head(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig) -> nn.Module:

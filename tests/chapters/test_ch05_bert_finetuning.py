@@ -17,7 +17,8 @@ from lecture_lib.chapters.ch05_bert_finetuning import (
     synthetic_pretraining_data,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import finetune, new_head, predict
+from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, predict
+from lecture_lib.finetuning.peft import bitfit
 from lecture_lib.finetuning.tasks import best_spans, split_people, word_tags
 from lecture_lib.metrics import (
     accuracy,
@@ -28,6 +29,7 @@ from lecture_lib.metrics import (
     squad_scores,
 )
 from lecture_lib.models.bert import BertModel
+from lecture_lib.runtime import parallel_map
 from lecture_lib.tokenization import WordPieceTokenizer
 
 
@@ -179,3 +181,24 @@ def test_fused_adamw_fine_tunes_to_the_same_weights_up_to_rounding(monkeypatch, 
         torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-5, msg=name)
     assert kernels == [False, True]  # FinetuneConfig.fused reached the optimizer
     assert config.seeded_finetune.fused and config.feature_finetune.fused  # the quick tables' budgets use it
+
+
+def test_fine_tuning_in_worker_processes_gives_the_loops_weights_and_scores(monkeypatch, tmp_path):
+    config = _tiny(monkeypatch, tmp_path)
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    tasks = build_tasks(tokenizer, config)
+    encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
+    jobs = [(tasks[name], start, dataclasses.replace(config.finetune, seed=seed), None)
+            for name in ("acceptability", "ner") for start in (encoder, encoder.config) for seed in (0, 1)]
+    jobs.append((tasks["ner"], encoder, config.finetune, bitfit))
+    in_workers = parallel_map(finetune_from, jobs, workers=2)
+    for (task, start, budget, adapt), ours in zip(jobs, in_workers):
+        model = new_head(task, start, budget)  # the loop, here, as the notebook wrote it
+        loop = finetune(task, adapt(model) if adapt else model, budget)
+        assert ours.scores == loop.scores
+        for (name, theirs), mine in zip(loop.model.state_dict().items(), ours.model.state_dict().values()):
+            assert torch.equal(mine, theirs), name
+    assert in_workers[0].scores != in_workers[1].scores or not torch.equal(  # the seeds made different runs
+        in_workers[0].model.classifier.weight, in_workers[1].model.classifier.weight)
+    assert sum(p.requires_grad for p in in_workers[-1].model.parameters()) < len(list(encoder.parameters()))  # BitFit
