@@ -114,11 +114,13 @@ def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int 
     """``[fn(*job) for job in jobs]``, computed by ``workers`` processes (default :func:`cpu_workers`; with
     1, the loop runs in this process), with a progress bar; the results come back in the order of ``jobs``.
 
-    The course's quick-profile runs train on one CPU thread, so a two-core machine can run two at a time;
-    each worker runs on one thread. When each job depends on its arguments alone (it seeds itself, as
-    :func:`~lecture_lib.finetuning.finetune.finetune` does), the results are the loop's: the training
-    arithmetic is the same, and ``tests/test_runtime.py`` checks fine-tuned weights and scores for
-    equality, bit for bit. Workers are started fresh (the ``spawn`` method) and kept for the next call, so
+    The course's quick-profile models gain little from a second CPU thread, so each worker runs on one
+    thread and a two-core machine runs two jobs at a time. Each job must depend on its arguments alone (it
+    seeds itself, as :func:`~lecture_lib.finetuning.finetune.finetune` does). A job that trains on one thread
+    in the loop too (fine-tuning, whose budget sets ``num_threads=1``) then gives the loop's result bit for
+    bit, as ``tests/chapters/test_ch05_bert_finetuning.py`` checks for weights and scores; one that the loop
+    ran on more threads may differ in the last bits of its floats, as on a machine with another core count.
+    Workers are started fresh (the ``spawn`` method) and kept for the next call, so
     ``fn`` must be importable: a function of a module, not a lambda or a function defined in a notebook.
     An exception in a job is raised here, with the worker's traceback.
     """

@@ -10,6 +10,7 @@ import sys
 import pytest
 import torch
 
+from lecture_lib import runtime
 from lecture_lib.runtime import cpu_workers, generator, parallel_map, seed_of
 
 DRAW = "import torch; from lecture_lib.runtime import generator; print(torch.rand(4, generator=generator('s', 7, 'x')).tolist())"
@@ -57,11 +58,16 @@ def test_no_keys_is_refused():
         seed_of()
 
 
-def test_parallel_map_keeps_the_order_of_the_jobs_and_counts_workers():
+def test_parallel_map_keeps_the_order_of_the_jobs():
     jobs = [(2, k) for k in range(7)]
     assert parallel_map(pow, jobs, workers=2) == parallel_map(pow, jobs, workers=1) == [2 ** k for k in range(7)]
     assert parallel_map(pow, [], workers=2) == []
-    assert cpu_workers() == len(os.sched_getaffinity(0))  # this machine has no GPU
+
+
+@pytest.mark.parametrize("device, expected", [("cpu", len(os.sched_getaffinity(0))), ("cuda", 1), ("mps", 1)])
+def test_one_worker_per_core_on_a_cpu_and_one_in_all_on_a_gpu(monkeypatch, device, expected):
+    monkeypatch.setattr(runtime, "default_device", lambda: torch.device(device))
+    assert cpu_workers() == expected
 
 
 def test_parallel_map_raises_a_jobs_error_and_refuses_what_a_worker_cannot_import():
