@@ -107,8 +107,9 @@ def test_lecture_lib_imports_only_declared_dependencies():
     undeclared = set()
     for path in (ROOT / "lecture_lib").rglob("*.py"):
         tree = ast.parse(path.read_text())
+        optional = _optional_imports(tree)  # once per file: walking the tree again for every node is quadratic
         for node in ast.walk(tree):
-            if node in _optional_imports(tree):
+            if node in optional:
                 continue
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
