@@ -18,17 +18,21 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-## book: execute every notebook (quick profile), render the HTML book into _build/html, then check that it
-## loads nothing from the web (check_offline) and opens without script errors in Chromium (check_browser)
+## book: execute the notebooks that `make test` has not executed for this code (quick profile, on WORKERS
+## processes; pytest's exit 5 means there was none left), render the HTML book into _build/html from those
+## outputs, then check that it loads nothing from the web (check_offline) and opens without script errors in
+## Chromium (check_browser)
 book: $(VENV)/.installed
+	LECTURE_PROFILE=quick $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup notebooks --skip-executed -q || [ $$? -eq 5 ]
 	LECTURE_PROFILE=quick $(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --warningiserror --keep-going
 	$(BIN)/python book/check_offline.py $(BOOK)
 	$(BIN)/python book/check_browser.py $(BOOK)
 
-## test: unit tests and every notebook executed by nbval (quick profile), on WORKERS processes
-## (pytest-xdist; --dist loadfile keeps each file, so each notebook's cells, on one worker)
+## test: unit tests and every notebook executed by nbval (quick profile), on WORKERS processes (pytest-xdist;
+## --dist loadgroup keeps each notebook's cells on one worker and spreads the unit tests one by one). Each
+## notebook that passes is kept for `make book` (tests/executed_notebooks.py); the 20 slowest items are listed.
 test: $(VENV)/.installed
-	LECTURE_PROFILE=quick $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
+	LECTURE_PROFILE=quick $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 
 ## notebooks: regenerate each output-free .ipynb from its py:percent source
 notebooks: $(VENV)/.installed

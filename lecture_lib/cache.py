@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, TypeVar
 
@@ -99,7 +100,8 @@ def cached(name: str, build: Callable[[Path], None], load: Callable[[Path], T]) 
 @contextlib.contextmanager
 def build_lock(name: str) -> Iterator[None]:
     """Hold the exclusive lock of result ``name`` (``<root>/.locks/<name>``, an ``fcntl`` lock the system
-    releases when its holder exits, even by a crash). Where ``fcntl`` is missing (Windows) it holds nothing,
+    releases when its holder exits, even by a crash). A process that has to wait says so on stderr, and for how
+    long it waited. Where ``fcntl`` is missing (Windows) it holds nothing,
     and two processes building the same result at once each build it, the first rename winning.
     """
     try:
@@ -110,7 +112,13 @@ def build_lock(name: str) -> Iterator[None]:
     path = cache_root() / ".locks" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # say so: a wait of a minute must not look like a hang
+            print(f"waiting for another process to finish building {name} ...", file=sys.stderr, flush=True)
+            start = time.perf_counter()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            print(f"waited {time.perf_counter() - start:.0f} s for {name}", file=sys.stderr, flush=True)
         try:
             yield
         finally:

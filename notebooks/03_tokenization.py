@@ -52,6 +52,7 @@ from lecture_lib import profile
 from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
 from lecture_lib.reproductions import show_reproduction
+from lecture_lib.runtime import limit_cpu_threads
 from lecture_lib.tokenization import (
     ByteLevelBPE,
     WordPieceTokenizer,
@@ -69,7 +70,7 @@ from lecture_lib.tokenization import (
 from lecture_lib.tokenization.byte_level import byte_ids, to_standin, train_merges
 from lecture_lib.tokenization.wordpiece import likelihood_gain
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 exp = tokenization_experiment()
 print(exp)
 

@@ -93,11 +93,11 @@ from lecture_lib.pretraining import (
     unmasked_text,
 )
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import seed_everything
+from lecture_lib.runtime import limit_cpu_threads, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import TrainConfig, train
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 print(config)
 

@@ -96,9 +96,9 @@ from lecture_lib.metrics import (
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.plots import plot_history
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import parallel_map, seed_everything
+from lecture_lib.runtime import limit_cpu_threads, parallel_map, seed_everything
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 notebook_start = time.perf_counter()
 

@@ -73,11 +73,11 @@ from lecture_lib.objectives.span_masking import (
 )
 from lecture_lib.pretraining import tokenize_documents
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, limit_cpu_threads
 from lecture_lib.tokenization import ByteLevelBPE, WordPieceTokenizer
 from lecture_lib.tokenization.wordpiece import bert_uncased_vocab_file
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 corpus = synthetic_corpus(config)
 print(config.pretrain.model)

@@ -55,9 +55,9 @@ from lecture_lib.models.albert import AlbertConfig, AlbertModel, share_across_la
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.objectives.sentence_pairs import make_order_pairs, make_pairs
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import seed_everything
+from lecture_lib.runtime import limit_cpu_threads, seed_everything
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 print(config.model)
 

@@ -77,9 +77,10 @@ from lecture_lib.objectives.replaced_tokens import (
     sample_tokens,
 )
 from lecture_lib.reproductions import show_reproduction
+from lecture_lib.runtime import limit_cpu_threads
 
 notebook_start = time.perf_counter()
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 print(config.model)
 data = ElectraChapterData(config)  # chapter 05's synthetic language: its vocabulary, sentence pairs and tasks

@@ -70,9 +70,9 @@ from lecture_lib.objectives.noising import (
 )
 from lecture_lib.objectives.span_corruption import noise_spans, random_spans_noise_mask, span_corrupt, span_counts
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, limit_cpu_threads
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 recipe = chapter_config()
 print(recipe)
 

@@ -78,9 +78,9 @@ from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.measure import time_call
 from lecture_lib.models.bert import BertModel
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, limit_cpu_threads
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 notebook_start = time.perf_counter()
 

@@ -88,9 +88,9 @@ from lecture_lib.chapters.ch11_bertology_probing import (
 )
 from lecture_lib.data.synthetic import OTHER_NUMBER, RELATIONS, corrupt_agreement
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, limit_cpu_threads
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 print(config)
 

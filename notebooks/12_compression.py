@@ -82,8 +82,9 @@ from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.models.albert import albert_from_bert
 from lecture_lib.models.distilbert import distilbert_from_bert, student_layers
 from lecture_lib.reproductions import show_reproduction
+from lecture_lib.runtime import limit_cpu_threads
 
-print("profile:", profile.current())
+print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
 
 

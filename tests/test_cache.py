@@ -165,3 +165,28 @@ def test_keys_change_with_every_leaf_of_the_recipe_and_with_the_versions(monkeyp
         with monkeypatch.context() as patch:
             patch.setattr(owner, name, value)
             assert key(base) not in keys
+
+
+def test_a_process_that_waits_for_the_lock_says_so_and_for_how_long(capsys):
+    import threading
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():  # another open file description of the same lock file: flock makes it wait like a process
+        with cache.build_lock("bert"):
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    with cache.build_lock("bert"):
+        pass
+    holder.join()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "waiting for another process to finish building bert ..."
+    assert err[1].startswith("waited ") and err[1].endswith(" s for bert")
+    with cache.build_lock("bert"):  # free now: no message
+        pass
+    assert capsys.readouterr().err == ""
