@@ -13,6 +13,8 @@ import pytest
 import torch
 
 import lecture_lib
+from lecture_lib import pretraining
+from lecture_lib.config import OneOf
 
 SOURCE_ROOT = Path(lecture_lib.__file__).parents[1]
 # A device no machine here has: CUDA on a machine without it, else one index past its GPUs.
@@ -49,3 +51,27 @@ def refused_in_process(main, argv: list[str], capsys) -> tuple[int, str, str]:
         main(argv)
     captured = capsys.readouterr()
     return exit_.value.code, captured.err, captured.out
+
+
+def rule_rows(defaults) -> list[tuple[list[str], str, str]]:
+    """A value just outside each rule of a chapter's recipe (``defaults()``), as flags: a row per constrained flag."""
+    base, rows = defaults(), []
+    for path, _ in pretraining.config_leaves(base):
+        rule, flag = pretraining.leaf_rule(base, path), "--" + ".".join(path)
+        if isinstance(rule, OneOf):
+            rows.append(([flag, "nonsense"], flag, "expected one of"))
+        elif rule is not None:
+            bad = rule.high + 1 if rule.high is not None else rule.low if rule.open else rule.low - 1
+            rows.append(([flag, str(bad)], flag, f"expected a value {rule}"))
+    return rows
+
+
+def trap_pretraining(monkeypatch, tmp_path: Path) -> Path:
+    """``tmp_path`` as the working folder (and empty cache), where building the corpus or starting a run raises
+    :class:`Built`."""
+    monkeypatch.setattr(pretraining.PretrainingData, "from_corpus", trap)
+    monkeypatch.setattr(pretraining, "pretrain", trap)
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -12,7 +12,7 @@ import transformers
 from lecture_lib import pretraining as pretraining_module
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import chapter_config, main, small_pretrained_bert
-from lecture_lib.config import FieldError, OneOf
+from lecture_lib.config import FieldError
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
@@ -26,7 +26,6 @@ from lecture_lib.pretraining import (
     evaluate,
     evaluate_at_masks,
     evaluate_left_to_right,
-    leaf_rule,
     left_to_right_logits,
     left_to_right_loss,
     merge_dicts,
@@ -34,7 +33,16 @@ from lecture_lib.pretraining import (
     write_recipe,
 )
 from lecture_lib.tokenization import WordPieceTokenizer
-from tests.command_line import MISSING_DEVICE, Built, assert_refused, refused_in_process, run_command, trap
+from tests.command_line import (
+    MISSING_DEVICE,
+    Built,
+    assert_refused,
+    refused_in_process,
+    rule_rows,
+    run_command,
+    trap,
+    trap_pretraining,
+)
 
 TINY = dict(model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
             data=dict(seq_len=32, eval_pairs=64), train=dict(batch_size=8, steps=3, warmup_steps=1, eval_every=0))
@@ -299,28 +307,9 @@ BAD_INPUT = [
 ]
 
 
-def rule_rows(defaults) -> list[tuple[list[str], str, str]]:
-    """A value just outside each rule of the recipe's fields, as flags: every constrained flag gets a row."""
-    base, rows = defaults(), []
-    for path, _ in config_leaves(base):
-        rule = leaf_rule(base, path)
-        if isinstance(rule, OneOf):
-            rows.append((["--" + ".".join(path), "nonsense"], "--" + ".".join(path), "expected one of"))
-        elif rule is not None:
-            bad = rule.high + 1 if rule.high is not None else rule.low if rule.open else rule.low - 1
-            rows.append((["--" + ".".join(path), str(bad)], "--" + ".".join(path), f"expected a value {rule}"))
-    return rows
-
-
 @pytest.fixture
 def trapped(monkeypatch, tmp_path):
-    """A working folder (and empty cache) where building the corpus or starting a run raises :class:`Built`."""
-    monkeypatch.setattr(PretrainingData, "from_corpus", trap)
-    monkeypatch.setattr(pretraining_module, "pretrain", trap)
-    monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return trap_pretraining(monkeypatch, tmp_path)
 
 
 def test_every_constrained_flag_is_refused_in_one_line_before_any_work(trapped, capsys):
