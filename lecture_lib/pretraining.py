@@ -787,13 +787,13 @@ def check_output_folder(out: Path, config: PretrainConfig) -> None:
     through a file, a folder where nothing can be written (tried, not read off its permissions), a folder
     holding files other than a run's outputs, or another recipe's run. Creates nothing.
 
-    ====================================================  =========================================
-    ``out``                                               verdict
-    ====================================================  =========================================
-    absent, or empty                                      a new run
-    this recipe's ``pretrain_config.json`` (+ checkpoint)  resume (or return at once when done)
-    another recipe's ``pretrain_config.json``              refused: it names the first difference
-    ====================================================  =========================================
+    ======================================================  =======================================
+    ``out``                                                 verdict
+    ======================================================  =======================================
+    absent, or empty                                        a new run
+    this recipe's ``pretrain_config.json`` (+ checkpoint)   resume (or return at once when done)
+    another recipe's ``pretrain_config.json``               refused, naming the first difference
+    ======================================================  =======================================
     """
     existing = next(p for p in (out, *out.parents) if p.exists())
     if not existing.is_dir():
@@ -813,7 +813,11 @@ def check_output_folder(out: Path, config: PretrainConfig) -> None:
                          "command does not write: choose a new or empty folder")
     recipe = out / "pretrain_config.json"
     if recipe.exists():
-        ours, theirs = _leaves(config_dict(config)), _leaves(json.loads(recipe.read_text()))
+        try:
+            theirs = _leaves(json.loads(recipe.read_text()))
+        except (ValueError, AttributeError):  # not JSON, or not a dict of the recipe's parts
+            raise ValueError(f"{recipe} is not a recipe this command wrote: choose another folder") from None
+        ours = _leaves(config_dict(config))
         differ = next((name for name in ours if ours[name] != theirs.get(name)), None)
         if differ is not None:
             raise ValueError(f"{out} holds a run of another recipe ({differ} {_shown(theirs.get(differ))} there, "

@@ -335,15 +335,18 @@ def test_the_output_folder_is_checked_before_any_work(trapped, capsys):
     (trapped / "mixed").mkdir()
     (trapped / "mixed" / "data.csv").write_text("a,b\n")
     write_recipe(chapter_config(seed=1), trapped / "other")
+    (trapped / "broken").mkdir()
+    (trapped / "broken" / "pretrain_config.json").write_text("{cut sho")
     rows = [("notes.txt/run", "notes.txt/run is under notes.txt, which is a file"),
             ("notes.txt", "notes.txt is a file, not a folder"),
             ("mixed", "mixed holds data.csv, which this command does not write: choose a new or empty folder"),
-            ("other", "other holds a run of another recipe (seed 1 there, 0 here): give its flags to resume it")]
+            ("other", "other holds a run of another recipe (seed 1 there, 0 here): give its flags to resume it"),
+            ("broken", "broken/pretrain_config.json is not a recipe this command wrote")]
     if Path("/sys").is_dir():  # read-only even for root: a write is tried, not the permissions read
         rows.append(("/sys/lecture-run", "cannot write in /sys: "))
     for out, reason in rows:
         assert_refused(*refused_in_process(main, ["--out", out], capsys), "--out", reason)
-    assert sorted(p.name for p in trapped.iterdir()) == ["mixed", "notes.txt", "other"]
+    assert sorted(p.name for p in trapped.iterdir()) == ["broken", "mixed", "notes.txt", "other"]
     with pytest.raises(Built):  # the same recipe resumes: the checks pass and the run starts
         main(["--out", "other", "--seed", "1"])
 
