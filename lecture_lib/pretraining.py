@@ -32,6 +32,7 @@ import copy
 import json
 import os
 import shutil
+import tempfile
 import types
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -43,7 +44,8 @@ import torch.distributed as dist
 from torch import nn
 
 from lecture_lib.attention import causal_mask
-from lecture_lib.cache import cached
+from lecture_lib.cache import atomic_write, cached
+from lecture_lib.config import FieldError, FlagParser, OneOf, Range, check_fields, flag_type, rule_of, same_rule_as
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.metrics import accuracy_at_masks
@@ -62,7 +64,7 @@ from lecture_lib.objectives.sentence_pairs import (
     make_pairs,
 )
 from lecture_lib.profile import ENV_VAR, PROFILES, current
-from lecture_lib.runtime import default_device, generator, seed_everything
+from lecture_lib.runtime import default_device, existing_device, generator, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import (
     History,
@@ -111,15 +113,14 @@ class DataConfig:
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
 
-    vocab_size: int = 3000
-    seq_len: int = 64
-    held_out_fraction: float = 0.1
-    eval_pairs: int = 512
+    vocab_size: int = field(default=3000, metadata=Range(1).rule())
+    seq_len: int = field(default=64, metadata=Range(NUM_SPECIAL_IN_PAIR + 2,
+                                                    why="[CLS], two [SEP] and a token per segment").rule())
+    held_out_fraction: float = field(default=0.1, metadata=Range(0, 1, open=True).rule())
+    eval_pairs: int = field(default=512, metadata=Range(1).rule())
 
     def __post_init__(self) -> None:
-        if self.seq_len < NUM_SPECIAL_IN_PAIR + 2:
-            raise ValueError(f"expected seq_len >= {NUM_SPECIAL_IN_PAIR + 2} ([CLS], two [SEP] and a token per "
-                             f"segment), got {self.seq_len}")
+        check_fields(self)
 
 
 @dataclass
@@ -132,17 +133,18 @@ class ObjectiveConfig:
     Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation").
     """
 
-    mlm_probability: float = 0.15
+    mlm_probability: float = field(default=0.15, metadata=Range(0, 1).rule())
     masking: str = "80/10/10"
     dynamic_masking: bool = True
-    static_copies: int = 1
-    pairs: str | None = "nsp"
+    static_copies: int = field(default=1, metadata=Range(1).rule())
+    pairs: str | None = field(default="nsp", metadata=OneOf(tuple(PAIR_TASKS)).rule())
 
     def __post_init__(self) -> None:
-        MaskingStrategy.from_name(self.masking)  # raises on a malformed name
-        if self.pairs is not None and self.pairs not in PAIR_TASKS:
-            raise ValueError(f"unknown sentence-pair task {self.pairs!r}; expected one of {list(PAIR_TASKS)} "
-                             "or None")
+        check_fields(self)
+        try:
+            MaskingStrategy.from_name(self.masking)  # the rule is the strategy's own: three percentages summing to 100
+        except ValueError as error:
+            raise FieldError(["masking"], str(error)) from None
 
 
 @dataclass
@@ -155,17 +157,20 @@ class OptimizationConfig:
     Taught in: 04_bert_pretraining ("Pretraining a small BERT", "A training loop for real runs").
     """
 
-    steps: int = 300
-    batch_size: int = 32
-    lr: float = 2e-3
-    warmup_steps: int = 30
-    weight_decay: float = 0.01
-    schedule: str = "linear"
-    grad_clip: float | None = 1.0
-    eval_every: int = 0
-    precision: str = "auto"
+    steps: int = field(default=300, metadata=same_rule_as(TrainConfig, "steps"))
+    batch_size: int = field(default=32, metadata=Range(1).rule())
+    lr: float = field(default=2e-3, metadata=same_rule_as(TrainConfig, "lr"))
+    warmup_steps: int = field(default=30, metadata=same_rule_as(TrainConfig, "warmup_steps"))
+    weight_decay: float = field(default=0.01, metadata=same_rule_as(TrainConfig, "weight_decay"))
+    schedule: str = field(default="linear", metadata=same_rule_as(TrainConfig, "schedule"))
+    grad_clip: float | None = field(default=1.0, metadata=same_rule_as(TrainConfig, "grad_clip"))
+    eval_every: int = field(default=0, metadata=same_rule_as(TrainConfig, "eval_every"))
+    precision: str = field(default="auto", metadata=same_rule_as(TrainConfig, "precision"))
     compile: bool = False
-    num_threads: int | None = None
+    num_threads: int | None = field(default=None, metadata=same_rule_as(TrainConfig, "num_threads"))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def train_config(self, **run: Any) -> TrainConfig:
         """The training loop's config: these settings plus ``run``'s (progress, checkpoints, fused)."""
@@ -193,9 +198,10 @@ class PretrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
     train: OptimizationConfig = field(default_factory=OptimizationConfig)
-    seed: int = 0
+    seed: int = field(default=0, metadata=Range(0).rule())
 
     def __post_init__(self) -> None:
+        check_fields(self)
         for (part, name), (source, size) in DERIVED_FROM_DATA.items():
             ours, theirs = getattr(getattr(self, part), name), getattr(getattr(self, source), size)
             if ours != theirs:
@@ -208,7 +214,7 @@ class PretrainConfig:
         ``layers`` overriding earlier ones field by field; the model's derived sizes come from ``data``.
         The model's ``model_type`` (default ``"bert"``) names its family."""
         values = merge_dicts(*layers)
-        data = build_dataclass(DataConfig, values.get("data", {}))
+        data = build_part("data", DataConfig, values.get("data", {}))
         derived = {name: getattr(data, size) for (_, name), (_, size) in DERIVED_FROM_DATA.items()}
         model = values.get("model", {})
         if isinstance(model, dict):
@@ -217,7 +223,7 @@ class PretrainConfig:
             if model_type not in PRETRAINING_HEADS:
                 raise ValueError(f"expected model.model_type in {sorted(PRETRAINING_HEADS)}, got {model_type!r}")
             config_class = PRETRAINING_HEADS[model_type].model_class.family.config_class
-            model = build_dataclass(config_class, {**derived, **model})
+            model = build_part("model", config_class, {**derived, **model})
         return build_dataclass(cls, {**values, "model": model, "data": data})
 
 
@@ -249,8 +255,17 @@ def build_dataclass(cls: type, values: dict[str, Any] | Any) -> Any:
     unknown = sorted(set(values) - {f.name for f in fields(cls)})
     if unknown:
         raise ValueError(f"unknown {cls.__name__} fields {unknown}; expected some of {[f.name for f in fields(cls)]}")
-    return cls(**{name: build_dataclass(hints[name], value) if is_dataclass(hints[name]) else value
+    return cls(**{name: build_part(name, hints[name], value) if is_dataclass(hints[name]) else value
                   for name, value in values.items()})
+
+
+def build_part(part: str, cls: type, values: dict[str, Any] | Any) -> Any:
+    """:func:`build_dataclass` of the config held as field ``part`` of a bigger one: a
+    :class:`~lecture_lib.config.FieldError` names the field by its path (``train.steps``)."""
+    try:
+        return build_dataclass(cls, values)
+    except FieldError as error:
+        raise error.within(part) from None
 
 
 # ---------------------------------------------------------------- data
@@ -588,6 +603,8 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
         progress=progress, checkpoint_dir=str(out / "checkpoint") if out else None,
         checkpoint_every=checkpoint_every, fused=_fused_adamw(device))
     eval_batches = data.eval_batches()
+    if out is not None and distributed_context()[0] == 0:
+        write_recipe(config, out)
     history = train(model, data.batch, loss, train_config, evaluate=lambda m: evaluate(m, eval_batches),
                     device=device)
     result = PretrainResult(model, data.tokenizer, history, config, out)
@@ -605,8 +622,14 @@ def save_result(result: PretrainResult, directory: Path) -> None:
     """Hugging Face files (config.json, model.safetensors, vocab.txt) plus history.json and pretrain_config.json."""
     result.model.save_pretrained(directory)
     result.tokenizer.save(directory / "vocab.txt")
-    (directory / "history.json").write_text(json.dumps(asdict(result.history)) + "\n")
-    (directory / "pretrain_config.json").write_text(json.dumps(config_dict(result.config), indent=2) + "\n")
+    atomic_write(directory / "history.json", json.dumps(asdict(result.history)) + "\n")
+    write_recipe(result.config, directory)
+
+
+def write_recipe(config: PretrainConfig, directory: Path) -> None:
+    """``pretrain_config.json``: written when a run starts, so that a folder a kill left half done says which
+    recipe it holds (:func:`check_output_folder`), and again with the results."""
+    atomic_write(directory / "pretrain_config.json", json.dumps(config_dict(config), indent=2) + "\n")
 
 
 def load_result(directory: str | os.PathLike) -> PretrainResult:
@@ -673,7 +696,11 @@ def _leaf_type(kind: Any) -> tuple[str, Callable[[str], Any]]:
     parse = {bool: _boolean, int: int, float: float, str: str}[base]
     if not optional:
         return base.__name__.upper(), parse
-    return f"{base.__name__.upper()}|none", lambda text: None if text.lower() == "none" else parse(text)
+
+    def parse_or_none(text: str) -> Any:
+        return None if text.lower() == "none" else parse(text)
+    parse_or_none.__name__ = f"{base.__name__} or none"  # argparse's "invalid int or none value: 'x'"
+    return f"{base.__name__.upper()}|none", parse_or_none
 
 
 def _boolean(text: str) -> bool:
@@ -693,43 +720,53 @@ def _lookup(config: Any, path: tuple[str, ...]) -> Any:
     return config
 
 
-def parse_args(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainConfig], prog: str) -> argparse.Namespace:
+def leaf_rule(config: Any, path: tuple[str, ...]) -> Any:
+    """The rule of the field at ``path`` (:mod:`lecture_lib.config`), or ``None``."""
+    return rule_of(type(_lookup(config, path[:-1])), path[-1])
+
+
+def flag_parser(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainConfig], prog: str) -> FlagParser:
     """The command line: run options, then one flag per leaf of the config (``--model.hidden_size 256``,
-    ``--train.steps 100``, ``--objective.pairs none``), whose help shows ``defaults()``'s value under the
-    chosen ``--profile``. Flags given are in the namespace under their dotted names; others are absent."""
+    ``--train.steps 100``, ``--objective.pairs none``), whose help shows the field's rule and ``defaults()``'s
+    value under the profile ``argv`` chooses."""
     profile = argparse.ArgumentParser(add_help=False)
     profile.add_argument("--profile", choices=PROFILES)
     chosen, _ = profile.parse_known_args(argv)
     if chosen.profile:
         os.environ[ENV_VAR] = chosen.profile
     base = defaults()
-    parser = argparse.ArgumentParser(
+    parser = FlagParser(
         prog=prog, description=__doc__.split("\n\n")[0],
         epilog=f"Defaults shown: the chapter's, {current()} profile. Booleans read true or false; a field that may "
                "be empty reads none. The model's vocab_size and max_position_embeddings are data.vocab_size and "
-               "data.seq_len.")
-    parser.add_argument("--out", required=True, help="output directory (rerun to resume from its checkpoint)")
+               "data.seq_len. Every value is checked before any work starts, and so is --out.")
+    parser.add_argument("--out", required=True, help="output directory: new, empty, or this recipe's earlier run "
+                                                     "(rerun to resume from its checkpoint)")
     parser.add_argument("--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, "
                                                             "else quick)")
-    parser.add_argument("--checkpoint-every", type=int, default=500, help="steps between checkpoints (default: 500)")
-    parser.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
+    checkpoint_rule = rule_of(TrainConfig, "checkpoint_every")
+    parser.add_argument("--checkpoint-every", type=flag_type(int, checkpoint_rule), default=500,
+                        help=f"steps between checkpoints, {checkpoint_rule} (0: at the end only; default: 500)")
+    parser.add_argument("--device", type=flag_type(existing_device),
+                        help="cpu, cuda, cuda:1, mps: one this machine has (default: the best available)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     groups = {f.name: parser.add_argument_group(f"{f.name} ({type(getattr(base, f.name)).__name__})")
               for f in fields(base) if is_dataclass(getattr(base, f.name))}
     for path, kind in config_leaves(base):
         metavar, parse = _leaf_type(kind)
+        rule = leaf_rule(base, path)
         group = groups[path[0]] if len(path) > 1 else parser
         group.add_argument("--" + ".".join(path), dest=".".join(path), metavar=metavar, type=parse,
-                           default=argparse.SUPPRESS, help=f"default: {_shown(_lookup(base, path))}")
-    return parser.parse_args(argv)
+                           default=argparse.SUPPRESS,
+                           help=f"{f'{rule}; ' if rule else ''}default: {_shown(_lookup(base, path))}")
+    return parser
 
 
-def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainConfig], prog: str) -> PretrainResult:
-    """Pretrain from the command line: ``--out DIR [--profile full] [--train.steps N] ...``; prints the final
-    metrics. ``defaults(**overrides)`` gives the recipe (a chapter's ``chapter_config``, which takes nested
-    dicts such as ``train={"steps": 100}``); ``prog`` is the command's name in ``--help``.
-    """
-    args = parse_args(argv, defaults=defaults, prog=prog)
+def config_from_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                      defaults: Callable[..., PretrainConfig]) -> PretrainConfig:
+    """``defaults`` with the flags given, validated whole; a value a config refuses is ``parser``'s error,
+    naming the flag(s) the user gave among the fields at fault (a rule between two fields names both when
+    both were given, else the one given)."""
     overrides: dict[str, Any] = {}
     for path, _ in config_leaves(defaults()):
         if ".".join(path) in vars(args):
@@ -738,7 +775,83 @@ def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainC
             for name in parents:
                 level = level.setdefault(name, {})
             level[leaf] = vars(args)[".".join(path)]
-    config = defaults(**overrides)
+    try:
+        return defaults(**overrides)
+    except FieldError as error:
+        given = [name for name in error.fields if name in vars(args)] or list(error.fields)
+        parser.error(f"{' and '.join('--' + name for name in given)}: {error.reason}")
+
+
+def check_output_folder(out: Path, config: PretrainConfig) -> None:
+    """Refuse, with a ``ValueError`` of one line, an ``out`` this run cannot write or must not: a path
+    through a file, a folder where nothing can be written (tried, not read off its permissions), a folder
+    holding files other than a run's outputs, or another recipe's run. Creates nothing.
+
+    ======================================================  =======================================
+    ``out``                                                 verdict
+    ======================================================  =======================================
+    absent, or empty                                        a new run
+    this recipe's ``pretrain_config.json`` (+ checkpoint)   resume (or return at once when done)
+    another recipe's ``pretrain_config.json``               refused, naming the first difference
+    ======================================================  =======================================
+    """
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"{out} is a file, not a folder" if existing == out else f"{out} is under {existing}, "
+                         "which is a file")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise ValueError(f"cannot write in {existing}: {error.strerror}") from None
+    if existing != out:
+        return
+    others = sorted(p.name for p in out.iterdir() if p.name not in (*RESULT_FILES, "checkpoint")
+                    and not (p.name.startswith(".") and p.name.endswith(".tmp")))  # atomic_open's, cut by a kill
+    if others:
+        raise ValueError(f"{out} holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}, which this "
+                         "command does not write: choose a new or empty folder")
+    recipe = out / "pretrain_config.json"
+    if recipe.exists():
+        try:
+            theirs = _leaves(json.loads(recipe.read_text()))
+        except (ValueError, AttributeError):  # not JSON, or not a dict of the recipe's parts
+            raise ValueError(f"{recipe} is not a recipe this command wrote: choose another folder") from None
+        ours = _leaves(config_dict(config))
+        differ = next((name for name in ours if ours[name] != theirs.get(name)), None)
+        if differ is not None:
+            raise ValueError(f"{out} holds a run of another recipe ({differ} {_shown(theirs.get(differ))} there, "
+                             f"{_shown(ours[differ])} here): give its flags to resume it, or choose another folder")
+
+
+def _leaves(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict's leaves by dotted path: ``{"train": {"steps": 3}}`` -> ``{"train.steps": 3}``."""
+    flat = {}
+    for name, value in values.items():
+        flat.update(_leaves(value, f"{prefix}{name}.") if isinstance(value, dict) else {prefix + name: value})
+    return flat
+
+
+def parse_command_line(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainConfig],
+                       prog: str) -> tuple[PretrainConfig, argparse.Namespace]:
+    """The recipe and the run options, every one checked before any work: a bad value is one line on stderr
+    naming its flag, and exit status 2; no corpus, tokenizer, model or output folder is made before."""
+    parser = flag_parser(argv, defaults=defaults, prog=prog)
+    args = parser.parse_args(argv)
+    config = config_from_flags(parser, args, defaults)
+    try:
+        check_output_folder(Path(args.out), config)
+    except ValueError as error:
+        parser.error(f"--out: {error}")
+    return config, args
+
+
+def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainConfig], prog: str) -> PretrainResult:
+    """Pretrain from the command line: ``--out DIR [--profile full] [--train.steps N] ...``; prints the final
+    metrics. ``defaults(**overrides)`` gives the recipe (a chapter's ``chapter_config``, which takes nested
+    dicts such as ``train={"steps": 100}``); ``prog`` is the command's name in ``--help``.
+    """
+    config, args = parse_command_line(argv, defaults=defaults, prog=prog)
     rank, world = distributed_context()
     result = pretrain(config, out_dir=args.out, progress=not args.no_progress, device=args.device,
                       checkpoint_every=args.checkpoint_every)

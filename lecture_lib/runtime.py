@@ -28,6 +28,26 @@ def default_device() -> torch.device:
     return torch.device("cpu")
 
 
+def available_devices() -> list[str]:
+    """The devices this machine has: ``cpu``, then ``cuda:0`` ... and ``mps`` where present."""
+    cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return ["cpu", *cuda, *(["mps"] if torch.backends.mps.is_available() else [])]
+
+
+def existing_device(name: str) -> torch.device:
+    """``torch.device(name)`` if this machine has it (``cuda`` is ``cuda:0``), else a ``ValueError`` naming
+    it and the devices there are; nothing is allocated on it."""
+    available = available_devices()
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"expected a device such as {', '.join(available)}, got {name!r}") from None
+    full = f"cuda:{device.index or 0}" if device.type == "cuda" else device.type
+    if full not in available:
+        raise ValueError(f"device {name!r} is not available here; available: {', '.join(available)}")
+    return device
+
+
 def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and PyTorch (all devices); return a CPU generator seeded the same way."""
     random.seed(seed)

@@ -28,6 +28,7 @@ from torch import nn
 from tqdm.auto import tqdm  # a widget in Jupyter and Colab, text in a terminal
 
 from lecture_lib.cache import atomic_open
+from lecture_lib.config import OneOf, Range, check_fields
 from lecture_lib.runtime import default_device
 
 Batch = Any
@@ -37,64 +38,6 @@ CHECKPOINT_NAME = "checkpoint.pt"
 PRECISIONS = ("auto", "fp32", "bf16")
 # Fields that change what a run computes: a checkpoint resumes only under the same values.
 _RESUME_FIELDS = ("steps", "lr", "weight_decay", "warmup_steps", "schedule", "grad_clip", "grad_accum", "precision")
-
-
-@dataclass
-class TrainConfig:
-    """What a run does. ``schedule`` is ``"constant"``, ``"linear"`` (warm-up, then linear decay to 0,
-    as BERT) or ``"inverse_sqrt"`` (warm-up, then 1/sqrt(step), as Vaswani et al. 2017).
-
-    ``checkpoint_dir``: where ``checkpoint.pt`` is written every ``checkpoint_every`` steps (0: only at
-    the end) and read back on the next call, which then continues from it. ``precision``: ``"auto"``
-    is bf16 autocast on CUDA and fp32 elsewhere; ``"bf16"`` autocasts on any device. ``compile`` runs
-    the model through ``torch.compile`` with ``compile_backend``; ``fused`` picks the fused AdamW
-    kernel (``None``: on CUDA). ``num_threads`` sets PyTorch's CPU threads for the run (``None``: leave
-    them): for small models one thread is often faster than several, which mostly wait for each other.
-    """
-
-    steps: int
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 0
-    schedule: str = "constant"
-    grad_clip: float | None = 1.0
-    grad_accum: int = 1
-    eval_every: int = 0
-    progress: bool = True
-    checkpoint_dir: str | None = None
-    checkpoint_every: int = 0
-    precision: str = "auto"
-    compile: bool = False
-    compile_backend: str = "inductor"
-    fused: bool | None = None
-    num_threads: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.grad_accum < 1:
-            raise ValueError(f"steps and grad_accum must be >= 1, got {self.steps} and {self.grad_accum}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; expected one of {sorted(SCHEDULES)}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {self.precision!r}; expected one of {PRECISIONS}")
-        if self.checkpoint_every < 0 or self.eval_every < 0:
-            raise ValueError(f"expected checkpoint_every, eval_every >= 0, "
-                             f"got {self.checkpoint_every}, {self.eval_every}")
-        if self.num_threads is not None and self.num_threads < 1:
-            raise ValueError(f"expected num_threads >= 1 or None, got {self.num_threads}")
-
-
-@dataclass
-class History:
-    """Per optimizer step: mean training loss and learning rate; evaluations as (step, metrics)."""
-
-    loss: list[float] = field(default_factory=list)
-    lr: list[float] = field(default_factory=list)
-    evals: list[tuple[int, dict[str, float]]] = field(default_factory=list)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "History":
-        """Inverse of ``dataclasses.asdict`` (JSON and checkpoints store the tuples as lists)."""
-        return cls(list(values["loss"]), list(values["lr"]), [(int(s), dict(m)) for s, m in values["evals"]])
 
 
 def constant(step: int, warmup: int, total: int) -> float:
@@ -116,6 +59,54 @@ def inverse_sqrt(step: int, warmup: int, total: int) -> float:
 
 
 SCHEDULES = {"constant": constant, "linear": linear, "inverse_sqrt": inverse_sqrt}
+
+
+@dataclass
+class TrainConfig:
+    """What a run does. ``schedule`` is ``"constant"``, ``"linear"`` (warm-up, then linear decay to 0,
+    as BERT) or ``"inverse_sqrt"`` (warm-up, then 1/sqrt(step), as Vaswani et al. 2017).
+
+    ``checkpoint_dir``: where ``checkpoint.pt`` is written every ``checkpoint_every`` steps (0: only at
+    the end) and read back on the next call, which then continues from it. ``precision``: ``"auto"``
+    is bf16 autocast on CUDA and fp32 elsewhere; ``"bf16"`` autocasts on any device. ``compile`` runs
+    the model through ``torch.compile`` with ``compile_backend``; ``fused`` picks the fused AdamW
+    kernel (``None``: on CUDA). ``num_threads`` sets PyTorch's CPU threads for the run (``None``: leave
+    them): for small models one thread is often faster than several, which mostly wait for each other.
+    """
+
+    steps: int = field(metadata=Range(1).rule())
+    lr: float = field(default=1e-3, metadata=Range(0, open=True).rule())
+    weight_decay: float = field(default=0.01, metadata=Range(0).rule())
+    warmup_steps: int = field(default=0, metadata=Range(0).rule())
+    schedule: str = field(default="constant", metadata=OneOf(tuple(SCHEDULES)).rule())
+    grad_clip: float | None = field(default=1.0, metadata=Range(0, open=True).rule())
+    grad_accum: int = field(default=1, metadata=Range(1).rule())
+    eval_every: int = field(default=0, metadata=Range(0).rule())
+    progress: bool = True
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = field(default=0, metadata=Range(0).rule())
+    precision: str = field(default="auto", metadata=OneOf(PRECISIONS).rule())
+    compile: bool = False
+    compile_backend: str = "inductor"
+    fused: bool | None = None
+    num_threads: int | None = field(default=None, metadata=Range(1).rule())
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass
+class History:
+    """Per optimizer step: mean training loss and learning rate; evaluations as (step, metrics)."""
+
+    loss: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    evals: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "History":
+        """Inverse of ``dataclasses.asdict`` (JSON and checkpoints store the tuples as lists)."""
+        return cls(list(values["loss"]), list(values["lr"]), [(int(s), dict(m)) for s, m in values["evals"]])
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:

@@ -3,6 +3,7 @@ the disk cache, and the command line (its files load in transformers)."""
 
 import json
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import transformers
 from lecture_lib import pretraining as pretraining_module
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import chapter_config, main, small_pretrained_bert
+from lecture_lib.config import FieldError
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
@@ -19,6 +21,7 @@ from lecture_lib.pretraining import (
     ObjectiveConfig,
     PretrainConfig,
     PretrainingData,
+    check_output_folder,
     config_leaves,
     evaluate,
     evaluate_at_masks,
@@ -27,8 +30,19 @@ from lecture_lib.pretraining import (
     left_to_right_loss,
     merge_dicts,
     unmasked_text,
+    write_recipe,
 )
 from lecture_lib.tokenization import WordPieceTokenizer
+from tests.command_line import (
+    MISSING_DEVICE,
+    Built,
+    assert_refused,
+    refused_in_process,
+    rule_rows,
+    run_command,
+    trap,
+    trap_pretraining,
+)
 
 TINY = dict(model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
             data=dict(seq_len=32, eval_pairs=64), train=dict(batch_size=8, steps=3, warmup_steps=1, eval_every=0))
@@ -200,6 +214,10 @@ def test_command_line_has_one_flag_per_leaf_and_keeps_the_other_defaults(monkeyp
         main(["--help"])
     help_text = capsys.readouterr().out
     assert help_text.startswith("usage: python -m lecture_lib.chapters.ch04_bert_pretraining")
+    flat = " ".join(help_text.split())  # each flag's rule, where it has one, then its default
+    for shown in ("--train.steps INT >= 1; default: 400", "--objective.mlm_probability FLOAT in [0, 1]; default: 0.15",
+                  "--objective.pairs STR|none one of nsp, sop; default: nsp", "--objective.dynamic_masking BOOL default"):
+        assert shown in flat
     leaves = [".".join(path) for path, _ in config_leaves()]
     assert len(leaves) == len(set(leaves)) > 25
     assert all(f"--{leaf} " in help_text for leaf in leaves)
@@ -253,11 +271,13 @@ def test_config_round_trips_through_json_and_derives_the_model_sizes_from_the_da
 def test_bad_configs_raise():
     with pytest.raises(ValueError, match="MASK/SAME/RND"):
         ObjectiveConfig(masking="80-10-10")
-    with pytest.raises(ValueError, match="sentence-pair task 'rtd'"):
+    with pytest.raises(FieldError, match="pairs: expected one of nsp, sop, got 'rtd'"):
         ObjectiveConfig(pairs="rtd")
+    with pytest.raises(FieldError, match=r"^train.steps: expected a value >= 1, got 0$"):
+        PretrainConfig.from_dict(dict(train=dict(steps=0)))  # the loop's own rule, checked in the recipe
     with pytest.raises(ValueError, match="expected model.model_type in \\['albert', 'bert'\\], got 'gpt2'"):
         PretrainConfig.from_dict(dict(model=dict(model_type="gpt2")))
-    with pytest.raises(ValueError, match="seq_len"):
+    with pytest.raises(FieldError, match=r"seq_len: expected a value >= 5 \(\[CLS\], two \[SEP\]"):
         DataConfig(seq_len=4)
     with pytest.raises(ValueError, match="model.max_position_embeddings = data.seq_len = 64, got 128"):
         PretrainConfig.from_dict(dict(model=dict(max_position_embeddings=128)))
@@ -265,6 +285,82 @@ def test_bad_configs_raise():
         PretrainConfig.from_dict(dict(train=dict(stpes=3)))
     with pytest.raises(SystemExit):
         main(["--out", "x", "--objective.dynamic_masking", "maybe"])
+
+
+# ---------------------------------------------------------------- bad input, refused before any work
+
+# The issue's rows; test_every_constrained_flag_is_refused_... adds one per rule of the recipe's fields.
+BAD_INPUT = [
+    (["--train.steps", "-5"], "--train.steps", "expected a value >= 1, got -5"),
+    (["--objective.mlm_probability", "1.5"], "--objective.mlm_probability", "expected a value in [0, 1], got 1.5"),
+    (["--data.seq_len", "0"], "--data.seq_len",
+     "expected a value >= 5 ([CLS], two [SEP] and a token per segment), got 0"),
+    (["--model.num_attention_heads", "5"], "--model.num_attention_heads",
+     "hidden_size 64 is not divisible by num_attention_heads 5"),
+    (["--model.hidden_size", "30", "--model.num_attention_heads", "4"],
+     "--model.num_attention_heads and --model.hidden_size", "hidden_size 30 is not divisible"),
+    (["--train.lr", "abc"], "--train.lr", "invalid float value: 'abc'"),
+    (["--train.num_threads", "abc"], "--train.num_threads", "invalid int or none value: 'abc'"),
+    (["--objective.masking", "80/20/10"], "--objective.masking", "expected non-negative fractions"),
+    (["--device", MISSING_DEVICE], "--device", f"device {MISSING_DEVICE!r} is not available here; available: cpu"),
+    (["--checkpoint-every", "-1"], "--checkpoint-every", "expected a value >= 0, got -1"),
+]
+
+
+@pytest.fixture
+def trapped(monkeypatch, tmp_path):
+    return trap_pretraining(monkeypatch, tmp_path)
+
+
+def test_every_constrained_flag_is_refused_in_one_line_before_any_work(trapped, capsys):
+    rows = BAD_INPUT + rule_rows(chapter_config)
+    assert len(rows) > 35
+    for argv, flag, reason in rows:
+        assert_refused(*refused_in_process(main, ["--out", "run", *argv], capsys), flag, reason)
+    assert not any(trapped.iterdir()), "no output folder, no cache entry"
+
+
+def test_the_command_refuses_bad_input_as_a_user_sees_it(tmp_path):
+    """Three rows as a subprocess: the real stderr, exit status, and nothing written (the folder stays empty)."""
+    (tmp_path / "notes.txt").write_text("mine")
+    rows = BAD_INPUT[:2] + [(["--out", "notes.txt/run"], "--out", "notes.txt/run is under notes.txt, which is a file")]
+    for argv, flag, reason in rows:
+        result = run_command("lecture_lib.chapters.ch04_bert_pretraining", ["--out", "run", *argv], tmp_path)
+        assert_refused(result.returncode, result.stderr, result.stdout, flag, reason)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_the_output_folder_is_checked_before_any_work(trapped, capsys):
+    (trapped / "notes.txt").write_text("mine")
+    (trapped / "mixed").mkdir()
+    (trapped / "mixed" / "data.csv").write_text("a,b\n")
+    write_recipe(chapter_config(seed=1), trapped / "other")
+    (trapped / "broken").mkdir()
+    (trapped / "broken" / "pretrain_config.json").write_text("{cut sho")
+    rows = [("notes.txt/run", "notes.txt/run is under notes.txt, which is a file"),
+            ("notes.txt", "notes.txt is a file, not a folder"),
+            ("mixed", "mixed holds data.csv, which this command does not write: choose a new or empty folder"),
+            ("other", "other holds a run of another recipe (seed 1 there, 0 here): give its flags to resume it"),
+            ("broken", "broken/pretrain_config.json is not a recipe this command wrote")]
+    if Path("/sys").is_dir():  # read-only even for root: a write is tried, not the permissions read
+        rows.append(("/sys/lecture-run", "cannot write in /sys: "))
+    for out, reason in rows:
+        assert_refused(*refused_in_process(main, ["--out", out], capsys), "--out", reason)
+    assert sorted(p.name for p in trapped.iterdir()) == ["broken", "mixed", "notes.txt", "other"]
+    with pytest.raises(Built):  # the same recipe resumes: the checks pass and the run starts
+        main(["--out", "other", "--seed", "1"])
+
+
+def test_a_run_says_its_recipe_before_training_so_a_rerun_resumes_or_refuses(real_vocab_data, tmp_path,
+                                                                              monkeypatch):
+    config, out = real_vocab_data.config, tmp_path / "run"
+    monkeypatch.setattr(pretraining_module, "train", trap)  # a kill at the first step
+    with pytest.raises(Built):
+        pretraining_module.pretrain(config, out_dir=out, data=real_vocab_data, progress=False)
+    assert [p.name for p in out.iterdir()] == ["pretrain_config.json"]
+    check_output_folder(out, config)
+    with pytest.raises(ValueError, match=r"another recipe \(train.steps 3 there, 4 here\)"):
+        check_output_folder(out, replace(config, train=replace(config.train, steps=4)))
 
 
 ALBERT_TINY = merge_dicts(TINY, dict(model=dict(model_type="albert", embedding_size=8, num_hidden_layers=2),

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from lecture_lib import runtime
-from lecture_lib.runtime import cpu_workers, generator, parallel_map, seed_of
+from lecture_lib.runtime import available_devices, cpu_workers, existing_device, generator, parallel_map, seed_of
 
 DRAW = "import torch; from lecture_lib.runtime import generator; print(torch.rand(4, generator=generator('s', 7, 'x')).tolist())"
 
@@ -78,3 +78,12 @@ def test_parallel_map_raises_a_jobs_error_and_refuses_what_a_worker_cannot_impor
         parallel_map(lambda x: x, [(1,), (2,)], workers=2)
     with pytest.raises(ValueError, match="workers >= 1"):
         parallel_map(pow, [(2, 1)], workers=0)
+
+
+def test_a_device_is_taken_only_if_this_machine_has_it():
+    assert existing_device("cpu") == torch.device("cpu") and available_devices()[0] == "cpu"
+    missing = f"cuda:{torch.cuda.device_count()}" if torch.cuda.is_available() else "cuda"
+    with pytest.raises(ValueError, match=f"device '{missing}' is not available here; available: cpu"):
+        existing_device(missing)
+    with pytest.raises(ValueError, match="expected a device such as cpu.*, got 'gpu'"):
+        existing_device("gpu")

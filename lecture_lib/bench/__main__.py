@@ -15,8 +15,11 @@ def available() -> list[str]:
 
 def main(argv: list[str]) -> None:
     names = available()
-    if not argv or argv[0] not in names:
-        sys.exit(f"usage: python -m lecture_lib.bench NAME [ARGS]; NAME is one of {names}")
+    if not argv or argv[0] not in names:  # one line, exit status 2, as the benchmarks' own flags
+        got = repr(argv[0]) if argv else "nothing"
+        print(f"python -m lecture_lib.bench: error: NAME: expected one of {', '.join(names)}, got {got} "
+              "(usage: python -m lecture_lib.bench NAME [ARGS]; NAME --help lists its flags)", file=sys.stderr)
+        sys.exit(2)
     importlib.import_module(f"lecture_lib.bench.{argv[0]}").main(argv[1:])
 
 

@@ -7,13 +7,12 @@ Taught in: 01_attention ("What attention costs").
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 from torch import nn
 
 from lecture_lib.attention import MultiHeadAttention
 from lecture_lib.chapters.ch01_attention import cost_by_length, cost_lengths
+from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.runtime import default_device
 
@@ -42,8 +41,8 @@ def compare_multihead(batch: int = 8, length: int = 256, width: int = 256, heads
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench attention")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser = FlagParser(prog="python -m lecture_lib.bench attention")
+    add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=20)
     args = parser.parse_args(argv)
     device = default_device()
     print(f"device: {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")

@@ -33,6 +33,7 @@ from typing import Callable
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from lecture_lib.config import FlagParser, Range, add_ranged, flag_type
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.bert import (
     BertConfig,
@@ -40,7 +41,7 @@ from lecture_lib.models.bert import (
     training_flops_per_token,
 )
 from lecture_lib.objectives.masking import mask_tokens
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import existing_device, generator
 
 SIZES = {
     "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -115,27 +116,38 @@ def peak_flops(args: argparse.Namespace, device: torch.device) -> float | None:
     return next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
 
 
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench bert")
-    parser.add_argument("--device", default="cpu")
+def parse_flags(argv: list[str]) -> argparse.Namespace:
+    """The flags, each checked as it is read (sizes, steps, an existing device), and ``--min-len`` against
+    ``--seq-len``: one line naming the flag, exit status 2, before any model or batch is built."""
+    parser = FlagParser(prog="python -m lecture_lib.bench bert")
+    parser.add_argument("--device", type=flag_type(existing_device), default="cpu",
+                        help="cpu, cuda, cuda:1, mps: one this machine has; default: cpu")
     parser.add_argument("--size", choices=sorted(SIZES), default="mini")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--min-len", type=int, help="lengths uniform in [MIN_LEN, seq-len] (default: a quarter "
-                        "of the sequences padded to 3/4 length)")
-    parser.add_argument("--steps", type=int, default=6, help="timed steps per model (after 2 warm-up steps)")
+    add_ranged(parser, "--batch-size", int, Range(1), "sequences per batch", default=16)
+    positions = BertConfig.max_position_embeddings
+    add_ranged(parser, "--seq-len", int, Range(8, positions), "positions per sequence", default=128)
+    add_ranged(parser, "--min-len", int, Range(1), "lengths uniform in [MIN_LEN, seq-len] (default: a quarter "
+               "of the sequences padded to 3/4 length)")
+    add_ranged(parser, "--steps", int, Range(1), "timed steps per model (after 2 warm-up steps)", default=6)
     parser.add_argument("--compile", action="store_true", help="torch.compile both models")
     parser.add_argument("--compile-backend", default="inductor", help="e.g. aot_eager for a quick CPU check")
     parser.add_argument("--unpad", action="store_true", help="add a row: ours with unpadding")
     parser.add_argument("--table", action="store_true", help="the techniques one at a time, then transformers")
     parser.add_argument("--no-fused-optimizer", dest="fused_optimizer", action="store_false",
                         help="PyTorch's default AdamW instead of the fused one")
-    parser.add_argument("--peak-tflops", type=float, help="peak dense bf16 TFLOP/s of the GPU, for MFU")
-    parser.add_argument("--threads", type=int, help="CPU threads (default: PyTorch's choice)")
+    add_ranged(parser, "--peak-tflops", float, Range(0, open=True), "peak dense bf16 TFLOP/s of the GPU, for MFU")
+    add_ranged(parser, "--threads", int, Range(1), "CPU threads (default: PyTorch's choice)")
     args = parser.parse_args(argv)
+    if args.min_len is not None and args.min_len > args.seq_len:
+        parser.error(f"--min-len: expected a value <= --seq-len {args.seq_len}, got {args.min_len}")
+    return args
+
+
+def main(argv: list[str]) -> None:
+    args = parse_flags(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = args.device
     cuda = device.type == "cuda"
     torch.manual_seed(0)
     config = BertConfig(**SIZES[args.size], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

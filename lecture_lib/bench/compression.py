@@ -9,7 +9,6 @@ Taught in: 12_compression ("Pruning").
 
 from __future__ import annotations
 
-import argparse
 import warnings
 
 import torch
@@ -17,6 +16,7 @@ from torch import nn
 
 from lecture_lib.compression.pruning import magnitude_masks
 from lecture_lib.compression.quantization import Int8Linear
+from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.measure import interleaved_medians
 
 
@@ -52,9 +52,9 @@ def time_variants(tokens: int = 128, repeats: int = 20, **sizes: int) -> dict[st
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench compression")
-    parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=20)
+    parser = FlagParser(prog="python -m lecture_lib.bench compression")
+    add_ranged(parser, "--tokens", int, Range(1), "tokens per forward pass", default=128)
+    add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=20)
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}; a 768 x 3072 linear layer, "
           f"{args.tokens} tokens, forward only (median):")

@@ -10,7 +10,6 @@ Taught in: 05_bert_finetuning ("Pretrained or from scratch").
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 
@@ -22,6 +21,7 @@ from lecture_lib.chapters.ch05_bert_finetuning import (
     chapter_config,
     synthetic_pretrained_bert,
 )
+from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.finetuning.finetune import FinetuneResult, finetune_from
 from lecture_lib.models.bert import BertModel
 from lecture_lib.runtime import cpu_workers, parallel_map
@@ -57,9 +57,9 @@ def loop_and_workers(jobs: list[tuple], workers: int) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench parallel")
-    parser.add_argument("--jobs", type=int, default=36)
-    parser.add_argument("--workers", type=int, default=cpu_workers())
+    parser = FlagParser(prog="python -m lecture_lib.bench parallel")
+    add_ranged(parser, "--jobs", int, Range(1), "fine-tunings, the first of section 6's", default=36)
+    add_ranged(parser, "--workers", int, Range(1), "worker processes", default=cpu_workers())
     args = parser.parse_args(argv)
     jobs = section6_jobs()[:args.jobs]
     result = loop_and_workers(jobs, args.workers)

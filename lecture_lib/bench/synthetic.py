@@ -8,10 +8,9 @@ Taught in: 05_bert_finetuning ("A synthetic language with ground truth").
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 
+from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.measure import time_call
 
@@ -27,9 +26,9 @@ def sentences_per_second(count: int = 20_000, repeats: int = 3) -> float:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench synthetic")
-    parser.add_argument("--sentences", type=int, default=20_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = FlagParser(prog="python -m lecture_lib.bench synthetic")
+    add_ranged(parser, "--sentences", int, Range(1), "sentences per timing", default=20_000)
+    add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rate = sentences_per_second(args.sentences, args.repeats)

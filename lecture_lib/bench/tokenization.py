@@ -16,9 +16,9 @@ Taught in: 03_tokenization ("An efficient trainer").
 
 from __future__ import annotations
 
-import argparse
 import os
 
+from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.data.corpus import corpus_texts
 from lecture_lib.measure import time_call
 from lecture_lib.tokenization.bpe import learn_bpe
@@ -77,10 +77,10 @@ def compare_with_tokenizers(texts: list[str], merges: int, repeats: int) -> dict
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench tokenization")
-    parser.add_argument("--merges", type=int, default=2000)
-    parser.add_argument("--documents", type=int, default=None, help="first N documents (default: all)")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = FlagParser(prog="python -m lecture_lib.bench tokenization")
+    add_ranged(parser, "--merges", int, Range(1), "BPE merges to learn", default=2000)
+    add_ranged(parser, "--documents", int, Range(1), "first N documents (default: all)")
+    add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=5)
     args = parser.parse_args(argv)
     texts = corpus_texts()[: args.documents]
     print(f"corpus: {len(texts)} documents, {sum(map(len, texts)):,} characters; {os.cpu_count()} CPU cores")

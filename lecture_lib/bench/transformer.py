@@ -9,7 +9,6 @@ Taught in: 02_transformer ("Checking against PyTorch").
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 
 import torch
@@ -17,6 +16,7 @@ from torch import nn
 
 from lecture_lib.attention import causal_mask
 from lecture_lib.chapters.ch02_transformer import reversal_experiment, seq2seq_loss
+from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.data.seq2seq_tasks import ReversalTask
 from lecture_lib.data.toy import Seq2SeqBatch
 from lecture_lib.measure import interleaved_medians
@@ -108,8 +108,8 @@ def settings() -> list[tuple[str, TransformerConfig, Seq2SeqBatch]]:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench transformer")
-    parser.add_argument("--repeats", type=int, default=15)
+    parser = FlagParser(prog="python -m lecture_lib.bench transformer")
+    add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=15)
     args = parser.parse_args(argv)
     device = default_device()
     print(f"device: {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")

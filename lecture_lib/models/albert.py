@@ -24,19 +24,21 @@ Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing", "Sentence-
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lecture_lib.config import FieldError, OneOf, Range, check_fields
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.activations import activation
+from lecture_lib.models.activations import ACTIVATIONS, activation
 from lecture_lib.models.bert import (
     BertEmbeddings,
     BertForPreTraining,
     BertModelOutput,
     BertSelfAttention,
+    check_heads_and_padding,
     check_inputs,
     keys_mask,
 )
@@ -59,40 +61,31 @@ class AlbertConfig(HFConfig):
     Taught in: 07_albert ("Counting parameters exactly").
     """
 
-    vocab_size: int = 30000
-    embedding_size: int = 128
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_hidden_groups: int = 1
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    inner_group_num: int = 1
-    hidden_act: str = "gelu_new"
-    hidden_dropout_prob: float = 0.0
-    attention_probs_dropout_prob: float = 0.0
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
-    classifier_dropout_prob: float = 0.1
-    pad_token_id: int = 0
+    vocab_size: int = field(default=30000, metadata=Range(1).rule())
+    embedding_size: int = field(default=128, metadata=Range(1).rule())
+    hidden_size: int = field(default=768, metadata=Range(1).rule())
+    num_hidden_layers: int = field(default=12, metadata=Range(1).rule())
+    num_hidden_groups: int = field(default=1, metadata=Range(1).rule())
+    num_attention_heads: int = field(default=12, metadata=Range(1).rule())
+    intermediate_size: int = field(default=3072, metadata=Range(1).rule())
+    inner_group_num: int = field(default=1, metadata=Range(1).rule())
+    hidden_act: str = field(default="gelu_new", metadata=OneOf(tuple(ACTIVATIONS)).rule())
+    hidden_dropout_prob: float = field(default=0.0, metadata=Range(0, 1).rule())
+    attention_probs_dropout_prob: float = field(default=0.0, metadata=Range(0, 1).rule())
+    max_position_embeddings: int = field(default=512, metadata=Range(1).rule())
+    type_vocab_size: int = field(default=2, metadata=Range(1).rule())
+    initializer_range: float = field(default=0.02, metadata=Range(0).rule())
+    layer_norm_eps: float = field(default=1e-12, metadata=Range(0, open=True).rule())
+    classifier_dropout_prob: float = field(default=0.1, metadata=Range(0, 1).rule())
+    pad_token_id: int = field(default=0, metadata=Range(0).rule())
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-                     "num_attention_heads", "intermediate_size", "inner_group_num", "max_position_embeddings",
-                     "type_vocab_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
-            )
+        check_fields(self)
+        check_heads_and_padding(self)
         if self.num_hidden_layers % self.num_hidden_groups:
-            raise ValueError(f"num_hidden_layers {self.num_hidden_layers} is not divisible by num_hidden_groups "
+            raise FieldError(["num_hidden_groups", "num_hidden_layers"],
+                             f"num_hidden_layers {self.num_hidden_layers} is not divisible by num_hidden_groups "
                              f"{self.num_hidden_groups} (each group serves L / G consecutive layers)")
-        activation(self.hidden_act)
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "AlbertConfig":

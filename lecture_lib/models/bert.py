@@ -17,7 +17,7 @@ Taught in: 04_bert_pretraining ("The input: three embeddings", "The model").
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import torch
@@ -25,8 +25,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import attend, merge_heads, split_heads
+from lecture_lib.config import FieldError, OneOf, Range, check_fields
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.activations import activation
+from lecture_lib.models.activations import ACTIVATIONS, activation
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 from lecture_lib.models.unpadding import Packing, attend_packed
 
@@ -40,32 +41,23 @@ class BertConfig(HFConfig):
     Taught in: 04_bert_pretraining ("The model").
     """
 
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
-    pad_token_id: int = 0
+    vocab_size: int = field(default=30522, metadata=Range(1).rule())
+    hidden_size: int = field(default=768, metadata=Range(1).rule())
+    num_hidden_layers: int = field(default=12, metadata=Range(1).rule())
+    num_attention_heads: int = field(default=12, metadata=Range(1).rule())
+    intermediate_size: int = field(default=3072, metadata=Range(1).rule())
+    hidden_act: str = field(default="gelu", metadata=OneOf(tuple(ACTIVATIONS)).rule())
+    hidden_dropout_prob: float = field(default=0.1, metadata=Range(0, 1).rule())
+    attention_probs_dropout_prob: float = field(default=0.1, metadata=Range(0, 1).rule())
+    max_position_embeddings: int = field(default=512, metadata=Range(1).rule())
+    type_vocab_size: int = field(default=2, metadata=Range(1).rule())
+    initializer_range: float = field(default=0.02, metadata=Range(0).rule())
+    layer_norm_eps: float = field(default=1e-12, metadata=Range(0, open=True).rule())
+    pad_token_id: int = field(default=0, metadata=Range(0).rule())
 
     def __post_init__(self) -> None:
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
-            )
-        activation(self.hidden_act)
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
+        check_fields(self)
+        check_heads_and_padding(self)
         # {layer: [heads]} removed by BertModel.prune_heads: an attribute, not a field, so that recipes (and
         # their cache keys) and the command line's flags stay as they were; config.json carries it when not empty
         self.pruned_heads: dict[int, list[int]] = {}
@@ -82,6 +74,17 @@ class BertConfig(HFConfig):
         config = super().from_dict(values)
         config.pruned_heads = pruned_heads_table(config, values.get("pruned_heads") or {})
         return config
+
+
+def check_heads_and_padding(config: BertConfig | Any) -> None:
+    """The rules between a BERT-like config's fields: the width splits evenly into heads, and the padding
+    id is a token of the vocabulary (a :class:`~lecture_lib.config.FieldError` naming the fields)."""
+    if config.hidden_size % config.num_attention_heads:
+        raise FieldError(["num_attention_heads", "hidden_size"], f"hidden_size {config.hidden_size} is not divisible "
+                         f"by num_attention_heads {config.num_attention_heads}")
+    if config.pad_token_id >= config.vocab_size:
+        raise FieldError(["pad_token_id", "vocab_size"],
+                         f"expected pad_token_id in [0, {config.vocab_size}), got {config.pad_token_id}")
 
 
 def pruned_heads_table(config: BertConfig, heads: dict[Any, Iterable[int]]) -> dict[int, list[int]]:

@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from lecture_lib.cache import atomic_write
+
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the safe format first; older checkpoints lack it
 
 
@@ -277,17 +279,16 @@ class PreTrainedModule(nn.Module):
 
         Taught in: 04_bert_pretraining ("Pretraining a small BERT").
         """
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         hf_config = {"architectures": [self.hf_class], "model_type": self.family.model_type,
                      **self.config.to_dict(), **self._config_extras()}
-        (directory / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
+        atomic_write(directory / "config.json", json.dumps(hf_config, indent=2) + "\n")
         tied = self.tied_keys()
         state = {self.family.to_theirs(k): v.detach().contiguous().cpu()
                  for k, v in self.state_dict().items() if k not in tied}
-        save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+        atomic_write(directory / "model.safetensors", save(state, metadata={"format": "pt"}))
         return directory
 
 

@@ -22,12 +22,13 @@ Taught in: 06_roberta_spanbert ("RoBERTa: the same model, a different recipe").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lecture_lib.config import same_rule_as
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BERT, BertConfig, BertEmbeddings, BertModel, BertModelOutput
 from lecture_lib.models.heads import BertForSequenceClassification, NoPooler
@@ -43,11 +44,11 @@ class RobertaConfig(BertConfig):
     Taught in: 06_roberta_spanbert ("RoBERTa: the same model, a different recipe").
     """
 
-    vocab_size: int = 50265
-    max_position_embeddings: int = 514
-    type_vocab_size: int = 1
-    layer_norm_eps: float = 1e-5
-    pad_token_id: int = 1
+    vocab_size: int = field(default=50265, metadata=same_rule_as(BertConfig, "vocab_size"))
+    max_position_embeddings: int = field(default=514, metadata=same_rule_as(BertConfig, "max_position_embeddings"))
+    type_vocab_size: int = field(default=1, metadata=same_rule_as(BertConfig, "type_vocab_size"))
+    layer_norm_eps: float = field(default=1e-5, metadata=same_rule_as(BertConfig, "layer_norm_eps"))
+    pad_token_id: int = field(default=1, metadata=same_rule_as(BertConfig, "pad_token_id"))
     bos_token_id: int = 0
     eos_token_id: int = 2
 

@@ -38,6 +38,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lecture_lib.cache import atomic_write
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.tokenization.bpe import merge_pair
 
@@ -293,9 +294,8 @@ class WordPieceTokenizer:
             raise ValueError(f"malformed vocabulary file {os.fspath(path)!r}: {error}") from None
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the vocabulary as a BERT ``vocab.txt``."""
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(t + "\n" for t in self.id_to_token))
+        """Write the vocabulary as a BERT ``vocab.txt`` (atomically: the file is whole or as it was)."""
+        atomic_write(path, "".join(t + "\n" for t in self.id_to_token))
 
     # ------------------------------------------------------------ vocabulary access
 

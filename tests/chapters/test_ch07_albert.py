@@ -18,6 +18,7 @@ from lecture_lib.chapters.ch07_albert import (
 )
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining
 from lecture_lib.models.bert import BertConfig
+from tests.command_line import assert_refused, refused_in_process, rule_rows, run_command, trap_pretraining
 
 VARIANTS = [dict(), dict(num_hidden_groups=2), dict(num_hidden_groups=4, inner_group_num=2),
             dict(embedding_size=64, intermediate_size=100)]
@@ -91,3 +92,29 @@ def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch
     assert isinstance(config.model, AlbertConfig)
     assert (config.model.embedding_size, config.model.num_hidden_groups, config.objective.pairs) == (32, 2, "sop")
     assert config.model.hidden_size == chapter_config().model.hidden_size  # the rest is the chapter's recipe
+
+
+# ALBERT's own rules, then one row per rule of the recipe's fields (the family's fields included).
+BAD_INPUT = [
+    (["--model.num_hidden_groups", "3"], "--model.num_hidden_groups",
+     "num_hidden_layers 4 is not divisible by num_hidden_groups 3 (each group serves L / G consecutive layers)"),
+    (["--model.embedding_size", "0"], "--model.embedding_size", "expected a value >= 1, got 0"),
+    (["--model.classifier_dropout_prob", "1.5"], "--model.classifier_dropout_prob", "expected a value in [0, 1]"),
+    (["--objective.pairs", "rtd"], "--objective.pairs", "expected one of nsp, sop, got 'rtd'"),
+]
+
+
+def test_every_constrained_flag_is_refused_in_one_line_before_any_work(monkeypatch, tmp_path, capsys):
+    trap_pretraining(monkeypatch, tmp_path)
+    rows = BAD_INPUT + rule_rows(chapter_config)
+    assert any(flag == "--model.inner_group_num" for _, flag, _ in rows)  # ALBERT's fields, not BERT's
+    for argv, flag, reason in rows:
+        assert_refused(*refused_in_process(main, ["--out", "run", *argv], capsys), flag, reason)
+    assert not any(tmp_path.iterdir()), "no output folder, no cache entry"
+
+
+def test_the_command_refuses_bad_input_as_a_user_sees_it(tmp_path):
+    argv, flag, reason = BAD_INPUT[0]
+    result = run_command("lecture_lib.chapters.ch07_albert", ["--out", "run", *argv], tmp_path)
+    assert_refused(result.returncode, result.stderr, result.stdout, flag, reason)
+    assert not any(tmp_path.iterdir())

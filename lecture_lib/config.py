@@ -1,0 +1,142 @@
+"""The rules a config's fields obey, stated once beside the field, and the command lines that read them.
+
+A field's rule is its metadata, ``steps: int = field(default=300, metadata=Range(1).rule())``; the dataclass's
+``__post_init__`` calls :func:`check_fields`, which raises a :class:`FieldError` naming the field. The command
+lines show the same rule in ``--help`` (``>= 1``) and turn a :class:`FieldError` into a one-line error naming
+the flag (``--train.steps: expected a value >= 1, got -5``), before any work starts.
+
+Taught in: 04_bert_pretraining ("A training loop for real runs").
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Sequence
+
+RULE = "rule"  # the metadata key of a field's rule
+
+
+class FieldError(ValueError):
+    """A value a config refuses: ``fields`` names the field(s) at fault (dotted paths once nested, as
+    :meth:`within` makes them), ``reason`` says what was expected and what came."""
+
+    def __init__(self, names: Sequence[str], reason: str) -> None:
+        self.fields, self.reason = tuple(names), reason
+        super().__init__(f"{', '.join(self.fields)}: {reason}")
+
+    def within(self, part: str) -> FieldError:
+        """The same error, its fields seen from the config that holds this one as ``part``."""
+        return FieldError([f"{part}.{name}" for name in self.fields], self.reason)
+
+
+@dataclass(frozen=True)
+class Range:
+    """Numbers from ``low`` to ``high`` (``None``: unbounded), both ends included unless ``open``; ``why``
+    explains a bound that is not obvious. ``None`` passes (an optional field's "unset").
+
+    >>> str(Range(0, 1)), str(Range(1)), str(Range(0, 1, open=True)), str(Range(0, open=True))
+    ('in [0, 1]', '>= 1', 'in (0, 1)', '> 0')
+    """
+
+    low: float | None = None
+    high: float | None = None
+    open: bool = False
+    why: str = ""
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"{'>' if self.open else '>='} {self.low}"
+        return f"in {'(' if self.open else '['}{self.low}, {self.high}{')' if self.open else ']'}"
+
+    def allows(self, value: Any) -> bool:
+        if value is None:
+            return True
+        above = self.low is None or (value > self.low if self.open else value >= self.low)
+        return above and (self.high is None or (value < self.high if self.open else value <= self.high))
+
+    def reason(self, value: Any) -> str:
+        return f"expected a value {self}{f' ({self.why})' if self.why else ''}, got {value}"
+
+    def rule(self) -> dict[str, Any]:
+        """The field metadata that attaches this rule."""
+        return {RULE: self}
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of ``values`` (``None`` passes: an optional field's "unset").
+
+    >>> str(OneOf(("nsp", "sop")))
+    'one of nsp, sop'
+    """
+
+    values: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"one of {', '.join(self.values)}"
+
+    def allows(self, value: Any) -> bool:
+        return value is None or value in self.values
+
+    def reason(self, value: Any) -> str:
+        return f"expected {self}, got {value!r}"
+
+    def rule(self) -> dict[str, Any]:
+        return {RULE: self}
+
+
+def rule_of(config_class: type, name: str) -> Range | OneOf | None:
+    """The rule of field ``name`` of ``config_class`` (``None``: any value of its type)."""
+    return next(f.metadata.get(RULE) for f in fields(config_class) if f.name == name)
+
+
+def same_rule_as(config_class: type, name: str) -> dict[str, Any]:
+    """The field metadata that gives a field the rule of field ``name`` of ``config_class``: one rule for a
+    setting that two configs carry (a recipe's ``train.steps`` and the training loop's ``steps``)."""
+    return {RULE: rule_of(config_class, name)}
+
+
+def check_fields(config: Any) -> None:
+    """Raise a :class:`FieldError` for the first field of ``config`` that its rule refuses."""
+    for f in fields(config):
+        rule, value = f.metadata.get(RULE), getattr(config, f.name)
+        if rule is not None and not rule.allows(value):
+            raise FieldError([f.name], rule.reason(value))
+
+
+# ---------------------------------------------------------------- command lines
+
+
+class FlagParser(argparse.ArgumentParser):
+    """argparse, with every error on one line of stderr naming the flag (``PROG: error: --steps: expected a
+    value >= 1, got 0``) and exit status 2: no usage block above it (``--help`` shows that)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        message = message.removeprefix("argument ")  # argparse's "argument --x: ...", as the others read
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
+
+
+def flag_type(parse: Callable[[str], Any], rule: Range | OneOf | None = None) -> Callable[[str], Any]:
+    """An argparse ``type``: ``parse`` the text (the message of its ``ValueError`` is the error), then refuse
+    a value outside ``rule``; either way one line naming the flag."""
+    def parse_flag(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError as error:
+            simple = parse in (int, float)  # their messages ("invalid literal for int() ...") are Python's
+            reason = f"expected {parse.__name__}, got {text!r}" if simple else str(error)
+            raise argparse.ArgumentTypeError(reason) from None
+        if rule is not None and not rule.allows(value):
+            raise argparse.ArgumentTypeError(rule.reason(value))
+        return value
+    return parse_flag
+
+
+def add_ranged(parser: argparse.ArgumentParser | Any, flag: str, parse: Callable[[str], Any], rule: Range | OneOf,
+               help: str = "", **options: Any) -> None:
+    """``parser.add_argument(flag)`` whose value is checked against ``rule`` as it is read, and whose help
+    says the rule and the default."""
+    default = options.get("default")
+    shown = "; ".join(part for part in (help, str(rule), f"default: {default}" if default is not None else "") if part)
+    parser.add_argument(flag, type=flag_type(parse, rule), help=shown, **options)

@@ -1,0 +1,65 @@
+"""lecture_lib.config: field rules, the errors that name their field, and the one-line command-line errors."""
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from lecture_lib.config import (
+    FieldError,
+    FlagParser,
+    OneOf,
+    Range,
+    add_ranged,
+    check_fields,
+    rule_of,
+    same_rule_as,
+)
+
+
+@dataclass
+class Recipe:
+    steps: int = field(default=3, metadata=Range(1).rule())
+    share: float = field(default=0.5, metadata=Range(0, 1, open=True, why="a part of the whole").rule())
+    pairs: str | None = field(default=None, metadata=OneOf(("nsp", "sop")).rule())
+    name: str = "run"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass
+class Copy:
+    steps: int = field(default=3, metadata=same_rule_as(Recipe, "steps"))
+
+
+@pytest.mark.parametrize("values, expected", [
+    (dict(steps=0), "steps: expected a value >= 1, got 0"),
+    (dict(share=1.0), "share: expected a value in (0, 1) (a part of the whole), got 1.0"),
+    (dict(pairs="rtd"), "pairs: expected one of nsp, sop, got 'rtd'"),
+])
+def test_a_field_outside_its_rule_is_refused_by_name(values, expected):
+    with pytest.raises(FieldError) as error:
+        Recipe(**values)
+    assert str(error.value) == expected and error.value.fields == (next(iter(values)),)
+    assert str(error.value.within("train")) == f"train.{expected}"
+
+
+def test_unset_optional_fields_and_values_inside_the_rule_pass():
+    assert Recipe(steps=1, share=0.999, pairs="sop") and Recipe(pairs=None)
+    assert Range(1).allows(None) and not Range(0, 1).allows(1.5) and Range(0, 1).allows(1)
+
+
+def test_a_copied_rule_is_the_same_rule():
+    assert rule_of(Copy, "steps") is rule_of(Recipe, "steps") and rule_of(Recipe, "name") is None
+
+
+def test_flag_errors_are_one_line_naming_the_flag_with_the_rule_in_help(capsys):
+    parser = FlagParser(prog="demo")
+    add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=20)
+    assert "timed repeats; >= 1; default: 20" in " ".join(parser.format_help().split())
+    assert parser.parse_args(["--repeats", "2"]).repeats == 2
+    for value, reason in [("0", "expected a value >= 1, got 0"), ("x", "expected int, got 'x'")]:
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(["--repeats", value])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err == f"demo: error: --repeats: {reason} (--help lists the flags)\n"
