@@ -14,7 +14,11 @@ from lecture_lib.chapters import ch01_attention, ch02_transformer, ch09_t5_bart,
 from lecture_lib.compression.distillation import TripleLoss
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.decoding import greedy_exact_match
+from lecture_lib.finetuning.finetune import Task
+from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
+from lecture_lib.models.distilbert import distilbert_from_bert
+from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 from tests.fake_accelerator import MISMATCH, FakeAccelerator
@@ -86,3 +90,21 @@ def test_the_fake_accelerator_fails_as_cuda_does():
             y.numpy()
         assert y.cpu().device == torch.device("cpu") and torch.equal(y.cpu(), y.detach().cpu())
         assert torch.zeros(2, device=y.device).device == device
+
+
+def test_chapter_12_fine_tunes_a_student_on_its_teachers_soft_targets_on_the_accelerator():
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16)
+    teacher_on_task = BertForSequenceClassification(config, 2).eval()
+    student = distilbert_from_bert(BertForPreTraining(config))
+    g = torch.Generator().manual_seed(0)
+    features = dict(input_ids=torch.randint(5, 30, (8, 6), generator=g), attention_mask=torch.ones(8, 6, dtype=torch.long),
+                    token_type_ids=torch.zeros(8, 6, dtype=torch.long), labels=torch.randint(2, (8,), generator=g))
+    task = Task("acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)),
+                EncodedTask(dict(features)), [])
+    chapter = ch12_compression.chapter_config(finetune=dict(steps=2, batch_size=4), dark_knowledge_steps=2)
+    with FakeAccelerator():
+        head = ch12_compression.soft_or_hard_labels(student, teacher_on_task, task, 8, True, chapter)
+        assert 0 <= ch12_compression.headline_score(head, task) <= 100
+    assert next(teacher_on_task.parameters()).device == torch.device("cpu")
