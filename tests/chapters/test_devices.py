@@ -14,12 +14,12 @@ from lecture_lib.chapters import ch01_attention, ch02_transformer, ch09_t5_bart,
 from lecture_lib.compression.distillation import TripleLoss
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.decoding import greedy_exact_match
-from lecture_lib.finetuning.finetune import Task
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from lecture_lib.models.distilbert import distilbert_from_bert
 from lecture_lib.models.heads import BertForSequenceClassification
-from lecture_lib.pretraining import PretrainResult
+from lecture_lib.pretraining import PretrainConfig, PretrainingData, PretrainResult, evaluate_left_to_right, pretrain
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 from tests.fake_accelerator import MISMATCH, FakeAccelerator
 
@@ -92,19 +92,43 @@ def test_the_fake_accelerator_fails_as_cuda_does():
         assert torch.zeros(2, device=y.device).device == device
 
 
+def _tiny_task(vocab_size: int) -> Task:
+    g = torch.Generator().manual_seed(0)
+    features = dict(input_ids=torch.randint(5, vocab_size, (8, 6), generator=g),
+                    attention_mask=torch.ones(8, 6, dtype=torch.long), token_type_ids=torch.zeros(8, 6, dtype=torch.long),
+                    labels=torch.randint(2, (8,), generator=g))
+    return Task("acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)),
+                EncodedTask(dict(features)), [])
+
+
+TINY_BERT = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                 max_position_embeddings=16)
+
+
 def test_chapter_12_fine_tunes_a_student_on_its_teachers_soft_targets_on_the_accelerator():
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16)
+    config = BertConfig(vocab_size=30, **TINY_BERT)
     teacher_on_task = BertForSequenceClassification(config, 2).eval()
     student = distilbert_from_bert(BertForPreTraining(config))
-    g = torch.Generator().manual_seed(0)
-    features = dict(input_ids=torch.randint(5, 30, (8, 6), generator=g), attention_mask=torch.ones(8, 6, dtype=torch.long),
-                    token_type_ids=torch.zeros(8, 6, dtype=torch.long), labels=torch.randint(2, (8,), generator=g))
-    task = Task("acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)),
-                EncodedTask(dict(features)), [])
+    task = _tiny_task(30)
     chapter = ch12_compression.chapter_config(finetune=dict(steps=2, batch_size=4), dark_knowledge_steps=2)
     with FakeAccelerator():
         head = ch12_compression.soft_or_hard_labels(student, teacher_on_task, task, 8, True, chapter)
         assert 0 <= ch12_compression.headline_score(head, task) <= 100
     assert next(teacher_on_task.parameters()).device == torch.device("cpu")
+
+
+def test_pretraining_evaluation_and_fine_tuning_run_on_the_accelerator(minilm):
+    """What chapters 04-12 build on: pretrain (with its evaluations), the left-to-right loss, fine-tune and score."""
+    tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    config = PretrainConfig.from_dict(dict(model=TINY_BERT, data=dict(seq_len=16, eval_pairs=16),
+                                           train=dict(batch_size=4, steps=2, eval_every=1)),
+                                      dict(data=dict(vocab_size=tokenizer.vocab_size)))
+    data = PretrainingData.from_corpus(config, tokenizer=tokenizer)
+    with FakeAccelerator() as device:
+        result = pretrain(config, data=data, progress=False)
+        left_to_right = evaluate_left_to_right(result.model, data.eval_batches(), tokenizer.mask_token_id)
+        tuned = finetune(_tiny_task(100), new_head(_tiny_task(100), result.model.bert, FinetuneConfig(steps=2)),
+                         FinetuneConfig(steps=2, batch_size=4))
+        assert next(tuned.model.parameters()).device == device
+    assert len(result.history.evals) == 2 and left_to_right["lm_loss"] > 0 and "accuracy" in tuned.scores
