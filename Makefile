@@ -40,3 +40,11 @@ notebooks: $(VENV)/.installed
 
 clean:
 	rm -rf _build $(VENV)
+
+## gpu-check: every notebook (quick profile) on the GPU from an empty cache, cell by cell, printing slow cells'
+## times and the first failing cell's traceback, then the CUDA-only tests. Refused without a GPU;
+## `make gpu-check DEVICE=cpu` runs the same check on the CPU.
+DEVICE ?= cuda
+.PHONY: gpu-check
+gpu-check: $(VENV)/.installed
+	$(BIN)/python -m lecture_lib.bench gpu_check --device $(DEVICE)

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from lecture_lib.data.toy import BOS, EOS, PAD, Seq2SeqBatch
+from lecture_lib.runtime import module_device
 
 State = Union[torch.Tensor, tuple[torch.Tensor, ...]]
 
@@ -212,7 +213,7 @@ def greedy_exact_match(model: EncoderDecoder, batch: Seq2SeqBatch) -> torch.Tens
 
     Taught in: 02_transformer ("Training").
     """
-    device = next(model.parameters()).device if isinstance(model, nn.Module) else batch.src.device
+    device = module_device(model) if isinstance(model, nn.Module) else batch.src.device
     predicted, _ = greedy_decode(model, batch.src.to(device), max_len=batch.tgt_out.shape[1])
     return sequences_equal(predicted.cpu(), batch.tgt_out.cpu())
 

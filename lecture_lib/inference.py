@@ -10,6 +10,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from lecture_lib.runtime import module_device, to_device
+
 
 @torch.no_grad()
 def forward_in_batches(model: nn.Module, inputs: dict[str, torch.Tensor], names: Sequence[str], *,
@@ -29,10 +31,10 @@ def forward_in_batches(model: nn.Module, inputs: dict[str, torch.Tensor], names:
     (count,) = set(sizes.values())
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
+    device = module_device(model)
     chunks: dict[str, list] = {}
     for i in range(0, count, batch_size):
-        out = model(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()}, **forward_kwargs)
+        out = model(**to_device({k: v[i:i + batch_size] for k, v in inputs.items()}, device), **forward_kwargs)
         for name in names:
             value = getattr(out, name, None)
             if value is not None:

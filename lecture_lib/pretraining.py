@@ -64,7 +64,7 @@ from lecture_lib.objectives.sentence_pairs import (
     make_pairs,
 )
 from lecture_lib.profile import ENV_VAR, PROFILES, current
-from lecture_lib.runtime import default_device, existing_device, generator, seed_everything
+from lecture_lib.runtime import default_device, existing_device, generator, module_device, seed_everything, to_device
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import (
     History,
@@ -443,11 +443,11 @@ def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dic
     """
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
+    device = module_device(model)
     head = pretraining_head(model.config)
     loss_sum, correct, total, pair_correct, pairs = 0.0, 0, 0, 0, 0
     for batch in batches:
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = to_device(batch, device)
         out = model(**batch, masked_only=True)
         right, n = mlm_accuracy(out.prediction_logits, batch["labels"])
         if n:
@@ -474,10 +474,10 @@ def evaluate_at_masks(model: BertForPreTraining | AlbertForPreTraining, batches:
     """
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
+    device = module_device(model)
     predictions, labels, inputs = [], [], []
     for batch in batches:
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = to_device(batch, device)
         logits = model(**batch, masked_only=True).prediction_logits  # (N, V) at the selected positions
         predicted = torch.full_like(batch["labels"], IGNORE_INDEX)
         predicted[batch["labels"] != IGNORE_INDEX] = logits.argmax(-1)
@@ -544,10 +544,10 @@ def evaluate_left_to_right(model: BertForPreTraining, batches: list[dict[str, to
     """
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
+    device = module_device(model)
     losses, predictions, labels, inputs = [], [], [], []
     for batch in batches:
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = to_device(batch, device)
         losses.append(left_to_right_loss(model, batch).item() * int(batch["attention_mask"][:, 1:].sum()))
         predicted = torch.full_like(batch["labels"], IGNORE_INDEX)
         predicted[:, 1:] = left_to_right_logits(model, batch)[:, :-1].argmax(-1)

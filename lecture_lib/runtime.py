@@ -3,6 +3,7 @@ runs spread over the CPU's cores."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -46,6 +47,40 @@ def existing_device(name: str) -> torch.device:
     if full not in available:
         raise ValueError(f"device {name!r} is not available here; available: {', '.join(available)}")
     return device
+
+
+def to_device(batch: Any, device: torch.device | str) -> Any:
+    """``batch`` with every tensor in it on ``device``: a tensor, a (nested) dict, list or tuple (named tuples
+    kept), or a dataclass of tensors (a copy with its fields moved); anything else is returned as it is.
+
+    The one way a loop puts a batch where its model is (:func:`module_device`): :func:`lecture_lib.train.train`,
+    the evaluation loops and :func:`lecture_lib.inference.forward_in_batches` call it.
+
+    >>> from lecture_lib.data.toy import make_batch
+    >>> moved = to_device({"x": torch.ones(2), "pair": (make_batch([torch.tensor([5])], [torch.tensor([6])]), 3)}, "meta")
+    >>> moved["x"].device, moved["pair"][0].src.device, moved["pair"][1]
+    (device(type='meta'), device(type='meta'), 3)
+    """
+    device = torch.device(device)
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=device.type != "cpu")
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
+        moved = {f.name: to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch) if f.init}
+        return dataclasses.replace(batch, **moved)
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    return batch
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of ``module``'s first parameter (or buffer); the CPU for a module that has neither."""
+    for tensor in (*module.parameters(), *module.buffers()):
+        return tensor.device
+    return torch.device("cpu")
 
 
 def seed_everything(seed: int) -> torch.Generator:

@@ -29,13 +29,14 @@ from tqdm.auto import tqdm  # a widget in Jupyter and Colab, text in a terminal
 
 from lecture_lib.cache import atomic_open
 from lecture_lib.config import OneOf, Range, check_fields
-from lecture_lib.runtime import default_device
+from lecture_lib.runtime import default_device, to_device
 
 Batch = Any
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 PRECISIONS = ("auto", "fp32", "bf16")
+LOG_EVERY = 100  # steps between reads of the training loss from the device (each read waits for it)
 # Fields that change what a run computes: a checkpoint resumes only under the same values.
 _RESUME_FIELDS = ("steps", "lr", "weight_decay", "warmup_steps", "schedule", "grad_clip", "grad_accum", "precision")
 
@@ -114,17 +115,6 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def to_device(batch: Batch, device: torch.device) -> Batch:
-    """Move every tensor inside a (nested) dict, list or tuple to ``device``."""
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, dict):
-        return {k: to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(v, device) for v in batch)
-    return batch
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -227,8 +217,12 @@ def train(
     Each optimizer step averages ``config.grad_accum`` micro-batches ``batch_fn(step * grad_accum + j)``
     (under W data-parallel workers, worker r reads ``batch_fn((step * grad_accum + j) * W + r)``).
     ``loss_fn(model, batch)`` receives the model as it runs (compiled, data-parallel): it should call
-    it rather than reach into its submodules. ``evaluate(model)`` receives the plain model in eval mode,
-    under ``torch.no_grad``. With ``config.checkpoint_dir`` set, a checkpoint found there is resumed:
+    it rather than reach into its submodules. Every batch is moved to the model's device with
+    :func:`~lecture_lib.runtime.to_device` (tensors in dicts, lists, tuples and dataclasses); a loss that
+    needs other modules (a teacher, a frozen encoder) is an ``nn.Module`` holding them, and moves with the
+    model. The losses stay on the device and are read every ``LOG_EVERY`` steps, at evaluations,
+    checkpoints and the end, so a GPU is not made to wait for the host at every step. ``evaluate(model)``
+    receives the plain model in eval mode, under ``torch.no_grad``. With ``config.checkpoint_dir`` set, a checkpoint found there is resumed:
     weights, optimizer moments, step, history and random-number state, so the run ends exactly where
     an uninterrupted one would.
 
@@ -243,6 +237,8 @@ def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, 
     rank, world = distributed_context()
     device = _pick_device(device, world)
     model.to(device)
+    if isinstance(loss_fn, nn.Module):
+        loss_fn.to(device)  # what the loss needs beside the model (a teacher, a frozen encoder) goes with it
     fused = config.fused if config.fused is not None else device.type == "cuda"
     optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, fused=fused)
     history, start = History(), 0
@@ -260,6 +256,20 @@ def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, 
     factor = SCHEDULES[config.schedule]
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="training", mininterval=1.0,
                disable=not config.progress or rank != 0)
+    pending: list[torch.Tensor] = []  # the steps' micro-batch losses, still on the device
+
+    def read_losses() -> None:  # one wait for the device per LOG_EVERY steps, not one per step
+        if not pending:
+            return
+        totals = [sum(row) for row in torch.stack(pending).tolist()]
+        if world > 1:
+            reduced = torch.tensor(totals, device=device)
+            dist.all_reduce(reduced)
+            totals = [total / world for total in reduced.tolist()]
+        history.loss.extend(totals)
+        pending.clear()
+        bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
+
     for step in bar:
         lr = config.lr * factor(step, config.warmup_steps, config.steps)
         for group in optimizer.param_groups:
@@ -278,21 +288,20 @@ def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, 
             nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        total = sum(torch.stack(losses).tolist())  # one device sync per step
-        if world > 1:
-            reduced = torch.tensor(total, device=device)
-            dist.all_reduce(reduced)
-            total = reduced.item() / world
-        history.loss.append(total)
+        pending.append(torch.stack(losses))
         history.lr.append(lr)
-        bar.set_postfix(loss=f"{history.loss[-1]:.3f}", refresh=False)
         done = step + 1
-        if evaluate is not None and ((config.eval_every and done % config.eval_every == 0) or done == config.steps):
+        evaluating = evaluate is not None and ((config.eval_every and done % config.eval_every == 0)
+                                               or done == config.steps)
+        saving = checkpoint is not None and ((config.checkpoint_every and done % config.checkpoint_every == 0)
+                                             or done == config.steps)
+        if evaluating or saving or done % LOG_EVERY == 0 or done == config.steps:
+            read_losses()
+        if evaluating:
             model.eval()
             with torch.no_grad():
                 history.evals.append((done, evaluate(model)))
-        if checkpoint is not None and ((config.checkpoint_every and done % config.checkpoint_every == 0)
-                                       or done == config.steps):
+        if saving:
             if rank == 0:
                 save_checkpoint(checkpoint, _state(model, optimizer, config, world, done, history))
             if world > 1:

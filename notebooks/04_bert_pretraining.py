@@ -93,7 +93,7 @@ from lecture_lib.pretraining import (
     unmasked_text,
 )
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import limit_cpu_threads, seed_everything
+from lecture_lib.runtime import limit_cpu_threads, module_device, seed_everything, to_device
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import TrainConfig, train
 
@@ -815,12 +815,12 @@ leak_config = synthetic_config(pretrain=dict(objective=dict(pairs=None))).pretra
 leak_run = TrainConfig(steps=100, lr=leak_config.train.lr, warmup_steps=10, num_threads=1)
 seed_everything(0)
 leaky = BertForPreTraining(leak_config.model)
-leak_history = train(leaky, synthetic_data.with_config(leak_config).batch, leaky_next_token_loss, leak_run,
-                     device="cpu")
+leak_history = train(leaky, synthetic_data.with_config(leak_config).batch, leaky_next_token_loss, leak_run)
 mask_id = language_tokenizer.mask_token_id
 leaky.eval()
 with torch.no_grad():  # held-out next-token loss as trained (the answer in view), and left to right
-    seen = sum(leaky_next_token_loss(leaky, b).item() * int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
+    seen = sum(leaky_next_token_loss(leaky, to_device(b, module_device(leaky))).item()
+               * int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
     seen /= sum(int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
 unseen = evaluate_left_to_right(leaky, language_eval, mask_id)["lm_loss"]
 print(f"full attention, next-token loss, {leak_run.steps} steps: training {leak_history.loss[0]:.2f} -> {leak_history.loss[-1]:.2f}")
@@ -967,7 +967,10 @@ if minilm is not None:  # the pretrained encoder separates the senses; our small
 # ```
 #
 # A run preempted after 8 of 12 steps and resumed by a fresh model (other random weights: everything must
-# come from the checkpoint) ends bit for bit where the uninterrupted run ends:
+# come from the checkpoint) ends bit for bit where the uninterrupted run ends. These three runs stay on the CPU
+# (`device="cpu"`), also on a GPU: bit for bit is a promise about one sequence of floating-point operations, and
+# on CUDA some kernels (the embedding's gradient among them) add in an order that changes from run to run, so two
+# uninterrupted GPU runs may already differ in their last bits.
 
 # %%
 class Preempted(Exception):

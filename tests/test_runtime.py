@@ -11,7 +11,16 @@ import pytest
 import torch
 
 from lecture_lib import runtime
-from lecture_lib.runtime import available_devices, cpu_workers, existing_device, generator, parallel_map, seed_of
+from lecture_lib.runtime import (
+    available_devices,
+    cpu_workers,
+    existing_device,
+    generator,
+    module_device,
+    parallel_map,
+    seed_of,
+    to_device,
+)
 
 DRAW = "import torch; from lecture_lib.runtime import generator; print(torch.rand(4, generator=generator('s', 7, 'x')).tolist())"
 
@@ -87,3 +96,24 @@ def test_a_device_is_taken_only_if_this_machine_has_it():
         existing_device(missing)
     with pytest.raises(ValueError, match="expected a device such as cpu.*, got 'gpu'"):
         existing_device("gpu")
+
+
+def test_to_device_moves_every_tensor_of_nested_containers_and_dataclasses():
+    from collections import namedtuple
+
+    from lecture_lib.data.toy import make_batch
+
+    Pair = namedtuple("Pair", "a b")
+    batch = {"seq": make_batch([torch.tensor([5, 6])], [torch.tensor([7])]),
+             "pairs": [Pair(torch.ones(2), "name")], "step": 3}
+    moved = to_device(batch, "meta")
+    assert moved["seq"].src.device.type == "meta" and moved["seq"].tgt_out.device.type == "meta"
+    assert isinstance(moved["pairs"][0], Pair) and moved["pairs"][0].a.device.type == "meta"
+    assert moved["pairs"][0].b == "name" and moved["step"] == 3
+    assert batch["seq"].src.device.type == "cpu"  # the original is left as it was
+
+
+def test_module_device_is_the_first_parameters_or_buffers_else_the_cpu():
+    assert module_device(torch.nn.Linear(2, 2, device="meta")).type == "meta"
+    assert module_device(torch.nn.BatchNorm1d(2, affine=False, device="meta")).type == "meta"
+    assert module_device(torch.nn.ReLU()) == torch.device("cpu")

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from lecture_lib.train import (
     save_checkpoint,
     train,
 )
+from tests.fake_accelerator import FakeAccelerator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,6 +37,12 @@ def _float32():
     torch.set_default_dtype(torch.float32)
     yield
     torch.set_default_dtype(previous)
+
+
+@dataclass
+class Pair:
+    x: torch.Tensor
+    rest: dict
 
 
 def make_model(seed: int = 0, dropout: float = 0.0) -> nn.Module:
@@ -88,6 +96,55 @@ def test_train_equals_a_plain_pytorch_loop():
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert history.loss == losses
     assert len(history.lr) == 7 and history.lr[2] == pytest.approx(0.01)
+
+
+def test_losses_read_from_the_device_every_few_steps_are_those_read_at_every_step(monkeypatch):
+    config = quiet(steps=7, lr=0.01, grad_accum=2, eval_every=3)
+    monkeypatch.setattr(train_module, "LOG_EVERY", 1)
+    every_step = train(make_model(), batch_fn, mse, config, device="cpu", evaluate=lambda m: {})
+    monkeypatch.setattr(train_module, "LOG_EVERY", 100)
+    history = train(make_model(), batch_fn, mse, config, device="cpu", evaluate=lambda m: {})
+    assert history.loss == every_step.loss and len(history.loss) == 7 and history.evals == every_step.evals
+
+
+class Teacher(nn.Module):
+    """A loss that needs a module beside the model: the model's outputs pulled to a fixed network's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = make_model(seed=1)
+
+    def forward(self, model: nn.Module, batch) -> torch.Tensor:
+        x, _ = batch
+        with torch.no_grad():
+            target = self.net(x)
+        return nn.functional.mse_loss(model(x), target)
+
+
+def _dataclass_batches(i: int) -> Pair:
+    x, y = batch_fn(i)
+    return Pair(x, {"y": [y]})
+
+
+def _dataclass_mse(model: nn.Module, batch: Pair) -> torch.Tensor:
+    return nn.functional.mse_loss(model(batch.x), batch.rest["y"][0])
+
+
+def test_train_moves_dataclass_batches_and_a_loss_module_with_the_model():
+    with FakeAccelerator() as device:
+        model, teacher = make_model(), Teacher()
+        train(model, _dataclass_batches, _dataclass_mse, quiet(steps=2))
+        train(model, batch_fn, teacher, quiet(steps=2))
+        assert {p.device for p in (*model.parameters(), *teacher.parameters())} == {device}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="runs on CUDA only; make gpu-check runs it on a GPU")
+def test_train_moves_batches_and_the_loss_module_on_cuda():
+    model, teacher = make_model(), Teacher()
+    history = train(model, _dataclass_batches, _dataclass_mse, quiet(steps=2))
+    train(model, batch_fn, teacher, quiet(steps=2))
+    assert {p.device.type for p in (*model.parameters(), *teacher.parameters())} == {"cuda"}
+    assert len(history.loss) == 2
 
 
 def test_linear_schedule_matches_transformers_after_warmup():

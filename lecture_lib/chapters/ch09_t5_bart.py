@@ -26,7 +26,7 @@ from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
 from lecture_lib.objectives.span_corruption import T5_SENTINELS
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator, seed_of
+from lecture_lib.runtime import generator, module_device, seed_of
 from lecture_lib.train import TrainConfig, train
 
 SPECIALS = ("<pad>", "</s>", "<unk>", "<M>")  # ids 0, 1, 2 as in T5's vocabulary
@@ -245,7 +245,7 @@ def evaluate_task(model: Seq2Seq, task: str, pairs: Sequence[tuple[list[str], li
     batch = batch_of(pairs, vocab)
     longest = int((batch["labels"] != IGNORE_INDEX).sum(1).max())
     c = model.config
-    tokens, _ = greedy_decode(model, batch["input_ids"], longest, bos=c.decoder_start_token_id, eos=c.eos_token_id,
+    tokens, _ = greedy_decode(model, batch["input_ids"].to(module_device(model)), longest, bos=c.decoder_start_token_id, eos=c.eos_token_id,
                               pad=c.pad_token_id, banned=())
     return sum(task_score(task, vocab.decode(row), b) for row, (_, b) in zip(tokens.tolist(), pairs)) / len(pairs)
 
@@ -288,9 +288,8 @@ def pretrain_then_finetune(model: Seq2Seq, pretraining: Callable[[int], dict] | 
     pretrain_loss = None
     if pretraining is not None:
         config = _schedule(recipe.pretrain_steps, recipe.lr)
-        pretrain_loss = train(model, pretraining, model_loss, config, device="cpu").loss[-1]
-    train(model, data.finetuning_batches(recipe.batch_size), model_loss,
-          _schedule(recipe.finetune_steps, recipe.lr), device="cpu")
+        pretrain_loss = train(model, pretraining, model_loss, config).loss[-1]
+    train(model, data.finetuning_batches(recipe.batch_size), model_loss, _schedule(recipe.finetune_steps, recipe.lr))
     with torch.no_grad():
         scores = {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
     return {"pretrain_loss": pretrain_loss, "scores": scores}

@@ -22,7 +22,7 @@ from torch import nn
 
 from lecture_lib.cache import cached, key
 from lecture_lib.chapters import ch05_bert_finetuning
-from lecture_lib.compression.distillation import TripleLoss, distillation_loss
+from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
@@ -182,23 +182,23 @@ def _masked_batches(text: dict[str, torch.Tensor], tokenizer: WordPieceTokenizer
     return batch_fn
 
 
-def distillation_objective(teacher: BertForPreTraining, loss: TripleLoss) -> Callable:
+def distillation_objective(teacher: BertForPreTraining, loss: TripleLoss) -> DistillationObjective:
     """``loss_fn(student, batch)`` for :func:`~lecture_lib.train.train`: the teacher's MLM logits and last
     hidden states (no gradient) against the student's, over the real tokens. The cosine term needs equal
     widths: a narrower student is trained with ``alpha_cos = 0`` (the hidden states are then not compared).
+    The teacher travels inside the objective, so ``train`` puts it on the student's device.
 
     Taught in: 12_compression ("A DistilBERT-style student").
     """
-    teacher.eval()
 
-    def loss_fn(student: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def loss_fn(student: nn.Module, teacher: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         with torch.no_grad():
             t = teacher(batch["input_ids"], batch["attention_mask"], output_hidden_states=True)
         s = student(**batch, output_hidden_states=True)
         return loss(s.logits, t.prediction_logits, s.loss, s.hidden_states[-1], t.hidden_states[-1],
                     mask=batch["attention_mask"].bool())["loss"]
 
-    return loss_fn
+    return DistillationObjective(teacher, loss_fn)
 
 
 @dataclass(frozen=True)
@@ -286,16 +286,17 @@ def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Modu
     """
     features = {k: v[:examples] for k, v in task.train.features.items()}
     few = EncodedTask(features, task.train.word_ids[:examples])
-    teacher_on_task.eval()
 
-    def loss_fn(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def loss(model: nn.Module, teacher: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         inputs = {k: v for k, v in batch.items() if k not in ("labels", "token_type_ids")}
         logits = model(**inputs).logits
         if not soft:
             return F.cross_entropy(logits, batch["labels"])
         with torch.no_grad():
-            target = teacher_on_task(**{k: v for k, v in batch.items() if k != "labels"}).logits
+            target = teacher(**{k: v for k, v in batch.items() if k != "labels"}).logits
         return distillation_loss(logits, target, temperature)
+
+    loss_fn = DistillationObjective(teacher_on_task, loss)
 
     seed_everything(config.finetune.seed)
     head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,

@@ -17,10 +17,13 @@ Taught in: 12_compression ("Distillation from first principles", "A DistilBERT-s
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 
 def soft_targets(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -109,3 +112,22 @@ class TripleLoss:
         weights = {"ce": self.alpha_ce, "mlm": self.alpha_mlm, "cos": self.alpha_cos}
         terms["loss"] = sum(weights[k] * terms[k] for k in list(terms))
         return terms
+
+
+class DistillationObjective(nn.Module):
+    """``loss_fn(student, batch)`` for :func:`~lecture_lib.train.train` that reads a teacher: ``loss(student,
+    teacher, batch)``. The objective holds a frozen copy of the teacher (eval mode, no gradients) as a
+    submodule, so the loop moves it to the student's device with the objective: a student on the GPU never
+    meets a teacher left on the CPU, and the caller's teacher stays where it was.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+
+    def __init__(self, teacher: nn.Module, loss: Callable[[nn.Module, nn.Module, Any], torch.Tensor]) -> None:
+        super().__init__()
+        self.teacher = copy.deepcopy(teacher).eval().requires_grad_(False)
+        self.loss = loss
+
+    def forward(self, student: nn.Module, batch: Any) -> torch.Tensor:
+        self.teacher.eval()
+        return self.loss(student, self.teacher, batch)
