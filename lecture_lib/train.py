@@ -76,7 +76,7 @@ class TrainConfig:
     """
 
     steps: int = field(metadata=Range(1).rule())
-    lr: float = field(default=1e-3, metadata=Range(0, open=True).rule())
+    lr: float = field(default=1e-3, metadata=Range(0).rule())  # 0: a run that must leave the weights as they were
     weight_decay: float = field(default=0.01, metadata=Range(0).rule())
     warmup_steps: int = field(default=0, metadata=Range(0).rule())
     schedule: str = field(default="constant", metadata=OneOf(tuple(SCHEDULES)).rule())

@@ -15,7 +15,6 @@ kernels are started with ``CUDA_VISIBLE_DEVICES`` empty, so that the notebooks p
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -26,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+
+from lecture_lib.config import FlagParser, Range, add_ranged, flag_type
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_SECONDS = 10.0
@@ -105,23 +106,30 @@ def print_report(report: NotebookReport) -> None:
         print("\n".join("      " + line for line in report.failure.traceback.splitlines()), flush=True)
 
 
+def existing_notebook(text: str) -> Path:
+    """A notebook argument: an existing ``.ipynb`` file, else a ``ValueError`` that names it."""
+    path = Path(text)
+    if path.suffix != ".ipynb" or not path.is_file():
+        raise ValueError(f"expected an existing .ipynb file, got {text!r}")
+    return path
+
+
 def device_name(device: str) -> str:
     return torch.cuda.get_device_name() if device == "cuda" else "the CPU"
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.bench gpu_check", description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=Path,
+    parser = FlagParser(prog="python -m lecture_lib.bench gpu_check", description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=flag_type(existing_notebook),
                         help="notebooks to run (default: every notebooks/NN_*.ipynb)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cuda (default; refused without a GPU) or cpu (the same check on the CPU)")
-    parser.add_argument("--slow", type=float, default=SLOW_SECONDS, help="print cells slower than this (s)")
+    add_ranged(parser, "--slow", float, Range(0), "print cells slower than this many seconds", default=SLOW_SECONDS)
     parser.add_argument("--no-tests", action="store_true", help="skip the CUDA-only tests")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
-        sys.exit("gpu_check: no CUDA GPU is visible to PyTorch here, so there is nothing to check on one. "
-                 "Run it on a machine with a GPU, or run the same check on the CPU: "
-                 "`make gpu-check DEVICE=cpu` (python -m lecture_lib.bench gpu_check --device cpu).")
+        parser.error("--device: no CUDA GPU is visible to PyTorch here, so there is nothing to check on one; run it "
+                     "on a machine with a GPU, or the same check on the CPU: make gpu-check DEVICE=cpu")
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     cache = tempfile.mkdtemp(prefix="lecture-gpu-check-")
     env = kernel_environment(args.device, cache)

@@ -40,7 +40,8 @@ def test_main_runs_the_notebooks_on_the_cpu_and_fails_when_a_cell_fails(tmp_path
     assert "on the CPU" in printed and "0 of 1 notebooks ran without a failing cell; failed: 01_example" in printed
 
 
-def test_without_a_gpu_it_refuses_unless_told_to_use_the_cpu(monkeypatch):
+def test_without_a_gpu_it_refuses_unless_told_to_use_the_cpu(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(SystemExit, match="DEVICE=cpu"):
+    with pytest.raises(SystemExit) as stopped:
         gpu_check.main([])
+    assert stopped.value.code == 2 and "make gpu-check DEVICE=cpu" in capsys.readouterr().err

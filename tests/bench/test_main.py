@@ -1,14 +1,17 @@
 """``python -m lecture_lib.bench NAME``: every benchmark refuses a bad flag in one line naming it, exit status 2,
 before it builds a model, a batch or a corpus (the builders are trapped: reaching one fails the test)."""
 
+import re
+
 import pytest
+import torch
 
 from lecture_lib.bench import __main__ as bench
 from tests.command_line import MISSING_DEVICE, assert_refused, refused_in_process, run_command, trap
 
 # Where each benchmark's work starts: trapped, so that a row that gets past the checks fails loudly.
 FIRST_WORK = {"attention": "compare_multihead", "bert": "BertForPreTraining", "compression": "time_variants",
-              "parallel": "section6_jobs", "synthetic": "sentences_per_second", "tokenization": "corpus_texts",
+              "gpu_check": "check_notebook", "parallel": "section6_jobs", "synthetic": "sentences_per_second", "tokenization": "corpus_texts",
               "transformer": "settings"}
 BAD_INPUT = [
     (["bert", "--batch-size", "0"], "--batch-size", "expected a value >= 1, got 0"),
@@ -24,6 +27,9 @@ BAD_INPUT = [
     (["attention", "--repeats", "0"], "--repeats", "expected a value >= 1, got 0"),
     (["compression", "--tokens", "-3"], "--tokens", "expected a value >= 1, got -3"),
     (["compression", "--repeats", "x"], "--repeats", "expected int, got 'x'"),
+    (["gpu_check", "--device", "cpu", "--slow", "-1"], "--slow", "expected a value >= 0, got -1.0"),
+    (["gpu_check", "--device", "tpu"], "--device", "invalid choice: 'tpu'"),
+    (["gpu_check", "--device", "cpu", "missing.ipynb"], "notebooks", "expected an existing .ipynb file, got 'missing.ipynb'"),
     (["parallel", "--jobs", "0"], "--jobs", "expected a value >= 1, got 0"),
     (["parallel", "--workers", "0"], "--workers", "expected a value >= 1, got 0"),
     (["synthetic", "--sentences", "0"], "--sentences", "expected a value >= 1, got 0"),
@@ -31,7 +37,8 @@ BAD_INPUT = [
     (["tokenization", "--merges", "0"], "--merges", "expected a value >= 1, got 0"),
     (["tokenization", "--documents", "0"], "--documents", "expected a value >= 1, got 0"),
     (["transformer", "--repeats", "0"], "--repeats", "expected a value >= 1, got 0"),
-    (["nope"], "NAME", "expected one of attention, bert, compression, parallel, synthetic, tokenization, "
+    *([(["gpu_check"], "--device", "no CUDA GPU is visible to PyTorch here")] if not torch.cuda.is_available() else []),
+    (["nope"], "NAME", "expected one of attention, bert, compression, gpu_check, parallel, synthetic, tokenization, "
                        "transformer, got 'nope'"),
 ]
 
@@ -56,4 +63,4 @@ def test_help_shows_each_flags_range(name, capsys):
     with pytest.raises(SystemExit):
         bench.main([name, "--help"])
     flat = " ".join(capsys.readouterr().out.split())
-    assert ">= 1; default: " in flat
+    assert re.search(r">= [01]; default: ", flat)
