@@ -15,7 +15,9 @@ A pytest plugin (``-p tests.executed_notebooks`` in pyproject's addopts) with th
   (:func:`pytest_xdist_make_scheduler`). Notebooks come first, in :data:`NOTEBOOK_ORDER`, so that the long
   ones start at once and the unit tests fill the gaps at the end.
 
-``--skip-executed`` (``make book``) deselects the notebooks whose outputs are already in the cache.
+``--skip-executed`` (``make book``) deselects the notebooks whose outputs are already in the cache. At the end,
+the session prints each notebook's time (its cells' setup, call and teardown, added up), so that a notebook
+that grows shows in every log.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import hashlib
 import os
 import shutil
 import sys
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -189,3 +192,22 @@ def _store(notebook_file) -> None:
             return  # the code changed since this session started: these outputs are not the code's any more
         cache.cache_notebook_bundle(CacheBundleIn(executed, str(Path(str(notebook_file.fspath)))),
                                     check_validity=False, overwrite=True)
+
+
+# --- Each notebook's time ----------------------------------------------------------------------------------
+
+_seconds: Counter = Counter()  # notebook file name -> seconds, from the reports that reach this process
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb"):
+        _seconds[Path(path).stem] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _seconds and not hasattr(terminalreporter.config, "workerinput"):
+        terminalreporter.section("notebook times")
+        for name, seconds in sorted(_seconds.items()):
+            terminalreporter.line(f"{seconds:7.1f} s  {name}")
+        terminalreporter.line(f"{sum(_seconds.values()):7.1f} s  all notebooks, one after another")
