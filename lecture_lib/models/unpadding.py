@@ -26,10 +26,12 @@ import torch.nn.functional as F
 
 from lecture_lib.attention import attend, padding_mask
 
-try:
-    from torch.nn.attention.varlen import varlen_attn  # PyTorch >= 2.9; the package asks for >= 2.3
-except ImportError:
-    varlen_attn = None
+varlen_attn = None  # the variable-length flash kernel runs on CUDA only; importing it costs a second (torch._dynamo)
+if torch.cuda.is_available():
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # PyTorch >= 2.9; the package asks for >= 2.3
+    except ImportError:
+        pass
 
 
 def sequence_lengths(attention_mask: torch.Tensor) -> torch.Tensor:
