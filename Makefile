@@ -36,7 +36,7 @@ test: $(VENV)/.installed
 
 ## notebooks: regenerate each output-free .ipynb from its py:percent source
 notebooks: $(VENV)/.installed
-	$(BIN)/jupytext --to ipynb notebooks/[0-9]*.py
+	$(BIN)/jupytext --to ipynb --update notebooks/[0-9]*.py
 
 clean:
 	rm -rf _build $(VENV)
