@@ -172,6 +172,8 @@ def direction(ours: Sequence[float], baseline: Sequence[float], *, seeds: Sequen
 
     >>> direction([0.8, 0.7], [0.1, 0.2], seeds=[0, 1], rule="attention ahead").rule
     'attention ahead, on every seed of 0, 1'
+    >>> direction([0.8], [0.1], seeds=[3], rule="attention ahead").rule
+    'attention ahead, on seed 3'
     >>> direction([0.8, 0.1], [0.1, 0.2], seeds=[0, 1], rule="attention ahead").verdict
     'not reproduced'
     >>> direction([2.0], [2.5], seeds=[0], rule="lower loss", higher=False, margin=0.1).verdict
@@ -183,7 +185,8 @@ def direction(ours: Sequence[float], baseline: Sequence[float], *, seeds: Sequen
                          f"{len(baseline)} for seeds {seeds}")
     sign = 1.0 if higher else -1.0
     won = all(sign * (a - b) > margin for a, b in zip(ours, baseline))
-    return holds(won, f"{rule}, on every seed of {', '.join(map(str, seeds))}")
+    named = f"on seed {seeds[0]}" if len(seeds) == 1 else f"on every seed of {', '.join(map(str, seeds))}"
+    return holds(won, f"{rule}, {named}")
 
 
 def mechanism_only(rule: str) -> Verdict:
@@ -275,6 +278,26 @@ def show_claims(key: str, caption: str, claims: Sequence[Claim], *, note: str = 
     else:
         glue(key, table, display=True)
     return text
+
+
+def glue_number(key: str, value: float) -> float:
+    """Glue a number of the run under ``key`` for the prose's ``{glue:text}`key``` (quiet), and return it.
+
+    In the book (``myst_nb`` importable) the number reaches the sentence that quotes it; in JupyterLab and Colab
+    nothing is glued, so the notebook prints the same number beside the sentence.
+
+    Taught in: 02_transformer ("13. A task with structure: translation").
+    """
+    if not KEY_PATTERN.match(key):
+        raise ValueError(f"expected a key of lower-case words joined by '-', like 'ch02-beam-changed', got {key!r}")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"expected an int or a float (a string would be quoted by {{glue:text}}), got {value!r}")
+    try:
+        from myst_nb import glue
+    except ImportError:
+        return value
+    glue(key, value, display=False)
+    return value
 
 
 # --- reading executed notebooks: the course's fidelity figure --------------------------------------------------

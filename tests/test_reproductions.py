@@ -163,7 +163,8 @@ def claim(key="01-attention-keeps-long-strings", verdict=None):
 def test_direction_must_hold_on_every_seed_named(ours, baseline, higher, margin, expected):
     verdict = direction(ours, baseline, seeds=range(len(ours)), rule="ours ahead", higher=higher, margin=margin)
     assert verdict.verdict == expected
-    assert verdict.rule == "ours ahead, on every seed of " + ", ".join(str(i) for i in range(len(ours)))
+    seeds = ", ".join(str(i) for i in range(len(ours)))
+    assert verdict.rule == (f"ours ahead, on every seed of {seeds}" if len(ours) > 1 else "ours ahead, on seed 0")
 
 
 @pytest.mark.parametrize("ours, baseline, seeds", [([1.0], [0.0, 0.0], [0]), ([1.0], [0.0], [0, 1]), ([], [], [])])
@@ -331,3 +332,17 @@ def test_claims_tables_reach_the_page_and_claim_keys_are_unique_in_the_course():
             assert key.startswith(path.name[:3].replace("_", "-")), (path.name, key)
             assert key not in seen, f"claim {key!r} in {seen.get(key)} and {path.name}"
             seen[key] = path.name
+
+
+def test_glue_number_glues_quietly_and_returns_the_number(monkeypatch):
+    glued = []
+    monkeypatch.setitem(sys.modules, "myst_nb", type(sys)("myst_nb"))
+    sys.modules["myst_nb"].glue = lambda *args, **kwargs: glued.append((args, kwargs))
+    assert reproductions.glue_number("ch02-beam-changed", 3) == 3
+    assert glued == [(("ch02-beam-changed", 3), {"display": False})]
+    with pytest.raises(TypeError, match="expected an int or a float"):
+        reproductions.glue_number("ch02-x", "3")
+    with pytest.raises(ValueError, match="expected a key"):
+        reproductions.glue_number("ch02_x", 3)
+    monkeypatch.setitem(sys.modules, "myst_nb", None)
+    assert reproductions.glue_number("ch02-x", 0.5) == 0.5 and len(glued) == 1
