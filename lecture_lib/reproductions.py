@@ -286,7 +286,7 @@ def glue_number(key: str, value: float) -> float:
     In the book (``myst_nb`` importable) the number reaches the sentence that quotes it; in JupyterLab and Colab
     nothing is glued, so the notebook prints the same number beside the sentence.
 
-    Taught in: 02_transformer ("13. A task with structure: translation").
+    Taught in: 02_transformer ("A task with structure: translation").
     """
     if not KEY_PATTERN.match(key):
         raise ValueError(f"expected a key of lower-case words joined by '-', like 'ch02-beam-changed', got {key!r}")
