@@ -347,3 +347,23 @@ def test_glue_number_glues_quietly_and_returns_the_number(monkeypatch):
         reproductions.glue_number("ch02_x", 3)
     monkeypatch.setitem(sys.modules, "myst_nb", None)
     assert reproductions.glue_number("ch02-x", 0.5) == 0.5 and len(glued) == 1
+
+
+def test_the_counts_table_goes_under_the_page_title(executed):
+    """What Sphinx's doctree-resolved event does to the page: a sentence and the counts table after the title."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    document = new_document("reproductions")
+    section = nodes.section()
+    section += [nodes.title(text="Reproductions"), nodes.paragraph(text="Every chapter ...")]
+    document += section
+    app = SimpleNamespace(outdir=str(executed.parent / "html"))
+    reproductions_page.insert_counts(app, document, "book/other")
+    assert len(section.children) == 2  # another page: untouched
+    reproductions_page.insert_counts(app, document, reproductions_page.PAGE)
+    title, intro, table, rest = section.children
+    assert isinstance(table, nodes.table) and "What we saw" in intro.astext() and rest.astext() == "Every chapter ..."
+    assert [entry.astext() for entry in table.findall(nodes.entry)][-5:] == ["total", "5", "3", "1", "1"]
