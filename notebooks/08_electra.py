@@ -333,8 +333,6 @@ ax_loss.legend()
 plt.tight_layout()
 plt.show()
 
-# %%
-
 # %% [markdown]
 # ## 6. Table 5 at equal FLOPs
 #
