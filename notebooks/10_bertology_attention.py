@@ -321,9 +321,9 @@ rows = [[mini.relation, mini.count, *(f"{r.layer}-{r.head} {r.direction}: {r.acc
 show_reproduction("ch10-clark-table1", "Clark et al. (2019), Table 1: the best single head against the best fixed "
                   "offset, per dependency relation", ["relation", "arcs", "MiniLM best head", "course BERT best head",
                                                       "offset baseline", "paper (BERT-base, PTB): head vs offset"],
-                  rows, note="The shape reproduces for MiniLM on the synthetic language (det and nsubj beat the best "
-                             "offset by more than 10 points, asserted, seeds 0-2); the course BERT's single heads hold "
-                             "its syntax less cleanly (printed, not asserted: its margins change with the sample).")
+                  rows, note="For MiniLM on the synthetic language, det and nsubj must beat the best offset by more "
+                             "than 10 points (asserted); the course BERT's single heads are printed, not asserted: "
+                             "their margins change with the sample.")
 
 # %%
 minilm_rows = {r.relation: r for r in tables["MiniLM"]}
