@@ -201,9 +201,9 @@ for layer in range(layers):
 # most of their attention on [SEP], and heads of the early layers on [CLS]; Clark et al. argue, from the
 # gradients, that attention to [SEP] is a *no-op*, a place to park weight when a head has nothing to do. They
 # also found broad, high-entropy heads in the early layers and heads that attend to the previous or next
-# token. MiniLM has the no-op habit too, but parks the weight on **[CLS]** instead of [SEP]: about half of
-# the attention of layers 1–2 goes there, while [SEP] gets a few per cent everywhere. Layer 0 is the most
-# spread (highest entropy) and holds the strongest previous-token head; the last layer spreads out again,
+# token. MiniLM has the no-op habit too, but parks the weight on **[CLS]** instead of [SEP] (the table above
+# prints each layer's mean share of both; "What we saw" judges the habit on this run). In MiniLM layer 0 is the
+# most spread (highest entropy) and holds the strongest previous-token head; the last layer spreads out again,
 # as one would expect from a model fine-tuned to *average* its last layer into a sentence vector. (Which
 # token takes the no-op weight is arbitrary: the teacher's choice can change in distillation and
 # fine-tuning.)
@@ -245,7 +245,8 @@ plt.show()
 # %% [markdown]
 # Kovaleva et al. report that fewer than half of BERT's maps are heterogeneous, the only pattern that could
 # carry non-trivial linguistic information, and read this as a sign of over-parametrisation. Under our rule
-# about two thirds of MiniLM's maps are heterogeneous and a quarter vertical; diagonal and block maps are rare.
+# the shares printed above put most of MiniLM's maps in the heterogeneous class and diagonal and block maps are
+# rare.
 # The two numbers are not comparable as they stand: their classes come from a trained classifier on
 # BERT-base fine-tuned on GLUE tasks, ours from a threshold on a distilled sentence encoder. The
 # pattern shapes are there to see in the examples above; the proportions did not reproduce.
@@ -282,16 +283,16 @@ print(f"rare-token head: {rare_layer}-{rare_head}, argmax on the rarest token fo
       f"of tokens (a uniform guess among the words: {classes.rare_chance:.1%})")
 
 # %%
-# Voita et al. find positional heads in every model they study; so does MiniLM: head 0-2 points at the
-# previous token for more than 99% of tokens (on the pair samples of seeds 0, 1 and 2)
+# Voita et al. find positional heads in every model they study; so does MiniLM (the heads are printed above)
 assert classes.previous.max() >= 0.9 and len(positional) >= 1
 
 # %% [markdown]
 # MiniLM has one clean positional head (0-2, previous token) and a next-token head that falls short of the
-# 90% bar. Its "rare-token" head is weak: its argmax lands on the rarest word about twice as often as a
-# uniform guess would, far from the striking rare-token head Voita et al. found in a translation encoder.
-# Apart from the positional head, confidence is low once [CLS] and [SEP] are left out (0.13 to 0.20 on
-# average per layer): in this model, a head that looks sharply at one token mostly looks at [CLS].
+# 90% bar. Its "rare-token" head is weak: its argmax lands on the rarest word only a small multiple of a
+# uniform guess (both printed above), far from the striking rare-token head Voita et al. found in a
+# translation encoder. Apart from the positional head, confidence is low once [CLS] and [SEP] are left out
+# (the mean per layer is printed above): in this model, a head that looks sharply at one token mostly looks
+# at [CLS].
 
 # %% [markdown]
 # ## 5. Syntactic heads
@@ -327,7 +328,6 @@ show_reproduction("ch10-clark-table1", "Clark et al. (2019), Table 1: the best s
 
 # %%
 minilm_rows = {r.relation: r for r in tables["MiniLM"]}
-# checked on the sentence samples of seeds 0, 1 and 2: det by 12-21 points, nsubj by 20-26 points
 for relation in ("det", "nsubj"):
     assert minilm_rows[relation].accuracy > minilm_rows[relation].baseline + 0.1, relation
 
@@ -338,8 +338,7 @@ for relation in ("det", "nsubj"):
 # subjects, determiners and objects (a sentence encoder trained on English applies its syntax to sentences
 # it never saw). Where the baseline is already perfect (amod, aux, flat: the adjective is always just
 # before its noun in this grammar) there is nothing for a head to add. The course BERT, four layers of four
-# heads trained for a minute, has heads that beat the baseline by 9 to 16 points for subjects, case markers
-# and obliques, and not at all for determiners or objects: what syntax it has is not held by single heads
+# heads trained for a minute, has its own column in the table: what syntax it has is not held by single heads
 # as cleanly as in MiniLM (we print this and assert nothing: its margins change with the sentence sample).
 # And no single head of either model has the whole tree: each relation has its own best head.
 
@@ -485,8 +484,7 @@ plt.show()
 print(" ".join(f"{f:.0%}: {a:.1%}/{r:.1%}" for f, a, r in zip(fractions_pruned, by_importance, at_random)))
 
 # %%
-# the area under the curve: importance order above random order (by 2 to 3 points of mean accuracy with the
-# samples of seeds 0, 1 and 2)
+# the area under the curve: importance order above random order
 assert sum(by_importance) / len(counts) > float(at_random.mean()) + 0.01
 
 # %% [markdown]
