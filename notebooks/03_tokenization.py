@@ -517,16 +517,50 @@ assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512
 # %% [markdown]
 # ## What we saw
 #
-# | claim | the papers | this notebook |
-# |---|---|---|
-# | BPE compresses by replacing frequent pairs | Gage (1994); the lecture's `aaabdaaabac` → `ZabdZabac` → `ZYdZYac` | reproduced exactly (section 3) |
-# | BPE learns subwords from a word dictionary | Sennrich et al. (2016), Algorithm 1: es, est, lo on the lecture's dictionary; with `</w>`, ten merges ending in `w i` | reproduced exactly (section 4) |
-# | vocabulary sizes used in practice | Sennrich et al. (2016): 89,500 merge operations (joint English–German BPE); BERT: a 30,000-entry WordPiece vocabulary (30,522 in bert-base-uncased's file); GPT-2: 50,257 tokens (256 bytes + 50,000 merges + one special) | printed above: our corpus is far smaller, so a few thousand units already keep most words to one or two tokens |
-# | byte-level BPE has no unknown tokens | Radford et al. (2019) | every held-out document and arbitrary strings decode exactly (section 5; the tests add property-based checks on random Unicode) |
-# | our trainer equals the reference | Hugging Face `tokenizers` | identical merges, ids and held-out encodings (section 6) |
-# | our WordPiece equals BERT's | `transformers`' `BertTokenizer` on bert-base-uncased's vocabulary | identical tokens on the sample and hard cases here, on every corpus line in the tests |
-# | larger vocabularies give shorter sequences | the lecture's budget argument | the curve of section 9, with diminishing returns |
-#
+# Made by the cell below from this run's results; each verdict follows the rule in its last column.
+
+# %%
+from lecture_lib.reproductions import Claim, holds, mechanism_only, show_claims  # noqa: E402
+
+shorter = {name: all(a["tokens_per_word"] > b["tokens_per_word"] for a, b in zip(rows, rows[1:]))
+           for name, rows in (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows))}
+show_claims("ch03-what-we-saw", "What we saw: chapter 03", [
+    Claim("03-bpe-compresses", "BPE compresses by replacing frequent pairs",
+          "Gage (1994); the lecture: aaabdaaabac → ZabdZabac → ZYdZYac",
+          " → ".join(["aaabdaaabac", *(text for text, _ in compress("aaabdaaabac", 2))]) + " (section 3)",
+          holds([text for text, _ in compress("aaabdaaabac", 2)] == ["ZabdZabac", "ZYdZYac"],
+                "the lecture's two steps, exactly")),
+    Claim("03-bpe-learns-subwords", "BPE learns subwords from a word dictionary",
+          "Sennrich et al. (2016), Algorithm 1: es, est, lo on the lecture's dictionary; with `</w>`, ten merges "
+          "ending in `w i`",
+          "first merges " + ", ".join(a + b for a, b in merges) + f"; with `</w>` {len(paper_merges)} merges, the last "
+          f"`{' '.join(paper_merges[-1])}` (section 4)",
+          holds(merges == [("e", "s"), ("es", "t"), ("l", "o")] and paper_merges == lecture_merges,
+                "the lecture's merges, in order")),
+    Claim("03-vocabulary-sizes", "vocabulary sizes used in practice",
+          "Sennrich et al. (2016): 89,500 merges; BERT: 30,522 WordPiece units; GPT-2: 50,257 tokens",
+          f"ours: {exp.bpe_vocab_size:,} byte-level units on a far smaller corpus (section 5)",
+          mechanism_only("sizes, set by the corpus; nothing to compare")),
+    Claim("03-byte-level-no-unknowns", "byte-level BPE has no unknown tokens", "Radford et al. (2019)",
+          f"{len(test_texts)} held-out documents and {len(awkward)} awkward strings decode exactly (section 5)",
+          holds(all(bpe.decode(bpe.encode(t)) == t for t in test_texts + awkward), "every one round-trips")),
+    Claim("03-trainer-equals-reference", "our BPE trainer equals the reference", "Hugging Face `tokenizers`",
+          f"{identical} of {len(hf_merges)} merges identical, and every held-out encoding (section 6)",
+          holds(ours_merges == hf_merges, "identical merges, in order")),
+    Claim("03-wordpiece-equals-bert", "our WordPiece equals BERT's",
+          "`transformers`' `BertTokenizer` on bert-base-uncased's vocabulary",
+          f"{sum(a == b for a, b in zip(ours, theirs))} of {len(theirs)} texts tokenized identically (section 7)",
+          holds(ours == theirs, "identical tokens on every text")),
+    Claim("03-bigger-vocabulary-shorter-text", "larger vocabularies give shorter sequences",
+          "the lecture's budget argument",
+          "held-out tokens per word: " + "; ".join(
+              f"{name} {rows[0]['tokens_per_word']:.2f} at {rows[0]['vocab_size']:,} → {rows[-1]['tokens_per_word']:.2f}"
+              f" at {rows[-1]['vocab_size']:,}" for name, rows in (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows)))
+          + " (section 9)",
+          holds(all(shorter.values()), "each larger vocabulary shorter, for both algorithms")),
+])
+
+# %% [markdown]
 # What did not carry over: the original WordPiece trainer (Schuster and Nakajima, 2012) was never published
 # as code, and Google's training of BERT's vocabulary is not public; our trainer uses a unigram model's exact
 # likelihood gain, which is one reading of their description. `tokenizers`' own `WordPieceTrainer` picks pairs

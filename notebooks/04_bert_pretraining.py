@@ -400,7 +400,13 @@ print("naive:  ", {k: round(v, 4) for k, v in naive.items()})
 print("library:", {k: round(v, 4) for k, v in library.items()})
 
 # %% [markdown]
-# The worked example of the lecture, "my dog is hairy", with the real vocabulary (ten draws):
+# The worked example of the lecture, "my dog is hairy", with the real vocabulary (ten draws). At 15%, a
+# four-word sentence has 0.6 selected words on average, so most draws would hide nothing; we raise the rate to
+# 30% here, for the example only, so that more rows show the rule at work. Each word is still selected on its
+# own, so some rows select nothing (an empty `predict`): our rule draws every position independently, as Hugging
+# Face's collator does. BERT's data code instead selects a fixed count per sequence,
+# $\max(1, \operatorname{round}(0.15 \cdot n))$ for $n$ tokens counting `[CLS]` and `[SEP]`: exactly one word
+# here, in every row.
 
 # %%
 if minilm is not None:
@@ -603,7 +609,7 @@ people = world.people[:3]
 context_pairs = [(f"{p.name} [MASK] in {p.city} .", f"{p.name} [MASK] for {p.employer} .") for p in people]
 context_pairs.append((f"{people[0].name} is [MASK] by {people[0].employer} .",
                       f"{people[0].name} [MASK] in {people[0].city} ."))
-expected = [("lives", "works")] * len(people) + [("employed", "lives")]
+expected_words = [("lives", "works")] * len(people) + [("employed", "lives")]
 top_words = []
 for pair_texts in context_pairs:
     tops = [fill_mask(language_model, language_tokenizer, text)[0] for text in pair_texts]
@@ -613,11 +619,9 @@ for pair_texts in context_pairs:
     print()
 
 # %%
-# Both checks held for pretraining seeds 0, 1 and 2 (x2.9, x2.6, x2.5 the baseline; every pair right).
 assert language_at_masks["mask_accuracy"] >= 2 * language_at_masks["unigram_at_masks"]  # context, not frequency
 assert all(a != b for a, b in top_words)  # the context on the right changes the word
-assert top_words == expected  # and changes it to the right word
-assert history.loss[-1] < history.loss[0] and synthetic_result.history.loss[-1] < synthetic_result.history.loss[0]
+assert top_words == expected_words  # and changes it to the right word
 
 # %% [markdown]
 # ## 8. The masking ablation
@@ -643,8 +647,9 @@ assert history.loss[-1] < history.loss[0] and synthetic_result.history.loss[-1] 
 # random token to correct. There is no fine-tuning in this table; the probes stand in for it.
 
 # %%
-paper = {"80/10/10": (84.2, 95.4, 94.9), "100/0/0": (84.3, 94.9, 94.0), "80/0/20": (84.1, 95.2, 94.6),
-         "80/20/0": (84.4, 95.2, 94.7), "0/20/80": (83.7, 94.8, 94.6), "0/0/100": (83.6, 94.9, 94.6)}
+paper_rows = [(84.2, 95.4, 94.9), (84.3, 94.9, 94.0), (84.1, 95.2, 94.6), (84.4, 95.2, 94.7), (83.7, 94.8, 94.6),
+              (83.6, 94.9, 94.6)]  # Table 8's rows in order: 80/10/10, 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100
+paper = {strategy.name: row for strategy, row in zip(ABLATION_STRATEGIES, paper_rows, strict=True)}
 profile.expect(10, "Two pretraining runs, one per masking rule (the first time; then they load from the cache)")
 ablation = masking_ablation(ablation_config())
 unigram_level = ablation.pop("unigram")
@@ -680,9 +685,6 @@ plt.show()
 # a ranking of the paper's six rules.
 
 # %%
-assert list(paper) == [s.name for s in ABLATION_STRATEGIES]  # the paper's six rows, in order
-assert set(ablation) == {"80/10/10", "100/0/0"}
-# Checked on pretraining seeds 0, 1 and 2 (the second gap: 0.21, 0.23 and 0.14).
 assert all(ablation[rule]["[MASK]"] > unigram_level + 0.04 for rule in ablation)  # both learned context
 assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.1  # only the rule that keeps tokens reports them
 
@@ -733,7 +735,7 @@ show_reproduction(
      for (layers, width, heads), (ppl, mnli, mrpc, sst) in paper_table6.items()]
     + [["ours", name, f"{row['parameters'] / 1e3:.0f}k", f"{math.exp(row['mlm_loss']):.2f}", None, None, None,
         f"{row['downstream']:.3f}"] for name, row in sizes.items()],
-    note="The perplexity column reproduces (it falls with every step up in size, on two pretraining seeds); the "
+    note="The perplexity column reproduces (it falls with every step up in size, asserted); the "
          "downstream column does not: it rises with size, but the largest model scores no better than the same "
          "network fine-tuned from random weights.")
 
@@ -766,18 +768,18 @@ plt.show()
 #   fine-tuning. It has learned from every token, the masked LM from 15% of them (section 10). This row
 #   does not reproduce at our budget, and says why BERT needed its million steps.
 # - **No pretraining** is our own row, the trivial baseline, and the sobering one: after 150 steps of
-#   masked LM the two masked-LM rows are no better than random weights on agreement (on pretraining seeds
-#   0 and 1 alike; only the left-to-right LM is ahead). A grammar takes longer to learn.
+#   masked LM the two masked-LM rows are no better than random weights on agreement (only the left-to-right
+#   LM is ahead; "What we saw" judges it on this run). A grammar takes longer to learn.
 # - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Our
-#   perplexity column reproduces: it falls with every step up, on both seeds we ran, and accuracy at
+#   perplexity column reproduces: it falls with every step up (asserted), and accuracy at
 #   `[MASK]` rises with it (the smallest model has learned little beyond word frequencies). Our downstream
-#   column rises with size too, on both seeds, but that is not pretraining at work: the largest model
+#   column rises with size too, but that is not pretraining at work: the largest model
 #   scores no better than the same network fine-tuned from random weights (Table 5's last row). What
 #   grows is the capacity being fine-tuned.
 
 # %%
-# Checked on pretraining seeds 0 and 1: both BERT rows above the frequency guess at [MASK], and the
-# held-out perplexity falling with every step up in size (Table 6's LM column).
+# Both BERT rows above the frequency guess at [MASK], and the held-out perplexity falling with every step up
+# in size (Table 6's LM column).
 baseline_at_masks = objectives["BERT (MLM + NSP)"]["unigram_at_masks"]
 assert all(objectives[name]["mask_accuracy"] > baseline_at_masks + 0.03 for name in ("BERT (MLM + NSP)", "No NSP"))
 by_size = sorted(sizes.values(), key=lambda row: row["parameters"])
@@ -868,8 +870,7 @@ print(f"a left-to-right LM trained as long (Table 5's row, {ablation_steps} step
 # pretrained model.
 
 # %%
-# The leak (a loss that depends on seeing the answer; checked on seeds 0 and 1) and the right context's
-# share (pretraining seeds 0-2).
+# The leak (a loss that depends on seeing the answer) and the right context's share.
 assert seen < 0.75 * unseen
 assert language_at_masks["mask_accuracy"] > left_only + 0.08
 
@@ -934,8 +935,6 @@ plt.show()
 print("static vectors identical in every sentence:", bool((static == static[0]).all()))
 
 # %%
-assert bool((static == static[0]).all())  # one vector per word, whatever the sentence
-assert max(cosine(contextual[-1])[~torch.eye(6, dtype=torch.bool)]) < 0.999  # the context changes the vector
 if minilm is not None:  # the pretrained encoder separates the senses; our small one is not asked to
     assert within[-1] > across[-1] + 0.1
 
@@ -1016,9 +1015,9 @@ assert all(torch.equal(a, b) for a, b in zip(uninterrupted.parameters(), resumed
 # tested against the full head). The formula against PyTorch's FLOP counter on our model:
 
 # %%
-for name, sizes, length in (("BERT-base", BertConfig(), 128), ("our small BERT", config.model, 64)):
-    dense = training_flops_per_token(sizes, length)
-    sparse = training_flops_per_token(sizes, length, masked_fraction=0.15)
+for name, shape, length in (("BERT-base", BertConfig(), 128), ("our small BERT", config.model, 64)):
+    dense = training_flops_per_token(shape, length)
+    sparse = training_flops_per_token(shape, length, masked_fraction=0.15)
     print(f"{name}: {dense / 1e6:.2f} MFLOP per token, {sparse / 1e6:.2f} with the MLM head on masked positions "
           f"({1 - sparse / dense:.0%} saved)")
 
@@ -1096,11 +1095,6 @@ print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_
 # (Strubell et al.'s 626,155 lbs of CO₂ for a neural architecture search), which is why the course's
 # chapters pretrain small models and reuse checkpoints.
 
-# %%
-assert 2.5e19 < bert_flops < 3.5e19  # 6N FLOPs per token, N = 110M, over 43B tokens: 6 * 1.1e8 * 4.3e10
-assert 0.05 < tpu_utilisation < 0.5  # the count explains the TPU run at a plausible utilisation
-assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more than the count needs
-
 # %% [markdown]
 # ## 14. What the reviewers asked
 #
@@ -1126,21 +1120,88 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 # %% [markdown]
 # ## What we saw
 #
-# | claim | the papers | this notebook (quick profile) |
-# |---|---|---|
-# | BERT-base has 110M parameters | Devlin et al. (2019) | 109.5M, counted, and equal to `transformers`' (section 3) |
-# | a layer is attention + feed-forward, each with a residual and LayerNorm; the MLM decoder is the embedding table | Devlin et al. (2019); Vaswani et al. (2017) | written by hand, equal to ours and to `transformers`' `BertForPreTraining` (section 3) |
-# | MLM selects 15% and replaces 80/10/10 | Devlin et al. (2019), section 3.1 | within 0.3 / 1 point over 200k tokens (section 4) |
-# | dynamic masking is as good or better than static | Liu et al. (2019), Table 1: SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9 | the mechanism only: 1, 4 and 12 distinct masks in 12 epochs (section 5) |
-# | pretraining teaches context | BERT-base: MLM perplexity 3.99 on held-out text (Table 6) | on English, not in 400 steps: 6.0% at `[MASK]` against 4.9% for "the" (x1.2), perplexity 289 (1,000 steps: 8.0%, x1.6). On the synthetic language: 34.0% against 11.8% (x2.9; x2.6 and x2.5 with seeds 1 and 2), perplexity 24, and fill-mask picks "lives" or "works" from the words after the blank (section 7) |
-# | 100/0/0 hurts the feature-based use | Table 8: NER feature-based 94.0 vs 94.9 for 80/10/10; fine-tuning within 0.5 | the mechanism: shown the true token, 80/10/10 names it 34% of the time, 100/0/0 13%, the frequency level (12%); at `[MASK]` the two are alike, 18.5% and 19.2% (section 8) |
-# | NSP helps (BERT) / does not (RoBERTa) | Table 5: No NSP −0.5 MNLI, −3.5 QNLI; Liu et al. (2019) | too close to call: 18.1% and 18.4% at `[MASK]`, agreement MCC 0.24 and 0.26 (section 9) |
-# | a left-to-right LM is worse | Table 5: LTR −2.3 MNLI, −9.2 MRPC, −10.7 SQuAD | not at 150 steps: it learns from every token; 42% against 18% at the masked words, MCC 0.31 against 0.26 (sections 9, 10) |
-# | bigger is better | Table 6: perplexity 5.84 (3 layers) to 3.23 (24) | the perplexity column reproduces: 130, 116, 85 from 1/16/2 to 2/64/4 (and falling on seed 1 too); downstream, no better than random weights (section 9) |
-# | a bidirectional LM cannot be trained left to right | Devlin et al. (2019), section 3 | with full attention, a held-out next-token loss of 1.82 with the answer in view and 2.94 with it hidden: the low loss is copying (section 10) |
-# | contextual vectors separate word senses | Peters et al. (2018); Ethayarajh (2019) | all-MiniLM-L6-v2's "bank": same-sense occurrences more similar than other-sense ones in the last layer (section 11) |
-# | pretraining BERT-base costs thousands of dollars | Strubell et al. (2019), Table 3: 64 V100 for 79 h, 1,507 kWh, 1,438 lbs CO₂, \$3,751-12,571 | 2.9e19 FLOP: 215 V100-hours at 30% utilisation; the reported run used 23 times more (section 13) |
-#
+# Made by the cell below from this run's numbers (one pretraining seed per run); each verdict follows the rule
+# in its last column.
+
+# %%
+from lecture_lib.reproductions import Claim, direction, holds, mechanism_only, show_claims  # noqa: E402
+
+ablation_seed = ablation_config().pretrain.seed
+largest = by_size[-1]
+downstream = {name: row["downstream"] for name, row in objectives.items()}
+table5_claims = [  # key, claim, the paper's figure, the row that should be ahead, the row behind
+    ("04-nsp-helps", "NSP helps downstream", "Devlin et al. (2019), Table 5: No NSP −0.5 MNLI, −3.5 QNLI",
+     "BERT (MLM + NSP)", "No NSP"),
+    ("04-left-to-right-is-worse", "a left-to-right LM is worse downstream",
+     "Devlin et al. (2019), Table 5: LTR −2.3 MNLI, −9.2 MRPC, −10.7 SQuAD", "No NSP", "LTR & No NSP")]
+senses = (holds(within[-1] > across[-1] + 0.1, "same-sense occurrences over 0.1 more similar in the last layer")
+          if minilm is not None else mechanism_only("all-MiniLM-L6-v2 is not installed: not measured"))
+show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
+    Claim("04-base-parameters", "BERT-base has 110M parameters", "Devlin et al. (2019), section 3",
+          f"{count / 1e6:.1f}M, counted, equal to `transformers`' (section 3)",
+          holds(abs(count / 110e6 - 1) < 0.01, "within 1% of the paper's rounded 110M")),
+    Claim("04-model-matches-transformers", "a layer is attention and a feed-forward, each with a residual and "
+          "LayerNorm; the MLM decoder is the embedding table", "Devlin et al. (2019); Vaswani et al. (2017)",
+          f"equal to `transformers`' `BertModel` to {gap:.1e} and written by hand (section 3)",
+          mechanism_only("an implementation, checked against the reference")),
+    Claim("04-mlm-selection-rates", "MLM selects 15% and replaces 80/10/10", "Devlin et al. (2019), section 3.1",
+          f"selected {library['selected']:.2%}, [MASK] {library['[MASK]']:.1%}, random {library['random']:.1%}, "
+          f"unchanged {library['same']:.1%} over 200k tokens (section 4)",
+          mechanism_only("our rule, measured: within 0.3 and 1 point, asserted")),
+    Claim("04-dynamic-masking", "dynamic masking is as good as static or better",
+          "Liu et al. (2019), Table 1: SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9",
+          "distinct masks in 12 epochs: " + ", ".join(f"{name} {n}" for name, n in distinct.items()) + " (section 5)",
+          mechanism_only("the masks counted; no run with each to compare")),
+    Claim("04-pretraining-teaches-context-english", "pretraining teaches context (English text)",
+          "Devlin et al. (2019), Table 6: BERT-base's held-out MLM perplexity 3.99",
+          f"Python's documentation, {len(history.loss)} steps: {at_masks['mask_accuracy']:.1%} right at [MASK] "
+          f"against {at_masks['unigram_at_masks']:.1%} for the most frequent token (section 7)",
+          holds(at_masks["mask_accuracy"] >= 2 * at_masks["unigram_at_masks"], "at least twice the frequency guess")),
+    Claim("04-pretraining-teaches-context", "pretraining teaches context (the synthetic language)",
+          "Devlin et al. (2019), Table 6: BERT-base's held-out MLM perplexity 3.99",
+          f"{language_at_masks['mask_accuracy']:.1%} at [MASK] against {language_at_masks['unigram_at_masks']:.1%} "
+          f"(×{ratio:.1f}); fill-mask picks {', '.join('/'.join(pair) for pair in top_words)} (section 7)",
+          holds(language_at_masks["mask_accuracy"] >= 2 * language_at_masks["unigram_at_masks"]
+                and top_words == expected_words, f"at least twice the frequency guess and every fill-mask pair right, "
+                                           f"seed {synthetic.pretrain.seed}")),
+    Claim("04-mask-only-hurts-features", "always [MASK] (100/0/0) hurts the feature-based use",
+          "Devlin et al. (2019), Table 8: NER feature-based 94.0 (100/0/0) vs 94.9 (80/10/10)",
+          "shown the true token: " + ", ".join(f"{rule} {row['same']:.1%}" for rule, row in ablation.items())
+          + f", the frequency level {unigram_level:.1%} (section 8)",
+          direction([ablation["80/10/10"]["same"]], [ablation["100/0/0"]["same"]], seeds=[ablation_seed], margin=0.1,
+                    rule="80/10/10 over 10 points above 100/0/0 at the true token")),
+    *[Claim(key, claim, paper, f"agreement MCC: {a} {downstream[a]:.3f}, {b} {downstream[b]:.3f} (section 9)",
+            direction([downstream[a]], [downstream[b]], seeds=[ablation_seed], margin=0.02, rule=f"{a} over 0.02 "
+                      f"above {b}"))
+      for key, claim, paper, a, b in table5_claims],
+    Claim("04-bigger-lowers-perplexity", "bigger models reach lower held-out perplexity",
+          "Devlin et al. (2019), Table 6: 5.84 (3 layers) … 3.23 (24)",
+          "perplexity by size: " + ", ".join(f"{name} {math.exp(row['mlm_loss']):.0f}" for name, row in sizes.items())
+          + " (section 9)",
+          holds(all(b["mlm_loss"] < a["mlm_loss"] for a, b in zip(by_size, by_size[1:])),
+                f"falls with every step up in size, seed {ablation_seed}")),
+    Claim("04-pretraining-pays-downstream", "pretraining pays downstream", "Devlin et al. (2019), Tables 1 and 6",
+          f"agreement MCC of the largest model {largest['downstream']:.3f}, the same network from random weights "
+          f"{downstream['No pretraining']:.3f} (section 9)",
+          direction([largest["downstream"]], [downstream["No pretraining"]], seeds=[ablation_seed], margin=0.02,
+                    rule="the largest pretrained model over 0.02 above no pretraining")),
+    Claim("04-bidirectional-leaks", "a bidirectional LM cannot be trained left to right",
+          "Devlin et al. (2019), section 3.1",
+          f"full attention, held-out next-token loss {seen:.2f} with the answer in view, {unseen:.2f} with it "
+          "hidden (section 10)",
+          holds(seen < 0.75 * unseen, "the loss in view under three quarters of the hidden one: copying")),
+    Claim("04-contextual-vectors-separate-senses", "contextual vectors separate word senses",
+          "Peters et al. (2018); Ethayarajh (2019)",
+          f"'{word}', last layer: mean cosine {within[-1]:.2f} within a sense, {across[-1]:.2f} across (section 11)",
+          senses),
+    Claim("04-pretraining-cost", "pretraining BERT-base costs thousands of dollars",
+          "Strubell et al. (2019), Table 3: 64 V100 for 79 h, 1,507 kWh, \\$3,751-12,571",
+          f"{bert_flops:.1e} FLOP: {gpu_hours:,.0f} V100-hours at 30% utilisation, against the reported run's "
+          f"{strubell_gpu_hours:,} (section 13)",
+          mechanism_only("arithmetic of the paper's figures: the count needs fewer GPU-hours than the run used")),
+])
+
+# %% [markdown]
 # What did not reproduce: anything that needs BERT's scale of training. BERT-base saw 128,000 tokens per
 # step for a million steps; our quick runs see about 1,000 tokens per step for a few hundred. On English
 # that gives a model that knows word frequencies and little else; on a 300-word language it gives a model
@@ -1217,8 +1278,8 @@ assert gpu_hours < strubell_gpu_hours  # the reported V100 run used far more tha
 # :::{admonition} Expected outcome
 # :class: dropdown
 # Both models get worse than on the intact sequence, since neither ever saw a shortened row. BERT's rule, whose
-# model learned to name real tokens at selected positions (41% against 14% in section 8), should cope better than
-# always-`[MASK]`; the margin is small, so compare it with the spread of 2-3 seeds.
+# model learned to name real tokens at selected positions (the "shown same" column of section 8's table), should
+# cope better than always-`[MASK]`; the margin is small, so compare it with the spread of 2-3 seeds.
 # :::
 #
 # 5. In section 11, take the mean of the last four layers instead of the last layer (the feature-based

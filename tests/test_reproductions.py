@@ -2,6 +2,7 @@
 
 import importlib.util
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,21 @@ from markdown_it import MarkdownIt
 from nbclient import NotebookClient
 
 from lecture_lib import reproductions
-from lecture_lib.reproductions import ReproductionTable, markdown_table, show_reproduction
+from lecture_lib.reproductions import (
+    Claim,
+    ReproductionTable,
+    Verdict,
+    chapter_claims,
+    claims_table,
+    direction,
+    holds,
+    main,
+    markdown_table,
+    mechanism_only,
+    notebook_claims,
+    show_claims,
+    show_reproduction,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("reproductions_page", ROOT / "book" / "_ext" / "reproductions_page.py")
@@ -127,3 +142,228 @@ def test_every_table_of_the_course_reaches_the_page():
         for key in keys:
             assert f":::{{glue:any}} {key}\n:doc: ../notebooks/{stem}.ipynb\n:::" in page
     assert (ROOT / "book" / "reproductions.md").is_file()
+
+
+# --- "What we saw": claims, verdicts, the summary command ------------------------------------------------------
+
+
+def claim(key="01-attention-keeps-long-strings", verdict=None):
+    return Claim(key, "attention keeps long strings", "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)", "0.77 vs 0.05",
+                 verdict or holds(True, "with attention above without"))
+
+
+@pytest.mark.parametrize("ours, baseline, higher, margin, expected", [
+    ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], True, 0.0, "reproduced"),
+    ([0.8, 0.1, 0.9], [0.1, 0.2, 0.3], True, 0.0, "not reproduced"),   # one seed against the paper is enough
+    ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], False, 0.0, "not reproduced"),  # lower is better: ours lost
+    ([2.0, 2.1], [2.5, 2.6], False, 0.0, "reproduced"),
+    ([0.5, 0.5], [0.45, 0.3], True, 0.1, "not reproduced"),             # seed 0 wins by less than the margin
+    ([0.5], [0.5], True, 0.0, "not reproduced"),                          # a tie is not the paper's direction
+])
+def test_direction_must_hold_on_every_seed_named(ours, baseline, higher, margin, expected):
+    verdict = direction(ours, baseline, seeds=range(len(ours)), rule="ours ahead", higher=higher, margin=margin)
+    assert verdict.verdict == expected
+    seeds = ", ".join(str(i) for i in range(len(ours)))
+    assert verdict.rule == (f"ours ahead, on every seed of {seeds}" if len(ours) > 1 else "ours ahead, on seed 0")
+
+
+@pytest.mark.parametrize("ours, baseline, seeds", [([1.0], [0.0, 0.0], [0]), ([1.0], [0.0], [0, 1]), ([], [], [])])
+def test_direction_needs_one_score_per_seed(ours, baseline, seeds):
+    with pytest.raises(ValueError, match="expected one score of ours and of the baseline per seed"):
+        direction(ours, baseline, seeds=seeds, rule="r")
+
+
+def test_holds_and_mechanism_only():
+    assert holds(True, "r") == Verdict("reproduced", "r")
+    assert holds(False, "r") == Verdict("not reproduced", "r")
+    assert mechanism_only("shown, not measured") == Verdict("mechanism only", "shown, not measured")
+    with pytest.raises(ValueError, match="expected a verdict in"):
+        Verdict("partly", "r")
+    with pytest.raises(ValueError, match="expected the rule"):
+        holds(True, "")
+
+
+@pytest.mark.parametrize("key", ["1-x", "01", "01-", "01_x", "01-X", "ch01-x", "001-x"])
+def test_bad_claim_keys_are_refused(key):
+    with pytest.raises(ValueError, match="expected a claim key"):
+        claim(key)
+
+
+def test_a_claim_needs_a_computed_verdict():
+    with pytest.raises(TypeError, match="expected a Verdict"):
+        Claim("01-x", "c", "p", "o", "reproduced")
+
+
+def test_claims_table_has_one_row_per_claim_with_its_verdict_and_rule():
+    rows = [claim("01-a"), claim("01-b", mechanism_only("running mean = softmax")),
+            claim("01-c", holds(False, "x > y"))]
+    lines = claims_table(rows).splitlines()
+    assert lines[0] == "| claim | the paper | ours | verdict | by the rule |" and len(lines) == 5
+    assert [line.split(" | ")[3] for line in lines[2:]] == ["**reproduced**", "**mechanism only**",
+                                                           "**not reproduced**"]
+    assert lines[3].endswith("| running mean = softmax |")
+    with pytest.raises(ValueError, match=r"expected unique claim keys, got \['01-a'\]"):
+        claims_table([claim("01-a"), claim("01-a")])
+
+
+@pytest.mark.parametrize("key, claims, message", [
+    ("ch01-what-we-saw", [], "expected at least one claim"),
+    ("ch02-what-we-saw", [claim("01-a")], "to start with its chapter number"),
+    ("ch01-what-we-saw", [claim("01-a"), claim("02-b")], "to start with its chapter number"),
+    ("Ch01", [claim("01-a")], "expected a key of lower-case words"),
+])
+def test_bad_claim_tables_are_refused(key, claims, message):
+    with pytest.raises(ValueError, match=message):
+        show_claims(key, "What we saw", claims)
+
+
+def test_without_myst_nb_the_claims_are_shown_and_carried(monkeypatch):
+    shown = []
+    monkeypatch.setitem(sys.modules, "myst_nb", None)
+    monkeypatch.setattr(reproductions, "display", shown.append)
+    text = show_claims("ch01-what-we-saw", "What we saw", [claim("01-a")], note="Scale differs.")
+    assert text == "**What we saw**\n\n" + claims_table([claim("01-a")]) + "\n\nScale differs."
+    markdown, metadata = shown[0]._repr_markdown_()
+    assert markdown == text
+    assert metadata == {"lecture_claims": [{
+        "key": "01-a", "claim": "attention keeps long strings", "paper": "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
+        "ours": "0.77 vs 0.05", "verdict": "reproduced", "rule": "with attention above without"}]}
+
+
+def test_an_executed_notebook_carries_its_claims():
+    """Executed by a kernel, glued by myst-nb: the output's metadata holds the claims the summary counts."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from lecture_lib.reproductions import Claim, direction, mechanism_only, show_claims\n"
+        "show_claims('ch04-what-we-saw', 'What we saw', [\n"
+        "    Claim('04-a', 'c', 'p', 'o', direction([0.5, 0.6], [0.4, 0.7], seeds=[0, 1], rule='r')),\n"
+        "    Claim('04-b', 'c', 'p', 'o', mechanism_only('m'))]);")])
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    outputs = notebook.cells[0].outputs
+    assert len(outputs) == 1 and outputs[0]["metadata"]["scrapbook"]["name"] == "ch04-what-we-saw"
+    assert "| c | p | o | **not reproduced** | r, on every seed of 0, 1 |" in outputs[0]["data"]["text/markdown"]
+    assert [(c["key"], c["verdict"]) for c in notebook_claims(notebook)] == [
+        ("04-a", "not reproduced"), ("04-b", "mechanism only")]
+
+
+def executed_notebook(path, *claims, glued=True):
+    """A notebook as the book's execution leaves it: a table output whose metadata carries the claims."""
+    records = [{"key": key, "claim": "c", "paper": "p", "ours": "o", "verdict": verdict, "rule": "r"}
+               for key, verdict in claims]
+    metadata = {"text/markdown": {"lecture_claims": records}}
+    if glued:
+        metadata["scrapbook"] = {"name": f"ch{path.name[:2]}-what-we-saw", "mime_prefix": ""}
+    output = nbformat.v4.new_output("display_data", data={"text/markdown": "| table |"}, metadata=metadata)
+    cells = [nbformat.v4.new_markdown_cell("## What we saw"), nbformat.v4.new_code_cell("show_claims(...)")]
+    cells[1].outputs = [output] if claims else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+
+
+@pytest.fixture
+def executed(tmp_path):
+    folder = tmp_path / "jupyter_execute"
+    executed_notebook(folder / "notebooks" / "01_attention.ipynb", ("01-a", "reproduced"), ("01-b", "mechanism only"),
+                      ("01-c", "reproduced"))
+    executed_notebook(folder / "notebooks" / "02_transformer.ipynb", ("02-a", "not reproduced"),
+                      ("02-b", "reproduced"), glued=False)  # as run in JupyterLab: no glue, the claims still count
+    executed_notebook(folder / "notebooks" / "03_tokenization.ipynb")
+    (folder / "reproductions.ipynb").write_text("{}")  # not a chapter: ignored
+    return folder
+
+
+def run_summary(*args):
+    result = subprocess.run([sys.executable, "-m", "lecture_lib.reproductions", "summary", *map(str, args)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return result.returncode, result.stdout.splitlines(), result.stderr
+
+
+def test_summary_prints_a_line_per_chapter_and_a_total(executed):
+    assert run_summary(executed) == (0, [
+        "01 claims=3 reproduced=2 mechanism=1 not=0",
+        "02 claims=2 reproduced=1 mechanism=0 not=1",
+        "03 claims=0 reproduced=0 mechanism=0 not=0",
+        "total claims=5 reproduced=3 mechanism=1 not=1"], "")
+
+
+def test_summary_lists_the_claims(executed):
+    assert run_summary(executed, "--claims") == (0, [
+        "01 01-a reproduced", "01 01-b mechanism only", "01 01-c reproduced", "02 02-a not reproduced",
+        "02 02-b reproduced"], "")
+
+
+def test_summary_of_a_folder_without_notebooks_fails(tmp_path):
+    code, out, err = run_summary(tmp_path)
+    assert code == 2 and out == [] and "found none" in err
+
+
+def test_a_claim_key_twice_in_the_course_is_an_error(tmp_path):
+    executed_notebook(tmp_path / "01_a.ipynb", ("01-a", "reproduced"))
+    executed_notebook(tmp_path / "02_b.ipynb", ("01-a", "reproduced"))
+    with pytest.raises(ValueError, match="'01-a' does not start with its chapter, 02"):
+        chapter_claims(tmp_path)
+    executed_notebook(tmp_path / "02_b.ipynb", ("02-a", "reproduced"), ("02-a", "reproduced"))
+    with pytest.raises(ValueError, match="'02-a' is shown by 02_b.ipynb and again by 02_b.ipynb"):
+        chapter_claims(tmp_path)
+
+
+def test_main_prints_what_the_command_prints(executed, capsys):
+    assert main(["summary", str(executed)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "total claims=5 reproduced=3 mechanism=1 not=1"
+
+
+def test_the_page_counts_verdicts_per_chapter_and_in_total(executed):
+    assert reproductions_page.count_rows(executed) == [
+        ["01", "3", "2", "1", "0"], ["02", "2", "1", "0", "1"], ["03", "0", "0", "0", "0"], ["total", "5", "3", "1", "1"]]
+    table = reproductions_page.table_node(reproductions_page.COUNT_COLUMNS, reproductions_page.count_rows(executed))
+    assert [entry.astext() for entry in table.findall(reproductions_page.nodes.entry)][:5] == [
+        "chapter", "claims", "reproduced", "mechanism only", "not reproduced"]
+    assert len(list(table.findall(reproductions_page.nodes.row))) == 5
+
+
+def test_claims_tables_reach_the_page_and_claim_keys_are_unique_in_the_course():
+    """Every ``show_claims`` key is pasted like a reproduction table; claim keys (string literals of the form
+    ``"NN-words"`` in a notebook's source) start with their chapter and are unique in the course."""
+    assert reproduction_keys('show_claims("ch01-what-we-saw", "C", claims)') == ["ch01-what-we-saw"]
+    seen = {}
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
+        source = path.read_text(encoding="utf-8")
+        keys = re.findall(r'"([0-9]{2}-[a-z0-9]+(?:-[a-z0-9]+)*)"', source)
+        assert bool(keys) == ("show_claims(" in source), f"{path.name}: a claims table and its literal keys"
+        for key in keys:
+            assert key.startswith(path.name[:3].replace("_", "-")), (path.name, key)
+            assert key not in seen, f"claim {key!r} in {seen.get(key)} and {path.name}"
+            seen[key] = path.name
+
+
+def test_glue_number_glues_quietly_and_returns_the_number(monkeypatch):
+    glued = []
+    monkeypatch.setitem(sys.modules, "myst_nb", type(sys)("myst_nb"))
+    sys.modules["myst_nb"].glue = lambda *args, **kwargs: glued.append((args, kwargs))
+    assert reproductions.glue_number("ch02-beam-changed", 3) == 3
+    assert glued == [(("ch02-beam-changed", 3), {"display": False})]
+    with pytest.raises(TypeError, match="expected an int or a float"):
+        reproductions.glue_number("ch02-x", "3")
+    with pytest.raises(ValueError, match="expected a key"):
+        reproductions.glue_number("ch02_x", 3)
+    monkeypatch.setitem(sys.modules, "myst_nb", None)
+    assert reproductions.glue_number("ch02-x", 0.5) == 0.5 and len(glued) == 1
+
+
+def test_the_counts_table_goes_under_the_page_title(executed):
+    """What Sphinx's doctree-resolved event does to the page: a sentence and the counts table after the title."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    document = new_document("reproductions")
+    section = nodes.section()
+    section += [nodes.title(text="Reproductions"), nodes.paragraph(text="Every chapter ...")]
+    document += section
+    app = SimpleNamespace(outdir=str(executed.parent / "html"))
+    reproductions_page.insert_counts(app, document, "book/other")
+    assert len(section.children) == 2  # another page: untouched
+    reproductions_page.insert_counts(app, document, reproductions_page.PAGE)
+    title, intro, table, rest = section.children
+    assert isinstance(table, nodes.table) and "What we saw" in intro.astext() and rest.astext() == "Every chapter ..."
+    assert [entry.astext() for entry in table.findall(nodes.entry)][-5:] == ["total", "5", "3", "1", "1"]

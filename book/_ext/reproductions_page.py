@@ -5,7 +5,13 @@ glues it under its key when the book executes the notebook. When Sphinx reads ``
 this extension finds every call in ``notebooks/NN_name.py`` and appends, chapter by chapter, one
 ``{glue:any}`` directive per key that pastes the table from the executed notebook. A new table therefore
 reaches the page without editing it, and a key the executed notebook did not glue fails the build (a
-missing glue reference is a warning, and the book builds with ``--warningiserror``).
+missing glue reference is a warning, and the book builds with ``--warningiserror``). A chapter's "What we saw"
+(``show_claims("key", ...)``) reaches the page the same way.
+
+At the top of the page, when Sphinx writes it (after every notebook was executed), the extension inserts the
+count of claims per verdict, chapter by chapter and in total, read from the executed notebooks in
+``_build/jupyter_execute`` (``lecture_lib.reproductions.chapter_claims``, the same count as
+``python -m lecture_lib.reproductions summary``).
 """
 
 from __future__ import annotations
@@ -13,14 +19,22 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from docutils import nodes
+from sphinx.util import logging
+
+from lecture_lib.reproductions import chapter_claims, verdict_counts
+
+logger = logging.getLogger(__name__)
+
 PAGE = "book/reproductions"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CALL = re.compile(r"show_reproduction\(")
-KEYED_CALL = re.compile(r'show_reproduction\(\s*"(?P<key>[^"]+)"')
+CALL = re.compile(r"\bshow_(?:reproduction|claims)\(")
+KEYED_CALL = re.compile(r'\bshow_(?:reproduction|claims)\(\s*"(?P<key>[^"]+)"')
+COUNT_COLUMNS = ["chapter", "claims", "reproduced", "mechanism only", "not reproduced"]
 
 
 def reproduction_keys(source: str, name: str) -> list[str]:
-    """The keys of the ``show_reproduction`` calls in one notebook's source, in order.
+    """The keys of the ``show_reproduction`` and ``show_claims`` calls in one notebook's source, in order.
 
     >>> reproduction_keys('show_reproduction("ch01-a", "Cap", h, r)\\nshow_reproduction(\\n    "ch01-b", c, h, r)', "x")
     ['ch01-a', 'ch01-b']
@@ -28,7 +42,7 @@ def reproduction_keys(source: str, name: str) -> list[str]:
     keys = [m.group("key") for m in KEYED_CALL.finditer(source)]
     calls = len(CALL.findall(source))
     if calls != len(keys):
-        raise ValueError(f"{name}: expected every show_reproduction call to name its key as a string literal, "
+        raise ValueError(f"{name}: expected every show_reproduction/show_claims call to name its key as a literal, "
                          f"got {calls} calls and {len(keys)} literal keys")
     return keys
 
@@ -69,6 +83,52 @@ def append_tables(app, docname: str, source: list[str]) -> None:
         source[0] += page_sections(NOTEBOOKS)
 
 
+def count_rows(executed: Path) -> list[list[str]]:
+    """The rows of the verdict counts: one per chapter of the executed notebooks under ``executed``, a total."""
+    chapters = chapter_claims(executed)
+    rows = [[chapter] + [str(n) for n in verdict_counts(claims).values()] for chapter, claims in chapters.items()]
+    total = verdict_counts(claim for claims in chapters.values() for claim in claims)
+    return rows + [["total"] + [str(n) for n in total.values()]]
+
+
+def table_node(header: list[str], rows: list[list[str]]) -> nodes.table:
+    """A docutils table with a header row."""
+    group = nodes.tgroup(cols=len(header))
+    group += [nodes.colspec(colwidth=1) for _ in header]
+
+    def row(cells):
+        line = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=cell)
+            line += entry
+        return line
+
+    head, body = nodes.thead(), nodes.tbody()
+    head += row(header)
+    body += [row(cells) for cells in rows]
+    group += [head, body]
+    table = nodes.table(classes=["table"])
+    table += group
+    return table
+
+
+def insert_counts(app, doctree, docname: str) -> None:
+    """At the top of the page: how many claims each chapter's "What we saw" shows, per verdict, and in total."""
+    if docname != PAGE:
+        return
+    executed = Path(app.outdir).parent / "jupyter_execute"
+    rows = count_rows(executed) if executed.is_dir() else []
+    if len(rows) <= 1:
+        logger.warning(f"reproductions: no executed notebooks under {executed}, the verdict counts are missing")
+        return
+    section = next(iter(doctree.findall(nodes.section)))
+    intro = nodes.paragraph(text="Claims of each chapter's \u201cWhat we saw\u201d, by the verdict its code computed "
+                                 "from this build's runs:")
+    section.insert(1, table_node(COUNT_COLUMNS, rows))
+    section.insert(1, intro)
+
+
 def reread_page(app, env, added, changed, removed) -> list[str]:
     """Read the page on every build: a notebook's new table changes it, though its own file did not change."""
     return [PAGE] if PAGE in env.found_docs else []
@@ -77,4 +137,5 @@ def reread_page(app, env, added, changed, removed) -> list[str]:
 def setup(app):
     app.connect("source-read", append_tables)
     app.connect("env-get-outdated", reread_page)
+    app.connect("doctree-resolved", insert_counts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

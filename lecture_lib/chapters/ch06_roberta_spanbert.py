@@ -24,10 +24,11 @@ import torch
 from lecture_lib.cache import cached, key
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.tasks import WordEncoder
+from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.input_formats import FORMATS, collate_segments, format_rows, pack_sentences
-from lecture_lib.objectives.span_masking import NOT_MASKABLE, UnitMaskedDataset, mask_spans
+from lecture_lib.objectives.span_masking import NOT_MASKABLE, UnitMaskedDataset, mask_spans, mask_units, span_boundaries
 from lecture_lib.pretraining import PretrainConfig, PretrainingData, evaluate, pretrain, tokenize_documents
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator
@@ -117,10 +118,11 @@ def synthetic_corpus(config: StudyConfig) -> Corpus:
     return Corpus(train, test, tokenizer)
 
 
-def word_units(sentence: Sentence, scheme: str) -> list[int]:
+def word_units(sentence: Sentence, scheme: str, dependents: set[str] | None = None) -> list[int]:
     """The unit of each word under a masking ``scheme`` (a name in :data:`SCHEMES`), from the gold annotation:
     an entity (BIO tags) or a noun phrase (a NOUN or PROPN head with its ``det``, ``amod`` and ``flat``
     dependents, and any word between them) is one unit; every other word is a unit of its own.
+    ``dependents`` replaces :data:`NOUN_PHRASE_DEPENDENTS` (read when called) for noun phrases.
 
     >>> s = SyntheticLanguage(0).documents(1, 0, 4)[0][3]
     >>> s.words[:5], word_units(s, "noun phrases")[:5], word_units(s, "named entities")[:2]
@@ -137,7 +139,8 @@ def word_units(sentence: Sentence, scheme: str) -> list[int]:
             if sentence.pos[head] not in ("NOUN", "PROPN") or sentence.deprels[head] == "flat":
                 continue
             members = [head] + [i for i in range(n) if sentence.heads[i] == head + 1
-                                and sentence.deprels[i] in NOUN_PHRASE_DEPENDENTS]
+                                and sentence.deprels[i] in (NOUN_PHRASE_DEPENDENTS if dependents is None
+                                                            else dependents)]
             for i in range(min(members) + 1, max(members) + 1):
                 starts[i] = False
     elif scheme in SCHEMES:
@@ -148,7 +151,7 @@ def word_units(sentence: Sentence, scheme: str) -> list[int]:
 
 
 def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, scheme: str,
-              seq_len: int) -> dict[str, torch.Tensor]:
+              seq_len: int, dependents: set[str] | None = None) -> dict[str, torch.Tensor]:
     """DOC-SENTENCES rows ``[CLS] sentences [SEP]`` with ``unit_ids`` (N, T) for ``scheme``: one unit per token
     for subword tokens, per word for whole words and geometric spans (word ids), per entity or noun phrase.
 
@@ -160,7 +163,7 @@ def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, sc
         sentences = []
         for s, sentence in enumerate(doc):
             ids, word_ids = encoder.encode(sentence.words)
-            units = word_units(sentence, scheme)
+            units = word_units(sentence, scheme, dependents)
             keys = [(d, s, t if scheme == "subword tokens" else units[w]) for t, w in enumerate(word_ids)]
             sentences.append(list(zip(ids, keys)))
         tokenized.append(sentences)
@@ -174,6 +177,20 @@ def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, sc
         unit_ids[r, 1:len(seg) + 1] = torch.tensor([unit_of.setdefault(k, len(unit_of)) for _, k in seg])
     rows["unit_ids"] = unit_ids
     return rows
+
+
+def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, scheme: str, seq_len: int,
+                    dependents: set[str] | None = None) -> float:
+    """The mean length in tokens of a run of masked tokens when ``scheme``'s units are masked at 15% (section
+    "Masking whole units" counts it; exercise 2 compares noun phrases with and without ``nmod``).
+
+    Taught in: 06_roberta_spanbert ("Masking whole units").
+    """
+    rows = unit_rows(documents, tokenizer, scheme, seq_len, dependents)
+    mask = mask_spans if scheme == "geometric spans" else mask_units
+    _, labels = mask(rows["input_ids"], rows["unit_ids"], generator=generator("budget", scheme),
+                     mask_token_id=tokenizer.mask_token_id, vocab_size=tokenizer.vocab_size)
+    return (labels != IGNORE_INDEX).sum().item() / span_boundaries(labels)["offset"].eq(0).sum().item()
 
 
 # ---------------------------------------------------------------- the runs
@@ -275,6 +292,8 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
     pretrain_config = config.pretrain
     recipe = {"scheme": scheme, "sbo": sbo, "pretrain": asdict(pretrain_config), "documents": config.documents,
               "sentences": config.sentences_per_document, "held_out": config.held_out_documents}
+    if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
+        recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
 
     def run() -> dict[str, float]:
         data_corpus = corpus or synthetic_corpus(config)

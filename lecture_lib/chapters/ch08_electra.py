@@ -69,6 +69,7 @@ class ElectraChapterConfig:
 
     model: ElectraConfig
     generator_size: float = 0.25
+    discriminator_weight: float = DISCRIMINATOR_WEIGHT  # λ of the loss L_MLM + λ L_Disc (exercise 1 sets 1)
     steps: int = 300  # ELECTRA's; the budget is what they cost
     batch_size: int = 32
     lr: float = 2e-3
@@ -267,8 +268,9 @@ def build_model(variant: str, config: ElectraChapterConfig, data: ElectraChapter
     raise ValueError(f"expected a variant in {VARIANTS}, got {variant!r}")
 
 
-def run_loss(variant: str, seed: int):
-    """The loss function of ``variant`` for :func:`~lecture_lib.train.train`: one sampling stream per step."""
+def run_loss(variant: str, seed: int, discriminator_weight: float = DISCRIMINATOR_WEIGHT):
+    """The loss function of ``variant`` for :func:`~lecture_lib.train.train`: one sampling stream per step;
+    ELECTRA's two rows weight the discriminator's loss by ``discriminator_weight``."""
 
     def loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         batch = dict(batch)
@@ -277,7 +279,8 @@ def run_loss(variant: str, seed: int):
             return model(**batch, masked_only=True).loss
         draws = generator("electra samples", seed, step)
         if type(model) is ElectraPretrainingModel:  # ELECTRA and ELECTRA 15%; the other variants take (batch, draws)
-            return model(**batch, sampling_generator=draws, masked_positions_only=variant == "ELECTRA 15%").loss
+            return model(**batch, sampling_generator=draws, masked_positions_only=variant == "ELECTRA 15%",
+                         discriminator_weight=discriminator_weight).loss
         return model(batch, draws)
 
     return loss
@@ -347,7 +350,8 @@ class Run:
 
 
 def _recipe(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict:
-    keep = ("model", "steps", "batch_size", "lr", "warmup_fraction", "fractions", "documents", "language_seed", "seed")
+    keep = ("model", "discriminator_weight", "steps", "batch_size", "lr", "warmup_fraction", "fractions", "documents",
+            "language_seed", "seed")
     return {"variant": variant, "generator_size": generator_size,
             **{k: v for k, v in asdict(config).items() if k in keep}}
 
@@ -377,7 +381,7 @@ def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapte
         train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
                                    schedule="linear", eval_every=1, progress=progress,
                                    num_threads=config.num_threads)
-        history = train(model, chapter_data.batch, run_loss(variant, config.seed), train_config,
+        history = train(model, chapter_data.batch, run_loss(variant, config.seed, config.discriminator_weight), train_config,
                         evaluate=snapshot)
         path.mkdir(parents=True, exist_ok=True)
         torch.save({"checkpoints": saved, "final": {k: v.cpu() for k, v in model.state_dict().items()}},
@@ -392,6 +396,22 @@ def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapte
 
     return cached(f"electra-{variant.replace(' ', '-').replace('%', 'pct')}-{key(_recipe(variant, config, generator_size))}",
                   build, load)
+
+
+def electra_small_training_flops(*, masked_fraction: float = 1.0, steps: int = 1_000_000, batch_size: int = 128,
+                                 seq_len: int = 128) -> float:
+    """ELECTRA-Small's pretraining FLOPs by the course's formula (exercise 3): discriminator plus generator per
+    token, times ``steps * batch_size * seq_len`` tokens (1.64e10 for the paper's run); ``masked_fraction`` < 1
+    applies the generator's LM head to that share of the positions only.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    discriminator = ElectraConfig()
+    generator_config = ElectraConfig(hidden_size=64, num_attention_heads=1, intermediate_size=256)
+    per_token = (electra_training_flops_per_token(discriminator, seq_len, "discriminator")
+                 + electra_training_flops_per_token(generator_config, seq_len, "generator",
+                                                    masked_fraction=masked_fraction))
+    return per_token * steps * batch_size * seq_len
 
 
 def bert_config(config: ElectraConfig) -> BertConfig:

@@ -22,7 +22,7 @@ from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.metrics import exact_match, qa_f1
 from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
-from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective
+from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, iid_noise_mask
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
 from lecture_lib.objectives.span_corruption import T5_SENTINELS
 from lecture_lib.profile import pick
@@ -319,6 +319,29 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
         path.write_text(json.dumps({"runs": runs, "bias": bias, "offsets": list(offsets)}, indent=2) + "\n")
 
     return cached(f"t5-objectives-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
+
+
+def mass_style(words: Sequence[str], *, noise_density: float = 0.15,
+               generator: torch.Generator | None = None) -> tuple[list[str], list[str]]:
+    """T5's "MASS-style" row (Table 3): i.i.d. noise words all become ``<M>``, the target is the whole text.
+
+    BERT-style without its 10% random words; exercise 3's solution.
+
+    Taught in: 09_t5_bart ("The objectives of T5's Table 3").
+    """
+    return bert_style(words, iid_noise_mask(len(words), noise_density=noise_density, generator=generator))
+
+
+def mass_style_lengths(documents: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Mean input and target length of :func:`mass_style` over ``documents`` and the share of ``<M>`` inputs.
+
+    Exercise 3's measurement, with section 4's generators (``generator("mass_style", i)`` for document i).
+    """
+    pairs = [mass_style(doc, generator=generator("mass_style", i)) for i, doc in enumerate(documents)]
+    masks = sum(inputs.count("<M>") for inputs, _ in pairs)
+    words = sum(len(inputs) for inputs, _ in pairs)
+    return {"input": words / len(pairs), "target": sum(len(t) for _, t in pairs) / len(pairs),
+            "masked": masks / words}
 
 
 def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list[str]:

@@ -1,6 +1,10 @@
 """Masked language modelling's corruption: choose 15% of the positions, then hide most of them.
 
-BERT (Devlin et al. 2019) selects each non-special position with probability 15%. A selected
+BERT's data code (Devlin et al. 2019, ``create_pretraining_data.py``) selects a fixed count per
+sequence: ``min(max_predictions_per_seq, max(1, round(0.15 * len(tokens))))`` positions, drawn without
+replacement among the non-special ones (20 at most for 128 tokens). This module, like Hugging Face's
+``DataCollatorForLanguageModeling``, selects each non-special position independently with probability 15%
+(:func:`select_positions`): the same rate on average, a count that varies from sequence to sequence. A selected
 position is replaced by [MASK] 80% of the time, by a random token 10% of the time, and left
 unchanged 10% of the time; the model must predict the original token at every selected position,
 and nowhere else (label -100). Because [MASK] never appears at fine-tuning time, the 20% that are

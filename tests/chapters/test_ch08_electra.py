@@ -18,7 +18,9 @@ from lecture_lib.chapters.ch08_electra import (
     budget,
     build_model,
     chapter_config,
+    electra_small_training_flops,
     flops_per_step,
+    pretrain_run,
     run_loss,
     steps_for,
 )
@@ -136,3 +138,33 @@ def test_the_quick_profile_keeps_the_papers_fractions(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     assert set(chapter_config().fractions) == set(PAPER_CHECKPOINTS)
     assert set(chapter_config().variants) == set(VARIANTS)
+
+
+def test_exercise_1_the_discriminator_weight_is_a_field_that_reaches_the_loss_and_the_cache_key(data, tmp_path,
+                                                                                                   monkeypatch):
+    """Exercise 1: chapter_config(discriminator_weight=1.0) weights L_Disc by 1; at the start the masked-LM loss
+    (a 300-way softmax) dominates the sum, the binary loss is several times smaller."""
+    from lecture_lib.runtime import generator
+
+    model = build_model("ELECTRA", small_config(discriminator_weight=1.0), data, 0.5)
+    batch = data.batch(0)
+    parts = dict(batch)
+    step = int(parts.pop("step"))
+    with torch.no_grad():
+        out = model(**parts, sampling_generator=generator("electra samples", 0, step))
+        for weight in (1.0, 50.0):
+            loss = run_loss("ELECTRA", 0, weight)(model, batch)
+            torch.testing.assert_close(loss, out.mlm_loss + weight * out.discriminator_loss)
+    assert out.mlm_loss > 4 * out.discriminator_loss  # λ = 1: the generator's loss dominates the sum
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    built = []
+    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.cached", lambda name, build, load: built.append(name))
+    for weight in (1.0, 50.0):
+        pretrain_run("ELECTRA", small_config(discriminator_weight=weight), data, 0.5, progress=False)
+    assert len(set(built)) == 2, built  # a new weight is a new recipe, never the cached run of the other
+
+
+def test_exercise_3_electra_small_flops():
+    """Exercise 3's expected outcome: about 1.48e18 with the generator's head everywhere, 1.15e18 on the 15%."""
+    assert abs(electra_small_training_flops() / 1.48e18 - 1) < 0.005
+    assert abs(electra_small_training_flops(masked_fraction=0.15) / 1.15e18 - 1) < 0.005

@@ -11,6 +11,8 @@ from lecture_lib.chapters.ch09_t5_bart import (
     batch_of,
     bias_by_offset,
     chapter_config,
+    mass_style,
+    mass_style_lengths,
     noising_runs,
     objective_runs,
     text_to_text,
@@ -84,3 +86,17 @@ def test_bart_corruptions_compose():
     assert bart_corrupt("document_rotation", doc, torch.Generator().manual_seed(1)) != doc
     with pytest.raises(ValueError, match="joined by"):
         bart_corrupt("shuffle", doc, g)
+
+
+def test_exercise_3_mass_style_writes_the_whole_text_from_15_percent_masks():
+    """Exercise 3's expected outcome: inputs and targets as long as the document, about 15% of the inputs <M>."""
+    inputs, targets = mass_style("Thank you for inviting me to your party last week .".split(),
+                                 generator=torch.Generator().manual_seed(0))
+    assert targets == "Thank you for inviting me to your party last week .".split() and len(inputs) == len(targets)
+    assert all(i in ("<M>", t) for i, t in zip(inputs, targets))
+    docs = SyntheticLanguage(0).documents(300, seed=1, sentences_per_document=3)
+    documents = [[w for s in doc for w in s.words] for doc in docs]
+    lengths = mass_style_lengths(documents)
+    average = sum(map(len, documents)) / len(documents)
+    assert lengths["input"] == lengths["target"] == average
+    assert abs(lengths["masked"] - 0.15) < 0.02  # ~9,000 words: one standard error 0.004
