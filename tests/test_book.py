@@ -37,3 +37,36 @@ def test_book_serves_mathjax_locally():
     assert not check_offline.is_external(mathjax)
     assert (ROOT / "book" / "_static" / mathjax).is_file()
     assert (ROOT / "book" / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+
+
+def test_the_executed_copy_replaces_the_output_free_one_myst_nb_writes_in_cache_mode(tmp_path):
+    """book/_ext/executed_copies.py: the notebook in jupyter_execute gets the cached outputs; a notebook that is
+    not in the cache (myst-nb executed it and wrote it) and a page that is not a notebook are left alone."""
+    from types import SimpleNamespace
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    spec = importlib.util.spec_from_file_location("executed_copies", ROOT / "book" / "_ext" / "executed_copies.py")
+    executed_copies = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(executed_copies)
+
+    def notebook(source, outputs=()):
+        cell = nbformat.v4.new_code_cell(source, outputs=list(outputs), execution_count=1 if outputs else None)
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t"), cell])
+
+    cache, folder = tmp_path / "cache", tmp_path / "jupyter_execute"
+    (folder / "notebooks").mkdir(parents=True)
+    printed = nbformat.v4.new_output("stream", name="stdout", text="2\n")
+    get_cache(str(cache)).cache_notebook_bundle(CacheBundleIn(notebook("print(1 + 1)", [printed]), "a.ipynb"),
+                                                check_validity=False)
+    nbformat.write(notebook("print(1 + 1)"), folder / "notebooks" / "a.ipynb")
+    nbformat.write(notebook("print(2 + 2)"), folder / "notebooks" / "b.ipynb")
+    for docname in ("notebooks/a", "notebooks/b", "book/intro"):
+        config = SimpleNamespace(output_folder=str(folder), execution_mode="cache", execution_cache_path=str(cache))
+        executed_copies.write_executed_copy(SimpleNamespace(env=SimpleNamespace(mystnb_config=config,
+                                                                                docname=docname)), None)
+    assert nbformat.read(folder / "notebooks" / "a.ipynb", 4).cells[1].outputs[0].text == "2\n"
+    assert nbformat.read(folder / "notebooks" / "b.ipynb", 4).cells[1].outputs == []
+    assert not (folder / "book").exists()
