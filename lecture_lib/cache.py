@@ -97,6 +97,19 @@ def cached(name: str, build: Callable[[Path], None], load: Callable[[Path], T]) 
     return load(final)
 
 
+def cached_json(name: str, recipe: Any, run: Callable[[], Any]) -> Any:
+    """``run()``'s result (JSON-serialisable), computed once per ``recipe`` and then read from
+    ``<root>/<name>-<key(recipe)>.json``; the first call returns it read back too, so that both calls give the
+    same value (tuples as lists, dictionary keys as strings).
+
+    ``recipe`` must hold every value that changes the result: a value left out of it serves a stale result.
+    """
+    def build(partial: Path) -> None:
+        partial.write_text(json.dumps(run(), indent=2) + "\n")
+
+    return cached(f"{name}-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+
+
 @contextlib.contextmanager
 def build_lock(name: str) -> Iterator[None]:
     """Hold the exclusive lock of result ``name`` (``<root>/.locks/<name>``, an ``fcntl`` lock the system

@@ -190,3 +190,18 @@ def test_a_process_that_waits_for_the_lock_says_so_and_for_how_long(capsys):
     with cache.build_lock("bert"):  # free now: no message
         pass
     assert capsys.readouterr().err == ""
+
+
+def test_cached_json_runs_once_per_recipe_and_returns_what_it_reads_back():
+    runs = []
+
+    def run():
+        runs.append(1)
+        return {"pair": (1, 2), 3: "three"}
+
+    first = cache.cached_json("scores", {"steps": 5}, run)
+    assert first == {"pair": [1, 2], "3": "three"}  # the first call returns the JSON read back, as later calls do
+    assert cache.cached_json("scores", {"steps": 5}, run) == first and len(runs) == 1
+    assert results() == [f"scores-{key({'steps': 5})}.json"]
+    cache.cached_json("scores", {"steps": 6}, run)  # another recipe is another result
+    assert len(runs) == 2

@@ -21,14 +21,12 @@ Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablatio
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Sequence
 
 import torch
 
-from lecture_lib.cache import cached, key
+from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters import ch05_bert_finetuning as ch05
 from lecture_lib.finetuning.finetune import Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
@@ -236,7 +234,7 @@ def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequenc
     """
     config = _with_pretrain(config or ablation_config(), dict(pairs=None))
 
-    def build(path: Path) -> None:
+    def run() -> dict:
         corpus = ch05.synthetic_pretraining_data(config)
         results = {}
         for rule in rules:
@@ -246,10 +244,9 @@ def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequenc
                                  for probe, strategy in PROBES.items()}
         labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in corpus.eval_batches()])
         results["unigram"] = float((labels == corpus.most_frequent_token()).float().mean())
-        path.write_text(json.dumps(results, indent=2) + "\n")
+        return results
 
-    name = f"masking-ablation-{key({'config': asdict(config), 'rules': list(rules)})}.json"
-    return cached(name, build, lambda path: json.loads(path.read_text()))
+    return cached_json("masking-ablation", {"config": asdict(config), "rules": list(rules)}, run)
 
 
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
@@ -314,15 +311,15 @@ def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bo
     """
     config = config or ablation_config()
 
-    def build(path: Path) -> None:
+    def run() -> dict:
         held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
         task = downstream_task(held_out.tokenizer, config)
         rows = {name: _scores(_with_pretrain(config, dict(pairs=pairs)), lm, held_out, task, progress)
                 for name, (pairs, lm) in TABLE5_ROWS.items()}
         rows["No pretraining"] = {"downstream": _downstream(task, config.pretrain.model, config)}
-        path.write_text(json.dumps(rows, indent=2) + "\n")
+        return rows
 
-    return cached(f"objective-ablation-{key(asdict(config))}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("objective-ablation", asdict(config), run)
 
 
 def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
@@ -335,7 +332,7 @@ def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tupl
     config = config or ablation_config()
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
 
-    def build(path: Path) -> None:
+    def run() -> dict:
         held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
         task = downstream_task(held_out.tokenizer, config)
         rows = {}
@@ -344,10 +341,9 @@ def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tupl
                          intermediate_size=4 * width)
             rows[f"{layers}/{width}/{heads}"] = _scores(_with_pretrain(config, dict(pairs="nsp"), shape), "masked",
                                                         held_out, task, progress)
-        path.write_text(json.dumps(rows, indent=2) + "\n")
+        return rows
 
-    return cached(f"size-sweep-{key({'config': asdict(config), 'sizes': sizes})}.json", build,
-                  lambda path: json.loads(path.read_text()))
+    return cached_json("size-sweep", {"config": asdict(config), "sizes": sizes}, run)
 
 
 def main(argv: list[str] | None = None) -> PretrainResult:

@@ -14,14 +14,12 @@ Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units",
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import torch
 
-from lecture_lib.cache import cached, key
+from lecture_lib.cache import cached_json
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.tasks import WordEncoder
 from lecture_lib.labels import IGNORE_INDEX
@@ -196,14 +194,6 @@ def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokeniz
 # ---------------------------------------------------------------- the runs
 
 
-def _scores(name: str, build_run) -> dict[str, float]:
-    """A run's held-out scores, trained once and then read from ``<cache>/<name>.json``."""
-    def build(partial: Path) -> None:
-        partial.write_text(json.dumps(build_run()) + "\n")
-
-    return cached(name + ".json", build, lambda path: json.loads(path.read_text()))
-
-
 def _held_out(corpus: Corpus, config: StudyConfig) -> tuple[dict[str, torch.Tensor], list[dict], list[dict]]:
     """The held-out DOC-SENTENCES rows (with word ids), and their batches masked by tokens and by spans."""
     rows = unit_rows(corpus.test, corpus.tokenizer, "whole words", config.pretrain.data.seq_len)
@@ -258,7 +248,7 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
                 "nsp_accuracy": own.get("nsp_accuracy"), "tokens_per_row": tokens_per_row[name],
                 "batch_size": batch}
 
-    return _scores(f"ch06-format-{name}-{key(recipe)}", run)
+    return cached_json(f"ch06-format-{name}", recipe, run)
 
 
 def batch_size_runs(config: StudyConfig, corpus: Corpus | None = None, *,
@@ -312,7 +302,7 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
         return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
                 "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"]}
 
-    return _scores(f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}-{key(recipe)}", run)
+    return cached_json(f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}", recipe, run)
 
 
 def unigram_guess(config: StudyConfig, corpus: Corpus) -> dict[str, float]:

@@ -7,15 +7,13 @@ Taught in: 07_albert ("Counting parameters exactly", "Factorized embeddings", "C
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
-from pathlib import Path
 
 import torch
 
-from lecture_lib.cache import cached, key
+from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters.ch05_bert_finetuning import chapter_config as language_chapter_config
 from lecture_lib.chapters.ch05_bert_finetuning import synthetic_pretraining_data
 from lecture_lib.labels import IGNORE_INDEX
@@ -255,7 +253,7 @@ def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True)
     hidden = config.model.hidden_size
     layers = config.model.num_hidden_layers
 
-    def build(path: Path) -> None:
+    def compute() -> dict:
         data = SyntheticData(config)
         runs, figure1 = {}, {}
         with cpu_threads(config.train.num_threads):
@@ -277,9 +275,9 @@ def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True)
                 if name and name not in figure1:
                     figure1[name] = layer_transitions(model, data(run).eval_batches())
             baseline = unigram_baseline(data(config))
-        path.write_text(json.dumps({"runs": runs, "baseline": baseline, "figure1": figure1}, indent=2) + "\n")
+        return {"runs": runs, "baseline": baseline, "figure1": figure1}
 
-    return cached(f"albert-sharing-synthetic-{key(asdict(config))}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("albert-sharing-synthetic", asdict(config), compute)
 
 
 def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:
@@ -298,7 +296,7 @@ def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = Tru
     """
     config = config or chapter_config()
 
-    def build(path: Path) -> None:
+    def compute() -> dict:
         data = ChapterData(config)
         held_out = {task: data(replace(config, objective=replace(config.objective, pairs=task)))
                     for task in ("nsp", "sop")}
@@ -312,9 +310,9 @@ def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = Tru
                 mlm = evaluate(model, data(run).eval_batches())["mlm_accuracy"]
                 rows[task or "none"] = {"mlm_accuracy": mlm, **scores}
         majority = {task: _majority(d.test[d.label_key]) for task, d in held_out.items()}
-        path.write_text(json.dumps({"rows": rows, "majority": majority}, indent=2) + "\n")
+        return {"rows": rows, "majority": majority}
 
-    return cached(f"albert-pair-tasks-{key(asdict(config))}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("albert-pair-tasks", asdict(config), compute)
 
 
 def _majority(labels: torch.Tensor) -> float:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.cache import atomic_write, cached, key
+from lecture_lib.cache import atomic_write, cached, cached_json, key
 from lecture_lib.chapters import ch05_bert_finetuning as ch05
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
@@ -451,10 +451,10 @@ def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None
     recipe = {"model": asdict(config.model), "tasks": config.tasks, "finetune": asdict(config.finetune),
               "documents": config.documents, "language_seed": config.language_seed, "seed": config.seed}
 
-    def build(path: Path) -> None:
-        atomic_write(path, json.dumps(_scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)))
+    def run() -> dict:
+        return _scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)
 
-    return cached(f"electra-scratch-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("electra-scratch", recipe, run)
 
 
 def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
@@ -466,11 +466,11 @@ def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, dat
     recipe = {"run": _recipe(run.variant, config, run.generator_size), "fraction": fraction, "tasks": config.tasks,
               "finetune": asdict(config.finetune)}
 
-    def build(path: Path) -> None:
+    def scores() -> dict:
         encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
-        atomic_write(path, json.dumps(_scores((data or ElectraChapterData(config)).tasks, encoder, config)))
+        return _scores((data or ElectraChapterData(config)).tasks, encoder, config)
 
-    return cached(f"electra-finetune-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("electra-finetune", recipe, scores)
 
 
 def replaced_token_example(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, row: int = 0) -> list[dict]:

@@ -6,15 +6,13 @@ Taught in: 09_t5_bart ("Text-to-text", "The objectives table at toy scale").
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Callable, Sequence, Union
 
 import torch
 
-from lecture_lib.cache import cached, key
+from lecture_lib.cache import cached_json
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, SyntheticLanguage
 from lecture_lib.decoding import greedy_decode
 from lecture_lib.finetuning.tasks import acceptability_examples, entailment_examples, qa_examples, split_people
@@ -307,7 +305,7 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
     recipe = recipe or chapter_config()
     offsets = range(-40, 41)
 
-    def build(path: Path) -> None:
+    def compute() -> dict:
         data = TextToTextData(recipe)
         runs, bias = {}, None
         for objective in ("no pretraining", *recipe.objectives):
@@ -316,9 +314,9 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
             runs[objective] = pretrain_then_finetune(model, batches, data, recipe)
             if objective == "random_spans":
                 bias = bias_by_offset(model, offsets)
-        path.write_text(json.dumps({"runs": runs, "bias": bias, "offsets": list(offsets)}, indent=2) + "\n")
+        return {"runs": runs, "bias": bias, "offsets": list(offsets)}
 
-    return cached(f"t5-objectives-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("t5-objectives", asdict(recipe), compute)
 
 
 def mass_style(words: Sequence[str], *, noise_density: float = 0.15,
@@ -389,15 +387,15 @@ def noising_runs(recipe: Recipe | None = None) -> dict:
     """
     recipe = recipe or chapter_config()
 
-    def build(path: Path) -> None:
+    def compute() -> dict:
         data = TextToTextData(recipe)
         runs = {}
         for name in ("no pretraining", *recipe.noisings):
             batches = None if name == "no pretraining" else data.noising_batches(name, recipe.batch_size)
             runs[name] = pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)), batches, data, recipe)
-        path.write_text(json.dumps(runs, indent=2) + "\n")
+        return runs
 
-    return cached(f"bart-noising-{key(asdict(recipe))}.json", build, lambda path: json.loads(path.read_text()))
+    return cached_json("bart-noising", asdict(recipe), compute)
 
 
 def majority_baseline(recipe: Recipe | None = None) -> dict[str, float]:

@@ -10,11 +10,9 @@ Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing class
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 from torch import nn
@@ -41,7 +39,7 @@ from lecture_lib.analysis.word_senses import (
     sense_sentences,
 )
 from lecture_lib.analysis.word_vectors import word_vectors
-from lecture_lib.cache import cached, key
+from lecture_lib.cache import cached_json
 from lecture_lib.chapters import ch05_bert_finetuning
 from lecture_lib.chapters.ch10_bertology_attention import synthetic_sentences
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
@@ -153,14 +151,6 @@ def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
     return list(torch.stack(rows, 1)), labels, words
 
 
-def _json_cached(name: str, recipe: dict, build_run: Callable[[], dict]) -> dict:
-    """A run's results, computed once per recipe and then read from ``<cache>/<name>-<key>.json``."""
-    def build(partial: Path) -> None:
-        partial.write_text(json.dumps(build_run()) + "\n")
-
-    return cached(f"{name}-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
-
-
 def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConfig,
                 model_name: str) -> list[ProbeScore]:
     """Layer-wise task and control probes of one task; labels are numbered over train and test together."""
@@ -193,7 +183,7 @@ def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: Prob
             out[task] = [dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores]
         return out
 
-    return _json_cached(f"ch11-probing-{model_name}", {"config": asdict(config), "tasks": list(tasks)}, run)
+    return cached_json(f"ch11-probing-{model_name}", {"config": asdict(config), "tasks": list(tasks)}, run)
 
 
 def _kept(sentence: Sentence) -> torch.Tensor:
@@ -259,7 +249,7 @@ def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Pro
         return out
 
     recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth}
-    return _json_cached(f"ch11-structural-{model_name}", recipe, run)
+    return cached_json(f"ch11-structural-{model_name}", recipe, run)
 
 
 # ---------------------------------------------------------------- edge probing on spans
@@ -455,7 +445,7 @@ def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingCh
         return out
 
     recipe = {"config": asdict(config), "tasks": list(tasks), "sweep": sweep}
-    return _json_cached(f"ch11-edge-{model_name}", recipe, run)
+    return cached_json(f"ch11-edge-{model_name}", recipe, run)
 
 
 # ---------------------------------------------------------------- cloze probes of the course's BERT
