@@ -173,7 +173,7 @@ def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int 
     thread and a two-core machine runs two jobs at a time. Each job must depend on its arguments alone (it
     seeds itself, as :func:`~lecture_lib.finetuning.finetune.finetune` does). A job that trains on one thread
     in the loop too (fine-tuning, whose budget sets ``num_threads=1``) then gives the loop's result bit for
-    bit, as ``tests/chapters/test_ch05_bert_finetuning.py`` checks for weights and scores; one that the loop
+    bit, as ``tests/chapters/test_course_language.py`` checks for weights and scores; one that the loop
     ran on more threads may differ in the last bits of its floats, as on a machine with another core count.
     Workers are started fresh (the ``spawn`` method) and kept for the next call, so
     ``fn`` must be importable: a function of a module, not a lambda or a function defined in a notebook.

@@ -64,7 +64,7 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     synthetic_bert,
     synthetic_config,
 )
-from lecture_lib.chapters.ch05_bert_finetuning import synthetic_pretraining_data
+from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import SyntheticLanguage

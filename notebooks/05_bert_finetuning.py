@@ -58,7 +58,7 @@ from tqdm.auto import tqdm
 from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import domain_adaptation_encoders, further_pretraining_config
-from lecture_lib.chapters.ch05_bert_finetuning import (
+from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
     TASK_NAMES,
     build_harder_tasks,
@@ -636,7 +636,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # The runs are independent of one another, and each trains on one CPU thread, so `parallel_map` runs as
 # many at a time as the machine has cores, each in its own process (on a GPU, one after the other). Its
 # results are those of a plain loop, `[finetune_from(*job) for job in jobs]`, bit for bit: every run seeds
-# itself, and a test (`tests/chapters/test_ch05_bert_finetuning.py`) compares weights and scores. Worker
+# itself, and a test (`tests/chapters/test_course_language.py`) compares weights and scores. Worker
 # processes cannot see functions defined in a notebook, so the job is a library function:
 # `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`.
 

@@ -70,10 +70,10 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     masked_lm_accuracy,
     masked_sentences,
     mlm_loss,
-    synthetic_sentences,
     token_frequencies,
     word_maps,
 )
+from lecture_lib.chapters.course_language import synthetic_sentences
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.measure import time_call
 from lecture_lib.models.bert import BertModel

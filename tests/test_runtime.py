@@ -1,5 +1,5 @@
 """runtime.seed_of / generator: a stream is a fixed function of its keys, in any process; runtime.parallel_map:
-the loop's results, in order, from worker processes (fine-tuning in workers: tests/chapters/test_ch05_bert_finetuning.py)."""
+the loop's results, in order, from worker processes (fine-tuning in workers: tests/chapters/test_course_language.py)."""
 
 import hashlib
 import math

@@ -236,6 +236,23 @@ def test_only_bench_and_chapters_import_chapters():
     assert not bad, f"nothing imports chapters/ except notebooks and bench/: {bad}"
 
 
+SHARED_CHAPTER = "lecture_lib.chapters.course_language"  # the language, its BERT and its tasks, read by many
+
+
+def test_no_chapter_imports_another_chapter():
+    """What several chapters use lives in chapters/course_language.py; a chapter imports that module and no other
+    chapter (an earlier chapter's module would make it a floor of the others, a later one a cycle in the
+    reading order), and the shared module imports no chapter."""
+    bad = []
+    for path in _in_package("chapters"):
+        allowed = ("lecture_lib.chapters",) if path.stem == "course_language" else ("lecture_lib.chapters",
+                                                                                    SHARED_CHAPTER)
+        bad += [f"{_relative(path)} imports {module}" for module in sorted(_imports(path))
+                if _within(module, _lib("chapters")) and module not in allowed
+                and not (path.stem != "course_language" and _within(module, (SHARED_CHAPTER,)))]
+    assert not bad, f"a chapter imports {SHARED_CHAPTER} and no other chapter: {bad}"
+
+
 def test_notebooks_never_import_bench():
     assert NOTEBOOK_SOURCES
     bad = _violations(NOTEBOOK_SOURCES, forbidden=_lib("bench"))

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from lecture_lib.chapters.ch05_bert_finetuning import (
+from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
     build_harder_tasks,
     chapter_config,

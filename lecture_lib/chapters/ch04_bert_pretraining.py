@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 
 from lecture_lib.cache import cached_json, key
-from lecture_lib.chapters import ch05_bert_finetuning as ch05
+from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.objectives.masking import MaskingStrategy
@@ -99,22 +99,22 @@ SYNTHETIC_FULL = dict(
 )
 
 
-def synthetic_config(**overrides) -> ch05.ChapterConfig:
+def synthetic_config(**overrides) -> course_language.ChapterConfig:
     """The synthetic language's recipe (:data:`SYNTHETIC_QUICK` or :data:`SYNTHETIC_FULL` over chapter 05's
-    fine-tuning sizes), with ``overrides`` as :func:`lecture_lib.chapters.ch05_bert_finetuning.chapter_config`
+    fine-tuning sizes), with ``overrides`` as :func:`lecture_lib.chapters.course_language.chapter_config`
     takes them: ``synthetic_config(pretrain=dict(train=dict(steps=100)), documents=500)``.
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    return ch05.chapter_config(**merge_dicts(pick(quick=SYNTHETIC_QUICK, full=SYNTHETIC_FULL), overrides))
+    return course_language.chapter_config(**merge_dicts(pick(quick=SYNTHETIC_QUICK, full=SYNTHETIC_FULL), overrides))
 
 
-def synthetic_bert(config: ch05.ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
+def synthetic_bert(config: course_language.ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
     """A BERT pretrained on the synthetic language with :func:`synthetic_config`'s recipe (cached).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    return ch05.synthetic_pretrained_bert(config or synthetic_config(), progress=progress)
+    return course_language.synthetic_pretrained_bert(config or synthetic_config(), progress=progress)
 
 
 # Domain-adaptive pretraining (Gururangan et al., 2020; Legal-BERT's "further pretrained" option), measured
@@ -126,7 +126,7 @@ FURTHER_QUICK = dict(train=dict(steps=300, batch_size=32, warmup_steps=30, eval_
 FURTHER_FULL = dict(train=dict(steps=2000, batch_size=128, warmup_steps=200, eval_every=500))
 
 
-def further_pretraining_config(general: PretrainConfig | None = None, **overrides) -> ch05.ChapterConfig:
+def further_pretraining_config(general: PretrainConfig | None = None, **overrides) -> course_language.ChapterConfig:
     """The synthetic language's documents (:func:`synthetic_config`'s) with the general model's recipe
     (``general``, default :func:`chapter_config`: its shape, vocabulary size and learning rate), the run's
     length from :data:`FURTHER_QUICK` or :data:`FURTHER_FULL`; ``overrides`` as :func:`synthetic_config`
@@ -140,7 +140,7 @@ def further_pretraining_config(general: PretrainConfig | None = None, **override
     return replace(synthetic_config(**overrides), pretrain=pretrain)
 
 
-def further_pretrained_bert(general: PretrainResult | None = None, config: ch05.ChapterConfig | None = None, *,
+def further_pretrained_bert(general: PretrainResult | None = None, config: course_language.ChapterConfig | None = None, *,
                             progress: bool = True) -> PretrainResult:
     """Domain-adaptive pretraining: a copy of ``general`` (default :func:`small_pretrained_bert`), pretrained
     further on the synthetic language cut into ``general``'s own vocabulary (``config``, default
@@ -157,7 +157,7 @@ def further_pretrained_bert(general: PretrainResult | None = None, config: ch05.
               "language_seed": config.language_seed, "documents": config.documents,
               "sentences_per_document": config.sentences_per_document}
     return cached_pretraining(f"further-bert-{key(recipe)}", config.pretrain,
-                              lambda: ch05.synthetic_pretraining_data(config, general.tokenizer), progress=progress,
+                              lambda: course_language.synthetic_pretraining_data(config, general.tokenizer), progress=progress,
                               make_model=lambda: copy.deepcopy(general.model))
 
 
@@ -183,7 +183,7 @@ def _domain_encoders(text: str) -> tuple[PretrainResult, PretrainResult] | Pretr
     return general, further_pretrained_bert(general, progress=False)
 
 
-def ablation_config(**overrides) -> ch05.ChapterConfig:
+def ablation_config(**overrides) -> course_language.ChapterConfig:
     """The ablations' runs: the synthetic language's model and data, fewer steps each (150 quick, 2,000 full),
     and in the quick profile 50 fine-tuning steps for the downstream score.
 
@@ -219,7 +219,7 @@ PROBES = {"[MASK]": MaskingStrategy(1.0, 0.0, 0.0), "same": MaskingStrategy(0.0,
 MASKING_RULES = ("80/10/10", "100/0/0")
 
 
-def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
+def masking_ablation(config: course_language.ChapterConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
                      progress: bool = True) -> dict[str, dict[str, float]]:
     """One model per masking rule (MLM only, the synthetic language; the models are cached), each probed on
     the same held-out positions in three ways.
@@ -235,10 +235,10 @@ def masking_ablation(config: ch05.ChapterConfig | None = None, *, rules: Sequenc
     config = _with_pretrain(config or ablation_config(), dict(pairs=None))
 
     def run() -> dict:
-        corpus = ch05.synthetic_pretraining_data(config)
+        corpus = course_language.synthetic_pretraining_data(config)
         results = {}
         for rule in rules:
-            model = ch05.synthetic_pretrained_bert(_with_pretrain(config, dict(masking=rule)), progress=progress).model
+            model = course_language.synthetic_pretrained_bert(_with_pretrain(config, dict(masking=rule)), progress=progress).model
             with cpu_threads(config.pretrain.train.num_threads):
                 results[rule] = {probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
                                  for probe, strategy in PROBES.items()}
@@ -256,20 +256,20 @@ TABLE5_ROWS = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked")
 TABLE6_SIZES = {"quick": ((1, 16, 2), (1, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (4, 256, 4), (6, 256, 8))}
 
 
-def downstream_task(tokenizer, config: ch05.ChapterConfig) -> Task:
+def downstream_task(tokenizer, config: course_language.ChapterConfig) -> Task:
     """Chapter 05's acceptability task (is subject-verb agreement respected? BERT's CoLA in small, scored by
     Matthews' correlation), encoded by ``tokenizer``.
 
     Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
     """
-    return ch05.build_tasks(tokenizer, config)["acceptability"]
+    return course_language.build_tasks(tokenizer, config)["acceptability"]
 
 
-def _downstream(task: Task, encoder, config: ch05.ChapterConfig) -> float:
+def _downstream(task: Task, encoder, config: course_language.ChapterConfig) -> float:
     return finetune(task, new_head(task, encoder, config.finetune), config.finetune).scores["mcc"]
 
 
-def _scores(config: ch05.ChapterConfig, language_model: str, held_out: PretrainingData, task: Task,
+def _scores(config: course_language.ChapterConfig, language_model: str, held_out: PretrainingData, task: Task,
             progress: bool) -> dict[str, float]:
     """Pretrain (cached) with ``config``'s recipe and ``language_model``'s loss; score on held-out text and
     fine-tuned on ``task``."""
@@ -278,10 +278,10 @@ def _scores(config: ch05.ChapterConfig, language_model: str, held_out: Pretraini
         recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
                   "documents": config.documents, "sentences_per_document": config.sentences_per_document}
         result = cached_pretraining(f"synthetic-ltr-{key(recipe)}", config.pretrain,
-                                    lambda: ch05.synthetic_pretraining_data(config), progress=progress,
+                                    lambda: course_language.synthetic_pretraining_data(config), progress=progress,
                                     loss=left_to_right_loss)
     else:
-        result = ch05.synthetic_pretrained_bert(config, progress=progress)
+        result = course_language.synthetic_pretrained_bert(config, progress=progress)
     model, batches, mask_id = result.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id
     with cpu_threads(config.pretrain.train.num_threads):
         if left_to_right:
@@ -293,14 +293,14 @@ def _scores(config: ch05.ChapterConfig, language_model: str, held_out: Pretraini
             "downstream": _downstream(task, model.bert, config)}
 
 
-def _with_pretrain(config: ch05.ChapterConfig, objective: dict | None = None, model: dict | None = None):
+def _with_pretrain(config: course_language.ChapterConfig, objective: dict | None = None, model: dict | None = None):
     pretrain = config.pretrain
     pretrain = replace(pretrain, objective=replace(pretrain.objective, **(objective or {})),
                        model=replace(pretrain.model, **(model or {})))
     return replace(config, pretrain=pretrain)
 
 
-def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bool = True) -> dict[str, dict]:
+def objective_ablation(config: course_language.ChapterConfig | None = None, *, progress: bool = True) -> dict[str, dict]:
     """BERT's Table 5 in shape: the rows of :data:`TABLE5_ROWS` pretrained on the synthetic language, each
     scored on the same held-out masked positions (``mask_accuracy``: at those showing ``[MASK]``, from both
     sides or, for the left-to-right LM, from the left only) and fine-tuned on :func:`downstream_task`
@@ -312,7 +312,7 @@ def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bo
     config = config or ablation_config()
 
     def run() -> dict:
-        held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
+        held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
         task = downstream_task(held_out.tokenizer, config)
         rows = {name: _scores(_with_pretrain(config, dict(pairs=pairs)), lm, held_out, task, progress)
                 for name, (pairs, lm) in TABLE5_ROWS.items()}
@@ -322,7 +322,7 @@ def objective_ablation(config: ch05.ChapterConfig | None = None, *, progress: bo
     return cached_json("objective-ablation", asdict(config), run)
 
 
-def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
+def size_sweep(config: course_language.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
                progress: bool = True) -> dict[str, dict]:
     """BERT's Table 6 in shape: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`),
     feed-forward width 4H, scored as in :func:`objective_ablation`, with the held-out MLM loss.
@@ -333,7 +333,7 @@ def size_sweep(config: ch05.ChapterConfig | None = None, *, sizes: Sequence[tupl
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
 
     def run() -> dict:
-        held_out = ch05.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
+        held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
         task = downstream_task(held_out.tokenizer, config)
         rows = {}
         for layers, width, heads in sizes:

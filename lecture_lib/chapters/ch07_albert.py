@@ -14,8 +14,8 @@ from dataclasses import asdict, fields, replace
 import torch
 
 from lecture_lib.cache import cached_json, key
-from lecture_lib.chapters.ch05_bert_finetuning import chapter_config as language_chapter_config
-from lecture_lib.chapters.ch05_bert_finetuning import synthetic_pretraining_data
+from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
+from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, share_across_layers
 from lecture_lib.models.bert import BertConfig, BertForPreTraining

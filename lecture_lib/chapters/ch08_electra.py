@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.cache import atomic_write, cached, cached_json, key
-from lecture_lib.chapters import ch05_bert_finetuning as ch05
+from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel
@@ -129,9 +129,9 @@ def chapter_config(**overrides) -> ElectraChapterConfig:
 # ---------------------------------------------------------------- data
 
 
-def chapter05_config(config: ElectraChapterConfig) -> ch05.ChapterConfig:
+def chapter05_config(config: ElectraChapterConfig) -> course_language.ChapterConfig:
     """Chapter 05's data settings at this chapter's vocabulary, length and number of documents."""
-    return ch05.chapter_config(
+    return course_language.chapter_config(
         pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
                       train=dict(batch_size=config.batch_size)),
         documents=config.documents, language_seed=config.language_seed, seed=config.seed)
@@ -143,14 +143,14 @@ class ElectraChapterData:
     def __init__(self, config: ElectraChapterConfig) -> None:
         self.config = config
         self.ch05 = chapter05_config(config)
-        self.pairs = ch05.synthetic_pretraining_data(self.ch05)
+        self.pairs = course_language.synthetic_pretraining_data(self.ch05)
         self.tokenizer = self.pairs.tokenizer
         self._tasks: dict[str, Task] | None = None
 
     @property
     def tasks(self) -> dict[str, Task]:
         if self._tasks is None:
-            self._tasks = ch05.build_tasks(self.tokenizer, self.ch05)
+            self._tasks = course_language.build_tasks(self.tokenizer, self.ch05)
         return self._tasks
 
     def batch(self, step: int, test: bool = False) -> dict[str, torch.Tensor]:

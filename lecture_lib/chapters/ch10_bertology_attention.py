@@ -15,15 +15,15 @@ from torch import nn
 
 from lecture_lib.analysis.attention_stats import attention_maps
 from lecture_lib.analysis.syntactic_heads import align_words, word_attention
-from lecture_lib.chapters import ch05_bert_finetuning
+from lecture_lib.chapters import course_language
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
-from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
+from lecture_lib.data.synthetic import Sentence
 from lecture_lib.models.bert import BertModel, mlm_accuracy
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator, seed_of
+from lecture_lib.runtime import generator
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 # the dependency relations of the synthetic language scored in Table 1's shape
@@ -78,7 +78,7 @@ def course_bert() -> PretrainResult:
 
     Taught in: 10_bertology_attention ("Two models and their inputs").
     """
-    return ch05_bert_finetuning.synthetic_pretrained_bert(ch05_bert_finetuning.chapter_config())
+    return course_language.synthetic_pretrained_bert(course_language.chapter_config())
 
 
 def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
@@ -127,15 +127,6 @@ def token_frequencies(tokenizer: WordPieceTokenizer) -> torch.Tensor:
     frequency = torch.zeros(tokenizer.vocab_size, dtype=torch.long)
     frequency[list(counts)] = torch.tensor(list(counts.values()))
     return frequency
-
-
-def synthetic_sentences(n: int, seed: int) -> list[Sentence]:
-    """``n`` sentences of chapter 05's language (its world and grammar), drawn with a seed of their own.
-
-    Taught in: 10_bertology_attention ("Syntactic heads").
-    """
-    language = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed)
-    return language.sentences(n, seed=seed_of("ch10 sentences", seed))
 
 
 def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[Sentence],

@@ -40,8 +40,7 @@ from lecture_lib.analysis.word_senses import (
 )
 from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.cache import cached_json
-from lecture_lib.chapters import ch05_bert_finetuning
-from lecture_lib.chapters.ch10_bertology_attention import synthetic_sentences
+from lecture_lib.chapters import course_language
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
 from lecture_lib.models.bert import BertModel
 from lecture_lib.profile import pick
@@ -102,8 +101,8 @@ def treebank(config: ProbingChapterConfig) -> tuple[list[Sentence], list[Sentenc
 
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
     """
-    return (synthetic_sentences(config.train_sentences, seed_of("ch11 train", config.seed)),
-            synthetic_sentences(config.test_sentences, seed_of("ch11 test", config.seed)))
+    return (course_language.synthetic_sentences(config.train_sentences, seed_of("ch11 train", config.seed)),
+            course_language.synthetic_sentences(config.test_sentences, seed_of("ch11 test", config.seed)))
 
 
 def random_twin(model: BertModel, seed: int) -> BertModel:
@@ -472,7 +471,7 @@ def agreement_sentences(config: ProbingChapterConfig) -> list[Sentence]:
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    drawn = synthetic_sentences(config.agreement_sentences, seed_of("ch11 agreement", config.seed))
+    drawn = course_language.synthetic_sentences(config.agreement_sentences, seed_of("ch11 agreement", config.seed))
     return [s for s in drawn if s.agreement]
 
 
@@ -519,7 +518,7 @@ def fact_probe(model: nn.Module, tokenizer, config: ProbingChapterConfig) -> lis
 
     Taught in: 11_bertology_probing ("Cloze knowledge of the world").
     """
-    language = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed)
+    language = SyntheticLanguage(course_language.chapter_config().language_seed)
     rng = random.Random(seed_of("ch11 facts", config.seed))
     facts = language.world.facts()
     out = []
@@ -539,7 +538,7 @@ def world_objects(relation: str) -> list[str]:
 
     Taught in: 11_bertology_probing ("Cloze knowledge of the world").
     """
-    world = SyntheticLanguage(ch05_bert_finetuning.chapter_config().language_seed).world
+    world = SyntheticLanguage(course_language.chapter_config().language_seed).world
     return [f.object for f in world.facts() if f.relation == relation]
 
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.cache import cached, key
-from lecture_lib.chapters import ch05_bert_finetuning
+from lecture_lib.chapters import course_language
 from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
 from lecture_lib.data.synthetic import SyntheticLanguage
@@ -100,7 +100,7 @@ def course_teacher() -> PretrainResult:
 
     Taught in: 12_compression ("The teacher and its task").
     """
-    return ch05_bert_finetuning.synthetic_pretrained_bert(ch05_bert_finetuning.chapter_config())
+    return course_language.synthetic_pretrained_bert(course_language.chapter_config())
 
 
 def chapter_task(tokenizer: WordPieceTokenizer, config: CompressionChapterConfig) -> Task:
@@ -108,7 +108,7 @@ def chapter_task(tokenizer: WordPieceTokenizer, config: CompressionChapterConfig
 
     Taught in: 12_compression ("The teacher and its task").
     """
-    return ch05_bert_finetuning.build_tasks(tokenizer)[config.task]
+    return course_language.build_tasks(tokenizer)[config.task]
 
 
 def without_segments(task: Task) -> Task:

@@ -3,7 +3,7 @@
 import dataclasses
 
 from lecture_lib.bench.parallel import loop_and_workers, same_results
-from lecture_lib.chapters.ch05_bert_finetuning import build_tasks, chapter_config
+from lecture_lib.chapters.course_language import build_tasks, chapter_config
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import finetune_from
 from lecture_lib.models.bert import BertModel

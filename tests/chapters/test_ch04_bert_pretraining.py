@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lecture_lib.chapters import ch05_bert_finetuning as ch05
+from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch04_bert_pretraining import (
     MASKING_RULES,
     TABLE5_ROWS,
@@ -37,7 +37,7 @@ def _tiny(monkeypatch, tmp_path):
 def test_profiles_pick_the_sizes(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     quick, quick_docs = synthetic_config(), chapter_config()
-    assert quick.finetune == ch05.chapter_config().finetune  # chapter 05's fine-tuning budget
+    assert quick.finetune == course_language.chapter_config().finetune  # chapter 05's fine-tuning budget
     further = further_pretraining_config()
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     full = synthetic_config()
@@ -69,7 +69,7 @@ def test_objective_ablation_and_size_sweep_rows(monkeypatch, tmp_path):
     assert all(-1 <= row["downstream"] <= 1 for row in rows.values())
     # the BERT row's [MASK] accuracy, recomputed from its cached model
     bert = synthetic_bert(config)
-    held_out = ch05.synthetic_pretraining_data(config)
+    held_out = course_language.synthetic_pretraining_data(config)
     recomputed = evaluate_at_masks(bert.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id,
                                    held_out.most_frequent_token())
     assert rows["BERT (MLM + NSP)"]["mask_accuracy"] == pytest.approx(recomputed["mask_accuracy"])

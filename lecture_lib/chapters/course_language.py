@@ -1,5 +1,6 @@
-"""Chapter 05, fine-tuning: the chapter's sizes, a BERT pretrained on the synthetic language (trained
-once, then read from the disk cache), and the four tasks built from that language.
+"""The course's language: the synthetic language's sizes, a BERT pretrained on it (trained once, then read
+from the disk cache), and the tasks and sentences built from that language. Chapter 05 teaches it; chapters 04,
+07, 08, 10, 11 and 12 read it from here, so that no chapter imports another chapter.
 
 Which pretraining: the tasks are written in the synthetic language, so the encoder is pretrained on
 documents of that language (chapter 04's recipe: a WordPiece vocabulary learned from the text,
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from lecture_lib.cache import key
-from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
 from lecture_lib.finetuning.harder_tasks import (
     NLI_LABELS,
@@ -60,6 +61,7 @@ from lecture_lib.pretraining import (
     cached_pretraining,
 )
 from lecture_lib.profile import pick
+from lecture_lib.runtime import seed_of
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 TASK_NAMES = ("acceptability", "entailment", "ner", "qa")
@@ -176,6 +178,15 @@ def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: 
               "documents": config.documents, "sentences_per_document": config.sentences_per_document}
     return cached_pretraining(f"synthetic-bert-{key(recipe)}", config.pretrain,
                               lambda: synthetic_pretraining_data(config), progress=progress)
+
+
+def synthetic_sentences(n: int, seed: int) -> list[Sentence]:
+    """``n`` sentences of the course's language (its world and grammar), drawn with a seed of their own.
+
+    Taught in: 10_bertology_attention ("Syntactic heads").
+    """
+    language = SyntheticLanguage(chapter_config().language_seed)
+    return language.sentences(n, seed=seed_of("ch10 sentences", seed))
 
 
 def _acceptability_spec(tokenizer: Tokenizer, length: int) -> tuple:

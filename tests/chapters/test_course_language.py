@@ -1,4 +1,4 @@
-"""lecture_lib.chapters.ch05_bert_finetuning and lecture_lib.finetuning.finetune: the chapter's sizes, the cached pretraining on the synthetic language, the tasks it
+"""lecture_lib.chapters.course_language and lecture_lib.finetuning.finetune: the chapter's sizes, the cached pretraining on the synthetic language, the tasks it
 builds, and the fine-tuning loop's scores (recomputed here from the model's own predictions)."""
 
 import dataclasses
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import lecture_lib.pretraining as pretrain_module
-from lecture_lib.chapters.ch05_bert_finetuning import (
+from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
     TASK_NAMES,
     build_harder_tasks,
