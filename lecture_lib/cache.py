@@ -48,6 +48,33 @@ def key(recipe: Any) -> str:
     return hashlib.sha256(json.dumps(stamped, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def fingerprint(thing: Any) -> str:
+    """16 hex digits that change with a model's weights, or with a tokenizer's vocabulary and casing: the part of a
+    recipe that is an object rather than a value (a probe's result depends on the encoder it reads).
+
+    >>> import torch
+    >>> layer = torch.nn.Linear(2, 2)
+    >>> before = fingerprint(layer)
+    >>> with torch.no_grad():
+    ...     layer.bias[0] += 1e-3
+    >>> fingerprint(layer) == before
+    False
+    """
+    digest = hashlib.sha256(type(thing).__name__.encode())
+    if isinstance(thing, torch.nn.Module):
+        for name, tensor in thing.state_dict().items():
+            data = tensor.detach().cpu().contiguous().reshape(-1)
+            digest.update(f"{name} {data.dtype} {tuple(tensor.shape)}".encode())
+            digest.update(data.view(torch.uint8).numpy().tobytes())
+    elif hasattr(thing, "get_vocab") or isinstance(getattr(thing, "vocab", None), dict):
+        vocab = thing.get_vocab() if hasattr(thing, "get_vocab") else thing.vocab
+        casing = getattr(thing, "lowercase", getattr(thing, "do_lower_case", None))
+        digest.update(json.dumps([sorted(vocab.items(), key=lambda item: item[1]), casing]).encode())
+    else:
+        raise TypeError(f"expected a torch.nn.Module or a tokenizer with a vocabulary, got {type(thing).__name__}")
+    return digest.hexdigest()[:16]
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     """A binary file that becomes ``path`` only when the ``with`` block ends without an error.

@@ -605,7 +605,7 @@ torch.testing.assert_close(attention_tile_by_tile(Q, K, V, tile=7), attention_by
 # backward pass (counted with `torch.autograd.graph.saved_tensors_hooks`, which works the same on CPU and
 # GPU).
 
-# %%
+# %% tags=["wall-clock"]
 rows = cost_by_length(cost_lengths())
 print(f"{'n':>6} {'naive ms':>9} {'fused ms':>9} {'naive MiB':>10} {'fused MiB':>10}")
 for r in rows:

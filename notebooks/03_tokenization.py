@@ -318,7 +318,7 @@ assert replayed == ["a", "bc"] and longest == ["ab", "c"]  # the two rules disag
 # the rule of `tokenizers`' trainer. We time both on the same word counts; the naive loop is `learn_bpe`,
 # Sennrich's algorithm with the same tie-breaking rule.
 
-# %%
+# %% tags=["wall-clock"]
 subset = train_texts[-exp.comparison_documents:]  # docstrings: a few hundred short documents
 word_counts = ByteLevelBPE().count_words(subset)
 comparison_merges = 150

@@ -1109,7 +1109,7 @@ print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_
 # | what does the number of heads do? | Table 6 varies it once: 6 layers with 3 heads against 12 heads, 80.6 against 81.9 on MNLI. Michel et al. (2019) later removed 40% of a fine-tuned BERT's heads with no noticeable loss (chapter 10) |
 # | over-parameterised, slow to train and to run, no inference times reported | section 13 priced the training; ALBERT (chapter 07) shares weights, DistilBERT (Sanh et al., 2019) halves the layers and keeps 97% of the GLUE score |
 # | why not a task that needs more reasoning, such as argument comprehension (ARCT)? | Niven & Kao (2019) did it: BERT reached 77%, but from cue words such as "not"; on a version with the cues balanced away it fell to 53%, chance level |
-# | GLUE's WNLI is missing from the results | its train and dev sets share sentences with opposite labels, so it punishes memorising (predicting the majority class gives 65.1%); BERT's authors left it out of their average |
+# | GLUE's WNLI is missing from the results | its train and dev sets share sentences with opposite labels, so it punishes memorising (predicting the majority class gives 65.1%, Wang et al., 2019); BERT's authors left it out of their average |
 # | BERT's "sentences" are arbitrary spans, not linguistic sentences | true by design: a "sentence" in BERT's data is any run of text; RoBERTa (chapter 06) drops NSP and packs full sentences up to the length budget |
 # | is reading from both sides like human reading? | a masked LM is not a model of reading; it is a way to train a network whose every layer sees both sides, which BERT's Table 5 shows pays once fine-tuned |
 #

@@ -143,11 +143,13 @@ print(f"shape {tuple(effective.shape)}, E = {small.embedding_size}, H = {small.h
 assert ranks == {"ALBERT V×E·E×H": 16, "BERT V×H": 64}
 
 # %% [markdown]
-# At ALBERT-base's size the factorization turns the 23.0M-parameter table into 3.8M + 0.1M. The embedding
-# columns of the paper's Table 3 (ALBERT-base, $E$ swept, layers shared or not) follow from the formula, each
-# equal to `transformers`' count and to the paper's figure rounded with or without the pooler, except one: `transformers`' ALBERT keeps the $E \to H$
-# projection even when $E = H$, so the $E = 768$ not-shared `AlbertModel` is BERT-base plus 0.6M, and the
-# paper's 108M there is BERT-base's count without its pooler (section 1).
+# At ALBERT-base's size the factorization turns the table of $30{,}000 \times 768 \approx 23.0$M parameters
+# into $30{,}000 \times 128 + 128 \times 768 \approx 3.8\text{M} + 0.1\text{M}$. The embedding columns of
+# the paper's Table 3 (ALBERT-base, $E$ swept, layers shared or not) follow from the formula, each equal to
+# `transformers`' count and to the paper's figure rounded with or without the pooler, except one:
+# `transformers`' ALBERT keeps the $E \to H$ projection even when $E = H$, so the $E = 768$ not-shared
+# `AlbertModel` is BERT-base plus 0.6M, and the paper's 108M there is BERT-base's count without its pooler
+# (section 1).
 
 # %%
 table3_paper = {(64, "not-shared"): 87, (128, "not-shared"): 89, (256, "not-shared"): 93, (768, "not-shared"): 108,

@@ -403,7 +403,7 @@ assert len(masked) == len(document) and len(deleted) < len(document)  # masking 
 assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 
 # %% [markdown]
-# BART's Table 1 (base size, 1M steps, Books and Wikipedia) ranks these: text infilling best (SQuAD F1 90.8,
+# BART's Table 1 (Lewis et al., 2020; base size, 1M steps, Books and Wikipedia) ranks these: text infilling best (SQuAD F1 90.8,
 # MNLI 84.0, CNN/DM perplexity 5.83), masking and deletion close (90.4), and document rotation alone far
 # behind (77.2, 75.3, 10.59). `noising_runs` trains that table in shape: a tiny BART (chapter 02's blocks,
 # the sizes of section 7's T5) pretrained to rebuild the documents from each corruption (and one not

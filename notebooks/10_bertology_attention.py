@@ -77,7 +77,7 @@ from lecture_lib.chapters.course_language import synthetic_sentences
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.measure import time_call
 from lecture_lib.models.bert import BertModel
-from lecture_lib.reproductions import show_reproduction
+from lecture_lib.reproductions import glue_number, show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
@@ -445,7 +445,11 @@ for ax, title, values in zip(axes, ["importance $I_h$ (layer-normalised)", "accu
     ax.set(title=title, xlabel="head", ylabel="layer")
 fig.tight_layout()
 plt.show()
-print(f"masked-LM accuracy with all 16 heads: {baseline_accuracy:.1%} on {masked_positions} masked positions")
+standard_error = glue_number("ch10-mlm-standard-error",
+                             100 * (baseline_accuracy * (1 - baseline_accuracy) / masked_positions) ** 0.5)
+glue_number("ch10-masked-positions", masked_positions)
+print(f"masked-LM accuracy with all 16 heads: {baseline_accuracy:.1%} on {masked_positions} masked positions "
+      f"(one standard error: {standard_error:.1f} points)")
 worst = torch.unravel_index(ablation.argmin(), ablation.shape)
 print(f"removing one head: from {ablation.min() - baseline_accuracy:+.1%} (head {int(worst[0])}-{int(worst[1])}) "
       f"to {ablation.max() - baseline_accuracy:+.1%}; heads whose removal moves accuracy by more than 2 points: "
@@ -458,7 +462,8 @@ print("best single head kept per layer, accuracy:", [f"{v:.1%}" for v in one_hea
 # translation model, one head was enough at test time. Our small BERT tells the same story at its scale:
 # removing any single head costs at most a few points of masked-LM accuracy, some removals cost nothing or
 # gain a little, and reducing a whole layer to its best head keeps the accuracy within a few points (one
-# standard error on about 770 masked positions is 1.8 points, so differences of a point are noise).
+# standard error on these {glue:text}`ch10-masked-positions` masked positions is
+# {glue:text}`ch10-mlm-standard-error:.1f` points, printed above, and a difference under two of them is noise).
 
 # %% [markdown]
 # ## 7. Pruning by importance
@@ -503,7 +508,7 @@ assert sum(by_importance) / len(counts) > float(at_random.mean()) + 0.01
 # $W^O$. We prune half of MiniLM's heads in every layer (heads 6–11: for speed, which ones does not matter)
 # and time both models on a batch of documentation pairs and on a single pair.
 
-# %%
+# %% tags=["wall-clock"]
 half = BertModel.from_pretrained(minilm_dir())
 half.prune_heads({layer: list(range(heads // 2, heads)) for layer in range(layers)})
 d, hidden = minilm.config.hidden_size // heads, minilm.config.hidden_size
@@ -619,8 +624,8 @@ show_claims("ch10-what-we-saw", "What we saw: chapter 10, quick profile", [
                     rule="importance order over 1 point above random order")),
     Claim("10-pruning-speeds-inference", "pruning half the heads speeds inference",
           "Michel et al. (2019): up to 17% faster at large batch",
-          "time saved: " + ", ".join(f"batch {size} {saving:.0%}" for size, saving in time_saved.items())
-          + " (section 8)",
+          "the time saved at batch " + " and ".join(map(str, time_saved)) + ": printed in section 8, where it is "
+          "one run's timings (a rerun prints others)",
           mechanism_only("timings on a shared CPU, printed and not judged")),
 ])
 

@@ -1,6 +1,6 @@
 """Each notebook executed once for both commands, notebooks first and on whichever worker is free.
 
-A pytest plugin (``-p tests.executed_notebooks`` in pyproject's addopts) with three jobs:
+A pytest plugin (registered by the root ``conftest.py``) with four jobs:
 
 - **Keep what nbval executed.** When every cell of a notebook passes under nbval, the notebook is stored with
   the outputs nbval received into the book's jupyter-cache (``_build/.jupyter_cache``), the cache myst-nb
@@ -10,6 +10,11 @@ A pytest plugin (``-p tests.executed_notebooks`` in pyproject's addopts) with th
   depend on ``lecture_lib``, the locked dependencies, the profile and the Python and torch versions, so a
   stamp of those is kept beside the cache: a session that finds another stamp empties the cache first, and
   a notebook is not kept when the code changed while it ran.
+- **Check what each notebook printed.** After a notebook's cells, two more items run on the same worker
+  (:mod:`tests.notebook_checks`): ``NN.ipynb::rerun-prints-the-same`` executes the notebook a second time, now
+  from the ``$LECTURE_CACHE`` its first execution filled, and compares the text of the two; and
+  ``NN.ipynb::no-unprinted-result-in-prose`` finds numbers in the prose that look like results and that the run
+  did not print.
 - **Schedule the notebooks well.** Under ``--dist loadgroup`` each notebook's cells form one unit of work
   (they share a kernel and run in order on one worker) and unit tests are spread one by one
   (:func:`pytest_xdist_make_scheduler`). Notebooks come first, in :data:`NOTEBOOK_ORDER`, so that the long
@@ -17,7 +22,7 @@ A pytest plugin (``-p tests.executed_notebooks`` in pyproject's addopts) with th
 
 ``--skip-executed`` (``make book``) deselects the notebooks whose outputs are already in the cache. At the end,
 the session prints each notebook's time (its cells' setup, call and teardown, added up), so that a notebook
-that grows shows in every log.
+that grows shows in every log, and each check's time over all notebooks.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests import notebook_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"
@@ -95,9 +102,9 @@ def _notebook_of(item) -> Path | None:
 def _rank(item) -> tuple:
     notebook = _notebook_of(item)
     if notebook is None:
-        return (1, 0)
+        return (1, 0, "")
     prefix = notebook.name[:2]
-    return (0, NOTEBOOK_ORDER.index(prefix) if prefix in NOTEBOOK_ORDER else len(NOTEBOOK_ORDER))
+    return (0, NOTEBOOK_ORDER.index(prefix) if prefix in NOTEBOOK_ORDER else len(NOTEBOOK_ORDER), notebook.name)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -105,7 +112,10 @@ def pytest_collection_modifyitems(config, items):
         cached = {path for path in {_notebook_of(item) for item in items} - {None} if _in_cache(path)}
         config.hook.pytest_deselected(items=[item for item in items if _notebook_of(item) in cached])
         items[:] = [item for item in items if _notebook_of(item) not in cached]
-    items.sort(key=_rank)  # stable: a notebook's cells keep their order
+    notebooks = dict.fromkeys(item.parent for item in items if _notebook_of(item) is not None)
+    items += [NotebookCheck.from_parent(notebook, name=name, check=check)
+              for notebook in notebooks for name, check in NOTEBOOK_CHECKS.items()]
+    items.sort(key=_rank)  # stable: a notebook's cells keep their order, and its checks come after them
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -129,7 +139,7 @@ def pytest_xdist_make_scheduler(config, log):
     return NotebookScheduling(config, log)
 
 
-# --- Keeping nbval's outputs -------------------------------------------------------------------------------
+# --- What nbval executed, checked and kept -----------------------------------------------------------------
 
 
 @contextmanager
@@ -168,25 +178,73 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     result = yield
-    last_cell = nextitem is None or nextitem.parent is not item.parent
-    if _notebook_of(item) is not None and last_cell and item.parent.nodeid not in _failed:
+    last_of_its_notebook = nextitem is None or nextitem.parent is not item.parent
+    if _notebook_of(item) is not None and last_of_its_notebook and item.parent.nodeid not in _failed:
         _store(item.parent)
     return result
 
 
-def _store(notebook_file) -> None:
-    """The notebook as nbval read it, each code cell given the outputs nbval received, into the cache."""
-    from jupyter_cache.base import CacheBundleIn
-
+def _executed(notebook_file):
+    """The notebook as nbval read it, each code cell given the outputs nbval received; None if a cell did not run
+    (it failed, or was deselected)."""
     outputs = {id(cell_item.cell): cell_item.test_outputs for cell_item in notebook_file.session.items
-               if cell_item.parent is notebook_file}
+               if cell_item.parent is notebook_file and hasattr(cell_item, "test_outputs")}
     executed = copy.deepcopy(notebook_file.nb)
     code_cells = [(cell, original) for cell, original in zip(executed.cells, notebook_file.nb.cells)
                   if cell.cell_type == "code"]
     if any(outputs.get(id(original)) is None for _, original in code_cells):
-        return  # a cell that nbval did not run (deselected, say): nothing complete to keep
+        return None
     for count, (cell, original) in enumerate(code_cells, start=1):
         cell.outputs, cell.execution_count = copy.deepcopy(outputs[id(original)]), count
+    return executed
+
+
+class NotebookCheck(pytest.Item):
+    """A check on what a notebook's cells printed, run after them on the same worker."""
+
+    def __init__(self, *, check, **kwargs):
+        super().__init__(**kwargs)
+        self.check = check
+
+    def runtest(self):
+        executed = _executed(self.parent)
+        if executed is None:
+            pytest.skip("a cell of this notebook failed or did not run, so its outputs are not complete")
+        self.check(Path(str(self.parent.fspath)), executed)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.parent.name}::{self.name}"
+
+
+def _rerun_prints_the_same(path: Path, executed) -> None:
+    from lecture_lib.bench.gpu_check import check_notebook
+
+    report = check_notebook(path, dict(os.environ))
+    if report.failure:
+        pytest.fail(f"the second execution failed at cell {report.failure.index}:\n{report.failure.traceback}")
+    differences = notebook_checks.rerun_differences(executed, report.notebook)
+    assert not differences, (f"{path.name}: a second execution, from the filled $LECTURE_CACHE, printed other text "
+                             "(seed each model and draw where it is made; tag a cell that prints timings "
+                             f"'{notebook_checks.WALL_CLOCK}'):\n" + "\n".join(differences))
+
+
+def _no_unprinted_result_in_prose(path: Path, executed) -> None:
+    quotes = notebook_checks.unquoted_results(executed)
+    assert not quotes, (f"{path.name}: numbers in the prose that this run did not print (glue them, cite the "
+                        "paper in their sentence, or rephrase):\n" + "\n".join(map(str, quotes)))
+
+
+NOTEBOOK_CHECKS = {"rerun-prints-the-same": _rerun_prints_the_same,
+                   "no-unprinted-result-in-prose": _no_unprinted_result_in_prose}
+
+
+def _store(notebook_file) -> None:
+    """The executed notebook (:func:`_executed`) into the book's jupyter-cache."""
+    from jupyter_cache.base import CacheBundleIn
+
+    executed = _executed(notebook_file)
+    if executed is None:
+        return
     with _cache() as cache:
         if STAMP.read_text() != notebook_file.config.stash[_STAMP]:
             return  # the code changed since this session started: these outputs are not the code's any more
@@ -196,13 +254,15 @@ def _store(notebook_file) -> None:
 
 # --- Each notebook's time ----------------------------------------------------------------------------------
 
-_seconds: Counter = Counter()  # notebook file name -> seconds, from the reports that reach this process
+_seconds: Counter = Counter()  # notebook file name -> seconds of its cells, from the reports that reach us
+_check_seconds: Counter = Counter()  # check name -> seconds, all notebooks together
 
 
 def pytest_runtest_logreport(report):
-    path = report.nodeid.split("::", 1)[0]
+    path, _, name = report.nodeid.partition("::")
     if path.endswith(".ipynb"):
-        _seconds[Path(path).stem] += report.duration
+        (_check_seconds if name in NOTEBOOK_CHECKS else _seconds)[name if name in NOTEBOOK_CHECKS else
+                                                                  Path(path).stem] += report.duration
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -211,3 +271,5 @@ def pytest_terminal_summary(terminalreporter):
         for name, seconds in sorted(_seconds.items()):
             terminalreporter.line(f"{seconds:7.1f} s  {name}")
         terminalreporter.line(f"{sum(_seconds.values()):7.1f} s  all notebooks, one after another")
+        for name, seconds in sorted(_check_seconds.items()):
+            terminalreporter.line(f"{seconds:7.1f} s  {name}, all notebooks")

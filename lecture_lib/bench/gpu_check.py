@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -44,12 +45,14 @@ class CellFailure:
 
 @dataclass
 class NotebookReport:
-    """One notebook's run: its total time, its slow cells as (index, first line, seconds), the first failure."""
+    """One notebook's run: its total time, its slow cells as (index, first line, seconds), the first failure,
+    and the notebook with the outputs of the cells that ran."""
 
     name: str
     seconds: float = 0.0
     slow: list[tuple[int, str, float]] = field(default_factory=list)
     failure: CellFailure | None = None
+    notebook: Any = None
 
 
 def kernel_environment(device: str, cache: str | os.PathLike) -> dict[str, str]:
@@ -75,7 +78,7 @@ def check_notebook(path: str | os.PathLike, env: dict[str, str], *, slow: float 
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(notebook, timeout=cell_timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
-    report = NotebookReport(path.stem)
+    report = NotebookReport(path.stem, notebook=notebook)
     start = time.perf_counter()
     with client.setup_kernel(env=env, cwd=str(path.parent)):
         for index, cell in enumerate(notebook.cells):

@@ -246,7 +246,9 @@ def masking_ablation(config: course_language.ChapterConfig | None = None, *, rul
         results["unigram"] = float((labels == corpus.most_frequent_token()).float().mean())
         return results
 
-    return cached_json("masking-ablation", {"config": asdict(config), "rules": list(rules)}, run)
+    recipe = {"config": asdict(config), "rules": list(rules),
+              "probes": {probe: asdict(strategy) for probe, strategy in PROBES.items()}}
+    return cached_json("masking-ablation", recipe, run)
 
 
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
@@ -319,7 +321,7 @@ def objective_ablation(config: course_language.ChapterConfig | None = None, *, p
         rows["No pretraining"] = {"downstream": _downstream(task, config.pretrain.model, config)}
         return rows
 
-    return cached_json("objective-ablation", asdict(config), run)
+    return cached_json("objective-ablation", {"config": asdict(config), "rows": TABLE5_ROWS}, run)
 
 
 def size_sweep(config: course_language.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,

@@ -222,7 +222,8 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
         raise ValueError(f"expected an input format in {list(FORMATS)}, got {name!r}")
     pretrain_config = config.pretrain
     recipe = {"format": name, "pretrain": asdict(pretrain_config), "documents": config.documents,
-              "sentences": config.sentences_per_document, "held_out": config.held_out_documents}
+              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
+              "language_seed": config.language_seed}
 
     def run() -> dict[str, float]:
         data_corpus = corpus or synthetic_corpus(config)
@@ -281,7 +282,8 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
         raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
     pretrain_config = config.pretrain
     recipe = {"scheme": scheme, "sbo": sbo, "pretrain": asdict(pretrain_config), "documents": config.documents,
-              "sentences": config.sentences_per_document, "held_out": config.held_out_documents}
+              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
+              "language_seed": config.language_seed}
     if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
         recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
 

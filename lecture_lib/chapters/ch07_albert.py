@@ -277,7 +277,7 @@ def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True)
             baseline = unigram_baseline(data(config))
         return {"runs": runs, "baseline": baseline, "figure1": figure1}
 
-    return cached_json("albert-sharing-synthetic", asdict(config), compute)
+    return cached_json("albert-sharing-synthetic", {"config": asdict(config), "rows": pick(**SHARING_ROWS)}, compute)
 
 
 def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:

@@ -449,7 +449,8 @@ def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None
     Taught in: 08_electra ("Matched compute").
     """
     recipe = {"model": asdict(config.model), "tasks": config.tasks, "finetune": asdict(config.finetune),
-              "documents": config.documents, "language_seed": config.language_seed, "seed": config.seed}
+              "documents": config.documents, "language_seed": config.language_seed, "seed": config.seed,
+              "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
 
     def run() -> dict:
         return _scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)
@@ -464,7 +465,7 @@ def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, dat
     Taught in: 08_electra ("Matched compute").
     """
     recipe = {"run": _recipe(run.variant, config, run.generator_size), "fraction": fraction, "tasks": config.tasks,
-              "finetune": asdict(config.finetune)}
+              "finetune": asdict(config.finetune), "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
 
     def scores() -> dict:
         encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)

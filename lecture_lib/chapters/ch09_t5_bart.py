@@ -316,7 +316,7 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
                 bias = bias_by_offset(model, offsets)
         return {"runs": runs, "bias": bias, "offsets": list(offsets)}
 
-    return cached_json("t5-objectives", asdict(recipe), compute)
+    return cached_json("t5-objectives", {"recipe": asdict(recipe), "tasks": TASKS}, compute)
 
 
 def mass_style(words: Sequence[str], *, noise_density: float = 0.15,
@@ -395,7 +395,7 @@ def noising_runs(recipe: Recipe | None = None) -> dict:
             runs[name] = pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)), batches, data, recipe)
         return runs
 
-    return cached_json("bart-noising", asdict(recipe), compute)
+    return cached_json("bart-noising", {"recipe": asdict(recipe), "tasks": TASKS}, compute)
 
 
 def majority_baseline(recipe: Recipe | None = None) -> dict[str, float]:

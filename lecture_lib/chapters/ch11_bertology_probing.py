@@ -39,7 +39,7 @@ from lecture_lib.analysis.word_senses import (
     sense_sentences,
 )
 from lecture_lib.analysis.word_vectors import word_vectors
-from lecture_lib.cache import cached_json
+from lecture_lib.cache import cached_json, fingerprint
 from lecture_lib.chapters import course_language
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
 from lecture_lib.models.bert import BertModel
@@ -168,7 +168,8 @@ def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConf
 def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
                       tasks: Sequence[str] = PROBING_TASKS) -> dict[str, list[dict[str, float]]]:
     """For each task, per layer, the probe's test accuracy, its control task's and the selectivity; computed
-    once per (model, recipe) and cached. ``model_name`` names the model in the cache.
+    once per (model, recipe) and cached, keyed by the recipe, the model's weights and the tokenizer's vocabulary
+    (:func:`~lecture_lib.cache.fingerprint`); ``model_name`` names the cache file and seeds the probes.
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
@@ -182,7 +183,9 @@ def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: Prob
             out[task] = [dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores]
         return out
 
-    return cached_json(f"ch11-probing-{model_name}", {"config": asdict(config), "tasks": list(tasks)}, run)
+    recipe = {"config": asdict(config), "tasks": list(tasks), "model": fingerprint(model),
+              "tokenizer": fingerprint(tokenizer)}
+    return cached_json(f"ch11-probing-{model_name}", recipe, run)
 
 
 def _kept(sentence: Sentence) -> torch.Tensor:
@@ -247,7 +250,8 @@ def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Pro
                                                for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")})
         return out
 
-    recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth}
+    recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth, "model": fingerprint(model),
+              "tokenizer": fingerprint(tokenizer), "shown_trees": SHOWN_TREES}
     return cached_json(f"ch11-structural-{model_name}", recipe, run)
 
 
@@ -443,7 +447,8 @@ def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingCh
             out[task] = row
         return out
 
-    recipe = {"config": asdict(config), "tasks": list(tasks), "sweep": sweep}
+    recipe = {"config": asdict(config), "tasks": list(tasks), "sweep": sweep, "model": fingerprint(model),
+              "tokenizer": fingerprint(tokenizer)}
     return cached_json(f"ch11-edge-{model_name}", recipe, run)
 
 

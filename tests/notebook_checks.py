@@ -1,0 +1,161 @@
+"""Two checks on an executed notebook, run by ``tests/executed_notebooks.py`` after each notebook's cells.
+
+**A rerun prints the same** (:func:`rerun_differences`). A notebook executed twice on one machine, once from an
+empty ``$LECTURE_CACHE`` and once from the filled one, must print the same text: every model and every draw is
+seeded where it is made, and a result loaded from the cache prints as it did when it was computed. What is
+compared is what a reader reads: each code cell's standard output and the text (``text/markdown``, else
+``text/plain``) of its results and displays. Left out: standard error (progress bars, warnings, lock waits),
+widgets, images and HTML. Object addresses (``at 0x7f…``) are masked, and so is a duration with its unit
+(``51.7 s``, ``0.21 ms``). A cell tagged ``wall-clock`` prints what timings decide in other forms (a rate, a
+speed-up), so all its digits are masked: its text must still match, its numbers may not.
+
+**No quoted result without its run** (:func:`unquoted_results`). A number in the prose that looks like a result
+(it has a decimal point, a ``%`` or a ``×``, or it is a spelled-out multiple such as "forty times") must be one
+the run printed (or a constant of its code), to the digits quoted: ``0.77`` is accounted for by a printed
+``0.7712`` or ``0.77``, ``33.8%`` by ``0.338`` or ``33.8``. A paper's figure is exempt when its sentence cites
+the paper: an author and a year (``Lan et al. (2020)``, ``(Clark et al., 2020, Table 1)``) or the words "the
+paper". Numbers glued into the prose (``{glue:text}`key```), written as code (backticks) or as mathematics (``$…$``:
+equations and the arithmetic of constants), and those of the Exercises section (their solution tests check
+them) are not prose quotes.
+
+>>> import nbformat
+>>> cells = [nbformat.v4.new_code_cell("print(0.7712)", outputs=[
+...     nbformat.v4.new_output("stream", name="stdout", text="0.7712\\n")]),
+...     nbformat.v4.new_markdown_cell("Attention reaches 0.77 and then 0.81 at length 14. "
+...                                   "Devlin et al. (2019) report 84.6 on MNLI.")]
+>>> [quote.number for quote in unquoted_results(nbformat.v4.new_notebook(cells=cells))]
+['0.81']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+WALL_CLOCK = "wall-clock"  # the tag of a cell whose output measures time
+
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+_DURATION = re.compile(r"\d[\d.,]*\s?(?:ms|µs|us|ns|s|min|seconds?)\b")
+_DIGITS = re.compile(r"\d+")
+
+# --- A rerun prints the same -------------------------------------------------------------------------------
+
+
+def text_outputs(notebook) -> list[tuple[int, str]]:
+    """(code cell number, its text) for each code cell: standard output, then each result's or display's text."""
+    texts = []
+    for number, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+        parts = []
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                parts.append(output["text"])
+            elif "data" in output and not any("widget" in mime for mime in output["data"]):
+                data = output["data"]
+                parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+        text = _DURATION.sub("# s", _ADDRESS.sub(" at 0x…", "".join(parts)))
+        if WALL_CLOCK in cell.get("metadata", {}).get("tags", []):
+            text = _DIGITS.sub("#", text)
+        texts.append((number, text))
+    return texts
+
+
+def rerun_differences(first, second) -> list[str]:
+    """One line per code cell whose text differs between two executions of a notebook, with its first change."""
+    differences = []
+    for (number, a), (_, b) in zip(text_outputs(first), text_outputs(second)):
+        if a != b:
+            lines_a, lines_b = a.splitlines(), b.splitlines()
+            at = next((i for i, (x, y) in enumerate(zip(lines_a, lines_b)) if x != y), min(len(lines_a), len(lines_b)))
+            shown = [lines[at][:100] if at < len(lines) else "(nothing)" for lines in (lines_a, lines_b)]
+            differences.append(f"code cell {number}, line {at + 1}: {shown[0]!r} then {shown[1]!r}")
+    return differences
+
+
+# --- No quoted result without its run ----------------------------------------------------------------------
+
+_QUOTE = re.compile(r"(?<![\w.])[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:\s?%|×|\s+times\b|(?:M|k|B)\b|\s(?:million|billion)\b)?"
+                    r"(?!\d)")
+_UNITS = {"M": 1e6, "million": 1e6, "k": 1e3, "B": 1e9, "billion": 1e9}
+_SPELLED = re.compile(r"\b(?:twice|thrice|(?:two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|"
+                      r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)(?:[- ]fold| times))\b",
+                      re.IGNORECASE)
+_WORDS = {"twice": 2, "thrice": 3, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+          "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+          "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000}
+_CITATION = re.compile(r"et al\.|\b[A-Z][\w-]+(?: and [A-Z][\w-]+)?,? \(?(?:19|20)\d\d[a-z]?\b|\bthe paper\b|"
+                       r"\bpaper's\b", re.IGNORECASE)
+_NOT_PROSE = re.compile(r"\{glue:\w+\}`[^`]*`|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+(?=[A-Z(*])"
+                           r"|\n\s*\n|\n\|")
+_PRINTED = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A number in the prose that no output of the run accounts for: which markdown cell, the number, its sentence."""
+
+    cell: int
+    number: str
+    sentence: str
+
+    def __str__(self) -> str:
+        return f"markdown cell {self.cell}: {self.number!r} in {self.sentence!r}"
+
+
+def _printed_numbers(notebook) -> set[float]:
+    """Every number in the code and in the text outputs of the run."""
+    texts = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    texts += [text for _, text in text_outputs(notebook)]
+    numbers = {float(match.replace(",", "")) for match in _PRINTED.findall("\n".join(texts))}
+    return {number for number in numbers if math.isfinite(number)}
+
+
+def _accounted(quote: str, printed: set[float]) -> bool:
+    """Does a printed number, rounded to the quote's digits, give the quote? A percentage may be printed as a
+    share (``33.8%`` from ``0.338``) and a count in millions, thousands or billions in full (``108.5M`` from
+    ``108,543,744``)."""
+    text = quote.replace("−", "-").replace(",", "").replace("times", "").strip()
+    unit = next((unit for unit in _UNITS if text.endswith(unit)), None)
+    text = text.removesuffix(unit).strip() if unit else text
+    percent = text.endswith("%")
+    text = text.rstrip("%×").strip()
+    digits = len(text.partition(".")[2])
+    value = abs(float(text))
+    scales = (1, 100) if percent else (1, 1 / _UNITS[unit]) if unit else (1,)
+    half_unit = 0.5 * 10 ** -digits + 1e-9  # a printed 61.25 may be quoted as 61.2 or 61.3
+    return any(abs(abs(number) * scale - value) <= half_unit for number in printed for scale in scales)
+
+
+def _looks_like_a_result(quote: str) -> bool:
+    return "." in quote or "%" in quote or "×" in quote or "times" in quote
+
+
+def _prose_cells(notebook):
+    """(markdown cell number, its text) for the markdown cells outside the Exercises section."""
+    in_exercises = False
+    for number, cell in enumerate(c for c in notebook.cells if c.cell_type == "markdown"):
+        heading = re.search(r"^#{1,3} (.*)$", cell.source, re.MULTILINE)
+        if heading:
+            in_exercises = heading.group(1).strip().lower().startswith("exercises")
+        if not in_exercises:
+            yield number, _NOT_PROSE.sub(" ", cell.source)
+
+
+def unquoted_results(notebook) -> list[Quote]:
+    """The result-like numbers of the prose that neither the run printed nor a citation in their sentence covers."""
+    printed = _printed_numbers(notebook)
+    quotes = []
+    for number, text in _prose_cells(notebook):
+        for sentence in _SENTENCE_END.split(text):
+            if _CITATION.search(sentence):
+                continue
+            shown = " ".join(sentence.split())[:160]
+            for match in _QUOTE.finditer(sentence):
+                if _looks_like_a_result(match.group()) and not _accounted(match.group(), printed):
+                    quotes.append(Quote(number, " ".join(match.group().split()), shown))
+            for match in _SPELLED.finditer(sentence):
+                word = match.group().lower().split()[0].split("-")[0]
+                if not _accounted(str(_WORDS[word]), printed):
+                    quotes.append(Quote(number, match.group(), shown))
+    return quotes
