@@ -37,26 +37,29 @@ WALL_CLOCK = "wall-clock"  # the tag of a cell whose output measures time
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _DURATION = re.compile(r"\d[\d.,]*\s?(?:ms|µs|us|ns|s|min|seconds?)\b")
-_DIGITS = re.compile(r"\d+")
+_DIGITS = re.compile(r"[-−]?\d+")
+_SPACES = re.compile(r"[ \t]+")
 
 # --- A rerun prints the same -------------------------------------------------------------------------------
 
 
 def text_outputs(notebook) -> list[tuple[int, str]]:
-    """(code cell number, its text) for each code cell: standard output, then each result's or display's text."""
+    """(code cell number, its text) for each code cell: its standard output, then the text of its results and
+    displays (two kernels' clients may interleave the two differently; figures are left out with their images).
+    Runs of spaces count as one (a column's width follows its widest number)."""
     texts = []
     for number, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
-        parts = []
+        printed, shown = [], []
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                parts.append(output["text"])
-            elif "data" in output and not any("widget" in mime for mime in output["data"]):
-                data = output["data"]
-                parts.append(data.get("text/markdown") or data.get("text/plain") or "")
-        text = _DURATION.sub("# s", _ADDRESS.sub(" at 0x…", "".join(parts)))
+                printed.append(output["text"])
+            elif "data" in output and not any(mime.startswith("image/") or "widget" in mime
+                                              for mime in output["data"]):
+                shown.append(output["data"].get("text/markdown") or output["data"].get("text/plain") or "")
+        text = _DURATION.sub("# s", _ADDRESS.sub(" at 0x…", "".join(printed) + "\n".join(shown)))
         if WALL_CLOCK in cell.get("metadata", {}).get("tags", []):
             text = _DIGITS.sub("#", text)
-        texts.append((number, text))
+        texts.append((number, _SPACES.sub(" ", text)))
     return texts
 
 
