@@ -105,6 +105,35 @@ def check_fields(config: Any) -> None:
             raise FieldError([f.name], rule.reason(value))
 
 
+def check_divisible(config: Any, whole: str, part: str, why: str = "") -> None:
+    """Raise a :class:`FieldError` naming both fields unless field ``part`` divides field ``whole`` evenly (a
+    width split into heads, layers into groups); ``why`` explains the rule.
+
+    >>> from types import SimpleNamespace
+    >>> check_divisible(SimpleNamespace(hidden_size=32, num_attention_heads=3), "hidden_size", "num_attention_heads")
+    Traceback (most recent call last):
+    lecture_lib.config.FieldError: num_attention_heads, hidden_size: hidden_size 32 is not divisible by num_attention_heads 3
+    """
+    if getattr(config, whole) % getattr(config, part):
+        raise FieldError([part, whole], f"{whole} {getattr(config, whole)} is not divisible by {part} "
+                         f"{getattr(config, part)}{f' ({why})' if why else ''}")
+
+
+def check_indices(config: Any, size: str, *names: str) -> None:
+    """Raise a :class:`FieldError` for the first field of ``names`` that is not an index into a table of field
+    ``size`` rows, in [0, size): a special token's id and the vocabulary.
+
+    >>> from types import SimpleNamespace
+    >>> check_indices(SimpleNamespace(vocab_size=2, pad_token_id=0, eos_token_id=2), "vocab_size",
+    ...               "pad_token_id", "eos_token_id")
+    Traceback (most recent call last):
+    lecture_lib.config.FieldError: eos_token_id, vocab_size: expected eos_token_id in [0, 2), got 2
+    """
+    for name in names:
+        if not 0 <= getattr(config, name) < getattr(config, size):
+            raise FieldError([name, size], f"expected {name} in [0, {getattr(config, size)}), got {getattr(config, name)}")
+
+
 # ---------------------------------------------------------------- command lines
 
 

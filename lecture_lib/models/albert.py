@@ -30,20 +30,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.config import FieldError, OneOf, Range, check_fields
-from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.config import OneOf, Range, check_divisible, check_fields, check_indices
 from lecture_lib.models.activations import ACTIVATIONS, activation
 from lecture_lib.models.bert import (
     BertEmbeddings,
     BertForPreTraining,
     BertModelOutput,
     BertSelfAttention,
-    check_heads_and_padding,
     check_inputs,
     keys_mask,
+    run_layers,
 )
 from lecture_lib.models.heads import LabelCount, SequenceClassifierOutput, sequence_classification_loss
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.models.masked_lm import check_mlm_labels, mlm_logits_and_loss
 
 # ---------------------------------------------------------------- configuration
 
@@ -81,11 +81,9 @@ class AlbertConfig(HFConfig):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        check_heads_and_padding(self)
-        if self.num_hidden_layers % self.num_hidden_groups:
-            raise FieldError(["num_hidden_groups", "num_hidden_layers"],
-                             f"num_hidden_layers {self.num_hidden_layers} is not divisible by num_hidden_groups "
-                             f"{self.num_hidden_groups} (each group serves L / G consecutive layers)")
+        check_divisible(self, "hidden_size", "num_attention_heads")
+        check_indices(self, "vocab_size", "pad_token_id")
+        check_divisible(self, "num_hidden_layers", "num_hidden_groups", "each group serves L / G consecutive layers")
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "AlbertConfig":
@@ -175,7 +173,7 @@ class AlbertLayerGroup(nn.Module):
 
 
 class AlbertTransformer(nn.Module):
-    """The projection E -> H and the G layer groups (a container: :class:`AlbertModel` runs the loop)."""
+    """The projection E -> H and the G layer groups (a container: :class:`AlbertModel` runs the loop over :meth:`layers`)."""
 
     def __init__(self, config: AlbertConfig) -> None:
         super().__init__()
@@ -242,17 +240,12 @@ class AlbertModel(AlbertPreTrainedModel):
         mask = keys_mask(attention_mask, input_ids)
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         x = self.encoder.embedding_hidden_mapping_in(x)  # (B, T, H)
-        hidden_states, attentions = [x], []
-        for layer in self.encoder.layers():
-            x, weights = layer(x, mask, output_attentions)
-            hidden_states.append(x)
-            attentions.append(weights)
-        return BertModelOutput(
-            last_hidden_state=x,
-            pooler_output=torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None,
-            hidden_states=tuple(hidden_states) if output_hidden_states else None,
-            attentions=tuple(attentions) if output_attentions else None,
-        )
+        return run_layers(self.encoder.layers(), x, mask, output_attentions=output_attentions,
+                          output_hidden_states=output_hidden_states,
+                          pooler=self._pool if self.pooler is not None else None)
+
+    def _pool(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.pooler(hidden[:, 0]))  # (B, H)
 
 
 # ---------------------------------------------------------------- pretraining heads
@@ -327,23 +320,14 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         output_hidden_states: bool = False,
         masked_only: bool = False,
     ) -> AlbertForPreTrainingOutput:
-        if masked_only and labels is None:
-            raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
-        if labels is not None and labels.shape != input_ids.shape:
-            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        check_mlm_labels(input_ids, labels, masked_only)
         if sentence_order_label is not None and not self.with_pooler:
             raise ValueError(f"{type(self).__name__} has no sentence-order head: expected sentence_order_label=None")
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                           output_hidden_states)
-        hidden = out.last_hidden_state  # (B, T, H)
-        selected = labels != IGNORE_INDEX if masked_only else slice(None)
-        logits = self.predictions(hidden[selected])  # (B, T, V), or (N, V) with masked_only
-        targets = labels[selected] if labels is not None else None
+        logits, mlm_loss = mlm_logits_and_loss(self.predictions, out.last_hidden_state, labels, masked_only)
         sop_logits = self.sop_classifier(out.pooler_output) if self.with_pooler else None
-        mlm_loss = sop_loss = None
-        if labels is not None:
-            mlm_loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), targets.reshape(-1),
-                                       ignore_index=IGNORE_INDEX)
+        sop_loss = None
         if sentence_order_label is not None:
             sop_loss = F.cross_entropy(sop_logits, sentence_order_label.reshape(-1))
         losses = [x for x in (mlm_loss, sop_loss) if x is not None]

@@ -21,15 +21,15 @@ Taught in: 09_t5_bart ("BART: the Transformer, denoising").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import causal_mask
-from lecture_lib.labels import IGNORE_INDEX, shift_right
-from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.config import FieldError, Range, check_divisible, check_fields, check_indices, same_rule_as
+from lecture_lib.models.encoder_decoder import EncoderDecoderLM
+from lecture_lib.models.hf import Family, HFConfig
 from lecture_lib.models.transformer import Decoder, Encoder, LearnedPositionEmbedding, TransformerConfig
 
 POSITION_OFFSET = 2
@@ -47,20 +47,20 @@ class BartConfig(HFConfig):
     Taught in: 09_t5_bart ("BART: the Transformer, denoising").
     """
 
-    vocab_size: int = 50265
-    max_position_embeddings: int = 1024
-    d_model: int = 768
-    encoder_layers: int = 6
-    decoder_layers: int = 6
-    encoder_attention_heads: int = 12
-    decoder_attention_heads: int = 12
-    encoder_ffn_dim: int = 3072
-    decoder_ffn_dim: int = 3072
-    activation_function: str = "gelu"
-    dropout: float = 0.1
-    attention_dropout: float = 0.0
-    activation_dropout: float = 0.0
-    init_std: float = 0.02
+    vocab_size: int = field(default=50265, metadata=same_rule_as(TransformerConfig, "vocab_size"))
+    max_position_embeddings: int = field(default=1024, metadata=same_rule_as(TransformerConfig, "max_position_embeddings"))
+    d_model: int = field(default=768, metadata=same_rule_as(TransformerConfig, "d_model"))
+    encoder_layers: int = field(default=6, metadata=same_rule_as(TransformerConfig, "encoder_layers"))
+    decoder_layers: int = field(default=6, metadata=same_rule_as(TransformerConfig, "decoder_layers"))
+    encoder_attention_heads: int = field(default=12, metadata=same_rule_as(TransformerConfig, "num_attention_heads"))
+    decoder_attention_heads: int = field(default=12, metadata=same_rule_as(TransformerConfig, "num_attention_heads"))
+    encoder_ffn_dim: int = field(default=3072, metadata=same_rule_as(TransformerConfig, "ffn_dim"))
+    decoder_ffn_dim: int = field(default=3072, metadata=same_rule_as(TransformerConfig, "ffn_dim"))
+    activation_function: str = field(default="gelu", metadata=same_rule_as(TransformerConfig, "activation_function"))
+    dropout: float = field(default=0.1, metadata=same_rule_as(TransformerConfig, "dropout"))
+    attention_dropout: float = field(default=0.0, metadata=same_rule_as(TransformerConfig, "attention_dropout"))
+    activation_dropout: float = field(default=0.0, metadata=same_rule_as(TransformerConfig, "activation_dropout"))
+    init_std: float = field(default=0.02, metadata=Range(0).rule())
     scale_embedding: bool = False
     pad_token_id: int = 1
     bos_token_id: int = 0
@@ -68,11 +68,15 @@ class BartConfig(HFConfig):
     decoder_start_token_id: int = 2
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if (self.encoder_attention_heads, self.encoder_ffn_dim) != (self.decoder_attention_heads, self.decoder_ffn_dim):
-            raise ValueError("expected encoder and decoder with equal heads and ffn_dim, got "
+            raise FieldError(["decoder_attention_heads", "decoder_ffn_dim"],
+                             "expected encoder and decoder with equal heads and ffn_dim, got "
                              f"{(self.encoder_attention_heads, self.encoder_ffn_dim)} and "
                              f"{(self.decoder_attention_heads, self.decoder_ffn_dim)}")
-        self.transformer_config()  # checks the sizes, the activation and the special ids
+        check_divisible(self, "d_model", "encoder_attention_heads")
+        check_indices(self, "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+        self.transformer_config()  # and what chapter 02's stacks need besides (an even d_model)
 
     @property
     def initializer_range(self) -> float:
@@ -98,18 +102,6 @@ BART = Family(
     renames=(("ffn.fc1", "fc1"), ("ffn.fc2", "fc2"), ("ffn_layer_norm", "final_layer_norm")),
     unsupported={"encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0, "is_decoder": False},
 )
-
-
-@dataclass
-class BartOutput:
-    """Next-token logits (B, T, V); the mean cross-entropy over labels that are not -100; the encoder's states.
-
-    Taught in: 09_t5_bart ("BART: the Transformer, denoising").
-    """
-
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    encoder_last_hidden_state: torch.Tensor | None = None
 
 
 # ---------------------------------------------------------------- embeddings around chapter 02's stacks
@@ -194,12 +186,11 @@ class BartModel(nn.Module):
 # ---------------------------------------------------------------- the model
 
 
-class BartForConditionalGeneration(PreTrainedModule):
+class BartForConditionalGeneration(EncoderDecoderLM):
     """BART with its tied language-model head, as ``transformers``' class of that name.
 
-    ``labels`` (B, T): target ids, -100 where nothing is to be predicted; without ``decoder_input_ids`` the
-    decoder reads them shifted right behind ``decoder_start_token_id``. ``encode``/``decode_step`` serve
-    :mod:`lecture_lib.decoding`.
+    ``forward``, ``encode`` and ``decode_step`` are :class:`~lecture_lib.models.encoder_decoder.EncoderDecoderLM`'s
+    (labels shifted right behind ``decoder_start_token_id``, </s> in BART); the stacks and :meth:`lm_logits` are BART's.
 
     >>> model = BartForConditionalGeneration(BartConfig(vocab_size=50, d_model=16, encoder_layers=2,
     ...     decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=32,
@@ -227,34 +218,9 @@ class BartForConditionalGeneration(PreTrainedModule):
     def tied_keys(self) -> set[str]:
         return {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        decoder_attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-    ) -> BartOutput:
-        if decoder_input_ids is None:
-            if labels is None:
-                raise ValueError("expected decoder_input_ids or labels (the decoder needs an input)")
-            decoder_input_ids = shift_right(labels, start=self.config.decoder_start_token_id,
-                                            pad=self.config.pad_token_id)
-        memory = self.model.encoder(input_ids, attention_mask)  # (B, S, C)
-        states = self.model.decoder(decoder_input_ids, decoder_attention_mask, memory, attention_mask)  # (B, T, C)
-        logits = self.lm_head(states) + self.final_logits_bias  # (B, T, V)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
-        return BartOutput(logits=logits, loss=loss, encoder_last_hidden_state=memory)
+    def stacks(self) -> tuple[BartEncoder, BartDecoder]:
+        return self.model.encoder, self.model.decoder
 
-    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Source ids (B, S), right-padded with ``pad_token_id`` -> (memory, attention mask), the decoding state."""
-        attention_mask = (src != self.config.pad_token_id).long()
-        return self.model.encoder(src, attention_mask), attention_mask
-
-    def decode_step(self, prefix: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """Logits (B, V) of the token after ``prefix`` (B, t), which starts with ``decoder_start_token_id``."""
-        memory, attention_mask = state
-        states = self.model.decoder(prefix, None, memory, attention_mask)[:, -1]  # (B, C)
-        return self.lm_head(states) + self.final_logits_bias[0]
+    def lm_logits(self, decoder_states: torch.Tensor) -> torch.Tensor:
+        """logits = h Eᵀ + final_logits_bias: the tied matrix, and a bias that is a buffer, not a weight."""
+        return self.lm_head(decoder_states) + self.final_logits_bias  # (B, T, V)

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import attend, merge_heads, split_heads
-from lecture_lib.config import FieldError, OneOf, Range, check_fields
+from lecture_lib.config import OneOf, Range, check_divisible, check_fields, check_indices
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.activations import ACTIVATIONS, activation
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.models.masked_lm import check_mlm_labels, mlm_logits_and_loss
 from lecture_lib.models.unpadding import Packing, attend_packed
 
 # ---------------------------------------------------------------- configuration
@@ -57,7 +58,8 @@ class BertConfig(HFConfig):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        check_heads_and_padding(self)
+        check_divisible(self, "hidden_size", "num_attention_heads")
+        check_indices(self, "vocab_size", "pad_token_id")
         # {layer: [heads]} removed by BertModel.prune_heads: an attribute, not a field, so that recipes (and
         # their cache keys) and the command line's flags stay as they were; config.json carries it when not empty
         self.pruned_heads: dict[int, list[int]] = {}
@@ -74,17 +76,6 @@ class BertConfig(HFConfig):
         config = super().from_dict(values)
         config.pruned_heads = pruned_heads_table(config, values.get("pruned_heads") or {})
         return config
-
-
-def check_heads_and_padding(config: BertConfig | Any) -> None:
-    """The rules between a BERT-like config's fields: the width splits evenly into heads, and the padding
-    id is a token of the vocabulary (a :class:`~lecture_lib.config.FieldError` naming the fields)."""
-    if config.hidden_size % config.num_attention_heads:
-        raise FieldError(["num_attention_heads", "hidden_size"], f"hidden_size {config.hidden_size} is not divisible "
-                         f"by num_attention_heads {config.num_attention_heads}")
-    if config.pad_token_id >= config.vocab_size:
-        raise FieldError(["pad_token_id", "vocab_size"],
-                         f"expected pad_token_id in [0, {config.vocab_size}), got {config.pad_token_id}")
 
 
 def pruned_heads_table(config: BertConfig, heads: dict[Any, Iterable[int]]) -> dict[int, list[int]]:
@@ -333,7 +324,7 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
-    """The stack of layers (a container: :class:`BertModel` runs the loop, collecting what was asked for)."""
+    """The stack of layers (a container: :func:`run_layers` runs the loop, collecting what was asked for)."""
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
@@ -387,6 +378,32 @@ def check_head_mask(config: BertConfig, head_mask: torch.Tensor | None) -> None:
 
 def _unchanged(hidden: torch.Tensor) -> torch.Tensor:
     return hidden
+
+
+def run_layers(layers: Iterable[nn.Module], x: torch.Tensor, mask: torch.Tensor | Packing | None, *,
+               output_attentions: bool = False, output_hidden_states: bool = False,
+               head_mask: torch.Tensor | None = None,
+               pooler: Callable[[torch.Tensor], torch.Tensor | None] | None = None,
+               restore: Callable[[torch.Tensor], torch.Tensor] = _unchanged) -> BertModelOutput:
+    """The encoder's loop: each layer reads the previous one's output; ``pooler`` (if any) reads the last.
+
+    ``x`` is the layers' input (B, T, H) (the embeddings); ``hidden_states`` are ``x`` then each layer's output,
+    ``attentions`` each layer's weights, kept when asked for. Layer i gets ``head_mask[i]`` when a head mask is
+    given. ``restore`` takes packed states (1, N, H) back to (B, T, H) (``unpad``; unchanged otherwise).
+    """
+    hidden_states, attentions = [x], []
+    for i, layer in enumerate(layers):
+        heads = () if head_mask is None else (head_mask[i],)
+        x, weights = layer(x, mask, output_attentions, *heads)  # (B, T, H), or (1, N, H) packed
+        hidden_states.append(x)
+        attentions.append(weights)
+    x = restore(x)
+    return BertModelOutput(
+        last_hidden_state=x,
+        pooler_output=pooler(x) if pooler is not None else None,
+        hidden_states=tuple(map(restore, hidden_states)) if output_hidden_states else None,
+        attentions=tuple(attentions) if output_attentions else None,
+    )
 
 
 class BertPreTrainedModel(PreTrainedModule):
@@ -495,18 +512,9 @@ class BertModel(BertPreTrainedModel):
                                                                        position_ids, output_attentions)
             restore = mask.pad
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H), or (1, N, H) packed
-        hidden_states, attentions = [x], []
-        for i, layer in enumerate(self.encoder.layer):
-            x, weights = layer(x, mask, output_attentions, None if head_mask is None else head_mask[i])
-            hidden_states.append(x)
-            attentions.append(weights)
-        x = restore(x)
-        return BertModelOutput(
-            last_hidden_state=x,
-            pooler_output=self.pooler(x),
-            hidden_states=tuple(map(restore, hidden_states)) if output_hidden_states else None,
-            attentions=tuple(attentions) if output_attentions else None,
-        )
+        return run_layers(self.encoder.layer, x, mask, output_attentions=output_attentions,
+                          output_hidden_states=output_hidden_states, head_mask=head_mask, pooler=self.pooler,
+                          restore=restore)
 
 
 # ---------------------------------------------------------------- pretraining heads
@@ -588,28 +596,15 @@ class BertForPreTraining(BertPreTrainedModel):
         unpad: bool = False,
         head_mask: torch.Tensor | None = None,
     ) -> BertForPreTrainingOutput:
-        if masked_only and labels is None:
-            raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
-        if labels is not None and labels.shape != input_ids.shape:
-            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        check_mlm_labels(input_ids, labels, masked_only)
         if unpad and labels is not None and attention_mask is not None and (
                 (labels != IGNORE_INDEX) & (attention_mask == 0)).any():
             raise ValueError("unpad=True computes no padded position: expected labels -100 wherever attention_mask is 0")
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                         output_hidden_states, unpad, head_mask)
-        hidden = out.last_hidden_state  # (B, T, H)
-        if masked_only:
-            selected = labels != IGNORE_INDEX  # (B, T)
-            logits = self.cls.predictions(hidden[selected])  # (N, V)
-            targets = labels[selected]  # (N,)
-        else:
-            logits = self.cls.predictions(hidden)  # (B, T, V)
-            targets = labels
+        logits, mlm_loss = mlm_logits_and_loss(self.cls.predictions, out.last_hidden_state, labels, masked_only)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
-        mlm_loss = nsp_loss = None
-        if labels is not None:
-            mlm_loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), targets.reshape(-1),
-                                       ignore_index=IGNORE_INDEX)
+        nsp_loss = None
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(nsp_logits, next_sentence_label.reshape(-1))
         if mlm_loss is None or nsp_loss is None:

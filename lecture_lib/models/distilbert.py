@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.config import check_divisible, check_fields, check_indices, same_rule_as
 from lecture_lib.models.activations import activation as activation_function
 from lecture_lib.models.bert import (
     BertConfig,
@@ -51,7 +51,7 @@ from lecture_lib.models.bert import (
 )
 from lecture_lib.models.heads import LabelCount, NoPooler, SequenceClassifierOutput, sequence_classification_loss
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
-from lecture_lib.models.roberta import MaskedLMOutput
+from lecture_lib.models.masked_lm import MaskedLMOutput, check_mlm_labels, mlm_logits_and_loss
 
 LAYER_NORM_EPS = 1e-12  # transformers' DistilBERT hard-codes it; the config has no field for it
 
@@ -67,32 +67,27 @@ class DistilBertConfig(HFConfig):
     Taught in: 12_compression ("A DistilBERT-style student").
     """
 
-    vocab_size: int = 30522
-    max_position_embeddings: int = 512
+    vocab_size: int = field(default=30522, metadata=same_rule_as(BertConfig, "vocab_size"))
+    max_position_embeddings: int = field(default=512, metadata=same_rule_as(BertConfig, "max_position_embeddings"))
     sinusoidal_pos_embds: bool = False
-    n_layers: int = 6
-    n_heads: int = 12
-    dim: int = 768
-    hidden_dim: int = 3072
-    dropout: float = 0.1
-    attention_dropout: float = 0.1
-    activation: str = "gelu"
-    initializer_range: float = 0.02
-    qa_dropout: float = 0.1
-    seq_classif_dropout: float = 0.2
-    pad_token_id: int = 0
+    n_layers: int = field(default=6, metadata=same_rule_as(BertConfig, "num_hidden_layers"))
+    n_heads: int = field(default=12, metadata=same_rule_as(BertConfig, "num_attention_heads"))
+    dim: int = field(default=768, metadata=same_rule_as(BertConfig, "hidden_size"))
+    hidden_dim: int = field(default=3072, metadata=same_rule_as(BertConfig, "intermediate_size"))
+    dropout: float = field(default=0.1, metadata=same_rule_as(BertConfig, "hidden_dropout_prob"))
+    attention_dropout: float = field(default=0.1, metadata=same_rule_as(BertConfig, "attention_probs_dropout_prob"))
+    activation: str = field(default="gelu", metadata=same_rule_as(BertConfig, "hidden_act"))
+    initializer_range: float = field(default=0.02, metadata=same_rule_as(BertConfig, "initializer_range"))
+    qa_dropout: float = field(default=0.1, metadata=same_rule_as(BertConfig, "hidden_dropout_prob"))
+    seq_classif_dropout: float = field(default=0.2, metadata=same_rule_as(BertConfig, "hidden_dropout_prob"))
+    pad_token_id: int = field(default=0, metadata=same_rule_as(BertConfig, "pad_token_id"))
 
     layer_norm_eps: ClassVar[float] = LAYER_NORM_EPS
 
     def __post_init__(self) -> None:
-        if self.dim % self.n_heads:
-            raise ValueError(f"dim {self.dim} is not divisible by n_heads {self.n_heads}")
-        activation_function(self.activation, field="activation")
-        for name in ("vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "max_position_embeddings"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
+        check_fields(self)
+        check_divisible(self, "dim", "n_heads")
+        check_indices(self, "vocab_size", "pad_token_id")
         self.pruned_heads: dict[int, list[int]] = {}  # as BertConfig's: an attribute, not a field
 
     # BERT's names for the same sizes
@@ -261,19 +256,17 @@ class DistilBertForMaskedLM(DistilBertPreTrainedModel):
     def tied_keys(self) -> set[str]:
         return {"vocab_projector.weight"}
 
+    def _lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.vocab_projector(self.vocab_layer_norm(self.act(self.vocab_transform(hidden))))  # (..., V)
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 output_attentions: bool = False, output_hidden_states: bool = False,
                 head_mask: torch.Tensor | None = None) -> MaskedLMOutput:
-        if labels is not None and labels.shape != input_ids.shape:
-            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        check_mlm_labels(input_ids, labels, masked_only=False)
         out = self.distilbert(input_ids, attention_mask, position_ids, output_attentions, output_hidden_states,
                               head_mask=head_mask)
-        logits = self.vocab_projector(self.vocab_layer_norm(self.act(self.vocab_transform(out.last_hidden_state))))
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), labels.reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+        logits, loss = mlm_logits_and_loss(self._lm_logits, out.last_hidden_state, labels)
         return MaskedLMOutput(logits, loss, out.hidden_states, out.attentions)
 
 

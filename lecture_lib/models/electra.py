@@ -22,16 +22,26 @@ Taught in: 08_electra ("Generator and discriminator", "Sharing embeddings").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lecture_lib.config import Range, check_divisible, check_fields, check_indices, same_rule_as
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.activations import activation
-from lecture_lib.models.bert import BertEmbeddings, BertEncoder, BertModelOutput, check_inputs, keys_mask
+from lecture_lib.models.bert import (
+    BertConfig,
+    BertEmbeddings,
+    BertEncoder,
+    BertModelOutput,
+    check_inputs,
+    keys_mask,
+    run_layers,
+)
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.models.masked_lm import check_mlm_labels, mlm_logits_and_loss
 from lecture_lib.objectives.replaced_tokens import DISCRIMINATOR_WEIGHT, electra_loss, replace_tokens, sample_tokens
 
 # ---------------------------------------------------------------- configuration
@@ -45,33 +55,26 @@ class ElectraConfig(HFConfig):
     Taught in: 08_electra ("Generator and discriminator").
     """
 
-    vocab_size: int = 30522
-    embedding_size: int = 128
-    hidden_size: int = 256
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 4
-    intermediate_size: int = 1024
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
-    pad_token_id: int = 0
+    vocab_size: int = field(default=30522, metadata=same_rule_as(BertConfig, "vocab_size"))
+    embedding_size: int = field(default=128, metadata=Range(1).rule())
+    hidden_size: int = field(default=256, metadata=same_rule_as(BertConfig, "hidden_size"))
+    num_hidden_layers: int = field(default=12, metadata=same_rule_as(BertConfig, "num_hidden_layers"))
+    num_attention_heads: int = field(default=4, metadata=same_rule_as(BertConfig, "num_attention_heads"))
+    intermediate_size: int = field(default=1024, metadata=same_rule_as(BertConfig, "intermediate_size"))
+    hidden_act: str = field(default="gelu", metadata=same_rule_as(BertConfig, "hidden_act"))
+    hidden_dropout_prob: float = field(default=0.1, metadata=same_rule_as(BertConfig, "hidden_dropout_prob"))
+    attention_probs_dropout_prob: float = field(default=0.1,
+                                                metadata=same_rule_as(BertConfig, "attention_probs_dropout_prob"))
+    max_position_embeddings: int = field(default=512, metadata=same_rule_as(BertConfig, "max_position_embeddings"))
+    type_vocab_size: int = field(default=2, metadata=same_rule_as(BertConfig, "type_vocab_size"))
+    initializer_range: float = field(default=0.02, metadata=same_rule_as(BertConfig, "initializer_range"))
+    layer_norm_eps: float = field(default=1e-12, metadata=same_rule_as(BertConfig, "layer_norm_eps"))
+    pad_token_id: int = field(default=0, metadata=same_rule_as(BertConfig, "pad_token_id"))
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
-            )
-        activation(self.hidden_act)
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"expected pad_token_id in [0, {self.vocab_size}), got {self.pad_token_id}")
+        check_fields(self)
+        check_divisible(self, "hidden_size", "num_attention_heads")
+        check_indices(self, "vocab_size", "pad_token_id")
 
     def generator(self, size: float = 0.25) -> "ElectraConfig":
         """The generator for this discriminator, as the authors' ``get_generator_config`` builds it: hidden
@@ -157,17 +160,8 @@ class ElectraModel(ElectraPreTrainedModel):
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)  # (B, T, H)
-        hidden_states, attentions = [x], []
-        for layer in self.encoder.layer:
-            x, weights = layer(x, mask, output_attentions)
-            hidden_states.append(x)
-            attentions.append(weights)
-        return BertModelOutput(
-            last_hidden_state=x,
-            pooler_output=None,
-            hidden_states=tuple(hidden_states) if output_hidden_states else None,
-            attentions=tuple(attentions) if output_attentions else None,
-        )
+        return run_layers(self.encoder.layer, x, mask, output_attentions=output_attentions,
+                          output_hidden_states=output_hidden_states)
 
 
 def discriminator_loss(logits: torch.Tensor, labels: torch.Tensor,
@@ -288,6 +282,9 @@ class ElectraForMaskedLM(ElectraPreTrainedModel):
     def tied_keys(self) -> set[str]:
         return {"generator_lm_head.weight"}
 
+    def _lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.generator_lm_head(self.generator_predictions(hidden))  # (..., V)
+
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -299,18 +296,10 @@ class ElectraForMaskedLM(ElectraPreTrainedModel):
         output_hidden_states: bool = False,
         masked_only: bool = False,
     ) -> ElectraOutput:
-        if masked_only and labels is None:
-            raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
-        if labels is not None and labels.shape != input_ids.shape:
-            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        check_mlm_labels(input_ids, labels, masked_only)
         out = self.electra(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                            output_hidden_states)
-        selected = labels != IGNORE_INDEX if masked_only else slice(None)
-        logits = self.generator_lm_head(self.generator_predictions(out.last_hidden_state[selected]))
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), labels[selected].reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+        logits, loss = mlm_logits_and_loss(self._lm_logits, out.last_hidden_state, labels, masked_only)
         return ElectraOutput(logits, loss, out.hidden_states, out.attentions)
 
 

@@ -29,10 +29,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.config import same_rule_as
-from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BERT, BertConfig, BertEmbeddings, BertModel, BertModelOutput
 from lecture_lib.models.heads import BertForSequenceClassification, NoPooler
 from lecture_lib.models.hf import Family, PreTrainedModule
+from lecture_lib.models.masked_lm import MaskedLMOutput, check_mlm_labels, mlm_logits_and_loss
 
 # ---------------------------------------------------------------- configuration
 
@@ -146,16 +146,6 @@ class RobertaPreTrainedModel(PreTrainedModule):
 # ---------------------------------------------------------------- heads
 
 
-@dataclass
-class MaskedLMOutput:
-    """MLM ``logits`` (B, T, V), or (N, V) for the N labelled positions with ``masked_only=True``; the loss."""
-
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-
-
 class RobertaLMHead(nn.Module):
     """MLM logits = LayerNorm(GELU(W h)) E_tokenᵀ + b, GELU exact (erf) whatever ``hidden_act`` says.
 
@@ -202,18 +192,10 @@ class RobertaForMaskedLM(RobertaPreTrainedModel):
                 token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, output_attentions: bool = False,
                 output_hidden_states: bool = False, masked_only: bool = False) -> MaskedLMOutput:
-        if masked_only and labels is None:
-            raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
-        if labels is not None and labels.shape != input_ids.shape:
-            raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        check_mlm_labels(input_ids, labels, masked_only)
         out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                            output_hidden_states)
-        selected = labels != IGNORE_INDEX if masked_only else slice(None)
-        logits = self.lm_head(out.last_hidden_state[selected])  # (B, T, V), or (N, V) with masked_only
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, self.config.vocab_size), labels[selected].reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+        logits, loss = mlm_logits_and_loss(self.lm_head, out.last_hidden_state, labels, masked_only)
         return MaskedLMOutput(logits, loss, out.hidden_states, out.attentions)
 
 

@@ -22,16 +22,16 @@ Taught in: 09_t5_bart ("T5: the model", "The relative position bias").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import additive_mask, attend, causal_mask, merge_heads
-from lecture_lib.labels import IGNORE_INDEX, shift_right
+from lecture_lib.config import OneOf, Range, check_fields, check_indices
 from lecture_lib.models.activations import activation
-from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
+from lecture_lib.models.encoder_decoder import EncoderDecoderLM
+from lecture_lib.models.hf import Family, HFConfig
 
 # ---------------------------------------------------------------- configuration
 
@@ -45,34 +45,27 @@ class T5Config(HFConfig):
     Taught in: 09_t5_bart ("T5: the model").
     """
 
-    vocab_size: int = 32128
-    d_model: int = 512
-    d_kv: int = 64
-    d_ff: int = 2048
-    num_layers: int = 6
-    num_decoder_layers: int | None = None
-    num_heads: int = 8
-    relative_attention_num_buckets: int = 32
-    relative_attention_max_distance: int = 128
-    dropout_rate: float = 0.1
-    layer_norm_epsilon: float = 1e-6
-    initializer_factor: float = 1.0
-    feed_forward_proj: str = "relu"
+    vocab_size: int = field(default=32128, metadata=Range(1).rule())
+    d_model: int = field(default=512, metadata=Range(1).rule())
+    d_kv: int = field(default=64, metadata=Range(1).rule())
+    d_ff: int = field(default=2048, metadata=Range(1).rule())
+    num_layers: int = field(default=6, metadata=Range(1).rule())
+    num_decoder_layers: int | None = field(default=None, metadata=Range(1).rule())  # None: num_layers
+    num_heads: int = field(default=8, metadata=Range(1).rule())
+    relative_attention_num_buckets: int = field(default=32, metadata=Range(1).rule())
+    relative_attention_max_distance: int = field(default=128, metadata=Range(1).rule())
+    dropout_rate: float = field(default=0.1, metadata=Range(0, 1).rule())
+    layer_norm_epsilon: float = field(default=1e-6, metadata=Range(0, open=True).rule())
+    initializer_factor: float = field(default=1.0, metadata=Range(0).rule())
+    feed_forward_proj: str = field(default="relu", metadata=OneOf(("relu", "gated-gelu")).rule())
     pad_token_id: int = 0
     eos_token_id: int = 1
     decoder_start_token_id: int = 0
 
     def __post_init__(self) -> None:
         self.num_decoder_layers = self.num_layers if self.num_decoder_layers is None else self.num_decoder_layers
-        for name in ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers", "num_decoder_layers", "num_heads",
-                     "relative_attention_num_buckets", "relative_attention_max_distance"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"expected {name} >= 1, got {getattr(self, name)}")
-        if self.feed_forward_proj not in ("relu", "gated-gelu"):
-            raise ValueError(f"expected feed_forward_proj 'relu' or 'gated-gelu', got {self.feed_forward_proj!r}")
-        for name in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
-            if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(f"expected {name} in [0, {self.vocab_size}), got {getattr(self, name)}")
+        check_fields(self)
+        check_indices(self, "vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id")
 
 
 T5 = Family(
@@ -81,18 +74,6 @@ T5 = Family(
     hf_config_class="T5Config",
     unsupported={"scale_decoder_outputs": True, "is_decoder": False},  # T5 1.1's untied head is not implemented
 )
-
-
-@dataclass
-class T5Output:
-    """Next-token logits (B, T, V); the mean cross-entropy over labels that are not -100; the encoder's states.
-
-    Taught in: 09_t5_bart ("T5: the model").
-    """
-
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    encoder_last_hidden_state: torch.Tensor | None = None
 
 
 # ---------------------------------------------------------------- parts
@@ -315,12 +296,11 @@ class T5Stack(nn.Module):
 # ---------------------------------------------------------------- the model
 
 
-class T5ForConditionalGeneration(PreTrainedModule):
+class T5ForConditionalGeneration(EncoderDecoderLM):
     """The encoder-decoder with its (tied) language-model head, as ``transformers``' class of that name.
 
-    ``labels`` (B, T) are the target ids, -100 where nothing is to be predicted; without ``decoder_input_ids`` the
-    decoder reads the labels shifted right behind ``decoder_start_token_id``. For
-    :mod:`lecture_lib.decoding` it exposes ``encode(src)`` and ``decode_step(prefix, state)``.
+    ``forward``, ``encode`` and ``decode_step`` are :class:`~lecture_lib.models.encoder_decoder.EncoderDecoderLM`'s
+    (labels shifted right behind ``decoder_start_token_id``, 0 in T5); the stacks and :meth:`lm_logits` are T5's.
 
     >>> model = T5ForConditionalGeneration(T5Config(vocab_size=50, d_model=16, d_kv=4, d_ff=32, num_layers=2,
     ...                                             num_heads=4)).eval()
@@ -367,37 +347,9 @@ class T5ForConditionalGeneration(PreTrainedModule):
     def tied_keys(self) -> set[str]:
         return {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight"}
 
+    def stacks(self) -> tuple[T5Stack, T5Stack]:
+        return self.encoder, self.decoder
+
     def lm_logits(self, decoder_states: torch.Tensor) -> torch.Tensor:
         """logits = (h · d_model^-1/2) Eᵀ: the rescale that keeps the tied output on the embeddings' scale."""
         return self.lm_head(decoder_states * self.config.d_model**-0.5)  # (B, T, V)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        decoder_attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-    ) -> T5Output:
-        if decoder_input_ids is None:
-            if labels is None:
-                raise ValueError("expected decoder_input_ids or labels (the decoder needs an input)")
-            decoder_input_ids = shift_right(labels, start=self.config.decoder_start_token_id,
-                                            pad=self.config.pad_token_id)
-        memory = self.encoder(input_ids, attention_mask)  # (B, S, d_model)
-        states = self.decoder(decoder_input_ids, decoder_attention_mask, memory, attention_mask)  # (B, T, d_model)
-        logits = self.lm_logits(states)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
-        return T5Output(logits=logits, loss=loss, encoder_last_hidden_state=memory)
-
-    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Source ids (B, S), right-padded with ``pad_token_id`` -> (memory, attention mask), the decoding state."""
-        attention_mask = (src != self.config.pad_token_id).long()
-        return self.encoder(src, attention_mask), attention_mask
-
-    def decode_step(self, prefix: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """Logits (B, V) of the token after ``prefix`` (B, t), which starts with ``decoder_start_token_id``."""
-        memory, attention_mask = state
-        return self.lm_logits(self.decoder(prefix, None, memory, attention_mask)[:, -1:])[:, 0]

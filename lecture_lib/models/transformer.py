@@ -13,7 +13,7 @@ Taught in: 02_transformer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -21,8 +21,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import MultiHeadAttention, causal_mask, padding_mask
+from lecture_lib.config import FieldError, OneOf, Range, check_divisible, check_fields, check_indices
 from lecture_lib.data.toy import BOS, EOS, PAD
-from lecture_lib.models.activations import activation
+from lecture_lib.models.activations import ACTIVATIONS, activation
 
 POSITION_TYPES = ("sinusoidal", "learned")
 
@@ -43,21 +44,21 @@ class TransformerConfig:
     Taught in: 02_transformer ("The encoder block").
     """
 
-    vocab_size: int = 37000
-    d_model: int = 512
-    encoder_layers: int = 6
-    decoder_layers: int = 6
-    num_attention_heads: int = 8
-    ffn_dim: int = 2048
-    activation_function: str = "relu"
-    dropout: float = 0.1
-    attention_dropout: float = 0.0
-    activation_dropout: float = 0.0
-    max_position_embeddings: int = 512
-    position_embedding_type: str = "sinusoidal"
+    vocab_size: int = field(default=37000, metadata=Range(1).rule())
+    d_model: int = field(default=512, metadata=Range(1).rule())
+    encoder_layers: int = field(default=6, metadata=Range(1).rule())
+    decoder_layers: int = field(default=6, metadata=Range(1).rule())
+    num_attention_heads: int = field(default=8, metadata=Range(1).rule())
+    ffn_dim: int = field(default=2048, metadata=Range(1).rule())
+    activation_function: str = field(default="relu", metadata=OneOf(tuple(ACTIVATIONS)).rule())
+    dropout: float = field(default=0.1, metadata=Range(0, 1).rule())
+    attention_dropout: float = field(default=0.0, metadata=Range(0, 1).rule())
+    activation_dropout: float = field(default=0.0, metadata=Range(0, 1).rule())
+    max_position_embeddings: int = field(default=512, metadata=Range(1).rule())
+    position_embedding_type: str = field(default="sinusoidal", metadata=OneOf(POSITION_TYPES).rule())
     norm_first: bool = False
     final_layer_norm: bool | None = None
-    layer_norm_eps: float = 1e-5
+    layer_norm_eps: float = field(default=1e-5, metadata=Range(0, open=True).rule())
     scale_embedding: bool = True
     tie_word_embeddings: bool = True
     pad_token_id: int = PAD
@@ -65,16 +66,11 @@ class TransformerConfig:
     eos_token_id: int = EOS
 
     def __post_init__(self) -> None:
-        if self.d_model % self.num_attention_heads:
-            raise ValueError(f"d_model {self.d_model} is not divisible by num_attention_heads {self.num_attention_heads}")
+        check_fields(self)
+        check_divisible(self, "d_model", "num_attention_heads")
         if self.d_model % 2:
-            raise ValueError(f"expected an even d_model (sin/cos pairs), got {self.d_model}")
-        activation(self.activation_function, "activation_function")
-        if self.position_embedding_type not in POSITION_TYPES:
-            raise ValueError(f"expected position_embedding_type in {POSITION_TYPES}, got {self.position_embedding_type!r}")
-        for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
-            if not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(f"expected {name} in [0, {self.vocab_size}), got {getattr(self, name)}")
+            raise FieldError(["d_model"], f"expected an even d_model (sin/cos pairs), got {self.d_model}")
+        check_indices(self, "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id")
 
     @property
     def has_final_layer_norm(self) -> bool:

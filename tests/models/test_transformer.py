@@ -205,9 +205,9 @@ def test_tied_embeddings_and_learned_positions():
 def test_bad_input_raises():
     with pytest.raises(ValueError, match="not divisible by num_attention_heads 3"):
         _tiny_config(num_attention_heads=3)
-    with pytest.raises(ValueError, match="expected activation_function in"):
+    with pytest.raises(ValueError, match="activation_function: expected one of gelu, gelu_new, gelu_pytorch_tanh, relu, got 'tanh'"):
         _tiny_config(activation_function="tanh")
-    with pytest.raises(ValueError, match="expected position_embedding_type in"):
+    with pytest.raises(ValueError, match="position_embedding_type: expected one of sinusoidal, learned, got 'rotary'"):
         _tiny_config(position_embedding_type="rotary")
     with pytest.raises(ValueError, match=r"expected eos_token_id in \[0, 2\)"):
         _tiny_config(vocab_size=2)
