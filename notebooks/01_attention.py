@@ -825,7 +825,7 @@ show_claims("ch01-what-we-saw", "What we saw: chapter 01, quick profile", [
 # The two-head construction equals $(x_{i-1}, x_{i+1})$ to float rounding (about $10^{-6}$ in float32). A single
 # head's output $W^V \bar x$ lies in a subspace of dimension at most $d$, while the targets fill all $2d$
 # dimensions: with independent unit-variance inputs it leaves at least half of the target's variance unexplained,
-# so the trained single head stops at a relative squared error of 0.5 or more (about 0.86 with $d = 4$: without
+# so the trained single head stops at a relative squared error of 0.5 or more (well above it with $d = 4$: without
 # positions it cannot even find its neighbours), and reaches 0.5 only when a mask allows just $j = i \pm 1$
 # ($\alpha = \tfrac12$ on each). `neighbour_heads` and `single_head_error` in `lecture_lib.chapters.ch01_attention`
 # are one solution.

@@ -107,7 +107,7 @@ def test_exercise_3_two_heads_give_both_neighbours_one_head_cannot():
     neighbours (α = ½ each), so the bound is tight and the training able to find it."""
     x = torch.randn(10, 4, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(neighbour_heads(x)[1:-1], torch.cat([x[:-2], x[2:]], dim=-1), atol=1e-6, rtol=0)
-    assert single_head_error() > 0.5 - 0.03  # 0.86: no position information, it cannot even find the neighbours
+    assert single_head_error() > 0.5 - 0.03  # no position information: it cannot even find the neighbours
     assert abs(single_head_error(neighbours_only=True) - 0.5) < 0.03  # 0.497
 
 
