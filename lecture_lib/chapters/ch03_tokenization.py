@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 import regex
 
 from lecture_lib.profile import pick
-from lecture_lib.tokenization.byte_level import ByteLevelBPE, byte_ids, to_standin
+from lecture_lib.tokenization.byte_level import ByteLevelBPE, to_standin
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def letter_punctuation_merges(tokenizer: ByteLevelBPE) -> list[str]:
     """The merged tokens that hold a letter and a character that is neither letter, digit nor white space
     (the classes GPT-2's pattern keeps apart): exercise 2 of 03_tokenization.
 
-    >>> letter_punctuation_merges(ByteLevelBPE([tuple(byte_ids("s.")), tuple(byte_ids("ab"))], pattern=r"\\S+"))
+    >>> letter_punctuation_merges(ByteLevelBPE(pattern=r"\\S+|\\s+").train("s. s. s. ab ab", 256 + 2))
     ['s.']
     """
     tokens = [tokenizer.vocab[new].decode("utf-8", errors="replace") for new in tokenizer.merges.values()]
