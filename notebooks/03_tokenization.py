@@ -598,14 +598,17 @@ show_claims("ch03-what-we-saw", "What we saw: chapter 03", [
 # :::{admonition} Hint
 # :class: dropdown
 # With `\S+|\s+`, punctuation stays glued to the words around it, so merges can cross the boundary between a
-# letter and `.`, `(` or `,` that GPT-2's pattern keeps apart. Count the learned merges that mix letters and
-# punctuation, and measure held-out tokens per word at the same vocabulary size as section 9 does.
+# letter and `.`, `(` or `,` that GPT-2's pattern keeps apart. `letter_punctuation_merges(tokenizer)` (in
+# `lecture_lib.chapters.ch03_tokenization`) lists the learned merges that hold a letter and a character that is
+# neither letter, digit nor white space; `bpe_curve(tokenizer, test_texts, [exp.bpe_vocab_size])` measures
+# held-out tokens per word as section 9 does.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
 # GPT-2's pattern keeps letters and punctuation apart: with the quick profile's vocabulary, 2 of its 3,840 merges
-# mix the two, against 649 with white-space splitting (tokens that glue a word to a dot, a comma or a bracket).
+# mix the two (`'s` and `'t`, its contractions), against 708 with white-space splitting (tokens that glue a word
+# to a dot, a comma, a bracket or an underscore).
 # Those entries repeat less on held-out text than clean word pieces, and held-out tokens per white-space word rise
 # from 1.85 to 2.48.
 # :::
@@ -615,8 +618,10 @@ show_claims("ch03-what-we-saw", "What we saw: chapter 03", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# `longest_prefix_first` takes a set of strings: the trained `bpe`'s vocabulary, decoded to text as in section 5.
-# Tokenize each held-out word both ways, count the words where the lists differ and sum the tokens of each rule.
+# `longest_prefix_first` takes a set of strings: the trained `bpe`'s vocabulary, written in stand-ins as in
+# section 5. Tokenize each held-out white-space word both ways, count the words where the lists differ and sum the
+# tokens of each rule: `replay_against_greedy(bpe, [w for t in test_texts for w in t.split()], longest_prefix_first)`
+# (in `lecture_lib.chapters.ch03_tokenization`) does it.
 # :::
 #
 # :::{admonition} Expected outcome
@@ -632,15 +637,18 @@ show_claims("ch03-what-we-saw", "What we saw: chapter 03", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# Compute $m/(n_a n_b)$ directly from section 8's `pair_counts` and `unit_counts` and sort the pairs by it; print
-# the top eight beside the two lists of section 8.
+# Compute $m/(n_a n_b)$ directly from section 8's `pair_counts` and `unit_counts` and sort the pairs by it
+# (`pairs_by_association(pair_counts, unit_counts)` in `lecture_lib.tokenization.wordpiece`); print the top eight
+# beside the two lists of section 8, with each pair's rank by `gain`.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Rare pairs jump to the top: a pair of units that occur only together, even once ($m = n_a = n_b = 1$), scores 1,
-# while frequent pieces such as `t h` score tiny fractions. The first units learned are rare characters and their
-# rare combinations, which the likelihood gain (weighted by $m$) would have merged late.
+# Rare pairs jump to the top: the score is at most $1/\max(n_a, n_b)$, so a pair of units that occur only
+# together, even once ($m = n_a = n_b = 1$), scores 1, while `t ##h`, the likelihood gain's first choice
+# ($m$ = 15,217), scores $2.5 \times 10^{-5}$. On the corpus the top eight are the box-drawing characters of the
+# documentation's tree diagrams (`├ ##─`, `└ ##─`, `##─ ##─`, each a few occurrences) and pairs of digits, none
+# of them among the first 100 pairs by likelihood gain, which weighs each pair by its $m$.
 # :::
 
 # %% [markdown]

@@ -54,9 +54,12 @@ from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.attention import MultiHeadAttention, causal_mask
 from lecture_lib.chapters.ch04_bert_pretraining import (
+    BERT_BASE_TOKENS,
     PROBES,
     ablation_config,
+    bert_base_pretraining_flops,
     chapter_config,
+    gpu_hours_and_kwh,
     masking_ablation,
     objective_ablation,
     size_sweep,
@@ -1060,12 +1063,9 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # - **price**: \$0.74 to \$2.48 per GPU-hour, the range implied by Strubell et al.'s cloud estimate.
 
 # %%
-steps, sequences = 1_000_000, 256
-bert_tokens = {128: 0.9 * steps * sequences * 128, 512: 0.1 * steps * sequences * 512}
-bert_flops = sum(training_flops_per_token(BertConfig(), length) * n for length, n in bert_tokens.items())
+bert_tokens, bert_flops = BERT_BASE_TOKENS, bert_base_pretraining_flops()
 peak, utilisation, watts, pue, lbs_per_kwh = 125e12, 0.30, 300, 1.58, 0.954
-gpu_hours = bert_flops / (peak * utilisation) / 3600
-kwh = gpu_hours * watts / 1000 * pue
+gpu_hours, kwh = gpu_hours_and_kwh(bert_flops, peak, utilisation, watts, pue)
 strubell = {"hardware": "64 V100", "hours": 79, "kWh": 1507, "lbs CO2": 1438, "dollars": (3751, 12571)}
 strubell_gpu_hours = 64 * strubell["hours"]
 print(f"BERT-base pretraining: {sum(bert_tokens.values()) / 1e9:.1f}B tokens, {bert_flops:.2e} FLOP")
@@ -1220,16 +1220,18 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Both are one-argument changes of `chapter_config`; keep the seed and the 400 steps and score with the same
-# `eval_batches` as section 7. For the initialisation, a matrix with entries of standard deviation 0.02 maps a
-# unit-variance vector of width $H$ to one of standard deviation $0.02\sqrt{H}$.
+# `eval_batches` as section 7: `mask_accuracy_on(chapter_config(model=dict(initializer_range=0.02)), data)`. For
+# the initialisation, a matrix with entries of standard deviation 0.02 maps a unit-variance vector of width $H$ to
+# one of standard deviation $0.02\sqrt{H}$; `initial_sublayer_scale(H, 0.02)` measures it on a fresh layer.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Each change moves the accuracy at `[MASK]` by a few points at most in a run this short; dropout, a regulariser,
-# tends to lower it, since the model underfits rather than overfits. The initialisation argument:
-# $0.02\sqrt{768} \approx 0.55$ but $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start
-# about three times smaller relative to the residual stream, and the layers begin close to the identity.
+# The initialisation argument, measured by `initial_sublayer_scale`: $0.02\sqrt{768} \approx 0.55$ but
+# $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start about three times smaller relative
+# to the residual stream, and the layers begin close to the identity. How far each change moves the accuracy at
+# `[MASK]` is what your two runs print beside section 7's; dropout, a regulariser, is expected to lower it, since
+# the model underfits rather than overfits.
 # :::
 #
 # 2. Rerun section 7 with `chapter_config(objective=dict(mlm_probability=0.4))`. Wettig et al. (2023) found
@@ -1239,14 +1241,16 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Pass `objective=dict(mlm_probability=0.4)` for training only; keep the evaluation at 15% with the same
-# `eval_batches`, so that the test does not change. A 40% model gets 2.7 times more predictions per step, each
+# `eval_batches`, so that the test does not change: `mask_accuracy_on(chapter_config(objective=dict(mlm_probability=0.4)),
+# data)` scores the 40% model on section 7's 15% data. A 40% model gets 2.7 times more predictions per step, each
 # with less context.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Held-out accuracy at 15% within a few points of the 15% model, with no clear gain at our size: Wettig et al.
-# (2023) found the best masking rate grows with the model, and their 40% result is for large models trained long.
+# Compare your run's held-out accuracy at 15% with section 7's: expect no clear gain at our size, since Wettig et
+# al. (2023) found the best masking rate grows with the model, and their 40% result is for large models trained
+# long. (Scored with the 40% run's own `eval_batches`, the test itself would change.)
 # :::
 #
 # 3. Train the ablations three times longer (`ablation_config(pretrain=dict(train=dict(steps=450)))`).
@@ -1260,8 +1264,9 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The left-to-right model's lead at the masked words comes from learning from every token; with more steps the
-# bidirectional models use both sides and the lead should shrink. Whether it is gone, and whether four layers
+# The override triples section 9's 150 steps and changes nothing else of the recipe. The left-to-right model's
+# lead at the masked words comes from learning from every token; with more steps the bidirectional models use
+# both sides and the lead should shrink. Whether it is gone, and whether four layers
 # overtake two, is the measurement: check it on 2-3 seeds before calling it, as section 9 does.
 # :::
 #
@@ -1272,7 +1277,9 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 # :class: dropdown
 # Deleting the selected positions leaves no place to predict them at: score instead what the model says about the
 # tokens next to each gap (each shown as itself, as in the probe that shows the true token), which now sit in a
-# shortened context that neither pretraining rule produced.
+# shortened context that neither pretraining rule produced. `gap_neighbour_probe(batch, tokenizer.special_token_ids)`
+# builds such a batch from an `eval_batches` batch (`delete=False`: the same targets in the intact sequence); score
+# it with `evaluate`.
 # :::
 #
 # :::{admonition} Expected outcome
@@ -1293,8 +1300,10 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Same-sense occurrences stay more similar than other-sense ones. The gap does not grow much and may shrink:
-# averaging mixes in lower layers, whose vectors depend less on context (Ethayarajh, 2019).
+# Same-sense occurrences stay more similar than other-sense ones, and the gap shrinks: 0.85 against 0.75 (a gap of
+# 0.10) at the last layer, 0.92 against 0.83 (0.08) for the mean of the last four (`sense_similarities` on
+# `contextual[-4:].mean(0)`). Averaging mixes in lower layers, whose vectors depend less on context and are more
+# alike whatever the sense (Ethayarajh, 2019).
 # :::
 #
 # 6. Redo section 13 for an H100 (about 990 TFLOP/s dense bf16, 700 W) at 40% utilisation. How many
@@ -1303,13 +1312,13 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Reuse section 13's `bert_flops` and replace `peak`, `utilisation` and `watts`: hours = FLOPs / (peak ×
-# utilisation) / 3600.
+# utilisation) / 3600, as `gpu_hours_and_kwh(bert_flops, 990e12, 0.4, 700, pue)` computes.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
 # About 20 H100-hours: $2.9 \times 10^{19} / (990 \times 10^{12} \cdot 0.4) / 3600 = 20.3$; at 700 W, 14 kWh, or
-# 22 kWh with section 13's PUE of 1.58. That is about ten times fewer GPU-hours than the 215 V100-hours of
+# 22.5 kWh with section 13's PUE of 1.58. That is about ten times fewer GPU-hours than the 215 V100-hours of
 # section 13.
 # :::
 

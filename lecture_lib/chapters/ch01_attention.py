@@ -11,8 +11,9 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from lecture_lib.attention import scaled_dot_product_attention
+from lecture_lib.attention import padding_mask, scaled_dot_product_attention
 from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
 from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
@@ -66,11 +67,35 @@ def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq
                                     generator("reversal", seed, i))
 
 
-def train_reversal(attention: bool, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
+class AdditiveAttentionSeq2Seq(RNNSeq2Seq):
+    """Exercise 1 of chapter 01: the attentive :class:`RNNSeq2Seq` with Bahdanau et al.'s (2015) additive
+    score e^t_i = vᵀ tanh(W_1 h_i + W_2 s_t) in place of the dot product s_tᵀh_i."""
+
+    def __init__(self, vocab_size: int, hidden_size: int) -> None:
+        super().__init__(vocab_size, hidden_size, attention=True)
+        self.w1 = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.w2 = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.v = nn.Linear(hidden_size, 1, bias=False)
+
+    def decode(self, tgt_in: torch.Tensor, states: torch.Tensor, lengths: torch.Tensor,
+               hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        s, hidden = self.decoder(self.embed(tgt_in), hidden)  # s: (B, T, h)
+        keys = self.w1(states)  # (B, S, h): W_1 h_i, once for all decoder steps
+        scores = self.v(torch.tanh(keys[:, None] + self.w2(s)[:, :, None]))[..., 0]  # (B, T, S)
+        mask = padding_mask(lengths.to(s.device), states.shape[1])[:, 0]  # (B, 1, S)
+        alpha = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        a = alpha @ states  # (B, T, h)
+        return self.out(torch.tanh(self.combine(torch.cat([a, s], dim=-1)))), hidden, alpha
+
+
+def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
     """Train an :class:`RNNSeq2Seq` to reverse strings on the default device; return it on the CPU, where the
-    notebook's analysis reads its attention with batches it makes by hand."""
+    notebook's analysis reads its attention with batches it makes by hand. ``attention="additive"`` trains
+    :class:`AdditiveAttentionSeq2Seq` (exercise 1)."""
     seed_everything(seed)
-    model = RNNSeq2Seq(NUM_SPECIAL + exp.num_symbols, exp.hidden_size, attention)
+    vocab_size = NUM_SPECIAL + exp.num_symbols
+    model = (AdditiveAttentionSeq2Seq(vocab_size, exp.hidden_size) if attention == "additive"
+             else RNNSeq2Seq(vocab_size, exp.hidden_size, attention))
     history = train(model, reversal_stream(exp, seed), rnn_seq2seq_loss, TrainConfig(steps=exp.steps, lr=exp.lr))
     return model.cpu(), history
 
@@ -122,3 +147,64 @@ def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, re
         })
     return rows
 
+
+def key_variance_scores(d_k: int, key_std: float, scale: float, draws: int = 4000, seed: int = 0) -> float:
+    """Exercise 2 of chapter 01: Var(scale · q·k) over ``draws`` pairs, q ~ N(0, I) and k ~ N(0, key_std² I).
+
+    Var(q·k) = d_k · key_std², so scale = 1/(key_std √d_k) gives 1.
+    """
+    g = generator("key variance", d_k, seed)
+    q = torch.randn(draws, d_k, generator=g)
+    k = key_std * torch.randn(draws, d_k, generator=g)
+    return (scale * (q * k).sum(-1)).var().item()
+
+
+def neighbour_heads(x: torch.Tensor) -> torch.Tensor:
+    """Exercise 3 of chapter 01: two heads, one forced by its mask onto j = i-1 and one onto j = i+1, each with
+    the identity as value map, concatenated: (n, d) -> (n, 2d), row i = (x_{i-1}, x_{i+1}) for 0 < i < n-1.
+
+    Rows 0 and n-1 lack a neighbour; their heads have nothing to attend to and give NaN.
+    """
+    n = x.shape[0]
+    offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # j - i
+    heads = [scaled_dot_product_attention(x, x, x, offsets == step)[0] for step in (-1, 1)]
+    return torch.cat(heads, dim=-1)
+
+
+def single_head_error(d: int = 4, n: int = 8, *, neighbours_only: bool = False, steps: int = 300, batch: int = 64,
+                      seed: int = 0) -> float:
+    """Exercise 3 of chapter 01: train one head (W^Q, W^K, W^V of width 2d) towards (x_{i-1}, x_{i+1}) at
+    positions 1..n-2 of independent N(0, I) inputs; return its relative squared error on fresh inputs,
+    Σ‖out - target‖² / Σ‖target‖². Its output W^V Σ_j α_ij x_j spans d of the target's 2d dimensions: ≥ 0.5.
+    ``neighbours_only`` masks every key but j = i ± 1, the best a head can do: α = ½ on each, error 0.5.
+    """
+    g = generator("single head", seed)
+    seed_everything(seed)
+    wq, wk, wv = (nn.Linear(d, 2 * d, bias=False) for _ in range(3))
+    optimizer = torch.optim.Adam([p for m in (wq, wk, wv) for p in m.parameters()], lr=1e-2)
+    offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # j - i
+    mask = offsets.abs() == 1 if neighbours_only else None
+
+    def error(x: torch.Tensor) -> torch.Tensor:
+        out, _ = scaled_dot_product_attention(wq(x), wk(x), wv(x), mask)  # (B, n, 2d)
+        target = torch.cat([x[:, :-2], x[:, 2:]], dim=-1)  # (B, n-2, 2d): (x_{i-1}, x_{i+1})
+        return ((out[:, 1:-1] - target) ** 2).sum() / (target**2).sum()
+
+    for _ in range(steps):
+        optimizer.zero_grad()
+        error(torch.randn(batch, n, d, generator=g)).backward()
+        optimizer.step()
+    with torch.no_grad():
+        return error(torch.randn(16 * batch, n, d, generator=g)).item()
+
+
+def layers_to_reach(mask: torch.Tensor, source: int, target: int) -> int:
+    """Exercise 4 of chapter 01: how many layers of attention with ``mask`` (n, n) (row i: whom i reads)
+    carry information from ``source`` to ``target``; each layer applies reach <- mask · reach."""
+    reach = torch.zeros(mask.shape[0], dtype=torch.bool)
+    reach[source] = True
+    for layers in range(1, mask.shape[0] + 1):
+        reach = mask.float() @ reach.float() > 0
+        if reach[target]:
+            return layers
+    raise ValueError(f"position {target} never hears from position {source}")

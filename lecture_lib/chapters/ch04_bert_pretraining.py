@@ -30,6 +30,7 @@ from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.bert import BertConfig, BertModel, training_flops_per_token
 from lecture_lib.objectives.masking import MaskingStrategy
 from lecture_lib.pretraining import (
     PretrainConfig,
@@ -359,3 +360,101 @@ def main(argv: list[str] | None = None) -> PretrainResult:
 
 if __name__ == "__main__":
     main()
+
+
+def initial_sublayer_scale(hidden_size: int, initializer_range: float, samples: int = 4096) -> float:
+    """Standard deviation of a freshly initialised layer's attention output projection (H × H, entries of standard
+    deviation ``initializer_range``) applied to unit-variance vectors: about ``initializer_range`` · √H.
+    Exercise 1 of 04_bert_pretraining.
+    """
+    config = BertConfig(vocab_size=8, hidden_size=hidden_size, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=8, initializer_range=initializer_range)
+    torch.manual_seed(0)
+    dense = BertModel(config).encoder.layer[0].attention.output.dense
+    x = torch.randn(samples, hidden_size, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return float((x @ dense.weight.T).std())
+
+
+def mask_accuracy_on(config: PretrainConfig, held_out: PretrainingData, *,
+                     training_data: PretrainingData | None = None) -> dict[str, float]:
+    """The chapter's BERT pretrained with ``config`` (cached), scored at ``[MASK]`` on ``held_out``'s evaluation
+    batches: a model pretrained at 40% masking scored on the 15% test of section 7 (exercise 2 of
+    04_bert_pretraining), or any recipe on the same test (exercise 1). ``training_data``, built from ``config``,
+    saves re-tokenizing the corpus.
+    """
+    model = small_pretrained_bert(config, data=training_data, progress=False).model
+    with cpu_threads(config.train.num_threads):
+        return evaluate_at_masks(model, held_out.eval_batches(), held_out.tokenizer.mask_token_id,
+                                 held_out.most_frequent_token())
+
+
+def sense_similarities(vectors: torch.Tensor, senses: Sequence[int]) -> tuple[float, float]:
+    """Mean cosine similarity of the occurrences' vectors (S, H) between pairs of the same sense (not a vector
+    with itself) and between pairs of different senses (section 11; exercise 5 of 04_bert_pretraining takes
+    the mean of the last four layers as the vectors).
+
+    >>> sense_similarities(torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]]), [0, 0, 1])
+    (1.0, 0.0)
+    """
+    unit = torch.nn.functional.normalize(vectors, dim=-1)
+    cosine = unit @ unit.T
+    labels = torch.tensor(senses)
+    same = labels[:, None] == labels[None, :]
+    return float(cosine[same & ~torch.eye(len(labels), dtype=torch.bool)].mean()), float(cosine[~same].mean())
+
+
+# BERT-base's pretraining (Devlin et al., 2019, appendix A.2): 1,000,000 steps of 256 sequences, 90% of the
+# steps with 128 tokens and the last 10% with 512; tokens per sequence length.
+BERT_BASE_TOKENS = {128: 0.9 * 1_000_000 * 256 * 128, 512: 0.1 * 1_000_000 * 256 * 512}
+
+
+def bert_base_pretraining_flops() -> float:
+    """Training FLOPs of BERT-base's pretraining run: :func:`training_flops_per_token` over
+    :data:`BERT_BASE_TOKENS`.
+
+    Taught in: 04_bert_pretraining ("How fast").
+    """
+    return sum(training_flops_per_token(BertConfig(), length) * n for length, n in BERT_BASE_TOKENS.items())
+
+
+def gpu_hours_and_kwh(flops: float, peak: float, utilisation: float, watts: float,
+                      pue: float = 1.0) -> tuple[float, float]:
+    """GPU-hours of ``flops`` at ``utilisation`` of ``peak`` FLOP/s, and the energy in kWh at ``watts`` per GPU
+    times the data centre's ``pue``: ``hours = flops / (peak · utilisation) / 3600``. Exercise 6 redoes it for
+    an H100.
+
+    Taught in: 04_bert_pretraining ("How fast").
+    """
+    gpu_hours = flops / (peak * utilisation) / 3600
+    return gpu_hours, gpu_hours * watts / 1000 * pue
+
+
+def gap_neighbour_probe(batch: dict[str, torch.Tensor], special_token_ids: Sequence[int], *,
+                        delete: bool = True) -> dict[str, torch.Tensor]:
+    """The masking ablation's fourth probe (exercise 4 of 04_bert_pretraining): every selected position gets its
+    true token back, and the tokens next to a selected position (not selected, not special) become the targets,
+    each shown as itself; with ``delete`` the selected positions are removed and the rows shortened (padded
+    at the end).
+
+    For ``[CLS] a [MASK] c d [SEP]`` with b selected at position 2: ``delete=False`` shows ``[CLS] a b c d [SEP]``,
+    ``delete=True`` shows ``[CLS] a c d [SEP] [PAD]``; in both the targets are a and c.
+    """
+    specials = torch.tensor(list(special_token_ids))
+    rows = []
+    for ids, mask, types, labels in zip(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
+                                        batch["labels"]):
+        n = int(mask.sum())
+        selected = labels[:n] != IGNORE_INDEX
+        true = torch.where(selected, labels[:n], ids[:n])
+        next_to_gap = torch.zeros(n, dtype=torch.bool)
+        next_to_gap[:-1] |= selected[1:]
+        next_to_gap[1:] |= selected[:-1]
+        target = next_to_gap & ~selected & ~torch.isin(true, specials)
+        keep = ~selected if delete else torch.ones(n, dtype=torch.bool)
+        rows.append((true[keep], types[:n][keep], torch.where(target, true, IGNORE_INDEX)[keep]))
+    width = batch["input_ids"].shape[1]
+    padded = lambda i, fill: torch.stack([torch.nn.functional.pad(r[i], (0, width - len(r[i])), value=fill)  # noqa: E731
+                                          for r in rows])
+    return {"input_ids": padded(0, 0), "token_type_ids": padded(1, 0), "labels": padded(2, IGNORE_INDEX),
+            "attention_mask": torch.stack([(torch.arange(width) < len(r[0])).long() for r in rows])}

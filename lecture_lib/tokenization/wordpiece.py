@@ -451,6 +451,22 @@ def likelihood_gain(pair_count: np.ndarray, left_count: np.ndarray, right_count:
     return gain + np.where(same, 0.0, F(right_count - m) - F(right_count))
 
 
+def pairs_by_association(pair_counts: Mapping[tuple[str, str], int],
+                         unit_counts: Mapping[str, int]) -> list[tuple[tuple[str, str], float]]:
+    """Pairs (a, b) with the score m / (n_a n_b) often quoted for WordPiece, highest first (ties: larger m).
+
+    The score is at most 1 / max(n_a, n_b): a pair whose two units occur only together scores 1 even if it
+    occurs once, where :func:`likelihood_gain` (about m times a log ratio) ranks it by its m.
+
+    >>> pairs_by_association({("t", "##h"): 4, ("q", "##z"): 1}, {"t": 6, "##h": 5, "q": 1, "##z": 1})
+    [(('q', '##z'), 1.0), (('t', '##h'), 0.13333333333333333)]
+
+    Exercise 4 of 03_tokenization.
+    """
+    scores = {pair: m / (unit_counts[pair[0]] * unit_counts[pair[1]]) for pair, m in pair_counts.items()}
+    return sorted(scores.items(), key=lambda item: (-item[1], -pair_counts[item[0]]))
+
+
 def _merge_counts(symbols: Sequence[int]) -> Counter:
     """How many times each adjacent pair would be merged (left to right, so a run a a a holds one a a)."""
     counts: Counter = Counter()

@@ -12,17 +12,24 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     MASKING_RULES,
     TABLE5_ROWS,
     ablation_config,
+    bert_base_pretraining_flops,
     chapter_config,
     further_pretrained_bert,
     further_pretraining_config,
+    gap_neighbour_probe,
+    gpu_hours_and_kwh,
+    initial_sublayer_scale,
+    mask_accuracy_on,
     masking_ablation,
     objective_ablation,
+    sense_similarities,
     size_sweep,
     small_pretrained_bert,
     synthetic_bert,
     synthetic_config,
 )
-from lecture_lib.pretraining import evaluate_at_masks
+from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.pretraining import PretrainingData, evaluate_at_masks
 
 
 def _tiny(monkeypatch, tmp_path):
@@ -127,3 +134,110 @@ def test_further_pretraining_moves_a_copy_and_is_cached(monkeypatch, tmp_path):
         config.pretrain, model=dataclasses.replace(config.pretrain.model, intermediate_size=64)))
     with pytest.raises(ValueError, match="general model's shape"):
         further_pretrained_bert(general, wider, progress=False)
+
+
+def test_exercise_1_bert_initialisation_is_three_times_smaller_at_h_64():
+    """Exercise 1: with entries of standard deviation 0.02, the layer's output projection maps unit-variance
+    vectors to 0.02·√768 ≈ 0.55 at H = 768 and 0.02·√64 = 0.16 at H = 64 (√12 ≈ 3.5 times smaller). Tolerance:
+    the sample standard deviation over 4,096 × H values is within 1% of the matrix's, itself within 2%."""
+    wide, narrow = initial_sublayer_scale(768, 0.02), initial_sublayer_scale(64, 0.02)
+    assert wide == pytest.approx(0.02 * math.sqrt(768), rel=0.03) and round(wide, 2) == 0.55
+    assert narrow == pytest.approx(0.16, rel=0.05)
+    assert 3 < wide / narrow < 4
+    assert initial_sublayer_scale(64, 0.1) == pytest.approx(0.8, rel=0.05)  # the quick profile's 0.1
+
+
+def test_exercise_2_forty_percent_model_scored_at_fifteen(monkeypatch, tmp_path):
+    """Exercise 2: the 40% model is scored on the 15% data's held-out batches (its accuracy at the [MASK] those show,
+    recounted here with the full MLM head), and its training batches hold about 0.4/0.15 = 2.7 times the
+    predictions of the 15% recipe's."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    tiny = dict(data=dict(vocab_size=300, eval_pairs=64), train=dict(steps=3, batch_size=8, warmup_steps=1))
+    fifteen, forty = chapter_config(**tiny), chapter_config(**tiny, objective=dict(mlm_probability=0.4))
+    held_out, data_40 = PretrainingData.from_corpus(fifteen), PretrainingData.from_corpus(forty)
+    scores = mask_accuracy_on(forty, held_out, training_data=data_40)
+    model = small_pretrained_bert(forty, progress=False).model.eval()
+    right = shown = 0
+    for batch in held_out.eval_batches():
+        with torch.no_grad():
+            predicted = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).prediction_logits.argmax(-1)
+        at_mask = batch["input_ids"] == held_out.tokenizer.mask_token_id
+        right += int((predicted[at_mask] == batch["labels"][at_mask]).sum())
+        shown += int(at_mask.sum())
+    assert scores["mask_accuracy"] == pytest.approx(right / shown)
+    selected = [sum(int((d.batch(i)["labels"] != IGNORE_INDEX).sum()) for i in range(8)) for d in (held_out, data_40)]
+    assert selected[1] / selected[0] == pytest.approx(0.4 / 0.15, rel=0.1)
+
+
+def test_exercise_3_the_override_triples_the_steps_only(monkeypatch):
+    """Exercise 3: `ablation_config(pretrain=dict(train=dict(steps=450)))` is section 9's recipe with 3 × 150 steps."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    base, longer = ablation_config(), ablation_config(pretrain=dict(train=dict(steps=450)))
+    assert longer.pretrain.train.steps == 3 * base.pretrain.train.steps == 450
+    assert dataclasses.replace(longer, pretrain=dataclasses.replace(
+        longer.pretrain, train=dataclasses.replace(longer.pretrain.train, steps=150))) == base
+
+
+def test_exercise_4_deleting_the_selected_positions_shortens_the_rows():
+    """Exercise 4: the deletion probe on a worked example: `[CLS] a [MASK] c d [SEP]` with b selected becomes
+    `[CLS] a c d [SEP]` (intact: `[CLS] a b c d [SEP]`), scored at a and c shown as themselves."""
+    cls, sep, a, b, c, d, mask = 2, 3, 10, 11, 12, 13, 4
+    batch = {"input_ids": torch.tensor([[cls, a, mask, c, d, sep, 0], [cls, mask, a, sep, 0, 0, 0]]),
+             "attention_mask": torch.tensor([[1] * 6 + [0], [1] * 4 + [0] * 3]),
+             "token_type_ids": torch.tensor([[0, 0, 0, 0, 1, 1, 0], [0] * 7]),
+             "labels": torch.tensor([[-100, -100, b, -100, -100, -100, -100], [-100, d, -100, -100, -100, -100, -100]])}
+    deleted = gap_neighbour_probe(batch, [0, 1, cls, sep, mask])
+    assert deleted["input_ids"].tolist() == [[cls, a, c, d, sep, 0, 0], [cls, a, sep, 0, 0, 0, 0]]
+    assert deleted["attention_mask"].tolist() == [[1] * 5 + [0] * 2, [1] * 3 + [0] * 4]
+    assert deleted["token_type_ids"].tolist() == [[0, 0, 0, 1, 1, 0, 0], [0] * 7]
+    assert deleted["labels"].tolist() == [[-100, a, c, -100, -100, -100, -100], [-100, a] + [-100] * 5]
+    intact = gap_neighbour_probe(batch, [0, 1, cls, sep, mask], delete=False)
+    assert intact["input_ids"].tolist() == [[cls, a, b, c, d, sep, 0], [cls, d, a, sep, 0, 0, 0]]
+    assert intact["labels"].tolist() == [[-100, a, -100, c, -100, -100, -100], [-100, -100, a, -100, -100, -100, -100]]
+
+
+def test_exercise_5_mean_of_last_four_layers_narrows_the_sense_gap(minilm):
+    """Exercise 5 with all-MiniLM-L6-v2 run by `transformers`: same sense against other sense, last layer 0.85
+    against 0.75 (gap 0.10), mean of the last four layers 0.92 against 0.83 (gap 0.08); the cosines are
+    recomputed with `torch.nn.functional.cosine_similarity`."""
+    import transformers
+
+    tokenizer = transformers.BertTokenizer.from_pretrained(minilm)
+    encoder = transformers.BertModel.from_pretrained(minilm).eval()
+    sentences = ["we sat on the bank of the river and watched the boats .",
+                 "the river overflowed its bank after the storm .",
+                 "fish gathered near the muddy bank of the stream .",
+                 "she opened an account at the bank downtown .",
+                 "the bank raised its interest rates again .",
+                 "he asked the bank for a loan to buy a house ."]
+    encoded = tokenizer(sentences, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        layers = torch.stack(encoder(**encoded, output_hidden_states=True).hidden_states)  # (L + 1, S, T, H)
+    position = (encoded["input_ids"] == tokenizer.convert_tokens_to_ids("bank")).int().argmax(1)
+    vectors = layers[:, torch.arange(6), position]  # (L + 1, S, H)
+    found = []
+    for v in (vectors[-1], vectors[-4:].mean(0)):
+        within, across = sense_similarities(v, [0, 0, 0, 1, 1, 1])
+        cos = torch.nn.functional.cosine_similarity(v[:, None], v[None, :], dim=-1)
+        assert within == pytest.approx(float((cos[:3, :3].sum() - 3 + cos[3:, 3:].sum() - 3) / 12), abs=1e-5)
+        assert across == pytest.approx(float(cos[:3, 3:].mean()), abs=1e-5)
+        found.append((round(within, 2), round(across, 2), round(within - across, 2)))
+    assert found == [(0.85, 0.75, 0.10), (0.92, 0.83, 0.08)]
+
+
+def test_exercise_6_bert_base_is_about_20_h100_hours():
+    """Exercise 6: 2.9e19 FLOPs; at 990 TFLOP/s and 40%, 20.3 H100-hours, 14 kWh at 700 W (22.5 with a PUE of
+    1.58), against section 13's 215 V100-hours (125 TFLOP/s at 30%): about ten times fewer. The FLOPs are checked
+    against 6N per token plus attention's 12·L·T·H, with N the weights of BERT-base's matrix products counted here."""
+    flops = bert_base_pretraining_flops()
+    L, H, V, inner = 12, 768, 30522, 3072
+    n = L * (4 * H * H + 2 * H * inner) + H * H + H * V  # layers, the MLM transform, the tied output layer
+    assert flops == pytest.approx(sum((6 * n + 12 * L * t * H) * tokens for t, tokens in
+                                      ((128, 0.9e6 * 256 * 128), (512, 0.1e6 * 256 * 512))), rel=0.02)
+    assert round(flops / 1e19, 1) == 2.9
+    hours, kwh = gpu_hours_and_kwh(flops, 990e12, 0.4, 700)
+    assert (round(hours, 1), round(kwh)) == (20.3, 14)
+    assert round(gpu_hours_and_kwh(flops, 990e12, 0.4, 700, 1.58)[1], 1) == 22.5
+    v100_hours = gpu_hours_and_kwh(flops, 125e12, 0.30, 300, 1.58)[0]
+    assert round(v100_hours) == 215 and 9.5 < v100_hours / hours < 11
