@@ -491,15 +491,18 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Select the positions where the input kept the original token (chosen, but not `[MASK]`); compare the generator's
-# samples there with the originals, and do the same at the `[MASK]` positions.
+# samples there with the originals, and do the same at the `[MASK]` positions. The solution is
+# `generator_right_by_input(model, data.batch(step), data.tokenizer.mask_token_id)` in
+# `lecture_lib/chapters/ch08_electra.py`, for a model of section 7 (`build_model` with a run's `final_state`).
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# At the kept positions the generator sees the true token and copies it almost always, far more often than at
-# `[MASK]`, where section 7's runs guess about a quarter right. A discriminator could learn that a chosen position
-# whose input token is real is "original" and so learn little there; measuring the two rates says how much of the
-# 15% is such free labels.
+# At the kept positions the generator sees the true token, and a generator that has learned to copy its input is
+# right at all of them, far more often than at `[MASK]`, where it is right on the share printed in section 7's
+# table. A discriminator could learn that a chosen position whose input token is real is "original" and so learn
+# little there; measuring the two rates on section 7's trained generator says how much of the 15% is such free
+# labels.
 # :::
 #
 # 3. Count ELECTRA-Small's training FLOPs per token with `electra_training_flops_per_token` (E = 128,

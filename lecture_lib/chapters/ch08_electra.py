@@ -517,3 +517,24 @@ def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChap
     return {"generator accuracy": float(counts[0] / counts[1]), "replaced share": float(counts[3] / counts[1]),
             "accuracy on replaced": float(counts[2] / counts[3]), "accuracy on originals": float(counts[4] / counts[5])}
 
+
+
+# ---------------------------------------------------------------- exercises
+
+
+@torch.no_grad()
+def generator_right_by_input(model: ElectraPretrainingModel, batch: dict[str, torch.Tensor], mask_token_id: int,
+                             sampling_generator: torch.Generator | None = None) -> dict[str, float]:
+    """The share of the generator's samples equal to the original token, at the chosen positions whose input
+    kept the original (``"kept"``, 15% of the chosen) and at those that show [MASK] (``"[MASK]"``).
+
+    Exercise 2 of chapter 08: a replaced token is what the discriminator must find, so the first share is how
+    many of the kept positions are free "original" labels.
+    """
+    parts = {name: tensor for name, tensor in batch.items() if name != "step"}
+    out = model(**parts, sampling_generator=sampling_generator)
+    chosen = batch["labels"] != IGNORE_INDEX
+    right = out.corrupted_ids == batch["labels"]  # (B, T)
+    shows_mask = batch["input_ids"] == mask_token_id
+    return {"kept": float(right[chosen & ~shows_mask].float().mean()),
+            "[MASK]": float(right[chosen & shows_mask].float().mean())}

@@ -2,6 +2,7 @@
 shared batches, the BERT view of an ELECTRA encoder, and Table 5's variants against direct computations."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from lecture_lib.chapters.ch08_electra import (
     chapter_config,
     electra_small_training_flops,
     flops_per_step,
+    generator_right_by_input,
     pretrain_run,
     run_loss,
     steps_for,
@@ -168,3 +170,34 @@ def test_exercise_3_electra_small_flops():
     """Exercise 3's expected outcome: about 1.48e18 with the generator's head everywhere, 1.15e18 on the 15%."""
     assert abs(electra_small_training_flops() / 1.48e18 - 1) < 0.005
     assert abs(electra_small_training_flops(masked_fraction=0.15) / 1.15e18 - 1) < 0.005
+
+
+def test_exercise_2_the_generator_copies_the_kept_tokens_it_sees(data):
+    """Exercise 2: the two shares are the samples equal to the originals at the kept and at the [MASK] positions
+    (counted here from the replaced labels); a generator that has learned to copy its input (its logits made
+    the one-hot of the input token) is right at every kept position and almost never at [MASK]."""
+    from lecture_lib.runtime import generator
+
+    model = build_model("ELECTRA", small_config(), data, 0.5)
+    mask_id = data.tokenizer.mask_token_id
+    batches = [data.batch(step) for step in range(4)]
+    shares = [generator_right_by_input(model, b, mask_id, generator("exercise 2", i)) for i, b in enumerate(batches)]
+    for i, (batch, share) in enumerate(zip(batches, shares)):
+        parts = {k: v for k, v in batch.items() if k != "step"}
+        with torch.no_grad():
+            out = model(**parts, sampling_generator=generator("exercise 2", i))
+        chosen, shows_mask = batch["labels"] != IGNORE_INDEX, batch["input_ids"] == mask_id
+        kept = chosen & ~shows_mask
+        assert 0.05 < kept.sum() / chosen.sum() < 0.3  # 15% of the chosen positions keep their token
+        assert share["kept"] == pytest.approx(1 - out.replaced[kept].float().mean().item())
+        assert share["[MASK]"] == pytest.approx(1 - out.replaced[chosen & shows_mask].float().mean().item())
+
+    class Copier(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, token_type_ids, labels, masked_only):
+            one_hot = F.one_hot(input_ids[labels != IGNORE_INDEX], vocab_size).float()
+            return SimpleNamespace(logits=one_hot * 100, loss=torch.zeros(()))
+
+    vocab_size = model.generator.config.vocab_size
+    model.generator = Copier()
+    share = generator_right_by_input(model, batches[0], mask_id, generator("exercise 2", 0))
+    assert share["kept"] == 1.0 and share["[MASK]"] < 0.05
