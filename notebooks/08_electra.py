@@ -533,13 +533,19 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Replace the pooler with dense → GELU → dense on token 0 (ELECTRA's classification head), keep the rest of the
-# fine-tuning loop and plot the same curve.
+# fine-tuning loop and plot the same curve. The solution is `ElectraHeadForSequenceClassification` and
+# `with_electra_head` in `lecture_lib/chapters/ch08_electra.py`: `finetune_scores(run, f, config, data,
+# electra_head=True)` fine-tunes each checkpoint with it (cached apart from the pooler's scores).
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The curve moves by less than the spread between seeds: the heads differ by an activation and a layer, which
-# fine-tuning absorbs.
+# The head computes what `transformers`' `ElectraClassificationHead` computes on the same weights. Only the
+# sentence tasks (acceptability, entailment) read BERT's pooler, so only they get the new head: the quick
+# profile's curve, on NER alone, whose head reads every token and no pooler, stays exactly as it was. To see a
+# difference, run the chapter with `LECTURE_PROFILE=full`, whose curve averages all four tasks; there expect the
+# curve to move by less than the spread between seeds, since the heads differ by an activation, which fine-tuning
+# absorbs.
 # :::
 
 # %% [markdown]
