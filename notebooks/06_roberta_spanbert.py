@@ -491,6 +491,8 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 # :class: dropdown
 # Left padding moves each real token $p$ places to the right. `BertModel` numbers positions with `arange`, while
 # RoBERTa's `position_ids_after_padding` counts only the non-pad tokens (a cumulative sum of the attention mask).
+# The solution is `left_padding_shift` in `lecture_lib/chapters/ch06_roberta_spanbert.py`: the largest change of
+# the outputs at the real tokens, with or without `arange_positions`.
 # :::
 #
 # :::{admonition} Expected outcome
@@ -524,8 +526,11 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# Set `LECTURE_PROFILE=full` before starting the kernel and run section 2 unchanged on a GPU; compare the best
-# format with NSP with the best without it, over 2-3 seeds.
+# Set `LECTURE_PROFILE=full` before starting the kernel and run section 2 unchanged on a GPU: `chapter_config()`
+# then holds the full sizes (H = 256, 4 layers, 3,000 steps, 20,000 documents), so `format_run` trains new runs
+# instead of reading the quick ones. For other seeds, `chapter_config(pretrain=dict(seed=s))`. Compare the best
+# format with NSP with the best without it on each seed: `no_nsp_holds(formats)` in
+# `lecture_lib/chapters/ch06_roberta_spanbert.py` is section 2's test.
 # :::
 #
 # :::{admonition} Expected outcome
@@ -546,9 +551,12 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# About 31% of the spans show at least one of their own tokens, against 10% when the draw is made once per span:
-# for a span of $\ell$ tokens the chance is $1 - 0.9^\ell$, and over the renormalised Geo(0.2) lengths on 1..10
-# (mean 3.8) that averages 0.307.
+# For a span of $\ell$ tokens the chance that it shows at least one of its own tokens is $1 - 0.9^\ell$, against
+# 0.1 when the draw is made once per span; over the renormalised Geo(0.2) lengths on 1..10 (mean 3.8) that
+# averages 0.307. The spans actually chosen are shorter, because the selection passes over a span that would
+# overshoot the 15% budget: in rows of 64 one-token words about 25% of the spans show a token, against 10% once
+# per span. The solution is `mask_chosen_per_token` (put in place of `span_masking._mask_chosen`) and
+# `spans_showing_a_token` in `lecture_lib/chapters/ch06_roberta_spanbert.py`.
 # :::
 
 # %% [markdown]

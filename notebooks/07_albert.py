@@ -392,7 +392,9 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
 # :class: dropdown
 # With `inner_group_num = 2` each group holds two different layers and every one of the $L$ positions applies
 # both; build the model with
-# `count_on_meta(lambda: AlbertModel(AlbertConfig(**{**base.__dict__, "inner_group_num": 2})))`.
+# `count_on_meta(lambda: AlbertModel(AlbertConfig(**{**base.__dict__, "inner_group_num": 2})))`. To count the
+# layers applied, `layer_applications(model, AlbertLayer, input_ids)` in `lecture_lib/chapters/ch07_albert.py`
+# counts the forward calls of every `AlbertLayer` with a hook (on the meta device, as for the count).
 # :::
 #
 # :::{admonition} Expected outcome
@@ -409,13 +411,17 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
 # :class: dropdown
 # Multiply the word table by the projection to get the $V \times H$ matrix the model effectively uses, take its
 # singular values (`torch.linalg.svdvals`) and find the smallest $k$ whose squared values reach 90% of the sum.
+# The solution is `effective_word_table` and `energy_rank` in `lecture_lib/chapters/ch07_albert.py`; section 3's
+# models are `pretrained(run, SyntheticData(sharing_config()))` for its rows, read back from the cache.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# For the ALBERT, $k \le E$, since the product has rank at most $E$; the energy concentrates in a few directions
-# after pretraining. For the BERT, whose table can use all $H$ directions, expect more of them to be needed for
-# the same 90%; how many is the measurement, and it says how much of its width the small BERT's table uses.
+# For the ALBERT, $k \le E$ at any point of training, since the product has rank at most $E$; the energy
+# concentrates in fewer directions after pretraining than at initialisation. For the BERT, whose table can use
+# all $H$ directions, more of them are needed for the same 90% (already at initialisation, where a random table
+# spreads its energy over most of its width); how many after pretraining is the measurement, and it says how much
+# of its width the small BERT's table uses.
 # :::
 #
 # 3. Pretrain with `chapter_config(objective=dict(pairs="sop"), train=dict(steps=1000))`. Does the SOP
@@ -423,15 +429,17 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# One change of `chapter_config`; print section 4's grid for the SOP-trained model at 1,000 steps beside the quick
-# run's.
+# One change of `chapter_config`: `pair_task_grid(chapter_config(train=dict(steps=1000)))` trains the grid's
+# three models for 1,000 steps (new runs: the steps are part of the recipe, so section 4's cached runs are not
+# reused; about three times section 4's time); print its "sop" row beside section 4's.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The SOP model's NSP accuracy rises above the majority label as it trains: an order-aware model also notices
-# topic shifts (Table 5: 78.9 on NSP after SOP training). At our size expect a small rise; judge it against the
-# 3-point standard error on the held-out pairs.
+# The grid's "sop" row scores the SOP-trained model's pair head on the held-out NSP pairs, beside their majority
+# label. Lan et al. (2020, Table 5) found that an order-aware model also notices topic shifts: 78.9 on NSP after
+# SOP training, against 52.4 for a model trained with MLM only. At our size expect at most a small rise
+# from section 4's value; judge it against the 3-point standard error on the held-out pairs.
 # :::
 #
 # 4. Table 6 of the paper compares models at equal *training time*. Using chapter 04's FLOP formula, how
@@ -439,8 +447,9 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# Use chapter 04's `training_flops_per_token` with the two configurations (ALBERT-xxlarge: $H = 4096$, 12 layers,
-# $I = 16384$; BERT-large: $H = 1024$, 24 layers, $I = 4096$); sharing saves parameters, not operations.
+# Use chapter 04's `training_flops_per_token` (from `lecture_lib.models.bert`) with the two configurations of
+# `paper_configs()` (ALBERT-xxlarge: $H = 4096$, 12 layers, $I = 16384$; BERT-large: $H = 1024$, 24 layers,
+# $I = 4096$); sharing saves parameters, not operations.
 # :::
 #
 # :::{admonition} Expected outcome

@@ -491,15 +491,18 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Select the positions where the input kept the original token (chosen, but not `[MASK]`); compare the generator's
-# samples there with the originals, and do the same at the `[MASK]` positions.
+# samples there with the originals, and do the same at the `[MASK]` positions. The solution is
+# `generator_right_by_input(model, data.batch(step), data.tokenizer.mask_token_id)` in
+# `lecture_lib/chapters/ch08_electra.py`, for a model of section 7 (`build_model` with a run's `final_state`).
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# At the kept positions the generator sees the true token and copies it almost always, far more often than at
-# `[MASK]`, where section 7's runs guess about a quarter right. A discriminator could learn that a chosen position
-# whose input token is real is "original" and so learn little there; measuring the two rates says how much of the
-# 15% is such free labels.
+# At the kept positions the generator sees the true token, and a generator that has learned to copy its input is
+# right at all of them, far more often than at `[MASK]`, where it is right on the share printed in section 7's
+# table. A discriminator could learn that a chosen position whose input token is real is "original" and so learn
+# little there; measuring the two rates on section 7's trained generator says how much of the 15% is such free
+# labels.
 # :::
 #
 # 3. Count ELECTRA-Small's training FLOPs per token with `electra_training_flops_per_token` (E = 128,
@@ -530,13 +533,19 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # Replace the pooler with dense → GELU → dense on token 0 (ELECTRA's classification head), keep the rest of the
-# fine-tuning loop and plot the same curve.
+# fine-tuning loop and plot the same curve. The solution is `ElectraHeadForSequenceClassification` and
+# `with_electra_head` in `lecture_lib/chapters/ch08_electra.py`: `finetune_scores(run, f, config, data,
+# electra_head=True)` fine-tunes each checkpoint with it (cached apart from the pooler's scores).
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The curve moves by less than the spread between seeds: the heads differ by an activation and a layer, which
-# fine-tuning absorbs.
+# The head computes what `transformers`' `ElectraClassificationHead` computes on the same weights. Only the
+# sentence tasks (acceptability, entailment) read BERT's pooler, so only they get the new head: the quick
+# profile's curve, on NER alone, whose head reads every token and no pooler, stays exactly as it was. To see a
+# difference, run the chapter with `LECTURE_PROFILE=full`, whose curve averages all four tasks; there expect the
+# curve to move by less than the spread between seeds, since the heads differ by an activation, which fine-tuning
+# absorbs.
 # :::
 
 # %% [markdown]

@@ -23,9 +23,10 @@ from lecture_lib.cache import cached_json
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.tasks import WordEncoder
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.bert import BertForPreTraining
+from lecture_lib.models.bert import BertForPreTraining, BertModel
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.input_formats import FORMATS, collate_segments, format_rows, pack_sentences
+from lecture_lib.objectives.masking import MaskingStrategy, replace_selected
 from lecture_lib.objectives.span_masking import NOT_MASKABLE, UnitMaskedDataset, mask_spans, mask_units, span_boundaries
 from lecture_lib.pretraining import PretrainConfig, PretrainingData, evaluate, pretrain, tokenize_documents
 from lecture_lib.profile import pick
@@ -323,3 +324,67 @@ def unigram_guess(config: StudyConfig, corpus: Corpus) -> dict[str, float]:
         labels = torch.cat([b["labels"].flatten() for b in batches])
         scores[name] = float((labels[labels >= 0] == guess).double().mean())
     return scores
+
+
+# ---------------------------------------------------------------- exercises
+
+
+@torch.no_grad()
+def left_padding_shift(model: BertModel, input_ids: torch.Tensor, padding: int, *,
+                       arange_positions: bool = False) -> float:
+    """max |h_t(left-padded) − h_t(unpadded)| over the real tokens of ``input_ids`` (B, T, no padding) when
+    ``padding`` masked pad tokens are put before them. With ``arange`` positions (BERT's, or RoBERTa's forced
+    with ``arange_positions``) every real token moves ``padding`` places; RoBERTa's own
+    :func:`~lecture_lib.models.roberta.position_ids_after_padding` keeps its position id.
+
+    Exercise 1 of chapter 06.
+    """
+    model.eval()
+    pads = torch.full((input_ids.shape[0], padding), model.config.pad_token_id, dtype=input_ids.dtype)
+    padded = torch.cat([pads, input_ids], dim=1)  # (B, p + T)
+
+    def hidden(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1])[None, :] if arange_positions else None
+        return model(ids, attention_mask=mask, position_ids=positions).last_hidden_state  # (B, T, H)
+
+    plain = hidden(input_ids, torch.ones_like(input_ids))
+    shifted = hidden(padded, torch.cat([torch.zeros_like(pads), torch.ones_like(input_ids)], dim=1))[:, padding:]
+    return float((shifted - plain).abs().max())
+
+
+def no_nsp_holds(formats: dict[str, dict[str, float]]) -> bool:
+    """"No NSP ≥ NSP" on one seed's :func:`format_run` rows (Liu et al., 2019, Table 2), as section 2 reads it:
+    the best held-out MLM accuracy of the formats without NSP is at least the best of those with NSP.
+
+    Exercise 3 of chapter 06 asks it of every seed of the full profile.
+    """
+    with_nsp = max(row["mlm_accuracy"] for name, row in formats.items() if FORMATS[name])
+    without = max(row["mlm_accuracy"] for name, row in formats.items() if not FORMATS[name])
+    return without >= with_nsp
+
+
+def mask_chosen_per_token(input_ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
+                          generator: torch.Generator | None, strategy: MaskingStrategy) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's 80/10/10 drawn for every token of the chosen spans: a drop-in for SpanBERT's once-per-span
+    ``span_masking._mask_chosen`` (same arguments), under which a span of ℓ tokens keeps at least one of its
+    tokens with chance 1 − 0.9^ℓ instead of 0.1.
+
+    Exercise 4 of chapter 06.
+    """
+    return replace_selected(input_ids, chosen >= 0, mask_token_id=mask_token_id, vocab_size=vocab_size,
+                            generator=generator, strategy=strategy)
+
+
+def spans_showing_a_token(input_ids: torch.Tensor, masked_input_ids: torch.Tensor, chosen: torch.Tensor) -> float:
+    """The share of chosen spans (``chosen`` (B, T): the span id of each chosen token, -1 elsewhere) of which at
+    least one token is shown to the model as it was.
+
+    Exercise 4 of chapter 06.
+    """
+    shown = total = 0
+    for row, span_ids in enumerate(chosen):
+        for span in span_ids[span_ids >= 0].unique():
+            tokens = span_ids == span
+            shown += bool((masked_input_ids[row, tokens] == input_ids[row, tokens]).any())
+            total += 1
+    return shown / total

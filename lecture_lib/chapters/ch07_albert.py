@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 
 import torch
+from torch import nn
 
 from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
@@ -318,6 +319,57 @@ def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = Tru
 def _majority(labels: torch.Tensor) -> float:
     share = float(labels.float().mean())
     return max(share, 1 - share)
+
+
+# ---------------------------------------------------------------- exercises
+
+
+def layer_applications(model: nn.Module, layer_type: type[nn.Module], input_ids: torch.Tensor) -> int:
+    """How many times one forward pass of ``model`` on ``input_ids`` runs a module of ``layer_type``:
+    applications, not distinct layers, so L · ``inner_group_num`` for an ALBERT whatever its sharing.
+
+    Exercise 1 of chapter 07: ALBERT-base with ``inner_group_num = 2`` applies 24 layers.
+    """
+    calls = 0
+
+    def count(*_) -> None:
+        nonlocal calls
+        calls += 1
+
+    hooks = [module.register_forward_hook(count) for module in model.modules() if isinstance(module, layer_type)]
+    try:
+        with torch.no_grad():
+            model(input_ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return calls
+
+
+def effective_word_table(model: BertForPreTraining | AlbertForPreTraining) -> torch.Tensor:
+    """The V × H table of word vectors the first layer receives (bias and positions left out):
+    W_word W_projᵀ for an ALBERT, a product of rank at most E, and W_word itself for a BERT.
+
+    Exercise 2 of chapter 07.
+    """
+    encoder = model.base_model
+    words = encoder.embeddings.word_embeddings.weight  # (V, E) or (V, H)
+    if isinstance(encoder.config, AlbertConfig):
+        return words @ encoder.encoder.embedding_hidden_mapping_in.weight.T  # (V, E) @ (E, H)
+    return words
+
+
+def energy_rank(matrix: torch.Tensor, share: float = 0.9) -> int:
+    """The fewest singular directions that carry ``share`` of a matrix's energy: the smallest k with
+    σ₁² + … + σ_k² ≥ share · Σᵢ σᵢ² (singular values σ largest first).
+
+    >>> energy_rank(torch.diag(torch.tensor([3.0, 1.0, 1.0, 1.0])))  # 9 + 1 + 1 = 11 of 12 ≥ 10.8
+    3
+
+    Exercise 2 of chapter 07.
+    """
+    energy = torch.linalg.svdvals(matrix.detach().double()) ** 2
+    return int((energy.cumsum(0) < share * energy.sum()).sum()) + 1
 
 
 

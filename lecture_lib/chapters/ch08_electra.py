@@ -20,7 +20,7 @@ Taught in: 08_electra ("Matched compute", "Table 5 at equal FLOPs", "The generat
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
@@ -31,7 +31,7 @@ from lecture_lib.cache import atomic_write, cached, cached_json, key
 from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.bert import BertConfig, BertModel, BertModelOutput
 from lecture_lib.models.electra import (
     ElectraConfig,
     ElectraForMaskedLM,
@@ -41,6 +41,7 @@ from lecture_lib.models.electra import (
     discriminator_loss,
     electra_training_flops_per_token,
 )
+from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.objectives.replaced_tokens import (
     DISCRIMINATOR_WEIGHT,
     MASK_PROBABILITY,
@@ -458,9 +459,11 @@ def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None
     return cached_json("electra-scratch", recipe, run)
 
 
-def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
+def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
+                    *, electra_head: bool = False) -> dict[str, float]:
     """The main score of each of ``config.tasks`` after fine-tuning the run's checkpoint at ``fraction``
-    (cached with the run's recipe).
+    (cached with the run's recipe). With ``electra_head``, the sentence tasks read token 0 through
+    :class:`ElectraHeadForSequenceClassification` instead of BERT's pooler (cached apart).
 
     Taught in: 08_electra ("Matched compute").
     """
@@ -469,9 +472,39 @@ def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, dat
 
     def scores() -> dict:
         encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
-        return _scores((data or ElectraChapterData(config)).tasks, encoder, config)
+        tasks = (data or ElectraChapterData(config)).tasks
+        return _scores(with_electra_head(tasks) if electra_head else tasks, encoder, config)
 
-    return cached_json("electra-finetune", recipe, scores)
+    return cached_json("electra-finetune-electra-head" if electra_head else "electra-finetune", recipe, scores)
+
+
+class ElectraHeadForSequenceClassification(BertForSequenceClassification):
+    """ELECTRA's classification head in place of BERT's pooler: scores = W_out · Dropout(GELU(W · Dropout(h_0)))
+    on token 0 (``transformers``' ``ElectraClassificationHead``); the encoder's pooler is not used.
+
+    Exercise 4 of chapter 08: fine-tune with ELECTRA's head instead of BERT's pooler.
+    """
+
+    with_pooler = False
+
+    def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
+        super().__init__(config, num_labels, classifier_dropout)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self._init_weights(self.dense)
+
+    def _logits(self, out: BertModelOutput) -> torch.Tensor:
+        x = F.gelu(self.dense(self.dropout(out.last_hidden_state[:, 0])))  # (B, H)
+        return self.classifier(self.dropout(x))  # (B, K)
+
+
+def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:
+    """``tasks`` with :class:`ElectraHeadForSequenceClassification` as the head of every sentence task (those
+    BERT reads through its pooler); the token and span tasks are left as they are.
+
+    Exercise 4 of chapter 08.
+    """
+    return {name: replace(task, head=ElectraHeadForSequenceClassification)
+            if task.head is BertForSequenceClassification else task for name, task in tasks.items()}
 
 
 def replaced_token_example(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, row: int = 0) -> list[dict]:
@@ -518,3 +551,24 @@ def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChap
     return {"generator accuracy": float(counts[0] / counts[1]), "replaced share": float(counts[3] / counts[1]),
             "accuracy on replaced": float(counts[2] / counts[3]), "accuracy on originals": float(counts[4] / counts[5])}
 
+
+
+# ---------------------------------------------------------------- exercises
+
+
+@torch.no_grad()
+def generator_right_by_input(model: ElectraPretrainingModel, batch: dict[str, torch.Tensor], mask_token_id: int,
+                             sampling_generator: torch.Generator | None = None) -> dict[str, float]:
+    """The share of the generator's samples equal to the original token, at the chosen positions whose input
+    kept the original (``"kept"``, 15% of the chosen) and at those that show [MASK] (``"[MASK]"``).
+
+    Exercise 2 of chapter 08: a replaced token is what the discriminator must find, so the first share is how
+    many of the kept positions are free "original" labels.
+    """
+    parts = {name: tensor for name, tensor in batch.items() if name != "step"}
+    out = model(**parts, sampling_generator=sampling_generator)
+    chosen = batch["labels"] != IGNORE_INDEX
+    right = out.corrupted_ids == batch["labels"]  # (B, T)
+    shows_mask = batch["input_ids"] == mask_token_id
+    return {"kept": float(right[chosen & ~shows_mask].float().mean()),
+            "[MASK]": float(right[chosen & shows_mask].float().mean())}

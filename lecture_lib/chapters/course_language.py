@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from lecture_lib.cache import key
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
@@ -45,6 +45,7 @@ from lecture_lib.finetuning.tasks import (
     encode_tagging,
     entailment_examples,
     ner_examples,
+    object_swap_entailment_examples,
     qa_examples,
     split_people,
 )
@@ -195,6 +196,11 @@ def _acceptability_spec(tokenizer: Tokenizer, length: int) -> tuple:
             BertForSequenceClassification, len(ACCEPTABILITY_LABELS))
 
 
+def _entailment_spec(tokenizer: Tokenizer, length: int, build: Callable) -> tuple:
+    return ("entailment", build, lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
+            BertForSequenceClassification, len(ENTAILMENT_LABELS))
+
+
 def _split_tasks(specs: tuple, config: ChapterConfig) -> dict[str, Task]:
     """Each (name, build, encode, head, num_labels): train examples about the train people, test examples
     about the test people (:func:`split_people`), encoded."""
@@ -217,15 +223,24 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
     length = config.max_length
     return _split_tasks((
         _acceptability_spec(tokenizer, length),
-        ("entailment", entailment_examples,
-         lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
-         BertForSequenceClassification, len(ENTAILMENT_LABELS)),
+        _entailment_spec(tokenizer, length, entailment_examples),
         ("ner", ner_examples, lambda e: encode_tagging(e, tokenizer, length), BertForTokenClassification,
          len(NER_LABELS)),
         ("qa", lambda lang, k, seed, people: qa_examples(lang, k, seed, people, config.people_per_passage,
                                                               config.sentences_per_passage),
          lambda e: encode_qa(e, tokenizer, length), BertForQuestionAnswering, 2),
     ), config)
+
+
+def object_swap_entailment_task(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> Task:
+    """:func:`build_tasks`' entailment task with contradictions that swap the object instead of negating
+    (:func:`~lecture_lib.finetuning.tasks.object_swap_entailment_examples`), split by people as the others.
+
+    Exercise 1 of chapter 05: fine-tune on it with :func:`~lecture_lib.finetuning.finetune.finetune_from`.
+    """
+    config = config or chapter_config()
+    spec = _entailment_spec(tokenizer, config.max_length, object_swap_entailment_examples)
+    return _split_tasks((spec,), config)["entailment"]
 
 
 def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None,

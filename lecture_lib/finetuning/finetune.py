@@ -178,3 +178,17 @@ def new_head(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig
     if isinstance(encoder, BertConfig):
         encoder = BertModel(encoder)
     return task.head.from_encoder(encoder, task.num_labels, dropout=config.dropout)
+
+
+def reinitialize_pooler(model: nn.Module, top_layers: int = 0) -> nn.Module:
+    """Draw the pooler's weights (and those of the top ``top_layers`` encoder layers) afresh with the model's
+    own initialisation, N(0, initializer_range) and zero biases, as Zhang et al. (2021) do before fine-tuning
+    on small data sets; returns ``model``. As ``adapt`` of :func:`finetune_from`:
+    ``finetune_from(task, encoder, budget, adapt=reinitialize_pooler)``.
+
+    Exercise 3 of chapter 05: re-initialise the pooler (or the top layer) before fine-tuning acceptability.
+    """
+    encoder = model.base_model
+    for module in (encoder.pooler, *encoder.encoder.layer[len(encoder.encoder.layer) - top_layers:]):
+        module.apply(model._init_weights)
+    return model

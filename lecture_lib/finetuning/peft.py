@@ -99,14 +99,25 @@ class AdaptedLinear(nn.Module):
         return self.adapter(self.linear(x))
 
 
-def add_adapters(model: nn.Module, bottleneck: int = 8) -> nn.Module:
+ADAPTER_POSITIONS = ("attention", "feed-forward")
+
+
+def add_adapters(model: nn.Module, bottleneck: int = 8, positions: tuple[str, ...] = ADAPTER_POSITIONS) -> nn.Module:
     """Insert Houlsby adapters in every layer of ``model.base_model``; train adapters, LayerNorms and head.
+
+    ``positions`` says where, among :data:`ADAPTER_POSITIONS`: after the attention output projection, after
+    the feed-forward output projection, or both (Houlsby's). Exercise 4 of chapter 05: ``("feed-forward",)``
+    is Pfeiffer et al.'s (2021) one adapter per layer.
 
     Taught in: 05_bert_finetuning ("Cheap fine-tuning").
     """
+    if not positions or not set(positions) <= set(ADAPTER_POSITIONS):
+        raise ValueError(f"expected positions among {ADAPTER_POSITIONS}, got {positions}")
     for layer in model.base_model.encoder.layer:
-        layer.attention.output.dense = AdaptedLinear(layer.attention.output.dense, bottleneck)
-        layer.output.dense = AdaptedLinear(layer.output.dense, bottleneck)
+        if "attention" in positions:
+            layer.attention.output.dense = AdaptedLinear(layer.attention.output.dense, bottleneck)
+        if "feed-forward" in positions:
+            layer.output.dense = AdaptedLinear(layer.output.dense, bottleneck)
     device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
     model.to(device=device, dtype=dtype)
     return _train_only(model, lambda name: ".adapter." in name or "LayerNorm" in name)

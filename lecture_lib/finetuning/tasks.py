@@ -186,6 +186,34 @@ def entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
     return examples
 
 
+def object_swap_entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
+                                    people: Sequence[Person] | None = None) -> list[ClassificationExample]:
+    """(premise, hypothesis) pairs whose contradictions change the *object* instead of negating; neither
+    sentence is ever negated, so the one cue is a city or employer to compare with the premise's
+    (0 = entailment, 1 = contradiction, half and half)::
+
+        premise: Anna Berg lives in Oslo .
+        hypothesis: Anna Berg is a resident of Oslo .   -> entailment
+        hypothesis: Anna Berg lives in Lima .           -> contradiction (another city of the language)
+
+    Exercise 1 of chapter 05: the contradiction rule that swaps the object.
+    """
+    people = people or lang.world.people
+    rng = random.Random(seed_of("object-swap entailment", seed))
+    examples = []
+    for i in range(n):
+        person = rng.choice(people)
+        relation = rng.choice(("lives_in", "works_for"))
+        objects = CITIES if relation == "lives_in" else ORGANISATIONS
+        fact = Fact(relation, person.name, rng.choice(objects))
+        entailed = i % 2 == 0
+        claim = fact if entailed else Fact(relation, person.name, rng.choice([o for o in objects if o != fact.object]))
+        examples.append(ClassificationExample(lang.fact_sentence(fact, rng).words, 0 if entailed else 1,
+                                              lang.fact_sentence(claim, rng).words))
+    rng.shuffle(examples)
+    return examples
+
+
 def ner_examples(lang: SyntheticLanguage, n: int, seed: int,
                  people: Sequence[Person] | None = None) -> list[TaggingExample]:
     """Sentences of the language with their BIO entity tags.

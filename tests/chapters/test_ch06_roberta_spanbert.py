@@ -8,13 +8,20 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     SCHEMES,
     chapter_config,
     format_run,
+    left_padding_shift,
+    mask_chosen_per_token,
     mean_masked_run,
+    no_nsp_holds,
     scheme_run,
+    spans_showing_a_token,
     synthetic_corpus,
     unit_rows,
     word_units,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.roberta import RobertaConfig, RobertaModel
+from lecture_lib.objectives.span_masking import span_length_distribution
 
 
 def sentences(n=200):
@@ -78,3 +85,88 @@ def test_exercise_2_nmod_grows_the_noun_phrases_and_is_a_new_run(monkeypatch):
     scheme_run(config, "noun phrases", corpus)
     scheme_run(config, "whole words", corpus)
     assert names[0] != names[1], names
+
+
+def _hf_left_padding_shift(hf_model, input_ids, padding, pad_token_id, position_ids=None):
+    """The same measurement on transformers' model, written out: outputs at the real tokens, padded or not."""
+    pads = torch.full((input_ids.shape[0], padding), pad_token_id)
+    padded = torch.cat([pads, input_ids], dim=1)
+    mask = torch.cat([torch.zeros_like(pads), torch.ones_like(input_ids)], dim=1)
+    arange = (lambda ids: torch.arange(ids.shape[1])[None, :]) if position_ids == "arange" else (lambda ids: None)
+    with torch.no_grad():
+        plain = hf_model(input_ids, position_ids=arange(input_ids)).last_hidden_state
+        shifted = hf_model(padded, attention_mask=mask, position_ids=arange(padded)).last_hidden_state[:, padding:]
+    return float((shifted - plain).abs().max())
+
+
+def test_exercise_1_left_padding_moves_bert_not_roberta():
+    """Exercise 1: left padding changes BERT's outputs at the real tokens clearly, RoBERTa's only by rounding, and
+    RoBERTa forced to arange positions changes as BERT does; transformers' models measure the same."""
+    torch.manual_seed(0)
+    sizes = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1)
+    bert = BertModel(BertConfig(max_position_embeddings=32, **sizes))
+    roberta = RobertaModel(RobertaConfig(max_position_embeddings=34, **sizes))
+    input_ids = torch.randint(3, 60, (2, 8))  # no pad id (0 for BERT, 1 for RoBERTa)
+    shifts = {"BERT": left_padding_shift(bert, input_ids, 3),
+              "RoBERTa": left_padding_shift(roberta, input_ids, 3),
+              "RoBERTa, arange": left_padding_shift(roberta, input_ids, 3, arange_positions=True)}
+    assert shifts["BERT"] > 0.05 and shifts["RoBERTa, arange"] > 0.05, shifts
+    assert shifts["RoBERTa"] < 1e-5, shifts
+    references = {"BERT": _hf_left_padding_shift(bert.to_hf().eval(), input_ids, 3, 0),
+                  "RoBERTa": _hf_left_padding_shift(roberta.to_hf().eval(), input_ids, 3, 1),
+                  "RoBERTa, arange": _hf_left_padding_shift(roberta.to_hf().eval(), input_ids, 3, 1, "arange")}
+    for name, shift in shifts.items():
+        assert shift == pytest.approx(references[name], abs=1e-5), (name, shifts, references)
+
+
+def test_exercise_3_the_full_profile_is_a_new_study_judged_by_the_same_rule(monkeypatch):
+    """Exercise 3: LECTURE_PROFILE=full gives FULL's sizes and new format runs (never the quick profile's cached
+    rows); no_nsp_holds is section 2's rule, best MLM without NSP >= best with NSP."""
+    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
+
+    names = []
+    monkeypatch.setattr(ch06, "cached_json", lambda name, recipe, run: names.append(f"{name}-{key(recipe)}"))
+    for profile in ("quick", "full"):
+        monkeypatch.setenv("LECTURE_PROFILE", profile)
+        config = chapter_config()
+        format_run(config, "doc-sentences")
+    assert config.pretrain.model.hidden_size == 256 and config.pretrain.train.steps == 3000
+    assert config.documents == 20_000
+    assert names[0] != names[1], names
+    row = lambda accuracy: {"mlm_accuracy": accuracy}  # noqa: E731
+    formats = {"segment-pair": row(0.50), "sentence-pair": row(0.40), "full-sentences": row(0.50),
+               "doc-sentences": row(0.49)}
+    assert no_nsp_holds(formats)  # a tie counts: "at least as good"
+    assert not no_nsp_holds({**formats, "segment-pair": row(0.51)})
+
+
+def test_exercise_4_a_draw_per_token_shows_a_quarter_of_the_spans_a_token(monkeypatch):
+    """Exercise 4: with 80/10/10 drawn per token a span of ℓ tokens keeps one with chance 1 − 0.9^ℓ (0.307 over
+    the renormalised Geo(0.2) lengths); the budget passes over long spans, so in 64-token rows of one-token words
+    about 25% of the chosen spans show a token, against 10% when drawn once per span. 4,000 rows: about 13,600
+    spans, a standard error of 0.4 points; tolerance 2 points."""
+    from lecture_lib.objectives import span_masking
+
+    lengths = torch.arange(1, 11, dtype=torch.float64)
+    assert float((span_length_distribution() * (1 - 0.9**lengths)).sum()) == pytest.approx(0.307, abs=0.0005)
+    input_ids = torch.randint(5, 30_000, (4000, 64), generator=torch.Generator().manual_seed(0))
+    word_ids = torch.arange(64).expand(4000, 64)
+    once_per_span = span_masking._mask_chosen
+    for replacement in (once_per_span, mask_chosen_per_token):
+        seen = []
+
+        def recording(input_ids, chosen, *args, replacement=replacement):
+            seen.append(chosen)
+            return replacement(input_ids, chosen, *args)
+
+        monkeypatch.setattr(span_masking, "_mask_chosen", recording)
+        masked, _ = span_masking.mask_spans(input_ids, word_ids, mask_token_id=1, vocab_size=30_000,
+                                            generator=torch.Generator().manual_seed(1))
+        share = spans_showing_a_token(input_ids, masked, seen[0])
+        if replacement is once_per_span:
+            assert share == pytest.approx(0.10, abs=0.02)
+            continue
+        span_lengths = torch.tensor([int((row == span).sum()) for row in seen[0] for span in row[row >= 0].unique()])
+        assert share == pytest.approx(float((1 - 0.9 ** span_lengths.double()).mean()), abs=0.02)
+        assert share == pytest.approx(0.25, abs=0.02)

@@ -2,22 +2,30 @@
 against a direct computation on transformers' hidden states, and the BERT twin."""
 
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 import transformers
 
 from lecture_lib.chapters.ch07_albert import (
+    ChapterData,
     bert_twin,
     chapter_config,
     count_on_meta,
+    effective_word_table,
     encoder_parameters,
+    energy_rank,
+    layer_applications,
     layer_transitions,
     main,
+    pair_task_grid,
     paper_configs,
+    pretrained,
 )
-from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining
-from lecture_lib.models.bert import BertConfig
+from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, AlbertLayer, AlbertModel
+from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
 from tests.command_line import assert_refused, refused_in_process, rule_rows, run_command, trap_pretraining
 
 VARIANTS = [dict(), dict(num_hidden_groups=2), dict(num_hidden_groups=4, inner_group_num=2),
@@ -118,3 +126,97 @@ def test_the_command_refuses_bad_input_as_a_user_sees_it(tmp_path):
     result = run_command("lecture_lib.chapters.ch07_albert", ["--out", "run", *argv], tmp_path)
     assert_refused(result.returncode, result.stderr, result.stdout, flag, reason)
     assert not any(tmp_path.iterdir())
+
+
+def test_exercise_1_a_second_layer_per_group_adds_one_layer_and_doubles_the_applications():
+    """Exercise 1: ALBERT-base with inner_group_num = 2 has 12H² + 13H = 7,087,872 more parameters (18,771,456
+    against 11,683,584, as transformers builds it) and its forward pass applies 24 layers, as transformers' does."""
+    base = AlbertConfig.preset("base")
+    two = AlbertConfig(**{**base.__dict__, "inner_group_num": 2})
+    ours = count_on_meta(lambda: AlbertModel(two))
+    assert ours == count_on_meta(lambda: transformers.AlbertModel(two.to_hf())) == 18_771_456
+    assert count_on_meta(lambda: AlbertModel(base)) == 11_683_584
+    assert ours - 11_683_584 == 12 * 768**2 + 13 * 768 == 7_087_872
+    input_ids = torch.zeros(1, 4, dtype=torch.long, device="meta")
+    with torch.device("meta"):
+        applied = layer_applications(AlbertModel(two), AlbertLayer, input_ids)
+        hf_applied = layer_applications(transformers.AlbertModel(two.to_hf()),
+                                        transformers.models.albert.modeling_albert.AlbertLayer, input_ids)
+    assert applied == hf_applied == 24
+
+
+def test_exercise_2_the_factorized_table_uses_at_most_e_directions():
+    """Exercise 2: W_word W_projᵀ is the table transformers' ALBERT feeds its first layer (rank ≤ E, so k ≤ E
+    for 90% of its energy); a BERT table of the same width needs more directions; k from numpy's SVD."""
+    torch.manual_seed(0)
+    sizes = dict(vocab_size=200, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                 initializer_range=0.1)
+    albert = AlbertForPreTraining(AlbertConfig(embedding_size=8, **sizes))
+    table = effective_word_table(albert)  # (V, H)
+    hf = transformers.AlbertModel(albert.config.to_hf())
+    hf.load_state_dict({k.removeprefix("albert."): v for k, v in albert.state_dict().items()
+                        if k.startswith("albert.")}, strict=False)
+    with torch.no_grad():
+        projected = hf.encoder.embedding_hidden_mapping_in(hf.embeddings.word_embeddings.weight)
+    torch.testing.assert_close(table + hf.encoder.embedding_hidden_mapping_in.bias, projected)
+    bert_table = effective_word_table(BertForPreTraining(BertConfig(**sizes)))
+    for matrix in (table, bert_table):
+        energy = np.linalg.svd(matrix.detach().double().numpy(), compute_uv=False) ** 2
+        assert energy_rank(matrix) == 1 + int(np.searchsorted(np.cumsum(energy) / energy.sum(), 0.9))
+    assert energy_rank(table) <= 8 < energy_rank(bert_table)
+    assert energy_rank(torch.diag(torch.tensor([3.0, 1.0, 1.0, 1.0]))) == 3  # 9 + 1 + 1 of 12 ≥ 10.8
+
+
+def test_exercise_3_a_longer_sop_run_is_a_new_run_scored_on_held_out_nsp_pairs(monkeypatch, tmp_path):
+    """Exercise 3: train=dict(steps=1000) is a new recipe, never section 4's cached run; the grid's "sop" row
+    scores that model's pair head on held-out NSP pairs (checked by a direct count), beside their majority."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    names = []
+    monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining",
+                        lambda name, config, make_data, **kw: names.append(name))
+    for steps in (250, 1000):
+        pretrained(chapter_config(objective=dict(pairs="sop"), train=dict(steps=steps)), lambda c: None)
+    assert names[0] != names[1], names
+    monkeypatch.undo()
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    tiny = chapter_config(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32), train=dict(steps=20, batch_size=8, warmup_steps=2))
+    grid = pair_task_grid(tiny, progress=False)
+    data = ChapterData(tiny)
+    sop = replace(tiny, objective=replace(tiny.objective, pairs="sop"))
+    model = pretrained(sop, data, progress=False).model.eval()  # read back from the cache
+    nsp = data(replace(tiny, objective=replace(tiny.objective, pairs="nsp")))
+    right = total = 0
+    with torch.no_grad():
+        for batch in nsp.eval_batches():
+            out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+            labels = batch["sentence_order_label"]  # the NSP labels, under the name of ALBERT's pair head
+            right += int((out.sop_logits.argmax(-1) == labels).sum())
+            total += len(labels)
+    assert grid["rows"]["sop"]["nsp"] == pytest.approx(right / total)
+    labels = nsp.test[nsp.label_key].float()
+    assert grid["majority"]["nsp"] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
+
+
+@pytest.mark.parametrize("seq_len, ratio", [(512, 7.3), (128, 7.6)])
+def test_exercise_4_xxlarge_costs_seven_bert_large_per_token(seq_len, ratio):
+    """Exercise 4: chapter 04's 6N + 12LTH for ALBERT-xxlarge against BERT-large, N counted here from the
+    weights of transformers' layers (xxlarge applies its one layer 12 times) plus the MLM head H² + HV."""
+    configs = paper_configs()
+    xxlarge = training_flops_per_token(configs["ALBERT xxlarge"], seq_len)
+    large = training_flops_per_token(configs["BERT large"], seq_len)
+    with torch.device("meta"):
+        layers = {"ALBERT xxlarge": transformers.AlbertModel(configs["ALBERT xxlarge"].to_hf()).encoder
+                  .albert_layer_groups[0],
+                  "BERT large": transformers.BertModel(configs["BERT large"].to_hf()).encoder.layer[0]}
+    for name, flops in (("ALBERT xxlarge", xxlarge), ("BERT large", large)):
+        config = configs[name]
+        h, n = config.hidden_size, config.num_hidden_layers
+        per_layer = sum(m.weight.numel() for m in layers[name].modules() if isinstance(m, torch.nn.Linear))
+        weights = n * per_layer + h * h + h * config.vocab_size
+        assert flops == 6 * weights + 12 * n * seq_len * h
+    if seq_len == 512:
+        assert xxlarge == pytest.approx(1.56e10, rel=0.005) and large == pytest.approx(2.15e9, rel=0.005)
+    assert xxlarge / large == pytest.approx(ratio, abs=0.05)

@@ -2,35 +2,47 @@
 shared batches, the BERT view of an ELECTRA encoder, and Table 5's variants against direct computations."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
+import transformers
+from transformers.models.electra.modeling_electra import ElectraClassificationHead
 
+from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch08_electra import (
     PAPER_CHECKPOINTS,
     VARIANTS,
     AllTokensMLM,
     ElectraChapterConfig,
     ElectraChapterData,
+    ElectraHeadForSequenceClassification,
     ReplaceMLM,
     as_bert,
     budget,
     build_model,
     chapter_config,
     electra_small_training_flops,
+    finetune_scores,
     flops_per_step,
+    generator_right_by_input,
     pretrain_run,
     run_loss,
     steps_for,
+    with_electra_head,
 )
+from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.electra import (
     ElectraConfig,
     ElectraForMaskedLM,
     ElectraModel,
     electra_training_flops_per_token,
 )
+from lecture_lib.models.heads import BertForSequenceClassification
+from lecture_lib.tokenization import WordPieceTokenizer
 
 MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.0,
@@ -168,3 +180,76 @@ def test_exercise_3_electra_small_flops():
     """Exercise 3's expected outcome: about 1.48e18 with the generator's head everywhere, 1.15e18 on the 15%."""
     assert abs(electra_small_training_flops() / 1.48e18 - 1) < 0.005
     assert abs(electra_small_training_flops(masked_fraction=0.15) / 1.15e18 - 1) < 0.005
+
+
+def test_exercise_2_the_generator_copies_the_kept_tokens_it_sees(data):
+    """Exercise 2: the two shares are the samples equal to the originals at the kept and at the [MASK] positions
+    (counted here from the replaced labels); a generator that has learned to copy its input (its logits made
+    the one-hot of the input token) is right at every kept position and almost never at [MASK]."""
+    from lecture_lib.runtime import generator
+
+    model = build_model("ELECTRA", small_config(), data, 0.5)
+    mask_id = data.tokenizer.mask_token_id
+    batches = [data.batch(step) for step in range(4)]
+    shares = [generator_right_by_input(model, b, mask_id, generator("exercise 2", i)) for i, b in enumerate(batches)]
+    for i, (batch, share) in enumerate(zip(batches, shares)):
+        parts = {k: v for k, v in batch.items() if k != "step"}
+        with torch.no_grad():
+            out = model(**parts, sampling_generator=generator("exercise 2", i))
+        chosen, shows_mask = batch["labels"] != IGNORE_INDEX, batch["input_ids"] == mask_id
+        kept = chosen & ~shows_mask
+        assert 0.05 < kept.sum() / chosen.sum() < 0.3  # 15% of the chosen positions keep their token
+        assert share["kept"] == pytest.approx(1 - out.replaced[kept].float().mean().item())
+        assert share["[MASK]"] == pytest.approx(1 - out.replaced[chosen & shows_mask].float().mean().item())
+
+    class Copier(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, token_type_ids, labels, masked_only):
+            one_hot = F.one_hot(input_ids[labels != IGNORE_INDEX], vocab_size).float()
+            return SimpleNamespace(logits=one_hot * 100, loss=torch.zeros(()))
+
+    vocab_size = model.generator.config.vocab_size
+    model.generator = Copier()
+    share = generator_right_by_input(model, batches[0], mask_id, generator("exercise 2", 0))
+    assert share["kept"] == 1.0 and share["[MASK]"] < 0.05
+
+
+def test_exercise_4_electras_head_is_transformers_and_leaves_the_quick_curve_as_it_was(monkeypatch):
+    """Exercise 4: the head's logits equal transformers' ElectraClassificationHead on the same weights and hidden
+    states (dropout included, same seed); with_electra_head gives it to the sentence tasks only, so the quick
+    profile's curve, NER alone (a head on every token, no pooler), cannot change, while the full profile's
+    acceptability and entailment read token 0 through it; its scores are cached apart from the pooler's."""
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=32, max_position_embeddings=16))
+    model = ElectraHeadForSequenceClassification.from_encoder(encoder, 3, dropout=0.2)
+    hf_config = transformers.ElectraConfig(hidden_size=16, num_labels=3, hidden_dropout_prob=0.2)
+    head = ElectraClassificationHead(hf_config)
+    head.load_state_dict({"dense.weight": model.dense.weight, "dense.bias": model.dense.bias,
+                          "out_proj.weight": model.classifier.weight, "out_proj.bias": model.classifier.bias})
+    input_ids = torch.randint(0, 40, (2, 7))
+    with torch.no_grad():
+        hidden = model.eval().bert(input_ids).last_hidden_state
+        torch.testing.assert_close(model(input_ids).logits, head.eval()(hidden))
+        torch.manual_seed(1)
+        ours = model.train()._logits(SimpleNamespace(last_hidden_state=hidden))
+        torch.manual_seed(1)
+        torch.testing.assert_close(ours, head.train()(hidden))
+    assert not any(name.startswith("bert.pooler.") for name in model.state_dict())
+    language = SyntheticLanguage(0)
+    tokenizer = WordPieceTokenizer.train([s.text for s in language.sentences(500, seed=0)], 300)
+    tasks = course_language.build_tasks(tokenizer, course_language.chapter_config(train_examples=8, test_examples=8,
+                                                                                  max_length=128))
+    swapped = with_electra_head(tasks)
+    assert [name for name in tasks if swapped[name].head is ElectraHeadForSequenceClassification] == [
+        "acceptability", "entailment"]
+    assert all(swapped[name] is tasks[name] for name in ("ner", "qa"))
+    for profile, sentence_tasks in (("quick", set()), ("full", {"acceptability", "entailment"})):
+        monkeypatch.setenv("LECTURE_PROFILE", profile)
+        assert {name for name in chapter_config().tasks if tasks[name].head is BertForSequenceClassification} == (
+            sentence_tasks)
+    names = []
+    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.cached_json", lambda name, recipe, run: names.append(name))
+    run = SimpleNamespace(variant="ELECTRA", generator_size=0.25, checkpoints={})
+    for electra_head in (False, True):
+        finetune_scores(run, 1.0, small_config(), electra_head=electra_head)
+    assert names == ["electra-finetune", "electra-finetune-electra-head"]

@@ -2,22 +2,26 @@
 builds, and the fine-tuning loop's scores (recomputed here from the model's own predictions)."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
+import transformers
 
 import lecture_lib.pretraining as pretrain_module
+from lecture_lib.chapters import ch04_bert_pretraining, course_language
 from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
     TASK_NAMES,
     build_harder_tasks,
     build_tasks,
     chapter_config,
+    object_swap_entailment_task,
     synthetic_pretrained_bert,
     synthetic_pretraining_data,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, predict
+from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, predict, reinitialize_pooler
 from lecture_lib.finetuning.peft import bitfit
 from lecture_lib.finetuning.tasks import best_spans, split_people, word_tags
 from lecture_lib.metrics import (
@@ -28,7 +32,8 @@ from lecture_lib.metrics import (
     spearman_correlation,
     squad_scores,
 )
-from lecture_lib.models.bert import BertModel
+from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.runtime import parallel_map
 from lecture_lib.tokenization import WordPieceTokenizer
 
@@ -202,3 +207,127 @@ def test_fine_tuning_in_worker_processes_gives_the_loops_weights_and_scores(monk
     assert in_workers[0].scores != in_workers[1].scores or not torch.equal(  # the seeds made different runs
         in_workers[0].model.classifier.weight, in_workers[1].model.classifier.weight)
     assert sum(p.requires_grad for p in in_workers[-1].model.parameters()) < len(list(encoder.parameters()))  # BitFit
+
+
+def test_exercise_1_the_object_swap_task_is_entailment_split_by_people(monkeypatch, tmp_path):
+    """Exercise 1: object_swap_entailment_task is section 3's entailment task (head, labels, people split) with the
+    object-swap rule: half its training pairs contradict, and its test pairs, never negated, name held-out people."""
+    config = _tiny(monkeypatch, tmp_path)
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    task = object_swap_entailment_task(tokenizer, config)
+    negated = build_tasks(tokenizer, config)["entailment"]
+    assert (task.name, task.head, task.num_labels) == (negated.name, negated.head, negated.num_labels)
+    assert int(task.train.features["labels"].sum()) == config.train_examples // 2
+    assert not any("not" in e.words_a + e.words_b for e in task.test_examples)
+    test_people = {p.name for p in split_people(lang.world)[1]}
+    for e in task.test_examples:
+        named = {p.name for p in lang.world.people if f" {p.name} " in f" {' '.join(e.words_a)} "}
+        assert named and named <= test_people, " ".join(e.words_a)
+
+
+def test_exercise_2_twice_the_steps_and_dropout_reach_section_6s_runs(monkeypatch, tmp_path):
+    """Exercise 2: table_finetune=dict(steps=200) doubles section 6's budget (100 -> 200 steps of 16) and
+    finetune=dict(dropout=0.1) reaches it; finetune_from then trains that many steps with every dropout of the
+    model at p = 0.1 (encoder and head: two passes in training differ, in evaluation they agree)."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    assert (chapter_config().seeded_finetune.steps, chapter_config().seeded_finetune.dropout) == (100, 0.0)
+    budget = chapter_config(table_finetune=dict(steps=200), finetune=dict(dropout=0.1)).seeded_finetune
+    assert (budget.steps, budget.batch_size, budget.dropout) == (200, 16, 0.1)
+    config = dataclasses.replace(_tiny(monkeypatch, tmp_path), table_finetune=dataclasses.replace(budget, steps=6))
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    task = build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"]
+    encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
+    result = finetune_from(task, encoder, config.seeded_finetune)
+    assert len(result.history.loss) == 6
+    model = result.model
+    assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == 0.1
+    dropouts = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    assert len(dropouts) >= 2 * config.pretrain.model.num_hidden_layers + 2 and set(dropouts) == {0.1}
+    batch = {k: v for k, v in task.test.batch(range(4)).items() if k != "labels"}
+    model.train()
+    assert not torch.equal(model(**batch).logits, model(**batch).logits)
+    model.eval()
+    assert torch.equal(model(**batch).logits, model(**batch).logits)
+
+
+def test_exercise_3_reinitialize_pooler_draws_what_transformers_init_draws():
+    """Exercise 3: the pooler and the top layer, drawn afresh, equal what transformers' own _init_weights draws
+    from the same seed (N(0, 0.3) matrices, zero biases, unit LayerNorms); every other weight is left as it was."""
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=32, max_position_embeddings=16, initializer_range=0.3))
+    for p in encoder.parameters():  # plays the pretrained encoder: no weight at its initial value
+        p.data.add_(0.5)
+    model = BertForSequenceClassification.from_encoder(encoder, 3)
+    hf = transformers.BertForSequenceClassification(model.to_hf().config)
+    hf.load_state_dict(model.to_hf().state_dict())
+    for p in hf.parameters():
+        p._is_hf_initialized = False  # transformers skips weights it marks as loaded
+    torch.manual_seed(7)
+    reinitialize_pooler(model, top_layers=1)
+    torch.manual_seed(7)
+    for module in (hf.bert.pooler, hf.bert.encoder.layer[-1]):
+        module.apply(hf._init_weights)
+    ours = model.to_hf().state_dict()
+    for name, theirs in hf.state_dict().items():
+        torch.testing.assert_close(ours[name], theirs, msg=name)
+    assert ours["bert.pooler.dense.weight"].std() == pytest.approx(0.3, rel=0.25)
+    assert torch.equal(ours["bert.encoder.layer.1.output.dense.bias"], torch.zeros(16))
+    torch.testing.assert_close(model.bert.encoder.layer[0].output.dense.weight, encoder.encoder.layer[0].output.dense.weight)
+    only_pooler = BertForSequenceClassification.from_encoder(encoder, 3)
+    torch.manual_seed(7)
+    reinitialize_pooler(only_pooler)
+    torch.testing.assert_close(only_pooler.bert.pooler.dense.weight, model.bert.pooler.dense.weight)
+    torch.testing.assert_close(only_pooler.bert.encoder.layer[1].output.dense.weight,
+                               encoder.encoder.layer[1].output.dense.weight)
+
+
+def test_exercise_5_twice_the_pretraining_is_a_new_run_of_the_same_recipe(monkeypatch):
+    """Exercise 5: pretrain=dict(train=dict(steps=1600)) trains a new model (its own cache entry, never section 2's
+    800-step one) whose recipe differs from section 2's in the steps alone."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    runs = []
+    monkeypatch.setattr(course_language, "cached_pretraining", lambda name, config, make_data, **kw: runs.append(
+        (name, config)))
+    synthetic_pretrained_bert(chapter_config())
+    synthetic_pretrained_bert(chapter_config(pretrain=dict(train=dict(steps=1600))))
+    (section_2, short), (longer, long) = runs
+    assert longer != section_2 and longer.startswith("synthetic-bert-")
+    assert (short.train.steps, long.train.steps) == (800, 1600)
+    assert dataclasses.replace(long, train=dataclasses.replace(long.train, steps=800)) == short
+
+
+def test_exercise_6_the_longer_further_run_and_the_vocabulary_swap_are_new_runs(monkeypatch, tmp_path):
+    """Exercise 6: further pretraining for 600 steps of 32 (the in-domain model's) is a new run, not section 8's
+    300-step one; the vocabulary-swap model's recipe differs from the in-domain model's only in the vocabulary
+    (2,000 pieces against 700) and the held-out pairs scored, and the hint's two calls pretrain it, at small size,
+    on the language cut into the other vocabulary."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    ch04 = ch04_bert_pretraining
+    runs = []
+    monkeypatch.setattr(ch04, "cached_pretraining", lambda name, config, make_data, **kw: runs.append((name, config)))
+    general = SimpleNamespace(config=ch04.chapter_config(), tokenizer=None, model=None)
+    ch04.further_pretrained_bert(general)
+    longer = ch04.further_pretraining_config(pretrain=dict(train=dict(steps=600, warmup_steps=60)))
+    ch04.further_pretrained_bert(general, longer)
+    (section_8, short), (exercise, long) = runs
+    in_domain = ch04.synthetic_config()
+    assert exercise != section_8 and (short.train.steps, long.train.steps) == (300, 600)
+    assert (long.train.steps, long.train.batch_size) == (in_domain.pretrain.train.steps, in_domain.pretrain.train.batch_size)
+    same = dataclasses.replace(longer.pretrain, model=dataclasses.replace(longer.pretrain.model, vocab_size=700),
+                               data=dataclasses.replace(longer.pretrain.data, vocab_size=700, eval_pairs=256))
+    assert same == in_domain.pretrain and longer.pretrain.data.vocab_size == 2000
+    assert (longer.documents, longer.language_seed) == (in_domain.documents, in_domain.language_seed)
+    other = WordPieceTokenizer.train(["the documentation of a language with other words and pieces"] * 3, 80)
+    tiny = pretrain_module.PretrainConfig.from_dict(dict(
+        model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
+        data=dict(vocab_size=other.vocab_size, seq_len=32, eval_pairs=8),
+        train=dict(steps=2, batch_size=4, warmup_steps=1, eval_every=0)))
+    config = ch04.further_pretraining_config(tiny, documents=30)
+    data = synthetic_pretraining_data(config, other)
+    result = pretrain_module.pretrain(config.pretrain, data=data, progress=False)
+    assert data.tokenizer is other and int(data.train["input_ids"].max()) < other.vocab_size
+    assert result.model.bert.embeddings.word_embeddings.weight.shape == (other.vocab_size, 16)

@@ -5,6 +5,9 @@ import pytest
 import torch
 
 from lecture_lib.finetuning.peft import (
+    ADAPTER_POSITIONS,
+    AdaptedLinear,
+    Adapter,
     PromptTuning,
     add_adapters,
     bitfit,
@@ -69,6 +72,29 @@ def test_adapters_start_as_the_identity_and_train_with_layernorms():
     model(**_batch(), labels=labels).loss.backward()
     assert model.base_model.encoder.layer[0].output.dense.adapter.up.weight.grad.abs().sum() > 0
     assert model.base_model.encoder.layer[0].output.dense.linear.weight.grad is None
+
+
+@pytest.mark.parametrize("positions", [ADAPTER_POSITIONS, ("feed-forward",)])
+def test_exercise_4_adapters_count_2hm_plus_h_plus_m_per_position(positions):
+    """Exercise 4: an adapter of bottleneck m on width H = 16 holds 2Hm + H + m weights (those of a Linear(H, m)
+    and a Linear(m, H)); the trainable count is L · positions · that, linear in m, plus the LayerNorms and the head,
+    so one adapter per layer (after the feed-forward block only) halves the adapters' share."""
+    layer_norms = sum(p.numel() for n, p in _model(num_labels=5).named_parameters() if "LayerNorm" in n)
+    per_adapter = {}
+    for m in (2, 8, 32):
+        model = add_adapters(_model(num_labels=5), bottleneck=m, positions=positions)
+        adapters = [module for module in model.modules() if isinstance(module, Adapter)]
+        assert len(adapters) == 2 * len(positions)
+        pair = torch.nn.Linear(16, m), torch.nn.Linear(m, 16)
+        per_adapter[m] = sum(p.numel() for linear in pair for p in linear.parameters())
+        assert per_adapter[m] == 2 * 16 * m + 16 + m
+        assert count_parameters(model) == 2 * len(positions) * per_adapter[m] + layer_norms + 16 * 5 + 5
+        attention_adapted = isinstance(model.bert.encoder.layer[0].attention.output.dense, AdaptedLinear)
+        assert attention_adapted == ("attention" in positions)
+        torch.testing.assert_close(model(**_batch()).logits, _model(num_labels=5)(**_batch()).logits)
+    assert per_adapter[32] - per_adapter[8] == 4 * (per_adapter[8] - per_adapter[2])  # linear in m
+    with pytest.raises(ValueError, match="expected positions"):
+        add_adapters(_model(num_labels=5), positions=("after the pooler",))
 
 
 def _hf_with_prompt(model, prompt, batch, **labels):

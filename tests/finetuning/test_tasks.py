@@ -30,6 +30,7 @@ from lecture_lib.finetuning.tasks import (
     encode_tagging,
     entailment_examples,
     ner_examples,
+    object_swap_entailment_examples,
     qa_examples,
     split_people,
     word_tags,
@@ -106,6 +107,24 @@ def test_entailment_labels_follow_the_premise():
         rewordings += [w for w in e.words_a if w != "not"] != [w for w in e.words_b if w != "not"]
         denials += premise[3]
     assert rewordings > 100 and 150 < denials < 250  # ...often in other words, and denied about half the time
+
+
+def test_exercise_1_object_swap_contradictions_change_only_the_object():
+    """Exercise 1: half the pairs contradict; read off with the lexicon, premise and hypothesis name the same person
+    and relation, never a "not", and the object differs exactly in the contradictions (a city for a city, an employer
+    for an employer); hypotheses are often reworded, so the object is the one cue."""
+    examples = object_swap_entailment_examples(LANG, 400, seed=0, people=TRAIN_PEOPLE)
+    assert sum(e.label for e in examples) == 200
+    rewordings = cities = 0
+    for e in examples:
+        premise, hypothesis = _statement(e.words_a), _statement(e.words_b)
+        assert premise[:2] == hypothesis[:2] and premise[0] in {p.name for p in TRAIN_PEOPLE}
+        assert not premise[3] and not hypothesis[3], (" ".join(e.words_a), " ".join(e.words_b))
+        assert e.label == (premise[2] != hypothesis[2]), (" ".join(e.words_a), " ".join(e.words_b))
+        assert (premise[2] in CITIES) == (hypothesis[2] in CITIES)
+        rewordings += e.label == 0 and e.words_a != e.words_b
+        cities += premise[1] == "lives_in"
+    assert rewordings > 50 and 150 < cities < 250
 
 
 def test_qa_answers_occur_in_their_passages_and_are_right():
