@@ -560,6 +560,8 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 # :class: dropdown
 # `span_counts(512, 0.5, 10)` gives the noise tokens and spans; the input keeps the other tokens and adds one
 # sentinel per span, the target lists each span's sentinel and tokens, and one more sentinel at the end.
+# `span_corruption_lengths(512, 0.5, 10)` of `lecture_lib.chapters.ch09_t5_bart` does the arithmetic; check it
+# against `span_corrupt` on a `random_spans_noise_mask` of that length.
 # :::
 #
 # :::{admonition} Expected outcome

@@ -22,7 +22,7 @@ from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, iid_noise_mask
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
-from lecture_lib.objectives.span_corruption import T5_SENTINELS
+from lecture_lib.objectives.span_corruption import T5_SENTINELS, span_counts
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, module_device, seed_of
 from lecture_lib.train import TrainConfig, train
@@ -317,6 +317,17 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
         return {"runs": runs, "bias": bias, "offsets": list(offsets)}
 
     return cached_json("t5-objectives", asdict(recipe), compute)
+
+
+def span_corruption_lengths(length: int, noise_density: float = 0.15,
+                            mean_noise_span_length: float = 3.0) -> tuple[int, int]:
+    """Exercise 1 of chapter 09: the input and target lengths of T5's span corruption of ``length`` tokens,
+    without the end-of-sequence token. With n noise tokens in s spans (:func:`span_counts`), the input keeps
+    length - n tokens and adds a sentinel per span; the target holds the n tokens, a sentinel per span and a
+    closing one: (length - n + s, n + s + 1).
+    """
+    noise, spans = span_counts(length, noise_density, mean_noise_span_length)
+    return length - noise + spans, noise + spans + 1
 
 
 def mass_style(words: Sequence[str], *, noise_density: float = 0.15,

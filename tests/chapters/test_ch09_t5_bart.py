@@ -15,12 +15,14 @@ from lecture_lib.chapters.ch09_t5_bart import (
     mass_style_lengths,
     noising_runs,
     objective_runs,
+    span_corruption_lengths,
     text_to_text,
     tiny_bart,
     tiny_t5,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples
+from lecture_lib.objectives.span_corruption import random_spans_noise_mask, span_corrupt
 
 
 def test_every_task_is_prefixed_text_with_a_text_answer():
@@ -100,3 +102,20 @@ def test_exercise_3_mass_style_writes_the_whole_text_from_15_percent_masks():
     average = sum(map(len, documents)) / len(documents)
     assert lengths["input"] == lengths["target"] == average
     assert abs(lengths["masked"] - 0.15) < 0.02  # ~9,000 words: one standard error 0.004
+
+
+def test_exercise_1_half_the_tokens_in_spans_of_ten_make_282_inputs_and_283_targets():
+    """Exercise 1: 512 tokens, density 0.5, mean span 10: 256 noise tokens in 26 spans, inputs of 282 and
+    targets of 283 tokens, as long as span_corrupt's outputs on any such mask."""
+    assert span_corruption_lengths(512, 0.5, 10) == (282, 283)
+    words = [f"w{i}" for i in range(512)]
+    for seed in range(3):
+        mask = random_spans_noise_mask(512, noise_density=0.5, mean_noise_span_length=10,
+                                       generator=torch.Generator().manual_seed(seed))
+        inputs, targets = span_corrupt(words, mask)
+        assert int(mask.sum()) == 256 and (len(inputs), len(targets)) == (282, 283)
+    for length, density, mean in ((100, 0.15, 3), (37, 0.3, 2)):
+        mask = random_spans_noise_mask(length, noise_density=density, mean_noise_span_length=mean,
+                                       generator=torch.Generator().manual_seed(0))
+        inputs, targets = span_corrupt(words[:length], mask)
+        assert span_corruption_lengths(length, density, mean) == (len(inputs), len(targets))
