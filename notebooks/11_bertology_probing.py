@@ -850,7 +850,8 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #
 # 1. Train the probes of section 3 on MiniLM's layer 3 with `rank=2` (`linear_probe(384, classes, rank=2)`).
 #    Which task keeps its accuracy, and which loses most? What does that say about how many directions each
-#    property needs?
+#    property needs? (`probe_at_layer((train_vectors, test_vectors), (train, test), task, 3, config, rank=2)`
+#    of `lecture_lib.chapters.ch11_bertology_probing` trains both probes.)
 #
 # :::{admonition} Hint
 # :class: dropdown
@@ -859,13 +860,13 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# `negated` keeps its 0.98; `pos` drops by about 5 points (to about 0.95) and `deprel` by about 16 (to about
-# 0.80): many classes cannot all be separated along two directions.
+# On the quick profile's treebank, `negated` keeps its 0.98 (0.97); `pos` drops by about 7 points (1.00 to
+# 0.93) and `deprel` by about 18 (0.96 to 0.78): many classes cannot all be separated along two directions.
 # :::
 #
 # 2. Train the `deprel` task and control probes of layer 3 for 30 and for 400 steps instead of 100. How do
 #    the two accuracies and the selectivity move? Hewitt and Liang choose probes by their selectivity: which
-#    would you choose?
+#    would you choose? (`probe_at_layer(..., "deprel", 3, config, steps=30)`.)
 #
 # :::{admonition} Hint
 # :class: dropdown
@@ -874,12 +875,14 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The task stays near 0.96 while the control climbs from about 0.93 (30 steps) to about 0.955 (400 steps):
-# the selectivity falls from about 3 points to about 1. The shortest training is the most selective probe.
+# The task stays near 0.96 while the control climbs from about 0.90 (30 steps) through 0.94 (100) to about
+# 0.96 (400 steps): the selectivity falls from about 6 points to under 1. The shortest training is the most
+# selective probe.
 # :::
 #
 # 3. Make the control task fair to a closed vocabulary: hold out a third of the word *types* from the probe's
-#    training words, and score the control probe on the test words of those unseen types only.
+#    training words, and score the control probe on the test words of those unseen types only
+#    (`unseen_type_control((train_vectors, test_vectors), (train, test), "deprel", 3, config)`).
 #
 # :::{admonition} Hint
 # :class: dropdown
@@ -889,9 +892,10 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Nothing: on unseen types the control accuracy falls to about the share of the label the probe predicts
-# most (at most that of the most frequent label, a few tens of per cent), far below the task's accuracy on
-# the same words, and the selectivity becomes large, as in Hewitt and Liang's open-vocabulary treebank.
+# Nothing: on the unseen types' words the control probe is at chance, about 0.10, below even the share of
+# their most frequent control label (about 0.33); the task probe keeps about 0.47 on the same words (less than
+# on seen words: part of its 0.96 was word identity too), so the selectivity becomes large, as in Hewitt and
+# Liang's open-vocabulary treebank.
 # :::
 #
 # 4. Rerun the structural probe of section 4 with `chapter_config(structural_rank=8)`. How far below rank 64
@@ -899,19 +903,20 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# The rank sweep of section 4 already holds the answer for the best layer; the other layers follow it.
+# The rank sweep of section 4 already holds the answer for the best layer (layer 3): its printed UUAS at
+# ranks 8 and 64; the other layers follow it.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# About 4 points of UUAS below (about 0.91 against 0.95): eight directions hold nearly the whole tree of
-# these short sentences.
+# About 4 points of UUAS below (about 0.91 against 0.95 at layer 3): eight directions hold nearly the whole
+# tree of these short sentences.
 # :::
 #
 # 5. Train the negation probe of section 5 on each single layer of MiniLM instead of a mix
 #    (`edge_scores(..., range(layer, layer + 1), ...)` of `lecture_lib.chapters.ch11_bertology_probing`, on
-#    the batches its `span_batch` builds, standardised as `edge_probing` does). Which layer is best alone,
-#    and does the learned mix beat it?
+#    the batches `standardised_span_batches` builds as `edge_probing` does; `single_layer_edge_scores` does
+#    both). Which layer is best alone, and does the learned mix beat it?
 #
 # :::{admonition} Hint
 # :class: dropdown
@@ -920,9 +925,10 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# Layer 0 stays at about 0.77 (below the majority's 0.81); every layer from 1 on reads the negation, 0.91
-# to 0.96, the last layer best (about 0.96). The mix (about 0.93) does not beat the best single layer:
-# on a small training set it buys robustness (no need to pick the layer), not accuracy.
+# Layer 0 stays at about 0.79 (below the majority's 0.81); every layer from 1 on reads the negation, 0.90
+# to 0.96, layer 3 best (about 0.96, the last layer 0.95). The mix (about 0.93, printed in section 5) does
+# not beat the best single layer: on a small training set it buys robustness (no need to pick the layer),
+# not accuracy.
 # :::
 #
 # ## Further reading

@@ -34,8 +34,9 @@ def all_heads(model: nn.Module) -> torch.Tensor:
 
 
 def head_importance(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]], loss: GatedLoss, *,
-                    normalize: bool = True) -> torch.Tensor:
-    """Michel et al.'s I_h, (layers, heads): the mean over ``batches`` of |∂L/∂ξ_h| at ξ = 1, in eval mode.
+                    normalize: bool = True, at: torch.Tensor | None = None) -> torch.Tensor:
+    """Michel et al.'s I_h, (layers, heads): the mean over ``batches`` of |∂L/∂ξ_h| at ξ = 1 (or at the gates
+    ``at``, a head mask of pruned heads), in eval mode.
 
     ``loss(model, batch, head_mask)`` is the scalar the importance is measured on (a task's loss, MLM).
     Only the gates' gradient is taken: the model's parameters are left without gradients.
@@ -44,7 +45,7 @@ def head_importance(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]]
     """
     was_training = model.training
     model.eval()
-    gates = all_heads(model).requires_grad_()
+    gates = (all_heads(model) if at is None else at.to(all_heads(model))).clone().requires_grad_()
     total, count = torch.zeros_like(gates), 0
     for batch in batches:
         (gradient,) = torch.autograd.grad(loss(model, batch, gates), gates)

@@ -6,7 +6,9 @@ Taught in: 09_t5_bart ("Text-to-text", "The objectives table at toy scale").
 
 from __future__ import annotations
 
+import math
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Sequence, Union
 
@@ -22,7 +24,7 @@ from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, iid_noise_mask
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
-from lecture_lib.objectives.span_corruption import T5_SENTINELS
+from lecture_lib.objectives.span_corruption import T5_SENTINELS, span_counts
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, module_device, seed_of
 from lecture_lib.train import TrainConfig, train
@@ -240,12 +242,21 @@ def evaluate_task(model: Seq2Seq, task: str, pairs: Sequence[tuple[list[str], li
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
+    answers = greedy_answers(model, pairs, vocab)
+    return sum(task_score(task, answer, b) for answer, (_, b) in zip(answers, pairs)) / len(pairs)
+
+
+def greedy_answers(model: Seq2Seq, pairs: Sequence[tuple[list[str], list[str]]], vocab: Vocabulary) -> list[list[str]]:
+    """The model's greedy output words for each input of ``pairs``, at most as many tokens as the longest target.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
     batch = batch_of(pairs, vocab)
     longest = int((batch["labels"] != IGNORE_INDEX).sum(1).max())
     c = model.config
     tokens, _ = greedy_decode(model, batch["input_ids"].to(module_device(model)), longest, bos=c.decoder_start_token_id, eos=c.eos_token_id,
                               pad=c.pad_token_id, banned=())
-    return sum(task_score(task, vocab.decode(row), b) for row, (_, b) in zip(tokens.tolist(), pairs)) / len(pairs)
+    return [vocab.decode(row) for row in tokens.tolist()]
 
 
 def model_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -319,6 +330,37 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
     return cached_json("t5-objectives", {"recipe": asdict(recipe), "tasks": TASKS}, compute)
 
 
+def gains_in_standard_errors(runs: dict, task: str = "question", n: int = 100,
+                             baseline: str = "no pretraining") -> dict[str, float]:
+    """Exercise 2 of chapter 09: each objective's gain over ``baseline`` on ``task``, in standard errors of the
+    difference of two mean scores over ``n`` test examples each, (p − p₀) / √((p(1 − p) + p₀(1 − p₀)) / n).
+    Above 2: the objective beats the baseline by more than two standard errors. ``runs`` is
+    :func:`objective_runs`'s ``"runs"``; ``n`` the recipe's ``eval_examples``.
+    """
+    p0 = runs[baseline]["scores"][task]
+    gains = {}
+    for name, run in runs.items():
+        if name != baseline:
+            p = run["scores"][task]
+            error = math.sqrt((p * (1 - p) + p0 * (1 - p0)) / n)
+            if error:
+                gains[name] = (p - p0) / error
+            else:  # both scores 0 or 1: no noise at all
+                gains[name] = 0.0 if p == p0 else math.copysign(math.inf, p - p0)
+    return gains
+
+
+def span_corruption_lengths(length: int, noise_density: float = 0.15,
+                            mean_noise_span_length: float = 3.0) -> tuple[int, int]:
+    """Exercise 1 of chapter 09: the input and target lengths of T5's span corruption of ``length`` tokens,
+    without the end-of-sequence token. With n noise tokens in s spans (:func:`span_counts`), the input keeps
+    length - n tokens and adds a sentinel per span; the target holds the n tokens, a sentinel per span and a
+    closing one: (length - n + s, n + s + 1).
+    """
+    noise, spans = span_counts(length, noise_density, mean_noise_span_length)
+    return length - noise + spans, noise + spans + 1
+
+
 def mass_style(words: Sequence[str], *, noise_density: float = 0.15,
                generator: torch.Generator | None = None) -> tuple[list[str], list[str]]:
     """T5's "MASS-style" row (Table 3): i.i.d. noise words all become ``<M>``, the target is the whole text.
@@ -375,6 +417,40 @@ def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
         decoder_layers=recipe.num_layers, encoder_attention_heads=recipe.num_heads,
         decoder_attention_heads=recipe.num_heads, encoder_ffn_dim=recipe.d_ff, decoder_ffn_dim=recipe.d_ff,
         dropout=0.0, init_std=init_std, pad_token_id=0, bos_token_id=1, eos_token_id=1, decoder_start_token_id=1))
+
+
+def cross_attention_ratio(model: BartForConditionalGeneration, batch: dict[str, torch.Tensor]) -> list[float]:
+    """Per decoder layer: mean ‖cross-attention output‖ / mean ‖the residual stream it reads and adds to‖ on
+    ``batch`` (norms over the width, means over batch and positions). Section 9 measures it at initialisation;
+    exercise 4 of chapter 09 after fine-tuning too.
+    """
+    ratios = []
+
+    def measure(module, args, output):
+        stream, added = args[0], output[0]  # (B, T, C): what the layer reads, what cross-attention adds to it
+        ratios.append(float(added.norm(dim=-1).mean() / stream.norm(dim=-1).mean()))
+
+    hooks = [layer.encoder_attn.register_forward_hook(measure) for layer in model.model.decoder.layers]
+    try:
+        with torch.no_grad():
+            model(**batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return ratios
+
+
+def most_frequent_answers(model: Seq2Seq, data: TextToTextData) -> dict[str, tuple[str, float]]:
+    """Exercise 4 of chapter 09: each task's most frequent greedy answer on its test examples, and the share of
+    the examples given it (1.0: the model answers every input alike).
+    """
+    out = {}
+    with torch.no_grad():
+        for task in TASKS:
+            answers = [" ".join(words) for words in greedy_answers(model, data.test[task], data.vocab)]
+            answer, count = Counter(answers).most_common(1)[0]
+            out[task] = (answer, count / len(answers))
+    return out
 
 
 def noising_runs(recipe: Recipe | None = None) -> dict:

@@ -9,12 +9,16 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
 
 import torch
 from torch import nn
 
+from lecture_lib.analysis import head_classes
 from lecture_lib.analysis.attention_stats import attention_maps
-from lecture_lib.analysis.syntactic_heads import align_words, word_attention
+from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns
+from lecture_lib.analysis.head_importance import GatedLoss, head_importance
+from lecture_lib.analysis.syntactic_heads import align_words, word_attention, word_membership
 from lecture_lib.chapters import course_language
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
@@ -25,6 +29,8 @@ from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+
+WordMaps = Callable[[torch.Tensor, Sequence[int]], torch.Tensor]
 
 # the dependency relations of the synthetic language scored in Table 1's shape
 DEPENDENCY_RELATIONS = ("nsubj", "obj", "det", "amod", "case", "obl", "cop", "aux", "acl:relcl", "flat")
@@ -130,8 +136,10 @@ def token_frequencies(tokenizer: WordPieceTokenizer) -> torch.Tensor:
 
 
 def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[Sentence],
-              batch_size: int = 64) -> list[torch.Tensor]:
-    """Each sentence's word-level attention maps (layers, heads, W, W), from its words' pieces.
+              batch_size: int = 64, to_words: WordMaps = word_attention) -> list[torch.Tensor]:
+    """Each sentence's word-level attention maps (layers, heads, W, W), from its words' pieces by ``to_words``
+    (Clark et al.'s :func:`~lecture_lib.analysis.syntactic_heads.word_attention`, or exercise 4's
+    :func:`summed_row_attention`).
 
     Taught in: 10_bertology_attention ("Syntactic heads").
     """
@@ -143,7 +151,7 @@ def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[S
         pieces = attention_maps(model, input_ids, attention_mask)  # (B, L, H, T, T)
         for row, (ids, word_of_piece) in enumerate(aligned):
             n = len(ids)
-            maps.append(word_attention(pieces[row, ..., :n, :n], word_of_piece))
+            maps.append(to_words(pieces[row, ..., :n, :n], word_of_piece))
     return maps
 
 
@@ -190,3 +198,81 @@ def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]],
             right, n = mlm_accuracy(logits, batch["labels"])
             correct, total = correct + right, total + n
     return correct / total
+
+
+def summed_row_attention(attentions: torch.Tensor, word_of_piece: Sequence[int]) -> torch.Tensor:
+    """Exercise 4 of chapter 10: piece maps (..., T, T) -> word maps (..., W, W) with attention *from* a word
+    the sum over its pieces' rows instead of their mean: A_words = M A M^T, M the (W, T) membership matrix.
+    A word of k pieces gets k times its row of :func:`~lecture_lib.analysis.syntactic_heads.word_attention`.
+    """
+    member = word_membership(word_of_piece, attentions.shape[-1], attentions)
+    return member @ attentions @ member.T
+
+
+def pattern_fractions(shares: dict[str, torch.Tensor], dominant: float) -> dict[str, float]:
+    """Exercise 3 of chapter 10: the share of maps in each of :data:`~lecture_lib.analysis.head_classes.PATTERNS`
+    with the rule's threshold :data:`~lecture_lib.analysis.head_classes.DOMINANT` set to ``dominant`` (and put
+    back afterwards); ``shares`` as :func:`~lecture_lib.analysis.head_classes.pattern_shares` returns them.
+    """
+    default, head_classes.DOMINANT = head_classes.DOMINANT, dominant
+    try:
+        patterns = classify_patterns(shares)
+    finally:
+        head_classes.DOMINANT = default
+    return {name: float((patterns == k).double().mean()) for k, name in enumerate(PATTERNS)}
+
+
+def threshold_for_few_heterogeneous(shares: dict[str, torch.Tensor], start: float = 0.5,
+                                    step: float = 0.05) -> float:
+    """Exercise 3 of chapter 10: the largest threshold ``start - k * step`` that puts fewer than half of the
+    maps in "heterogeneous" (each lowering can only move maps out of it: every rule is "a share >= DOMINANT").
+    """
+    threshold = start
+    while pattern_fractions(shares, threshold)["heterogeneous"] >= 0.5:
+        threshold = round(threshold - step, 10)
+        if threshold <= 0:
+            raise ValueError("no threshold above 0 puts fewer than half of the maps in heterogeneous")
+    return threshold
+
+
+def attention_gradient_on_cls(model: BertModel, tokenizer: WordPieceTokenizer,
+                              pairs: Iterable[tuple[str, str]], layer: int) -> dict[str, float]:
+    """Exercise 2 of chapter 10: how much the loss cares about the attention parked on [CLS]. For each pair
+    (a, b), each sentence framed ``[CLS] s [SEP]`` alone, the loss is 1 - cos(mean(h_a), mean(h_b)) of the
+    last layer's mean-pooled vectors; returns, over the pairs, the mean weight α_{i,[CLS]} of ``layer``'s
+    heads and the mean |∂L/∂α_{ij}| on the [CLS] column (j = 0) and on the other columns.
+    """
+    totals, maps = torch.zeros(3, dtype=torch.float64), 0
+    for pair in pairs:
+        outputs = [model(torch.tensor([tokenizer.frame(tokenizer.encode(s))[0]]), output_attentions=True)
+                   for s in pair]
+        weights = [out.attentions[layer] for out in outputs]  # (1, heads, T, T) each
+        for w in weights:
+            w.retain_grad()
+        a, b = (out.last_hidden_state.mean(1) for out in outputs)
+        (1 - torch.nn.functional.cosine_similarity(a, b).sum()).backward()
+        for w in weights:
+            gradient = w.grad.abs()
+            totals += torch.tensor([w[..., 0].mean().item(), gradient[..., 0].mean().item(),
+                                    gradient[..., 1:].mean().item()], dtype=torch.float64)
+            maps += 1
+    cls_weight, cls_gradient, other_gradient = (totals / maps).tolist()
+    return dict(cls_weight=cls_weight, cls_gradient=cls_gradient, other_gradient=other_gradient)
+
+
+def iterative_pruning_order(model: nn.Module, batches: list[dict[str, torch.Tensor]], loss: GatedLoss,
+                            step: int = 2) -> torch.Tensor:
+    """Exercise 1 of chapter 10: Michel et al.'s importance recomputed after each pruning step, as their code
+    does: remove the ``step`` least important remaining heads, recompute I_h = E|∂L/∂ξ_h| at the gates of
+    the pruned model (removed heads at ξ = 0), repeat. Returns the flat head indices in the order removed,
+    like :func:`~lecture_lib.analysis.head_importance.pruning_order`.
+    """
+    mask = torch.ones(model.config.num_hidden_layers, model.config.num_attention_heads)
+    order: list[int] = []
+    while len(order) < mask.numel():
+        importance = head_importance(model, batches, loss, at=mask).flatten()
+        importance[order] = torch.inf  # removed heads are not removed again
+        removed = importance.argsort(stable=True)[:min(step, mask.numel() - len(order))].tolist()
+        order += removed
+        mask.view(-1)[removed] = 0
+    return torch.tensor(order)

@@ -11,7 +11,7 @@ Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing class
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Sequence
 
 import torch
@@ -20,7 +20,15 @@ from tqdm.auto import tqdm
 
 from lecture_lib.analysis.cloze import cloze_scores, form_preference
 from lecture_lib.analysis.edge_probing import EdgeProbe, SpanBatch
-from lecture_lib.analysis.probes import ProbeScore, control_labels, fit_full_batch, probe_accuracy, probe_layers
+from lecture_lib.analysis.probes import (
+    ProbeScore,
+    control_labels,
+    fit_full_batch,
+    fit_probe,
+    linear_probe,
+    probe_accuracy,
+    probe_layers,
+)
 from lecture_lib.analysis.structural_probe import (
     StructuralProbe,
     fit_structural_probe,
@@ -151,7 +159,7 @@ def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
 
 
 def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConfig,
-                model_name: str) -> list[ProbeScore]:
+                model_name: str, rank: int | None = None) -> list[ProbeScore]:
     """Layer-wise task and control probes of one task; labels are numbered over train and test together."""
     (x_train, y_train, w_train), (x_test, y_test, w_test) = train, test
     names = sorted(set(y_train) | set(y_test))
@@ -161,8 +169,53 @@ def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConf
     labels = torch.tensor(index)
     control = torch.tensor(control)
     return probe_layers(x_train, x_test, (labels[:n], labels[n:]), (control[:n], control[n:]), len(names),
-                        generator("ch11 probes", model_name, task, config.seed), steps=config.probe_steps,
+                        generator("ch11 probes", model_name, task, config.seed), rank=rank, steps=config.probe_steps,
                         description=f"{model_name}: {task}")
+
+
+def probe_at_layer(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
+                   sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str, layer: int,
+                   config: ProbingChapterConfig, *, rank: int | None = None, steps: int | None = None,
+                   model_name: str = "minilm") -> ProbeScore:
+    """Exercises 1 and 2 of chapter 11: section 3's task and control probes on one layer, with a probe of
+    rank ``rank`` (:func:`~lecture_lib.analysis.probes.linear_probe`'s W = A B, A of ``rank`` columns) or
+    trained for ``steps`` instead of :attr:`~ProbingChapterConfig.probe_steps`. ``vectors`` are the
+    treebank's (train, test) word vectors, ``sentences`` its (train, test) sentences.
+    """
+    train, test = (([x[layer]], y, w) for x, y, w in (task_data(v, split, task)
+                                                      for v, split in zip(vectors, sentences)))
+    return _probe_task(train, test, task, replace(config, probe_steps=steps or config.probe_steps),
+                       model_name, rank)[0]
+
+
+def unseen_type_control(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
+                        sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str, layer: int,
+                        config: ProbingChapterConfig, held_out: float = 1 / 3) -> dict[str, float]:
+    """Exercise 3 of chapter 11: the control task made fair to a closed vocabulary. A share ``held_out`` of the
+    word types is drawn at random and left out of the probes' training words; the task and control probes
+    are scored on the test words of those unseen types only. Returns their accuracies, ``majority`` (the
+    share of the most frequent control label on those words) and how many words each side holds.
+    """
+    (x_train, y_train, w_train), (x_test, y_test, w_test) = (task_data(v, split, task)
+                                                             for v, split in zip(vectors, sentences))
+    names = sorted(set(y_train) | set(y_test))
+    labels = [names.index(y) for y in y_train + y_test]
+    control = torch.tensor(control_labels(w_train + w_test, labels, generator("ch11 control", task, config.seed)))
+    labels = torch.tensor(labels)
+    types = sorted(set(w_train + w_test))
+    order = torch.randperm(len(types), generator=generator("ch11 unseen types", task, config.seed)).tolist()
+    unseen = {types[i] for i in order[:round(held_out * len(types))]}
+    seen_rows = torch.tensor([w not in unseen for w in w_train])
+    unseen_rows = torch.tensor([w in unseen for w in w_test])
+    n = len(y_train)
+    out = {}
+    for name, y in (("task", labels), ("control", control)):
+        probe = linear_probe(x_train[layer].shape[-1], len(names), generator=generator("ch11 unseen", name, task))
+        probe = fit_probe(probe, x_train[layer][seen_rows], y[:n][seen_rows], config.probe_steps)
+        out[name] = probe_accuracy(probe, x_test[layer][unseen_rows], y[n:][unseen_rows])
+    out["majority"] = float(torch.bincount(control[n:][unseen_rows]).max()) / int(unseen_rows.sum())
+    out.update(train_words=int(seen_rows.sum()), test_words=int(unseen_rows.sum()))
+    return out
 
 
 def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
@@ -408,6 +461,36 @@ def edge_scores(train: SpanBatch, test: SpanBatch, labels: tuple[torch.Tensor, t
                 gamma=probe.gamma.item())
 
 
+def standardised_span_batches(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
+                              sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str) -> tuple:
+    """A task's training and test :func:`span_batch` es, word vectors standardised per layer with the training
+    words' mean and standard deviation: ``(x_train, x_test, (train ids, test ids), (train labels, test
+    labels), label names)``.
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    (x_train, y_train), (x_test, y_test) = (span_batch(v[:len(split)], split, task)
+                                            for v, split in zip(vectors, sentences))
+    mean, std = x_train.words.mean(1, keepdim=True), x_train.words.std(1, keepdim=True) + 1e-6
+    x_train, x_test = (x._replace(words=(x.words - mean) / std) for x in (x_train, x_test))
+    names = sorted(set(y_train) | set(y_test))
+    ids = tuple(torch.tensor([names.index(y) for y in split]) for split in (y_train, y_test))
+    return x_train, x_test, ids, (y_train, y_test), names
+
+
+def single_layer_edge_scores(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
+                             sentences: tuple[Sequence[Sentence], Sequence[Sentence]], config: ProbingChapterConfig,
+                             task: str = "negation", model_name: str = "minilm") -> list[float]:
+    """Exercise 5 of chapter 11: the edge probe of ``task`` on each layer alone (``range(layer, layer + 1)``),
+    trained on the first :attr:`~ProbingChapterConfig.edge_train_sentences` training sentences as
+    :func:`edge_probing` trains its mix; the test accuracy per layer, layer 0 (the embeddings) first.
+    """
+    train = sentences[0][:config.edge_train_sentences]
+    x_train, x_test, ids, _, names = standardised_span_batches(vectors, (train, sentences[1]), task)
+    return [edge_scores(x_train, x_test, ids, len(names), range(layer, layer + 1), config,
+                        (model_name, task, "single", layer))["accuracy"] for layer in range(x_train.words.shape[0])]
+
+
 def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
                  tasks: Sequence[str] = EDGE_TASKS, sweep: bool = True,
                  vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
@@ -428,12 +511,8 @@ def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingCh
                                                   for split in (train, test)]
         out = {}
         for task in tqdm(tasks, desc=f"{model_name}: edge probes"):
-            (x_train, y_train), (x_test, y_test) = (span_batch(v[:len(split)], split, task) for v, split in
-                                                    ((train_vectors, train), (test_vectors, test)))
-            mean, std = x_train.words.mean(1, keepdim=True), x_train.words.std(1, keepdim=True) + 1e-6
-            x_train, x_test = (x._replace(words=(x.words - mean) / std) for x in (x_train, x_test))
-            names = sorted(set(y_train) | set(y_test))
-            labels = tuple(torch.tensor([names.index(y) for y in split]) for split in (y_train, y_test))
+            x_train, x_test, labels, (y_train, y_test), names = standardised_span_batches(
+                (train_vectors, test_vectors), (train, test), task)
             layers = x_train.words.shape[0]
 
             def at(top: int) -> dict:  # the probe P^(top), on the mix of layers 0..top

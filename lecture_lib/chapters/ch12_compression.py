@@ -310,6 +310,14 @@ def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Modu
     return head.eval()
 
 
+def kept_squared_norm(table: torch.Tensor, embedding_size: int) -> float:
+    """The share of ‖W‖² that W's best rank-E approximation keeps: Σ_{i ≤ E} σ_i² / Σ_i σ_i² (Eckart and Young),
+    what an ALBERT-style student's factorised token table keeps of the teacher's. Exercise 4 of chapter 12.
+    """
+    squares = torch.linalg.svdvals(table.detach().double()).pow(2)
+    return float(squares[:embedding_size].sum() / squares.sum())
+
+
 # ---------------------------------------------------------------- quantization-aware training
 
 

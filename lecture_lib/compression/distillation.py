@@ -68,6 +68,18 @@ def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor
     return kl * temperature**2
 
 
+def soft_gradient_norm(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float,
+                       scaled: bool = True) -> float:
+    """‖∂L/∂s‖ of the soft term at ``temperature``: L = :func:`distillation_loss` (``scaled``), or the plain KL
+    without the factor T², whose gradient falls as 1/T² (sixteen times from T = 2 to T = 8). Exercise 1 of
+    chapter 12.
+    """
+    s = student_logits.detach().requires_grad_()
+    loss = distillation_loss(s, teacher_logits, temperature)
+    (gradient,) = torch.autograd.grad(loss if scaled else loss / temperature**2, s)
+    return float(gradient.norm())
+
+
 def cosine_hidden_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
                        mask: torch.Tensor | None = None) -> torch.Tensor:
     """Mean of 1 − cos(h_student, h_teacher) over the positions where ``mask`` is true (DistilBERT's L_cos).

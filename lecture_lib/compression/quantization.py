@@ -23,6 +23,7 @@ Taught in: 12_compression ("Quantization from scratch", "Quantization-aware trai
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -271,6 +272,18 @@ def quantize_weights_(model: nn.Module, bits: int, per_channel: bool = True) -> 
         for _, _, linear in encoder_linears(model):
             linear.weight.copy_(round_trip(linear.weight, bits, per_channel))
     return model
+
+
+def weight_rounding_error(model: nn.Module, bits: int, per_channel: bool = True) -> float:
+    """‖Ŵ − W‖ / ‖W‖ over every linear layer's weight (Frobenius norms of all of them together), Ŵ what
+    :func:`quantize_weights_` writes at ``bits``; the model is left as it was. Exercise 2 of chapter 12 compares
+    per-tensor and per-channel scales with it.
+    """
+    before = [layer.weight.detach().clone() for _, _, layer in encoder_linears(model)]
+    after = [layer.weight.detach() for _, _, layer in encoder_linears(quantize_weights_(copy.deepcopy(model), bits,
+                                                                                         per_channel))]
+    error = sum(float((a - b).pow(2).sum()) for a, b in zip(after, before))
+    return (error / sum(float(b.pow(2).sum()) for b in before)) ** 0.5
 
 
 def model_bytes(model: nn.Module, weight_bits: int | None = None) -> int:

@@ -6,21 +6,27 @@ import torch
 
 from lecture_lib.chapters.ch09_t5_bart import (
     TASKS,
+    TextToTextData,
     Vocabulary,
     bart_corrupt,
     batch_of,
     bias_by_offset,
     chapter_config,
+    cross_attention_ratio,
+    gains_in_standard_errors,
     mass_style,
     mass_style_lengths,
+    most_frequent_answers,
     noising_runs,
     objective_runs,
+    span_corruption_lengths,
     text_to_text,
     tiny_bart,
     tiny_t5,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples
+from lecture_lib.objectives.span_corruption import random_spans_noise_mask, span_corrupt
 
 
 def test_every_task_is_prefixed_text_with_a_text_answer():
@@ -100,3 +106,73 @@ def test_exercise_3_mass_style_writes_the_whole_text_from_15_percent_masks():
     average = sum(map(len, documents)) / len(documents)
     assert lengths["input"] == lengths["target"] == average
     assert abs(lengths["masked"] - 0.15) < 0.02  # ~9,000 words: one standard error 0.004
+
+
+def test_exercise_1_half_the_tokens_in_spans_of_ten_make_282_inputs_and_283_targets():
+    """Exercise 1: 512 tokens, density 0.5, mean span 10: 256 noise tokens in 26 spans, inputs of 282 and
+    targets of 283 tokens, as long as span_corrupt's outputs on any such mask."""
+    assert span_corruption_lengths(512, 0.5, 10) == (282, 283)
+    words = [f"w{i}" for i in range(512)]
+    for seed in range(3):
+        mask = random_spans_noise_mask(512, noise_density=0.5, mean_noise_span_length=10,
+                                       generator=torch.Generator().manual_seed(seed))
+        inputs, targets = span_corrupt(words, mask)
+        assert int(mask.sum()) == 256 and (len(inputs), len(targets)) == (282, 283)
+    for length, density, mean in ((100, 0.15, 3), (37, 0.3, 2)):
+        mask = random_spans_noise_mask(length, noise_density=density, mean_noise_span_length=mean,
+                                       generator=torch.Generator().manual_seed(0))
+        inputs, targets = span_corrupt(words[:length], mask)
+        assert span_corruption_lengths(length, density, mean) == (len(inputs), len(targets))
+
+
+def test_exercise_2_a_gain_counts_in_standard_errors_of_the_difference():
+    """Exercise 2: on 100 questions, 0.45 against no pretraining's 0.30 is a gain of 2.2 standard errors (it beats
+    it), 0.35 one of 0.8 (within the noise); the standard error is that of simulated differences of such scores."""
+    runs = {"no pretraining": {"scores": {"question": 0.30}}, "bert_style": {"scores": {"question": 0.45}},
+            "random_spans": {"scores": {"question": 0.35}}}
+    gains = gains_in_standard_errors(runs, "question", n=100)
+    assert set(gains) == {"bert_style", "random_spans"}
+    assert abs(gains["bert_style"] - 2.2) < 0.05 and abs(gains["random_spans"] - 0.76) < 0.05, gains
+    g = torch.Generator().manual_seed(0)
+    for name, gain in gains.items():  # 40,000 draws: the standard deviation to about 0.4%
+        p, p0 = runs[name]["scores"]["question"], 0.30
+        draws = torch.binomial(torch.full((40_000,), 100.0), torch.tensor(p).expand(40_000), generator=g) / 100
+        baseline = torch.binomial(torch.full((40_000,), 100.0), torch.tensor(p0).expand(40_000), generator=g) / 100
+        assert gain == pytest.approx((p - p0) / float((draws - baseline).std()), rel=0.02)
+    assert gains_in_standard_errors({"no pretraining": {"scores": {"question": 1.0}},
+                                     "x": {"scores": {"question": 1.0}}})["x"] == 0.0
+
+
+def test_exercise_4_bart_init_std_002_leaves_the_decoder_deaf_to_the_encoder():
+    """Exercise 4: at initialisation, at width 64, the cross-attention output is under 0.01 of the residual stream
+    (about 0.006) with σ = 0.02 against about 0.55 with σ = 64^-1/2, as transformers' BART measures it; the σ = 0.02
+    BART gives one answer to every test input of every task, the width-matched one does not."""
+    sizes = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, train_examples=40, eval_examples=30,
+                 documents=40)
+    data = TextToTextData(chapter_config(**sizes))
+    batch = data.finetuning_batches(64)(0)
+    models = {std: tiny_bart(chapter_config(bart_init_std=std, **sizes), len(data.vocab)).eval() for std in (0.02, None)}
+    ratios = {std: cross_attention_ratio(model, batch) for std, model in models.items()}
+    assert all(r < 0.01 for r in ratios[0.02]) and all(0.4 < r < 0.7 for r in ratios[None]), ratios
+    hf = models[None].to_hf().eval()
+    expected = []
+    hooks = [layer.encoder_attn.register_forward_hook(
+        lambda m, args, out: expected.append(float(out[0].norm(dim=-1).mean() / args[0].norm(dim=-1).mean())))
+        for layer in hf.model.decoder.layers]
+    with torch.no_grad():
+        hf(**batch)
+    for hook in hooks:
+        hook.remove()
+    assert ratios[None] == pytest.approx(expected, rel=1e-4)
+
+    deaf, hearing = (most_frequent_answers(models[std], data) for std in (0.02, None))
+    assert all(share == 1.0 for _, share in deaf.values()), deaf
+    assert all(share < 0.9 for _, share in hearing.values()), hearing
+    for task, (answer, share) in hearing.items():  # the count, from transformers' greedy search
+        ids = batch_of(data.test[task], data.vocab)["input_ids"]
+        longest = max(len(b) for _, b in data.test[task]) + 1
+        with torch.no_grad():
+            out = hf.generate(input_ids=ids, attention_mask=(ids != 0).long(), max_new_tokens=longest, do_sample=False,
+                              num_beams=1, forced_eos_token_id=None, forced_bos_token_id=None)
+        answers = [" ".join(data.vocab.decode(row[1:])) for row in out.tolist()]
+        assert answers.count(answer) / len(answers) == share == max(map(answers.count, answers)) / len(answers)

@@ -6,18 +6,28 @@ import pytest
 import torch
 import transformers
 
+from lecture_lib.analysis import head_classes
 from lecture_lib.analysis.attention_stats import attention_maps
-from lecture_lib.analysis.syntactic_heads import align_words, word_attention
+from lecture_lib.analysis.head_classes import pattern_shares
+from lecture_lib.analysis.head_importance import head_importance, pruning_order
+from lecture_lib.analysis.syntactic_heads import align_words, syntactic_heads, word_attention
 from lecture_lib.chapters.ch10_bertology_attention import (
+    DEPENDENCY_RELATIONS,
+    attention_gradient_on_cls,
     chapter_config,
     documentation_pairs,
+    iterative_pruning_order,
     masked_sentences,
+    mlm_loss,
+    pattern_fractions,
+    summed_row_attention,
+    threshold_for_few_heterogeneous,
     token_frequencies,
     word_maps,
 )
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.bert import BertConfig, BertForPreTraining, BertModel
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
@@ -77,3 +87,91 @@ def test_word_maps_of_a_padded_batch_are_those_of_each_sentence_alone(tokenizer)
         alone = attention_maps(model, torch.tensor([ids]))[0]
         torch.testing.assert_close(maps, word_attention(alone, word_of_piece), atol=1e-5, rtol=1e-5)
         assert maps.shape == (2, 2, len(sentence), len(sentence))
+
+
+def test_exercise_1_iterative_pruning_recomputes_the_importance_at_the_pruned_gates(float64):
+    """Exercise 1: the first two heads removed are the one-shot order's (the curves coincide at 0 and 2
+    heads); every later importance is |∂L/∂ξ_h| at the pruned model's gates, checked here against a central
+    finite difference of the loss; each head is removed once."""
+    tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(200, seed=0)], 120)
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
+                                          num_attention_heads=4, intermediate_size=32, initializer_range=0.5)).eval()
+    result = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
+    batches = masked_sentences(result, SyntheticLanguage(0).sentences(16, seed=7), seed=0, batch_size=8)
+    order = iterative_pruning_order(model, batches, mlm_loss, step=2)
+    assert sorted(order.tolist()) == list(range(8))
+    assert order[:2].tolist() == pruning_order(head_importance(model, batches, mlm_loss))[:2].tolist()
+
+    mask = torch.ones(2, 4, dtype=torch.float64)
+    mask.view(-1)[order[:4]] = 0  # the model after two steps
+    gradient = head_importance(model, batches[:1], mlm_loss, normalize=False, at=mask).view(-1)
+    h = 1e-6
+    for head in range(8):
+        up, down = mask.clone(), mask.clone()
+        up.view(-1)[head] += h
+        down.view(-1)[head] -= h
+        with torch.no_grad():
+            by_difference = (float(mlm_loss(model, batches[0], up)) - float(mlm_loss(model, batches[0], down))) / (2 * h)
+        assert abs(by_difference) == pytest.approx(float(gradient[head]), rel=1e-5, abs=1e-9)
+
+
+def test_exercise_2_attention_parked_on_cls_barely_moves_the_loss(minilm):
+    """Exercise 2: on the documentation's first 6 sentence pairs, [CLS] receives 0.54 of MiniLM's layer-2
+    attention, yet |∂L/∂α| on its column is about 28 times smaller than on the other columns; the gradients
+    are transformers' (eager attention, retain_grad) on the first pair."""
+    model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    pairs = [tuple(d[:2]) for d in load_corpus()["sentences"] if len(d) >= 2][:6]
+    out = attention_gradient_on_cls(model, tokenizer, pairs, layer=2)
+    assert abs(out["cls_weight"] - 0.54) < 0.02, out
+    assert 20 < out["other_gradient"] / out["cls_gradient"] < 40, out
+    theirs = transformers.BertModel.from_pretrained(minilm, attn_implementation="eager").eval()
+    outputs = [theirs(**transformers.BertTokenizerFast(str(minilm / "vocab.txt"))(s, return_tensors="pt"),
+                      output_attentions=True) for s in pairs[0]]
+    for o in outputs:
+        o.attentions[2].retain_grad()
+    a, b = (o.last_hidden_state.mean(1) for o in outputs)
+    (1 - torch.nn.functional.cosine_similarity(a, b).sum()).backward()
+    reference = sum(o.attentions[2].grad.abs()[..., 0].mean().item() for o in outputs) / 2
+    assert attention_gradient_on_cls(model, tokenizer, pairs[:1], layer=2)["cls_gradient"] == pytest.approx(
+        reference, rel=1e-3)
+
+
+def test_exercise_3_lowering_dominant_empties_heterogeneous(minilm):
+    """Exercise 3, on section 3's 48 documentation pairs: heterogeneous holds 65% of MiniLM's maps at 0.5,
+    52% at 0.45 and 34% at 0.4, the first threshold of the sweep below one half; the shares match a direct
+    reading of the rule (heterogeneous: no share, nor vertical + diagonal with both >= 0.2, reaches it)."""
+    model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    pairs = documentation_pairs(tokenizer, chapter_config(pairs=48, max_length=64))
+    maps = attention_maps(model, pairs["input_ids"], pairs["attention_mask"], pairs["token_type_ids"])
+    shares = pattern_shares(maps, pairs["attention_mask"], pairs["special_tokens_mask"], pairs["token_type_ids"])
+    v, d, b = shares["vertical"], shares["diagonal"], shares["block"]
+    mixed = torch.where((v >= 0.2) & (d >= 0.2), v + d, torch.zeros_like(v))
+    largest = torch.stack([v, d, b, mixed]).max(0).values
+    fractions = {t: pattern_fractions(shares, t)["heterogeneous"] for t in (0.5, 0.45, 0.4)}
+    for t, fraction in fractions.items():
+        assert fraction == pytest.approx(float((largest < t).double().mean())), t
+    assert [round(f, 2) for f in fractions.values()] == [0.65, 0.52, 0.34], fractions
+    assert threshold_for_few_heterogeneous(shares) == 0.4
+    assert head_classes.DOMINANT == 0.5  # put back
+
+
+def test_exercise_4_summing_a_words_rows_leaves_clark_s_table_unchanged(tokenizer):
+    """Exercise 4: summed rows are the mean rows times each word's piece count; the argmax of every row, hence
+    every relation's best head and accuracy, is unchanged."""
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                 num_attention_heads=2, intermediate_size=64, initializer_range=0.5))
+    sentences = SyntheticLanguage(0).sentences(60, seed=6)
+    mean_rows, sum_rows = (word_maps(model, tokenizer, sentences, to_words=f)
+                           for f in (word_attention, summed_row_attention))
+    split = 0
+    for sentence, mean, summed in zip(sentences, mean_rows, sum_rows):
+        _, word_of_piece = align_words(tokenizer, sentence.words)
+        pieces = torch.bincount(torch.tensor([w for w in word_of_piece if w >= 0])).to(mean.dtype)  # -1: specials
+        split += int((pieces > 1).sum())
+        torch.testing.assert_close(summed, mean * pieces[:, None], atol=1e-6, rtol=1e-5)
+    assert split > 20  # words of several pieces, whose rows the two conventions weigh differently
+    trees = [s.heads for s in sentences], [s.deprels for s in sentences]
+    assert (syntactic_heads(sum_rows, *trees, DEPENDENCY_RELATIONS)
+            == syntactic_heads(mean_rows, *trees, DEPENDENCY_RELATIONS))

@@ -6,20 +6,30 @@ import random
 import pytest
 import torch
 
+from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.chapters.ch11_bertology_probing import (
+    ProbingChapterConfig,
     attractors,
     cloze_query,
     constituents,
     edge_examples,
+    edge_scores,
+    probe_at_layer,
     random_twin,
+    single_layer_edge_scores,
     span_batch,
+    standardised_span_batches,
     structural_scores,
     subtree_span,
     task_data,
+    treebank,
+    unseen_type_control,
     word_labels,
 )
 from lecture_lib.data.synthetic import RELATIONS, SyntheticLanguage
 from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.runtime import seed_of
+from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +170,75 @@ def test_span_batch_stacks_the_sentences_and_shifts_their_spans(sentences):
         [(((a, b), (c, e)), _)] = edge_examples(sentences[i], "relation")
         assert batch.words[0, subject[0]:subject[1], 0].tolist() == [100 * i + w for w in range(a, b)]
         assert batch.words[0, obj[0]:obj[1], 0].tolist() == [100 * i + w for w in range(c, e)]
+
+
+@pytest.fixture(scope="module")
+def minilm_treebank(minilm):
+    """MiniLM's word vectors of the quick profile's treebank (300 training, 150 test sentences): ~2 s."""
+
+    config = ProbingChapterConfig()  # the quick profile's sizes, whatever LECTURE_PROFILE says
+    model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    sentences = treebank(config)
+    with torch.no_grad():
+        vectors = tuple(word_vectors(model, tokenizer, [s.words for s in split]) for split in sentences)
+    return vectors, sentences, config
+
+
+def test_exercise_1_a_rank_2_probe_keeps_negation_and_loses_the_many_class_tasks(minilm_treebank):
+    """Exercise 1: at layer 3, rank 2 keeps negated (2 classes) at 0.97 against 0.98; pos (12 classes) falls
+    from 1.00 to 0.93 and deprel (about twenty) from 0.96 to 0.78."""
+    vectors, sentences, config = minilm_treebank
+    classes = {task: len(set(task_data(vectors[0], sentences[0], task)[1])) for task in ("negated", "pos", "deprel")}
+    assert classes["negated"] == 2 and 10 <= classes["pos"] <= 14 and 17 <= classes["deprel"] <= 24, classes
+    full, low = ({task: probe_at_layer(vectors, sentences, task, 3, config, rank=rank).accuracy for task in classes}
+                 for rank in (None, 2))
+    assert full["negated"] - low["negated"] < 0.02 and low["negated"] > 0.95, (full, low)
+    assert 0.03 < full["pos"] - low["pos"] < 0.12, (full, low)  # 7 points
+    assert 0.12 < full["deprel"] - low["deprel"] < 0.25, (full, low)  # 18 points: the largest loss
+    assert abs(low["pos"] - 0.93) < 0.03 and abs(low["deprel"] - 0.78) < 0.04, low
+
+
+def test_exercise_2_longer_training_lifts_the_control_and_lowers_the_selectivity(minilm_treebank):
+    """Exercise 2: deprel at layer 3 for 30, 100, 400 steps: the task stays at 0.96 while the control climbs
+    0.90 -> 0.94 -> 0.96, so the selectivity falls from about 6 points to under 1."""
+    vectors, sentences, config = minilm_treebank
+    scores = [probe_at_layer(vectors, sentences, "deprel", 3, config, steps=steps) for steps in (30, 100, 400)]
+    assert all(abs(s.accuracy - 0.96) < 0.015 for s in scores), scores
+    assert scores[0].control + 0.02 < scores[1].control < scores[2].control, scores
+    assert abs(scores[0].control - 0.90) < 0.02 and abs(scores[2].control - 0.96) < 0.015, scores
+    assert scores[0].selectivity > 0.04 > 0.015 > scores[2].selectivity, scores
+
+
+def test_exercise_3_on_unseen_word_types_the_control_probe_is_at_chance(minilm_treebank):
+    """Exercise 3: with a third of the types held out of training, the control probe scores about 0.10 on
+    the unseen types' test words, below the share of their most frequent control label (0.33), while the task
+    probe, on the same words, keeps 0.47."""
+    vectors, sentences, config = minilm_treebank
+    out = unseen_type_control(vectors, sentences, "deprel", 3, config)
+    assert out["train_words"] < 0.8 * sum(len(s) for s in sentences[0]) and out["test_words"] > 300, out
+    assert out["control"] < out["majority"] and out["control"] < 0.2, out
+    assert out["task"] > out["control"] + 0.25, out
+
+
+def test_exercise_4_rank_8_holds_nearly_the_whole_tree(minilm_treebank):
+    """Exercise 4: the distance probe at MiniLM's best layer (3, section 4's sweep) reaches UUAS 0.91 at rank 8
+    against 0.95 at rank 64, about 4 points below."""
+    (train_vectors, test_vectors), (train, test), config = minilm_treebank
+    uuas = {rank: structural_scores([v[3] for v in train_vectors], [v[3] for v in test_vectors], train, test, rank,
+                                    config.structural_steps, seed_of(config.seed, 3, rank), depth=False)["uuas"]
+            for rank in (8, 64)}
+    assert abs(uuas[8] - 0.91) < 0.02 and abs(uuas[64] - 0.95) < 0.02 and 0.01 < uuas[64] - uuas[8] < 0.07, uuas
+
+
+def test_exercise_5_one_middle_layer_reads_negation_as_well_as_the_mix(minilm_treebank):
+    """Exercise 5: the negation edge probe on each layer alone: layer 0 at 0.79, below the majority's 0.81;
+    layers 1-6 at 0.90-0.96, best layer 3 (0.96); the mix of all seven (0.93) does not beat it."""
+    vectors, (train, test), config = minilm_treebank
+    single = single_layer_edge_scores(vectors, (train, test), config)
+    x_train, x_test, ids, (_, y_test), names = standardised_span_batches(
+        vectors, (train[:config.edge_train_sentences], test), "negation")
+    majority = max(map(y_test.count, set(y_test))) / len(y_test)
+    mix = edge_scores(x_train, x_test, ids, len(names), range(7), config, ("minilm", "negation", 6))["accuracy"]
+    assert len(single) == 7 and abs(majority - 0.81) < 0.01
+    assert single[0] < majority and all(0.88 < a < 0.98 for a in single[1:]), single
+    assert max(single) >= mix and abs(mix - 0.93) < 0.02 and abs(max(single) - 0.96) < 0.02, (single, mix)

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from lecture_lib.chapters.ch12_compression import (
     FULL,
@@ -11,15 +12,19 @@ from lecture_lib.chapters.ch12_compression import (
     chapter_config,
     distillation_objective,
     distillation_text,
+    kept_squared_norm,
     without_segments,
 )
-from lecture_lib.compression.distillation import TripleLoss
+from lecture_lib.compression.distillation import TripleLoss, soft_gradient_norm
+from lecture_lib.compression.pruning import magnitude_prune_, sparsity_of
+from lecture_lib.compression.quantization import encoder_linears, model_bytes, weight_rounding_error
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import Task
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.albert import albert_from_bert
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from lecture_lib.models.distilbert import distilbert_from_bert
+from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 
@@ -85,3 +90,90 @@ def test_without_segments_drops_only_the_segment_ids():
     stripped = without_segments(task)
     assert set(stripped.train.features) == {"input_ids", "attention_mask", "labels"}
     assert "token_type_ids" in task.train.features and dataclasses.is_dataclass(stripped)
+
+
+def _tiny_classifier(vocab_size: int = 200) -> BertForSequenceClassification:
+    torch.manual_seed(0)
+    return BertForSequenceClassification(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
+                                                    num_attention_heads=4, intermediate_size=64,
+                                                    max_position_embeddings=32), 2)
+
+
+def test_exercise_1_without_t_squared_the_soft_gradient_falls_sixteenfold_from_t2_to_t8():
+    """Exercise 1: on section 2's logits, the unscaled soft term's gradient norm is 16.0 times smaller at T = 8
+    than at T = 2 ((8/2)^2), the T²-scaled one the same within 1%; the norms are PyTorch's KL's."""
+    g = torch.Generator().manual_seed(0)
+    student, teacher = 0.1 * torch.randn(256, 10, generator=g), 0.1 * torch.randn(256, 10, generator=g)
+    norms = {}
+    for t in (2, 8):
+        norms[t] = soft_gradient_norm(student, teacher, t), soft_gradient_norm(student, teacher, t, scaled=False)
+        s = student.clone().requires_grad_()
+        kl = F.kl_div(F.log_softmax(s / t, -1), F.softmax(teacher / t, -1), reduction="batchmean")
+        (bare,) = torch.autograd.grad(kl, s)
+        assert norms[t] == pytest.approx((t**2 * float(bare.norm()), float(bare.norm())), rel=1e-5)
+    assert norms[2][1] / norms[8][1] == pytest.approx(16, rel=0.01)
+    assert norms[8][0] / norms[2][0] == pytest.approx(1, abs=0.01)
+
+
+def test_exercise_2_per_tensor_scales_round_about_1_4_times_worse_than_per_channel():
+    """Exercise 2: on a tiny random BERT, quantize_weights_ per tensor leaves about 1.4 times the per-channel
+    rounding error from 8 down to 3 bits, and more at every width down to 1; the errors are those of PyTorch's
+    fake-quantization ops."""
+    model = _tiny_classifier()
+    weights = [layer.weight.detach() for _, _, layer in encoder_linears(model)]
+    norm = sum(float(w.pow(2).sum()) for w in weights) ** 0.5
+    for bits in (8, 6, 4, 3, 2):
+        levels = 2 ** (bits - 1) - 1
+        tensor_error = sum(float((torch.fake_quantize_per_tensor_affine(w, float(w.abs().max()) / levels, 0, -levels,
+                                                                        levels) - w).pow(2).sum()) for w in weights)
+        channel_error = sum(float((torch.fake_quantize_per_channel_affine(
+            w, w.abs().amax(1) / levels, torch.zeros(w.shape[0], dtype=torch.int32), 0, -levels, levels)
+            - w).pow(2).sum()) for w in weights)
+        per_tensor, per_channel = weight_rounding_error(model, bits, False), weight_rounding_error(model, bits, True)
+        assert per_tensor == pytest.approx(tensor_error ** 0.5 / norm, rel=1e-4)
+        assert per_channel == pytest.approx(channel_error ** 0.5 / norm, rel=1e-4)
+        assert (1.3 < per_tensor / per_channel < 1.6) if bits >= 3 else per_tensor > per_channel, bits
+    assert weight_rounding_error(model, 1, False) > weight_rounding_error(model, 1, True)
+    assert all(torch.equal(w, layer.weight) for w, (_, _, layer) in zip(weights, encoder_linears(model)))
+
+
+def test_exercise_3_fine_tuning_with_the_masks_in_place_keeps_exactly_half_the_weights_zero():
+    """Exercise 3: magnitude_prune_ at 0.5 then finetune: the sparsity is exactly 0.5 after training, the zeros
+    are the globally smallest half of the weights before it (torch.kthvalue), and the other weights moved."""
+    model = _tiny_classifier(30)
+    g = torch.Generator().manual_seed(0)
+    features = dict(input_ids=torch.randint(5, 30, (32, 8), generator=g), attention_mask=torch.ones(32, 8, dtype=torch.long),
+                    token_type_ids=torch.zeros(32, 8, dtype=torch.long), labels=torch.randint(2, (32,), generator=g))
+    task = Task("acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)),
+                EncodedTask(dict(features)), [])
+    before = [layer.weight.detach().clone() for _, _, layer in encoder_linears(model)]
+    threshold = torch.cat([w.abs().flatten() for w in before]).kthvalue(sum(w.numel() for w in before) // 2).values
+    layers = magnitude_prune_(model, 0.5)
+    finetune(task, model, FinetuneConfig(steps=20, batch_size=8, lr=1e-3))
+    assert sparsity_of(layers) == 0.5
+    for w, layer in zip(before, layers):
+        kept = w.abs() > threshold
+        assert torch.equal(layer.weight != 0, kept)
+        assert bool((layer.weight[kept] != w[kept]).float().mean() > 0.9)  # trained
+
+
+def test_exercise_4_the_factorised_table_keeps_the_top_e_squared_singular_values():
+    """Exercise 4: kept_squared_norm is the share of ‖W‖² in the truncated SVD's rank-E table and in
+    albert_from_bert's factorised table (about 0.22 at E = 4 and 0.67 at E = 16 on a tiny random BERT of width 32,
+    all of it at E = H = 32); the larger E, the larger the student (model_bytes)."""
+    torch.manual_seed(0)
+    teacher = BertForPreTraining(BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                            intermediate_size=64, max_position_embeddings=32))
+    W = teacher.bert.embeddings.word_embeddings.weight.detach()
+    U, S, Vh = torch.linalg.svd(W, full_matrices=False)
+    shares, sizes = {}, {}
+    for e in (4, 16, 32):
+        shares[e] = kept_squared_norm(W, e)
+        truncated = (U[:, :e] * S[:e]) @ Vh[:e]
+        assert shares[e] == pytest.approx(float(truncated.pow(2).sum() / W.pow(2).sum()), rel=1e-4)
+        student = albert_from_bert(teacher, e, 1)
+        table = student.albert.embeddings.word_embeddings.weight.detach()  # (V, E) = U_E S_E
+        assert shares[e] == pytest.approx(float(table.pow(2).sum() / W.pow(2).sum()), rel=1e-4)
+        sizes[e] = model_bytes(student)
+    assert abs(shares[4] - 0.22) < 0.02 and abs(shares[16] - 0.67) < 0.02 and shares[32] == pytest.approx(1.0)
+    assert sizes[4] < sizes[16] < sizes[32] < model_bytes(teacher)
