@@ -88,7 +88,7 @@ ENTRY_POINTS = {
     "ch08.finetune_scores": (
         ch08.finetune_scores,
         lambda: dict(run=ch08.Run("ELECTRA", 0.25, 10, 1.0, [], {}, {}), fraction=1.0, config=ch08.chapter_config()),
-        {"fraction": 0.5, "run": ch08.Run("BERT (MLM)", 0.25, 10, 1.0, [], {}, {})}),
+        {"fraction": 0.5, "run": ch08.Run("BERT (MLM)", 0.25, 10, 1.0, [], {}, {}), "electra_head": True}),
     "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch09.noising_runs": (ch09.noising_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch11.layerwise_probing": (
