@@ -1101,7 +1101,7 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # :::{admonition} Expected outcome
 # :class: dropdown
 # The cached logits equal `decode_step`'s to float rounding (`torch.testing.assert_close` passes) and the greedy
-# outputs are identical (`KVCacheDecoder` in `lecture_lib.chapters.ch02_transformer` is one solution). The cached
+# outputs are identical (`KVCacheDecoder` in `lecture_lib.models.transformer` is one solution). The cached
 # decoder processes one position per step, $T$ over $T$ steps, where `decode_step` processes the whole prefix,
 # $T(T+1)/2$: time both on long outputs, and the cached one's advantage grows with the output length.
 # :::
@@ -1123,7 +1123,7 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # BLEU against the single reference falls, and exact match on sentences with both a subject and an object drops
 # towards half, although the outputs are still correct sentences. Even a perfect translator that always writes
 # `head_final`'s order matches the single reference on only about half of them (94 of the 194 among 500 held-out
-# sentences of `FreeOrderTranslationTask` in `lecture_lib.chapters.ch02_transformer`) and scores BLEU 93, not 100;
+# sentences of `FreeOrderTranslationTask` in `lecture_lib.data.seq2seq_tasks`) and scores BLEU 93, not 100;
 # retrain on that task with the quick profile for the model's own scores. The model cannot know which of two right orders
 # the reference happened to use. Greedy and beam search can now disagree on the order itself. Scoring real
 # translations against one reference underrates any output whose order or wording differs from it, which is why

@@ -3,6 +3,7 @@
 - every "Taught in" line names an existing notebook and, for each quoted heading, an existing heading in it;
 - every module of the idea packages says which notebook teaches it;
 - who may import whom, and who may call ``profile.pick``;
+- a chapter's classes extend nothing of the library: models, data tasks and objectives live in their role;
 - public names are unique across the package;
 - ruff passes with the configuration in pyproject.toml.
 """
@@ -252,6 +253,64 @@ def test_no_chapter_imports_another_chapter():
                 and not (path.stem != "course_language" and _within(module, (SHARED_CHAPTER,)))]
     assert not bad, f"a chapter imports {SHARED_CHAPTER} and no other chapter: {bad}"
 
+
+# --- Library logic lives in its role -------------------------------------------------------------------------
+#
+# The rule: a class defined in lecture_lib/chapters/ has no base from torch.nn and none from the library outside
+# chapters/ (nor a base of its own module that has one). A subclass of nn.Module is a model; a subclass of a
+# library class is a variant of a model, a data task, a head or an objective, and belongs beside what it extends
+# (ARCHITECTURE.md: "a class that is a model, a data builder or an objective belongs to its role"). What a chapter
+# defines itself are plain classes: its sizes, its cached runs' results, the data it assembles from the library.
+
+
+def _base_origins(tree: ast.Module) -> dict[str, str]:
+    """Each name the module binds by import, as the dotted path it stands for (``nn`` -> ``torch.nn``)."""
+    origins = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            origins |= {(a.asname or a.name.partition(".")[0]): (a.name if a.asname else a.name.partition(".")[0])
+                        for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            origins |= {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names}
+    return origins
+
+
+def _library_subclasses(source: str) -> dict[str, str]:
+    """The classes of a module's source that extend torch.nn or the library outside chapters/, directly or through
+    a class of the same module: class name -> the base that makes it one."""
+    tree = ast.parse(source)
+    origins, found = _base_origins(tree), {}
+    for node in tree.body:  # in order: a class's local bases are defined above it
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for base in node.bases:
+            name = ast.unparse(base)
+            head, _, rest = name.partition(".")
+            dotted = origins.get(head, head) + (f".{rest}" if rest else "")
+            if head in found:
+                found[node.name] = f"{name}, a {found[head]}"
+            elif _within(dotted, ("torch.nn",)) or (_within(dotted, ("lecture_lib",))
+                                                   and not _within(dotted, _lib("chapters"))):
+                found[node.name] = dotted
+    return found
+
+
+def test_chapters_define_no_models_tasks_or_objectives():
+    bad = [f"{_relative(path)}: {cls}({base})" for path in _in_package("chapters")
+           for cls, base in _library_subclasses(path.read_text()).items()]
+    assert not bad, ("a subclass of nn.Module or of a library class is library logic: move it to its role "
+                     f"(models/, data/, objectives/, finetuning/ ...) and import it in the chapter: {bad}")
+
+
+def test_the_library_subclass_detector_sees_through_aliases_and_local_bases():
+    source = ("import torch\nfrom torch import nn\nfrom torch.nn import Module as M\nfrom dataclasses import dataclass\n"
+              "from lecture_lib.data.seq2seq_tasks import TranslationTask\nfrom lecture_lib.chapters import course_language\n"
+              "class A(nn.Module): pass\nclass B(A): pass\nclass C(M): pass\nclass D(torch.nn.Linear): pass\n"
+              "class E(TranslationTask): pass\nclass F(course_language.ChapterConfig): pass\nclass G: pass\n"
+              "@dataclass\nclass H(G): pass\n")
+    found = _library_subclasses(source)
+    assert list(found) == ["A", "B", "C", "D", "E"], found
+    assert found["B"] == "A, a torch.nn.Module" and found["E"] == "lecture_lib.data.seq2seq_tasks.TranslationTask"
 
 def test_notebooks_never_import_bench():
     assert NOTEBOOK_SOURCES

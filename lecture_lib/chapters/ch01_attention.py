@@ -13,11 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.attention import padding_mask, scaled_dot_product_attention
+from lecture_lib.attention import scaled_dot_product_attention
 from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
 from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
-from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
+from lecture_lib.models.rnn_seq2seq import AdditiveAttentionSeq2Seq, RNNSeq2Seq
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.train import History, TrainConfig, train
@@ -65,27 +65,6 @@ def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq
     """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from ``generator("reversal", seed, i)``."""
     return lambda i: reversal_batch(exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols,
                                     generator("reversal", seed, i))
-
-
-class AdditiveAttentionSeq2Seq(RNNSeq2Seq):
-    """Exercise 1 of chapter 01: the attentive :class:`RNNSeq2Seq` with Bahdanau et al.'s (2015) additive
-    score e^t_i = vᵀ tanh(W_1 h_i + W_2 s_t) in place of the dot product s_tᵀh_i."""
-
-    def __init__(self, vocab_size: int, hidden_size: int) -> None:
-        super().__init__(vocab_size, hidden_size, attention=True)
-        self.w1 = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.w2 = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.v = nn.Linear(hidden_size, 1, bias=False)
-
-    def decode(self, tgt_in: torch.Tensor, states: torch.Tensor, lengths: torch.Tensor,
-               hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        s, hidden = self.decoder(self.embed(tgt_in), hidden)  # s: (B, T, h)
-        keys = self.w1(states)  # (B, S, h): W_1 h_i, once for all decoder steps
-        scores = self.v(torch.tanh(keys[:, None] + self.w2(s)[:, :, None]))[..., 0]  # (B, T, S)
-        mask = padding_mask(lengths.to(s.device), states.shape[1])[:, 0]  # (B, 1, S)
-        alpha = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        a = alpha @ states  # (B, T, h)
-        return self.out(torch.tanh(self.combine(torch.cat([a, s], dim=-1)))), hidden, alpha
 
 
 def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:

@@ -24,31 +24,27 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.cache import atomic_write, cached, cached_json, key
 from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.bert import BertConfig, BertModel, BertModelOutput
+from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.electra import (
     ElectraConfig,
     ElectraForMaskedLM,
     ElectraForPreTraining,
     ElectraPretrainingModel,
-    ElectraPretrainingOutput,
-    discriminator_loss,
     electra_training_flops_per_token,
 )
-from lecture_lib.models.heads import BertForSequenceClassification
+from lecture_lib.models.electra_variants import AllTokensMLM, ReplaceMLM, UnigramElectra
+from lecture_lib.models.heads import BertForSequenceClassification, ElectraHeadForSequenceClassification
 from lecture_lib.objectives.replaced_tokens import (
     DISCRIMINATOR_WEIGHT,
     MASK_PROBABILITY,
     choose_positions,
     mask_for_generator,
-    replace_tokens,
-    sample_tokens,
 )
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_everything
@@ -180,75 +176,6 @@ class ElectraChapterData:
 
 
 # ---------------------------------------------------------------- the variants of Table 5 and Figure 3
-
-
-class ReplaceMLM(ElectraPretrainingModel):
-    """Table 5's Replace MLM: the generator's samples (not [MASK]) at the chosen positions, and a masked LM
-    of the discriminator's size that predicts the originals there. Embeddings shared as in ELECTRA.
-
-    Taught in: 08_electra ("Table 5 at equal FLOPs").
-    """
-
-    def corrupt(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
-                ) -> tuple[ElectraPretrainingOutput, torch.Tensor, torch.Tensor]:
-        """The generator's output, the corrupted ids and the original ids."""
-        generated = self.generator(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-                                   labels=batch["labels"], masked_only=True)
-        original = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
-        sampled = sample_tokens(generated.logits, generator=sampling_generator)
-        corrupted, _ = replace_tokens(original, batch["labels"], sampled)
-        return generated, corrupted, original
-
-    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
-        generated, corrupted, _ = self.corrupt(batch, sampling_generator)
-        student = self.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"],
-                                     labels=batch["labels"], masked_only=True)
-        return generated.loss + student.loss
-
-
-class AllTokensMLM(ReplaceMLM):
-    """Table 5's All-Tokens MLM: Replace MLM's input, but the original of *every* token is predicted, with a
-    copy mechanism: p(x_t) = D_t·1[x_t = input_t] + (1 - D_t)·softmax(logits_t)[x_t], D_t = sigmoid(w·h_t).
-
-    Taught in: 08_electra ("Table 5 at equal FLOPs").
-    """
-
-    def __init__(self, generator: ElectraForMaskedLM, student: ElectraForMaskedLM) -> None:
-        super().__init__(generator, student)
-        self.copy_gate = nn.Linear(student.config.hidden_size, 1)
-
-    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
-        generated, corrupted, original = self.corrupt(batch, sampling_generator)
-        student = self.discriminator
-        hidden = student.electra(corrupted, batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
-        log_softmax = F.log_softmax(student.generator_lm_head(student.generator_predictions(hidden)), -1)
-        predicted = log_softmax.gather(-1, original[..., None]).squeeze(-1)  # log softmax at the original
-        gate = self.copy_gate(hidden).squeeze(-1)
-        copied = torch.logaddexp(F.logsigmoid(gate), F.logsigmoid(-gate) + predicted)  # input = original
-        log_p = torch.where(corrupted == original, copied, F.logsigmoid(-gate) + predicted)
-        real = batch["attention_mask"].bool()
-        return generated.loss - log_p[real].mean()
-
-
-class UnigramElectra(nn.Module):
-    """Figure 3's unigram generator: replacements drawn from the training tokens' frequencies, nothing
-    learned but the discriminator.
-
-    Taught in: 08_electra ("The generator's size").
-    """
-
-    def __init__(self, discriminator: ElectraForPreTraining, frequencies: torch.Tensor) -> None:
-        super().__init__()
-        self.discriminator = discriminator
-        self.register_buffer("log_frequencies", frequencies.clamp(min=1e-12).log())
-
-    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
-        labels = batch["labels"]
-        chosen = labels != IGNORE_INDEX
-        sampled = sample_tokens(self.log_frequencies.expand(int(chosen.sum()), -1), generator=sampling_generator)
-        corrupted, replaced = replace_tokens(torch.where(chosen, labels, batch["input_ids"]), labels, sampled)
-        logits = self.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits
-        return DISCRIMINATOR_WEIGHT * discriminator_loss(logits, replaced, batch["attention_mask"])
 
 
 def build_model(variant: str, config: ElectraChapterConfig, data: ElectraChapterData, generator_size: float | str) -> nn.Module:
@@ -476,25 +403,6 @@ def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, dat
         return _scores(with_electra_head(tasks) if electra_head else tasks, encoder, config)
 
     return cached_json("electra-finetune-electra-head" if electra_head else "electra-finetune", recipe, scores)
-
-
-class ElectraHeadForSequenceClassification(BertForSequenceClassification):
-    """ELECTRA's classification head in place of BERT's pooler: scores = W_out · Dropout(GELU(W · Dropout(h_0)))
-    on token 0 (``transformers``' ``ElectraClassificationHead``); the encoder's pooler is not used.
-
-    Exercise 4 of chapter 08: fine-tune with ELECTRA's head instead of BERT's pooler.
-    """
-
-    with_pooler = False
-
-    def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
-        super().__init__(config, num_labels, classifier_dropout)
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self._init_weights(self.dense)
-
-    def _logits(self, out: BertModelOutput) -> torch.Tensor:
-        x = F.gelu(self.dense(self.dropout(out.last_hidden_state[:, 0])))  # (B, H)
-        return self.classifier(self.dropout(x))  # (B, K)
 
 
 def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:

@@ -24,13 +24,12 @@ from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, iid_noise_mask
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
-from lecture_lib.objectives.span_corruption import T5_SENTINELS, span_counts
+from lecture_lib.objectives.span_corruption import span_counts
+from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, Vocabulary, batch_of
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, module_device, seed_of
 from lecture_lib.train import TrainConfig, train
 
-SPECIALS = ("<pad>", "</s>", "<unk>", "<M>")  # ids 0, 1, 2 as in T5's vocabulary
-NUM_SENTINELS = 20
 TASKS = ("acceptability", "entailment", "question", "facts")
 Seq2Seq = Union[T5ForConditionalGeneration, BartForConditionalGeneration]
 
@@ -142,45 +141,6 @@ def text_to_text(lang: SyntheticLanguage, task: str, n: int, seed: int,
         rng = random.Random(seed_of("facts", seed))
         return [fact_example(lang, rng, people) for _ in range(n)]
     raise ValueError(f"expected a task in {TASKS}, got {task!r}")
-
-
-class Vocabulary:
-    """Words <-> ids: T5's specials first (pad 0, </s> 1, unk 2), then <M>, the sentinels, and the words seen.
-
-    Taught in: 09_t5_bart ("Text-to-text").
-    """
-
-    def __init__(self, texts: Sequence[Sequence[str]]) -> None:
-        words = sorted({w for text in texts for w in text})
-        self.words = [*SPECIALS, *T5_SENTINELS[:NUM_SENTINELS], *(w for w in words if w not in SPECIALS)]
-        self.ids = {w: i for i, w in enumerate(self.words)}
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def encode(self, words: Sequence[str]) -> list[int]:
-        """The ids of ``words`` followed by </s>; an unknown word is <unk>."""
-        return [self.ids.get(w, 2) for w in words] + [1]
-
-    def decode(self, ids: Sequence[int]) -> list[str]:
-        """Words up to the first </s>, pads skipped."""
-        out = []
-        for i in ids:
-            if i == 1:
-                break
-            if i != 0:
-                out.append(self.words[i])
-        return out
-
-
-def batch_of(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], vocab: Vocabulary) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 on padding) of (inputs, targets) pairs."""
-    sources = [vocab.encode(a) for a, _ in pairs]
-    targets = [vocab.encode(b) for _, b in pairs]
-    width_s, width_t = max(map(len, sources)), max(map(len, targets))
-    input_ids = torch.tensor([s + [0] * (width_s - len(s)) for s in sources])
-    labels = torch.tensor([t + [IGNORE_INDEX] * (width_t - len(t)) for t in targets])
-    return dict(input_ids=input_ids, attention_mask=(input_ids != 0).long(), labels=labels)
 
 
 class TextToTextData:

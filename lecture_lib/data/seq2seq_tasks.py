@@ -9,6 +9,8 @@ The translation task translates sentences of the synthetic language of chapter 0
 language (:func:`head_final`): verbs move to the end of their clause, prepositions become postpositions,
 relative clauses move in front of their noun, subjects and objects carry case particles, and adjectives
 agree in number with their noun. Its alignments cross, unlike reversal's single anti-diagonal.
+:class:`FreeOrderTranslationTask` (exercise 5 of chapter 02) lets the object phrase come first in half of the
+sentences: the case particles still say which phrase is which.
 
 Taught in: 02_transformer ("Training", "A task with structure: translation").
 """
@@ -235,3 +237,41 @@ class TranslationTask:
 
     def test_batch(self, size: int, seed: int = 0) -> Seq2SeqBatch:
         return self.batch(self.test_pairs(size, seed))
+
+
+def free_order(sentence: Sentence, object_first: bool) -> list[str]:
+    """Exercise 5 of chapter 02: :func:`head_final`'s translation, with the main clause's object phrase (case
+    particle ``o`` included) moved before its subject phrase (``ga``) when ``object_first``; the particles
+    still say which is which, so both orders are right."""
+    target = head_final(sentence)
+    root = sentence.heads.index(0)
+    arguments = {sentence.deprels[i]: i for i, head in enumerate(sentence.heads)
+                 if head == root + 1 and sentence.deprels[i] in CASE_PARTICLES}
+    if not object_first or len(arguments) < 2:
+        return target
+    alignment = head_final_alignment(sentence)
+
+    def span(i: int) -> tuple[int, int]:
+        """The target positions of the phrase headed by source word i, its particle included."""
+        inside = [t for t, source in enumerate(alignment) if source >= 0 and _dominates(sentence, i, source)]
+        return min(inside), max(inside) + 2  # the particle follows the phrase
+
+    (s0, s1), (o0, o1) = span(arguments["nsubj"]), span(arguments["obj"])
+    return target[:s0] + target[o0:o1] + target[s0:s1] + target[s1:o0] + target[o1:]
+
+
+def _dominates(sentence: Sentence, head: int, word: int) -> bool:
+    """Is source word ``word`` in the subtree of source word ``head`` (0-based)?"""
+    while word != head and sentence.heads[word]:
+        word = sentence.heads[word] - 1
+    return word == head
+
+
+@dataclass
+class FreeOrderTranslationTask(TranslationTask):
+    """Exercise 5 of chapter 02: :class:`TranslationTask` whose references put the object first in half of the
+    sentences (:func:`free_order`, a coin per sentence from its word ids' hash)."""
+
+    def pairs(self, n: int, test: bool, rng: random.Random) -> list[tuple[Sentence, list[str]]]:
+        return [(sentence, free_order(sentence, content_hash(self.encode(sentence.words[::-1]).tolist()) % 2 == 1))
+                for sentence, _ in super().pairs(n, test, rng)]

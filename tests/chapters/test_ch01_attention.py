@@ -4,7 +4,6 @@ import torch
 
 from lecture_lib.attention import global_window_mask, sliding_window_mask
 from lecture_lib.chapters.ch01_attention import (
-    AdditiveAttentionSeq2Seq,
     BottleneckExperiment,
     accuracy_by_length,
     cost_by_length,
@@ -17,7 +16,7 @@ from lecture_lib.chapters.ch01_attention import (
     train_reversal,
 )
 from lecture_lib.data.toy import EOS, PAD, make_batch
-from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
+from lecture_lib.models.rnn_seq2seq import AdditiveAttentionSeq2Seq, RNNSeq2Seq
 
 
 def test_training_is_deterministic_and_learns():

@@ -5,8 +5,6 @@ import torch
 import torch.nn.functional as F
 
 from lecture_lib.chapters.ch02_transformer import (
-    FreeOrderTranslationTask,
-    KVCacheDecoder,
     initial_position_tables,
     label_smoothing_floor,
     length_penalty_changes,
@@ -15,11 +13,11 @@ from lecture_lib.chapters.ch02_transformer import (
     train_experiment,
     translation_experiment,
 )
-from lecture_lib.data.seq2seq_tasks import ReversalTask, head_final
+from lecture_lib.data.seq2seq_tasks import FreeOrderTranslationTask, ReversalTask, head_final
 from lecture_lib.data.toy import BOS, EOS, PAD
 from lecture_lib.decoding import greedy_decode, greedy_exact_match
 from lecture_lib.metrics import corpus_bleu
-from lecture_lib.models.transformer import Transformer, TransformerConfig
+from lecture_lib.models.transformer import KVCacheDecoder, Transformer, TransformerConfig
 
 VOCAB = 11
 

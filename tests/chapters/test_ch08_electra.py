@@ -14,11 +14,8 @@ from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch08_electra import (
     PAPER_CHECKPOINTS,
     VARIANTS,
-    AllTokensMLM,
     ElectraChapterConfig,
     ElectraChapterData,
-    ElectraHeadForSequenceClassification,
-    ReplaceMLM,
     as_bert,
     budget,
     build_model,
@@ -41,7 +38,8 @@ from lecture_lib.models.electra import (
     ElectraModel,
     electra_training_flops_per_token,
 )
-from lecture_lib.models.heads import BertForSequenceClassification
+from lecture_lib.models.electra_variants import AllTokensMLM, ReplaceMLM
+from lecture_lib.models.heads import BertForSequenceClassification, ElectraHeadForSequenceClassification
 from lecture_lib.tokenization import WordPieceTokenizer
 
 MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

@@ -1,4 +1,4 @@
-"""lecture_lib.chapters.ch09_t5_bart: the text-to-text framing, the vocabulary and batches, the bias curves
+"""lecture_lib.chapters.ch09_t5_bart: the text-to-text framing, the bias curves
 against the model's own table, and the experiment's plumbing on a tiny recipe."""
 
 import pytest
@@ -7,9 +7,7 @@ import torch
 from lecture_lib.chapters.ch09_t5_bart import (
     TASKS,
     TextToTextData,
-    Vocabulary,
     bart_corrupt,
-    batch_of,
     bias_by_offset,
     chapter_config,
     cross_attention_ratio,
@@ -27,6 +25,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples
 from lecture_lib.objectives.span_corruption import random_spans_noise_mask, span_corrupt
+from lecture_lib.objectives.text_to_text import batch_of
 
 
 def test_every_task_is_prefixed_text_with_a_text_answer():
@@ -41,15 +40,6 @@ def test_every_task_is_prefixed_text_with_a_text_answer():
     facts = text_to_text(lang, "facts", 50, seed=4, people=lang.world.people)
     assert {t[0] for _, t in facts} == {"lives_in", "works_for"}
     assert all(set(t[1:]) <= set(i) for i, t in facts)  # the triple names what the sentence names
-
-
-def test_vocabulary_and_batches():
-    vocab = Vocabulary([["b", "a"], ["a", "c"]])
-    assert vocab.words[:3] == ["<pad>", "</s>", "<unk>"] and vocab.encode(["a", "zzz"])[-2:] == [2, 1]
-    assert vocab.decode(vocab.encode(["c", "a"]) + [0, 0]) == ["c", "a"]
-    batch = batch_of([(["a", "b"], ["c"]), (["a"], ["c", "b"])], vocab)
-    assert batch["input_ids"].shape == (2, 3) and batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
-    assert batch["labels"][0, -1] == -100 and batch["labels"][1, -1] == 1
 
 
 def test_bias_curves_read_the_models_table():

@@ -1,0 +1,12 @@
+"""lecture_lib.objectives.text_to_text: the vocabulary's layout, encoding and decoding, and the padded batch."""
+
+from lecture_lib.objectives.text_to_text import Vocabulary, batch_of
+
+
+def test_vocabulary_and_batches():
+    vocab = Vocabulary([["b", "a"], ["a", "c"]])
+    assert vocab.words[:3] == ["<pad>", "</s>", "<unk>"] and vocab.encode(["a", "zzz"])[-2:] == [2, 1]
+    assert vocab.decode(vocab.encode(["c", "a"]) + [0, 0]) == ["c", "a"]
+    batch = batch_of([(["a", "b"], ["c"]), (["a"], ["c", "b"])], vocab)
+    assert batch["input_ids"].shape == (2, 3) and batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert batch["labels"][0, -1] == -100 and batch["labels"][1, -1] == 1
