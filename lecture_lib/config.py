@@ -1,9 +1,15 @@
-"""The rules a config's fields obey, stated once beside the field, and the command lines that read them.
+"""The rules a config's fields obey, stated once beside the field, the one way a chapter's sizes become its
+config, and the command lines that read them.
 
 A field's rule is its metadata, ``steps: int = field(default=300, metadata=Range(1).rule())``; the dataclass's
 ``__post_init__`` calls :func:`check_fields`, which raises a :class:`FieldError` naming the field. The command
 lines show the same rule in ``--help`` (``>= 1``) and turn a :class:`FieldError` into a one-line error naming
 the flag (``--train.steps: expected a value >= 1, got -5``), before any work starts.
+
+A chapter's config is its profile's table (``QUICK`` or ``FULL``: nested dicts of field values) with the
+caller's overrides merged in (:func:`merge_dicts`), built into the config's dataclass (:func:`build_dataclass`);
+:func:`build_config` is both, so that every ``chapter_config`` reads
+``build_config(StudyConfig, pick(quick=QUICK, full=FULL), overrides)``.
 
 Taught in: 04_bert_pretraining ("A training loop for real runs").
 """
@@ -11,7 +17,8 @@ Taught in: 04_bert_pretraining ("A training loop for real runs").
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, fields
+import typing
+from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
 from typing import Any, Callable, Sequence
 
 RULE = "rule"  # the metadata key of a field's rule
@@ -132,6 +139,90 @@ def check_indices(config: Any, size: str, *names: str) -> None:
     for name in names:
         if not 0 <= getattr(config, name) < getattr(config, size):
             raise FieldError([name, size], f"expected {name} in [0, {getattr(config, size)}), got {getattr(config, name)}")
+
+
+# ---------------------------------------------------------------- building a config from nested dicts
+
+
+def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:
+    """Nested dicts merged left to right: a dict merges into a dict field by field, anything else replaces.
+
+    >>> merge_dicts({"train": {"steps": 300, "lr": 0.002}, "seed": 0}, {"train": {"steps": 5}, "seed": 1})
+    {'train': {'steps': 5, 'lr': 0.002}, 'seed': 1}
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            both_dicts = isinstance(value, dict) and isinstance(merged.get(name), dict)
+            merged[name] = merge_dicts(merged[name], value) if both_dicts else value
+    return merged
+
+
+def build_dataclass(cls: type, values: dict[str, Any] | Any) -> Any:
+    """``cls`` from a (nested) dict: an instance of ``cls`` is returned as it is; a class that fills some
+    fields itself (:class:`~lecture_lib.pretraining.PretrainConfig`: the model's sizes from its data) builds
+    itself with its classmethod ``from_nested(values)``; any other is :func:`build_fields`."""
+    if isinstance(values, cls):
+        return values
+    from_nested = getattr(cls, "from_nested", None)
+    return from_nested(values) if from_nested is not None else build_fields(cls, values)
+
+
+def build_fields(cls: type, values: dict[str, Any]) -> Any:
+    """``cls(**values)``, each dataclass-typed field given as a dict built with :func:`build_dataclass`: the
+    dict changes that field's default where it has one (a config whose ``finetune`` defaults to
+    ``FinetuneConfig(steps=150, ...)`` reads ``finetune=dict(lr=2e-4)`` as those 150 steps at 2e-4), else it
+    is all the field's values. Unknown names raise, naming the fields ``cls`` has.
+
+    >>> from dataclasses import make_dataclass
+    >>> Inner = make_dataclass("Inner", [("steps", int, 1), ("lr", float, 0.1)])
+    >>> Outer = make_dataclass("Outer", [("inner", Inner), ("seed", int, 0)])
+    >>> build_fields(Outer, {"inner": {"lr": 0.5}, "seed": 2})
+    Outer(inner=Inner(steps=1, lr=0.5), seed=2)
+    >>> build_fields(Outer, {"sede": 2})
+    Traceback (most recent call last):
+    ValueError: unknown Outer fields ['sede']; expected some of ['inner', 'seed']
+    """
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {unknown}; expected some of {list(known)}")
+    return cls(**{name: _field_value(known[name], hints[name], value) for name, value in values.items()})
+
+
+def _field_value(f: Field, hint: Any, value: Any) -> Any:
+    """The value of field ``f`` (of type ``hint``) given as ``value``: see :func:`build_fields`."""
+    if not is_dataclass(hint):
+        return value
+    default = f.default_factory() if f.default_factory is not MISSING else f.default
+    if isinstance(value, dict) and is_dataclass(default):
+        value = merge_dicts({g.name: getattr(default, g.name) for g in fields(default) if g.init}, value)
+    return build_part(f.name, hint, value)
+
+
+def build_part(part: str, cls: type, values: dict[str, Any] | Any) -> Any:
+    """:func:`build_dataclass` of the config held as field ``part`` of a bigger one: a :class:`FieldError`
+    names the field by its path (``train.steps``)."""
+    try:
+        return build_dataclass(cls, values)
+    except FieldError as error:
+        raise error.within(part) from None
+
+
+def build_config(cls: type, *layers: dict[str, Any]) -> Any:
+    """``cls`` built from nested dicts merged left to right: a chapter's config is
+    ``build_config(Config, pick(quick=QUICK, full=FULL), overrides)``, its profile's table changed by the
+    caller's overrides, a nested dict field by field (:func:`merge_dicts`, then :func:`build_dataclass`).
+
+    >>> from dataclasses import make_dataclass
+    >>> Train = make_dataclass("Train", [("steps", int, 1), ("lr", float, 0.1)])
+    >>> Sizes = make_dataclass("Sizes", [("train", Train), ("documents", int, 100)])
+    >>> QUICK = dict(train=dict(steps=300, lr=0.002), documents=500)
+    >>> build_config(Sizes, QUICK, dict(train=dict(steps=5)))
+    Sizes(train=Train(steps=5, lr=0.002), documents=500)
+    """
+    return build_dataclass(cls, merge_dicts(*layers))
 
 
 # ---------------------------------------------------------------- command lines

@@ -45,7 +45,19 @@ from torch import nn
 
 from lecture_lib.attention import causal_mask
 from lecture_lib.cache import atomic_write, cached
-from lecture_lib.config import FieldError, FlagParser, OneOf, Range, check_fields, flag_type, rule_of, same_rule_as
+from lecture_lib.config import (
+    FieldError,
+    FlagParser,
+    OneOf,
+    Range,
+    build_fields,
+    build_part,
+    check_fields,
+    flag_type,
+    merge_dicts,
+    rule_of,
+    same_rule_as,
+)
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.metrics import accuracy_at_masks
@@ -224,48 +236,18 @@ class PretrainConfig:
                 raise ValueError(f"expected model.model_type in {sorted(PRETRAINING_HEADS)}, got {model_type!r}")
             config_class = PRETRAINING_HEADS[model_type].model_class.family.config_class
             model = build_part("model", config_class, {**derived, **model})
-        return build_dataclass(cls, {**values, "model": model, "data": data})
+        return build_fields(cls, {**values, "model": model, "data": data})
+
+    @classmethod
+    def from_nested(cls, values: dict[str, Any]) -> "PretrainConfig":
+        """:meth:`from_dict` of one dict: how :func:`~lecture_lib.config.build_dataclass` builds a recipe
+        held in a bigger config (a chapter's ``pretrain=dict(train=dict(steps=100))``)."""
+        return cls.from_dict(values)
 
 
 def config_dict(config: PretrainConfig) -> dict[str, Any]:
     """``asdict(config)`` with the model's ``model_type``: what :meth:`PretrainConfig.from_dict` reads back."""
     return {**asdict(config), "model": {"model_type": config.model.family.model_type, **asdict(config.model)}}
-
-
-def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:
-    """Nested dicts merged left to right: a dict merges into a dict field by field, anything else replaces.
-
-    >>> merge_dicts({"train": {"steps": 300, "lr": 0.002}, "seed": 0}, {"train": {"steps": 5}, "seed": 1})
-    {'train': {'steps': 5, 'lr': 0.002}, 'seed': 1}
-    """
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        for name, value in layer.items():
-            both_dicts = isinstance(value, dict) and isinstance(merged.get(name), dict)
-            merged[name] = merge_dicts(merged[name], value) if both_dicts else value
-    return merged
-
-
-def build_dataclass(cls: type, values: dict[str, Any] | Any) -> Any:
-    """``cls`` from a (nested) dict, building each dataclass-typed field from its own dict; an instance
-    of ``cls`` is returned as it is. Unknown names raise, naming the fields ``cls`` has."""
-    if isinstance(values, cls):
-        return values
-    hints = typing.get_type_hints(cls)
-    unknown = sorted(set(values) - {f.name for f in fields(cls)})
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} fields {unknown}; expected some of {[f.name for f in fields(cls)]}")
-    return cls(**{name: build_part(name, hints[name], value) if is_dataclass(hints[name]) else value
-                  for name, value in values.items()})
-
-
-def build_part(part: str, cls: type, values: dict[str, Any] | Any) -> Any:
-    """:func:`build_dataclass` of the config held as field ``part`` of a bigger one: a
-    :class:`~lecture_lib.config.FieldError` names the field by its path (``train.steps``)."""
-    try:
-        return build_dataclass(cls, values)
-    except FieldError as error:
-        raise error.within(part) from None
 
 
 # ---------------------------------------------------------------- data

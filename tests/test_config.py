@@ -10,6 +10,7 @@ from lecture_lib.config import (
     OneOf,
     Range,
     add_ranged,
+    build_config,
     check_fields,
     rule_of,
     same_rule_as,
@@ -51,6 +52,43 @@ def test_unset_optional_fields_and_values_inside_the_rule_pass():
 
 def test_a_copied_rule_is_the_same_rule():
     assert rule_of(Copy, "steps") is rule_of(Recipe, "steps") and rule_of(Recipe, "name") is None
+
+
+@dataclass
+class Study:
+    recipe: Recipe = field(default_factory=lambda: Recipe(steps=10, name="study"))
+    documents: int = 100
+
+
+@dataclass
+class Derived:
+    """A config that fills a field itself: build_dataclass defers to its ``from_nested``."""
+
+    steps: int
+    warmup: int
+
+    @classmethod
+    def from_nested(cls, values):
+        return cls(values["steps"], values["steps"] // 10)
+
+
+@dataclass
+class Holder:
+    derived: Derived
+
+
+def test_a_chapter_config_is_its_table_then_the_overrides_field_by_field():
+    quick = dict(recipe=dict(share=0.25), documents=500)
+    assert build_config(Study, quick, dict(recipe=dict(steps=3))) == Study(Recipe(3, 0.25, name="study"), 500)
+    assert build_config(Study, quick, dict(recipe=Recipe())) == Study(Recipe(), 500)  # an instance replaces
+    assert build_config(Holder, dict(derived=dict(steps=50))) == Holder(Derived(50, 5))
+
+
+def test_a_bad_override_is_refused_naming_the_field_and_its_path():
+    with pytest.raises(ValueError, match=r"unknown Study fields \['documnets'\]; expected some of \['recipe', 'documents'\]"):
+        build_config(Study, dict(documnets=1))
+    with pytest.raises(FieldError, match=r"^recipe.steps: expected a value >= 1, got 0$"):
+        build_config(Study, dict(recipe=dict(steps=0)))
 
 
 def test_flag_errors_are_one_line_naming_the_flag_with_the_rule_in_help(capsys):

@@ -12,7 +12,7 @@ import transformers
 from lecture_lib import pretraining as pretraining_module
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import chapter_config, main, small_pretrained_bert
-from lecture_lib.config import FieldError
+from lecture_lib.config import FieldError, merge_dicts
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.objectives.sentence_pairs import IS_NEXT, NOT_NEXT
@@ -28,7 +28,6 @@ from lecture_lib.pretraining import (
     evaluate_left_to_right,
     left_to_right_logits,
     left_to_right_loss,
-    merge_dicts,
     unmasked_text,
     write_recipe,
 )

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import scaled_dot_product_attention
+from lecture_lib.config import build_config
 from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
 from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
@@ -53,12 +54,14 @@ class BottleneckExperiment:
     lr: float = 3e-3
 
 
-def bottleneck_experiment() -> BottleneckExperiment:
-    """The experiment's sizes for the active profile (see :mod:`lecture_lib.profile`)."""
-    return pick(
-        quick=BottleneckExperiment(hidden_size=64, steps=700, batch_size=64, min_len=4, max_len=14),
-        full=BottleneckExperiment(hidden_size=256, steps=4000, batch_size=128, min_len=4, max_len=30),
-    )
+QUICK = dict(hidden_size=64, steps=700, batch_size=64, min_len=4, max_len=14)
+FULL = dict(hidden_size=256, steps=4000, batch_size=128, min_len=4, max_len=30)
+
+
+def bottleneck_experiment(**overrides) -> BottleneckExperiment:
+    """The experiment's sizes for the active profile (:data:`QUICK` or :data:`FULL`, see
+    :mod:`lecture_lib.profile`), with ``overrides``."""
+    return build_config(BottleneckExperiment, pick(quick=QUICK, full=FULL), overrides)
 
 
 def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq2SeqBatch]:

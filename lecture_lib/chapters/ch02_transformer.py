@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lecture_lib.config import build_config
 from lecture_lib.data.seq2seq_tasks import ReversalTask, TranslationTask
 from lecture_lib.data.toy import Seq2SeqBatch
 from lecture_lib.decoding import EncoderDecoder, Hypothesis, beam_search_one
@@ -50,22 +51,27 @@ class Experiment:
     seed: int = 0
 
 
+# The reversal run's sizes by profile: the task's strings, the model, the optimisation.
+QUICK = dict(task=dict(num_symbols=10, max_len=8),
+             model=dict(d_model=64, encoder_layers=2, decoder_layers=2, ffn_dim=128),
+             train=dict(steps=400, lr=3e-3, warmup_steps=50, eval_every=50))
+FULL = dict(task=dict(num_symbols=20, max_len=16),
+            model=dict(d_model=256, encoder_layers=4, decoder_layers=4, ffn_dim=1024),
+            train=dict(steps=4000, lr=1e-3, warmup_steps=400, eval_every=250))
+
+
 def reversal_experiment(**model_overrides: Any) -> Experiment:
-    """The chapter's run at the active profile's size: a small model that reverses symbol strings.
+    """The chapter's run at the active profile's size (:data:`QUICK` or :data:`FULL`): a small model that
+    reverses symbol strings, its vocabulary and longest sequence (string, BOS and EOS) the task's;
+    ``model_overrides`` change the model.
 
     Taught in: 02_transformer ("The whole model", "Training").
     """
-    task = ReversalTask(num_symbols=pick(quick=10, full=20), min_len=3, max_len=pick(quick=8, full=16))
-    sizes = dict(
-        vocab_size=task.vocab_size, d_model=pick(quick=64, full=256), encoder_layers=pick(quick=2, full=4),
-        decoder_layers=pick(quick=2, full=4), num_attention_heads=4, ffn_dim=pick(quick=128, full=1024),
-        dropout=0.0, max_position_embeddings=task.max_len + 2,
-    )
-    model = TransformerConfig(**{**sizes, **model_overrides})
-    schedule = TrainConfig(steps=pick(quick=400, full=4000), lr=pick(quick=3e-3, full=1e-3),
-                           warmup_steps=pick(quick=50, full=400), schedule="inverse_sqrt",
-                           eval_every=pick(quick=50, full=250))
-    return Experiment(task, model, schedule)
+    sizes = pick(quick=QUICK, full=FULL)
+    task = ReversalTask(min_len=3, **sizes["task"])
+    fixed = dict(vocab_size=task.vocab_size, num_attention_heads=4, dropout=0.0, max_position_embeddings=task.max_len + 2)
+    model = build_config(TransformerConfig, fixed, sizes["model"], model_overrides)
+    return Experiment(task, model, build_config(TrainConfig, sizes["train"], dict(schedule="inverse_sqrt")))
 
 
 def translation_experiment(**model_overrides: Any) -> Experiment:

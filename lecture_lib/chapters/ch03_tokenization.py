@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 
 import regex
 
+from lecture_lib.config import build_config
 from lecture_lib.profile import pick
 from lecture_lib.tokenization.byte_level import ByteLevelBPE, to_standin
 
@@ -29,16 +30,17 @@ class TokenizationExperiment:
     comparison_documents: int  # documents for the naive-vs-incremental timing in the notebook
 
 
-def tokenization_experiment() -> TokenizationExperiment:
-    """The experiment's sizes for the active profile (see :mod:`lecture_lib.profile`)."""
-    return pick(
-        quick=TokenizationExperiment(bpe_vocab_size=4096, wordpiece_vocab_size=3000,
-                                     bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096),
-                                     wordpiece_curve_sizes=(600, 1000, 2000, 3000), comparison_documents=300),
-        full=TokenizationExperiment(bpe_vocab_size=16384, wordpiece_vocab_size=8000,
-                                    bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096, 8192, 16384),
-                                    wordpiece_curve_sizes=(600, 1000, 2000, 4000, 8000), comparison_documents=1000),
-    )
+QUICK = dict(bpe_vocab_size=4096, wordpiece_vocab_size=3000, bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096),
+             wordpiece_curve_sizes=(600, 1000, 2000, 3000), comparison_documents=300)
+FULL = dict(bpe_vocab_size=16384, wordpiece_vocab_size=8000,
+            bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096, 8192, 16384),
+            wordpiece_curve_sizes=(600, 1000, 2000, 4000, 8000), comparison_documents=1000)
+
+
+def tokenization_experiment(**overrides) -> TokenizationExperiment:
+    """The experiment's sizes for the active profile (:data:`QUICK` or :data:`FULL`, see
+    :mod:`lecture_lib.profile`), with ``overrides``."""
+    return build_config(TokenizationExperiment, pick(quick=QUICK, full=FULL), overrides)
 
 
 

@@ -28,6 +28,7 @@ import torch
 
 from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters import course_language
+from lecture_lib.config import build_config, merge_dicts
 from lecture_lib.finetuning.finetune import Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel, training_flops_per_token
@@ -42,7 +43,6 @@ from lecture_lib.pretraining import (
     evaluate_at_masks,
     evaluate_left_to_right,
     left_to_right_loss,
-    merge_dicts,
 )
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import current, pick
@@ -76,7 +76,7 @@ def chapter_config(**overrides) -> PretrainConfig:
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    return PretrainConfig.from_dict(pick(quick=QUICK, full=FULL), overrides)
+    return build_config(PretrainConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 # The synthetic language (chapter 05's, read there), pretrained with the same recipe. ``quick``: the

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 
 from lecture_lib.cache import cached_json
+from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.tasks import WordEncoder
 from lecture_lib.labels import IGNORE_INDEX
@@ -87,9 +88,7 @@ def chapter_config(**overrides) -> StudyConfig:
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
-    sizes = dict(pick(quick=QUICK, full=FULL))
-    pretrain_config = PretrainConfig.from_dict(sizes.pop("pretrain"), overrides.pop("pretrain", {}))
-    return StudyConfig(pretrain=pretrain_config, **{**sizes, **overrides})
+    return build_config(StudyConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- the corpus and its units

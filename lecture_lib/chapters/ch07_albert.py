@@ -17,6 +17,7 @@ from torch import nn
 from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
 from lecture_lib.chapters.course_language import synthetic_pretraining_data
+from lecture_lib.config import build_config, merge_dicts
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, share_across_layers
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
@@ -27,7 +28,6 @@ from lecture_lib.pretraining import (
     cached_pretraining,
     config_dict,
     evaluate,
-    merge_dicts,
     pretrain,
 )
 from lecture_lib.pretraining import main as pretraining_main
@@ -38,7 +38,7 @@ from lecture_lib.train import cpu_threads
 # E = 16, a 1,000-token WordPiece vocabulary of the Python documentation, 250 steps of 16 pairs of 64 tokens
 # per run (about 10 s each on one thread), for the three runs of the sentence-pair grid: too short to rank
 # models by MLM accuracy on this text (they barely pass the unigram guess), long enough for the pair tasks.
-# The sharing runs replace the data and optimisation with :data:`SHARING_RECIPE`. As in chapter 04, no
+# The sharing runs replace the data and optimisation with :data:`SHARING_QUICK` or :data:`SHARING_FULL`. As in chapter 04, no
 # dropout and N(0, 0.1) initialisation at this width. ``full`` (a GPU): 6 layers of H = 256, E = 64, an
 # 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens, and every row of Tables 3 and 4. Unnamed
 # fields keep the defaults of AlbertConfig (ALBERT-base's), DataConfig, ObjectiveConfig and OptimizationConfig.
@@ -61,12 +61,10 @@ FULL = dict(
 # at the unigram guess, so the accuracy columns can rank models. These fields replace the profile's.
 # ``quick``: 400 steps of 32 single segments of 32 tokens over a 600-token vocabulary (about 14 s a run on
 # one thread). ``full``: the profile's model, 3,000 steps of 64 segments of 64 tokens.
-SHARING_RECIPE = dict(
-    quick=dict(data=dict(vocab_size=600, seq_len=32, eval_pairs=256),
-               train=dict(steps=400, batch_size=32, lr=2e-3, warmup_steps=40)),
-    full=dict(data=dict(vocab_size=1000, seq_len=64, eval_pairs=1024),
-              train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300)),
-)
+SHARING_QUICK = dict(data=dict(vocab_size=600, seq_len=32, eval_pairs=256),
+                     train=dict(steps=400, batch_size=32, lr=2e-3, warmup_steps=40))
+SHARING_FULL = dict(data=dict(vocab_size=1000, seq_len=64, eval_pairs=1024),
+                    train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))
 # The rows of Tables 3 and 4 that each profile trains, as (E, sharing), E = None meaning E = H. "not-shared"
 # at E = H is BERT itself. Quick trains three: the ALBERT recipe, the same E without sharing, and BERT.
 SHARING_ROWS = dict(
@@ -86,7 +84,7 @@ def chapter_config(**overrides) -> PretrainConfig:
 
     Taught in: 07_albert ("Factorized embeddings").
     """
-    return PretrainConfig.from_dict(pick(quick=QUICK, full=FULL), overrides)
+    return build_config(PretrainConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- counting parameters
@@ -198,12 +196,12 @@ class SyntheticData:
 
 
 def sharing_config(**overrides) -> PretrainConfig:
-    """The recipe of the sharing runs: :func:`chapter_config` with :data:`SHARING_RECIPE`'s data and
-    optimisation, masked LM only.
+    """The recipe of the sharing runs: :func:`chapter_config` with the data and optimisation of
+    :data:`SHARING_QUICK` or :data:`SHARING_FULL`, masked LM only, and ``overrides``.
 
     Taught in: 07_albert ("Cross-layer sharing").
     """
-    return chapter_config(**merge_dicts(pick(**SHARING_RECIPE), overrides))
+    return chapter_config(**merge_dicts(pick(quick=SHARING_QUICK, full=SHARING_FULL), overrides))
 
 
 def unigram_baseline(data: PretrainingData) -> float:

@@ -28,6 +28,7 @@ from torch import nn
 
 from lecture_lib.cache import atomic_write, cached, cached_json, key
 from lecture_lib.chapters import course_language
+from lecture_lib.config import build_config
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel
@@ -117,10 +118,7 @@ def chapter_config(**overrides) -> ElectraChapterConfig:
 
     Taught in: 08_electra ("Matched compute").
     """
-    sizes = dict(pick(quick=QUICK, full=FULL))
-    model = ElectraConfig(**{**sizes.pop("model"), **overrides.pop("model", {})})
-    tuned = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
-    return ElectraChapterConfig(model=model, finetune=tuned, **{**sizes, **overrides})
+    return build_config(ElectraChapterConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- data

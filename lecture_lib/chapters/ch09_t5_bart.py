@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Callable, Sequence, Union
 
 import torch
 
 from lecture_lib.cache import cached_json
+from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, SyntheticLanguage
 from lecture_lib.decoding import greedy_decode
 from lecture_lib.finetuning.tasks import acceptability_examples, entailment_examples, qa_examples, split_people
@@ -67,12 +68,12 @@ class Recipe:
 # rows of BART's Table 1 (text infilling, its best; document rotation, its worst) plus no pretraining.
 # ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 + 1,500 steps, all six objectives and
 # six rows of BART's table.
-QUICK = Recipe(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
-               batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans"))
-FULL = Recipe(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
-              batch_size=64, lr=1e-3, objectives=OBJECTIVES,
-              noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
-                        "sentence_permutation", "text_infilling+sentence_permutation"))
+QUICK = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
+             batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans"))
+FULL = dict(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
+            batch_size=64, lr=1e-3, objectives=OBJECTIVES,
+            noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
+                      "sentence_permutation", "text_infilling+sentence_permutation"))
 
 # T5's Tables 1, 4 and 5 (the columns that our tasks mirror): GLUE average, CNN/DM ROUGE-2, SQuAD EM.
 PAPER_ROWS = {
@@ -102,7 +103,7 @@ def chapter_config(**overrides) -> Recipe:
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    return replace(pick(quick=QUICK, full=FULL), **overrides)
+    return build_config(Recipe, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- text-to-text

@@ -20,6 +20,7 @@ from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns
 from lecture_lib.analysis.head_importance import GatedLoss, head_importance
 from lecture_lib.analysis.syntactic_heads import align_words, word_attention, word_membership
 from lecture_lib.chapters import course_language
+from lecture_lib.config import build_config
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import Sentence
@@ -66,7 +67,7 @@ def chapter_config(**overrides) -> AttentionChapterConfig:
 
     Taught in: 10_bertology_attention ("Two models and their inputs").
     """
-    return AttentionChapterConfig(**{**pick(quick=QUICK, full=FULL), **overrides})
+    return build_config(AttentionChapterConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 def load_minilm() -> tuple[BertModel, WordPieceTokenizer]:

@@ -49,6 +49,7 @@ from lecture_lib.analysis.word_senses import (
 from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.cache import cached_json, fingerprint
 from lecture_lib.chapters import course_language
+from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
 from lecture_lib.models.bert import BertModel
 from lecture_lib.profile import pick
@@ -101,7 +102,7 @@ def chapter_config(**overrides) -> ProbingChapterConfig:
 
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
     """
-    return ProbingChapterConfig(**{**pick(quick=QUICK, full=FULL), **overrides})
+    return build_config(ProbingChapterConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 def treebank(config: ProbingChapterConfig) -> tuple[list[Sentence], list[Sentence]]:

@@ -24,6 +24,7 @@ from lecture_lib.cache import cached, key
 from lecture_lib.chapters import course_language
 from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
+from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
@@ -82,14 +83,12 @@ FULL = dict(finetune=dict(steps=2000, batch_size=32, lr=2e-4), distill_sentences
 
 
 def chapter_config(**overrides) -> CompressionChapterConfig:
-    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides`` (``finetune`` a dict).
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides`` (``finetune`` a dict of
+    changes to the teacher's default budget, as in the tables).
 
     Taught in: 12_compression ("The teacher and its task").
     """
-    sizes = dict(pick(quick=QUICK, full=FULL))
-    tune = {"steps": 150, "batch_size": 32, "lr": 1e-3, "num_threads": 1, "fused": True,
-            **sizes.pop("finetune", {}), **overrides.pop("finetune", {})}
-    return CompressionChapterConfig(finetune=FinetuneConfig(**tune), **{**sizes, **overrides})
+    return build_config(CompressionChapterConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- the teacher

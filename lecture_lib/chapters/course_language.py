@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 from lecture_lib.cache import key
+from lecture_lib.config import build_dataclass, merge_dicts
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
 from lecture_lib.finetuning.harder_tasks import (
@@ -135,18 +136,16 @@ FULL = dict(
 def chapter_config(**overrides) -> ChapterConfig:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``; ``pretrain`` and
     ``finetune`` overrides are dicts merged into the profile's (``pretrain`` nested as a
-    :class:`PretrainConfig`: ``pretrain=dict(train=dict(steps=1600))``).
+    :class:`PretrainConfig`: ``pretrain=dict(train=dict(steps=1600))``); ``table_finetune`` and
+    ``tagger_finetune`` are derived: changes to ``finetune`` (none: ``None``).
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
-    sizes = dict(pick(quick=QUICK, full=FULL))
-    pretrain = PretrainConfig.from_dict(sizes.pop("pretrain"), overrides.pop("pretrain", {}))
-    finetune = FinetuneConfig(**{**sizes.pop("finetune"), **overrides.pop("finetune", {})})
-    derived = {}  # budgets given as changes to ``finetune``'s
-    for name in ("table_finetune", "tagger_finetune"):
-        changes = {**sizes.pop(name, {}), **overrides.pop(name, {})}
-        derived[name] = dataclasses.replace(finetune, **changes) if changes else None
-    return ChapterConfig(pretrain=pretrain, finetune=finetune, **derived, **{**sizes, **overrides})
+    values = merge_dicts(pick(quick=QUICK, full=FULL), overrides)
+    finetune = build_dataclass(FinetuneConfig, values["finetune"])
+    for name in ("table_finetune", "tagger_finetune"):  # budgets given as changes to ``finetune``'s
+        values[name] = dataclasses.replace(finetune, **values[name]) if values.get(name) else None
+    return build_dataclass(ChapterConfig, {**values, "finetune": finetune})
 
 
 def synthetic_pretraining_data(config: ChapterConfig, tokenizer: WordPieceTokenizer | None = None) -> PretrainingData:

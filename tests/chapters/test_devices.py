@@ -12,6 +12,7 @@ import torch
 
 from lecture_lib.chapters import ch01_attention, ch02_transformer, ch09_t5_bart, ch12_compression
 from lecture_lib.compression.distillation import TripleLoss
+from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.decoding import greedy_exact_match
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
@@ -52,9 +53,9 @@ def test_chapter_01_trains_its_recurrent_models_on_the_accelerator_and_hands_the
 
 
 def test_chapter_09_pretrains_fine_tunes_and_scores_t5_and_bart_on_the_accelerator():
-    recipe = dataclasses.replace(ch09_t5_bart.QUICK, d_model=16, d_kv=4, d_ff=32, num_layers=1, pretrain_steps=2,
-                                 finetune_steps=2, batch_size=4, objectives=("random_spans",),
-                                 noisings=("text_infilling",), train_examples=8, eval_examples=4, documents=20)
+    recipe = build_config(ch09_t5_bart.Recipe, ch09_t5_bart.QUICK, dict(
+        d_model=16, d_kv=4, d_ff=32, num_layers=1, pretrain_steps=2, finetune_steps=2, batch_size=4,
+        objectives=("random_spans",), noisings=("text_infilling",), train_examples=8, eval_examples=4, documents=20))
     with FakeAccelerator():
         t5 = ch09_t5_bart.objective_runs(recipe)
         bart = ch09_t5_bart.noising_runs(recipe)
