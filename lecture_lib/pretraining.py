@@ -76,7 +76,15 @@ from lecture_lib.objectives.sentence_pairs import (
     make_pairs,
 )
 from lecture_lib.profile import ENV_VAR, PROFILES, current
-from lecture_lib.runtime import default_device, existing_device, generator, module_device, seed_everything, to_device
+from lecture_lib.runtime import (
+    default_device,
+    epoch_batch,
+    existing_device,
+    generator,
+    module_device,
+    seed_everything,
+    to_device,
+)
 from lecture_lib.tokenization import WordPieceTokenizer
 from lecture_lib.train import (
     History,
@@ -295,7 +303,6 @@ class PretrainingData:
                              f"got {len(train['input_ids'])}")
         self.train, self.test = train, test
         self.masks = masks if masks is not None else self._masked_dataset(self.config)
-        self._orders: dict[int, torch.Tensor] = {}
         self._test_masks: dict[MaskingStrategy, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @classmethod
@@ -333,7 +340,7 @@ class PretrainingData:
             raise ValueError(f"with_config keeps the pairs: expected pairs {self.config.objective.pairs!r}, "
                              f"got {config.objective.pairs!r}")
         other = copy.copy(self)
-        other.config, other.masks, other._orders = config, self._masked_dataset(config), {}
+        other.config, other.masks = config, self._masked_dataset(config)
         probability = config.objective.mlm_probability
         if config.seed != self.config.seed or probability != self.config.objective.mlm_probability:
             other._test_masks = {}
@@ -364,12 +371,6 @@ class PretrainingData:
     def batches_per_epoch(self) -> int:
         return len(self.masks) // self.config.train.batch_size
 
-    def _order(self, epoch: int) -> torch.Tensor:
-        if epoch not in self._orders:
-            order = torch.randperm(len(self.masks), generator=generator("pretraining order", self.config.seed, epoch))
-            self._orders = {epoch: order}  # keep one epoch
-        return self._orders[epoch]
-
     def _inputs(self, tensors: dict[str, torch.Tensor], rows: torch.Tensor, masked: torch.Tensor,
                 labels: torch.Tensor) -> dict[str, torch.Tensor]:
         """The model's keyword arguments, cut to the longest sequence of the batch (rounded up to 8)."""
@@ -387,9 +388,8 @@ class PretrainingData:
 
     def batch(self, step: int) -> dict[str, torch.Tensor]:
         """Training micro-batch ``step``: the same whenever it is asked for (``train``'s ``batch_fn``)."""
-        epoch, k = divmod(step, self.batches_per_epoch)
-        size = self.config.train.batch_size
-        rows = self._order(epoch)[k * size:(k + 1) * size]
+        epoch, rows = epoch_batch(step, len(self.masks), self.config.train.batch_size, "pretraining order",
+                                  self.config.seed)
         masked, labels = self.masks.batch(rows, epoch)
         return self._inputs(self.train, rows, masked, labels)
 

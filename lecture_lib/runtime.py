@@ -4,6 +4,7 @@ runs spread over the CPU's cores."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -127,6 +128,28 @@ def generator(*keys: str | int) -> torch.Generator:
     [0, 0, 6, 3, 6, 8]
     """
     return torch.Generator().manual_seed(seed_of(*keys))
+
+
+def epoch_batch(step: int, rows: int, batch_size: int, *keys: str | int) -> tuple[int, torch.Tensor]:
+    """Training batch ``step`` of epochs of a seeded shuffle: ``(epoch, row indices)``, with
+    ``epoch, k = divmod(step, rows // batch_size)`` and the indices the ``k``-th ``batch_size`` of epoch
+    ``epoch``'s order, a permutation of ``range(rows)`` drawn from :func:`generator` ``(*keys, epoch)``. Every
+    epoch is shuffled anew; the rows after its last whole batch sit that epoch out. A function of ``step``
+    alone, so a resumed run reads the batches it would have read.
+
+    >>> [epoch_batch(step, 5, 2, "example", 0)[1].tolist() for step in range(4)]  # two batches an epoch
+    [[1, 4], [0, 2], [4, 1], [0, 3]]
+    """
+    if not 1 <= batch_size <= rows:
+        raise ValueError(f"expected batch_size in [1, {rows}], got {batch_size}")
+    epoch, k = divmod(step, rows // batch_size)
+    return epoch, _epoch_order(rows, (*keys, epoch))[k * batch_size:(k + 1) * batch_size].clone()
+
+
+@functools.lru_cache(maxsize=8)
+def _epoch_order(rows: int, keys: tuple[str | int, ...]) -> torch.Tensor:
+    """One epoch's order, drawn once for all the batches of that epoch (callers get copies of its slices)."""
+    return torch.randperm(rows, generator=generator(*keys))
 
 
 def limit_cpu_threads(threads: int = 1) -> int:

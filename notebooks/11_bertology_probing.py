@@ -75,7 +75,6 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     attractors,
     candidates_for,
     chapter_config,
-    edge_examples,
     edge_probing,
     fact_probe,
     layerwise_probing,
@@ -87,6 +86,7 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     world_objects,
 )
 from lecture_lib.data.synthetic import OTHER_NUMBER, RELATIONS, corrupt_agreement
+from lecture_lib.data.treebank import edge_examples
 from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads
 

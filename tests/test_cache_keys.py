@@ -133,7 +133,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     ("ch06.format_run", "NOUN_PHRASE_DEPENDENTS"): "the format study scores single tokens; only the held-out noun "
                                                    "phrases it does not read depend on it",
     ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
-    ("ch11.edge_probing", "EDGE_TASKS"): "the list of valid task names, checked before anything is cached",
     ("ch06.format_run", "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs",
     ("ch06.scheme_run", "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs",
     **{(entry, "config.num_threads"): _THREADS

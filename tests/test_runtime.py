@@ -117,3 +117,16 @@ def test_module_device_is_the_first_parameters_or_buffers_else_the_cpu():
     assert module_device(torch.nn.Linear(2, 2, device="meta")).type == "meta"
     assert module_device(torch.nn.BatchNorm1d(2, affine=False, device="meta")).type == "meta"
     assert module_device(torch.nn.ReLU()) == torch.device("cpu")
+
+
+def test_epoch_batch_shows_each_row_once_an_epoch_in_a_new_order_each_epoch():
+    from lecture_lib.runtime import epoch_batch
+
+    epochs = [[epoch_batch(e * 3 + k, 10, 3, "test order", 0) for k in range(3)] for e in range(3)]
+    for e, batches in enumerate(epochs):
+        rows = torch.cat([r for _, r in batches])
+        assert {epoch for epoch, _ in batches} == {e} and len(set(rows.tolist())) == 9  # row 10 sits it out
+    assert epochs[0][0][1].tolist() != epochs[1][0][1].tolist()
+    assert torch.equal(epoch_batch(4, 10, 3, "test order", 0)[1], epochs[1][1][1])  # any step, any time
+    with pytest.raises(ValueError, match=r"expected batch_size in \[1, 10\], got 11"):
+        epoch_batch(0, 10, 11, "test order", 0)

@@ -22,6 +22,7 @@ import torch
 from lecture_lib.cache import cached_json
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
+from lecture_lib.data.treebank import entity_spans, noun_chunks
 from lecture_lib.finetuning.tasks import WordEncoder
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining, BertModel
@@ -118,7 +119,8 @@ def synthetic_corpus(config: StudyConfig) -> Corpus:
 
 def word_units(sentence: Sentence, scheme: str, dependents: set[str] | None = None) -> list[int]:
     """The unit of each word under a masking ``scheme`` (a name in :data:`SCHEMES`), from the gold annotation:
-    an entity (BIO tags) or a noun phrase (a NOUN or PROPN head with its ``det``, ``amod`` and ``flat``
+    an entity (:func:`~lecture_lib.data.treebank.entity_spans`) or a noun phrase
+    (:func:`~lecture_lib.data.treebank.noun_chunks`: a NOUN or PROPN head with its ``det``, ``amod`` and ``flat``
     dependents, and any word between them) is one unit; every other word is a unit of its own.
     ``dependents`` replaces :data:`NOUN_PHRASE_DEPENDENTS` (read when called) for noun phrases.
 
@@ -128,24 +130,18 @@ def word_units(sentence: Sentence, scheme: str, dependents: set[str] | None = No
 
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
-    n = len(sentence.words)
     if scheme == "named entities":
-        starts = [i == 0 or not tag.startswith("I-") for i, tag in enumerate(sentence.entities)]
+        phrases = [span for span, _ in entity_spans(sentence)]
     elif scheme == "noun phrases":
-        starts = [True] * n
-        for head in range(n):
-            if sentence.pos[head] not in ("NOUN", "PROPN") or sentence.deprels[head] == "flat":
-                continue
-            members = [head] + [i for i in range(n) if sentence.heads[i] == head + 1
-                                and sentence.deprels[i] in (NOUN_PHRASE_DEPENDENTS if dependents is None
-                                                            else dependents)]
-            for i in range(min(members) + 1, max(members) + 1):
-                starts[i] = False
+        phrases = noun_chunks(sentence, NOUN_PHRASE_DEPENDENTS if dependents is None else dependents)
     elif scheme in SCHEMES:
-        starts = [True] * n  # words (subword tokens and spans are cut elsewhere)
+        phrases = []  # words (subword tokens and spans are cut elsewhere)
     else:
         raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
-    return [sum(starts[:i + 1]) - 1 for i in range(n)]
+    starts = [True] * len(sentence)
+    for start, end in phrases:
+        starts[start + 1:end] = [False] * (end - start - 1)
+    return [sum(starts[:i + 1]) - 1 for i in range(len(sentence))]
 
 
 def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, scheme: str,

@@ -48,7 +48,7 @@ from lecture_lib.objectives.replaced_tokens import (
     mask_for_generator,
 )
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator, seed_everything
+from lecture_lib.runtime import epoch_batch, generator, seed_everything
 from lecture_lib.train import TrainConfig, train
 
 # Table 5's rows, and the names used for them here.
@@ -155,10 +155,8 @@ class ElectraChapterData:
         Taught in: 08_electra ("Replaced-token detection").
         """
         tensors = self.pairs.test if test else self.pairs.train
-        rows_per_epoch = len(tensors["input_ids"]) // self.config.batch_size
-        epoch, k = divmod(step, rows_per_epoch)
-        order = torch.randperm(len(tensors["input_ids"]), generator=generator("electra order", self.config.seed, epoch))
-        rows = order[k * self.config.batch_size:(k + 1) * self.config.batch_size]
+        _, rows = epoch_batch(step, len(tensors["input_ids"]), self.config.batch_size, "electra order",
+                              self.config.seed)
         ids, attention = tensors["input_ids"][rows], tensors["attention_mask"][rows]
         draws = generator("electra masking", self.config.seed, int(test), step)
         chosen = choose_positions(attention, tensors["special_tokens_mask"][rows], generator=draws)

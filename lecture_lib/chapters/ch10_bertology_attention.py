@@ -29,7 +29,7 @@ from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator
-from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 
 WordMaps = Callable[[torch.Tensor, Sequence[int]], torch.Tensor]
 
@@ -88,19 +88,6 @@ def course_bert() -> PretrainResult:
     return course_language.synthetic_pretrained_bert(course_language.chapter_config())
 
 
-def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    """Lists of ids right-padded with ``pad_id`` to the longest: (N, T).
-
-    >>> pad_rows([[5, 6, 7], [8]], 0)
-    tensor([[5, 6, 7],
-            [8, 0, 0]])
-    """
-    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.tensor(row)
-    return out
-
-
 def documentation_pairs(tokenizer: WordPieceTokenizer, config: AttentionChapterConfig) -> dict[str, torch.Tensor]:
     """Pairs of consecutive sentences of the Python documentation, ``[CLS] A [SEP] B [SEP]``, that fit
     ``max_length``, from documents drawn at random: ``input_ids``, ``token_type_ids``, ``attention_mask``
@@ -119,10 +106,10 @@ def documentation_pairs(tokenizer: WordPieceTokenizer, config: AttentionChapterC
         if len(framed) == config.pairs:
             break
     ids, types, special = (list(column) for column in zip(*framed))
-    input_ids = pad_rows(ids, tokenizer.pad_token_id)
-    attention_mask = pad_rows([[1] * len(row) for row in ids], 0)
-    return dict(input_ids=input_ids, token_type_ids=pad_rows(types, 0), attention_mask=attention_mask,
-                special_tokens_mask=pad_rows(special, 0).bool())
+    input_ids = pad_ids(ids, tokenizer.pad_token_id)
+    attention_mask = pad_ids([[1] * len(row) for row in ids], 0)
+    return dict(input_ids=input_ids, token_type_ids=pad_ids(types, 0), attention_mask=attention_mask,
+                special_tokens_mask=pad_ids(special, 0).bool())
 
 
 def token_frequencies(tokenizer: WordPieceTokenizer) -> torch.Tensor:
@@ -147,8 +134,8 @@ def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[S
     maps = []
     for start in range(0, len(sentences), batch_size):
         aligned = [align_words(tokenizer, s.words) for s in sentences[start:start + batch_size]]
-        input_ids = pad_rows([ids for ids, _ in aligned], tokenizer.pad_token_id)
-        attention_mask = pad_rows([[1] * len(ids) for ids, _ in aligned], 0)
+        input_ids = pad_ids([ids for ids, _ in aligned], tokenizer.pad_token_id)
+        attention_mask = pad_ids([[1] * len(ids) for ids, _ in aligned], 0)
         pieces = attention_maps(model, input_ids, attention_mask)  # (B, L, H, T, T)
         for row, (ids, word_of_piece) in enumerate(aligned):
             n = len(ids)
@@ -168,9 +155,9 @@ def masked_sentences(result: PretrainResult, sentences: list[Sentence], seed: in
     batches = []
     for start in range(0, len(framed), batch_size):
         rows = framed[start:start + batch_size]
-        input_ids = pad_rows([ids for ids, _, _ in rows], tokenizer.pad_token_id)
-        attention_mask = pad_rows([[1] * len(ids) for ids, _, _ in rows], 0)
-        special = pad_rows([s for _, _, s in rows], 1).bool()  # padding is never selected either
+        input_ids = pad_ids([ids for ids, _, _ in rows], tokenizer.pad_token_id)
+        attention_mask = pad_ids([[1] * len(ids) for ids, _, _ in rows], 0)
+        special = pad_ids([s for _, _, s in rows], 1).bool()  # padding is never selected either
         masked, labels = mask_tokens(input_ids, mask_token_id=tokenizer.mask_token_id,
                                      vocab_size=tokenizer.vocab_size, special_tokens_mask=special,
                                      generator=generator("ch10 masking", seed, start))

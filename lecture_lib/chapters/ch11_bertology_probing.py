@@ -51,6 +51,7 @@ from lecture_lib.cache import cached_json, fingerprint
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
+from lecture_lib.data.treebank import EDGE_TASKS, edge_examples
 from lecture_lib.models.bert import BertModel
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_of
@@ -310,125 +311,6 @@ def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Pro
 
 
 # ---------------------------------------------------------------- edge probing on spans
-
-EDGE_TASKS = ("dependency", "constituent", "entity", "relation", "negation")
-Spans = tuple[tuple[int, int], ...]  # one or two [start, end) word ranges of one sentence
-
-
-def subtree_span(heads: Sequence[int], word: int) -> tuple[int, int]:
-    """The ``[start, end)`` words of ``word``'s subtree (itself and its descendants); the synthetic trees are
-    projective, so a subtree is a contiguous range.
-
-    >>> subtree_span([2, 3, 0, 3], 1)  # "the dog barks ." : "the dog"
-    (0, 2)
-
-    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
-    """
-    inside = [word]
-    for w in inside:  # grows while it is read: breadth-first over the children
-        inside += [d for d, h in enumerate(heads) if h == w + 1]
-    start, end = min(inside), max(inside) + 1
-    if end - start != len(inside):
-        raise ValueError(f"expected a projective tree, got a gap in the subtree of word {word} of heads {heads}")
-    return start, end
-
-
-def predicate_span(sentence: Sentence, word: int) -> tuple[int, int]:
-    """From ``word`` to the end of its subtree, trailing punctuation left out: a verb's VP (its subject,
-    auxiliaries and "not", all before it, stay outside).
-
-    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
-    >>> predicate_span(s, 4), predicate_span(s, 9)  # "walk to this church", "kind"
-    ((4, 8), (9, 10))
-
-    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
-    """
-    end = subtree_span(sentence.heads, word)[1]
-    while sentence.pos[end - 1] == "PUNCT":
-        end -= 1
-    return word, end
-
-
-def constituents(sentence: Sentence) -> list[tuple[Spans, str]]:
-    """Phrases of two words or more, each labelled by its head word: a noun or name's subtree is an NP, or a
-    PP when it is an ``obl``/``nmod`` with a ``case`` child (the NP inside it, without the preposition, is
-    an NP too); a verb's VP runs from the verb to the end of its subtree, punctuation left out (the
-    subject and auxiliaries before the verb are not part of it).
-
-    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
-    >>> [(" ".join(s.words[a:b]), label) for ((a, b),), label in constituents(s)]  # doctest: +NORMALIZE_WHITESPACE
-    [('those kind nurses that walk to this church', 'NP'), ('walk to this church', 'VP'),
-     ('to this church', 'PP'), ('this church', 'NP')]
-
-    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
-    """
-    out = []
-    for word, (pos, deprel) in enumerate(zip(sentence.pos, sentence.deprels)):
-        start, end = subtree_span(sentence.heads, word)
-        children = [d for d, h in zip(sentence.deprels, sentence.heads) if h == word + 1]
-        if pos in ("VERB", "AUX"):
-            found = [(predicate_span(sentence, word), "VP")]
-        elif pos in ("NOUN", "PROPN") and deprel in ("obl", "nmod", "obl:agent") and "case" in children:
-            found = [((start, end), "PP"), ((start + 1, end), "NP")]
-        elif pos in ("NOUN", "PROPN"):
-            found = [((start, end), "NP")]
-        else:
-            found = []
-        out += [((span,), label) for span, label in found if span[1] - span[0] >= 2]
-    return out
-
-
-def entity_spans(sentence: Sentence) -> list[tuple[tuple[int, int], str]]:
-    """The named entities of a sentence's BIO tags, as (``[start, end)``, type).
-
-    >>> entity_spans(SyntheticLanguage(0).sentences(14, seed=0)[13])  # "Acme employs Sven Quist ."
-    [((0, 1), 'ORG'), ((2, 4), 'PER')]
-
-    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
-    """
-    out = []
-    for i, tag in enumerate(sentence.entities):
-        if tag.startswith("B-"):
-            end = i + 1
-            while end < len(sentence) and sentence.entities[end] == "I-" + tag[2:]:
-                end += 1
-            out.append(((i, end), tag[2:]))
-    return out
-
-
-def edge_examples(sentence: Sentence, task: str) -> list[tuple[Spans, str]]:
-    """The (spans, gold label) examples an edge-probing task reads from a sentence: ``dependency`` each
-    (head, dependent) pair of words (two spans) -> the dependent's label; ``constituent`` each phrase of
-    :func:`constituents` -> NP, PP or VP; ``entity`` each named entity -> PER, LOC or ORG; ``relation`` the
-    subject's and the object's names in a fact sentence (two spans) -> the fact's relation; ``negation``
-    the main predicate (the root word to the end of its subtree, punctuation left out) -> whether the
-    clause is negated: the "not" lies *outside* the span, before it, so only context can tell.
-
-    >>> s = SyntheticLanguage(0).sentences(14, seed=0)[13]  # "Acme employs Sven Quist ."
-    >>> edge_examples(s, "relation")  # the subject, Sven Quist, comes second in the sentence
-    [(((2, 4), (0, 1)), 'works_for')]
-    >>> edge_examples(s, "dependency")[:2]  # "employs" heads "Acme" and "Sven"
-    [(((1, 2), (0, 1)), 'nsubj'), (((1, 2), (2, 3)), 'obj')]
-    >>> edge_examples(s, "negation")
-    [(((1, 4),), 'False')]
-
-    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
-    """
-    if task == "dependency":
-        return [(((h - 1, h), (d, d + 1)), label)
-                for d, (h, label) in enumerate(zip(sentence.heads, sentence.deprels)) if h]
-    if task == "constituent":
-        return constituents(sentence)
-    if task == "entity":
-        return [((span,), label) for span, label in entity_spans(sentence)]
-    if task == "relation":
-        if sentence.fact is None:
-            return []
-        where = {" ".join(sentence.words[a:b]): (a, b) for (a, b), _ in entity_spans(sentence)}
-        return [((where[sentence.fact.subject], where[sentence.fact.object]), sentence.fact.relation)]
-    if task == "negation":
-        return [((predicate_span(sentence, sentence.heads.index(0)),), str(sentence.negated))]
-    raise ValueError(f"unknown edge-probing task {task!r}; expected one of {EDGE_TASKS}")
 
 
 def span_batch(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str) -> tuple[SpanBatch, list[str]]:

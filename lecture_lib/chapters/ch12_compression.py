@@ -42,7 +42,7 @@ from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_everything
-from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 from lecture_lib.train import TrainConfig, train
 
 
@@ -154,10 +154,7 @@ def distillation_text(tokenizer: WordPieceTokenizer, config: CompressionChapterC
 def _framed_sentences(tokenizer: WordPieceTokenizer, count: int, seed: int) -> dict[str, torch.Tensor]:
     sentences = [s.text for s in SyntheticLanguage(0).sentences(count, seed=seed)]
     framed = [tokenizer.frame(tokenizer.encode(s))[0] for s in sentences]
-    length = max(map(len, framed))
-    input_ids = torch.full((len(framed), length), tokenizer.pad_token_id, dtype=torch.long)
-    for i, ids in enumerate(framed):
-        input_ids[i, :len(ids)] = torch.tensor(ids)
+    input_ids = pad_ids(framed, tokenizer.pad_token_id)
     attention_mask = (input_ids != tokenizer.pad_token_id).long()
     special = (input_ids == tokenizer.cls_token_id) | (input_ids == tokenizer.sep_token_id) | (attention_mask == 0)
     return dict(input_ids=input_ids, attention_mask=attention_mask, special_tokens_mask=special)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from lecture_lib.tokenization.wordpiece import pad_ids
+
 PAD, BOS, EOS = 0, 1, 2  # token ids (WordPiece names its token strings PAD_TOKEN ... in tokenization.wordpiece)
 NUM_SPECIAL = 3
 
@@ -25,24 +27,14 @@ class Seq2SeqBatch:
     tgt_out: torch.Tensor
 
 
-def pad_sequences(sequences: list[torch.Tensor], value: int = PAD) -> torch.Tensor:
-    """Stack 1-D tensors of different lengths into (B, max_len), right-padded with ``value``.
-
-    >>> pad_sequences([torch.tensor([5, 6, 7]), torch.tensor([8])])
-    tensor([[5, 6, 7],
-            [8, 0, 0]])
-    """
-    return torch.nn.utils.rnn.pad_sequence(sequences, batch_first=True, padding_value=value)
-
-
 def make_batch(sources: list[torch.Tensor], targets: list[torch.Tensor]) -> Seq2SeqBatch:
     """Pad sources; frame targets as BOS + y (decoder input) and y + EOS (what it must predict)."""
     bos, eos = torch.tensor([BOS]), torch.tensor([EOS])
     return Seq2SeqBatch(
-        src=pad_sequences(sources),
+        src=pad_ids(sources, PAD),
         src_lengths=torch.tensor([len(s) for s in sources]),
-        tgt_in=pad_sequences([torch.cat([bos, t]) for t in targets]),
-        tgt_out=pad_sequences([torch.cat([t, eos]) for t in targets]),
+        tgt_in=pad_ids([torch.cat([bos, t]) for t in targets], PAD),
+        tgt_out=pad_ids([torch.cat([t, eos]) for t in targets], PAD),
     )
 
 

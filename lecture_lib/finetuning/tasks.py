@@ -42,8 +42,8 @@ from lecture_lib.data.synthetic import (
 )
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.objectives.sentence_pairs import truncate_pair
-from lecture_lib.runtime import generator, seed_of
-from lecture_lib.tokenization.wordpiece import frame_ids
+from lecture_lib.runtime import epoch_batch, seed_of
+from lecture_lib.tokenization.wordpiece import frame_ids, pad_ids
 
 ACCEPTABILITY_LABELS = ("unacceptable", "acceptable")
 ENTAILMENT_LABELS = ("entailment", "contradiction")
@@ -326,12 +326,9 @@ class EncodedTask:
         n = len(self)
         if not 1 <= batch_size <= n:
             raise ValueError(f"expected batch_size in [1, {n}], got {batch_size}")
-        per_epoch = n // batch_size
 
         def batch_fn(step: int) -> dict[str, torch.Tensor]:
-            epoch, k = divmod(step, per_epoch)
-            order = torch.randperm(n, generator=generator("fine-tuning order", seed, epoch))
-            return self.batch(order[k * batch_size:(k + 1) * batch_size])
+            return self.batch(epoch_batch(step, n, batch_size, "fine-tuning order", seed)[1])
 
         return batch_fn
 
@@ -341,16 +338,11 @@ def _frame(ids_a: list[int], ids_b: list[int] | None, tokenizer: Tokenizer) -> t
     return frame_ids(ids_a, ids_b, cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
 
 
-def _pad(rows: list[list[int]], value: int) -> torch.Tensor:
-    length = max(len(r) for r in rows)
-    return torch.tensor([r + [value] * (length - len(r)) for r in rows], dtype=torch.long)
-
-
 def _features(ids: list[list[int]], types: list[list[int]], pad_token_id: int) -> dict[str, torch.Tensor]:
     return {
-        "input_ids": _pad(ids, pad_token_id),
-        "token_type_ids": _pad(types, 0),
-        "attention_mask": _pad([[1] * len(r) for r in ids], 0),
+        "input_ids": pad_ids(ids, pad_token_id),
+        "token_type_ids": pad_ids(types, 0),
+        "attention_mask": pad_ids([[1] * len(r) for r in ids], 0),
     }
 
 
@@ -475,7 +467,7 @@ def encode_tagging(examples: Sequence[TaggingExample], tokenizer: Tokenizer, max
         all_word_ids.append([-1, *word_ids, -1])
         all_labels.append([IGNORE_INDEX, *row, IGNORE_INDEX])
     features = _features(all_ids, [[0] * len(r) for r in all_ids], tokenizer.pad_token_id)
-    features["labels"] = _pad(all_labels, IGNORE_INDEX)
+    features["labels"] = pad_ids(all_labels, IGNORE_INDEX)
     return EncodedTask(features, all_word_ids)
 
 

@@ -29,6 +29,7 @@ from lecture_lib.tokenization.wordpiece import (
     frame_ids,
     learn_wordpiece,
     longest_match_first,
+    pad_ids,
 )
 
 __all__ = [
@@ -48,5 +49,6 @@ __all__ = [
     "learn_wordpiece",
     "longest_match_first",
     "merge_pair",
+    "pad_ids",
     "wordpiece_curve",
 ]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+import torch
 
 from lecture_lib.cache import atomic_write
 from lecture_lib.data.minilm import minilm_dir
@@ -245,6 +246,21 @@ def frame_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, cls_t
         token_type_ids += [1] * (len(ids_b) + 1)
         special_tokens_mask += [*[0] * len(ids_b), 1]
     return input_ids, token_type_ids, special_tokens_mask
+
+
+def pad_ids(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
+    """Rows of ids (lists or 1-D tensors) of different lengths, right-padded with ``value`` to the longest: one
+    (N, T) int64 tensor, the batch a model reads (``value`` the ``[PAD]`` id, 0 for an attention mask or
+    token types, ``IGNORE_INDEX`` for labels).
+
+    >>> pad_ids([[5, 6, 7], [8]], 0)
+    tensor([[5, 6, 7],
+            [8, 0, 0]])
+    """
+    out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.as_tensor(row)
+    return out
 
 
 class WordPieceTokenizer:

@@ -11,8 +11,6 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     ProbingChapterConfig,
     attractors,
     cloze_query,
-    constituents,
-    edge_examples,
     edge_scores,
     probe_at_layer,
     random_twin,
@@ -20,13 +18,13 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     span_batch,
     standardised_span_batches,
     structural_scores,
-    subtree_span,
     task_data,
     treebank,
     unseen_type_control,
     word_labels,
 )
 from lecture_lib.data.synthetic import RELATIONS, SyntheticLanguage
+from lecture_lib.data.treebank import edge_examples
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_of
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
@@ -121,42 +119,6 @@ def test_sense_measures_cover_every_word_and_layer(minilm):
     for m in measures.values():
         assert len(m.knn) == len(m.self_similarity) == 7 and m.majority == 0.5
         assert m.adjusted == pytest.approx([s - b for s, b in zip(m.self_similarity, baseline)])
-
-
-def descendants(heads, word):
-    """Brute force: every word whose chain of heads passes through ``word``."""
-    out = set()
-    for w in range(len(heads)):
-        v = w
-        while v != -1:
-            if v == word:
-                out.add(w)
-                break
-            v = heads[v] - 1
-    return out
-
-
-def test_edge_examples_follow_the_gold_trees_entities_and_facts(sentences):
-    for s in sentences:
-        for w in range(len(s)):
-            start, end = subtree_span(s.heads, w)
-            assert set(range(start, end)) == descendants(s.heads, w)
-        for ((a, b),), label in constituents(s):
-            head = next(w for w in range(a, b) if s.heads[w] - 1 not in range(a, b))  # the span's one head
-            assert b - a >= 2 and label == {"VERB": "VP", "AUX": "VP"}.get(s.pos[head], "PP" if s.deprels[a] == "case"
-                                                                             else "NP")
-        for ((a, b),), label in edge_examples(s, "entity"):
-            assert s.entities[a] == "B-" + label and all(e == "I-" + label for e in s.entities[a + 1:b])
-        for ((h, _), (d, _)), label in edge_examples(s, "dependency"):
-            assert s.heads[d] == h + 1 and s.deprels[d] == label
-        for ((a, b), (c, e)), label in edge_examples(s, "relation"):
-            assert (" ".join(s.words[a:b]), label, " ".join(s.words[c:e])) == (s.fact.subject, s.fact.relation,
-                                                                               s.fact.object)
-        [(((a, b),), negated)] = edge_examples(s, "negation")
-        assert s.heads[a] == 0 and negated == str(s.negated) and "not" not in s.words[a:b]
-    assert sum(bool(edge_examples(s, "relation")) for s in sentences) == sum(s.fact is not None for s in sentences)
-    with pytest.raises(ValueError, match="unknown edge-probing task"):
-        edge_examples(sentences[0], "coreference")
 
 
 def test_span_batch_stacks_the_sentences_and_shifts_their_spans(sentences):
