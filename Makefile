@@ -29,8 +29,10 @@ book: $(VENV)/.installed
 	$(BIN)/python book/check_browser.py $(BOOK)
 
 ## test: unit tests and every notebook executed by nbval (quick profile), on WORKERS processes (pytest-xdist;
-## --dist loadgroup keeps each notebook's cells on one worker and spreads the unit tests one by one). Each
-## notebook that passes is kept for `make book` (tests/executed_notebooks.py); the 20 slowest items are listed.
+## --dist loadgroup keeps each notebook's cells on one worker and spreads the unit tests one by one). After its
+## cells, each notebook is executed again from the filled cache and must print the same text, and its prose may
+## quote no result the run did not print (tests/notebook_checks.py). Each notebook that passes is kept for
+## `make book` (tests/executed_notebooks.py); the 20 slowest items are listed.
 test: $(VENV)/.installed
 	LECTURE_PROFILE=quick $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 
