@@ -52,6 +52,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
+from lecture_lib.analysis.word_senses import occurrence_vectors
 from lecture_lib.attention import MultiHeadAttention, causal_mask
 from lecture_lib.chapters.ch04_bert_pretraining import (
     BERT_BASE_TOKENS,
@@ -885,23 +886,10 @@ assert language_at_masks["mask_accuracy"] > left_only + 0.08
 # outputs are *contextual*: "bank" next to "river" and "bank" next to "loan" come out as different
 # vectors. With the pretrained all-MiniLM-L6-v2 (section 2: distilled, then trained to give similar
 # sentences similar vectors; it was never trained on word senses as such), the cosine similarity of the
-# vector of "bank" across six sentences, three per sense, layer by layer:
+# vector of "bank" across six sentences, three per sense, layer by layer (`occurrence_vectors` reads the word's
+# vector at every layer of each sentence):
 
 # %%
-def word_vectors(encoder: BertModel, tokenizer: WordPieceTokenizer, sentences: list[str], word: str):
-    """The word's input embedding (static) and its output vector at every layer (contextual), per sentence."""
-    (word_id,) = tokenizer.encode(word)
-    static, layers = [], []
-    for sentence in sentences:
-        ids, types, _ = tokenizer.frame(tokenizer.encode(sentence))
-        position = ids.index(word_id)
-        with torch.no_grad():
-            out = encoder(torch.tensor([ids]), token_type_ids=torch.tensor([types]), output_hidden_states=True)
-        static.append(encoder.embeddings.word_embeddings.weight[word_id].detach())
-        layers.append(torch.stack([h[0, position] for h in out.hidden_states]))  # (layers + 1, H)
-    return torch.stack(static), torch.stack(layers).transpose(0, 1)  # (S, H), (layers + 1, S, H)
-
-
 if minilm is not None:
     word, vector_model, vector_tokenizer = "bank", encoder, real_tokenizer
     sentences = ["we sat on the bank of the river and watched the boats .",
@@ -914,7 +902,9 @@ else:  # the small BERT of section 7, with a word that the documentation uses in
     word, vector_model, vector_tokenizer = "set", model.base_model, tokenizer
     sentences = ["return a set of the keys .", "the set contains unique elements .", "add an element to the set .",
                  "set the value of the attribute .", "you can set the flag to true .", "this will set the name ."]
-static, contextual = word_vectors(vector_model, vector_tokenizer, sentences, word)
+contextual, _ = occurrence_vectors(vector_model, vector_tokenizer, word, sentences)  # (layers + 1, 6, H)
+(word_id,) = vector_tokenizer.encode(word)
+static = vector_model.embeddings.word_embeddings.weight[word_id].detach().expand(len(sentences), -1)  # one row
 cosine = lambda v: F.normalize(v, dim=-1) @ F.normalize(v, dim=-1).T  # noqa: E731
 same_sense = torch.block_diag(torch.ones(3, 3), torch.ones(3, 3)).bool() & ~torch.eye(6, dtype=torch.bool)
 other_sense = ~torch.block_diag(torch.ones(3, 3), torch.ones(3, 3)).bool()

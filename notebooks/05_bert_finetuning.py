@@ -71,6 +71,7 @@ from lecture_lib.finetuning.features import (
     FEATURE_CHOICES,
     FeatureTagger,
     extract_features,
+    frozen_and_fine_tuned,
 )
 from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, score
 from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
@@ -93,7 +94,7 @@ from lecture_lib.metrics import (
     span_f1,
     spearman_correlation,
 )
-from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.bert import BertModel
 from lecture_lib.plots import plot_history
 from lecture_lib.reproductions import glue_number, show_reproduction
 from lecture_lib.runtime import limit_cpu_threads, parallel_map, seed_everything
@@ -131,30 +132,9 @@ print(example.conllu())
 print("agreement (0-based word indices):", example.agreement)
 print("with the main verb's number broken:", corrupt_agreement(example).text)
 
-
 # %%
-def draw_dependencies(sentence, ax):
-    """Words on a line, each arc from a head to its dependent, labelled."""
-    for i, (word, pos) in enumerate(zip(sentence.words, sentence.pos)):
-        ax.text(i, 0, word, ha="center", va="top", fontsize=11)
-        ax.text(i, -0.35, pos, ha="center", va="top", fontsize=8, color="grey")
-    for i, (head, label) in enumerate(zip(sentence.heads, sentence.deprels)):
-        if head == 0:
-            ax.annotate("", (i, 0.1), (i, 2.6), arrowprops=dict(arrowstyle="->"))
-            ax.text(i, 2.7, "root", ha="center", fontsize=8)
-            continue
-        left, right = sorted((i, head - 1))
-        height = 0.45 * (right - left)
-        xs = torch.linspace(0, torch.pi, 30)
-        ax.plot(left + (right - left) * (1 - torch.cos(xs)) / 2, 0.1 + height * torch.sin(xs), color="C0", lw=1)
-        ax.plot(i, 0.12, "v", color="C0", ms=4)  # the arrow ends at the dependent
-        ax.text((left + right) / 2, 0.15 + height, label, ha="center", fontsize=8, color="C3")
-    ax.set(xlim=(-0.7, len(sentence) - 0.3), ylim=(-0.8, 3.2))
-    ax.axis("off")
-
-
 fig, ax = plt.subplots(figsize=(11, 3))
-draw_dependencies(example, ax)
+plots.plot_dependencies(ax, example.words, example.heads, example.deprels, tags=example.pos)
 ax.set_title("A sentence of the synthetic language and its dependency tree")
 plt.show()
 
@@ -951,27 +931,16 @@ assert pieces_per_word(general.tokenizer, held_out_words) > 1.5 * pieces_per_wor
 # Now the table: each encoder frozen and fine-tuned, beside a never-pretrained encoder of the same shape (with
 # the in-domain vocabulary) as the baseline to beat; always tagging `O` scores 0. To keep the notebook's time,
 # each is trained with one seed; we ran all three seeds once, and the comment above the asserts gives them.
+# `frozen_and_fine_tuned(task, encoder, tagger_run, finetune_run)` trains section 7's linear tagger on the frozen
+# encoder's last layer and section 6's fine-tuning of the whole network, and returns the span F1 of each.
 
 # %%
-def frozen_and_fine_tuned(encoder, tokenizer, seed=config.seeds[0]):
-    """Span F1 on context entities of section 7's linear tagger on the frozen last layer, and of section 6's
-    fine-tuning of the whole network."""
-    task = build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"]
-    if isinstance(encoder, BertConfig):  # never pretrained: random weights of that shape
-        encoder = new_head(task, encoder, budget).base_model
-    features = dataclasses.replace(task, train=extract_features(encoder, task.train),
-                                   test=extract_features(encoder, task.test))
-    tagger_run, run = (dataclasses.replace(c, seed=seed) for c in (tagger_config, budget))
-    seed_everything(seed)
-    tagger = FeatureTagger("last", encoder.config.num_hidden_layers, encoder.config.hidden_size, len(NER_LABELS),
-                           lstm_size=None)
-    return {"frozen": finetune(features, tagger, tagger_run).scores["f1"],
-            "fine-tuned": finetune(task, new_head(task, encoder, run), run).scores["f1"]}
-
-
+tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (tagger_config, budget))
 encoders = {name: (result.model.bert, result.tokenizer) for name, result in pretrained_on.items()}
 encoders["never pretrained"] = (in_domain.config.model, in_domain.tokenizer)
-domain_f1 = {name: frozen_and_fine_tuned(*encoders[name]) for name in tqdm(encoders, desc="frozen and fine-tuned")}
+domain_f1 = {name: frozen_and_fine_tuned(build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"],
+                                         encoder, tagger_run, finetune_run)
+             for name, (encoder, tokenizer) in tqdm(encoders.items(), desc="frozen and fine-tuned")}
 print(f"{'encoder':18s}{'frozen':>8s}{'fine-tuned':>12s}   (span F1, seed {config.seeds[0]})")
 for name, f1s in domain_f1.items():
     print(f"{name:18s}{f1s['frozen']:8.3f}{f1s['fine-tuned']:12.3f}")
@@ -1395,12 +1364,13 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #
 # :::{admonition} Hint
 # :class: dropdown
-# The longer run is one changed recipe (it is cached under its own name); `frozen_and_fine_tuned` scores it.
+# The longer run is one changed recipe (it is cached under its own name); section 8's `frozen_and_fine_tuned` call
+# scores it, with its encoder and the documentation's tokenizer.
 # For the second question, with `config` the longer run's `further_pretraining_config(...)`, build the in-domain
 # data with `synthetic_pretraining_data(config, general.tokenizer)` (import it from
 # `lecture_lib.chapters.course_language`) and pretrain a fresh model of the same shape on it with
-# `pretrain(config.pretrain, data=...)` (from `lecture_lib.pretraining`); `frozen_and_fine_tuned(result.model.bert,
-# general.tokenizer)` scores it.
+# `pretrain(config.pretrain, data=...)` (from `lecture_lib.pretraining`); section 8's call scores it, with
+# `result.model.bert` and `general.tokenizer`.
 # :::
 #
 # :::{admonition} Expected outcome

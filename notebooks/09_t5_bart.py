@@ -49,6 +49,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
     TASKS,
     TextToTextData,
     chapter_config,
+    cross_attention_ratio,
     majority_baseline,
     noising_runs,
     objective_runs,
@@ -420,33 +421,15 @@ assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 # $\mathcal N(0, 1/d_\text{model})$ instead (`bart_init_std=None`, the default of `chapter_config`) keeps
 # each layer's output at the scale of its input, which is also what T5's initialisation does. The norm of
 # each decoder layer's cross-attention output against the norm of the stream it is added to, at
-# initialisation, on a batch of the tasks:
+# initialisation, on a batch of the tasks (`cross_attention_ratio` hooks each layer's cross-attention):
 
 # %%
 probe = data.finetuning_batches(64)(0)
-
-
-def cross_attention_share(model: BartForConditionalGeneration) -> list[float]:
-    """Per decoder layer: mean |cross-attention output| / mean |the residual stream it reads and adds to|."""
-    shares = []
-
-    def measure(module, args, output):
-        stream, added = args[0], output[0]  # (B, T, C): what the layer reads, what cross-attention adds to it
-        shares.append(float(added.norm(dim=-1).mean() / stream.norm(dim=-1).mean()))
-
-    hooks = [layer.encoder_attn.register_forward_hook(measure) for layer in model.model.decoder.layers]
-    with torch.no_grad():
-        model(**probe)
-    for hook in hooks:
-        hook.remove()
-    return shares
-
-
-shares = {std: cross_attention_share(tiny_bart(chapter_config(bart_init_std=std), len(data.vocab)))
+ratios = {std: cross_attention_ratio(tiny_bart(chapter_config(bart_init_std=std), len(data.vocab)), probe)
           for std in (0.02, recipe.d_model ** -0.5)}
-for std, share in shares.items():
-    print(f"init std {std:.3f}: cross-attention / residual per decoder layer", [round(s, 3) for s in share])
-assert max(shares[0.02]) < 0.05 < 0.2 < min(shares[recipe.d_model ** -0.5])  # lost beside the stream vs. heard
+for std, ratio in ratios.items():
+    print(f"init std {std:.3f}: cross-attention / residual per decoder layer", [round(s, 3) for s in ratio])
+assert max(ratios[0.02]) < 0.05 < 0.2 < min(ratios[recipe.d_model ** -0.5])  # lost beside the stream vs. heard
 
 # %% [markdown]
 # With the width-matched initialisation, the same learning rate, warm-up and steps as the T5s:

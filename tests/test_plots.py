@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from lecture_lib.plots import plot_attention, plot_grouped_bars, plot_history, plot_mask
+from lecture_lib.plots import plot_attention, plot_dependencies, plot_grouped_bars, plot_history, plot_mask
 from lecture_lib.train import History
 
 
@@ -70,3 +70,22 @@ def test_grouped_bars_sit_side_by_side_around_each_group(ax):
     assert [c.get_label() for c in ax.containers] == ["A", "B", "C"]
     with pytest.raises(ValueError, match="expected 2 values per series, got 1 for 'D'"):
         plot_grouped_bars(ax, ["g0", "g1"], {"D": [1.0]})
+
+
+def test_dependency_arcs_join_each_head_to_its_dependent(ax):
+    """In "the nurse walks" the root is "walks" (an arrow from above), "nurse" hangs off it (an arc spanning one word,
+    0.45 high) and "the" off "nurse"; each arc is labelled above its middle, each word has its tag below."""
+    words, heads, labels, tags = ["the", "nurse", "walks"], [2, 3, 0], ["det", "nsubj", "root"], ["DET", "NOUN", "VERB"]
+    assert plot_dependencies(ax, words, heads, labels, tags=tags) is ax
+    texts = {(t.get_text(), tuple(np.round(t.get_position(), 2))) for t in ax.texts}
+    assert {("the", (0, 0)), ("nurse", (1, 0)), ("walks", (2, 0)), ("DET", (0, -0.35)), ("VERB", (2, -0.35)),
+            ("root", (2, 2.7)), ("det", (0.5, 0.6)), ("nsubj", (1.5, 0.6))} <= texts
+    arcs = [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
+    spans = sorted((float(min(a.get_xdata())), float(max(a.get_xdata())), float(max(a.get_ydata()))) for a in arcs)
+    np.testing.assert_allclose(spans, [(0, 1, 0.55), (1, 2, 0.55)], atol=1e-3)
+    markers = sorted(float(line.get_xdata()[0]) for line in ax.get_lines() if len(line.get_xdata()) == 1)
+    assert markers == [0, 1]  # one at each dependent; the root has the arrow instead
+    with pytest.raises(ValueError, match="expected one head, label .and tag. per word for 3 words, got 2 heads"):
+        plot_dependencies(ax, words, heads[:2], labels)
+    with pytest.raises(ValueError, match=r"expected heads in 0..3 \(1-based, 0 the root\), got \[4, 3, 0\]"):
+        plot_dependencies(ax, words, [4, 3, 0], labels)

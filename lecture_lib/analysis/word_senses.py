@@ -41,7 +41,8 @@ def occurrence_vectors(model: nn.Module, tokenizer: PieceTokenizer, word: str,
     """The vectors of ``word``'s occurrence in each of ``sentences`` (words separated by spaces), (L + 1, N, H),
     and every sentence's word vectors (L + 1, W, H), for the anisotropy baseline.
 
-    Taught in: 11_bertology_probing ("Word senses in context").
+    Taught in: 04_bert_pretraining ("Static and contextual vectors"),
+    11_bertology_probing ("Word senses in context").
     """
     split = [sentence.split() for sentence in sentences]
     for words, sentence in zip(split, sentences):

@@ -384,6 +384,8 @@ def cross_attention_ratio(model: BartForConditionalGeneration, batch: dict[str, 
     """Per decoder layer: mean ‖cross-attention output‖ / mean ‖the residual stream it reads and adds to‖ on
     ``batch`` (norms over the width, means over batch and positions). Section 9 measures it at initialisation;
     exercise 4 of chapter 09 after fine-tuning too.
+
+    Taught in: 09_t5_bart ("BART's noising functions").
     """
     ratios = []
 

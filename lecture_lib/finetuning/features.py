@@ -20,15 +20,19 @@ Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.inference import forward_in_batches
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.bert import BertModel
+from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import TokenClassifierOutput
+from lecture_lib.runtime import seed_everything
 
 FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
                    "weighted_sum_all")
@@ -129,3 +133,26 @@ class FeatureTagger(nn.Module):
         states, _ = self.lstm(packed)
         states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
         return states
+
+
+def frozen_and_fine_tuned(task: Task, encoder: BertModel | BertConfig, tagger_config: FinetuneConfig,
+                          finetune_config: FinetuneConfig) -> dict[str, float]:
+    """Span F1 of a tagging ``task`` two ways, SciBERT's "frozen" and "fine-tuned" columns (Beltagy et al.
+    2019, Table 1): ``"frozen"``, a linear :class:`FeatureTagger` on the encoder's last layer, its features
+    extracted once and the encoder left untouched, trained with ``tagger_config``; ``"fine-tuned"``, the task's
+    head on a copy of the encoder, all of it trained with ``finetune_config`` (:func:`~lecture_lib.finetuning.
+    finetune.finetune`). Given a :class:`~lecture_lib.models.bert.BertConfig`, the encoder is a never-pretrained
+    one of that shape, its random weights drawn with ``finetune_config``'s seed; the tagger's initial weights are
+    drawn with ``tagger_config``'s.
+
+    Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
+    """
+    if isinstance(encoder, BertConfig):  # never pretrained: random weights of that shape
+        encoder = new_head(task, encoder, finetune_config).base_model
+    features = dataclasses.replace(task, train=extract_features(encoder, task.train),
+                                   test=extract_features(encoder, task.test))
+    seed_everything(tagger_config.seed)
+    tagger = FeatureTagger("last", encoder.config.num_hidden_layers, encoder.config.hidden_size, task.num_labels,
+                           lstm_size=None)
+    return {"frozen": finetune(features, tagger, tagger_config).scores["f1"],
+            "fine-tuned": finetune(task, new_head(task, encoder, finetune_config), finetune_config).scores["f1"]}

@@ -34,7 +34,7 @@ from lecture_lib.train import History
 
 __all__ = [
     # charts: drawn on the axes they are given
-    "plot_attention", "plot_grouped_bars", "plot_history", "plot_mask",
+    "plot_attention", "plot_dependencies", "plot_grouped_bars", "plot_history", "plot_mask",
     # diagrams: one figure each, no arguments needed
     "albert_diagram", "beam_search_diagram", "beam_search_example", "bert_input_diagram", "bert_pretraining_diagram",
     "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram",
@@ -106,4 +106,38 @@ def plot_grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequenc
         offset = bar_width * (k - (len(series) - 1) / 2)
         ax.bar([i + offset for i in range(len(groups))], values, width=bar_width, label=label)
     ax.set_xticks(range(len(groups)), groups)
+    return ax
+
+
+def plot_dependencies(ax: Axes, words: Sequence[str], heads: Sequence[int], labels: Sequence[str], *,
+                      tags: Sequence[str] | None = None) -> Axes:
+    """A dependency tree: the words on a line (word i at x = i, each tag in grey below it), and an arc from
+    each word's head to it, labelled, as high as 0.45 times the distance it spans, with a marker at the
+    dependent's end; the root gets an arrow from above. ``heads`` are CoNLL-U's: 1-based word indices, 0 for
+    the root.
+
+    Taught in: 05_bert_finetuning ("A synthetic language with ground truth").
+    """
+    if not len(words) == len(heads) == len(labels) == len(tags if tags is not None else words):
+        raise ValueError(f"expected one head, label (and tag) per word for {len(words)} words, got "
+                         f"{len(heads)} heads, {len(labels)} labels" + (f", {len(tags)} tags" if tags else ""))
+    if not all(0 <= head <= len(words) for head in heads):
+        raise ValueError(f"expected heads in 0..{len(words)} (1-based, 0 the root), got {list(heads)}")
+    for i, word in enumerate(words):
+        ax.text(i, 0, word, ha="center", va="top", fontsize=11)
+        if tags is not None:
+            ax.text(i, -0.35, tags[i], ha="center", va="top", fontsize=8, color="grey")
+    for i, (head, label) in enumerate(zip(heads, labels)):
+        if head == 0:
+            ax.annotate("", (i, 0.1), (i, 2.6), arrowprops=dict(arrowstyle="->"))
+            ax.text(i, 2.7, "root", ha="center", fontsize=8)
+            continue
+        left, right = sorted((i, head - 1))
+        height = 0.45 * (right - left)
+        xs = torch.linspace(0, torch.pi, 30)
+        ax.plot(left + (right - left) * (1 - torch.cos(xs)) / 2, 0.1 + height * torch.sin(xs), color="C0", lw=1)
+        ax.plot(i, 0.12, "v", color="C0", ms=4)  # the arrow ends at the dependent
+        ax.text((left + right) / 2, 0.15 + height, label, ha="center", fontsize=8, color="C3")
+    ax.set(xlim=(-0.7, len(words) - 0.3), ylim=(-0.8, 3.2))
+    ax.axis("off")
     return ax

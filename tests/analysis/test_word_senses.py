@@ -4,6 +4,7 @@ occurrence vectors."""
 
 import pytest
 import torch
+import transformers
 from scipy.spatial.distance import pdist
 from sklearn.neighbors import KNeighborsClassifier
 
@@ -85,6 +86,24 @@ def test_the_course_sentences_hold_their_word_once_in_two_balanced_senses():
         assert len({len(group) for group in senses.values()}) == 1
         for group in senses.values():
             assert all(sentence.split().count(word) == 1 for sentence in group)
+
+
+def test_occurrence_vectors_are_transformers_hidden_states_at_the_word(minilm):
+    """Chapter 04's contextual vectors: each layer's output at the word, the sentence read whole by transformers."""
+    ours = BertModel.from_pretrained(minilm)
+    tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    theirs = transformers.BertModel.from_pretrained(minilm).eval()
+    hf_tokenizer = transformers.BertTokenizerFast(str(minilm / "vocab.txt"))
+    sentences = ["the river overflowed its bank after the storm .", "she opened an account at the bank downtown ."]
+    got, _ = occurrence_vectors(ours, tokenizer, "bank", sentences)
+    (bank,) = hf_tokenizer.convert_tokens_to_ids(["bank"])
+    for s, sentence in enumerate(sentences):
+        encoded = hf_tokenizer(sentence, return_tensors="pt")
+        with torch.no_grad():
+            hidden = torch.stack(theirs(**encoded, output_hidden_states=True).hidden_states)[:, 0]  # (L+1, T, H)
+        torch.testing.assert_close(got[:, s], hidden[:, encoded.input_ids[0].tolist().index(bank)], atol=1e-4,
+                                   rtol=1e-4)
+    assert not torch.allclose(got[-1, 0], got[-1, 1], atol=1e-2)  # the same word, two vectors
 
 
 def test_occurrence_vectors_pick_the_word_from_each_sentence(minilm):

@@ -1,18 +1,27 @@
 """lecture_lib.finetuning.features: the layers each choice reads, the hidden states against transformers', the scalar mix
-against its formula, and the tagger's handling of padding against an unpadded run."""
+against its formula, the tagger's handling of padding against an unpadded run, and the frozen-or-fine-tuned comparison
+training the two models it names."""
+
+import dataclasses
 
 import pytest
 import torch
 
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning import features as features_module
 from lecture_lib.finetuning.features import (
     FEATURE_CHOICES,
     FeatureTagger,
     ScalarMix,
     extract_features,
+    frozen_and_fine_tuned,
     selected_layers,
 )
-from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
+from lecture_lib.finetuning.tasks import NER_LABELS, EncodedTask, encode_tagging, ner_examples
 from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.heads import BertForTokenClassification
+from lecture_lib.tokenization import WordPieceTokenizer
 
 CONFIG = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=32,
                     max_position_embeddings=16)
@@ -118,3 +127,55 @@ def test_a_tagger_trained_on_extracted_features_leaves_the_encoder_unchanged():
     assert all(p.grad is not None for p in tagger.parameters())
     assert all(p.grad is None for p in encoder.parameters())
     assert all(torch.equal(t, before[name]) for name, t in encoder.state_dict().items())
+
+
+def _ner_task():
+    lang = SyntheticLanguage(seed=0)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(300, seed=0)], 200)
+    train, test = ner_examples(lang, 48, seed=1), ner_examples(lang, 16, seed=2)
+    return tokenizer, Task("ner", BertForTokenClassification, len(NER_LABELS), encode_tagging(train, tokenizer, 48),
+                           encode_tagging(test, tokenizer, 48), test)
+
+
+@pytest.mark.parametrize("pretrained", [True, False])
+def test_frozen_and_fine_tuned_trains_a_linear_tagger_on_the_frozen_last_layer_and_the_whole_network(
+        monkeypatch, pretrained):
+    """The two runs it reports: a linear tagger (no BiLSTM) on the last layer's features of the untouched encoder,
+    with the tagger's budget; then the task's head on a copy of the encoder, every weight trained, with the
+    fine-tuning budget. A config stands for a random encoder, the one :func:`new_head` draws with that budget."""
+    tokenizer, task = _ner_task()
+    config = dataclasses.replace(CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48,
+                                 num_hidden_layers=2)
+    torch.manual_seed(3)
+    encoder = BertModel(config).eval() if pretrained else config
+    tagger_config = FinetuneConfig(steps=4, batch_size=8, lr=1e-2, seed=5)
+    finetune_config = FinetuneConfig(steps=4, batch_size=8, lr=1e-3, seed=6)
+    expected_encoder = encoder if pretrained else new_head(task, config, finetune_config).base_model
+    before = {k: v.clone() for k, v in expected_encoder.state_dict().items()}
+    runs = []
+
+    def recording_finetune(task, model, run_config):
+        start = {k: v.clone() for k, v in model.state_dict().items()}
+        result = finetune(task, model, run_config)
+        runs.append((task, model, run_config, start, result))
+        return result
+
+    monkeypatch.setattr(features_module, "finetune", recording_finetune)
+    f1 = frozen_and_fine_tuned(task, encoder, tagger_config, finetune_config)
+
+    (tagger_task, tagger, tagger_run, _, tagger_result), (head_task, head, head_run, head_start, head_result) = runs
+    assert f1 == {"frozen": tagger_result.scores["f1"], "fine-tuned": head_result.scores["f1"]}
+    assert 0.0 <= f1["frozen"] <= 1.0 and 0.0 <= f1["fine-tuned"] <= 1.0
+    # frozen: a linear tagger on the last layer of this encoder, whose weights stay as they were
+    assert isinstance(tagger, FeatureTagger) and tagger.lstm is None and tagger.layers == [2]
+    assert tagger_run == tagger_config and tagger.classifier.out_features == len(NER_LABELS)
+    torch.testing.assert_close(tagger_task.train.features["features"],
+                               extract_features(expected_encoder, task.train).features["features"])
+    if pretrained:
+        assert all(torch.equal(v, before[k]) for k, v in encoder.state_dict().items())
+    # fine-tuned: the task's head on a copy of the same encoder, and every weight of it trained
+    assert isinstance(head, BertForTokenClassification) and head_task is task and head_run == finetune_config
+    assert all(torch.equal(head_start[f"bert.{k}"], v) for k, v in before.items() if not k.startswith("pooler."))
+    trained = {k: v for k, v in head.state_dict().items() if not k.startswith("bert.pooler.")}
+    unchanged = [k for k, v in trained.items() if torch.equal(v, head_start[k]) and not k.endswith("position_ids")]
+    assert not unchanged, unchanged
