@@ -55,6 +55,7 @@ from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.analysis.word_senses import occurrence_vectors
 from lecture_lib.attention import MultiHeadAttention, causal_mask
 from lecture_lib.chapters.ch04_bert_pretraining import (
+    BANK_SENTENCES,
     BERT_BASE_TOKENS,
     PROBES,
     ablation_config,
@@ -892,12 +893,7 @@ assert language_at_masks["mask_accuracy"] > left_only + 0.08
 # %%
 if minilm is not None:
     word, vector_model, vector_tokenizer = "bank", encoder, real_tokenizer
-    sentences = ["we sat on the bank of the river and watched the boats .",
-                 "the river overflowed its bank after the storm .",
-                 "fish gathered near the muddy bank of the stream .",
-                 "she opened an account at the bank downtown .",
-                 "the bank raised its interest rates again .",
-                 "he asked the bank for a loan to buy a house ."]
+    sentences = list(BANK_SENTENCES)
 else:  # the small BERT of section 7, with a word that the documentation uses in two senses
     word, vector_model, vector_tokenizer = "set", model.base_model, tokenizer
     sentences = ["return a set of the keys .", "the set contains unique elements .", "add an element to the set .",

@@ -389,6 +389,15 @@ def mask_accuracy_on(config: PretrainConfig, held_out: PretrainingData, *,
                                  held_out.most_frequent_token())
 
 
+# Section 11's two senses of "bank": three sentences by a river, then three about a business.
+BANK_SENTENCES = ("we sat on the bank of the river and watched the boats .",
+                  "the river overflowed its bank after the storm .",
+                  "fish gathered near the muddy bank of the stream .",
+                  "she opened an account at the bank downtown .",
+                  "the bank raised its interest rates again .",
+                  "he asked the bank for a loan to buy a house .")
+
+
 def sense_similarities(vectors: torch.Tensor, senses: Sequence[int]) -> tuple[float, float]:
     """Mean cosine similarity of the occurrences' vectors (S, H) between pairs of the same sense (not a vector
     with itself) and between pairs of different senses (section 11; exercise 5 of 04_bert_pretraining takes

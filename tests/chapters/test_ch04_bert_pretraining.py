@@ -9,6 +9,7 @@ import torch
 
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch04_bert_pretraining import (
+    BANK_SENTENCES,
     MASKING_RULES,
     TABLE5_ROWS,
     ablation_config,
@@ -205,12 +206,7 @@ def test_exercise_5_mean_of_last_four_layers_narrows_the_sense_gap(minilm):
 
     tokenizer = transformers.BertTokenizer.from_pretrained(minilm)
     encoder = transformers.BertModel.from_pretrained(minilm).eval()
-    sentences = ["we sat on the bank of the river and watched the boats .",
-                 "the river overflowed its bank after the storm .",
-                 "fish gathered near the muddy bank of the stream .",
-                 "she opened an account at the bank downtown .",
-                 "the bank raised its interest rates again .",
-                 "he asked the bank for a loan to buy a house ."]
+    sentences = list(BANK_SENTENCES)
     encoded = tokenizer(sentences, return_tensors="pt", padding=True)
     with torch.no_grad():
         layers = torch.stack(encoder(**encoded, output_hidden_states=True).hidden_states)  # (L + 1, S, T, H)
