@@ -31,15 +31,11 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
 )
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.pretraining import PretrainingData, evaluate_at_masks
+from tests.chapters.tiny_language import tiny_language
 
 
 def _tiny(monkeypatch, tmp_path):
-    monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    return ablation_config(documents=40, train_examples=48, test_examples=24, finetune=dict(steps=3, batch_size=8),
-                           max_length=128,
-                           pretrain=dict(train=dict(steps=3, batch_size=8, warmup_steps=1),
-                                         data=dict(eval_pairs=16, vocab_size=300, seq_len=128)))
+    return ablation_config(**tiny_language(monkeypatch, tmp_path))
 
 
 def test_profiles_pick_the_sizes(monkeypatch):
