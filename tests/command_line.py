@@ -75,3 +75,17 @@ def trap_pretraining(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def recipe_passed_to_pretrain(monkeypatch, main, argv: list[str]):
+    """The config that ``main(argv)`` hands to ``pretraining.pretrain`` (stopped there: nothing trains)."""
+    class Captured(Exception):
+        pass
+
+    def capture(config, **kwargs):
+        raise Captured(config)
+
+    monkeypatch.setattr(pretraining, "pretrain", capture)
+    with pytest.raises(Captured) as captured:
+        main(argv)
+    return captured.value.args[0]

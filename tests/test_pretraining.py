@@ -36,6 +36,7 @@ from tests.command_line import (
     MISSING_DEVICE,
     Built,
     assert_refused,
+    recipe_passed_to_pretrain,
     refused_in_process,
     rule_rows,
     run_command,
@@ -222,21 +223,14 @@ def test_command_line_has_one_flag_per_leaf_and_keeps_the_other_defaults(monkeyp
     assert all(f"--{leaf} " in help_text for leaf in leaves)
     assert "--model.vocab_size" not in help_text and "--model.max_position_embeddings" not in help_text
 
-    class Captured(Exception):
-        pass
-
-    def capture(config, **kwargs):
-        raise Captured(config)
-
-    monkeypatch.setattr("lecture_lib.pretraining.pretrain", capture)
-    with pytest.raises(Captured) as captured:
-        main(["--out", "x", "--model.hidden_size", "24", "--train.steps", "7", "--objective.pairs", "none",
-              "--train.num_threads", "none", "--objective.dynamic_masking", "false", "--seed", "5"])
+    recipe = recipe_passed_to_pretrain(
+        monkeypatch, main, ["--out", "x", "--model.hidden_size", "24", "--train.steps", "7", "--objective.pairs",
+                            "none", "--train.num_threads", "none", "--objective.dynamic_masking", "false", "--seed", "5"])
     expected = chapter_config()
     expected = replace(expected, seed=5, model=replace(expected.model, hidden_size=24),
                        train=replace(expected.train, steps=7, num_threads=None),
                        objective=replace(expected.objective, pairs=None, dynamic_masking=False))
-    assert captured.value.args[0] == expected
+    assert recipe == expected
 
 
 def test_small_pretrained_bert_is_trained_once_then_read_from_the_cache(tmp_path, monkeypatch, real_vocab_data):

@@ -26,7 +26,14 @@ from lecture_lib.chapters.ch07_albert import (
 )
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, AlbertLayer, AlbertModel
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
-from tests.command_line import assert_refused, refused_in_process, rule_rows, run_command, trap_pretraining
+from tests.command_line import (
+    assert_refused,
+    recipe_passed_to_pretrain,
+    refused_in_process,
+    rule_rows,
+    run_command,
+    trap_pretraining,
+)
 
 VARIANTS = [dict(), dict(num_hidden_groups=2), dict(num_hidden_groups=4, inner_group_num=2),
             dict(embedding_size=64, intermediate_size=100)]
@@ -86,17 +93,8 @@ def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch
     assert help_text.startswith("usage: python -m lecture_lib.chapters.ch07_albert")
     assert "--model.embedding_size " in help_text and "--model.num_hidden_groups " in help_text
 
-    class Captured(Exception):
-        pass
-
-    def capture(config, **kwargs):
-        raise Captured(config)
-
-    monkeypatch.setattr("lecture_lib.pretraining.pretrain", capture)
-    with pytest.raises(Captured) as captured:
-        main(["--out", "x", "--model.embedding_size", "32", "--model.num_hidden_groups", "2",
-              "--objective.pairs", "sop"])
-    config = captured.value.args[0]
+    config = recipe_passed_to_pretrain(monkeypatch, main, ["--out", "x", "--model.embedding_size", "32",
+                                                           "--model.num_hidden_groups", "2", "--objective.pairs", "sop"])
     assert isinstance(config.model, AlbertConfig)
     assert (config.model.embedding_size, config.model.num_hidden_groups, config.objective.pairs) == (32, 2, "sop")
     assert config.model.hidden_size == chapter_config().model.hidden_size  # the rest is the chapter's recipe
