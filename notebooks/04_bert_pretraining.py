@@ -561,8 +561,7 @@ for text in fill_probes:
     print(f"{text:<50}", ", ".join(f"{t} {p:.2f}" for t, p in fill_mask(model, tokenizer, text)[0]))
 
 # %% [markdown]
-# Four hundred steps of English are not enough (nor were a thousand, in an earlier version of this chapter:
-# 8.0% at `[MASK]` against 4.9%). At a `[MASK]` this model is right less than one time in ten,
+# Four hundred steps of English are not enough. At a `[MASK]` this model is right less than one time in ten,
 # well under twice the frequency guess, and its guesses are the commonest tokens whatever the sentence.
 # Its accuracy over all selected positions looks better, and is in fact *below* that of a model with no
 # context at all, one that copies each visible token and says "the" at each `[MASK]`: that number
@@ -1023,9 +1022,9 @@ print(f"one batch forward and backward: counted {counter.get_total_flops() / 1e9
 # %% [markdown]
 # `python -m lecture_lib.bench bert` times full training steps (forward, backward, AdamW) of our model
 # against `transformers`' own `BertForPreTraining` with the same weights and batch (BERT-mini's shape, the
-# full 30,522-token vocabulary, 16 sequences of 128 tokens). On the two-core CPU this course is built on it
-# measured 2.9 times the training tokens per second, and 1.0 times with our MLM head on every position:
-# the model itself is as fast as the reference, and the whole gain is the head on masked positions. On a
+# full 30,522-token vocabulary, 16 sequences of 128 tokens), as a ratio of training tokens per second, and
+# again with our MLM head on every position, which tells how much of any gain is the head on masked
+# positions alone. Its results live in `bench/`, not in this notebook; run it to see your machine's. On a
 # GPU the benchmark adds bf16, `torch.compile`, fused AdamW and the model FLOP utilisation (MFU); we have
 # not measured it there.
 

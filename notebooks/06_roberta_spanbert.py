@@ -87,7 +87,7 @@ print(config.pretrain.model)
 #
 # RoBERTa's paper lists four changes to BERT's pretraining: (1) train longer, with bigger batches, over more
 # data; (2) remove next-sentence prediction; (3) train on longer sequences; (4) change the masking pattern
-# dynamically (chapter 04's "Static and dynamic masking"; in the paper's Table 1, static → dynamic gave
+# dynamically (chapter 04's "Static and dynamic masking"; in Liu et al.'s (2019) Table 1, static → dynamic gave
 # SQuAD 2.0 F1 78.3 → 78.7, MNLI-m 84.3 → 84.0, SST-2 92.5 → 92.9: about the same, slightly better on two of
 # three). None of them touches the encoder, and RoBERTa's layers are BERT's, byte for byte. What differs in
 # the model is small, and `lecture_lib.models.roberta` is written as exactly that difference:
@@ -186,8 +186,8 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 
 # %% [markdown]
 # Four small BERTs (2 layers of width 64), one per format, pretrained for the same number of steps with the
-# same number of tokens per batch (so the short SENTENCE-PAIR rows come in batches about 2.4 times larger,
-# as in the paper), then scored on the same held-out rows
+# same number of tokens per batch (so the short SENTENCE-PAIR rows come in larger batches, as in the paper:
+# the table prints each format's batch size), then scored on the same held-out rows
 # (DOC-SENTENCES rows of held-out documents, 15% of the tokens masked). A model that learned nothing of
 # context scores what the most frequent token scores. The paper's columns are downstream tasks, which we do
 # not fine-tune here: held-out masked-LM accuracy is our only column.
@@ -556,7 +556,9 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 # averages 0.307. The spans actually chosen are shorter, because the selection passes over a span that would
 # overshoot the 15% budget: in rows of 64 one-token words about 25% of the spans show a token, against 10% once
 # per span. The solution is `mask_chosen_per_token` (put in place of `span_masking._mask_chosen`) and
-# `spans_showing_a_token` in `lecture_lib/chapters/ch06_roberta_spanbert.py`.
+# `spans_showing_a_token` in `lecture_lib/chapters/ch06_roberta_spanbert.py`. It counts masks and trains
+# nothing: `scheme_run`'s cache key does not see a replaced `_mask_chosen`, so a run with it must be trained
+# with `pretrain` directly, not read back from section 6's cache.
 # :::
 
 # %% [markdown]

@@ -242,7 +242,7 @@ assert all(t["replaced"] == int(t["original"] != t["corrupted"]) for t in walk)
 # table, so it is the shared table as well. Sharing is one module object used by both networks: one set of
 # Parameters, updated by both losses. The discriminator alone would update only the embeddings of the
 # tokens it sees; through the generator's softmax every token's embedding gets a gradient at every step.
-# The paper measured GLUE 83.6 without tying, 84.3 tying the token embeddings and 84.4 tying all weights
+# Clark et al. (2020) measured GLUE 83.6 without tying, 84.3 tying the token embeddings and 84.4 tying all weights
 # (equal sizes, 500k steps). Because `transformers` has no class for the pair, `to_hf()` returns its two
 # halves, each holding a copy of the shared tables.
 

@@ -515,7 +515,7 @@ plt.show()
 # **speed-up** = the teacher's latency over the model's, batch 1, one CPU thread, this machine. The ALBERT-style row
 # is the one to read against its speed-up: it stores about a quarter of the teacher's bytes but still runs four
 # layers of the teacher's width, so on a batch of 32 it takes the teacher's time (section 3); at batch 1 it can come
-# out a little ahead, from less Python around the same products, not from fewer products. The Primer's ×5.6 for
+# out a little ahead, from less Python around the same products, not from fewer products. The Primer's (Rogers et al., 2020) ×5.6 for
 # ALBERT-base is training throughput against BERT-large (chapter 07), not inference against BERT-base.
 
 # %% tags=["wall-clock"]

@@ -2,8 +2,8 @@
 
 A pytest plugin (registered by the root ``conftest.py``) with four jobs:
 
-- **Keep what nbval executed.** When every cell of a notebook passes under nbval, the notebook is stored with
-  the outputs nbval received into the book's jupyter-cache (``_build/.jupyter_cache``), the cache myst-nb
+- **Keep what nbval executed.** When every cell of a notebook passes under nbval, and both its checks (below)
+  pass too, the notebook is stored with the outputs nbval received into the book's jupyter-cache (``_build/.jupyter_cache``), the cache myst-nb
   reads in ``make book`` (``execute_notebooks: cache`` in ``book/_config.yml``). ``make book`` after
   ``make test`` then renders without executing anything.
 - **Never serve stale outputs.** jupyter-cache matches a notebook by its code cells alone. The outputs also

@@ -11,10 +11,10 @@ speed-up), so all its digits are masked: its text must still match, its numbers 
 
 **No quoted result without its run** (:func:`unquoted_results`). A number in the prose that looks like a result
 (it has a decimal point, a ``%`` or a ``×``, or it is a spelled-out multiple such as "forty times") must be one
-the run printed (or a constant of its code), to the digits quoted: ``0.77`` is accounted for by a printed
+the run printed (or a numeric literal of its code, not one in a comment or a string), to the digits quoted: ``0.77`` is accounted for by a printed
 ``0.7712`` or ``0.77``, ``33.8%`` by ``0.338`` or ``33.8``. A paper's figure is exempt when its sentence cites
-the paper: an author and a year (``Lan et al. (2020)``, ``(Clark et al., 2020, Table 1)``) or the words "the
-paper". Numbers glued into the prose (``{glue:text}`key```), written as code (backticks) or as mathematics (``$…$``:
+the paper by an author and a year (``Lan et al. (2020)``, ``(Clark et al., 2020, Table 1)``); "the paper"
+alone does not, since such a sentence often sets our numbers beside the paper's. Numbers glued into the prose (``{glue:text}`key```), written as code (backticks) or as mathematics (``$…$``:
 equations and the arithmetic of constants), and those of the Exercises section (their solution tests check
 them) are not prose quotes.
 
@@ -29,8 +29,12 @@ them) are not prose quotes.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import io
 import math
 import re
+import tokenize
 from dataclasses import dataclass
 
 WALL_CLOCK = "wall-clock"  # the tag of a cell whose output measures time
@@ -86,8 +90,7 @@ _SPELLED = re.compile(r"\b(?:twice|thrice|(?:two|three|four|five|six|seven|eight
 _WORDS = {"twice": 2, "thrice": 3, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
           "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000}
-_CITATION = re.compile(r"et al\.|\b[A-Z][\w-]+(?: and [A-Z][\w-]+)?,? \(?(?:19|20)\d\d[a-z]?\b|\bthe paper\b|"
-                       r"\bpaper's\b", re.IGNORECASE)
+_CITATION = re.compile(r"et al\.|\b[A-Z][\w-]+(?: and [A-Z][\w-]+)?(?:, | \()(?:19|20)\d\d[a-z]?\b")
 _NOT_PROSE = re.compile(r"\{glue:\w+\}`[^`]*`|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+(?=[A-Z(*])"
                            r"|\n\s*\n|\n\|")
@@ -106,11 +109,30 @@ class Quote:
         return f"markdown cell {self.cell}: {self.number!r} in {self.sentence!r}"
 
 
+def _code_numbers(source: str) -> set[float]:
+    """The numeric literals of a code cell: not those in its comments or strings (a typed figure is not a result)."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]  # IPython magics
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return set()
+    numbers = set()
+    for token in tokens:
+        if token.type == tokenize.NUMBER:
+            with contextlib.suppress(ValueError, SyntaxError):
+                value = ast.literal_eval(token.string)
+                if isinstance(value, (int, float)):
+                    numbers.add(float(value))
+    return numbers
+
+
 def _printed_numbers(notebook) -> set[float]:
-    """Every number in the code and in the text outputs of the run."""
-    texts = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-    texts += [text for _, text in text_outputs(notebook)]
-    numbers = {float(match.replace(",", "")) for match in _PRINTED.findall("\n".join(texts))}
+    """Every number in the text outputs of the run, and the numeric literals of its code."""
+    text = "\n".join(text for _, text in text_outputs(notebook))
+    numbers = {float(match.replace(",", "")) for match in _PRINTED.findall(text)}
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            numbers |= _code_numbers(cell.source)
     return {number for number in numbers if math.isfinite(number)}
 
 

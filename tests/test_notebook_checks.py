@@ -45,7 +45,7 @@ def test_a_quoted_result_must_be_one_the_run_printed(prose, printed, flagged):
 @pytest.mark.parametrize("prose", [
     "Devlin et al. (2019) report 84.6 on MNLI-m.",
     "On MNLI-m BERT-base scores 84.6 (Devlin et al., 2019, Table 1).",
-    "The paper's Table 1 gives 78.3 → 78.7.",
+    "Liu et al.'s (2019) Table 1 gives 78.3 → 78.7.",
     "Our score is {glue:text}`ch01-score:.2f`, well above chance.",
     "Call `mask(p=0.15)` to select 15% of the tokens.",
     "The scale is $0.02 \\cdot \\sqrt{64} = 0.16$.",
@@ -53,6 +53,20 @@ def test_a_quoted_result_must_be_one_the_run_printed(prose, printed, flagged):
 ])
 def test_cited_glued_code_mathematics_and_exercises_are_not_prose_quotes(prose):
     assert quoted(prose, "nothing", source="p = 0.15") == []
+
+
+@pytest.mark.parametrize("prose", [
+    "After 2000 steps it reaches 0.93.",  # a capitalised word and a year-like number are not a citation
+    "The paper's gap is 5 points, ours 0.93.",  # "the paper" alone does not exempt our number beside it
+])
+def test_what_is_not_a_citation(prose):
+    assert quoted(prose, "0.81") == ["0.93"]
+
+
+def test_a_typed_figure_in_a_comment_or_string_is_not_printed():
+    assert quoted("The model reaches 0.93.", "0.81", source="x = 1  # it reached 0.93 once") == ["0.93"]
+    assert quoted("The model reaches 0.93.", "0.81", source="note = 'reached 0.93'") == ["0.93"]
+    assert quoted("The margin is 0.93.", "0.81", source="assert score > 0.93") == []
 
 
 def test_a_citation_covers_its_own_sentence_only():

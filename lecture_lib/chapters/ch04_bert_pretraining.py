@@ -358,9 +358,6 @@ def main(argv: list[str] | None = None) -> PretrainResult:
     return pretraining_main(argv, defaults=chapter_config, prog="python -m lecture_lib.chapters.ch04_bert_pretraining")
 
 
-if __name__ == "__main__":
-    main()
-
 
 def initial_sublayer_scale(hidden_size: int, initializer_range: float, samples: int = 4096) -> float:
     """Standard deviation of a freshly initialised layer's attention output projection (H × H, entries of standard
@@ -369,8 +366,9 @@ def initial_sublayer_scale(hidden_size: int, initializer_range: float, samples: 
     """
     config = BertConfig(vocab_size=8, hidden_size=hidden_size, num_hidden_layers=1, num_attention_heads=1,
                         intermediate_size=8, initializer_range=initializer_range)
-    torch.manual_seed(0)
-    dense = BertModel(config).encoder.layer[0].attention.output.dense
+    with torch.random.fork_rng(devices=[]):  # a seeded draw that leaves the caller's random state as it was
+        torch.manual_seed(0)
+        dense = BertModel(config).encoder.layer[0].attention.output.dense
     x = torch.randn(samples, hidden_size, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         return float((x @ dense.weight.T).std())
@@ -440,30 +438,35 @@ def gpu_hours_and_kwh(flops: float, peak: float, utilisation: float, watts: floa
 
 
 def gap_neighbour_probe(batch: dict[str, torch.Tensor], special_token_ids: Sequence[int], *,
-                        delete: bool = True) -> dict[str, torch.Tensor]:
+                        delete: bool = True, pad_token_id: int = 0) -> dict[str, torch.Tensor]:
     """The masking ablation's fourth probe (exercise 4 of 04_bert_pretraining): every selected position gets its
     true token back, and the tokens next to a selected position (not selected, not special) become the targets,
     each shown as itself; with ``delete`` the selected positions are removed and the rows shortened (padded
-    at the end).
+    at the end with ``pad_token_id``). The new batch is on the batch's device.
 
     For ``[CLS] a [MASK] c d [SEP]`` with b selected at position 2: ``delete=False`` shows ``[CLS] a b c d [SEP]``,
     ``delete=True`` shows ``[CLS] a c d [SEP] [PAD]``; in both the targets are a and c.
     """
-    specials = torch.tensor(list(special_token_ids))
+    device = batch["input_ids"].device
+    specials = torch.tensor(list(special_token_ids), device=device)
     rows = []
     for ids, mask, types, labels in zip(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
                                         batch["labels"]):
         n = int(mask.sum())
         selected = labels[:n] != IGNORE_INDEX
         true = torch.where(selected, labels[:n], ids[:n])
-        next_to_gap = torch.zeros(n, dtype=torch.bool)
+        next_to_gap = torch.zeros(n, dtype=torch.bool, device=device)
         next_to_gap[:-1] |= selected[1:]
         next_to_gap[1:] |= selected[:-1]
         target = next_to_gap & ~selected & ~torch.isin(true, specials)
-        keep = ~selected if delete else torch.ones(n, dtype=torch.bool)
+        keep = ~selected if delete else torch.ones(n, dtype=torch.bool, device=device)
         rows.append((true[keep], types[:n][keep], torch.where(target, true, IGNORE_INDEX)[keep]))
     width = batch["input_ids"].shape[1]
     padded = lambda i, fill: torch.stack([torch.nn.functional.pad(r[i], (0, width - len(r[i])), value=fill)  # noqa: E731
                                           for r in rows])
-    return {"input_ids": padded(0, 0), "token_type_ids": padded(1, 0), "labels": padded(2, IGNORE_INDEX),
-            "attention_mask": torch.stack([(torch.arange(width) < len(r[0])).long() for r in rows])}
+    return {"input_ids": padded(0, pad_token_id), "token_type_ids": padded(1, 0), "labels": padded(2, IGNORE_INDEX),
+            "attention_mask": torch.stack([(torch.arange(width, device=device) < len(r[0])).long() for r in rows])}
+
+
+if __name__ == "__main__":
+    main()

@@ -334,16 +334,19 @@ def left_padding_shift(model: BertModel, input_ids: torch.Tensor, padding: int, 
 
     Exercise 1 of chapter 06.
     """
+    was_training = model.training
     model.eval()
-    pads = torch.full((input_ids.shape[0], padding), model.config.pad_token_id, dtype=input_ids.dtype)
+    pads = torch.full((input_ids.shape[0], padding), model.config.pad_token_id, dtype=input_ids.dtype,
+                      device=input_ids.device)
     padded = torch.cat([pads, input_ids], dim=1)  # (B, p + T)
 
     def hidden(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(ids.shape[1])[None, :] if arange_positions else None
+        positions = torch.arange(ids.shape[1], device=ids.device)[None, :] if arange_positions else None
         return model(ids, attention_mask=mask, position_ids=positions).last_hidden_state  # (B, T, H)
 
     plain = hidden(input_ids, torch.ones_like(input_ids))
     shifted = hidden(padded, torch.cat([torch.zeros_like(pads), torch.ones_like(input_ids)], dim=1))[:, padding:]
+    model.train(was_training)
     return float((shifted - plain).abs().max())
 
 

@@ -48,7 +48,7 @@ from lecture_lib.objectives.replaced_tokens import (
     mask_for_generator,
 )
 from lecture_lib.profile import pick
-from lecture_lib.runtime import epoch_batch, generator, seed_everything
+from lecture_lib.runtime import epoch_batch, generator, module_device, seed_everything, to_device
 from lecture_lib.train import TrainConfig, train
 
 # Table 5's rows, and the names used for them here.
@@ -469,10 +469,12 @@ def generator_right_by_input(model: ElectraPretrainingModel, batch: dict[str, to
     Exercise 2 of chapter 08: a replaced token is what the discriminator must find, so the first share is how
     many of the kept positions are free "original" labels.
     """
-    parts = {name: tensor for name, tensor in batch.items() if name != "step"}
-    out = model(**parts, sampling_generator=sampling_generator)
-    chosen = batch["labels"] != IGNORE_INDEX
-    right = out.corrupted_ids == batch["labels"]  # (B, T)
-    shows_mask = batch["input_ids"] == mask_token_id
+    model.eval()  # no dropout in the measurement
+    parts = to_device({name: tensor for name, tensor in batch.items() if name != "step"}, module_device(model))
+    with torch.no_grad():
+        out = model(**parts, sampling_generator=sampling_generator)
+    chosen = parts["labels"] != IGNORE_INDEX
+    right = out.corrupted_ids == parts["labels"]  # (B, T)
+    shows_mask = parts["input_ids"] == mask_token_id
     return {"kept": float(right[chosen & ~shows_mask].float().mean()),
             "[MASK]": float(right[chosen & shows_mask].float().mean())}

@@ -28,7 +28,7 @@ from lecture_lib.objectives.noising import NOISING, sentence_permutation
 from lecture_lib.objectives.span_corruption import span_counts
 from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, Vocabulary, batch_of
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator, module_device, seed_of
+from lecture_lib.runtime import generator, module_device, seed_of, to_device
 from lecture_lib.train import TrainConfig, train
 
 TASKS = ("acceptability", "entailment", "question", "facts")
@@ -396,7 +396,7 @@ def cross_attention_ratio(model: BartForConditionalGeneration, batch: dict[str, 
     hooks = [layer.encoder_attn.register_forward_hook(measure) for layer in model.model.decoder.layers]
     try:
         with torch.no_grad():
-            model(**batch)
+            model(**to_device(batch, module_device(model)))
     finally:
         for hook in hooks:
             hook.remove()

@@ -28,7 +28,7 @@ from lecture_lib.models.bert import BertModel, mlm_accuracy
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, module_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 
 WordMaps = Callable[[torch.Tensor, Sequence[int]], torch.Tensor]
@@ -230,17 +230,15 @@ def attention_gradient_on_cls(model: BertModel, tokenizer: WordPieceTokenizer,
     last layer's mean-pooled vectors; returns, over the pairs, the mean weight α_{i,[CLS]} of ``layer``'s
     heads and the mean |∂L/∂α_{ij}| on the [CLS] column (j = 0) and on the other columns.
     """
-    totals, maps = torch.zeros(3, dtype=torch.float64), 0
+    totals, maps, device = torch.zeros(3, dtype=torch.float64), 0, module_device(model)
     for pair in pairs:
-        outputs = [model(torch.tensor([tokenizer.frame(tokenizer.encode(s))[0]]), output_attentions=True)
-                   for s in pair]
+        outputs = [model(torch.tensor([tokenizer.frame(tokenizer.encode(s))[0]], device=device),
+                         output_attentions=True) for s in pair]
         weights = [out.attentions[layer] for out in outputs]  # (1, heads, T, T) each
-        for w in weights:
-            w.retain_grad()
         a, b = (out.last_hidden_state.mean(1) for out in outputs)
-        (1 - torch.nn.functional.cosine_similarity(a, b).sum()).backward()
-        for w in weights:
-            gradient = w.grad.abs()
+        gradients = torch.autograd.grad(1 - torch.nn.functional.cosine_similarity(a, b).sum(), weights)
+        for w, gradient in zip(weights, gradients):
+            gradient = gradient.abs()
             totals += torch.tensor([w[..., 0].mean().item(), gradient[..., 0].mean().item(),
                                     gradient[..., 1:].mean().item()], dtype=torch.float64)
             maps += 1

@@ -174,9 +174,7 @@ def entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
     rng = random.Random(seed_of("entailment", seed))
     examples = []
     for i in range(n):
-        person = rng.choice(people)
-        relation = rng.choice(("lives_in", "works_for"))
-        fact = Fact(relation, person.name, rng.choice(CITIES if relation == "lives_in" else ORGANISATIONS))
+        fact, _ = _random_fact(rng, people)
         denied = rng.random() < 0.5
         entailed = i % 2 == 0
         premise = lang.fact_sentence(fact, rng, negated=denied)
@@ -184,6 +182,14 @@ def entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
         examples.append(ClassificationExample(premise.words, 0 if entailed else 1, hypothesis.words))
     rng.shuffle(examples)
     return examples
+
+
+def _random_fact(rng: random.Random, people: Sequence[Person]) -> tuple[Fact, tuple[str, ...]]:
+    """A person's residence or employer drawn at random (not the world's), and the objects it was drawn from."""
+    person = rng.choice(people)
+    relation = rng.choice(("lives_in", "works_for"))
+    objects = CITIES if relation == "lives_in" else ORGANISATIONS
+    return Fact(relation, person.name, rng.choice(objects)), objects
 
 
 def object_swap_entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
@@ -202,12 +208,9 @@ def object_swap_entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
     rng = random.Random(seed_of("object-swap entailment", seed))
     examples = []
     for i in range(n):
-        person = rng.choice(people)
-        relation = rng.choice(("lives_in", "works_for"))
-        objects = CITIES if relation == "lives_in" else ORGANISATIONS
-        fact = Fact(relation, person.name, rng.choice(objects))
+        fact, objects = _random_fact(rng, people)
         entailed = i % 2 == 0
-        claim = fact if entailed else Fact(relation, person.name, rng.choice([o for o in objects if o != fact.object]))
+        claim = fact if entailed else Fact(fact.relation, fact.subject, rng.choice([o for o in objects if o != fact.object]))
         examples.append(ClassificationExample(lang.fact_sentence(fact, rng).words, 0 if entailed else 1,
                                               lang.fact_sentence(claim, rng).words))
     rng.shuffle(examples)
