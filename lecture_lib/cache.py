@@ -69,7 +69,8 @@ def fingerprint(thing: Any) -> str:
     elif hasattr(thing, "get_vocab") or isinstance(getattr(thing, "vocab", None), dict):
         vocab = thing.get_vocab() if hasattr(thing, "get_vocab") else thing.vocab
         casing = getattr(thing, "lowercase", getattr(thing, "do_lower_case", None))
-        digest.update(json.dumps([sorted(vocab.items(), key=lambda item: item[1]), casing]).encode())
+        accents = getattr(thing, "strip_accents", None)
+        digest.update(json.dumps([sorted(vocab.items(), key=lambda item: item[1]), casing, accents]).encode())
     else:
         raise TypeError(f"expected a torch.nn.Module or a tokenizer with a vocabulary, got {type(thing).__name__}")
     return digest.hexdigest()[:16]

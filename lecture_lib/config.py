@@ -197,8 +197,13 @@ def _field_value(f: Field, hint: Any, value: Any) -> Any:
         return value
     default = f.default_factory() if f.default_factory is not MISSING else f.default
     if isinstance(value, dict) and is_dataclass(default):
-        value = merge_dicts({g.name: getattr(default, g.name) for g in fields(default) if g.init}, value)
+        value = merge_dicts(_as_dict(default), value)
     return build_part(f.name, hint, value)
+
+
+def _as_dict(config: Any) -> dict[str, Any]:
+    """A dataclass's init fields as a dict, nested dataclasses as dicts too (so an override merges at any depth)."""
+    return {g.name: _as_dict(v) if is_dataclass(v := getattr(config, g.name)) else v for g in fields(config) if g.init}
 
 
 def build_part(part: str, cls: type, values: dict[str, Any] | Any) -> Any:

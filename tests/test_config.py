@@ -101,3 +101,22 @@ def test_flag_errors_are_one_line_naming_the_flag_with_the_rule_in_help(capsys):
             parser.parse_args(["--repeats", value])
         assert exit_.value.code == 2
         assert capsys.readouterr().err == f"demo: error: --repeats: {reason} (--help lists the flags)\n"
+
+
+def test_an_override_keeps_the_defaults_at_every_depth():
+    @dataclass
+    class Optimiser:
+        lr: float = 0.1
+        wd: float = 0.0
+
+    @dataclass
+    class Finetune:
+        steps: int = 10
+        opt: Optimiser = field(default_factory=Optimiser)
+
+    @dataclass
+    class Chapter:
+        finetune: Finetune = field(default_factory=lambda: Finetune(steps=150, opt=Optimiser(lr=5.0)))
+
+    built = build_config(Chapter, dict(finetune=dict(opt=dict(wd=1.0))))
+    assert built.finetune == Finetune(steps=150, opt=Optimiser(lr=5.0, wd=1.0))  # the default's 150 and 5.0 kept

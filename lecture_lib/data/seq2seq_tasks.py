@@ -273,5 +273,7 @@ class FreeOrderTranslationTask(TranslationTask):
     sentences (:func:`free_order`, a coin per sentence from its word ids' hash)."""
 
     def pairs(self, n: int, test: bool, rng: random.Random) -> list[tuple[Sentence, list[str]]]:
+        # The coin hashes the words reversed: TranslationTask picks test sentences by the same hash of the words,
+        # so the plain hash would make every test sentence's coin alike.
         return [(sentence, free_order(sentence, content_hash(self.encode(sentence.words[::-1]).tolist()) % 2 == 1))
                 for sentence, _ in super().pairs(n, test, rng)]

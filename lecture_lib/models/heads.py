@@ -229,6 +229,12 @@ class ElectraHeadForSequenceClassification(BertForSequenceClassification):
         x = F.gelu(self.dense(self.dropout(out.last_hidden_state[:, 0])))  # (B, H)
         return self.classifier(self.dropout(x))  # (B, K)
 
+    def to_hf(self, *args, **kwargs):
+        raise TypeError("ElectraHeadForSequenceClassification has no transformers class (ELECTRA's head on a BERT "
+                        "encoder): it cannot be exported; keep its state_dict instead")
+
+    save_pretrained = to_hf
+
 
 class BertForTokenClassification(_ClassifierHead):
     """Every final hidden state -> dropout -> linear: one tag per token (-100 labels carry no loss).

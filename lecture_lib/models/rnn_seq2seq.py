@@ -84,7 +84,7 @@ class AdditiveAttentionSeq2Seq(RNNSeq2Seq):
     def decode(self, tgt_in: torch.Tensor, states: torch.Tensor, lengths: torch.Tensor,
                hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         s, hidden = self.decoder(self.embed(tgt_in), hidden)  # s: (B, T, h)
-        keys = self.w1(states)  # (B, S, h): W_1 h_i, once for all decoder steps
+        keys = self.w1(states)  # (B, S, h): W_1 h_i, once for all the target positions of this call
         scores = self.v(torch.tanh(keys[:, None] + self.w2(s)[:, :, None]))[..., 0]  # (B, T, S)
         mask = padding_mask(lengths.to(s.device), states.shape[1])[:, 0]  # (B, 1, S)
         alpha = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)

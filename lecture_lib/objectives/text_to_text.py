@@ -35,7 +35,8 @@ class Vocabulary:
 
     def __init__(self, texts: Sequence[Sequence[str]]) -> None:
         words = sorted({w for text in texts for w in text})
-        self.words = [*SPECIALS, *T5_SENTINELS[:NUM_SENTINELS], *(w for w in words if w not in SPECIALS)]
+        reserved = [*SPECIALS, *T5_SENTINELS[:NUM_SENTINELS]]
+        self.words = [*reserved, *(w for w in words if w not in reserved)]
         self.ids = {w: i for i, w in enumerate(self.words)}
 
     def __len__(self) -> int:
