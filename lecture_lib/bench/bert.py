@@ -10,7 +10,9 @@ Every run uses fused AdamW (``--no-fused-optimizer`` for PyTorch's default); on 
 bf16 autocast. ``--compile`` compiles both models, ``--unpad`` adds ours on packed tokens
 (:mod:`lecture_lib.models.unpadding`), and ``--table`` replaces the rows with the techniques one at a time:
 ours with none of them (bf16 on CUDA all the same), then adding the MLM head on masked positions, the fused
-attention kernel, unpadding, ``torch.compile`` and the fused optimizer, beside transformers eager and compiled. Throughput counts the real
+attention kernel, unpadding, ``torch.compile`` and the fused optimizer, beside transformers eager and compiled.
+Our masked positions and packing are found before the timed steps, on the host, as a data loader finds them
+(:func:`found_before_the_step`): the step reads no value of the batch. Throughput counts the real
 (unpadded) tokens. Model FLOP utilisation, on CUDA or with ``--peak-tflops``: the FLOPs of the real tokens,
 Σ_b T_b · (6 N + 12 L T_b H) per step with the dense MLM head in N as MFU is usually counted
 (:func:`lecture_lib.models.bert.training_flops_per_token`), over the GPU's dense bf16 peak (H100 SXM and
@@ -40,6 +42,8 @@ from lecture_lib.models.bert import (
     BertForPreTraining,
     training_flops_per_token,
 )
+from lecture_lib.models.masked_lm import LabelledPositions
+from lecture_lib.models.unpadding import Packing
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.runtime import existing_device, generator
 
@@ -106,6 +110,19 @@ def setups(args: argparse.Namespace) -> list[Setup]:
                    Setup("transformers, compiled", transformers=True, compile=True)]
 
 
+def found_before_the_step(batch: dict[str, torch.Tensor], setup: Setup) -> dict[str, object]:
+    """Our model's options for ``setup``: the labelled positions and the packing, found on the host as a data
+    loader would, so that the timed step reads no value of the batch (no wait for the GPU, no graph break)."""
+    host = {k: batch[k].cpu() for k in ("labels", "attention_mask")}
+    device = batch["labels"].device
+    options: dict[str, object] = {}
+    if setup.masked_only:
+        options["masked_only"] = LabelledPositions.of(host["labels"], host["attention_mask"]).to(device)
+    if setup.unpad:
+        options["unpad"] = Packing.of(host["attention_mask"]).to(device)
+    return options
+
+
 def peak_flops(args: argparse.Namespace, device: torch.device) -> float | None:
     """The GPU's dense bf16 peak in FLOP/s: ``--peak-tflops``, else looked up by the CUDA device's name."""
     if args.peak_tflops:
@@ -162,7 +179,7 @@ def main(argv: list[str]) -> None:
         else:
             model = BertForPreTraining(config).to(device)
             model.load_state_dict(reference.state_dict())
-            options = dict(masked_only=setup.masked_only, unpad=setup.unpad)
+            options = found_before_the_step(batch, setup)
         forward = torch.compile(model, backend=args.compile_backend) if setup.compile else model
         return model, lambda: forward(**batch, **options).loss
 

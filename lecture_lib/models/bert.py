@@ -29,7 +29,12 @@ from lecture_lib.config import OneOf, Range, check_divisible, check_fields, chec
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.activations import ACTIVATIONS, activation
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
-from lecture_lib.models.masked_lm import check_mlm_labels, mlm_logits_and_loss
+from lecture_lib.models.masked_lm import (
+    LabelledPositions,
+    check_labels_on_real_tokens,
+    check_mlm_labels,
+    mlm_logits_and_loss,
+)
 from lecture_lib.models.unpadding import Packing, attend_packed
 
 # ---------------------------------------------------------------- configuration
@@ -468,22 +473,22 @@ class BertModel(BertPreTrainedModel):
 
     @staticmethod
     def _pack(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None,
-              position_ids: torch.Tensor | None, output_attentions: bool,
+              position_ids: torch.Tensor | None, output_attentions: bool, packing: Packing | None,
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Packing]:
-        """The inputs packed (1, N) and their :class:`Packing`: every token keeps its segment and position."""
+        """The inputs packed (1, N) and their :class:`Packing` (``packing`` if found before the step, else
+        found here): every token keeps its segment and position."""
         if output_attentions:
             raise ValueError("unpad=True attends per sequence without forming the weights: "
                              "pass unpad=False for output_attentions")
         batch, length = input_ids.shape
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
+        if packing is None:
+            packing = Packing.of(torch.ones_like(input_ids) if attention_mask is None else attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:
             position_ids = torch.arange(length, device=input_ids.device)
         position_ids = position_ids.expand(batch, length)
-        packing, packed = Packing.pack(attention_mask, input_ids, token_type_ids, position_ids)
-        return (*packed, packing)
+        return (*(packing.gather(t) for t in (input_ids, token_type_ids, position_ids)), packing)
 
     def forward(
         self,
@@ -493,13 +498,15 @@ class BertModel(BertPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
-        unpad: bool = False,
+        unpad: bool | Packing = False,
         head_mask: torch.Tensor | None = None,
     ) -> BertModelOutput:
         """``input_ids`` (B, T); ``attention_mask`` (B, T), 1 on tokens and 0 on padding; segments 0/1.
 
         ``unpad=True`` runs the layers on the real tokens only, packed (1, N, H) (:mod:`~lecture_lib.models.unpadding`;
         right padding only); the outputs come back (B, T, H), equal at the real positions and 0 at the padding.
+        ``unpad=Packing.of(attention_mask)``, found before the step (on the host), packs without reading any
+        value of the batch: no wait for the GPU, no graph break when compiled.
         ``head_mask`` (layers, heads) multiplies each head's output: 1 keeps it, 0 removes it (see
         :class:`BertSelfAttention`); the attention weights returned are the heads' softmax, unmasked.
         """
@@ -507,9 +514,10 @@ class BertModel(BertPreTrainedModel):
         check_head_mask(self.config, head_mask)
         mask = keys_mask(attention_mask, input_ids)
         restore = _unchanged
-        if unpad:
+        if unpad is not False:
+            packing = unpad if isinstance(unpad, Packing) else None
             input_ids, token_type_ids, position_ids, mask = self._pack(input_ids, attention_mask, token_type_ids,
-                                                                       position_ids, output_attentions)
+                                                                       position_ids, output_attentions, packing)
             restore = mask.pad
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H), or (1, N, H) packed
         return run_layers(self.encoder.layer, x, mask, output_attentions=output_attentions,
@@ -565,6 +573,9 @@ class BertForPreTraining(BertPreTrainedModel):
     whichever labels are given. ``masked_only=True`` runs the MLM head on the labelled positions only
     (about 15% of them): the same loss and gradients for less compute; ``unpad=True`` runs the encoder on
     the real tokens only (see :class:`BertModel`), which needs the labels of padded positions to be -100.
+    Given ``masked_only=LabelledPositions.of(labels, attention_mask)`` and ``unpad=Packing.of(attention_mask)``,
+    both found on the host before the step, the step reads no value of the batch: it never waits for the GPU,
+    and compiled it is one graph (``tests/models/test_graph_breaks.py``).
 
     Taught in: 04_bert_pretraining ("Masked LM", "Next-sentence prediction", "Pretraining a small BERT").
     """
@@ -592,14 +603,14 @@ class BertForPreTraining(BertPreTrainedModel):
         next_sentence_label: torch.Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
-        masked_only: bool = False,
-        unpad: bool = False,
+        masked_only: bool | LabelledPositions = False,
+        unpad: bool | Packing = False,
         head_mask: torch.Tensor | None = None,
     ) -> BertForPreTrainingOutput:
         check_mlm_labels(input_ids, labels, masked_only)
-        if unpad and labels is not None and attention_mask is not None and (
-                (labels != IGNORE_INDEX) & (attention_mask == 0)).any():
-            raise ValueError("unpad=True computes no padded position: expected labels -100 wherever attention_mask is 0")
+        if unpad is not False and labels is not None and attention_mask is not None and not isinstance(
+                masked_only, LabelledPositions):  # LabelledPositions.of(labels, attention_mask) checked it before
+            check_labels_on_real_tokens(labels, attention_mask)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                         output_hidden_states, unpad, head_mask)
         logits, mlm_loss = mlm_logits_and_loss(self.cls.predictions, out.last_hidden_state, labels, masked_only)

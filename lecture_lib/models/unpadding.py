@@ -121,7 +121,19 @@ class Packing:
     """Where the real tokens of a right-padded (``batch``, ``length``) batch went: see :func:`unpad`.
 
     ``attention_indices`` are the same tokens' positions b·max_len + t in a (batch, max_len) grid, where
-    :func:`attend_packed` lays them out to attend per sequence.
+    :func:`attend_packed` lays them out to attend per sequence; ``key_mask`` (batch, 1, 1, max_len) marks
+    the real keys of that grid.
+
+    Finding the packing reads the mask's values (how many tokens, the longest sequence), so on a GPU it waits
+    for the device. A training step that must not wait, or a compiled one that must not break its graph,
+    takes the packing found beforehand, on the host, where the batch is made, and moved with the batch:
+
+    >>> mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
+    >>> packing = Packing.of(mask)  # on the CPU, before the step
+    >>> packing.max_len, packing.cu_seqlens.tolist()
+    (3, [0, 3, 4])
+    >>> packing.gather(torch.tensor([[11, 12, 13], [21, 0, 0]]))  # in the step: no value is read
+    tensor([[11, 12, 13, 21]])
 
     Taught in: 04_bert_pretraining ("How fast").
     """
@@ -132,19 +144,38 @@ class Packing:
     batch: int
     length: int
     attention_indices: torch.Tensor  # (N,)
+    key_mask: torch.Tensor  # (B, 1, 1, max_len)
+
+    @classmethod
+    def of(cls, attention_mask: torch.Tensor) -> Packing:
+        """The packing of a right-padded ``attention_mask`` (B, T), checked (see :func:`sequence_lengths`)."""
+        batch, length = attention_mask.shape
+        _, indices, cu_seqlens, max_len = unpad(attention_mask, attention_mask)
+        attention_indices = indices // length * max_len + indices % length
+        key_mask = padding_mask(cu_seqlens.diff().long(), max_len)
+        return cls(indices, cu_seqlens, max_len, batch, length, attention_indices, key_mask)
 
     @classmethod
     def pack(cls, attention_mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[Packing, list[torch.Tensor]]:
-        """The packing of ``attention_mask`` (B, T), and each (B, T, ...) tensor packed to (1, N, ...).
+        """The packing of ``attention_mask`` (B, T), and each (B, T, ...) tensor packed to (1, N, ...)."""
+        packing = cls.of(attention_mask)
+        return packing, [packing.gather(t) for t in tensors]
+
+    def to(self, device: torch.device | str) -> Packing:
+        """The same packing with its tensors on ``device`` (``max_len`` and the sizes stay Python ints)."""
+        moved = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.__dict__.items()}
+        return Packing(**moved)
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """(batch, length, ...) -> (1, N, ...): the real tokens, one after the other.
 
         The leading 1 makes the packed tokens a batch of one long sequence, so that modules written for
         (B, T, ...) inputs run on them unchanged.
         """
-        batch, length = attention_mask.shape
-        first, indices, cu_seqlens, max_len = unpad(tensors[0], attention_mask)
-        packed = [first] + [t.flatten(0, 1)[indices] for t in tensors[1:]]
-        attention_indices = indices // length * max_len + indices % length
-        return cls(indices, cu_seqlens, max_len, batch, length, attention_indices), [t[None] for t in packed]
+        if tensor.shape[:2] != (self.batch, self.length):
+            raise ValueError(f"expected a tensor of shape ({self.batch}, {self.length}, ...) like the packed "
+                             f"attention_mask, got {tuple(tensor.shape)}")
+        return tensor.flatten(0, 1)[self.indices][None]
 
     def pad(self, packed: torch.Tensor) -> torch.Tensor:
         """(1, N, ...) -> (batch, length, ...), zeros at the padding."""
@@ -168,7 +199,6 @@ def attend_packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, packing: Pa
         cu, n = packing.cu_seqlens, packing.max_len
         return varlen_attn(q, k, v, cu, cu, n, n).transpose(0, 1)[None]
     grid = [pad(x, packing.attention_indices, packing.batch, packing.max_len).transpose(1, 2) for x in (q, k, v)]
-    mask = padding_mask(packing.cu_seqlens.diff().long(), packing.max_len)  # (B, 1, 1, max_len)
-    out, _ = attend(*grid, mask, dropout_p)  # (B, heads, max_len, d)
+    out, _ = attend(*grid, packing.key_mask, dropout_p)  # (B, heads, max_len, d)
     out = out.transpose(1, 2).reshape(-1, heads, dim)[packing.attention_indices]  # (N, heads, d)
     return out.transpose(0, 1)[None]
