@@ -95,3 +95,20 @@ def test_the_unpadded_step_on_cuda_in_bf16_is_one_graph_through_the_flash_kernel
     with torch.autocast("cuda", dtype=torch.bfloat16):
         explanation = explained(model, batch, options)
     assert explanation.graph_break_count == 0, [str(r.reason)[:200] for r in explanation.break_reasons]
+
+
+def test_new_length_mixes_stop_recompiling_once_the_sizes_are_dynamic():
+    """Every batch has its own token count N, masked count M and longest length: after the first recompiles
+    mark those sizes dynamic, a new mix reuses the compiled graph instead of compiling another."""
+    from torch._dynamo.utils import counters
+
+    model = BertForPreTraining(BertConfig(**SMALL))
+    torch._dynamo.reset()
+    counters.clear()
+    step = torch.compile(model, backend="aot_eager", fullgraph=True)
+    graphs = []
+    for lengths in ([5, 1, 16, 9], [3, 8, 2, 7], [12, 4, 6, 10], [2, 14, 9, 3], [7, 7, 11, 1]):
+        batch = pretraining_batch(lengths)
+        step(**batch, **prepared(batch, unpad=True)).loss.backward()
+        graphs.append(counters["stats"]["unique_graphs"])
+    assert graphs[-1] == graphs[-3] <= 3, graphs
