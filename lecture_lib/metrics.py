@@ -228,20 +228,28 @@ def squad_scores(predictions: Sequence[str], answers: Sequence[str | Sequence[st
     }
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *,
+                other_references: Sequence[Sequence[str]] = ()) -> float:
     """Corpus BLEU on a 0-100 scale, one reference per hypothesis, computed by ``sacrebleu`` on the texts as
-    they are, split at spaces (``tokenize="none"``: our words are already tokens).
+    they are, split at spaces (``tokenize="none"``: our words are already tokens). Each list in
+    ``other_references`` is one more reference per hypothesis: an n-gram's count is then clipped by its largest
+    count in any of a hypothesis' references, and the brevity penalty reads the reference length closest to the
+    hypothesis' (Papineni et al., 2002).
 
     >>> round(corpus_bleu(["the cat sat on the mat ."], ["the cat sat on the mat ."]), 6)
     100.0
     >>> round(corpus_bleu(["the cat sat on a mat ."], ["the cat sat on the mat ."]), 2)  # one word wrong
     48.89
+    >>> round(corpus_bleu(["on the mat sat the cat ."], ["the cat sat on the mat ."],
+    ...                   other_references=[["on the mat sat the cat ."]]), 6)  # the second reference's order
+    100.0
 
     Taught in: 02_transformer ("A task with structure: translation").
     """
-    hypotheses, references = list(hypotheses), list(references)
-    _check_pair(hypotheses, references)
-    return sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none", force=True).score
+    hypotheses, streams = list(hypotheses), [list(references), *(list(other) for other in other_references)]
+    for stream in streams:
+        _check_pair(hypotheses, stream)
+    return sacrebleu.corpus_bleu(hypotheses, streams, tokenize="none", force=True).score
 
 
 def _check_scores(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

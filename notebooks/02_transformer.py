@@ -23,8 +23,9 @@
 # `torch.nn.Transformer` computes. We measure why moving the LayerNorm matters for training, train the model to
 # reverse strings with label smoothing and the warm-up schedule of the paper, read its cross-attention as an
 # alignment, and decode it greedily and with beam search, catching beam search finding better answers.
-# Finally a task with structure: translating the synthetic language of chapter 05 into a head-final
-# language, scored by BLEU.
+# Then a task with structure: translating the synthetic language of chapter 05 into a head-final
+# language, scored by BLEU. Finally the same translation with two right word orders, where the model stays
+# unsure and beam search pays in BLEU, over three seeds.
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/02_transformer.ipynb)
 
@@ -51,13 +52,16 @@ from torch import nn
 from lecture_lib import plots, profile
 from lecture_lib.attention import MultiHeadAttention, causal_mask, padding_mask
 from lecture_lib.chapters.ch02_transformer import (
+    free_order_experiment,
+    greedy_against_beam,
     reversal_experiment,
     seq2seq_loss,
     stability_experiment,
     train_experiment,
     translation_experiment,
+    words_until_end,
 )
-from lecture_lib.data.seq2seq_tasks import head_final_alignment
+from lecture_lib.data.seq2seq_tasks import free_order, head_final_alignment
 from lecture_lib.data.toy import BOS, EOS, NUM_SPECIAL, PAD
 from lecture_lib.decoding import (
     beam_search,
@@ -841,11 +845,6 @@ def bleu_by_hand(hypotheses, references):
     return 100 * brevity * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals)) / 4)
 
 
-def words_until_end(tokens):
-    tokens = list(tokens)
-    return " ".join(task.decode(tokens[: tokens.index(EOS)] if EOS in tokens else tokens))
-
-
 profile.expect(16, "Training the translator, then decoding 100 sentences greedily and with beams")
 translator, translation_history = train_experiment(translation)
 translator = translator.cpu().eval()
@@ -856,8 +855,8 @@ greedy_tokens, greedy_scores = greedy_decode(translator, held_out_batch.src, max
 beams = beam_search(translator, held_out_batch.src, 4, max_len)
 references = [" ".join(target) for _, target in held_out]
 outputs = {"copy the source": [sentence.text for sentence, _ in held_out],
-           "greedy": [words_until_end(row.tolist()) for row in greedy_tokens],
-           "beam of 4": [words_until_end(h.tokens) for h in beams]}
+           "greedy": [words_until_end(task, row) for row in greedy_tokens],
+           "beam of 4": [words_until_end(task, h.tokens) for h in beams]}
 bleu = {name: corpus_bleu(hypotheses, references) for name, hypotheses in outputs.items()}
 print(f"final training loss {translation_history.loss[-1]:.3f} after {translation.train.steps} steps\n")
 rows = [[name, f"{bleu[name]:.1f}", sum(h == r for h, r in zip(hypotheses, references))]
@@ -935,14 +934,90 @@ assert alignment_rates[-1] >= 0.9
 # model can recover, with a vocabulary of about two hundred words. What carries over is the machinery (the
 # model, label smoothing, warm-up, beam search, the metric as the community computes it) and the ranking of
 # baselines: a model that can look anywhere in the source beats any monotone reading of it by a wide margin.
-# What did not carry over is the gain from beam search. Their beam of 4 helped on a model that stays uncertain;
-# on this task, as on reversal, the trained model is so sure of each word that greedy decoding already finds
+# What does not show on this task is the gain from beam search. Their beam of 4 helped on a model that stays
+# uncertain; here, as on reversal, the trained model is so sure of each word that greedy decoding already finds
 # the most probable translation for almost every sentence (in this run beam search changed the output of
 # {glue:text}`ch02-beam-changed` of the 100 held-out sentences, the count printed with the BLEU table). Beam
-# search pays where the model is unsure, as the early snapshot of section 12 showed. Where greedy and beam
-# search do differ (the printout shows up to two such sentences), look at how: every word costs
-# log-probability, so without a length penalty beam search leans towards short outputs, the bias that the
-# length normalisation of section 12 corrects.
+# search pays where the model is unsure, as the early snapshot of section 12 showed; section 14 builds a
+# translation task on which the model stays unsure. Where greedy and beam search do differ here (the printout
+# shows up to two such sentences), look at how: every word costs log-probability, so without a length penalty
+# beam search leans towards short outputs, the bias that the length normalisation of section 12 corrects.
+#
+# ## 14. Where beam search pays: two right orders
+#
+# Case particles let a language put the object before the subject (Japanese does): `ga` marks the subject and
+# `o` the object wherever they stand. We let the head-final language do the same. In half of the sentences
+# that have both, chosen by a coin that the source does not show, the reference puts the object phrase first;
+# both orders are right translations. A model trained on it cannot know the coin, so it learns to spread its
+# probability over the two orders, and its next-word distribution at the start of a sentence has two peaks.
+# That is where greedy decoding goes wrong: it commits to the single likeliest word, and when that word
+# (a determiner, say) could begin either phrase, the next steps can mix the two orders into a sentence that is
+# right in neither. Beam search keeps several beginnings alive and finishes the one whose whole translation is
+# most probable. We also train on a quarter of section 13's sentences (half the steps, half the batch), so
+# that the model has not solved its task.
+#
+# Two details make the comparison fair. The score of a sentence is BLEU against *both* right orders
+# (multi-reference BLEU: an output's n-grams are clipped by their count in whichever reference has the most of
+# them), so that no decoder is rewarded for guessing the coin. And the beam ranks finished hypotheses as the
+# paper's did, by their log-probability divided by a power of the length, with its beam of 4 and α = 0.6
+# (Vaswani et al., 2017, section 6.1, after Wu et al., 2016):
+#
+# $$\hat{y} = \arg\max_{y \in \text{beam}} \frac{\log P(y \mid x)}{|y|^{\alpha}}.$$
+#
+# Three seeds, each a model trained from its own initialisation on its own batches, each decoding the same 100
+# held-out sentences both ways. For the sentences where the two outputs differ, we ask which one the model
+# itself finds more probable.
+
+# %%
+profile.expect(15, "Training three free-order translators, then decoding 100 sentences each, greedily and with beams")
+free_seeds = [0, 1, 2]
+free_runs = {}
+for seed in free_seeds:
+    run = free_order_experiment(seed)
+    free_model, _ = train_experiment(run)
+    free_runs[seed] = greedy_against_beam(free_model.cpu().eval(), run.task, run.task.test_pairs(100, seed=1))
+free_task = run.task
+print(f"{run.train.steps} training steps of {run.task.batch_size} sentences per seed (section 13: "
+      f"{translation.train.steps} of {task.batch_size})\n")
+print(f"{'seed':>4} {'BLEU greedy':>12} {'BLEU beam':>10} {'beam - greedy':>14} {'outputs differ':>15} "
+      f"{'beam more probable':>19}")
+for seed, c in free_runs.items():
+    print(f"{seed:>4} {c.bleu['greedy']:>12.1f} {c.bleu['beam']:>10.1f} {c.bleu['beam'] - c.bleu['greedy']:>+14.1f} "
+          f"{len(c.differing):>9} of {len(c.greedy)} {c.beam_more_probable:>11} of {len(c.differing)}")
+free_bleu = {name: torch.tensor([c.bleu[name] for c in free_runs.values()]) for name in ("greedy", "beam")}
+free_gain = free_bleu["beam"] - free_bleu["greedy"]
+print(f"mean ± standard deviation over the seeds: greedy {free_bleu['greedy'].mean():.1f} ± "
+      f"{free_bleu['greedy'].std():.1f}, beam {free_bleu['beam'].mean():.1f} ± {free_bleu['beam'].std():.1f}, "
+      f"beam - greedy {free_gain.mean():+.1f} ± {free_gain.std():.1f}")
+
+first = free_runs[free_seeds[0]]
+held_out_free = free_task.test_pairs(100, seed=1)
+shown_cases = sorted(first.differing, key=lambda i: first.greedy_scores[i] - first.beam_scores[i])[:2]
+print(f"\nseed {free_seeds[0]}, the two differing sentences where beam search gains the most log-probability:")
+for i in shown_cases:
+    sentence = held_out_free[i][0]
+    print(f"  source              {sentence.text}\n  subject first       {' '.join(free_order(sentence, False))}"
+          f"\n  object first        {' '.join(free_order(sentence, True))}"
+          f"\n  greedy {first.greedy_scores[i]:>8.3f}     {first.greedy[i]}"
+          f"\n  beam   {first.beam_scores[i]:>8.3f}     {first.beam[i]}\n")
+
+# %%
+for c in free_runs.values():  # on every seed, beam search finds the more probable output almost every time
+    assert c.beam_more_probable >= 0.8 * len(c.differing) > 0
+assert math.isclose(first.bleu["greedy"], corpus_bleu(
+    first.greedy, [" ".join(free_order(s, False)) for s, _ in held_out_free],
+    other_references=[[" ".join(free_order(s, True)) for s, _ in held_out_free]]), rel_tol=1e-12)
+
+# %% [markdown]
+# On this task the two decoders part on a sizeable share of the sentences (the table gives the counts per
+# seed), and on nearly all of them the beam's output is the one the model itself finds more probable: beam
+# search is doing what it is for, searching better. Here the better search also pays in BLEU, on every seed
+# (the gains and their spread are printed under the table). The examples show how greedy decoding fails here: it starts one phrase, then drifts into the other order or
+# drops a word, and the total probability of what it wrote is lower than that of the beam's sentence, which
+# keeps one order from start to end. Beam search is no oracle, though: it maximises the model's probability,
+# so where the half-trained model is wrong with confidence, beam search is wrong too, and some of its outputs
+# score below greedy's against the references. How much the better search gains in BLEU depends on how unsure
+# the model is, and so on its training budget (exercise 6).
 #
 # ## What we saw
 #
@@ -1007,11 +1082,15 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
           f"aligned word for {alignment_rates[-1]:.0%} of target words (section 13)",
           direction([bleu["greedy"]], [bleu["copy the source"]], seeds=[translation.seed], margin=50,
                     rule="greedy BLEU over copying's by more than 50")),
-    Claim("02-beam-raises-bleu", "a beam of 4 translates better than greedy decoding",
+    Claim("02-beam-search-helps", "a beam of 4 translates better than greedy decoding",
           "Vaswani et al. (2017), section 6.1: beam size 4, length penalty 0.6",
-          f"BLEU beam {bleu['beam of 4']:.1f} vs greedy {bleu['greedy']:.1f}; outputs differ on {len(different)} of "
-          f"{len(held_out)} sentences (section 13)",
-          direction([bleu["beam of 4"]], [bleu["greedy"]], seeds=[translation.seed],
+          f"two right orders, a quarter of the training sentences, {len(first.greedy)} held-out sentences: BLEU beam "
+          f"{free_bleu['beam'].mean():.1f} ± {free_bleu['beam'].std():.1f} vs greedy {free_bleu['greedy'].mean():.1f} "
+          f"± {free_bleu['greedy'].std():.1f} over seeds {free_seeds}; outputs differ on "
+          f"{sum(len(c.differing) for c in free_runs.values())} of {sum(len(c.greedy) for c in free_runs.values())}, "
+          f"beam's more probable on {sum(c.beam_more_probable for c in free_runs.values())} of them (section 14; "
+          f"on section 13's solved task {len(different)} of {len(held_out)} differ)",
+          direction(free_bleu["beam"].tolist(), free_bleu["greedy"].tolist(), seeds=free_seeds,
                     rule="beam's BLEU above greedy's")),
 ])
 
@@ -1020,7 +1099,9 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # days of training; section 13's BLEU is on a synthetic language and cannot be set beside the paper's), the
 # paper's length penalty (ours divides by length$^\alpha$, Wu et al.'s by $((5+|Y|)/6)^\alpha$), and
 # dropout, which we switch off because the toy data is unlimited. On fully trained models of both tasks,
-# beam search and greedy decoding agree almost always: beam search helps in proportion to the model's doubt.
+# beam search and greedy decoding agree almost always; on a task with two right orders and a model that has not
+# solved it, they part often, and beam search wins in BLEU on every seed: beam search helps in proportion to
+# the model's doubt.
 # The paper's Table 1 comparison of layers (section 1) reproduced exactly where it counts operations.
 #
 # ## Exercises
@@ -1106,28 +1187,48 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # $T(T+1)/2$: time both on long outputs, and the cached one's advantage grows with the output length.
 # :::
 #
-# 5. Case particles let a language order subject and object freely (Japanese does). Change `head_final` so
-#    that the object phrase comes first in half of the sentences, chosen at random, and retrain. What happens
-#    to BLEU against the single reference, and to the gap between greedy decoding and beam search? What does
-#    that say about scoring real translations, where many orders are right, against one reference?
+# 5. Section 14 scores each output against both right orders. Score the same outputs against the single
+#    reference each held-out pair carries (the order the coin chose), for both decoders and every seed. What
+#    happens to BLEU, and to the gap between greedy decoding and beam search? What does that say about scoring
+#    real translations, where many orders are right, against one reference?
 #
 # :::{admonition} Hint
 # :class: dropdown
-# The target order is built in `_head_final` from the dependency tree; with a seeded generator, move the object
-# phrase (with its case particle) before the subject phrase in half of the sentences. The particles still say
-# which phrase is which, so both orders are right.
+# `free_task.test_pairs(100, seed=1)` gives (sentence, reference) pairs; the reference is `free_order(sentence,
+# coin)`. Call `corpus_bleu(free_runs[seed].greedy, references)` without `other_references`, and the same for
+# `.beam`. For a translator that is always right in one order, score `head_final(sentence)` (in
+# `lecture_lib.data.seq2seq_tasks`) against the single references.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# BLEU against the single reference falls, and exact match on sentences with both a subject and an object drops
-# towards half, although the outputs are still correct sentences. Even a perfect translator that always writes
-# `head_final`'s order matches the single reference on only about half of them (94 of the 194 among 500 held-out
-# sentences of `FreeOrderTranslationTask` in `lecture_lib.data.seq2seq_tasks`) and scores BLEU 93, not 100;
-# retrain on that task with the quick profile for the model's own scores. The model cannot know which of two right orders
-# the reference happened to use. Greedy and beam search can now disagree on the order itself. Scoring real
-# translations against one reference underrates any output whose order or wording differs from it, which is why
-# multiple references (and BLEU's caveats) matter.
+# BLEU against the single reference falls for both decoders, although many outputs are correct sentences, and
+# the gap between the decoders shrinks or changes sign from seed to seed: which order the reference used is a
+# coin the model cannot see, and it adds noise larger than the gain. Even a perfect translator that always
+# writes `head_final`'s order matches the single reference on only about half of the sentences with a subject
+# and an object (94 of the 194 among 500 held-out sentences of `FreeOrderTranslationTask`) and scores BLEU 93,
+# not 100. Scoring real translations against one reference underrates any output whose order or wording
+# differs from it, which is why multiple references (and BLEU's caveats) matter.
+# :::
+#
+# 6. Retrain section 14's three models with other budgets: section 13's full budget
+#    (`replace(run, train=replace(run.train, steps=translation.train.steps))` with
+#    `train_experiment(run, batch_size=task.batch_size)`), and a few in between. How do the share of sentences
+#    on which the decoders differ, and the BLEU gain of beam search, change as the model becomes surer?
+#
+# :::{admonition} Hint
+# :class: dropdown
+# `free_order_experiment(seed)` gives the recipe; `greedy_against_beam(model, run.task, run.task.test_pairs(100,
+# seed=1))` the comparison. Keep the held-out sentences, the beam and α fixed, and change one budget at a time.
+# :::
+#
+# :::{admonition} Expected outcome
+# :class: dropdown
+# The decoders differ less often as the model trains longer, since a surer model leaves greedy decoding less to
+# lose. The BLEU gain is smaller and less regular than the gain in log-probability: beam search maximises the
+# model's probability, not BLEU, so at some budgets it comes out below greedy decoding on some seeds while still
+# finding the more probable output on nearly every sentence where the two differ. A claim that beam search
+# "helps" is a claim about a budget, measured over seeds.
 # :::
 
 # %% [markdown]

@@ -163,16 +163,20 @@ def test_bad_input_is_rejected():
 
 
 
-def _bleu_by_hand(hypotheses, references):
-    """Papineni et al. (2002): geometric mean of clipped 1- to 4-gram precisions times the brevity penalty."""
+def _bleu_by_hand(hypotheses, reference_sets):
+    """Papineni et al. (2002), one or more references per hypothesis: each n-gram clipped by its largest count
+    in any reference, and r the sum of the reference lengths closest to each hypothesis' (the shorter on a tie)."""
     matches, totals, hyp_len, ref_len = [0] * 4, [0] * 4, 0, 0
-    for h, r in zip(hypotheses, references):
-        h, r = h.split(), r.split()
-        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+    for h, refs in zip(hypotheses, reference_sets):
+        h, refs = h.split(), [r.split() for r in refs]
+        hyp_len += len(h)
+        ref_len += min((abs(len(r) - len(h)), len(r)) for r in refs)[1]
         for n in range(1, 5):
             h_grams = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
-            r_grams = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
-            matches[n - 1] += sum((h_grams & r_grams).values())
+            most = Counter()
+            for r in refs:
+                most |= Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))  # | keeps the larger count
+            matches[n - 1] += sum((h_grams & most).values())
             totals[n - 1] += max(len(h) - n + 1, 0)
     brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
     return 100 * brevity * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals)) / 4)
@@ -184,11 +188,27 @@ def test_corpus_bleu_is_papinenis_formula():
     references = [" ".join(rng.choices(words, k=rng.randint(6, 12))) for _ in range(50)]
     hypotheses = [" ".join(w if rng.random() < 0.8 else rng.choice(words) for w in r.split()[: rng.randint(5, 12)])
                   for r in references]
-    assert math.isclose(corpus_bleu(hypotheses, references), _bleu_by_hand(hypotheses, references), rel_tol=1e-9)
+    assert math.isclose(corpus_bleu(hypotheses, references), _bleu_by_hand(hypotheses, [[r] for r in references]),
+                        rel_tol=1e-9)
     assert math.isclose(corpus_bleu(references, references), 100.0)
     assert math.isclose(corpus_bleu(["x . y z"], ["x . y z"]), 100.0)  # tokens are taken as they are, "." included
     with pytest.raises(ValueError, match="as many"):
         corpus_bleu(["a"], ["a", "b"])
+
+
+def test_corpus_bleu_with_other_references_clips_by_the_best_reference():
+    rng = random.Random(1)
+    words = "a b c d e f g".split()
+    first = [" ".join(rng.choices(words, k=rng.randint(6, 12))) for _ in range(50)]
+    second = [" ".join(reversed(r.split()[: rng.randint(5, 12)])) for r in first]
+    hypotheses = [" ".join(w if rng.random() < 0.8 else rng.choice(words) for w in rng.choice(pair).split())
+                  for pair in zip(first, second)]
+    assert math.isclose(corpus_bleu(hypotheses, first, other_references=[second]),
+                        _bleu_by_hand(hypotheses, list(zip(first, second))), rel_tol=1e-9)
+    assert corpus_bleu(hypotheses, first, other_references=[first]) == corpus_bleu(hypotheses, first)
+    assert math.isclose(corpus_bleu(second, first, other_references=[second]), 100.0)
+    with pytest.raises(ValueError, match="as many"):
+        corpus_bleu(["a"], ["a"], other_references=[["a", "b"]])
 
 
 @pytest.mark.parametrize("seed", range(5))

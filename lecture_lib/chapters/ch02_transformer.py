@@ -1,8 +1,10 @@
 """Chapter 02, the Transformer: the chapter's training runs (a small encoder-decoder that reverses
 symbol strings, and the same model translating the synthetic language into a head-final one), its loss,
-and the harsher run that separates post-LN from pre-LN.
+the harsher run that separates post-LN from pre-LN, and the free-order translation runs on which greedy
+decoding and beam search part.
 
-Taught in: 02_transformer ("Training", "Post-LN or pre-LN", "A task with structure: translation").
+Taught in: 02_transformer ("Training", "Post-LN or pre-LN", "A task with structure: translation",
+"Where beam search pays: two right orders").
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.config import build_config
-from lecture_lib.data.seq2seq_tasks import ReversalTask, TranslationTask
-from lecture_lib.data.toy import Seq2SeqBatch
-from lecture_lib.decoding import EncoderDecoder, Hypothesis, beam_search_one
+from lecture_lib.data.seq2seq_tasks import FreeOrderTranslationTask, ReversalTask, TranslationTask
+from lecture_lib.data.synthetic import Sentence
+from lecture_lib.data.toy import EOS, Seq2SeqBatch
+from lecture_lib.decoding import EncoderDecoder, Hypothesis, beam_search, beam_search_one, greedy_decode
+from lecture_lib.metrics import corpus_bleu
 from lecture_lib.models.transformer import Transformer, TransformerConfig
 from lecture_lib.profile import pick
 from lecture_lib.runtime import seed_everything
@@ -86,6 +90,20 @@ def translation_experiment(**model_overrides: Any) -> Experiment:
     return replace(exp, task=task, train=replace(exp.train, steps=pick(quick=300, full=3000), eval_every=0))
 
 
+def free_order_experiment(seed: int = 0) -> Experiment:
+    """The translation run made harder for decoding: :class:`FreeOrderTranslationTask`, whose references put
+    the object phrase first in half of the sentences (a coin the source does not show, so the model must spread
+    its probability over two right orders), trained with seed ``seed`` for half of :func:`translation_experiment`'s
+    steps on batches of half the size (a quarter of its training sentences, so that three seeds cost less than
+    the one run of :func:`translation_experiment`): a model that has not solved its task.
+
+    Taught in: 02_transformer ("Where beam search pays: two right orders").
+    """
+    exp = translation_experiment()
+    task = FreeOrderTranslationTask(max_words=exp.task.max_words, batch_size=exp.task.batch_size // 2)
+    return replace(exp, task=task, seed=seed, train=replace(exp.train, steps=exp.train.steps // 2))
+
+
 def stability_experiment(norm_first: bool) -> Experiment:
     """The chapter's run made harsh: no warm-up, the learning rate starts at 1e-2; post-LN or pre-LN.
 
@@ -110,6 +128,63 @@ def train_experiment(
     loss_fn = partial(seq2seq_loss, label_smoothing=exp.label_smoothing)
     history = train(model, batch_fn, loss_fn, exp.train, evaluate=evaluate)
     return model, history
+
+
+def words_until_end(task: TranslationTask, tokens: list[int] | torch.Tensor) -> str:
+    """A decoded output as text: its words up to the first ``EOS`` (padding and special tokens dropped).
+
+    Taught in: 02_transformer ("A task with structure: translation").
+    """
+    tokens = list(tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens)
+    return " ".join(task.decode(tokens[: tokens.index(EOS)] if EOS in tokens else tokens))
+
+
+@dataclass
+class DecoderComparison:
+    """Greedy decoding against beam search on the same sources: the outputs as text, their summed
+    log-probabilities under the model, and corpus BLEU against every right translation.
+
+    Taught in: 02_transformer ("Where beam search pays: two right orders").
+    """
+
+    greedy: list[str]
+    beam: list[str]
+    greedy_scores: torch.Tensor  # (B,) float64
+    beam_scores: torch.Tensor  # (B,) float64
+    bleu: dict[str, float]  # "greedy", "beam"
+
+    @property
+    def differing(self) -> list[int]:
+        """The sources whose two outputs differ."""
+        return [i for i, (g, b) in enumerate(zip(self.greedy, self.beam)) if g != b]
+
+    @property
+    def beam_more_probable(self) -> int:
+        """Of :attr:`differing`, how many beam outputs have the higher log-probability."""
+        return sum(bool(self.beam_scores[i] > self.greedy_scores[i]) for i in self.differing)
+
+
+def greedy_against_beam(model: EncoderDecoder, task: TranslationTask, pairs: list[tuple[Sentence, list[str]]], *,
+                     beam_width: int = 4, length_penalty: float = 0.6) -> DecoderComparison:
+    """Decode the sources of ``pairs`` greedily and with a beam of ``beam_width`` ranked by score / length^α
+    (α = ``length_penalty``; Vaswani et al. used 4 and 0.6), and score both by corpus BLEU against every
+    translation that ``task.references`` accepts (multi-reference BLEU).
+
+    Taught in: 02_transformer ("Where beam search pays: two right orders").
+    """
+    if not pairs:
+        raise ValueError("expected at least one (sentence, translation) pair, got none")
+    batch = task.batch(pairs)
+    max_len = batch.tgt_out.shape[1] + 2
+    greedy_tokens, greedy_scores = greedy_decode(model, batch.src, max_len)
+    beams = beam_search(model, batch.src, beam_width, max_len, length_penalty=length_penalty)
+    greedy = [words_until_end(task, row) for row in greedy_tokens]
+    beam = [words_until_end(task, h.tokens) for h in beams]
+    references = list(zip(*[[" ".join(r) for r in task.references(sentence)] for sentence, _ in pairs]))
+    bleu = {name: corpus_bleu(outputs, references[0], other_references=references[1:])
+            for name, outputs in (("greedy", greedy), ("beam", beam))}
+    return DecoderComparison(greedy, beam, greedy_scores.double(),
+                             torch.tensor([h.score for h in beams], dtype=torch.float64), bleu)
 
 
 def initial_position_tables(exp: Experiment) -> tuple[torch.Tensor, torch.Tensor]:

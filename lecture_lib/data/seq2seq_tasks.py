@@ -238,6 +238,10 @@ class TranslationTask:
     def test_batch(self, size: int, seed: int = 0) -> Seq2SeqBatch:
         return self.batch(self.test_pairs(size, seed))
 
+    def references(self, sentence: Sentence) -> list[list[str]]:
+        """Every right translation of ``sentence``: here the one, :func:`head_final`'s."""
+        return [head_final(sentence)]
+
 
 def free_order(sentence: Sentence, object_first: bool) -> list[str]:
     """Exercise 5 of chapter 02: :func:`head_final`'s translation, with the main clause's object phrase (case
@@ -277,3 +281,8 @@ class FreeOrderTranslationTask(TranslationTask):
         # so the plain hash would make every test sentence's coin alike.
         return [(sentence, free_order(sentence, content_hash(self.encode(sentence.words[::-1]).tolist()) % 2 == 1))
                 for sentence, _ in super().pairs(n, test, rng)]
+
+    def references(self, sentence: Sentence) -> list[list[str]]:
+        """Both right translations of ``sentence``, subject first then object first (the same twice when the
+        main clause lacks a subject or an object): what multi-reference BLEU scores against."""
+        return [free_order(sentence, object_first) for object_first in (False, True)]

@@ -5,6 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from lecture_lib.chapters.ch02_transformer import (
+    free_order_experiment,
+    greedy_against_beam,
     initial_position_tables,
     label_smoothing_floor,
     length_penalty_changes,
@@ -13,9 +15,9 @@ from lecture_lib.chapters.ch02_transformer import (
     train_experiment,
     translation_experiment,
 )
-from lecture_lib.data.seq2seq_tasks import FreeOrderTranslationTask, ReversalTask, head_final
+from lecture_lib.data.seq2seq_tasks import FreeOrderTranslationTask, ReversalTask, free_order, head_final
 from lecture_lib.data.toy import BOS, EOS, PAD
-from lecture_lib.decoding import greedy_decode, greedy_exact_match
+from lecture_lib.decoding import beam_search, greedy_decode, greedy_exact_match
 from lecture_lib.metrics import corpus_bleu
 from lecture_lib.models.transformer import KVCacheDecoder, Transformer, TransformerConfig
 
@@ -182,3 +184,41 @@ def test_exercise_5_free_order_puts_the_object_first_in_half_the_sentences():
     assert matched == 94 and abs(matched / len(both) - 0.5) < 0.1
     bleu = corpus_bleu([" ".join(head_final(s)) for s, _ in pairs], [" ".join(t) for _, t in pairs])
     assert round(bleu) == 93
+
+
+def test_free_order_references_are_both_orders_and_the_task_draws_from_them():
+    task = FreeOrderTranslationTask(max_words=16)
+    pairs = task.test_pairs(200)
+    for sentence, target in pairs:
+        references = task.references(sentence)
+        assert references == [free_order(sentence, False), free_order(sentence, True)]
+        assert target in references and references[0] == head_final(sentence)
+    assert sum(task.references(s)[0] != task.references(s)[1] for s, _ in pairs) > 50  # many have two orders
+
+
+def test_free_order_experiment_trains_on_a_quarter_of_the_translation_sentences():
+    base, run = translation_experiment(), free_order_experiment(seed=2)
+    assert isinstance(run.task, FreeOrderTranslationTask) and run.seed == 2 and run.model == base.model
+    assert run.train.steps * run.task.batch_size * 4 == base.train.steps * base.task.batch_size
+
+
+def test_greedy_against_beam_scores_each_decoder_against_every_right_order():
+    torch.manual_seed(0)
+    task = FreeOrderTranslationTask(max_words=8)
+    model = Transformer(TransformerConfig(vocab_size=task.vocab_size, d_model=16, encoder_layers=1, decoder_layers=1,
+                                          num_attention_heads=2, ffn_dim=16, max_position_embeddings=24)).eval()
+    pairs = task.test_pairs(6)
+    result = greedy_against_beam(model, task, pairs, beam_width=3, length_penalty=0.6)
+    src = task.batch(pairs).src
+    max_len = task.batch(pairs).tgt_out.shape[1] + 2
+    tokens, scores = greedy_decode(model, src, max_len)
+    beams = beam_search(model, src, 3, max_len, length_penalty=0.6)
+    assert torch.equal(result.greedy_scores, scores.double())
+    assert result.beam_scores.tolist() == [h.score for h in beams]
+    assert result.greedy == [" ".join(task.decode(row[: row.index(EOS)] if EOS in row else row))
+                             for row in tokens.tolist()]
+    first, second = ([" ".join(task.references(s)[k]) for s, _ in pairs] for k in (0, 1))
+    assert result.bleu["beam"] == corpus_bleu(result.beam, first, other_references=[second])
+    assert result.differing == [i for i in range(len(pairs)) if result.greedy[i] != result.beam[i]]
+    assert result.beam_more_probable == sum(bool(result.beam_scores[i] > result.greedy_scores[i])
+                                            for i in result.differing)
