@@ -78,7 +78,7 @@ ENTRY_POINTS = {
     "ch06.format_run": (ch06.format_run, lambda: dict(config=ch06.chapter_config(), name="doc-sentences"),
                         {"name": "full-sentences"}),
     "ch06.scheme_run": (ch06.scheme_run, lambda: dict(config=ch06.chapter_config(), scheme="noun phrases"),
-                        {"scheme": "whole words", "sbo": True}),
+                        {"scheme": "whole words", "sbo": True, "span_task": False}),
     "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config(), data=lambda config: None), {}),
     "ch07.sharing_runs": (ch07.sharing_runs, lambda: dict(config=ch07.sharing_config()), {}),

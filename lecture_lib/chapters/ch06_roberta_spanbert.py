@@ -44,10 +44,11 @@ from lecture_lib.tokenization import WordPieceTokenizer
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
 # of the synthetic language, 1,500 documents of six sentences, 150 steps of 32 rows of 64 tokens per run on
-# one thread (a few seconds each), twelve runs. At this size the runs separate what the data makes easy or
-# hard (how much context a row has, what is masked), not the fine differences of the papers' tables. Each run
-# is then fine-tuned on chapter 05's question answering (1,000 questions about one half of the people, scored
-# on 400 about the other half) for 100 steps of 16. The rows that a claim compares run on three seeds.
+# one thread (a few seconds each), 21 runs, two at a time. At this size the runs separate what the data makes
+# easy or hard (how much context a row has, what is masked), not the fine differences of the papers' tables.
+# Each run is then fine-tuned on chapter 05's question answering (1,000 questions about one half of the people,
+# scored on 400 about the other half) for 150 steps of 32, as chapter 05. The rows that a claim compares (and
+# the fine-tuning from random weights) run on three seeds.
 # ``full`` (a GPU): 4 layers of width 256, 20,000 documents, 3,000 steps of 64 rows of 128 tokens.
 QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
@@ -57,7 +58,7 @@ QUICK = dict(
                   train=dict(steps=150, batch_size=32, lr=3e-3, warmup_steps=15, eval_every=0, num_threads=1)),
     documents=1500,
     batch_sizes=((16, 300, 2e-3), (32, 150, 3e-3), (128, 37, 6e-3)),
-    finetune=dict(steps=100, batch_size=16, lr=1e-3, num_threads=1),
+    finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -69,6 +70,7 @@ FULL = dict(
     finetune=dict(steps=1000, batch_size=32, lr=5e-4), task_examples=4000, test_examples=1000,
 )
 
+PASSAGE_SENTENCES = 3  # the span task's passages, as chapter 05's
 SCHEMES = ("subword tokens", "whole words", "named entities", "noun phrases", "geometric spans")
 NOUN_PHRASE_DEPENDENTS = {"det", "amod", "flat"}
 
@@ -206,20 +208,27 @@ def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokeniz
 
 
 def span_task(config: StudyConfig, tokenizer: WordPieceTokenizer) -> Task:
-    """Chapter 05's question answering (:func:`~lecture_lib.finetuning.tasks.qa_examples`) in ``tokenizer``'s
-    pieces: ``config.task_examples`` questions about one half of the people to fine-tune on,
-    ``config.test_examples`` about the other half to score. The answer is a span of the passage (a name of one or
-    two words, a city, a company), found by its first and last tokens, as SQuAD's.
+    """Chapter 05's question answering (:func:`~lecture_lib.finetuning.tasks.qa_examples`, passages of
+    :data:`PASSAGE_SENTENCES` sentences about two people) in ``tokenizer``'s pieces: ``config.task_examples``
+    questions about one half of the people to fine-tune on, ``config.test_examples`` about the other half to
+    score. The answer is a span of the passage (a name, a city, a company), found by its first and last tokens,
+    as SQuAD's. ``[CLS] question [SEP] passage [SEP]`` has one segment type, as RoBERTa's inputs: the [SEP]
+    alone tells question from passage, so no model reads a segment embedding its pretraining never trained
+    (rows of one segment, DOC-SENTENCES' and every masking scheme's, leave segment B's at its random start).
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
     lang = SyntheticLanguage(config.language_seed)
     train_people, test_people = split_people(lang.world)
     length = config.pretrain.data.seq_len
-    train = qa_examples(lang, config.task_examples, 1, train_people)
-    test = qa_examples(lang, config.test_examples, 2, test_people)
-    return Task("qa", BertForQuestionAnswering, 2, encode_qa(train, tokenizer, length), encode_qa(test, tokenizer, length),
-                test)
+    encoded = []
+    for n, seed, people in ((config.task_examples, 1, train_people), (config.test_examples, 2, test_people)):
+        examples = qa_examples(lang, n, seed, people, sentences_per_passage=PASSAGE_SENTENCES)
+        task = encode_qa(examples, tokenizer, length)
+        task.features["token_type_ids"] = torch.zeros_like(task.features["token_type_ids"])
+        encoded.append((task, examples))
+    (train, _), (test, test_examples) = encoded
+    return Task("qa", BertForQuestionAnswering, 2, train, test, test_examples)
 
 
 def span_task_scores(config: StudyConfig, encoder: BertModel | None, tokenizer: WordPieceTokenizer) -> dict[str, float]:
@@ -249,12 +258,16 @@ def _held_out(corpus: Corpus, config: StudyConfig) -> tuple[dict[str, torch.Tens
     return rows, tokens, spans
 
 
-def _study_recipe(config: StudyConfig) -> dict:
-    """What every run of the chapter reads from ``config``: the pretraining, the documents, the span task."""
-    return {"pretrain": asdict(config.pretrain), "documents": config.documents,
-            "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
-            "language_seed": config.language_seed, "finetune": asdict(config.finetune),
-            "task_examples": config.task_examples, "test_examples": config.test_examples}
+def _study_recipe(config: StudyConfig, span_task: bool = True) -> dict:
+    """What a run of the chapter reads from ``config``: the pretraining, the documents, and the span task's
+    settings when it is fine-tuned on it."""
+    recipe = {"pretrain": asdict(config.pretrain), "documents": config.documents,
+              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
+              "language_seed": config.language_seed}
+    if span_task:
+        recipe.update(finetune=asdict(config.finetune), task_examples=config.task_examples,
+                      test_examples=config.test_examples, passage_sentences=PASSAGE_SENTENCES)
+    return recipe
 
 
 def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
@@ -301,30 +314,30 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
     return cached_json(f"ch06-format-{name}", recipe, run)
 
 
-def batch_size_runs(config: StudyConfig, corpus: Corpus | None = None, *,
-                    progress: bool = True) -> dict[int, dict[str, float]]:
+def batch_size_runs(config: StudyConfig, *, workers: int | None = None) -> dict[int, dict[str, float]]:
     """RoBERTa Table 3 in shape: DOC-SENTENCES runs (no NSP) at the same batch size × steps, the learning rate
     raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
-    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size.
+    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size; two runs at
+    a time, as :func:`seeded_runs` (the middle row is the input-format study's DOC-SENTENCES run).
 
     Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
     """
-    runs = {}
-    for batch_size, steps, lr in config.batch_sizes:
-        train = replace(config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr,
-                        warmup_steps=max(1, steps // 10))
-        run_config = replace(config, pretrain=replace(config.pretrain, train=train))
-        scores = format_run(run_config, "doc-sentences", corpus, progress=progress)
-        runs[batch_size] = {**scores, "steps": steps, "lr": lr, "perplexity": math.exp(scores["mlm_loss"])}
-    return runs
+    configs = [replace(config, pretrain=replace(config.pretrain, train=replace(
+        config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10))))
+        for batch_size, steps, lr in config.batch_sizes]
+    rows = parallel_map(_study_row, [("format", c, "doc-sentences") for c in configs], workers=workers,
+                        desc=f"{len(configs)} batch sizes")
+    return {c.pretrain.train.batch_size: {**scores, "steps": c.pretrain.train.steps, "lr": c.pretrain.train.lr,
+                                          "perplexity": math.exp(scores["mlm_loss"])}
+            for c, scores in zip(configs, rows)}
 
 
 def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
-               progress: bool = True) -> dict[str, float]:
+               progress: bool = True, span_task: bool = True) -> dict[str, float]:
     """One row of the masking study: pretrain on DOC-SENTENCES rows masked by ``scheme``'s units at 15% (with
     the span boundary objective when ``sbo``), no NSP; score held-out MLM with tokens masked one by one
-    (``mlm_accuracy``) and with SpanBERT's spans masked (``span_accuracy``), and the span task fine-tuned on the
-    pretrained encoder (``qa_f1``, ``qa_exact``). Whole words draw 80/10/10 for each piece, as Google's
+    (``mlm_accuracy``) and with SpanBERT's spans masked (``span_accuracy``), and (``span_task``) the span task
+    fine-tuned on the pretrained encoder (``qa_f1``, ``qa_exact``). Whole words draw 80/10/10 for each piece, as Google's
     ``create_pretraining_data.py``; entities, noun phrases and spans once per unit, as SpanBERT.
 
     Taught in: 06_roberta_spanbert ("Masking whole units", "The span boundary objective").
@@ -332,7 +345,7 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
     if scheme not in SCHEMES:
         raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
     pretrain_config = config.pretrain
-    recipe = {"scheme": scheme, "sbo": sbo, **_study_recipe(config)}
+    recipe = {"scheme": scheme, "sbo": sbo, **_study_recipe(config, span_task)}
     if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
         recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
 
@@ -355,7 +368,7 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
         by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
         return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
                 "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
-                **span_task_scores(config, result.model.bert, tok)}
+                **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
 
     return cached_json(f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}", recipe, run)
 

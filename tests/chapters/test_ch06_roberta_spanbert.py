@@ -189,7 +189,8 @@ def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
     tokenizer = synthetic_corpus(config).tokenizer
     task = span_task(config, tokenizer)
     train_people, test_people = split_people(SyntheticLanguage(config.language_seed).world)
-    train_examples = qa_examples(SyntheticLanguage(config.language_seed), config.task_examples, 1, train_people)
+    train_examples = qa_examples(SyntheticLanguage(config.language_seed), config.task_examples, 1, train_people,
+                                 sentences_per_passage=3)
     for encoded, examples in ((task.train, train_examples), (task.test, task.test_examples)):
         assert len(examples) == len(encoded)
         ids = encoded.features["input_ids"]
@@ -199,6 +200,8 @@ def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
             assert ids[n, start:end + 1].tolist() == answer, (example.answer, start, end)
     for example in task.test_examples:
         assert not any(person.name in " ".join(example.passage) for person in train_people)
+    # one segment type, as RoBERTa's inputs: question and passage told apart by [SEP] alone
+    assert not task.train.features["token_type_ids"].any() and not task.test.features["token_type_ids"].any()
 
 
 def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_every_seed(monkeypatch):
