@@ -51,8 +51,9 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     SCHEMES,
     batch_size_runs,
     chapter_config,
-    format_run,
+    over_seeds,
     scheme_run,
+    seeded_runs,
     synthetic_corpus,
     unigram_guess,
     unit_rows,
@@ -70,6 +71,7 @@ from lecture_lib.objectives.span_masking import (
     sample_span_lengths,
     span_boundaries,
     span_length_distribution,
+    span_truncation,
 )
 from lecture_lib.pretraining import tokenize_documents
 from lecture_lib.reproductions import show_reproduction
@@ -187,33 +189,66 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 # %% [markdown]
 # Four small BERTs (2 layers of width 64), one per format, pretrained for the same number of steps with the
 # same number of tokens per batch (so the short SENTENCE-PAIR rows come in larger batches, as in the paper:
-# the table prints each format's batch size), then scored on the same held-out rows
-# (DOC-SENTENCES rows of held-out documents, 15% of the tokens masked). A model that learned nothing of
-# context scores what the most frequent token scores. The paper's columns are downstream tasks, which we do
-# not fine-tune here: held-out masked-LM accuracy is our only column.
+# the table prints each format's batch size), then scored twice:
+#
+# - **held-out masked LM** on the same held-out rows (DOC-SENTENCES rows of held-out documents, 15% of the
+#   tokens masked). A model that learned nothing of context scores what the most frequent token scores;
+# - **a span task**, the papers' kind of column: chapter 05's question answering, fine-tuned on the
+#   pretrained encoder (questions about one half of the synthetic world's people, passages of three fact
+#   sentences), and scored by SQuAD's F1 on questions about the other half; the cell prints the sizes. The
+#   answer is a span of the passage, found by its first and last tokens. Its trivial baseline is the same
+#   fine-tuning from random weights (section 6).
+#
+# The two formats the paper's comparison rests on, DOC-SENTENCES and SENTENCE-PAIR, are trained on three seeds
+# (each seed draws other documents, vocabulary, weights, masks and fine-tuning order), two runs at a time on
+# two cores; the table shows the first seed of every format.
 
 # %%
-profile.expect(30, f"Pretraining {len(FORMATS)} BERTs, one per input format")
-formats = {name: format_run(config, name, corpus) for name in FORMATS}
+profile.expect(45, f"Pretraining {len(FORMATS) + 4} BERTs (every input format, two on two more seeds), "
+                   "each fine-tuned on question answering")
+claimed = ("doc-sentences", "sentence-pair")
+print(f"span task: {config.task_examples} training questions, {config.test_examples} test questions, "
+      f"{config.finetune.steps} steps of {config.finetune.batch_size} at lr {config.finetune.lr}")
+format_seeds = seeded_runs(config, "format", FORMATS, compared=claimed)
+formats = {name: runs[config.seeds[0]] for name, runs in format_seeds.items()}
 guess = unigram_guess(config, corpus)
 rows = [[name, "yes" if FORMATS[name] else "no", f"{row['tokens_per_row']:.1f}", row["batch_size"],
          f"{row['mlm_accuracy']:.1%}", None if row["nsp_accuracy"] is None else f"{row['nsp_accuracy']:.1%}",
-         *map(str, PAPER_FORMATS[name])] for name, row in formats.items()]
-rows.append(["most frequent token", None, None, None, f"{guess['tokens']:.1%}", None, None, None, None, None])
+         f"{row['qa_f1']:.3f}", *map(str, PAPER_FORMATS[name])] for name, row in formats.items()]
+rows.append(["most frequent token", None, None, None, f"{guess['tokens']:.1%}", None, None, None, None, None,
+             None])
 show_reproduction("ch06-roberta-table2", "Liu et al. (2019), Table 2: input formats, with and without NSP",
-                  ["format", "NSP", "tokens/row", "batch", "ours: MLM acc", "ours: NSP acc",
+                  ["format", "NSP", "tokens/row", "batch", "ours: MLM acc", "ours: NSP acc", "ours: QA F1",
                    "paper: SQuAD 1.1/2.0", "paper: MNLI-m", "paper: SST-2", "paper: RACE"], rows,
-                  note="Single sentences hurt, as in the paper; whether dropping NSP helps is printed below, not "
-                       "asserted: the three long-row formats lie within a point, which one seed cannot separate. "
-                       "Our column is held-out masked-LM accuracy, not fine-tuned task scores.")
+                  note=f"Seed {config.seeds[0]}. Our QA is chapter 05's, fine-tuned on each pretrained encoder; "
+                       "the seeds of the two compared formats are printed below.")
+print(f"{'format, ' + str(len(config.seeds)) + ' seeds':24} {'MLM acc: mean ± sd':>20} {'QA F1: mean ± sd':>18}")
+seeded = {name: {score: over_seeds(format_seeds[name], score) for score in ("mlm_accuracy", "qa_f1")}
+          for name in claimed}
+for name, scores in seeded.items():
+    (_, m, sd), (_, f, fsd) = scores["mlm_accuracy"], scores["qa_f1"]
+    print(f"{name:24} {m:>13.1%} ± {sd:.1%} {f:>11.3f} ± {fsd:.3f}")
+on_every_seed = {score: all(d > s for d, s in zip(seeded["doc-sentences"][score][0], seeded["sentence-pair"][score][0]))
+                 for score in ("mlm_accuracy", "qa_f1")}
+print("doc-sentences above sentence-pair on every seed:", on_every_seed)
 with_nsp = max(formats[f]["mlm_accuracy"] for f in FORMATS if FORMATS[f])
 without = max(formats[f]["mlm_accuracy"] for f in FORMATS if not FORMATS[f])
-print("no NSP >= NSP (best of each, held-out MLM):", without >= with_nsp)
+print("no NSP >= NSP (best of each, held-out MLM, first seed):", without >= with_nsp)
 
 # %% [markdown]
-# The SENTENCE-PAIR model is the clear loser here, for a reason the paper names as one of its four changes:
-# *train on longer sequences*. Its rows average 20 tokens, so the later position embeddings get few
-# gradients or none, and on the 50-token held-out rows the model falls below the most-frequent-token guess.
+# On held-out masked LM the SENTENCE-PAIR model is the clear loser, on every seed, for a reason the paper names
+# as one of its four changes: *train on longer sequences*. Its rows average 20 tokens, so the later position
+# embeddings get few gradients or none, and on the 50-token held-out rows the model falls below the
+# most-frequent-token guess.
+#
+# The span task does not follow. Fine-tuned on question answering, SENTENCE-PAIR scores *highest* of the four
+# on the first seed, and above DOC-SENTENCES on every seed. We have not isolated why; two printed facts rule
+# out the obvious causes: its masked LM is the worst of the four, and its NSP head learned nothing (its NSP
+# accuracy is at chance), so neither a better language model nor NSP explains it. (Segment embeddings do
+# not either: the span task's inputs have one segment type, as RoBERTa's, so no model reads one its
+# pretraining left untrained.) What the table does show is the paper's warning about measuring with one
+# column: at our scale, held-out masked LM and a fine-tuned task rank the formats in opposite orders, and a
+# claim about formats holds only for the column it was measured on.
 #
 # ## 3. Bigger batches at equal compute
 #
@@ -223,12 +258,12 @@ print("no NSP >= NSP (best of each, held-out MLM):", without >= with_nsp)
 # learning rate raised about as the square root of the batch.
 
 # %%
-batches = batch_size_runs(config, corpus)
+batches = batch_size_runs(config)
 rows = [[row["batch_size"], row["steps"], f"{row['lr']:.1e}", f"{row['perplexity']:.1f}", f"{row['mlm_accuracy']:.1%}",
-         paper[0], paper[1], f"{paper[2]:.0e}", *map(str, paper[3:])]
+         f"{row['qa_f1']:.3f}", paper[0], paper[1], f"{paper[2]:.0e}", *map(str, paper[3:])]
         for row, paper in zip(batches.values(), PAPER_BATCH_SIZES)]
 show_reproduction("ch06-roberta-table3", "Liu et al. (2019), Table 3: bigger batches at equal compute",
-                  ["batch", "steps", "lr", "ours: ppl", "ours: MLM acc", "paper: batch", "paper: steps",
+                  ["batch", "steps", "lr", "ours: ppl", "ours: MLM acc", "ours: QA F1", "paper: batch", "paper: steps",
                    "paper: lr", "paper: ppl", "paper: MNLI-m", "paper: SST-2"], rows,
                   note="Did not reproduce at our scale (printed, not asserted): with a few hundred steps in all, "
                        "training is limited by the number of updates, the opposite of the paper's regime of a "
@@ -283,6 +318,31 @@ else:
         print(f"{rule:16} {text}")
     print(f"philammon masked in part, of 300 masks: token rule {token_masked}, whole-word rule {whole_masked}")
     assert whole_masked == 0 and token_masked > 0 and "whole-word rule" in shown
+
+# %% [markdown]
+# Whole-word masking changes the *selection*; the replacement stays BERT's per-piece rule. Google's
+# `create_pretraining_data.py` picks whole words, then draws 80/10/10 for each selected piece on its own, so a
+# selected `phil ##am ##mon` can reach the model as `[MASK] ##am [MASK]`. SpanBERT instead draws once per span
+# (all `[MASK]`, all random, or all kept). `mask_whole_words` follows Google (`replacement="per piece"`);
+# `replacement="per unit"` is SpanBERT's rule. On 400 rows of 100 words of three pieces each, the share of
+# selected words whose three pieces met different fates is $1 - 0.8^3 - 0.1^3 - 0.1^3 = 0.486$ per piece, and
+# none per word:
+
+# %%
+pieces = torch.arange(300).div(3, rounding_mode="floor").expand(400, -1)  # 400 rows of 100 three-piece words
+piece_ids = torch.randint(5, 1000, pieces.shape, generator=generator("three-piece words"))
+mixed = {}
+for replacement in ("per piece", "per unit"):
+    masked, labels = mask_whole_words(piece_ids, pieces, mask_token_id=1, vocab_size=1000, replacement=replacement,
+                                      generator=generator("whole-word replacement", replacement))
+    chosen = labels != -100
+    fate = torch.where(masked == 1, 0, torch.where(masked == piece_ids, 2, 1))[chosen]  # [MASK], random, kept
+    by_word = fate.view(-1, 3)  # a selected word's three pieces are three consecutive selected positions
+    mixed[replacement] = (by_word != by_word[:, :1]).any(1).double().mean().item()
+    shares = [(fate == k).double().mean().item() for k in range(3)]
+    print(f"{replacement:9}: pieces [MASK]/random/kept {shares[0]:.1%}/{shares[1]:.1%}/{shares[2]:.1%}, "
+          f"words with mixed pieces {mixed[replacement]:.3f}")
+assert abs(mixed["per piece"] - 0.486) < 0.03 and mixed["per unit"] < 0.005
 
 # %% [markdown]
 # The BERT repository's README (Devlin et al., 2019) reports, for BERT-Large trained the same way with each
@@ -367,17 +427,69 @@ for scheme, r in gold.items():
     assert cut == 0 and (shortfall >= 0).all() and (shortfall < longest).all()
 
 # %% [markdown]
-# Five pretraining runs, one per scheme, identical but for what is masked (DOC-SENTENCES rows, no NSP),
-# scored on the same held-out rows twice: with single tokens masked (BERT's test) and with SpanBERT's spans
-# masked (whole stretches to fill).
+# The geometric spans' mean masked run is far below the 3.8 words the distribution draws, and not because of
+# the distribution. A 64-token row has a budget of about 9 tokens, so a drawn span of 10 words never fits: the
+# selection stops it where the budget ends (or the row does). `span_truncation` replays the selection and
+# counts, for each chosen span, the words drawn and the words kept. In rows of SpanBERT's length (512 tokens, a
+# budget of 77) the same rule cuts few spans:
 
 # %%
-profile.expect(41, f"Pretraining {len(SCHEMES)} BERTs, one per masking scheme")
-schemes = {scheme: scheme_run(config, scheme, corpus) for scheme in SCHEMES}
-print(f"{'scheme':20} {'MLM acc (tokens)':>17} {'MLM acc (spans)':>16}")
+paper_rows = torch.arange(512).expand(100, -1)  # 100 rows of 512 one-token words
+truncation = {"our rows, 64 tokens": span_truncation(gold["geometric spans"]["unit_ids"],
+                                                     generator=generator("truncation", 64)),
+              "rows of 512 tokens": span_truncation(paper_rows, generator=generator("truncation", 512))}
+for rows_name, t in truncation.items():
+    print(f"{rows_name:20} drawn {t['drawn']:.2f} words, kept {t['taken']:.2f}, cut {t['cut']:.0%} of the spans, "
+          f"longest kept {t['longest']}")
+assert truncation["our rows, 64 tokens"]["cut"] > 3 * truncation["rows of 512 tokens"]["cut"]
+assert truncation["rows of 512 tokens"]["longest"] == 10 > truncation["our rows, 64 tokens"]["longest"]
+
+# %% [markdown]
+# So our "geometric spans" are SpanBERT's rule with its spans cut by a budget eight times smaller: shorter
+# runs than the paper's, though still the longest of the five schemes. We keep the 64-token rows (the
+# documents are about that long, and longer rows would cost more than this notebook's budget) and read the
+# results with that in mind.
+#
+# Five pretraining runs, one per scheme, identical but for what is masked (DOC-SENTENCES rows, no NSP),
+# scored on the same held-out rows twice, with single tokens masked (BERT's test) and with SpanBERT's spans
+# masked (whole stretches to fill), and fine-tuned on the span task of section 2. SpanBERT's question is the
+# last column: does masking spans help a task whose answers are spans? Subword tokens and geometric spans run
+# on three seeds, and so does the span task's trivial baseline, the same fine-tuning from random weights.
+
+# %%
+profile.expect(30, f"Pretraining {len(SCHEMES) + 4} BERTs (every scheme, two on two more seeds), each "
+                   "fine-tuned on question answering, and three unpretrained ones")
+compared = ("subword tokens", "geometric spans")
+scheme_seeds = seeded_runs(config, "scheme", SCHEMES, compared=compared)
+scratch = seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])["no pretraining"]
+schemes = {scheme: runs[config.seeds[0]] for scheme, runs in scheme_seeds.items()}
+print(f"seed {config.seeds[0]}:")
+print(f"{'scheme':20} {'MLM acc (tokens)':>17} {'MLM acc (spans)':>16} {'QA F1':>6}")
 for scheme, row in schemes.items():
-    print(f"{scheme:20} {row['mlm_accuracy']:>17.1%} {row['span_accuracy']:>16.1%}")
+    print(f"{scheme:20} {row['mlm_accuracy']:>17.1%} {row['span_accuracy']:>16.1%} {row['qa_f1']:>6.3f}")
 print(f"{'most frequent token':20} {guess['tokens']:>17.1%} {guess['spans']:>16.1%}")
+print(f"{'no pretraining':20} {'':>17} {'':>16} {scratch[config.seeds[0]]['qa_f1']:>6.3f}")
+span_task = {name: over_seeds(runs, "qa_f1") for name, runs in
+             {**{scheme: scheme_seeds[scheme] for scheme in compared}, "no pretraining": scratch}.items()}
+print(f"QA F1 over seeds {list(config.seeds)}:")
+for name, (values, m, sd) in span_task.items():
+    print(f"{name:20} {m:.3f} ± {sd:.3f}   ({', '.join(f'{v:.3f}' for v in values)})")
+lift = {scheme: span_task[scheme][1] - span_task["no pretraining"][1] for scheme in compared}
+spread = max(sd for _, _, sd in span_task.values())
+print("lift over no pretraining:", {scheme: round(v, 3) for scheme, v in lift.items()},
+      f"(the largest standard deviation over seeds: {spread:.3f})")
+
+# %% [markdown]
+# On masked LM the schemes lie within a few points of the most-frequent-token guess, as before. The span task
+# was meant to give a column that ranks them, and it does not: fine-tuned from random weights, the same model
+# answers as well as after either pretraining, within the seeds' spread (the lift above). After the quick
+# profile's short pretraining of a two-layer model the encoders hold little beyond which words are frequent,
+# and the fine-tuning budget (printed in section 2) learns the task from scratch as well as from them.
+# So the order of span and token masking in this column is decided by seed-to-seed noise, not by SpanBERT's
+# mechanism, and "What we saw" asks more of the row than that order: span masking must also lift the span task
+# above no pretraining by more than the seeds' spread. Two things would have to change for the mechanism to
+# decide: pretraining long enough to beat no pretraining on the task (the full profile, on a GPU), and rows long
+# enough that the spans are not cut (the truncation measured above).
 
 # %% [markdown]
 # ## 7. The span boundary objective
@@ -418,7 +530,7 @@ assert torch.allclose(out.loss, out.mlm_loss + out.sbo_loss)
 # question was measured in section 2.
 
 # %%
-sbo = scheme_run(config, "geometric spans", corpus, sbo=True)
+sbo = scheme_run(config, "geometric spans", corpus, sbo=True, span_task=False)
 for name, row in (("spans, one segment", schemes["geometric spans"]), ("spans + SBO, one segment", sbo)):
     print(f"{name:26} MLM acc (tokens) {row['mlm_accuracy']:.1%}, MLM acc (spans) {row['span_accuracy']:.1%}")
 print("SBO improves span filling:", sbo["span_accuracy"] > schemes["geometric spans"]["span_accuracy"])
@@ -426,8 +538,9 @@ print("SBO improves span filling:", sbo["span_accuracy"] > schemes["geometric sp
 # %% [markdown]
 # ## What we saw
 #
-# Made by the cell below from this run's numbers (one seed; held-out masked-LM accuracy stands in for the
-# papers' task scores); each verdict follows the rule in its last column.
+# Made by the cell below from this run's numbers; each verdict follows the rule in its last column. The two
+# rows the issue of this chapter asks about (input formats, span masking on a span task) are judged on three
+# seeds; the others on one.
 
 # %%
 from lecture_lib.reproductions import Claim, direction, holds, mechanism_only, show_claims  # noqa: E402
@@ -441,12 +554,14 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
           "Liu et al. (2019), section 4.4: approximately 15M and 20M",
           f"{extra[768]:,} at $H = 768$, {extra[1024]:,} at $H = 1024$ (section 1)",
           holds(round(extra[768] / 1e6) == 15 and round(extra[1024] / 1e6) == 20, "rounded to millions")),
-    Claim("06-single-sentences-hurt", "single sentences as inputs hurt", "Liu et al. (2019), Table 2: SQuAD 2.0 "
-          "F1 76.2 (SENTENCE-PAIR) vs 78.7 (SEGMENT-PAIR)",
-          f"held-out MLM accuracy: sentence-pair {formats['sentence-pair']['mlm_accuracy']:.1%}, segment-pair "
-          f"{formats['segment-pair']['mlm_accuracy']:.1%} (section 2)",
-          direction([formats["segment-pair"]["mlm_accuracy"]], [formats["sentence-pair"]["mlm_accuracy"]],
-                    seeds=[config.pretrain.seed], rule="segment pairs above sentence pairs")),
+    Claim("06-doc-sentences-beat-sentence-pairs", "whole-document inputs beat single-sentence pairs",
+          "Liu et al. (2019), Table 2: SQuAD 2.0 F1 79.7 (DOC-SENTENCES) vs 76.2 (SENTENCE-PAIR)",
+          "held-out MLM accuracy " + " vs ".join(
+              f"{name} {seeded[name]['mlm_accuracy'][1]:.1%} ± {seeded[name]['mlm_accuracy'][2]:.1%}"
+              for name in claimed) + "; QA F1 " + " vs ".join(
+              f"{seeded[name]['qa_f1'][1]:.3f} ± {seeded[name]['qa_f1'][2]:.3f}" for name in claimed) + " (section 2)",
+          direction(seeded["doc-sentences"]["mlm_accuracy"][0], seeded["sentence-pair"]["mlm_accuracy"][0],
+                    seeds=config.seeds, rule="held-out MLM accuracy of DOC-SENTENCES above SENTENCE-PAIR's")),
     Claim("06-no-nsp-matches-or-helps", "dropping NSP matches or helps", "Liu et al. (2019), Table 2: "
           "DOC-SENTENCES 79.7 vs SEGMENT-PAIR 78.7 (SQuAD 2.0)",
           f"best format without NSP {without:.1%}, with NSP {with_nsp:.1%} (section 2)",
@@ -471,6 +586,14 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
           holds(span_accuracy["geometric spans"] >= max(span_accuracy["named entities"],
                                                         span_accuracy["noun phrases"]) - 0.01,
                 "geometric spans within a point of the best of named entities and noun phrases, or above")),
+    Claim("06-span-masking-helps-span-tasks", "masking spans helps tasks whose answers are spans",
+          "Joshi et al. (2020), Table 6: SQuAD 2.0 F1 85.4 (geometric spans) vs 83.8 (subword tokens)",
+          "QA F1 " + ", ".join(f"{name} {m:.3f} ± {sd:.3f}" for name, (_, m, sd) in span_task.items())
+          + " (section 6)",
+          holds(direction(span_task["geometric spans"][0], span_task["subword tokens"][0],
+                          seeds=config.seeds, rule="").verdict == "reproduced" and lift["geometric spans"] > spread,
+                f"QA F1 after span masking above after token masking on every seed of {list(config.seeds)}, and "
+                "its mean above no pretraining's by more than the largest standard deviation over seeds")),
     Claim("06-sbo-helps", "the span boundary objective helps", "Joshi et al. (2020), Table 7",
           f"held-out accuracy with spans masked: {sbo['span_accuracy']:.1%} with SBO, "
           f"{span_accuracy['geometric spans']:.1%} without (section 7)",
@@ -479,8 +602,8 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 ])
 
 # %% [markdown]
-# Not run here: the fine-tuned task scores (chapter 05's tasks) of each pretraining, the papers' actual
-# columns, which do not fit the quick profile's budget; held-out masked LM stands in for them.
+# Not run here: RoBERTa's Table 4 (more data, longer training) and SpanBERT's main results (its large models on
+# SQuAD, the other QA sets and GLUE): both are about scale, which the quick profile's budget does not reach.
 #
 # ## Exercises
 #

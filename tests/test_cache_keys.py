@@ -78,7 +78,8 @@ ENTRY_POINTS = {
     "ch06.format_run": (ch06.format_run, lambda: dict(config=ch06.chapter_config(), name="doc-sentences"),
                         {"name": "full-sentences"}),
     "ch06.scheme_run": (ch06.scheme_run, lambda: dict(config=ch06.chapter_config(), scheme="noun phrases"),
-                        {"scheme": "whole words", "sbo": True}),
+                        {"scheme": "whole words", "sbo": True, "span_task": False}),
+    "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config(), data=lambda config: None), {}),
     "ch07.sharing_runs": (ch07.sharing_runs, lambda: dict(config=ch07.sharing_config()), {}),
     "ch07.pair_task_grid": (ch07.pair_task_grid, lambda: dict(config=ch07.chapter_config()), {}),
@@ -133,8 +134,10 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     ("ch06.format_run", "NOUN_PHRASE_DEPENDENTS"): "the format study scores single tokens; only the held-out noun "
                                                    "phrases it does not read depend on it",
     ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
-    ("ch06.format_run", "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs",
-    ("ch06.scheme_run", "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs",
+    **{(entry, "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs"
+       for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
+    **{(entry, "config.seeds"): "seeded_runs gives each run one of the seeds as its pretrain.seed, which is in the key"
+       for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
     **{(entry, "config.num_threads"): _THREADS
        for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
     **{("ch08.pretrain_run", f"config.{field}"): "the rows of the tables and the fine-tuning that reads the run "

@@ -1,13 +1,16 @@
 """Chapter 06, RoBERTa and SpanBERT: the chapter's sizes, the synthetic corpus with its gold units, and the
 small pretraining runs behind the input-format study (RoBERTa Table 2) and the masking-scheme study
-(SpanBERT Tables 6 and 7), each trained once and its held-out scores kept in the disk cache.
+(SpanBERT Tables 6 and 7), each trained once and its scores kept in the disk cache: held-out masked LM, and
+chapter 05's question answering (a span task: the answer is a span of the passage) fine-tuned on the
+pretrained encoder, the papers' kind of column.
 
 Every run is the generic :func:`lecture_lib.pretraining.pretrain` on a stream from
 :meth:`~lecture_lib.pretraining.PretrainingData.from_rows`: the rows of one input format
 (:mod:`lecture_lib.objectives.input_formats`), or DOC-SENTENCES rows masked by whole units
 (:class:`~lecture_lib.objectives.span_masking.UnitMaskedDataset`). All runs of a study are scored on the
 same held-out rows (DOC-SENTENCES rows of held-out documents), masked token by token, and for the masking
-study also by SpanBERT's spans.
+study also by SpanBERT's spans. :func:`seeded_runs` repeats runs over the config's seeds (the seed draws the
+documents, the vocabulary, the initial weights, the masks and the fine-tuning), two at a time.
 
 Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units", "The span boundary objective").
 """
@@ -15,7 +18,9 @@ Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units",
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -23,22 +28,27 @@ from lecture_lib.cache import cached_json
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.data.treebank import entity_spans, noun_chunks
-from lecture_lib.finetuning.tasks import WordEncoder
+from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune_from
+from lecture_lib.finetuning.tasks import WordEncoder, encode_qa, qa_examples, split_people
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining, BertModel
+from lecture_lib.models.heads import BertForQuestionAnswering
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.input_formats import FORMATS, collate_segments, format_rows, pack_sentences
 from lecture_lib.objectives.masking import MaskingStrategy, replace_selected
 from lecture_lib.objectives.span_masking import NOT_MASKABLE, UnitMaskedDataset, mask_spans, mask_units, span_boundaries
 from lecture_lib.pretraining import PretrainConfig, PretrainingData, evaluate, pretrain, tokenize_documents
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator
+from lecture_lib.runtime import generator, parallel_map, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
 # of the synthetic language, 1,500 documents of six sentences, 150 steps of 32 rows of 64 tokens per run on
-# one thread (a few seconds each), twelve runs. At this size the runs separate what the data makes easy or
-# hard (how much context a row has, what is masked), not the fine differences of the papers' tables.
+# one thread (a few seconds each), 21 runs, two at a time. At this size the runs separate what the data makes
+# easy or hard (how much context a row has, what is masked), not the fine differences of the papers' tables.
+# Each run is then fine-tuned on chapter 05's question answering (1,000 questions about one half of the people,
+# scored on 400 about the other half) for 150 steps of 32, as chapter 05. The rows that a claim compares (and
+# the fine-tuning from random weights) run on three seeds.
 # ``full`` (a GPU): 4 layers of width 256, 20,000 documents, 3,000 steps of 64 rows of 128 tokens.
 QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
@@ -48,6 +58,7 @@ QUICK = dict(
                   train=dict(steps=150, batch_size=32, lr=3e-3, warmup_steps=15, eval_every=0, num_threads=1)),
     documents=1500,
     batch_sizes=((16, 300, 2e-3), (32, 150, 3e-3), (128, 37, 6e-3)),
+    finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -56,8 +67,10 @@ FULL = dict(
                   train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0)),
     documents=20_000,
     batch_sizes=((16, 12_000, 2.5e-4), (64, 3000, 5e-4), (256, 750, 1e-3)),
+    finetune=dict(steps=1000, batch_size=32, lr=5e-4), task_examples=4000, test_examples=1000,
 )
 
+PASSAGE_SENTENCES = 3  # the span task's passages, as chapter 05's
 SCHEMES = ("subword tokens", "whole words", "named entities", "noun phrases", "geometric spans")
 NOUN_PHRASE_DEPENDENTS = {"det", "amod", "flat"}
 
@@ -82,6 +95,10 @@ class StudyConfig:
     held_out_documents: int = 150
     language_seed: int = 0
     batch_sizes: tuple[tuple[int, int, float], ...] = ()  # Table 3's rows: (batch size, steps, peak lr)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # the span task's budget (its seed: the run's)
+    task_examples: int = 1000  # span-task questions to fine-tune on, about one half of the people
+    test_examples: int = 400  # and to score, about the other half
+    seeds: tuple[int, ...] = (0, 1, 2)  # the rows a claim compares, each a pretraining seed
 
 
 def chapter_config(**overrides) -> StudyConfig:
@@ -187,6 +204,44 @@ def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokeniz
     return (labels != IGNORE_INDEX).sum().item() / span_boundaries(labels)["offset"].eq(0).sum().item()
 
 
+# ---------------------------------------------------------------- the span task
+
+
+def span_task(config: StudyConfig, tokenizer: WordPieceTokenizer) -> Task:
+    """Chapter 05's question answering (:func:`~lecture_lib.finetuning.tasks.qa_examples`, passages of
+    :data:`PASSAGE_SENTENCES` sentences about two people) in ``tokenizer``'s pieces: ``config.task_examples``
+    questions about one half of the people to fine-tune on, ``config.test_examples`` about the other half to
+    score. The answer is a span of the passage (a name, a city, a company), found by its first and last tokens,
+    as SQuAD's. ``[CLS] question [SEP] passage [SEP]`` has one segment type, as RoBERTa's inputs: the [SEP]
+    alone tells question from passage, so no model reads a segment embedding its pretraining never trained
+    (rows of one segment, DOC-SENTENCES' and every masking scheme's, leave segment B's at its random start).
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    length = config.pretrain.data.seq_len
+    encoded = []
+    for n, seed, people in ((config.task_examples, 1, train_people), (config.test_examples, 2, test_people)):
+        examples = qa_examples(lang, n, seed, people, sentences_per_passage=PASSAGE_SENTENCES)
+        task = encode_qa(examples, tokenizer, length)
+        task.features["token_type_ids"] = torch.zeros_like(task.features["token_type_ids"])
+        encoded.append((task, examples))
+    (train, _), (test, test_examples) = encoded
+    return Task("qa", BertForQuestionAnswering, 2, train, test, test_examples)
+
+
+def span_task_scores(config: StudyConfig, encoder: BertModel | None, tokenizer: WordPieceTokenizer) -> dict[str, float]:
+    """``qa_f1`` and ``qa_exact``: :func:`span_task` fine-tuned on ``encoder`` (``None``: a random encoder of the
+    config's shape, no pretraining) with ``config.finetune``'s budget, seeded by the pretraining seed.
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    budget = replace(config.finetune, seed=config.pretrain.seed)
+    scores = finetune_from(span_task(config, tokenizer), encoder or config.pretrain.model, budget).scores
+    return {"qa_f1": scores["f1"], "qa_exact": scores["exact_match"]}
+
+
 # ---------------------------------------------------------------- the runs
 
 
@@ -203,23 +258,34 @@ def _held_out(corpus: Corpus, config: StudyConfig) -> tuple[dict[str, torch.Tens
     return rows, tokens, spans
 
 
+def _study_recipe(config: StudyConfig, span_task: bool = True) -> dict:
+    """What a run of the chapter reads from ``config``: the pretraining, the documents, and the span task's
+    settings when it is fine-tuned on it."""
+    recipe = {"pretrain": asdict(config.pretrain), "documents": config.documents,
+              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
+              "language_seed": config.language_seed}
+    if span_task:
+        recipe.update(finetune=asdict(config.finetune), task_examples=config.task_examples,
+                      test_examples=config.test_examples, passage_sentences=PASSAGE_SENTENCES)
+    return recipe
+
+
 def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
                progress: bool = True) -> dict[str, float]:
     """One row of the input-format study: pretrain on format ``name`` (with NSP for the two pair formats, as
-    in RoBERTa's Table 2), then score held-out MLM on the common held-out rows.
+    in RoBERTa's Table 2), then score held-out MLM on the common held-out rows, and the span task fine-tuned
+    on the pretrained encoder (:func:`span_task_scores`).
 
     Every format's batch holds as many tokens as SEGMENT-PAIR's: the short SENTENCE-PAIR rows come in a larger
     batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours are fixed per run). Returns ``mlm_accuracy``, ``mlm_loss``, ``nsp_accuracy`` (pair formats; on the format's own
-    held-out pairs), ``tokens_per_row`` and ``batch_size``.
+    held-out pairs), ``tokens_per_row``, ``batch_size``, ``qa_f1`` and ``qa_exact``.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
     if name not in FORMATS:
         raise ValueError(f"expected an input format in {list(FORMATS)}, got {name!r}")
     pretrain_config = config.pretrain
-    recipe = {"format": name, "pretrain": asdict(pretrain_config), "documents": config.documents,
-              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
-              "language_seed": config.language_seed}
+    recipe = {"format": name, **_study_recipe(config)}
 
     def run() -> dict[str, float]:
         data_corpus = corpus or synthetic_corpus(config)
@@ -243,43 +309,43 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
         own = result.history.evals[-1][1] if result.history.evals else {}
         return {"mlm_accuracy": scores["mlm_accuracy"], "mlm_loss": scores["mlm_loss"],
                 "nsp_accuracy": own.get("nsp_accuracy"), "tokens_per_row": tokens_per_row[name],
-                "batch_size": batch}
+                "batch_size": batch, **span_task_scores(config, result.model.bert, tok)}
 
     return cached_json(f"ch06-format-{name}", recipe, run)
 
 
-def batch_size_runs(config: StudyConfig, corpus: Corpus | None = None, *,
-                    progress: bool = True) -> dict[int, dict[str, float]]:
+def batch_size_runs(config: StudyConfig, *, workers: int | None = None) -> dict[int, dict[str, float]]:
     """RoBERTa Table 3 in shape: DOC-SENTENCES runs (no NSP) at the same batch size × steps, the learning rate
     raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
-    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size.
+    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size; two runs at
+    a time, as :func:`seeded_runs` (the middle row is the input-format study's DOC-SENTENCES run).
 
     Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
     """
-    runs = {}
-    for batch_size, steps, lr in config.batch_sizes:
-        train = replace(config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr,
-                        warmup_steps=max(1, steps // 10))
-        run_config = replace(config, pretrain=replace(config.pretrain, train=train))
-        scores = format_run(run_config, "doc-sentences", corpus, progress=progress)
-        runs[batch_size] = {**scores, "steps": steps, "lr": lr, "perplexity": math.exp(scores["mlm_loss"])}
-    return runs
+    configs = [replace(config, pretrain=replace(config.pretrain, train=replace(
+        config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10))))
+        for batch_size, steps, lr in config.batch_sizes]
+    rows = parallel_map(_study_row, [("format", c, "doc-sentences") for c in configs], workers=workers,
+                        desc=f"{len(configs)} batch sizes")
+    return {c.pretrain.train.batch_size: {**scores, "steps": c.pretrain.train.steps, "lr": c.pretrain.train.lr,
+                                          "perplexity": math.exp(scores["mlm_loss"])}
+            for c, scores in zip(configs, rows)}
 
 
 def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
-               progress: bool = True) -> dict[str, float]:
+               progress: bool = True, span_task: bool = True) -> dict[str, float]:
     """One row of the masking study: pretrain on DOC-SENTENCES rows masked by ``scheme``'s units at 15% (with
     the span boundary objective when ``sbo``), no NSP; score held-out MLM with tokens masked one by one
-    (``mlm_accuracy``) and with SpanBERT's spans masked (``span_accuracy``).
+    (``mlm_accuracy``) and with SpanBERT's spans masked (``span_accuracy``), and (``span_task``) the span task
+    fine-tuned on the pretrained encoder (``qa_f1``, ``qa_exact``). Whole words draw 80/10/10 for each piece, as Google's
+    ``create_pretraining_data.py``; entities, noun phrases and spans once per unit, as SpanBERT.
 
     Taught in: 06_roberta_spanbert ("Masking whole units", "The span boundary objective").
     """
     if scheme not in SCHEMES:
         raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
     pretrain_config = config.pretrain
-    recipe = {"scheme": scheme, "sbo": sbo, "pretrain": asdict(pretrain_config), "documents": config.documents,
-              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
-              "language_seed": config.language_seed}
+    recipe = {"scheme": scheme, "sbo": sbo, **_study_recipe(config, span_task)}
     if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
         recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
 
@@ -289,18 +355,88 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
         rows = unit_rows(data_corpus.train, tok, scheme, pretrain_config.data.seq_len)
         masks = UnitMaskedDataset(rows["input_ids"], rows["unit_ids"], mask_token_id=tok.mask_token_id,
                                   vocab_size=tok.vocab_size, spans=scheme == "geometric spans",
-                                  seed=pretrain_config.seed)
+                                  seed=pretrain_config.seed,
+                                  replacement="per piece" if scheme == "whole words" else "per unit")
         test, tokens, spans = _held_out(data_corpus, config)
         data = PretrainingData.from_rows(pretrain_config, tok, rows, test, masks)
-        # a run of masked tokens (adjacent spans merge) is never longer than the row: one position per token
+        # a run of masked tokens (adjacent spans merge) is never longer than the row: one position per token;
+        # the weights drawn from the run's seed, whatever ran before in this process
+        seed_everything(pretrain_config.seed)
         model = (SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len) if sbo
                  else BertForPreTraining(pretrain_config.model))
         result = pretrain(pretrain_config, data=data, model=model, progress=progress)
         by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
         return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
-                "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"]}
+                "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
+                **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
 
     return cached_json(f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}", recipe, run)
+
+
+def scratch_run(config: StudyConfig) -> dict[str, float]:
+    """The span task's trivial baseline: :func:`span_task_scores` of a randomly initialised encoder (no
+    pretraining), in the vocabulary of ``config``'s corpus, with the same fine-tuning budget and seed.
+
+    Taught in: 06_roberta_spanbert ("Masking whole units").
+    """
+    return cached_json("ch06-span-task-no-pretraining", _study_recipe(config),
+                       lambda: span_task_scores(config, None, synthetic_corpus(config).tokenizer))
+
+
+STUDIES = ("format", "scheme", "no pretraining")
+
+
+def _study_row(study: str, config: StudyConfig, name: str) -> dict[str, float]:
+    """One run of a study, by the study's name (a job of :func:`seeded_runs`: a module's function of its arguments)."""
+    if study == "format":
+        return format_run(config, name, progress=False)
+    if study == "scheme":
+        return scheme_run(config, name, progress=False)
+    return scratch_run(config)
+
+
+def with_seed(config: StudyConfig, seed: int) -> StudyConfig:
+    """``config`` pretrained (and fine-tuned) with ``seed``: other documents, vocabulary, weights and masks."""
+    return replace(config, pretrain=replace(config.pretrain, seed=seed))
+
+
+def seeded_runs(config: StudyConfig, study: str, names: Sequence[str], compared: Sequence[str] = (), *,
+                workers: int | None = None) -> dict[str, dict[int, dict[str, float]]]:
+    """The rows of a ``study`` ("format": :func:`format_run`, "scheme": :func:`scheme_run`, "no pretraining":
+    :func:`scratch_run`, whatever the name): every name on the first seed of ``config.seeds``, the ``compared``
+    ones on every seed; ``{name: {seed: scores}}``. The runs go
+    two at a time on two cores (:func:`~lecture_lib.runtime.parallel_map`; each on one thread, so the same
+    scores as one after the other), each read from the cache when it was trained before.
+
+    Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units").
+    """
+    if study not in STUDIES:
+        raise ValueError(f"expected a study in {STUDIES}, got {study!r}")
+    unknown = sorted(set(compared) - set(names))
+    if unknown:
+        raise ValueError(f"expected the compared rows among {list(names)}, got {unknown}")
+    jobs = [(study, with_seed(config, seed), name) for name in names
+            for seed in (config.seeds if name in compared else config.seeds[:1])]
+    rows = parallel_map(_study_row, jobs, workers=workers, desc=f"{len(jobs)} {study} runs")
+    runs: dict[str, dict[int, dict[str, float]]] = {}
+    for (_, run_config, name), row in zip(jobs, rows):
+        runs.setdefault(name, {})[run_config.pretrain.seed] = row
+    return runs
+
+
+def over_seeds(runs: dict[int, dict[str, float]], score: str) -> tuple[list[float], float, float]:
+    """One row's ``score`` on each of its seeds (in seed order), their mean and their standard deviation (0 for
+    a single seed).
+
+    >>> values, mean, spread = over_seeds({0: {"f1": 0.5}, 1: {"f1": 0.7}}, "f1")
+    >>> values, round(mean, 3), round(spread, 3)
+    ([0.5, 0.7], 0.6, 0.141)
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    values = [runs[seed][score] for seed in sorted(runs)]
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return values, statistics.fmean(values), spread
 
 
 def unigram_guess(config: StudyConfig, corpus: Corpus) -> dict[str, float]:

@@ -4,9 +4,12 @@ SpanBERT's random spans (Joshi et al. 2020), all at BERT's 15% budget.
 A masking scheme here is two steps. **Selection** chooses whole units (a word, an entity, a span of
 words) in a random order until 15% of the maskable tokens are chosen; a unit that would overshoot the
 budget is passed over, so the budget is met within one unit and no unit is ever cut. **Replacement** is
-BERT's 80/10/10 (:func:`lecture_lib.objectives.masking.replace_selected`), decided once per unit, as
-SpanBERT does for its spans: a unit becomes all [MASK], all random tokens, or stays as it was. The model
-still predicts every selected token on its own.
+BERT's 80/10/10 (:func:`lecture_lib.objectives.masking.replace_selected`), decided once per unit
+(``replacement="per unit"``), as SpanBERT does for its spans: a unit becomes all [MASK], all random tokens, or
+stays as it was; or decided for every piece on its own (``replacement="per piece"``), as Google's
+``create_pretraining_data.py`` does for whole-word masking: it selects whole words, then draws 80/10/10 for each
+selected piece, so ``phil ##am ##mon`` may become ``[MASK] ##am [MASK]``. The model still predicts every
+selected token on its own.
 
 Units are given per token, as ``transformers``' ``word_ids()`` gives words: ``unit_ids[b, t]`` is the
 unit that token t of row b belongs to, and -1 marks tokens never masked ([CLS], [SEP], padding). A unit's
@@ -14,7 +17,9 @@ tokens must be contiguous.
 
 SpanBERT's span lengths, in words, follow a geometric distribution with p = 0.2 restricted to 1..10 and
 renormalised (:func:`span_length_distribution`), which has mean 3.8 words; clipping the geometric draw
-at 10 instead (``min(x, 10)``) would put all the tail's mass on 10 and give a mean of 4.46.
+at 10 instead (``min(x, 10)``) would put all the tail's mass on 10 and give a mean of 4.46. In a short row
+the 15% budget is smaller than many drawn spans (9 tokens in 64), and a span is cut where the budget ends:
+:func:`span_truncation` measures how often, and the mean run actually masked.
 
 Taught in: 06_roberta_spanbert ("Whole-word masking", "Span lengths", "Masking whole units").
 """
@@ -28,6 +33,7 @@ from lecture_lib.objectives.masking import BERT_MASKING, MaskingStrategy, replac
 from lecture_lib.runtime import generator
 
 NOT_MASKABLE = -1  # the unit id of [CLS], [SEP] and padding
+REPLACEMENTS = ("per unit", "per piece")  # where 80/10/10 is drawn: once for a unit's tokens, or for each token
 
 
 def span_length_distribution(p: float = 0.2, max_length: int = 10) -> torch.Tensor:
@@ -66,8 +72,10 @@ def sample_span_lengths(n: int, *, p: float = 0.2, max_length: int = 10,
 # ---------------------------------------------------------------- checks
 
 
-def _check(input_ids: torch.Tensor, unit_ids: torch.Tensor, budget: float) -> None:
-    """(B, T) ids, units that cover them and are contiguous, and a budget strictly between 0 and 1."""
+def _check(input_ids: torch.Tensor, unit_ids: torch.Tensor, budget: float, replacement: str = "per unit") -> None:
+    """(B, T) ids, units that cover them and are contiguous, a budget strictly between 0 and 1, a known replacement."""
+    if replacement not in REPLACEMENTS:
+        raise ValueError(f"expected replacement in {REPLACEMENTS}, got {replacement!r}")
     if not 0 < budget < 1:
         raise ValueError(f"expected a masking budget in (0, 1), got {budget}")
     if input_ids.dim() != 2:
@@ -109,20 +117,23 @@ def _select_units(units: torch.Tensor, budget: float, generator: torch.Generator
 
 
 def _select_spans(words: torch.Tensor, budget: float, p: float, max_length: int,
-                  generator: torch.Generator | None) -> torch.Tensor:
-    """One row: SpanBERT's spans of whole words until the budget; (T,) span ids 0, 1, ..., -1 elsewhere.
+                  generator: torch.Generator | None) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    """One row: SpanBERT's spans of whole words until the budget; (T,) span ids 0, 1, ..., -1 elsewhere, and
+    (drawn length, words taken) of each chosen span.
 
-    Draw a length ℓ in words and a start word uniformly; skip the span if it touches one already chosen;
-    take its words (fewer at the end of the row or of the budget, so a short row gets short spans). Stop at the budget, or after
-    ``10 × budget`` draws (a row whose free words are all too long for what is left).
+    Draw a length ℓ in words and a start word uniformly; skip the span if it overlaps one already chosen;
+    take its words (fewer at the end of the row or of the budget, so a short row gets short spans). Stop at the
+    budget, or after ``10 × budget`` draws (a row whose free words are all too long for what is left).
     """
     ids, sizes = words[words >= 0].unique(return_counts=True)  # words in order: contiguous, increasing
     target, count = _target(words, budget), 0
     taken = torch.zeros(len(ids), dtype=torch.bool)
     chosen = torch.full_like(words, NOT_MASKABLE)
+    if not len(ids):  # a row with nothing to mask
+        return chosen, []
     lengths = sample_span_lengths(10 * target, p=p, max_length=max_length, generator=generator).tolist()
     starts = torch.randint(len(ids), (10 * target,), generator=generator).tolist()
-    spans = 0
+    spans = []
     for length, start in zip(lengths, starts):
         stop = min(start + length, len(ids))
         if taken[start:stop].any():
@@ -131,19 +142,23 @@ def _select_spans(words: torch.Tensor, budget: float, p: float, max_length: int,
             if count + sizes[w] > target:
                 break
             taken[w] = True
-            chosen[words == ids[w]] = spans
+            chosen[words == ids[w]] = len(spans)
             count += int(sizes[w])
-        spans += bool(taken[start])
+        if taken[start]:
+            spans.append((length, int(taken[start:stop].sum())))
         if count == target:
             break
-    return chosen
+    return chosen, spans
 
 
 def _mask_chosen(input_ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
-                 generator: torch.Generator | None, strategy: MaskingStrategy) -> tuple[torch.Tensor, torch.Tensor]:
-    """80/10/10 per chosen unit: one uniform draw per unit id, shared by the unit's tokens."""
-    per_unit = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)  # (B, T) >= units per row
-    draws = per_unit.gather(1, chosen.clamp(min=0))
+                 generator: torch.Generator | None, strategy: MaskingStrategy,
+                 replacement: str = "per unit") -> tuple[torch.Tensor, torch.Tensor]:
+    """80/10/10 per chosen unit (one uniform draw per unit id, shared by the unit's tokens) or per piece (one
+    draw per token)."""
+    draws = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)  # (B, T) >= units per row
+    if replacement == "per unit":
+        draws = draws.gather(1, chosen.clamp(min=0))
     return replace_selected(input_ids, chosen >= 0, mask_token_id=mask_token_id, vocab_size=vocab_size,
                             generator=generator, strategy=strategy, draws=draws)
 
@@ -153,8 +168,10 @@ def _mask_chosen(input_ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: i
 
 def mask_units(input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
                budget: float = 0.15, generator: torch.Generator | None = None,
-               strategy: MaskingStrategy = BERT_MASKING) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(masked_input_ids, labels)`` with whole units masked, ``budget`` of each row's maskable tokens.
+               strategy: MaskingStrategy = BERT_MASKING,
+               replacement: str = "per unit") -> tuple[torch.Tensor, torch.Tensor]:
+    """``(masked_input_ids, labels)`` with whole units masked, ``budget`` of each row's maskable tokens, 80/10/10
+    drawn once per unit or for each piece (``replacement``, see the module's docstring).
 
     ``unit_ids`` (B, T) as in the module's docstring: words give whole-word masking
     (:func:`mask_whole_words`); an entity (or a noun phrase) as one unit, and every other word as its own,
@@ -167,24 +184,26 @@ def mask_units(input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id
 
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
-    _check(input_ids, unit_ids, budget)
+    _check(input_ids, unit_ids, budget, replacement)
     chosen = torch.stack([_select_units(row, budget, generator) for row in unit_ids])
-    return _mask_chosen(input_ids, chosen, mask_token_id, vocab_size, generator, strategy)
+    return _mask_chosen(input_ids, chosen, mask_token_id, vocab_size, generator, strategy, replacement)
 
 
 def mask_whole_words(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
                      budget: float = 0.15, generator: torch.Generator | None = None,
-                     strategy: MaskingStrategy = BERT_MASKING) -> tuple[torch.Tensor, torch.Tensor]:
-    """Whole-word masking (BERT-WWM, Google 2019): every piece of a chosen word is masked, none of the others.
+                     strategy: MaskingStrategy = BERT_MASKING,
+                     replacement: str = "per piece") -> tuple[torch.Tensor, torch.Tensor]:
+    """Whole-word masking (BERT-WWM, Google 2019): every piece of a chosen word is selected, none of the others.
 
     BERT's original rule masks pieces on their own: ``on phil [MASK] ##mon 's``, where ``##am`` is easy
     to guess from ``phil`` and ``##mon``. Whole-word masking gives ``on [MASK] [MASK] [MASK] 's``.
-    :func:`mask_units` with the words as units.
+    :func:`mask_units` with the words as units; 80/10/10 drawn for each selected piece, as Google's
+    ``create_pretraining_data.py`` does (``replacement="per unit"``: once per word).
 
     Taught in: 06_roberta_spanbert ("Whole-word masking").
     """
     return mask_units(input_ids, word_ids, mask_token_id=mask_token_id, vocab_size=vocab_size, budget=budget,
-                      generator=generator, strategy=strategy)
+                      generator=generator, strategy=strategy, replacement=replacement)
 
 
 def mask_spans(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
@@ -199,8 +218,31 @@ def mask_spans(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_token_id
     if max_length > input_ids.shape[1]:
         raise ValueError(f"spans of up to max_length={max_length} words are longer than the sequence of "
                          f"{input_ids.shape[1]} tokens")
-    chosen = torch.stack([_select_spans(row, budget, p, max_length, generator) for row in word_ids])
+    chosen = torch.stack([_select_spans(row, budget, p, max_length, generator)[0] for row in word_ids])
     return _mask_chosen(input_ids, chosen, mask_token_id, vocab_size, generator, strategy)
+
+
+def span_truncation(word_ids: torch.Tensor, *, budget: float = 0.15, p: float = 0.2, max_length: int = 10,
+                    generator: torch.Generator | None = None) -> dict[str, float]:
+    """How :func:`mask_spans`' selection cuts the drawn spans in these rows (``word_ids`` (B, T) as it reads them;
+    the same draws for the same generator): ``drawn``, the mean length in words drawn for the chosen spans;
+    ``taken``, the mean words they kept; ``cut``, the share of chosen spans that kept fewer words than drawn (at the
+    budget's end or the row's); ``longest``, the longest span taken.
+
+    >>> words = torch.arange(512)[None]  # 512 one-token words: a budget of 77 tokens
+    >>> stats = span_truncation(words, generator=torch.Generator().manual_seed(0))
+    >>> stats["cut"] < 0.1 and stats["longest"] == 10
+    True
+
+    Taught in: 06_roberta_spanbert ("Masking whole units").
+    """
+    _check(word_ids, word_ids, budget)
+    spans = [span for row in word_ids for span in _select_spans(row, budget, p, max_length, generator)[1]]
+    if not spans:
+        raise ValueError("no span was chosen in these rows: expected rows with maskable words")
+    drawn, taken = (torch.tensor(column, dtype=torch.float64) for column in zip(*spans))
+    return {"drawn": float(drawn.mean()), "taken": float(taken.mean()), "cut": float((taken < drawn).double().mean()),
+            "longest": int(taken.max())}
 
 
 # ---------------------------------------------------------------- the span boundary objective's targets
@@ -240,16 +282,20 @@ class UnitMaskedDataset:
 
     ``unit_ids`` (N, T) as :func:`mask_units` reads them (word ids for ``spans=True``). A batch is masked by
     :func:`lecture_lib.runtime.generator` ``("unit masking", seed, epoch, first index)``: the same batch of
-    the same epoch gets the same masks.
+    the same epoch gets the same masks. ``replacement`` as :func:`mask_units` (units; spans are always per unit).
 
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
 
     def __init__(self, input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
-                 spans: bool = False, budget: float = 0.15, seed: int = 0) -> None:
-        _check(input_ids, unit_ids, budget)
+                 spans: bool = False, budget: float = 0.15, seed: int = 0, replacement: str = "per unit") -> None:
+        _check(input_ids, unit_ids, budget, replacement)
+        if spans and replacement != "per unit":
+            raise ValueError("SpanBERT draws 80/10/10 once per span: expected replacement='per unit' with spans")
         self.input_ids, self.unit_ids, self.spans, self.seed = input_ids, unit_ids, spans, seed
         self.options = dict(mask_token_id=mask_token_id, vocab_size=vocab_size, budget=budget)
+        if not spans:
+            self.options["replacement"] = replacement
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]

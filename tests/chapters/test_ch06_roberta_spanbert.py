@@ -13,12 +13,15 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     mean_masked_run,
     no_nsp_holds,
     scheme_run,
+    seeded_runs,
+    span_task,
     spans_showing_a_token,
     synthetic_corpus,
     unit_rows,
     word_units,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.tasks import qa_examples, split_people
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.roberta import RobertaConfig, RobertaModel
 from lecture_lib.objectives.span_masking import span_length_distribution
@@ -170,3 +173,66 @@ def test_exercise_4_a_draw_per_token_shows_a_quarter_of_the_spans_a_token(monkey
         span_lengths = torch.tensor([int((row == span).sum()) for row in seen[0] for span in row[row >= 0].unique()])
         assert share == pytest.approx(float((1 - 0.9 ** span_lengths.double()).mean()), abs=0.02)
         assert share == pytest.approx(0.25, abs=0.02)
+
+
+def tiny_config(**overrides):
+    """A study small enough to train in a test: 60 documents, 3 pretraining steps, 2 fine-tuning steps."""
+    return chapter_config(documents=60, held_out_documents=12, task_examples=32, test_examples=16,
+                          pretrain=dict(train=dict(steps=3, warmup_steps=1, batch_size=8), data=dict(eval_pairs=16)),
+                          finetune=dict(steps=2, batch_size=8), **overrides)
+
+
+def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
+    """Brute force: the tokens from start to end position are the answer's words in the tokenizer's pieces (the
+    training examples rebuilt as span_task draws them), and no training person is named in a test passage."""
+    config = tiny_config()
+    tokenizer = synthetic_corpus(config).tokenizer
+    task = span_task(config, tokenizer)
+    train_people, test_people = split_people(SyntheticLanguage(config.language_seed).world)
+    train_examples = qa_examples(SyntheticLanguage(config.language_seed), config.task_examples, 1, train_people,
+                                 sentences_per_passage=3)
+    for encoded, examples in ((task.train, train_examples), (task.test, task.test_examples)):
+        assert len(examples) == len(encoded)
+        ids = encoded.features["input_ids"]
+        for n, example in enumerate(examples):
+            start, end = int(encoded.features["start_positions"][n]), int(encoded.features["end_positions"][n])
+            answer = [i for w in example.answer.split(" ") for i in tokenizer.encode(w)]
+            assert ids[n, start:end + 1].tolist() == answer, (example.answer, start, end)
+    for example in task.test_examples:
+        assert not any(person.name in " ".join(example.passage) for person in train_people)
+    # one segment type, as RoBERTa's inputs: question and passage told apart by [SEP] alone
+    assert not task.train.features["token_type_ids"].any() and not task.test.features["token_type_ids"].any()
+
+
+def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_every_seed(monkeypatch):
+    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
+
+    jobs = []
+    monkeypatch.setattr(ch06, "parallel_map", lambda fn, js, **kwargs: [jobs.append(j) or {"f1": j[1].pretrain.seed}
+                                                                        for j in js])
+    config = chapter_config(seeds=(3, 4, 5))
+    runs = seeded_runs(config, "scheme", SCHEMES, compared=("subword tokens", "geometric spans"))
+    assert {name: sorted(r) for name, r in runs.items()} == {
+        name: [3, 4, 5] if name in ("subword tokens", "geometric spans") else [3] for name in SCHEMES}
+    assert all(row["f1"] == seed for r in runs.values() for seed, row in r.items())
+    assert {j[0] for j in jobs} == {"scheme"} and all(j[1].pretrain.train == config.pretrain.train for j in jobs)
+    with pytest.raises(ValueError, match="expected the compared rows among"):
+        seeded_runs(config, "format", ["doc-sentences"], compared=["sentence-pair"])
+    with pytest.raises(ValueError, match="expected a study in"):
+        seeded_runs(config, "formats", ["doc-sentences"])
+
+
+def test_a_scheme_run_does_not_depend_on_what_ran_before(monkeypatch):
+    """The run's initial weights come from its seed, not from the global random state it was called in (a worker
+    of seeded_runs and the notebook's kernel have different histories), and its span task is scored."""
+    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
+
+    monkeypatch.setattr(ch06, "cached_json", lambda name, recipe, run: run())
+    config = tiny_config()
+    rows = []
+    for history in (0, 1):
+        torch.manual_seed(history)
+        torch.rand(history + 1)
+        rows.append(scheme_run(config, "whole words", progress=False))
+    assert rows[0] == rows[1]
+    assert 0 <= rows[0]["qa_exact"] <= rows[0]["qa_f1"] <= 1

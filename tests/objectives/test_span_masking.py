@@ -1,4 +1,5 @@
-"""lecture_lib.objectives.span_masking: span lengths, the 15% budget, whole units only, 80/10/10 per unit."""
+"""lecture_lib.objectives.span_masking: span lengths, the 15% budget, whole units only, 80/10/10 per unit or per
+piece, the spans the budget cuts."""
 
 import math
 
@@ -6,12 +7,14 @@ import pytest
 import torch
 
 from lecture_lib.objectives.span_masking import (
+    UnitMaskedDataset,
     mask_spans,
     mask_units,
     mask_whole_words,
     sample_span_lengths,
     span_boundaries,
     span_length_distribution,
+    span_truncation,
 )
 
 MASK, VOCAB = 4, 1000
@@ -115,6 +118,64 @@ def test_replacement_is_80_10_10_and_decided_once_per_unit():
     assert abs(share["mask"] - 0.8) < tolerance and abs(share["same"] - 0.1) < tolerance, share
 
 
+def fates_of_selected_words(replacement, rows=400, words_per_row=100, pieces=3, seed=0):
+    """Rows of words of ``pieces`` pieces each, masked by whole words; the fate of every selected piece (0 [MASK],
+    1 random, 2 kept), one row per selected word."""
+    word_ids = torch.arange(words_per_row * pieces).div(pieces, rounding_mode="floor").expand(rows, -1)
+    ids = torch.randint(10, VOCAB, word_ids.shape, generator=torch.Generator().manual_seed(seed))
+    masked, labels = mask_whole_words(ids, word_ids, mask_token_id=MASK, vocab_size=VOCAB, replacement=replacement,
+                                      generator=torch.Generator().manual_seed(seed + 1))
+    whole_units_only(labels, word_ids)
+    chosen = labels != -100
+    fate = torch.where(masked == MASK, 0, torch.where(masked == ids, 2, 1))
+    return fate[chosen].view(-1, pieces)  # a selected word's pieces are consecutive selected positions
+
+
+def test_whole_word_masking_draws_80_10_10_for_each_piece_as_google_does():
+    """Google's create_pretraining_data.py selects whole words, then decides [MASK] / kept / random for every
+    selected piece on its own: over 400 rows (about 6,000 words, 18,000 pieces) the pieces' shares are 80/10/10
+    and a word's three pieces differ in fate with chance 1 - 0.8^3 - 0.1^3 - 0.1^3 = 0.486; per unit, never
+    (save a random token that happens to be [MASK] or the original, 2 in 1,000)."""
+    per_piece = fates_of_selected_words("per piece")
+    n = per_piece.numel()
+    shares = [(per_piece == k).double().mean().item() for k in range(3)]
+    tolerance = 4 * math.sqrt(0.16 / n)  # four binomial standard errors of the 80% share
+    assert abs(shares[0] - 0.8) < tolerance and abs(shares[1] - 0.1) < tolerance, shares
+    mixed = (per_piece != per_piece[:, :1]).any(1).double()
+    expected = 1 - 0.8**3 - 2 * 0.1**3
+    assert abs(mixed.mean().item() - expected) < 4 * math.sqrt(expected * (1 - expected) / len(mixed)), mixed.mean()
+    per_unit = fates_of_selected_words("per unit")
+    assert (per_unit != per_unit[:, :1]).any(1).double().mean() < 0.005
+    # the default of mask_whole_words is Google's rule; that of mask_units, SpanBERT's
+    ids, words, _ = corpus(rows=20)
+    g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    options = dict(mask_token_id=MASK, vocab_size=VOCAB)
+    default = mask_whole_words(ids, words, generator=g(), **options)
+    assert all(torch.equal(a, b) for a, b in zip(default, mask_units(ids, words, generator=g(), replacement="per piece",
+                                                                     **options)))
+
+
+def test_span_truncation_replays_the_selection_of_mask_spans():
+    """span_truncation sees the spans mask_spans chooses with the same generator: with one-token words the words
+    they keep are the masked tokens, and there are at least as many spans as masked runs (adjacent spans merge);
+    in 64-token rows the 9-token budget cuts a third of the spans and never keeps 10 words, in 512-token rows it
+    cuts few and the kept spans reach 10."""
+    words = torch.cat([torch.full((300, 1), -1), torch.arange(62).expand(300, -1), torch.full((300, 1), -1)], 1)
+    ids = torch.randint(10, VOCAB, words.shape, generator=torch.Generator().manual_seed(0))
+    _, labels = mask_spans(ids, words, mask_token_id=MASK, vocab_size=VOCAB, generator=torch.Generator().manual_seed(1))
+    short = span_truncation(words, generator=torch.Generator().manual_seed(1))
+    masked = int((labels != -100).sum())
+    runs = int(span_boundaries(labels)["offset"].eq(0).sum())
+    # the mean kept length times the number of spans is the masked count; so the spans number masked / taken
+    spans = masked / short["taken"]
+    assert abs(spans - round(spans)) < 1e-6 and round(spans) >= runs
+    assert short["cut"] > 0.2 and short["longest"] <= 9 and short["taken"] < short["drawn"]
+    long = span_truncation(torch.arange(512).expand(100, -1), generator=torch.Generator().manual_seed(2))
+    assert long["cut"] < 0.1 and long["longest"] == 10
+    with pytest.raises(ValueError, match="no span was chosen"):
+        span_truncation(torch.full((2, 8), -1))
+
+
 def test_whole_word_masking_on_the_paper_example():
     tokens = "[CLS] the man jumped up , put his basket on phil ##am ##mon ' s head [SEP]".split()
     word_of = []
@@ -168,5 +229,9 @@ def test_bad_input_raises():
         mask_spans(torch.arange(6)[None], short, **options)
     with pytest.raises(ValueError, match="expected p in"):
         sample_span_lengths(3, p=0)
+    with pytest.raises(ValueError, match="expected replacement in"):
+        mask_whole_words(ids, words, replacement="per word", **options)
+    with pytest.raises(ValueError, match="once per span"):
+        UnitMaskedDataset(ids, words, spans=True, replacement="per piece", **options)
     with pytest.raises(ValueError, match="no boundary token"):
         span_boundaries(torch.tensor([[5, -100, -100]]))
