@@ -52,12 +52,17 @@ from lecture_lib.chapters.ch08_electra import (
     ElectraChapterData,
     budget,
     chapter_config,
+    chapter_runs,
     detection_accuracy,
     finetune_scores,
     flops_per_step,
-    pretrain_run,
+    flops_per_token,
+    mean_and_spread,
+    mean_score,
     replaced_token_example,
     scratch_scores,
+    seeded,
+    seeded_scores,
     steps_for,
 )
 from lecture_lib.labels import IGNORE_INDEX
@@ -216,12 +221,15 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # %% [markdown]
 # Now the pair the chapter trains: a discriminator of two layers of $H = E = 64$ and a generator of a
 # quarter of its width ($H = 16$), pretrained on chapter 05's synthetic language (section 5 says for how
-# long). One held-out sequence through it: what the generator saw, what it sampled, the label, and the
-# discriminator's probability of "replaced".
+# long). The cell below pretrains every run of the chapter at once (ELECTRA, masked LM and Table 5's rows,
+# once per seed, and the generator sweep), each on one CPU thread, as many at a time as the machine has cores,
+# each cached; the sections read them. One held-out sequence through the first seed's pair: what the
+# generator saw, what it sampled, the label, and the discriminator's probability of "replaced".
 
 # %%
-profile.expect(20, "Pretraining ELECTRA, generator and discriminator")
-electra = pretrain_run("ELECTRA", config, data)
+profile.expect(60, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
+table5_runs, sweep = chapter_runs(config, data)
+electra = table5_runs["ELECTRA"][config.seed]
 walk = replaced_token_example(electra, config, data)
 print(f"{'original':>12s} {'generator in':>13s} {'corrupted':>12s}  label  P(replaced)")
 for t in walk:
@@ -265,12 +273,14 @@ for half in hf_halves:
 # %% [markdown]
 # ## 5. Matched compute
 #
-# Chapter 04 counted training compute as $6N + 12LTH$ FLOPs per token, $N$ the weights of the matrix
-# products a token passes through. ELECTRA trains two networks, so a step costs the generator's count (its
-# output matrix on the masked 15% only) plus the discriminator's (a head of $H^2 + H$ on every token).
-# Masked LM is the discriminator-sized network with a generator head. Each run gets the steps the budget
-# pays for: ELECTRA's steps at our budget, and masked LM more steps, being cheaper per step. First the
-# formula, against chapter 04's for a BERT of the same sizes, then the budget.
+# Chapter 04 counted training compute as $6N + 12LTH$ FLOPs per token (forward and backward), $N$ the weights
+# of the matrix products a token passes through. How we match the compute: an ELECTRA step costs the
+# generator's forward and backward pass (its output matrix on the masked 15% only) *plus* the discriminator's
+# (a head of $H^2 + H$ on every token); a masked-LM step costs one network of the discriminator's size with a
+# generator head on the masked 15%. The budget is what ELECTRA's steps cost; every run gets the steps the
+# budget pays for, so masked LM, cheaper per step, gets more of them. The cell prints each network's count per
+# token, the steps and the FLOPs each run spends; first the formula against chapter 04's for a BERT of the same
+# sizes.
 
 # %%
 sizes = config.model
@@ -279,60 +289,80 @@ bert_same = BertConfig(**{k: getattr(sizes, k) for k in ("vocab_size", "hidden_s
 T = sizes.max_position_embeddings
 print(f"per token: masked LM (full head) {electra_training_flops_per_token(sizes, T, 'generator') / 1e6:.3f} MFLOP, "
       f"chapter 04's BERT formula {training_flops_per_token(bert_same, T) / 1e6:.3f} MFLOP")
+print(f"budget: {budget(config):.3e} FLOPs (ELECTRA's {config.steps} steps of {config.batch_size} x {T} tokens)")
+spent = {}
 for variant, size in (("ELECTRA", config.generator_size), ("BERT", None)):
-    print(f"{variant:8s} {flops_per_step(variant, config, size) / 1e9:.3f} GFLOP per step, "
-          f"{steps_for(variant, config, size)} steps in the budget of {budget(config):.2e} FLOPs")
+    parts = flops_per_token(variant, config, size)
+    spent[variant] = steps_for(variant, config, size) * flops_per_step(variant, config, size)
+    print(f"{variant:8s} per token " + " + ".join(f"{name} {value / 1e6:.4f}" for name, value in parts.items())
+          + f" MFLOP = {flops_per_step(variant, config, size) / 1e9:.3f} GFLOP a step; "
+          f"{steps_for(variant, config, size)} steps spend {spent[variant]:.3e} FLOPs")
 
 # %%
 assert electra_training_flops_per_token(sizes, T, "generator") == training_flops_per_token(bert_same, T)
+assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  # the same compute, within a step
 
 # %% [markdown]
-# The headline experiment in shape. Both runs read the same batches with the same masked positions; we keep
-# copies of the encoder at fractions of the budget (as the paper's "x% trained" rows, from one run, so the
-# learning-rate schedule is the whole run's), fine-tune each copy on chapter 05's tasks (50 steps in the
-# quick profile), and plot the score against pretraining FLOPs. The quick profile keeps three of the paper's five
-# fractions (25, 50, 100%) and one task, NER, where chapter 05 saw pretraining matter most; the full profile
-# runs all five fractions and the four tasks (`LECTURE_PROFILE=full`). A model fine-tuned from random
-# weights marks the floor.
+# The headline experiment, repeated over seeds. For each seed both runs draw their initialisation, batch
+# order, masked positions and samples from it, and the two read the same batches with the same masked
+# positions; the language, the documents and the task examples are the same for every seed. We keep copies of
+# the encoder at fractions of the budget (as the paper's "x% trained" rows, from one run, so the learning-rate
+# schedule is the whole run's), fine-tune each copy on chapter 05's NER task (its test sentences name only
+# people whom pretraining, and not fine-tuning, has shown: the task reads what pretraining learned about every
+# token), each with the seed's fine-tuning seed, and report the mean and spread (standard deviation) over
+# seeds. A model fine-tuned from random weights marks the floor. Below the table, the discriminator's recall
+# on replacements: the share of the replaced tokens of held-out batches that it calls replaced.
 
 # %%
-profile.expect(30, "Pretraining the masked-LM BERT, then fine-tuning both models on each fraction of the data")
-mlm = pretrain_run("BERT", config, data)
-scratch = scratch_scores(config, data)
-curve = {name: {f: finetune_scores(run, f, config, data) for f in config.fractions}
-         for name, run in (("ELECTRA", electra), ("masked LM (BERT)", mlm))}
-mean = {name: {f: sum(s.values()) / len(s) for f, s in points.items()} for name, points in curve.items()}
-from_scratch = sum(scratch.values()) / len(scratch)
-ours_first = "ELECTRA" if mean["ELECTRA"][1.0] > mean["masked LM (BERT)"][1.0] else "masked LM"
+profile.expect(15, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
+electra_runs, mlm_runs = table5_runs["ELECTRA"], table5_runs["BERT"]
+curve = {"ELECTRA": seeded_scores(electra_runs, config, data, config.fractions),
+         "masked LM (BERT)": seeded_scores(mlm_runs, config, data, config.fractions)}
+from_scratch = [mean_score(scratch_scores(seeded(config, seed), data)) for seed in config.seeds]
+ahead = {f: sum(e > m for e, m in zip(curve["ELECTRA"][f], curve["masked LM (BERT)"][f])) for f in config.fractions}
 show_reproduction(
     "ch08-electra-table1", "Paper (Clark et al., 2020), Table 1: ELECTRA-Small checkpoints and BERT-Small at "
-    "ELECTRA-Small's FLOPs (GLUE dev); ours: mean fine-tuned score on " + ", ".join(config.tasks),
-    ["share of the budget", "our FLOPs", "ELECTRA (ours)", "masked LM (ours)", "ELECTRA-Small (paper)",
-     "BERT-Small (paper)"],
-    [[f"{f:.4g}", f"{f * budget(config):.2e}", f"{mean['ELECTRA'][f]:.3f}", f"{mean['masked LM (BERT)'][f]:.3f}",
+    "ELECTRA-Small's FLOPs (GLUE dev); ours: fine-tuned " + ", ".join(config.tasks) + " score, mean ± spread over "
+    f"seeds {', '.join(map(str, config.seeds))}",
+    ["share of the budget", "our FLOPs", "ELECTRA (ours)", "masked LM (ours)", "seeds with ELECTRA ahead",
+     "ELECTRA-Small (paper)", "BERT-Small (paper)"],
+    [[f"{f:.4g}", f"{f * budget(config):.2e}", mean_and_spread(curve["ELECTRA"][f]),
+      mean_and_spread(curve["masked LM (BERT)"][f]), f"{ahead[f]} of {len(config.seeds)}",
       f"{PAPER_CHECKPOINTS[f]:.1f}", f"{PAPER_BERT_SMALL}" if f == 1.0 else None] for f in config.fractions]
-    + [["0 (from scratch)", "0", f"{from_scratch:.3f}", f"{from_scratch:.3f}", None, None]],
-    note=f"At the full budget the paper's ELECTRA is ahead; ours: {ours_first} ahead, from one run each, which "
-         "at our scale is within what a change of seed moves.")
+    + [["0 (from scratch)", "0", mean_and_spread(from_scratch), mean_and_spread(from_scratch), None, None, None]],
+    note="The paper's ELECTRA-Small is ahead of BERT-Small at equal FLOPs; its Figure 1 shows the gap widest at "
+         "the small budgets. Our verdict is in \"What we saw\".")
+detection = {seed: detection_accuracy(run, seeded(config, seed), data) for seed, run in electra_runs.items()}
+recall = [d["recall on replacements"] for d in detection.values()]
+print("discriminator's recall on replacements, per seed:", ", ".join(f"{r:.3f}" for r in recall),
+      "| on the originals, accuracy:", ", ".join(f"{d['accuracy on originals']:.3f}" for d in detection.values()))
 
 fig, (ax, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.8))
-for name, points in mean.items():
-    ax.plot([f * budget(config) for f in points], list(points.values()), "o-", label=name)
-ax.axhline(from_scratch, color="gray", ls=":", label="no pretraining")
+for name, points in curve.items():
+    flops = [f * budget(config) for f in points]
+    means = torch.tensor([list(seeds) for seeds in points.values()]).double()
+    ax.errorbar(flops, means.mean(1), yerr=means.std(1), fmt="o-", capsize=3, label=name)
+ax.axhline(sum(from_scratch) / len(from_scratch), color="gray", ls=":", label="no pretraining")
 ax.set_xscale("log")
 ax.set_xlabel("pretraining FLOPs")
-ax.set_ylabel("mean fine-tuned score (" + ", ".join(config.tasks) + ")")
-ax.set_title("Figure 1 in shape: score against compute")
+ax.set_ylabel("fine-tuned score (" + ", ".join(config.tasks) + ")")
+ax.set_title("Figure 1 in shape: score against compute (mean ± spread)")
 ax.legend()
-for name, run in (("ELECTRA (L_MLM + 50 L_Disc)", electra), ("masked LM", mlm)):
+for name, run in (("ELECTRA (L_MLM + 50 L_Disc)", electra), ("masked LM", mlm_runs[config.seeds[0]])):
     ax_loss.plot(range(1, len(run.loss) + 1), run.loss, label=name)
 ax_loss.set_yscale("log")
 ax_loss.set_xlabel("step")
 ax_loss.set_ylabel("training loss")
-ax_loss.set_title("the two runs")
+ax_loss.set_title(f"the two runs of seed {config.seeds[0]}")
 ax_loss.legend()
 plt.tight_layout()
 plt.show()
+
+# %%
+assert len(config.seeds) >= 3 and all(0 <= r <= 1 for r in recall)
+# ELECTRA's encoder is what its discriminator trained: it finds replacements far above the rate of a guess that
+# calls tokens replaced as often as it calls originals so (1 - accuracy on the originals)
+assert all(d["recall on replacements"] > 2 * (1 - d["accuracy on originals"]) for d in detection.values())
 
 # %% [markdown]
 # ## 6. Table 5 at equal FLOPs
@@ -346,32 +376,31 @@ plt.show()
 #   $p(x_t) = D_t\,\mathbb 1[x_t = \text{input}_t] + (1 - D_t)\,\text{softmax}(\ell_t)[x_t]$;
 # - **BERT**: masked LM as in section 5.
 #
-# Every row gets the same FLOP budget. The quick profile trains ELECTRA 15% beside the two runs of section 5;
-# the full profile adds Replace MLM and All-Tokens MLM.
+# Every row gets the same FLOP budget and the same seeds (the FLOPs of each row are in the table). The quick
+# profile trains ELECTRA 15% and All-Tokens MLM beside the runs of section 5; the full profile adds Replace MLM.
+# Below the table, the share of the masked positions whose token the generator replaced: the share of
+# ELECTRA 15%'s labels that say "replaced".
 
 # %%
-profile.expect(20, "Pretraining and fine-tuning the variants of Table 5")
-table5 = {"ELECTRA": electra, "BERT": mlm}
-for variant in config.variants:
-    if variant not in table5:
-        table5[variant] = pretrain_run(variant, config, data)
-table5_scores = {}
-for variant in table5:
-    scores = finetune_scores(table5[variant], 1.0, config, data)
-    table5_scores[variant] = sum(scores.values()) / len(scores)
+profile.expect(5, "Fine-tuning the other rows of Table 5")
+table5 = {variant: seeded_scores(runs, config, data)[1.0] for variant, runs in table5_runs.items()}
 show_reproduction(
     "ch08-electra-table5", "Paper (Clark et al., 2020), Table 5: the efficiency ablation at equal compute, "
-    "ELECTRA-Base (GLUE dev); ours: mean fine-tuned score on " + ", ".join(config.tasks),
-    ["model", "our steps", "ours", "paper"],
-    [[variant, table5[variant].steps, f"{table5_scores[variant]:.3f}", f"{PAPER_TABLE5[variant]:.1f}"]
-     if variant in table5 else [variant, None, "(full profile)", f"{PAPER_TABLE5[variant]:.1f}"]
+    "ELECTRA-Base (GLUE dev); ours: fine-tuned " + ", ".join(config.tasks) + " score, mean ± spread over seeds "
+    + ", ".join(map(str, config.seeds)),
+    ["model", "our steps", "our FLOPs", "ours", "paper"],
+    [[variant, table5_runs[variant][config.seeds[0]].steps, f"{table5_runs[variant][config.seeds[0]].flops:.3e}",
+      mean_and_spread(table5[variant]), f"{PAPER_TABLE5[variant]:.1f}"]
+     if variant in table5 else [variant, None, None, "(full profile)", f"{PAPER_TABLE5[variant]:.1f}"]
      for variant in PAPER_TABLE5],
-    note="The paper's main contrast is the loss on every token against the loss on the masked 15% (ELECTRA "
-         "against ELECTRA 15%); its verdict is in \"What we saw\".")
+    note="The paper's reading: most of ELECTRA's gain over BERT comes from learning from all tokens (All-Tokens "
+         "MLM close to ELECTRA), less from never showing [MASK]; its verdicts are in \"What we saw\".")
+replaced_share = [d["replaced share"] for d in detection.values()]
+print("masked positions the generator replaced, per seed:", ", ".join(f"{s:.3f}" for s in replaced_share))
 
 # %%
-# Table 5's main contrast: the loss on every token beats the loss on the masked 15%, at the same inputs and FLOPs
-assert table5_scores["ELECTRA"] > table5_scores["ELECTRA 15%"] + 0.1
+# every row spent the budget, within a step of its own
+assert all(abs(runs[config.seeds[0]].flops / budget(config) - 1) < 0.01 for runs in table5_runs.values())
 
 # %% [markdown]
 # ## 7. The generator's size
@@ -379,44 +408,44 @@ assert table5_scores["ELECTRA"] > table5_scores["ELECTRA 15%"] + 0.1
 # A generator as large as the discriminator makes the task too hard: most samples are plausible, and the
 # discriminator spends its capacity on them (and the pair costs twice as much). The paper found a quarter
 # to a half of the discriminator's width best, and a unigram generator (tokens drawn by frequency, nothing
-# learned) clearly worse. Each size here spends the same FLOPs, so a larger generator means fewer steps.
-# The quick profile compares 1/4 and the unigram generator; the full profile adds 1/8, 1/2 and 1. (The
-# authors' rule gives a generator a feed-forward layer of 4 x its width; our quick discriminator has 2 x, so
-# at size 1 its generator would be the discriminator with a feed-forward layer twice as wide.)
+# learned) clearly worse. Each size here spends the same FLOPs, so a larger generator means fewer steps, and
+# the unigram generator, which costs nothing, the most. The quick profile compares the sizes below on the first
+# seed; the full profile adds 1/8, 1/2 and 1. Beside each score, what the generator gives the discriminator to learn
+# from: its accuracy at the masked positions (the unigram generator's is the most frequent token's), and the
+# trained discriminator's recall on its replacements. (The authors' rule gives a generator a feed-forward layer
+# of 4 x its width; our quick discriminator has 2 x, so at size 1 its generator would be the discriminator with
+# a feed-forward layer twice as wide.)
 
 # %%
-profile.expect(20, "Pretraining an ELECTRA per generator size")
-sweep = {config.generator_size: electra}
-for size in config.generator_sizes:
-    if size not in sweep:
-        sweep[size] = pretrain_run("ELECTRA", config, data, size)
-sweep_scores, rows = {}, []
+sweep_scores, sweep_detection, rows = {}, {}, []
 for size, run in sorted(sweep.items(), key=lambda item: str(item[0])):
-    scores = finetune_scores(run, 1.0, config, data)
-    sweep_scores[size] = sum(scores.values()) / len(scores)
-    accuracy = None if size == "unigram" else f"{detection_accuracy(run, config, data)['generator accuracy']:.3f}"
-    rows.append([str(size), run.steps, f"{sweep_scores[size]:.3f}", accuracy])
+    sweep_scores[size] = mean_score(finetune_scores(run, 1.0, config, data))
+    sweep_detection[size] = detection_accuracy(run, config, data)
+    rows.append([str(size), run.steps, f"{sweep_scores[size]:.3f}",
+                 f"{sweep_detection[size]['generator accuracy']:.3f}",
+                 f"{sweep_detection[size]['recall on replacements']:.3f}"])
 show_reproduction(
     "ch08-electra-figure3", "Paper (Clark et al., 2020), Figure 3: the generator's size at equal compute (GLUE): "
-    "best at 1/4-1/2 of the discriminator, an equal size and a unigram generator worse; ours: mean fine-tuned "
-    "score on " + ", ".join(config.tasks),
-    ["generator (share of the discriminator's width)", "steps", "score", "its MLM accuracy"], rows,
+    "best at 1/4-1/2 of the discriminator, an equal size and a unigram generator worse; ours: fine-tuned "
+    + ", ".join(config.tasks) + f" score, seed {config.seed}",
+    ["generator (share of the discriminator's width)", "steps", "score", "its accuracy at the masked positions",
+     "discriminator's recall on its replacements"], rows,
     note="The paper's order (1/4 above the unigram generator) is judged in \"What we saw\".")
 
 # %% [markdown]
 # ## What we saw
 #
-# Made by the cell below from this run's numbers (one seed; each score is one run fine-tuned on one task of 400
-# test sentences); each verdict follows the rule in its last column.
+# Made by the cell below from this run's numbers: each score is a model fine-tuned on one task of 400 test
+# sentences, repeated over the seeds named in each rule; each verdict follows the rule in its last column.
 
 # %%
-from lecture_lib.reproductions import Claim, direction, holds, mechanism_only, show_claims  # noqa: E402
+from lecture_lib.reproductions import Claim, direction, mechanism_only, show_claims  # noqa: E402
 
 first_batch = data.batch(0)
 real_tokens = int(first_batch["attention_mask"].sum())
 mlm_tokens = int((first_batch["labels"] != IGNORE_INDEX).sum())
-electra_ahead = [mean["ELECTRA"][f] > mean["masked LM (BERT)"][f] for f in config.fractions]
-show_claims("ch08-what-we-saw", "What we saw: chapter 08, quick profile", [
+midpoint = [(e + b) / 2 for e, b in zip(table5["ELECTRA"], table5["BERT"])]  # half of ELECTRA's gain over BERT
+show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() + " profile", [
     Claim("08-all-tokens-carry-a-loss", "masked LM learns from 15% of the tokens, ELECTRA's discriminator from all",
           "Clark et al. (2020), section 2",
           f"{mlm_tokens} of {real_tokens} real tokens of a batch ({mlm_tokens / real_tokens:.1%}) carry an MLM loss, "
@@ -430,38 +459,56 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, quick profile", [
           "`ElectraForMaskedLM`", "`transformers`",
           "logits and loss equal (section 3); every gradient equal to 1e-9 in the tests",
           mechanism_only("an implementation, checked against the reference")),
-    Claim("08-electra-beats-mlm", "ELECTRA beats masked LM at the same compute, at every budget",
-          "Clark et al. (2020), Table 1: ELECTRA-Small 74.1 … 79.9 at 6.25 … 100%; BERT-Small 75.1 at 100% (GLUE)",
-          "mean score at " + ", ".join(f"{f:.0%}" for f in config.fractions) + ": ELECTRA "
-          + " / ".join(f"{mean['ELECTRA'][f]:.3f}" for f in config.fractions) + ", masked LM "
-          + " / ".join(f"{mean['masked LM (BERT)'][f]:.3f}" for f in config.fractions)
-          + f"; from scratch {from_scratch:.3f} (section 5)",
-          holds(all(electra_ahead), f"ELECTRA above masked LM at every share of the budget, seed {config.seed}")),
-    Claim("08-all-tokens-is-the-gain", "learning from all tokens is most of the gain",
-          "Clark et al. (2020), Table 5: ELECTRA 85.0, ELECTRA 15% 82.4, BERT 82.2",
-          ", ".join(f"{variant} {score:.3f}" for variant, score in table5_scores.items()) + " (section 6)",
-          direction([table5_scores["ELECTRA"]], [table5_scores["ELECTRA 15%"]], seeds=[config.seed], margin=0.1,
-                    rule="ELECTRA over 0.1 above ELECTRA 15%")),
+    Claim("08-electra-beats-mlm-at-matched-compute", "ELECTRA beats masked LM at the same compute, most clearly at "
+          "small budgets",
+          "Clark et al. (2020), Table 1: ELECTRA-Small 74.1 … 79.9 at 6.25 … 100%; BERT-Small 75.1 at 100% (GLUE); "
+          "Figure 1",
+          f"{budget(config):.2e} FLOPs: ELECTRA {mean_and_spread(curve['ELECTRA'][1.0])}, masked LM "
+          f"{mean_and_spread(curve['masked LM (BERT)'][1.0])}, from scratch {mean_and_spread(from_scratch)}; "
+          "recall on replacements " + ", ".join(f"{r:.3f}" for r in recall) + " (section 5)",
+          direction(curve["ELECTRA"][1.0], curve["masked LM (BERT)"][1.0], seeds=config.seeds,
+                    rule="ELECTRA above masked LM at the whole budget")),
+    Claim("08-electra-beats-electra-15pct", "the loss on every token beats the loss on the masked 15%",
+          "Clark et al. (2020), Table 5: ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)",
+          f"ELECTRA {mean_and_spread(table5['ELECTRA'])}, ELECTRA 15% {mean_and_spread(table5['ELECTRA 15%'])}; "
+          "replaced share of the masked positions " + ", ".join(f"{s:.3f}" for s in replaced_share) + " (section 6)",
+          direction(table5["ELECTRA"], table5["ELECTRA 15%"], seeds=config.seeds,
+                    rule="ELECTRA above ELECTRA 15%")),
+    Claim("08-all-tokens-is-most-of-the-gain", "learning from all tokens is most of ELECTRA's gain over BERT",
+          "Clark et al. (2020), Table 5: ELECTRA 85.0, All-Tokens MLM 84.3, BERT 82.2 (GLUE)",
+          ", ".join(f"{variant} {mean_and_spread(scores)}" for variant, scores in table5.items()) + " (section 6)",
+          direction(table5["All-Tokens MLM"], midpoint, seeds=config.seeds,
+                    rule="All-Tokens MLM above the midpoint of ELECTRA and BERT (more than half the gain)")),
     Claim("08-small-generator-beats-unigram", "a small learned generator beats a unigram one",
           "Clark et al. (2020), Figure 3: best at 1/4–1/2 of the discriminator, the unigram generator lower",
-          "mean score " + ", ".join(f"{size}: {score:.3f}" for size, score in sweep_scores.items()) + " (section 7)",
+          ", ".join(f"{size}: score {score:.3f}, recall {sweep_detection[size]['recall on replacements']:.3f}"
+                    for size, score in sweep_scores.items()) + " (section 7)",
           direction([sweep_scores[config.generator_size]], [sweep_scores["unigram"]], seeds=[config.seed],
                     rule=f"the {config.generator_size} generator above the unigram one")),
 ])
 
 # %% [markdown]
-# What did not reproduce, and why. At our scale ELECTRA and masked LM are not told apart by one run each: the
-# paper's gap, 79.9 against 75.1 GLUE, is a claim about models trained far longer than ours (a million steps of
-# 128 sequences, 1.4e18 FLOPs, against the budget printed in section 5), and nothing here contradicts or
-# confirms it. Our discriminator is two layers of width 64 trained for a few hundred steps, beside a generator
-# right on the share of masked tokens printed in section 7's table. The ablations are read in the table: taking the
-# discriminator's loss off 85% of the tokens (ELECTRA 15%) is the contrast Table 5 calls the largest. A
-# learned generator that is right on only a small share of the masked tokens may propose replacements little
-# more plausible than tokens drawn by frequency, and it costs part of the budget that the unigram run spends on
-# more discriminator steps: the paper's point, that plausible replacements teach more, may need a generator
-# that has learned enough to make them. The full profile (a GPU: 4 layers of width 128, 2,000 steps, all five
-# checkpoints, the four tasks, every row of Table 5 and of the generator sweep) is `LECTURE_PROFILE=full`; we
-# have not run it for this notebook.
+# What did and did not reproduce, and why. ELECTRA's mean is above masked LM's at every checkpoint of section
+# 5's table, but not on every seed (the column "seeds with ELECTRA ahead") and by less than the spread between
+# seeds: at our budget the headline is *not reproduced*. The discriminator's recall, printed under that table,
+# says why: after ELECTRA's steps it finds only a small share of the replacements, so its loss on every token
+# has only begun to teach, where the paper's smallest checkpoint
+# (6.25% of ELECTRA-Small's run, Clark et al., 2020, Table 1) is a discriminator trained for 62,500 steps of 128
+# sequences. What Table 5 credits, the loss on every token, does show in its cleanest contrast: ELECTRA 15%,
+# the same inputs and FLOPs with the discriminator's loss on the masked positions only, is below ELECTRA on every
+# seed. Its labels are almost all "replaced" (the share printed under Table 5): a generator this small replaces
+# nearly every masked token, so on those positions a constant "replaced" is nearly always right and the loss
+# teaches little. All-Tokens MLM, the paper's second row, is our lowest: its 600-way softmax on every position costs
+# more than the discriminator's one logit, so the same FLOPs pay it fewer steps (the steps column), and most
+# of its loss is spent copying the unreplaced tokens: "all tokens is most of the gain", judged on All-Tokens
+# MLM as the paper does, is not reproduced, and the loss on every token shows only as ELECTRA against ELECTRA
+# 15%. With chapter 05's fine-tuning budget the
+# learned quarter-size generator scores above the unigram one on the first seed, in Figure 3's order, although
+# the unigram generator's replacements are easier (its discriminator finds more of them, section 7's last
+# column) and it pays for no generator (more steps): easy replacements are learned sooner, plausible ones teach
+# more. The full profile (a GPU: 4 layers of width 128, 2,000 steps, all five checkpoints, the four tasks,
+# every row of Table 5 and of the generator sweep) is `LECTURE_PROFILE=full`; we have not run it for this
+# notebook.
 #
 # ## Exercises
 #

@@ -140,6 +140,10 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
        for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
     **{(entry, "config.num_threads"): _THREADS
        for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
+    **{(entry, "config.seeds"): "the list of seeds the tables repeat; each run's own seed is in its recipe"
+       for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
+    ("ch08.pretrain_run", "config.data_seed"): "the seed of the task examples: pretraining reads the documents, "
+                                               "not the tasks",
     **{("ch08.pretrain_run", f"config.{field}"): "the rows of the tables and the fine-tuning that reads the run "
                                                  "afterwards; the run's own variant and generator are in its recipe"
        for field in ("variants", "generator_sizes", "tasks", "finetune.*")},

@@ -20,13 +20,15 @@ Taught in: 08_electra ("Matched compute", "Table 5 at equal FLOPs", "The generat
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from lecture_lib.cache import atomic_write, cached, cached_json, key
+from lecture_lib.cache import atomic_write, cache_root, cached, cached_json, key
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
@@ -48,7 +50,14 @@ from lecture_lib.objectives.replaced_tokens import (
     mask_for_generator,
 )
 from lecture_lib.profile import pick
-from lecture_lib.runtime import epoch_batch, generator, module_device, seed_everything, to_device
+from lecture_lib.runtime import (
+    epoch_batch,
+    generator,
+    module_device,
+    parallel_map,
+    seed_everything,
+    to_device,
+)
 from lecture_lib.train import TrainConfig, train
 
 # Table 5's rows, and the names used for them here.
@@ -80,23 +89,27 @@ class ElectraChapterConfig:
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
     documents: int = 2000
     language_seed: int = 0
-    seed: int = 0
+    data_seed: int = 0  # of chapter 05's task examples, the same for every training seed
+    seed: int = 0  # of a run: initialisation, batch order, masking, sampling and fine-tuning
+    seeds: tuple[int, ...] = (0, 1, 2)  # the runs repeated for the tables that report a mean and a spread
 
 
-# ``quick`` (the notebook, one CPU thread): a discriminator of 2 layers of H = E = 64 (4 heads), its
-# generator of H = 16 (1/4), chapter 05's 600-token vocabulary, ELECTRA for 500 steps of 32 sequences of 64
-# tokens (about 20 s); three checkpoints (25, 50, 100%), fine-tuned on NER only (50 steps each), where
-# chapter 05 found pretraining matters most; Table 5's ELECTRA 15% and BERT rows beside ELECTRA; the
-# generator sweep at 1/4 and unigram (each run costs as much as ELECTRA's: size 1 and the rest are full's). No dropout and N(0, 0.1) initialisation at this width, as in chapters 04
-# and 07. ``full``: 4 layers of H = 128, 2,000 steps of 64, all five checkpoints, all four tasks, every row.
+# ``quick`` (the notebook, one CPU thread per run, two runs at a time on two cores): a discriminator of 2
+# layers of H = E = 64 (4 heads), its generator of H = 16 (1/4), chapter 05's 600-token vocabulary, ELECTRA for
+# 300 steps of 32 sequences of 64 tokens: about where its discriminator starts to find replacements (after 150
+# steps it finds almost none, and no run is told apart from another). Three checkpoints (25, 50, 100%), each
+# fine-tuned on NER for chapter 05's 150 steps (at 50 steps, fine-tuning noise is as large as the differences
+# between runs); every row over three seeds; Table 5's ELECTRA 15% and All-Tokens MLM beside ELECTRA and BERT;
+# the generator sweep at 1/4 and unigram (size 1 and the rest are full's). No dropout and N(0, 0.1)
+# initialisation at this width, as in chapters 04 and 07. ``full``: 4 layers of H = 128, 2,000 steps of 64, all
+# five checkpoints, all four tasks, every row.
 QUICK = dict(
     model=dict(vocab_size=600, embedding_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0, initializer_range=0.1),
-    steps=500, batch_size=32, lr=2e-3, fractions=(0.25, 0.5, 1.0), variants=("ELECTRA", "ELECTRA 15%", "BERT"),
-    generator_sizes=(0.25, "unigram"), tasks=("ner",),
-    finetune=dict(steps=50, batch_size=32, lr=1e-3, num_threads=1),
-    documents=2000,
+    steps=300, batch_size=32, lr=2e-3, fractions=(0.25, 0.5, 1.0),
+    variants=("ELECTRA", "ELECTRA 15%", "All-Tokens MLM", "BERT"), generator_sizes=(0.25, "unigram"),
+    tasks=("ner",), finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1), documents=2000,
 )
 FULL = dict(
     model=dict(vocab_size=1000, embedding_size=128, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
@@ -121,6 +134,15 @@ def chapter_config(**overrides) -> ElectraChapterConfig:
     return build_config(ElectraChapterConfig, pick(quick=QUICK, full=FULL), overrides)
 
 
+def seeded(config: ElectraChapterConfig, seed: int) -> ElectraChapterConfig:
+    """``config`` for the run of ``seed``: its initialisation, batch order, masking, sampling and fine-tuning
+    drawn with ``seed``; the data (language, documents, task examples) unchanged.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    return replace(config, seed=seed, finetune=replace(config.finetune, seed=seed))
+
+
 # ---------------------------------------------------------------- data
 
 
@@ -129,7 +151,7 @@ def chapter05_config(config: ElectraChapterConfig) -> course_language.ChapterCon
     return course_language.chapter_config(
         pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
                       train=dict(batch_size=config.batch_size)),
-        documents=config.documents, language_seed=config.language_seed, seed=config.seed)
+        documents=config.documents, language_seed=config.language_seed, seed=config.data_seed)
 
 
 class ElectraChapterData:
@@ -148,17 +170,18 @@ class ElectraChapterData:
             self._tasks = course_language.build_tasks(self.tokenizer, self.ch05)
         return self._tasks
 
-    def batch(self, step: int, test: bool = False) -> dict[str, torch.Tensor]:
+    def batch(self, step: int, test: bool = False, seed: int | None = None) -> dict[str, torch.Tensor]:
         """Batch ``step``: its rows (shuffled each epoch), the chosen positions masked for the generator
-        (``input_ids``, 85% [MASK]) and their originals (``labels``), the same for every run.
+        (``input_ids``, 85% [MASK]) and their originals (``labels``), the same for every run of ``seed``
+        (``None``: the config's).
 
         Taught in: 08_electra ("Replaced-token detection").
         """
+        seed = self.config.seed if seed is None else seed
         tensors = self.pairs.test if test else self.pairs.train
-        _, rows = epoch_batch(step, len(tensors["input_ids"]), self.config.batch_size, "electra order",
-                              self.config.seed)
+        _, rows = epoch_batch(step, len(tensors["input_ids"]), self.config.batch_size, "electra order", seed)
         ids, attention = tensors["input_ids"][rows], tensors["attention_mask"][rows]
-        draws = generator("electra masking", self.config.seed, int(test), step)
+        draws = generator("electra masking", seed, int(test), step)
         chosen = choose_positions(attention, tensors["special_tokens_mask"][rows], generator=draws)
         masked, labels = mask_for_generator(ids, chosen, mask_token_id=self.tokenizer.mask_token_id, generator=draws)
         return dict(input_ids=masked, labels=labels, attention_mask=attention,
@@ -219,26 +242,37 @@ def encoder_of(model: nn.Module) -> nn.Module:
 # ---------------------------------------------------------------- counting compute
 
 
-def flops_per_step(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> float:
-    """Training FLOPs of one step of ``variant``: 6 N + 12 L T H per token for each network it trains, on
-    ``batch_size`` x ``max_position_embeddings`` tokens; a masked LM head counts its 15% of positions
-    (All-Tokens MLM's, every position). The unigram generator costs nothing.
+def flops_per_token(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict[str, float]:
+    """Training FLOPs per token of each network ``variant`` trains (forward and backward, 6 N + 12 L T H):
+    ``"generator"`` (its LM head on the 15% masked positions; none for the unigram generator) and the
+    network that is kept, ``"discriminator"`` (ELECTRA's two rows) or ``"masked LM"`` (its head on the
+    masked 15%, or on every position for All-Tokens MLM, plus its copy gate).
 
     Taught in: 08_electra ("Matched compute").
     """
     disc, length = config.model, config.model.max_position_embeddings
-    per_token = 0.0
+    counts = {}
     if variant != "BERT" and generator_size != "unigram":
-        per_token += electra_training_flops_per_token(disc.generator(generator_size), length, "generator",
-                                                      masked_fraction=MASK_PROBABILITY)
+        counts["generator"] = electra_training_flops_per_token(disc.generator(generator_size), length, "generator",
+                                                               masked_fraction=MASK_PROBABILITY)
     if variant in ("ELECTRA", "ELECTRA 15%"):
-        per_token += electra_training_flops_per_token(disc, length, "discriminator")
+        counts["discriminator"] = electra_training_flops_per_token(disc, length, "discriminator")
     else:
         fraction = 1.0 if variant == "All-Tokens MLM" else MASK_PROBABILITY
-        per_token += electra_training_flops_per_token(disc, length, "generator", masked_fraction=fraction)
-    if variant == "All-Tokens MLM":
-        per_token += 6 * disc.hidden_size  # the copy gate
-    return per_token * config.batch_size * length
+        counts["masked LM"] = electra_training_flops_per_token(disc, length, "generator", masked_fraction=fraction)
+        if variant == "All-Tokens MLM":
+            counts["masked LM"] += 6 * disc.hidden_size  # the copy gate
+    return counts
+
+
+def flops_per_step(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> float:
+    """Training FLOPs of one step of ``variant``: :func:`flops_per_token` summed over its networks, on
+    ``batch_size`` x ``max_position_embeddings`` tokens. The unigram generator costs nothing.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    length = config.model.max_position_embeddings
+    return sum(flops_per_token(variant, config, generator_size).values()) * config.batch_size * length
 
 
 def budget(config: ElectraChapterConfig) -> float:
@@ -280,6 +314,11 @@ def _recipe(variant: str, config: ElectraChapterConfig, generator_size: float | 
             **{k: v for k, v in asdict(config).items() if k in keep}}
 
 
+def run_name(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> str:
+    """The cache entry of a pretraining run: the variant and the key of its recipe."""
+    return f"electra-{variant.replace(' ', '-').replace('%', 'pct')}-{key(_recipe(variant, config, generator_size))}"
+
+
 def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
                  generator_size: float | str | None = None, *, progress: bool = True) -> Run:
     """Pretrain ``variant`` within the budget (trained once per recipe, then read from the cache), keeping
@@ -305,8 +344,8 @@ def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapte
         train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
                                    schedule="linear", eval_every=1, progress=progress,
                                    num_threads=config.num_threads)
-        history = train(model, chapter_data.batch, run_loss(variant, config.seed, config.discriminator_weight), train_config,
-                        evaluate=snapshot)
+        history = train(model, partial(chapter_data.batch, seed=config.seed),
+                        run_loss(variant, config.seed, config.discriminator_weight), train_config, evaluate=snapshot)
         path.mkdir(parents=True, exist_ok=True)
         torch.save({"checkpoints": saved, "final": {k: v.cpu() for k, v in model.state_dict().items()}},
                    path / "weights.pt")
@@ -318,8 +357,28 @@ def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapte
         return Run(variant, generator_size, steps, steps * flops_per_step(variant, config, generator_size), loss,
                    weights["checkpoints"], weights["final"])
 
-    return cached(f"electra-{variant.replace(' ', '-').replace('%', 'pct')}-{key(_recipe(variant, config, generator_size))}",
-                  build, load)
+    return cached(run_name(variant, config, generator_size), build, load)
+
+
+def _pretrain_job(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> None:
+    """One worker's run of :func:`pretrain_runs`: trained into the cache, read back by the caller."""
+    pretrain_run(variant, config, None, generator_size, progress=False)
+
+
+def pretrain_runs(jobs: list[tuple[str, ElectraChapterConfig, float | str | None]],
+                  data: ElectraChapterData | None = None, *, workers: int | None = None) -> list[Run]:
+    """:func:`pretrain_run` of each ``(variant, config, generator_size)`` (``None``: the config's generator).
+    The runs not yet in the cache train first, in :func:`~lecture_lib.runtime.parallel_map`'s workers (one
+    thread each, two at a time on two cores, each the run the loop would train, bit for bit); then every run is
+    read from the cache, in the order of ``jobs``.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    jobs = [(variant, config, config.generator_size if size is None else size) for variant, config, size in jobs]
+    missing = [job for job in jobs if not (cache_root() / run_name(*job)).exists()]
+    if missing:
+        parallel_map(_pretrain_job, missing, workers=workers, desc="pretraining")
+    return [pretrain_run(variant, config, data, size, progress=False) for variant, config, size in jobs]
 
 
 def electra_small_training_flops(*, masked_fraction: float = 1.0, steps: int = 1_000_000, batch_size: int = 128,
@@ -373,13 +432,22 @@ def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None
     Taught in: 08_electra ("Matched compute").
     """
     recipe = {"model": asdict(config.model), "tasks": config.tasks, "finetune": asdict(config.finetune),
-              "documents": config.documents, "language_seed": config.language_seed, "seed": config.seed,
+              "documents": config.documents, "language_seed": config.language_seed, "data_seed": config.data_seed,
+              "seed": config.seed,
               "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
 
     def run() -> dict:
         return _scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)
 
     return cached_json("electra-scratch", recipe, run)
+
+
+def _finetune_entry(run: Run, fraction: float, config: ElectraChapterConfig, electra_head: bool) -> tuple[str, dict]:
+    """The cache name and recipe of :func:`finetune_scores`."""
+    recipe = {"run": _recipe(run.variant, config, run.generator_size), "fraction": fraction, "tasks": config.tasks,
+              "data_seed": config.data_seed,
+              "finetune": asdict(config.finetune), "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
+    return "electra-finetune-electra-head" if electra_head else "electra-finetune", recipe
 
 
 def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
@@ -390,15 +458,82 @@ def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, dat
 
     Taught in: 08_electra ("Matched compute").
     """
-    recipe = {"run": _recipe(run.variant, config, run.generator_size), "fraction": fraction, "tasks": config.tasks,
-              "finetune": asdict(config.finetune), "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
+    name, recipe = _finetune_entry(run, fraction, config, electra_head)
 
     def scores() -> dict:
         encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
         tasks = (data or ElectraChapterData(config)).tasks
         return _scores(with_electra_head(tasks) if electra_head else tasks, encoder, config)
 
-    return cached_json("electra-finetune-electra-head" if electra_head else "electra-finetune", recipe, scores)
+    return cached_json(name, recipe, scores)
+
+
+def _is_cached(name: str, recipe: dict) -> bool:
+    return (cache_root() / f"{name}-{key(recipe)}.json").exists()
+
+
+_WORKER_DATA: dict[str, ElectraChapterData] = {}  # a worker's data, built once per data recipe
+
+
+def _finetune_job(run: Run, fraction: float, config: ElectraChapterConfig) -> None:
+    """One worker's fine-tuning of :func:`seeded_scores`, into the cache."""
+    recipe = key(asdict(chapter05_config(config)))
+    if recipe not in _WORKER_DATA:
+        _WORKER_DATA[recipe] = ElectraChapterData(config)
+    finetune_scores(run, fraction, config, _WORKER_DATA[recipe])
+
+
+def mean_score(scores: dict[str, float]) -> float:
+    """The mean of one fine-tuned model's main scores over the chapter's tasks."""
+    return sum(scores.values()) / len(scores)
+
+
+def chapter_runs(config: ElectraChapterConfig, data: ElectraChapterData | None = None
+                 ) -> tuple[dict[str, dict[int, Run]], dict[float | str, Run]]:
+    """Every pretraining run the chapter reads, trained together (:func:`pretrain_runs`): each row of
+    ``config.variants`` once per seed of ``config.seeds`` (``{variant: {seed: run}}``), and ELECTRA with each
+    generator of ``config.generator_sizes`` on ``config.seed`` (``{size: run}``; the chapter's generator is
+    the ELECTRA row's run of that seed).
+
+    Taught in: 08_electra ("Generator and discriminator", "Matched compute").
+    """
+    if "ELECTRA" not in config.variants or config.seed not in config.seeds:
+        raise ValueError(f"expected ELECTRA among the variants and seed {config.seed} among the seeds, got "
+                         f"{config.variants} and {config.seeds}")
+    rows = [(variant, seeded(config, seed), None) for variant in config.variants for seed in config.seeds]
+    sizes = [size for size in config.generator_sizes if size != config.generator_size]
+    runs = pretrain_runs(rows + [("ELECTRA", config, size) for size in sizes], data)
+    table = {variant: dict(zip(config.seeds, runs[i * len(config.seeds):(i + 1) * len(config.seeds)]))
+             for i, variant in enumerate(config.variants)}
+    sweep = {config.generator_size: table["ELECTRA"][config.seed], **dict(zip(sizes, runs[len(rows):]))}
+    return table, sweep
+
+
+def seeded_scores(runs: dict[int, Run], config: ElectraChapterConfig, data: ElectraChapterData,
+                  fractions: tuple[float, ...] = (1.0,)) -> dict[float, list[float]]:
+    """For each of ``fractions`` of the budget, the mean fine-tuned score of each seed's checkpoint (in the
+    order of ``runs``), each fine-tuned with its own seed; the fine-tunings not yet in the cache run first in
+    :func:`~lecture_lib.runtime.parallel_map`'s workers.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    jobs = [(run, f, seeded(config, seed)) for f in fractions for seed, run in runs.items()]
+    missing = [job for job in jobs if not _is_cached(*_finetune_entry(*job, False))]
+    if missing:
+        parallel_map(_finetune_job, missing, desc="fine-tuning")
+    return {f: [mean_score(finetune_scores(run, f, seeded(config, seed), data)) for seed, run in runs.items()]
+            for f in fractions}
+
+
+def mean_and_spread(values: list[float]) -> str:
+    """``"mean ± standard deviation"`` over seeds, three decimals.
+
+    >>> mean_and_spread([0.5, 0.6, 0.7])
+    '0.600 ± 0.100'
+    """
+    if len(values) < 2:
+        raise ValueError(f"expected at least two seeds' values, got {values}")
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
 def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:
@@ -433,28 +568,36 @@ def replaced_token_example(run: Run, config: ElectraChapterConfig, data: Electra
 
 
 def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, batches: int = 4) -> dict[str, float]:
-    """The trained pair on held-out batches: the generator's accuracy at the masked positions, the share of
-    those it replaced, and the discriminator's accuracy on replaced and on original tokens.
+    """A trained ELECTRA run (a learned or the unigram generator) on held-out batches: the generator's accuracy
+    at the masked positions (its most likely token; the unigram generator's is the most frequent token), the
+    share of those positions it replaced, the discriminator's recall on the replacements (the share it
+    calls "replaced") and its accuracy on the original tokens.
 
     Taught in: 08_electra ("Generator and discriminator").
     """
-    model = build_model("ELECTRA", config, data, run.generator_size)
+    model = build_model("ELECTRA", config, data, run.generator_size).eval()
     model.load_state_dict(run.final_state)
     counts = torch.zeros(6)
     with torch.no_grad():
         for i in range(batches):
             batch = {k: v for k, v in data.batch(i, test=True).items() if k != "step"}
-            out = model.eval()(**batch, sampling_generator=generator("electra eval", config.seed, i))
+            draws = generator("electra eval", config.seed, i)
             chosen, real = batch["labels"] != IGNORE_INDEX, batch["attention_mask"].bool()
-            said = out.logits > 0
-            replaced = out.replaced.bool()
+            if isinstance(model, UnigramElectra):
+                corrupted, replaced = model.corrupt(batch, draws)
+                logits = model.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits
+                guesses = model.log_frequencies.argmax().expand(int(chosen.sum()))
+            else:
+                out = model(**batch, sampling_generator=draws)
+                logits, replaced, guesses = out.logits, out.replaced, out.generator_logits.argmax(-1)
+            said, replaced = logits > 0, replaced.bool()
             counts += torch.tensor([
-                (out.generator_logits.argmax(-1) == batch["labels"][chosen]).sum(), chosen.sum(),
+                (guesses == batch["labels"][chosen]).sum(), chosen.sum(),
                 (said & replaced & real).sum(), (replaced & real).sum(),
                 (~said & ~replaced & real).sum(), (~replaced & real).sum()], dtype=torch.float)
     return {"generator accuracy": float(counts[0] / counts[1]), "replaced share": float(counts[3] / counts[1]),
-            "accuracy on replaced": float(counts[2] / counts[3]), "accuracy on originals": float(counts[4] / counts[5])}
-
+            "recall on replacements": float(counts[2] / counts[3]),
+            "accuracy on originals": float(counts[4] / counts[5])}
 
 
 # ---------------------------------------------------------------- exercises

@@ -90,10 +90,15 @@ class UnigramElectra(nn.Module):
         self.discriminator = discriminator
         self.register_buffer("log_frequencies", frequencies.clamp(min=1e-12).log())
 
-    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
+    def corrupt(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The corrupted ids (a frequency-drawn token at each chosen position) and their replaced labels."""
         labels = batch["labels"]
         chosen = labels != IGNORE_INDEX
         sampled = sample_tokens(self.log_frequencies.expand(int(chosen.sum()), -1), generator=sampling_generator)
-        corrupted, replaced = replace_tokens(torch.where(chosen, labels, batch["input_ids"]), labels, sampled)
+        return replace_tokens(torch.where(chosen, labels, batch["input_ids"]), labels, sampled)
+
+    def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
+        corrupted, replaced = self.corrupt(batch, sampling_generator)
         logits = self.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits
         return DISCRIMINATOR_WEIGHT * discriminator_loss(logits, replaced, batch["attention_mask"])

@@ -2,6 +2,7 @@
 shared batches, the BERT view of an ELECTRA encoder, and Table 5's variants against direct computations."""
 
 import math
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -16,16 +17,23 @@ from lecture_lib.chapters.ch08_electra import (
     VARIANTS,
     ElectraChapterConfig,
     ElectraChapterData,
+    Run,
     as_bert,
     budget,
     build_model,
+    chapter05_config,
     chapter_config,
+    chapter_runs,
+    detection_accuracy,
     electra_small_training_flops,
     finetune_scores,
     flops_per_step,
+    flops_per_token,
     generator_right_by_input,
     pretrain_run,
+    pretrain_runs,
     run_loss,
+    seeded,
     steps_for,
     with_electra_head,
 )
@@ -251,3 +259,87 @@ def test_exercise_4_electras_head_is_transformers_and_leaves_the_quick_curve_as_
     for electra_head in (False, True):
         finetune_scores(run, 1.0, small_config(), electra_head=electra_head)
     assert names == ["electra-finetune", "electra-finetune-electra-head"]
+
+
+def test_seeded_changes_the_runs_seeds_and_not_the_data(data):
+    """A seed's config draws its own initialisation, batches, masking and fine-tuning; the tasks stay the same."""
+    config = small_config()
+    one = seeded(config, 1)
+    assert (one.seed, one.finetune.seed) == (1, 1) and replace(one, seed=0, finetune=config.finetune) == config
+    assert chapter05_config(one) == chapter05_config(config)  # the same documents, tokenizer and task examples
+    a, b = data.batch(2), data.batch(2, seed=1)
+    assert all(torch.equal(a[k], data.batch(2, seed=0)[k]) for k in a)
+    assert not torch.equal(a["input_ids"], b["input_ids"])
+
+
+def test_flops_per_token_names_each_network_and_sums_to_a_step():
+    config = small_config()
+    assert set(flops_per_token("ELECTRA", config, 0.25)) == {"generator", "discriminator"}
+    assert set(flops_per_token("BERT", config, 0.25)) == {"masked LM"}
+    assert set(flops_per_token("ELECTRA", config, "unigram")) == {"discriminator"}
+    for variant in VARIANTS:
+        total = sum(flops_per_token(variant, config, 0.25).values()) * config.batch_size * 32
+        assert flops_per_step(variant, config, 0.25) == total
+
+
+def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
+    """The unigram run's recall, accuracy on originals and generator accuracy, counted directly from its
+    discriminator's logits on the same corrupted batches."""
+    from lecture_lib.runtime import generator
+
+    config = small_config()
+    model = build_model("ELECTRA", config, data, "unigram").eval()
+    first = {k: v for k, v in data.batch(0, test=True).items() if k != "step"}
+    with torch.no_grad():  # centre the logits, so that the untrained discriminator calls both ways
+        logits = model.discriminator(first["input_ids"], first["attention_mask"], first["token_type_ids"]).logits
+        model.discriminator.discriminator_predictions.dense_prediction.bias -= logits.median()
+    run = Run("ELECTRA", "unigram", 1, 1.0, [], {}, model.state_dict())
+    measured = detection_accuracy(run, config, data, batches=2)
+    said_right = replaced_total = originals_right = originals_total = most_frequent = chosen_total = 0
+    for i in range(2):
+        batch = {k: v for k, v in data.batch(i, test=True).items() if k != "step"}
+        corrupted, replaced = model.corrupt(batch, generator("electra eval", config.seed, i))
+        with torch.no_grad():
+            calls = model.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits > 0
+        real = batch["attention_mask"].bool()
+        said_right += int((calls & (replaced == 1) & real).sum())
+        replaced_total += int(((replaced == 1) & real).sum())
+        originals_right += int((~calls & (replaced == 0) & real).sum())
+        originals_total += int(((replaced == 0) & real).sum())
+        chosen = batch["labels"] != IGNORE_INDEX
+        most_frequent += int((batch["labels"][chosen] == int(data.unigram().argmax())).sum())
+        chosen_total += int(chosen.sum())
+    assert 0 < said_right < replaced_total
+    assert measured["recall on replacements"] == pytest.approx(said_right / replaced_total)
+    assert measured["accuracy on originals"] == pytest.approx(originals_right / originals_total)
+    assert measured["generator accuracy"] == pytest.approx(most_frequent / chosen_total)
+
+
+def test_pretrain_runs_trains_the_missing_runs_and_returns_what_the_loop_returns(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    config = replace(small_config(), steps=3, fractions=(1.0,))
+    jobs = [("ELECTRA", config, None), ("BERT", seeded(config, 1), None)]
+    runs = pretrain_runs(jobs, data, workers=1)
+    assert [(run.variant, run.generator_size) for run in runs] == [("ELECTRA", 0.25), ("BERT", 0.25)]
+    again = pretrain_run("BERT", seeded(config, 1), data, progress=False)
+    assert all(torch.equal(again.final_state[k], runs[1].final_state[k]) for k in again.final_state)
+    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.parallel_map", lambda *a, **k: pytest.fail("retrained"))
+    pretrain_runs(jobs, data, workers=1)  # all cached: nothing trains
+
+
+def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
+    config = replace(small_config(), variants=("ELECTRA", "BERT"), seeds=(0, 1), generator_sizes=(0.25, "unigram"))
+    asked = []
+
+    def fake(jobs, data=None):
+        asked.extend(jobs)
+        return [(variant, cfg.seed, size) for variant, cfg, size in jobs]
+
+    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.pretrain_runs", fake)
+    table, sweep = chapter_runs(config)
+    assert table == {"ELECTRA": {0: ("ELECTRA", 0, None), 1: ("ELECTRA", 1, None)},
+                     "BERT": {0: ("BERT", 0, None), 1: ("BERT", 1, None)}}
+    assert sweep == {0.25: ("ELECTRA", 0, None), "unigram": ("ELECTRA", 0, "unigram")}
+    assert [cfg.finetune.seed for _, cfg, _ in asked] == [0, 1, 0, 1, 0]
+    with pytest.raises(ValueError, match="expected ELECTRA among the variants"):
+        chapter_runs(replace(config, seeds=(1, 2)))
