@@ -356,7 +356,8 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 # fine-tuned:
 
 # %%
-profile.expect(35, "Pretraining and fine-tuning one model per objective (the first time; then it loads from the cache)")
+profile.expect(75, f"Pretraining one model per objective and fine-tuning each over {len(recipe.seeds)} seeds (the first "
+               "time; then they load from the cache)")
 results = objective_runs(recipe)
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
@@ -566,7 +567,7 @@ assert max(ratios[0.02]) < 0.05 < 0.2 < min(ratios[recipe.d_model ** -0.5])  # l
 # With the width-matched initialisation, the same learning rate, warm-up and steps as the T5s:
 
 # %%
-profile.expect(30, f"Pretraining {len(recipe.noisings)} tiny BARTs and fine-tuning each over {len(recipe.seeds)} "
+profile.expect(40, f"Pretraining {len(recipe.noisings)} tiny BARTs and fine-tuning each over {len(recipe.seeds)} "
                "seeds (the first time; then they load from the cache)")
 bart_runs = noising_runs(recipe)
 header = ["BART", *TASKS, "pretraining loss", "paper: SQuAD F1", "MNLI", "CNN/DM PPL"]
