@@ -772,7 +772,7 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 # of every task (`most_frequent_answers` shares of 1.0), where the width-matched one does not: its decoder
 # starts as a language model of its own prefix. Fine-tuned, it stays near that: near-constant answers, one label
 # for nearly every acceptability and entailment example and one frequent name for most questions, as section 9
-# describes, so the scores sit at or near the majority row; the encoder's signal arrives too late for 150 steps of
+# describes, so the scores sit at or near the majority row; the encoder's signal arrives too late for 200 steps of
 # fine-tuning. Your run prints the shares and the ratio after fine-tuning.
 # :::
 
