@@ -20,11 +20,13 @@
 # corrupting a document. We write the tasks of chapter 05 as text-to-text examples; implement span
 # corruption exactly as the paper draws it and as T5's code samples it; write every objective of T5's
 # Table 3; build T5 (RMS norm, unscaled attention, a relative position bias) and BART (chapter 02's
-# Transformer with learned positions); print T5's bucket table and plot the bias a small model learned;
-# pretrain a tiny T5 with each objective and fine-tune it on all tasks at once, beside the paper's rows;
-# and corrupt a document in BART's five ways. Our `T5ForConditionalGeneration` and
-# `BartForConditionalGeneration` are tested equal to `transformers` in float64 (logits, loss, every gradient,
-# padded batches, greedy decoding: `tests/models/test_t5.py`, `tests/models/test_bart.py`).
+# Transformer with learned positions), T5 1.1's untied output and BART's classifier; draw T5's three
+# architectures as attention masks and count t5-small's and bart-base's parameters; print T5's bucket table and
+# plot the bias a small model learned; pretrain a tiny T5 with each objective and fine-tune it on all tasks at
+# once over three seeds, beside the paper's rows; and corrupt a document in BART's five ways and compare
+# infilling with rotation. Our `T5ForConditionalGeneration` (1.0 and 1.1), `BartForConditionalGeneration` and
+# `BartForSequenceClassification` are tested equal to `transformers` in float64 (logits, loss, every gradient,
+# padded batches, greedy decoding, checkpoints both ways: `tests/models/test_t5.py`, `tests/models/test_bart.py`).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/09_t5_bart.ipynb)
 
@@ -39,6 +41,8 @@ if "google.colab" in sys.modules:
                     "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
 
 # %% tags=["hide-input"]
+import dataclasses
+
 import matplotlib.pyplot as plt
 import torch
 
@@ -51,13 +55,17 @@ from lecture_lib.chapters.ch09_t5_bart import (
     chapter_config,
     cross_attention_ratio,
     majority_baseline,
+    mean_and_spread,
+    mean_task_score,
+    noise_at_the_end,
     noising_runs,
     objective_runs,
     text_to_text,
     tiny_bart,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
+from lecture_lib.labels import shift_right
+from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration, BartForSequenceClassification
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, T5LayerNorm, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, deshuffle, drop_tokens, prefix_lm
 from lecture_lib.objectives.noising import (
@@ -70,6 +78,7 @@ from lecture_lib.objectives.noising import (
     token_masking,
 )
 from lecture_lib.objectives.span_corruption import noise_spans, random_spans_noise_mask, span_corrupt, span_counts
+from lecture_lib.plots.t5_architectures import architecture_masks, t5_architectures_figure
 from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads
 
@@ -175,6 +184,33 @@ assert set(counts) == {(15, 5, False)}  # round(15) tokens, round(15 / 3) spans,
 assert abs(lengths.count(1) / len(lengths) - 2 / 7) < 0.05, "span lengths should be a uniform random composition"
 
 # %% [markdown]
+# ### Where the spans fall
+#
+# The interleaving starts with kept tokens and *ends with noise*: T5's mask always hides the input's last
+# tokens. On 512 tokens that is one span of 26; on short texts it is everything. Our pretraining documents have
+# 16 to 36 words, where the rule gives 2 to 5 noise tokens in **one** span, so an unrolled mask hides exactly the
+# document's last words, and "random spans" would train "predict how the document ends". T5's reference code
+# has the remedy, an option `random_roll`: roll the mask by an offset drawn uniformly from $[0, L)$ (a span
+# that crosses the end continues at the start), so that every position is noise with probability
+# $n_\text{noise} / L$. The other way out is to pack the text into longer inputs, as T5 packs C4 into 512
+# tokens (`pack`, `input_length`): at 64 words the rule gives 3 spans, but the inputs cost the objectives that
+# write the whole text about twice the compute per step. We roll (`random_roll=True` in `chapter_config`); the
+# full profile also packs, into 128 words. The measurement, on 2,000 of the pretraining documents: how often
+# the last word is noise, against the share $n_\text{noise} / L$ that a uniform placement gives.
+
+# %%
+data = TextToTextData(recipe)
+ends = {roll: noise_at_the_end(data.documents[:2000], random_roll=roll) for roll in (False, True)}
+for roll, share in ends.items():
+    print(f"random_roll={roll!s:<5}: last word noise in {share['at_end']:.3f} of the masks (uniform placement: "
+          f"{share['uniform']:.3f}); one span in {share['one_span']:.3f}")
+uniform = ends[True]["uniform"]
+end_error = (uniform * (1 - uniform) / 2000) ** 0.5  # one standard error of a share over 2,000 masks
+assert ends[False]["at_end"] == 1.0  # unrolled: the noise always ends the document
+assert abs(ends[True]["at_end"] - uniform) < 3 * end_error, "rolled masks should put noise at the end no more often than anywhere"
+assert recipe.random_roll  # the pretraining below rolls
+
+# %% [markdown]
 # ## 4. The objectives of T5's Table 3
 #
 # T5 compares objectives that differ in what the encoder reads and what the decoder writes. The *prefix LM*
@@ -205,11 +241,11 @@ assert " ".join(rows["i.i.d., drop tokens"][0]) == "Thank you me to your party w
 # last three only the corrupted part, about 15% of the words plus the sentinels.
 
 # %%
-data = TextToTextData(recipe)
 lengths = {name: [] for name in OBJECTIVES}
 for i, doc in enumerate(data.documents[:300]):
     for name in OBJECTIVES:
-        inputs, targets = apply_objective(name, doc, vocabulary=data.content_words, generator=generator(name, i))
+        inputs, targets = apply_objective(name, doc, vocabulary=data.content_words, generator=generator(name, i),
+                                          random_roll=True)
         lengths[name].append((len(inputs), len(targets)))
 average_text = sum(len(d) for d in data.documents[:300]) / 300
 print(f"average document: {average_text:.1f} words")
@@ -234,6 +270,11 @@ assert mean_target["drop_tokens"] < mean_target["random_spans"] < mean_target["b
 # - **Tied embeddings**: one matrix for encoder input, decoder input and output, with the decoder's output
 #   multiplied by $d_\text{model}^{-1/2}$ before the projection; decoding starts from the pad token.
 #
+# T5 1.1, the checkpoints released after the paper, changes two of these: the feed-forward is gated,
+# $W_o(\operatorname{GELU}(W_{i0} x) \odot W_{i1} x)$ (`feed_forward_proj="gated-gelu"`), and the output has a
+# matrix of its own with no rescale (`tie_word_embeddings=False`). Both versions are tested equal to
+# `transformers` in float64, with the checkpoints read and written both ways (`tests/models/test_t5.py`).
+#
 # The RMS norm by hand and by the library:
 
 # %%
@@ -253,6 +294,33 @@ bias_tables = [name for name, _ in model.named_parameters() if "relative_attenti
 print("bias tables:", bias_tables)
 assert bias_tables == ["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
                        "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+
+torch.manual_seed(0)
+v1_1 = T5ForConditionalGeneration(dataclasses.replace(small, feed_forward_proj="gated-gelu",
+                                                      tie_word_embeddings=False)).eval()
+states = torch.randn(1, 3, 32, generator=generator("ch09 v1.1"))
+assert v1_1.lm_head.weight is not v1_1.shared.weight  # an output matrix of its own
+torch.testing.assert_close(v1_1.lm_logits(states), states @ v1_1.lm_head.weight.T)  # and no d^-1/2 rescale
+extra = sum(p.numel() for p in v1_1.parameters()) - sum(p.numel() for p in model.parameters())
+print(f"T5 1.1 over 1.0 at these sizes: {extra:,} more parameters (the output matrix, 100 x 32, and a second "
+      "input matrix per feed-forward, 32 x 64 in each of 4 blocks)")
+assert extra == 100 * 32 + 4 * 32 * 64
+
+# %% [markdown]
+# T5's Table 2 compares three architectures, which differ in which position may read which. Write the input
+# $x$ and the target $y$ as one sequence: the **encoder-decoder** reads $x$ fully visible in its encoder and
+# $y$ causally in its decoder, which also reads all of $x$ through cross-attention (two stacks); the
+# **language model** is one stack, causal over everything, $x$ included; the **prefix LM** is one stack,
+# fully visible over $x$ and causal over $y$. The prefix LM sees what the encoder-decoder sees, with one set of
+# weights where that has two. Raffel et al. (2020), Table 2, report GLUE 83.28 for the encoder-decoder, 81.82 for
+# the prefix LM and 74.70 for the language model, all with the denoising objective.
+
+# %%
+t5_architectures_figure(input_length=4, target_length=3)
+plt.show()
+masks = architecture_masks(4, 3)
+assert torch.equal(masks["prefix LM"] > 0, masks["encoder-decoder"] > 0)  # the same pattern, other weights
+assert not masks["language model"][:4, :4].triu(1).any()  # the language model's inputs cannot look ahead
 
 # %% [markdown]
 # ## 6. The relative position bias
@@ -288,7 +356,8 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 # fine-tuned:
 
 # %%
-profile.expect(35, "Pretraining and fine-tuning one model per objective (the first time; then it loads from the cache)")
+profile.expect(75, f"Pretraining one model per objective and fine-tuning each over {len(recipe.seeds)} seeds (the first "
+               "time; then they load from the cache)")
 results = objective_runs(recipe)
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
@@ -313,53 +382,74 @@ assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]]) 
 # ## 7. The objectives table at toy scale
 #
 # T5's Tables 4 and 5 pretrain the same model with each objective, fine-tune it on every task, and compare.
-# We do the same at toy scale: a T5 of 2 + 2 layers of width 64, pretrained for a few hundred steps on
-# documents of the synthetic language with each objective (and once not at all), then fine-tuned on a
-# mixture of the four text-to-text tasks of section 1. Test examples name people whose names never appear
-# in fine-tuning (chapter 05's split), so reading their facts well needs what pretraining taught. The score
-# is exact match of the greedy output (accuracy for the two classification tasks), and token F1 for
-# "facts", a ROUGE-like credit for the words of the triple that are right. The quick profile runs two
-# objectives of Table 3, BERT-style (the decoder writes the whole text) and random spans (it writes only
-# what was hidden; T5's Table 7 row with mean span length 3), beside no pretraining; the full profile runs
-# all six. The paper's GLUE, CNN/DM and SQuAD columns stand beside them ("replace spans" is T5's baseline
-# row).
+# We do the same at toy scale: a T5 of 2 + 2 layers of width 64, pretrained for 150 steps on documents of the
+# synthetic language with each objective (and once not at all), then fine-tuned on a mixture of the four
+# text-to-text tasks of section 1, once per seed (three seeds: each pretrained model is copied and fine-tuned
+# with the seed's batches; without pretraining the seed also draws the initialisation). Test examples name
+# people whose names never appear in fine-tuning (chapter 05's split): the words of those names reach the
+# model only through pretraining, as words the decoder has written or never written. The score is exact match
+# of the greedy output (accuracy for the two classification tasks), and token F1 for "facts", a ROUGE-like
+# credit for the words of the triple that are right. The quick profile runs three objectives of Table 3: the
+# two denoising rows, BERT-style (the decoder writes the whole text) and random spans (it writes only what was
+# hidden, rolled as section 3 decided; T5's Table 7 row with mean span length 3), and the prefix LM (it writes
+# the second half), beside no pretraining; the full profile runs all six. The paper's GLUE, CNN/DM and SQuAD
+# columns stand beside them ("replace spans" is T5's baseline row).
 
 # %%
 from lecture_lib.reproductions import glue_number  # noqa: E402  (quotes the run's scores in the prose)
 
+
+def seeds_cell(values):
+    mean, spread = mean_and_spread(values)
+    return f"{mean:.3f} ± {spread:.3f}"
+
+
 baseline = majority_baseline(recipe)
-header = ["objective", *TASKS, "paper: GLUE", "CNN/DM ROUGE-2", "SQuAD EM"]
-rows = [["majority answer", *(baseline[t] for t in TASKS), "–", "–", "–"]]
-rows += [[name, *(run["scores"][t] for t in TASKS), *(f"{v:.2f}" for v in PAPER_ROWS[name])]
-         for name, run in results["runs"].items()]
+header = ["objective", *TASKS, "mean over tasks", "paper: GLUE", "CNN/DM ROUGE-2", "SQuAD EM"]
+rows = [["majority answer", *(baseline[t] for t in TASKS), sum(baseline.values()) / len(TASKS), "–", "–", "–"]]
+rows += [[name, *(seeds_cell([s[t] for s in run["seed_scores"]]) for t in TASKS), seeds_cell(mean_task_score(run)),
+          *(f"{v:.2f}" for v in PAPER_ROWS[name])] for name, run in results["runs"].items()]
 show_reproduction(
     "ch09-t5-objectives", "Paper (Raffel et al., 2020), Tables 1, 4, 5 and 7: one objective per row, then "
     "fine-tuning on every task", header, rows,
-    note="Ours: exact match (token F1 for facts) on 100 unseen-name examples per task, one seed. Not reproduced: "
-    "the paper's ranking (span corruption ≈ BERT-style > prefix LM > deshuffling). After 150 steps BERT-style, "
-    "whose decoder writes the whole text, fine-tunes best on the copying tasks (question, facts), and random "
-    "spans ends below no pretraining there.")
-quoted = {"bert_style": "bert-style", "no pretraining": "none", "random_spans": "random-spans"}
-for name, label in quoted.items():
+    note="Ours: mean ± standard deviation over three fine-tuning seeds; exact match (token F1 for facts) on 100 "
+    "unseen-name examples per task. The verdicts are in \"What we saw\".")
+t5_seeds = {name: mean_task_score(run) for name, run in results["runs"].items()}
+for name, scores in t5_seeds.items():
+    print(f"{name:<15} mean over tasks per seed:", [round(x, 3) for x in scores])
+    glue_number(f"ch09-mean-{name.replace('_', '-').replace(' ', '-')}", mean_and_spread(scores)[0])
+for name in results["runs"]:
     for task in ("question", "facts"):
-        glue_number(f"ch09-{task}-{label}", results["runs"][name]["scores"][task])
-print("question / facts:", "; ".join(f"{name} {results['runs'][name]['scores']['question']:.2f} / "
-                                     f"{results['runs'][name]['scores']['facts']:.2f}" for name in quoted))
+        glue_number(f"ch09-{task}-{name.replace('_', '-').replace(' ', '-')}", results["runs"][name]["scores"][task])
+print("question / facts, mean of the seeds:", "; ".join(
+    f"{name} {run['scores']['question']:.2f} / {run['scores']['facts']:.2f}" for name, run in results["runs"].items()))
+for name, run in results["runs"].items():  # no row answers every input alike: above the majority on average
+    assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 
 # %% [markdown]
-# Read the table against its scale: the classification tasks are balanced (a majority answer scores 0.5),
-# the question is scored by exact match of the whole answer, and each score rests on 100 test examples (one
-# standard error is up to 5 points), from one seed. The paper's gaps between objectives are a point or two
-# of GLUE; at this scale we do not rank the objectives by them. What the quick profile shows is a different
-# effect, on the two tasks that copy names from the input (question and facts): BERT-style, whose decoder
-# writes the *whole* text, fine-tunes best there, and random spans, with its short targets, ends near or
-# below no pretraining (the table's rows, and the verdicts of "What we saw"). In this run BERT-style scored
-# {glue:text}`ch09-question-bert-style:.2f` on the question and {glue:text}`ch09-facts-bert-style:.2f` on facts,
-# no pretraining {glue:text}`ch09-question-none:.2f` and {glue:text}`ch09-facts-none:.2f`, random spans
-# {glue:text}`ch09-question-random-spans:.2f` and {glue:text}`ch09-facts-random-spans:.2f` (printed below the
-# table). `objective_runs(chapter_config(objectives=OBJECTIVES))` adds the other four objectives at the quick
-# sizes, about a minute more. After 150 steps, a decoder that has practised copying every word is what the
-# tasks reward; T5 pretrained for 2^35 tokens, where that practice no longer separates the objectives.
+# Read the table against its scale: the classification tasks are balanced (a majority answer scores 0.5), the
+# question is scored by exact match of the whole answer, each score rests on 100 test examples, and the
+# classification scores swing with the fine-tuning seed (the spreads beside them), which is why every verdict
+# below must hold on each seed, not on the mean. Over the three seeds BERT-style's mean over the tasks is
+# {glue:text}`ch09-mean-bert-style:.3f` against {glue:text}`ch09-mean-no-pretraining:.3f` without pretraining,
+# ahead on every seed and on every task, among them the two that write the names of unseen people: question
+# {glue:text}`ch09-question-bert-style:.2f` against {glue:text}`ch09-question-no-pretraining:.2f`, facts
+# {glue:text}`ch09-facts-bert-style:.2f` against {glue:text}`ch09-facts-no-pretraining:.2f`. Random spans,
+# rolled, end no better than no pretraining ({glue:text}`ch09-mean-random-spans:.3f`; question
+# {glue:text}`ch09-question-random-spans:.2f`, facts {glue:text}`ch09-facts-random-spans:.2f`), and the prefix
+# LM level with it ({glue:text}`ch09-mean-prefix-lm:.3f`).
+#
+# Why does the objective that writes the whole text transfer here and the one that writes the hidden spans
+# not? A test name reaches fine-tuning only as words of the input that the answer must copy. BERT-style's
+# decoder has written every word of the pretraining documents, nearly all of them copied from its input, the
+# test names included: it has practised copying exactly those words. Random spans' decoder writes only words
+# that its input hides: it practises guessing them, never copying, and its targets are a few words of each
+# document. The paper's near-tie of the two (GLUE 83.49 for random spans against 82.96 for BERT-style; Raffel
+# et al., 2020, Tables 4 and 7) comes from pretraining on 2^35 tokens, where the model has long learned to copy;
+# after our 150 steps, which skill the decoder practised is what the tasks reward. The rows of T5's Table 1 set
+# 83.28 against 66.22 without pretraining (Raffel et al., 2020); "What we saw" asks whether both denoising rows
+# beat no pretraining on every seed. `objective_runs(chapter_config(objectives=OBJECTIVES))` adds the other
+# three objectives at the quick sizes.
 #
 # ## 8. BART: the Transformer, denoising
 #
@@ -377,6 +467,43 @@ print(type(bart.model.encoder.layers[0]).__module__, type(bart.model.encoder.lay
 print("position table:", tuple(bart.model.encoder.embed_positions.weight.shape), "for 64 positions")
 assert bart.model.encoder.embed_positions.weight.shape == (66, 32)
 assert type(bart.model.decoder.layers[0]).__module__ == "lecture_lib.models.transformer"
+
+# %% [markdown]
+# The default configurations are the released sizes: `T5Config()` is t5-small (6 + 6 blocks of width 512, a
+# vocabulary of 32,128) and `BartConfig()` bart-base (6 + 6 layers of width 768, 50,265 words). Built on
+# PyTorch's `meta` device, which records shapes without allocating a number, they count their parameters
+# (each tied matrix once) without a second of compute. T5's Small model has "about 60 million parameters"
+# (Raffel et al., 2020, section 3.7); the released t5-small and bart-base checkpoints hold exactly the counts
+# printed, as `transformers` builds them (tested).
+
+# %%
+def parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())  # a tied matrix is one parameter, counted once
+
+
+with torch.device("meta"):
+    released = {"t5-small": T5ForConditionalGeneration(T5Config()), "bart-base": BartForConditionalGeneration(BartConfig())}
+counts = {name: parameter_count(m) for name, m in released.items()}
+print(", ".join(f"{name}: {count:,} parameters" for name, count in counts.items()))
+assert counts == {"t5-small": 60_506_624, "bart-base": 139_420_416}  # as transformers counts them (tests)
+
+# %% [markdown]
+# For classification BART feeds the same text to the encoder and, shifted right, to the decoder, and reads
+# the decoder's final state at the **last `</s>`** of the input: that position has attended to every token of
+# both (Lewis et al., 2020, Figure 3a; `BartForSequenceClassification`, tested equal to `transformers`). A
+# head (dense, tanh, dense) maps it to the labels:
+
+# %%
+torch.manual_seed(0)
+classifier = BartForSequenceClassification(bart.config, num_labels=3).eval()
+texts = torch.tensor([[0, 5, 6, 7, 2], [0, 8, 9, 2, 1]])  # <s> words </s>, the second padded with 1
+with torch.no_grad():
+    logits = classifier(texts, attention_mask=(texts != 1).long()).logits
+    memory = classifier.model.encoder(texts, (texts != 1).long())
+    states = classifier.model.decoder(shift_right(texts, start=2, pad=1), None, memory, (texts != 1).long())
+    at_last_eos = classifier.classification_head(states[[0, 1], [4, 3]])  # row 0's </s> at 4, row 1's at 3
+print("logits", tuple(logits.shape), [[round(x, 3) for x in row] for row in logits.tolist()])
+torch.testing.assert_close(logits, at_last_eos)  # the label is read at the last </s>, not at the row's end
 
 # %% [markdown]
 # ## 9. BART's noising functions
@@ -406,9 +533,14 @@ assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 # %% [markdown]
 # BART's Table 1 (Lewis et al., 2020; base size, 1M steps, Books and Wikipedia) ranks these: text infilling best (SQuAD F1 90.8,
 # MNLI 84.0, CNN/DM perplexity 5.83), masking and deletion close (90.4), and document rotation alone far
-# behind (77.2, 75.3, 10.59). `noising_runs` trains that table in shape: a tiny BART (chapter 02's blocks,
-# the sizes of section 7's T5) pretrained to rebuild the documents from each corruption (and one not
-# pretrained), then fine-tuned and scored as the T5s were.
+# behind (77.2, 75.3, 10.59). `noising_runs` trains the two ends of that table in shape: a tiny BART
+# (chapter 02's blocks, the sizes of section 7's T5) pretrained to rebuild the documents from text infilling
+# and from document rotation, then fine-tuned over three seeds and scored as the T5s were. Where should the
+# gap show? Infilling hides spans behind one `<mask>` each, so the decoder practises writing a span whose
+# length it is not told, from what surrounds it; rotation's decoder only copies the document from a new
+# starting point. Our question task (chapter 05's SQuAD) asks for exactly such a span: the answer is a name of
+# one or two words, to be written and ended by the decoder, and the test names are ones fine-tuning never
+# showed. The paper's gap is on SQuAD; ours is judged on the question task.
 #
 # One thing had to change from BART's recipe first: the initialisation. BART draws every matrix from
 # $\mathcal N(0, 0.02^2)$, a scale that suits its widths ($768^{-1/2} = 0.036$). At width 64 a linear
@@ -435,49 +567,58 @@ assert max(ratios[0.02]) < 0.05 < 0.2 < min(ratios[recipe.d_model ** -0.5])  # l
 # With the width-matched initialisation, the same learning rate, warm-up and steps as the T5s:
 
 # %%
-profile.expect(35, f"Pretraining and fine-tuning {1 + len(recipe.noisings)} tiny BARTs (the first time; then they "
-               "load from the cache)")
+profile.expect(40, f"Pretraining {len(recipe.noisings)} tiny BARTs and fine-tuning each over {len(recipe.seeds)} "
+               "seeds (the first time; then they load from the cache)")
 bart_runs = noising_runs(recipe)
 header = ["BART", *TASKS, "pretraining loss", "paper: SQuAD F1", "MNLI", "CNN/DM PPL"]
 rows = [["majority answer", *(baseline[t] for t in TASKS), None, "–", "–", "–"]]
 paper = {name: [f"{v:.2f}" for v in values] for name, values in BART_PAPER_ROWS.items()}
-rows += [[name, *(run["scores"][t] for t in TASKS), run["pretrain_loss"], *paper.get(name, ["–"] * 3)]
-         for name, run in bart_runs.items()]
+rows += [[name, *(seeds_cell([s[t] for s in run["seed_scores"]]) for t in TASKS), run["pretrain_loss"],
+          *paper.get(name, ["–"] * 3)] for name, run in bart_runs.items()]
 show_reproduction(
     "ch09-bart-table1", "Paper (Lewis et al., 2020), Table 1: one noising function per row (base size), then "
     "fine-tuning", header, rows,
-    note="Ours: exact match (token F1 for facts) on 100 unseen-name examples per task, one initialisation. "
-    "Every fine-tuned BART beats the majority answer on every task (asserted). The paper's gap between text "
-    "infilling and document rotation is judged in \"What we saw\".")
+    note="Ours: mean ± standard deviation over three fine-tuning seeds; exact match (token F1 for facts) on 100 "
+    "unseen-name examples per task. The question column is our SQuAD: its answers are spans of one or two words. "
+    "The verdict on infilling against rotation is in \"What we saw\".")
+bart_questions = {name: [s["question"] for s in run["seed_scores"]] for name, run in bart_runs.items()}
+bart_means = {name: mean_task_score(run) for name, run in bart_runs.items()}
+for name in bart_runs:
+    print(f"{name:<18} question per seed:", [round(x, 2) for x in bart_questions[name]],
+          " mean over tasks per seed:", [round(x, 3) for x in bart_means[name]])
+    glue_number(f"ch09-bart-question-{name.replace('_', '-')}", mean_and_spread(bart_questions[name])[0])
+    glue_number(f"ch09-bart-mean-{name.replace('_', '-')}", mean_and_spread(bart_means[name])[0])
 for name, run in bart_runs.items():  # a model that answers every input alike scores the majority answer at best
-    assert all(run["scores"][t] > baseline[t] + 0.05 for t in TASKS), name
+    assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 
 # %% [markdown]
-# The tiny BART now learns every task; the table shows what each noising adds to each task in this run, from
-# one initialisation (`tiny_bart` seeds it) and 100 test examples per task, so a difference of a few points is
-# within the noise of one standard error. The claim to test is BART's verdict on document rotation (77.2
-# against 90.8 SQuAD F1 for text infilling): "What we saw" compares the two rows. Our documents are three
-# short sentences, so rebuilding a rotated one is copying it and finding where it starts, and after 150 steps
-# that copying is a lesson both noisings teach. The pretraining losses are
-# not comparable with T5's: BART's decoder writes the whole document, most of which it can copy.
-
-# %% [markdown]
+# On the question task, the column we set beside the paper's SQuAD before the run, text infilling and document
+# rotation are level over the three seeds: {glue:text}`ch09-bart-question-text-infilling:.2f` against
+# {glue:text}`ch09-bart-question-document-rotation:.2f` exact match, rotation ahead on two seeds of three
+# (printed above), so the verdict below is "not reproduced". The reason is the one section 7 found for T5:
+# rotation's decoder also writes the whole document, every name of the test split included, so it has practised
+# the copying that our question rewards as much as infilling has; what infilling adds, writing a span of
+# unknown length that the input hides, is not what an extractive answer needs once copying is learned. Over
+# all four tasks infilling is ahead on every seed ({glue:text}`ch09-bart-mean-text-infilling:.3f` against
+# {glue:text}`ch09-bart-mean-document-rotation:.3f`), mostly through entailment, where rotation's scores swing
+# with the seed; we report it, but the verdict stays on the column named in advance. The pretraining losses
+# are not comparable with T5's: BART's decoder writes the whole document, most of which it can copy.
+#
 # ## What we saw
 #
-# Made by the cell below from this run's numbers; each verdict follows the rule in its last column. Scores are
-# the mean over the four tasks (exact match, token F1 for facts) of one initialisation, 100 test examples per
-# task.
+# Made by the cell below from this run's numbers; each verdict follows the rule in its last column, on every
+# one of the three fine-tuning seeds. Scores are exact match (token F1 for facts) on 100 test examples per task.
 
 # %%
 from lecture_lib.reproductions import Claim, direction, holds, mechanism_only, show_claims  # noqa: E402
 
 
-def mean_score(run):
-    return sum(run["scores"][t] for t in TASKS) / len(TASKS)
+def per_seed(scores):
+    return ", ".join(f"{x:.3f}" for x in scores)
 
 
-t5_scores = {name: mean_score(run) for name, run in results["runs"].items()}
-bart_scores = {name: mean_score(run) for name, run in bart_runs.items()}
+seeds = list(recipe.seeds)
+denoising = ("bert_style", "random_spans")
 show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
     Claim("09-span-corruption-example", "span corruption's example", "Raffel et al. (2020), Figure 2",
           " ".join(span_corrupt(words, noise, sentinels=["<X>", "<Y>", "<Z>"])[0]) + " → "
@@ -488,49 +629,65 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
           "its code: 77 noise tokens in 26 spans at $L = 512$",
           "{} noise tokens in {} spans at $L = 512$ (section 3)".format(*span_counts(512)),
           holds(span_counts(512) == (77, 26), "the counts of T5's `random_spans_noise_mask`")),
+    Claim("09-random-spans-not-at-the-end", "random spans fall anywhere in the input, not at its end",
+          "T5's `random_spans_noise_mask(random_roll=True)`: every position noise with probability "
+          "$n_\\text{noise} / L$",
+          f"last word noise in {ends[True]['at_end']:.3f} of 2,000 rolled masks against {uniform:.3f} for a uniform "
+          f"placement; {ends[False]['at_end']:.3f} unrolled (section 3)",
+          holds(ends[False]["at_end"] == 1.0 and abs(ends[True]["at_end"] - uniform) < 3 * end_error,
+                "rolled: within 3 standard errors of the uniform share; unrolled: always at the end")),
     Claim("09-target-lengths", "full-text objectives write the whole text, span objectives only the corrupted part",
           "Raffel et al. (2020), Table 3",
           f"mean target: BERT-style {mean_target['bert_style']:.1f}, random spans {mean_target['random_spans']:.1f}, "
           f"drop tokens {mean_target['drop_tokens']:.1f} words, of {average_text:.1f} (section 4)",
           holds(mean_target["bert_style"] == average_text and mean_target["random_spans"] < average_text / 2,
                 "BERT-style's target the whole text, random spans' under half of it")),
-    Claim("09-t5-architecture", "no $1/\\sqrt{d}$, RMS norm, bias in block 0, tied output scaled by $d^{-1/2}$",
-          "Raffel et al. (2020), section 2.1; `transformers`' T5",
-          "equal to `transformers` in float64, gradients and greedy decoding included (tests)",
+    Claim("09-t5-architecture", "no $1/\\sqrt{d}$, RMS norm, bias in block 0; T5 1.0's tied output scaled by "
+          "$d^{-1/2}$, T5 1.1's untied and gated", "Raffel et al. (2020), section 2.1; `transformers`' T5",
+          "both versions equal to `transformers` in float64, gradients, checkpoints and greedy decoding included "
+          "(tests, section 5)",
           mechanism_only("an implementation, checked against the reference in the tests")),
+    Claim("09-t5-architectures-as-masks", "encoder-decoder, language model and prefix LM differ in what each "
+          "position reads", "Raffel et al. (2020), Table 2 and Figure 4",
+          "the three masks drawn; the prefix LM's pattern is the encoder-decoder's (section 5)",
+          mechanism_only("the masks are shown; the architectures are not trained here")),
+    Claim("09-parameter-counts", "t5-small and bart-base sizes", "Raffel et al. (2020), section 3.7: about 60 "
+          "million parameters for Small",
+          f"t5-small {counts['t5-small']:,}, bart-base {counts['bart-base']:,} on the meta device (section 8)",
+          holds(counts == {"t5-small": 60_506_624, "bart-base": 139_420_416},
+                "the counts of the released checkpoints, as `transformers` builds them")),
     Claim("09-position-buckets", "relative positions in buckets, exact to 8, logarithmic to 128",
           "Raffel et al. (2020), section 2.1",
           f"the last bucket starts at offset {encoder_table[31][0]} (encoder) and {-decoder_table[31][1]} (decoder), "
           "not 128 (section 6)",
           mechanism_only("the bucket table printed; the buckets' effect is not measured")),
+    Claim("09-denoising-beats-no-pretraining", "denoising pretraining beats no pretraining",
+          "Raffel et al. (2020), Table 1: GLUE 83.28 vs 66.22 without pretraining",
+          "mean over tasks per seed: " + "; ".join(f"{name} {per_seed(t5_seeds[name])}"
+                                                   for name in ("no pretraining", *denoising)) + " (section 7)",
+          direction([min(t5_seeds[name][i] for name in denoising) for i in range(len(seeds))],
+                    t5_seeds["no pretraining"], seeds=seeds, margin=0.01,
+                    rule="BERT-style and random spans each over 0.01 above no pretraining (mean over tasks)")),
     Claim("09-span-corruption-matches-bert-style", "span corruption does about as well as BERT-style",
           "Raffel et al. (2020), Tables 4 and 7: GLUE 83.49 (random spans) vs 82.96 (BERT-style)",
-          f"mean score random spans {t5_scores['random_spans']:.3f}, BERT-style {t5_scores['bert_style']:.3f} "
-          "(section 7)",
-          direction([t5_scores["random_spans"]], [t5_scores["bert_style"]], seeds=[0], margin=-0.02,
+          f"mean over tasks per seed: random spans {per_seed(t5_seeds['random_spans'])}, BERT-style "
+          f"{per_seed(t5_seeds['bert_style'])} (section 7)",
+          direction(t5_seeds["random_spans"], t5_seeds["bert_style"], seeds=seeds, margin=-0.02,
                     rule="random spans no more than 0.02 below BERT-style")),
-    Claim("09-pretraining-helps", "pretraining helps over none", "Raffel et al. (2020), Table 1: GLUE 83.28 vs "
-          "66.22 without pretraining",
-          "mean score " + ", ".join(f"{name} {score:.3f}" for name, score in t5_scores.items()) + " (section 7)",
-          holds(all(t5_scores[name] > t5_scores["no pretraining"] for name in recipe.objectives),
-                "every objective's mean score above no pretraining's, one initialisation")),
-    Claim("09-bart-architecture", "BART is the Transformer with learned positions (two extra rows)",
-          "Lewis et al. (2020), section 2.1",
-          "our stacks are chapter 02's layers; equal to `transformers` (tests, section 8)",
+    Claim("09-bart-architecture", "BART is the Transformer with learned positions (two extra rows), and classifies "
+          "from the last `</s>`", "Lewis et al. (2020), section 2.1 and Figure 3a",
+          "our stacks are chapter 02's layers; generation and classification equal to `transformers` (tests, "
+          "section 8)",
           mechanism_only("an implementation, checked against the reference in the tests")),
     Claim("09-bart-corruptions", "BART's five corruptions", "Lewis et al. (2020), Figure 2",
           "each one implemented and shown on a document (section 9)",
           mechanism_only("shown on examples, not compared")),
-    Claim("09-bart-rotation-behind", "document rotation pretrains far worse than text infilling",
-          "Lewis et al. (2020), Table 1: SQuAD F1 77.2 (rotation) vs 90.8 (infilling)",
-          f"mean score text infilling {bart_scores['text_infilling']:.3f}, document rotation "
-          f"{bart_scores['document_rotation']:.3f} (section 9)",
-          direction([bart_scores["text_infilling"]], [bart_scores["document_rotation"]], seeds=[0], margin=0.02,
-                    rule="text infilling over 0.02 above document rotation")),
-    Claim("09-bart-pretraining-helps", "denoising pretraining helps the tasks", "Lewis et al. (2020), section 5",
-          "mean score " + ", ".join(f"{name} {score:.3f}" for name, score in bart_scores.items()) + " (section 9)",
-          holds(all(bart_scores[name] > bart_scores["no pretraining"] for name in recipe.noisings),
-                "every noising's mean score above no pretraining's, one initialisation")),
+    Claim("09-infilling-beats-rotation", "text infilling pretrains far better than document rotation",
+          "Lewis et al. (2020), Table 1: SQuAD F1 90.8 (infilling) vs 77.2 (rotation)",
+          "question exact match per seed: text infilling " + per_seed(bart_questions["text_infilling"])
+          + ", document rotation " + per_seed(bart_questions["document_rotation"]) + " (section 9)",
+          direction(bart_questions["text_infilling"], bart_questions["document_rotation"], seeds=seeds, margin=0.0,
+                    rule="text infilling above document rotation on the question task")),
 ])
 
 # %% [markdown]
@@ -565,10 +722,11 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# `gains_in_standard_errors(longer["runs"], "question", n=recipe.eval_examples)` of
+# `gains_in_standard_errors(longer["runs"], "question", n=recipe.eval_examples * len(recipe.seeds))` of
 # `lecture_lib.chapters.ch09_t5_bart`, `longer` the 1,000-step runs, gives each objective's gain in standard
 # errors; above 2 it beats no pretraining. On 100 questions, 0.45 against 0.30 is a gain of 2.2 (it beats it) and
-# 0.35 against 0.30 one of 0.8 (within the noise). The 1,000-step runs (three T5s, a few minutes on one CPU core)
+# 0.35 against 0.30 one of 0.8 (within the noise). The 1,000-step runs (three pretrainings and twelve fine-tunings,
+# several minutes on one CPU core)
 # give your answer. Longer pretraining gives the objectives more to transfer, and
 # BERT-style, which was ahead on the copying tasks at 150 steps, is the likeliest to clear the bar; T5's ranking,
 # span corruption about equal to BERT-style (Raffel et al., 2020), appears only with far more pretraining, if at
@@ -599,9 +757,9 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 #
 # :::{admonition} Hint
 # :class: dropdown
-# `noising_runs` keeps only the scores: build the model with `tiny_bart(recipe, len(data.vocab))` and train it
-# in place with `pretrain_then_finetune(model, data.noising_batches("text_infilling", recipe.batch_size), data,
-# recipe)`. Then `most_frequent_answers(model, data)` gives each task's most frequent answer and how often it is
+# `noising_runs` keeps only the scores: `run, model = pretrain_then_finetune(lambda seed: tiny_bart(recipe,
+# len(data.vocab), seed), data.noising_batches("text_infilling", recipe.batch_size), data, recipe)` returns the
+# last seed's fine-tuned model too. Then `most_frequent_answers(model, data)` gives each task's most frequent answer and how often it is
 # given, and `cross_attention_ratio(model, probe)` section 9's ratio. Section 9 measured, at initialisation, how
 # large each decoder layer's cross-attention output is next to the residual stream it is added to: with weights
 # of standard deviation 0.02 at width 64, what does the decoder see of the encoder?
@@ -614,7 +772,7 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 # of every task (`most_frequent_answers` shares of 1.0), where the width-matched one does not: its decoder
 # starts as a language model of its own prefix. Fine-tuned, it stays near that: near-constant answers, one label
 # for nearly every acceptability and entailment example and one frequent name for most questions, as section 9
-# describes, so the scores sit at or near the majority row; the encoder's signal arrives too late for 150 steps of
+# describes, so the scores sit at or near the majority row; the encoder's signal arrives too late for 200 steps of
 # fine-tuning. Your run prints the shares and the ratio after fine-tuning.
 # :::
 

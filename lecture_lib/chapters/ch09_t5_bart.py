@@ -6,8 +6,10 @@ Taught in: 09_t5_bart ("Text-to-text", "The objectives table at toy scale").
 
 from __future__ import annotations
 
+import copy
 import math
 import random
+import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence, Union
@@ -25,7 +27,7 @@ from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, iid_noise_mask
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
-from lecture_lib.objectives.span_corruption import span_counts
+from lecture_lib.objectives.span_corruption import noise_spans, random_spans_noise_mask, span_counts
 from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, Vocabulary, batch_of
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, module_device, seed_of, to_device
@@ -59,19 +61,23 @@ class Recipe:
     documents: int = 4000
     sentences_per_document: int = 3
     language_seed: int = 0
+    input_length: int | None = None  # T5's pretraining inputs: None, the documents; n, their words packed in rows of n
+    random_roll: bool = True  # roll each random-spans mask (T5's reference option), or leave its noise at the end
+    seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds: each pretrained model is fine-tuned once per seed
 
 
 # ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
-# vocabulary, 150 pretraining and 200 fine-tuning steps of 32 examples (about 12 s of CPU per pretrained
-# model), no dropout; two objectives of T5's Table 3 (BERT-style, which writes the whole text, and random
-# spans, which writes only what was hidden) plus no pretraining at all; and a BART of the same sizes for two
-# rows of BART's Table 1 (text infilling, its best; document rotation, its worst) plus no pretraining.
-# ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 + 1,500 steps, all six objectives and
-# six rows of BART's table.
+# vocabulary, 150 pretraining steps of 32 documents and, per seed, 200 fine-tuning steps of 32 examples, no
+# dropout; three objectives of T5's Table 3 (BERT-style and random spans, the denoising rows, and the prefix
+# LM) plus no pretraining at all; and a BART of the same sizes for two rows of BART's Table 1 (text
+# infilling, its best; document rotation, its worst). Random spans are rolled (T5's ``random_roll``): the
+# documents are short enough (16 to 36 words) that T5's rule gives one span, which unrolled always ends the
+# text. ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 + 1,500 steps, the text packed into
+# inputs of 128 words (6 spans each), all six objectives and six rows of BART's table.
 QUICK = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
-             batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans"))
+             batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans", "prefix_lm"))
 FULL = dict(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
-            batch_size=64, lr=1e-3, objectives=OBJECTIVES,
+            batch_size=64, lr=1e-3, objectives=OBJECTIVES, input_length=128,
             noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
                       "sentence_permutation", "text_infilling+sentence_permutation"))
 
@@ -152,6 +158,8 @@ class TextToTextData:
         self.train_people, self.test_people = split_people(lang.world)
         docs = lang.documents(recipe.documents, seed=1, sentences_per_document=recipe.sentences_per_document)
         self.documents = [[w for s in doc for w in s.words] for doc in docs]
+        self.packed = self.documents if recipe.input_length is None else pack(self.documents, recipe.input_length)
+        self.random_roll = recipe.random_roll
         self.train = {t: text_to_text(lang, t, recipe.train_examples, 2, self.train_people) for t in TASKS}
         self.test = {t: text_to_text(lang, t, recipe.eval_examples, 3, self.test_people) for t in TASKS}
         extra = [[*CITIES, *ORGANISATIONS, "lives_in", "works_for", "based_in"]]
@@ -160,12 +168,13 @@ class TextToTextData:
         self.content_words = [w for w in self.vocab.words[len(SPECIALS) + NUM_SENTINELS:]]
 
     def pretraining_batches(self, objective: str, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
-        """Batch i: documents drawn at random, each corrupted by ``objective``, all from generator(objective, i)."""
+        """Batch i: packed inputs (:func:`pack`) drawn at random, each corrupted by ``objective``, all from
+        generator(objective, i); random spans rolled when the recipe says so."""
         def batch_fn(i: int) -> dict[str, torch.Tensor]:
             g = generator("ch09 pretraining", objective, i)
-            picks = torch.randint(len(self.documents), (batch_size,), generator=g).tolist()
-            pairs = [apply_objective(objective, self.documents[j], vocabulary=self.content_words, generator=g)
-                     for j in picks]
+            picks = torch.randint(len(self.packed), (batch_size,), generator=g).tolist()
+            pairs = [apply_objective(objective, self.packed[j], vocabulary=self.content_words, generator=g,
+                                     random_roll=self.random_roll) for j in picks]
             return batch_of(pairs, self.vocab)
         return batch_fn
 
@@ -178,14 +187,51 @@ class TextToTextData:
                             self.vocab)
         return batch_fn
 
-    def finetuning_batches(self, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
-        """Batch i: examples of every task mixed in equal shares, as T5's multi-task mixture."""
+    def finetuning_batches(self, batch_size: int, seed: int = 0) -> Callable[[int], dict[str, torch.Tensor]]:
+        """Batch i: examples of every task mixed in equal shares, as T5's multi-task mixture, drawn by ``seed``."""
         pool = [pair for t in TASKS for pair in self.train[t]]
 
         def batch_fn(i: int) -> dict[str, torch.Tensor]:
-            picks = torch.randint(len(pool), (batch_size,), generator=generator("ch09 fine-tuning", i)).tolist()
+            g = generator("ch09 fine-tuning", seed, i)
+            picks = torch.randint(len(pool), (batch_size,), generator=g).tolist()
             return batch_of([pool[j] for j in picks], self.vocab)
         return batch_fn
+
+
+def pack(documents: Sequence[Sequence[str]], length: int) -> list[list[str]]:
+    """The documents' words in one stream, cut into consecutive rows of ``length`` words (the last, shorter
+    row dropped), as T5 packs C4 into 512-token inputs: a row may start or end inside a document.
+
+    >>> pack([["a", "b", "c"], ["d", "e"], ["f"]], 4)
+    [['a', 'b', 'c', 'd']]
+
+    Taught in: 09_t5_bart ("Random spans").
+    """
+    if length < 2:
+        raise ValueError(f"expected rows of at least 2 words, got length {length}")
+    stream = [w for doc in documents for w in doc]
+    return [stream[i:i + length] for i in range(0, len(stream) - length + 1, length)]
+
+
+def noise_at_the_end(texts: Sequence[Sequence[str]], *, random_roll: bool) -> dict[str, float]:
+    """Where T5's random spans fall on ``texts`` (text i's mask drawn from ``generator("ch09 end", i)``):
+
+    - ``"at_end"``: the share of masks whose last noise span ends the text (its last word is noise);
+    - ``"uniform"``: the share that a uniform placement gives, every word equally likely noise: the mean of
+      n_noise / L over the texts (:func:`span_counts`);
+    - ``"one_span"``: the share of masks that are a single span.
+
+    Unrolled, T5's mask always ends with noise (``at_end`` 1.0); rolled, ``at_end`` is ``uniform`` up to chance.
+
+    Taught in: 09_t5_bart ("Random spans").
+    """
+    at_end = uniform = one_span = 0.0
+    for i, text in enumerate(texts):
+        mask = random_spans_noise_mask(len(text), generator=generator("ch09 end", i), random_roll=random_roll)
+        at_end += bool(mask[-1])
+        uniform += span_counts(len(text))[0] / len(text)
+        one_span += len(noise_spans(mask)) == 1
+    return {"at_end": at_end / len(texts), "uniform": uniform / len(texts), "one_span": one_span / len(texts)}
 
 
 def task_score(task: str, prediction: Sequence[str], target: Sequence[str]) -> float:
@@ -225,9 +271,9 @@ def model_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return model(**batch).loss
 
 
-def tiny_t5(recipe: Recipe, vocab_size: int) -> T5ForConditionalGeneration:
-    """The recipe's T5, seeded, without dropout (short runs on tiny data gain nothing from it)."""
-    torch.manual_seed(seed_of("ch09 model"))
+def tiny_t5(recipe: Recipe, vocab_size: int, seed: int = 0) -> T5ForConditionalGeneration:
+    """The recipe's T5, initialised from ``seed``, without dropout (short runs on tiny data gain nothing from it)."""
+    torch.manual_seed(seed_of("ch09 model", seed))
     return T5ForConditionalGeneration(T5Config(
         vocab_size=vocab_size, d_model=recipe.d_model, d_kv=recipe.d_kv, d_ff=recipe.d_ff,
         num_layers=recipe.num_layers, num_heads=recipe.num_heads, dropout_rate=0.0))
@@ -249,28 +295,68 @@ def _schedule(steps: int, lr: float) -> TrainConfig:
     return TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, schedule="linear", num_threads=1)
 
 
-def pretrain_then_finetune(model: Seq2Seq, pretraining: Callable[[int], dict] | None, data: TextToTextData,
-                           recipe: Recipe) -> dict:
-    """Pretrain on ``pretraining``'s batches (none: skip), fine-tune on the task mixture, score each task.
+def finetune_and_score(model: Seq2Seq, data: TextToTextData, recipe: Recipe, seed: int = 0) -> dict[str, float]:
+    """Fine-tune ``model`` in place on the task mixture drawn by ``seed``; :func:`task_score` per task on the test.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    pretrain_loss = None
-    if pretraining is not None:
-        config = _schedule(recipe.pretrain_steps, recipe.lr)
-        pretrain_loss = train(model, pretraining, model_loss, config).loss[-1]
-    train(model, data.finetuning_batches(recipe.batch_size), model_loss, _schedule(recipe.finetune_steps, recipe.lr))
+    train(model, data.finetuning_batches(recipe.batch_size, seed), model_loss,
+          _schedule(recipe.finetune_steps, recipe.lr))
     with torch.no_grad():
-        scores = {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
-    return {"pretrain_loss": pretrain_loss, "scores": scores}
+        return {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
+
+
+def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq], pretraining: Callable[[int], dict] | None,
+                           data: TextToTextData, recipe: Recipe) -> tuple[dict, Seq2Seq]:
+    """One row of an objectives table: pretrain ``make_model(0)`` on ``pretraining``'s batches once, then per
+    seed of the recipe fine-tune a copy of it with that seed's batches and score it. Without pretraining each
+    seed also draws its own initialisation, ``make_model(seed)``.
+
+    Returns ``({"pretrain_loss", "seed_scores": [{task: score} per seed], "scores": {task: mean over seeds}},
+    the last fine-tuned model)``.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    pretrain_loss, pretrained = None, None
+    if pretraining is not None:
+        pretrained = make_model(0)
+        pretrain_loss = train(pretrained, pretraining, model_loss, _schedule(recipe.pretrain_steps, recipe.lr)).loss[-1]
+    seed_scores = []
+    for seed in recipe.seeds:
+        model = make_model(seed) if pretrained is None else copy.deepcopy(pretrained)
+        seed_scores.append(finetune_and_score(model, data, recipe, seed))
+    mean = {t: sum(s[t] for s in seed_scores) / len(seed_scores) for t in TASKS}
+    return {"pretrain_loss": pretrain_loss, "seed_scores": seed_scores, "scores": mean}, model
+
+
+def mean_and_spread(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of per-seed values and their spread, the sample standard deviation (0.0 for a single value).
+
+    >>> mean_and_spread([1.0, 2.0, 3.0])
+    (2.0, 1.0)
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    if not values:
+        raise ValueError("expected at least one value")
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def mean_task_score(run: dict) -> list[float]:
+    """Per seed, the mean of a run's task scores (:func:`pretrain_then_finetune`'s ``seed_scores``).
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    return [sum(scores[t] for t in TASKS) / len(TASKS) for scores in run["seed_scores"]]
 
 
 def objective_runs(recipe: Recipe | None = None) -> dict:
     """T5's objectives table in shape: for each objective of the recipe (and for no pretraining), a tiny T5
-    pretrained with it, then fine-tuned on the four tasks at once; :func:`task_score` per task on unseen names.
+    pretrained with it, then fine-tuned on the four tasks at once per seed; :func:`task_score` per task on
+    unseen names (:func:`pretrain_then_finetune`).
 
-    Returns ``{"runs": {objective: {"pretrain_loss", "scores": {task: score}}}, "bias": {encoder,
-    decoder curves of the random-spans model, after fine-tuning}, "offsets": [...]}``, cached as JSON.
+    Returns ``{"runs": {objective: {"pretrain_loss", "seed_scores", "scores"}}, "bias": {encoder, decoder
+    curves of the random-spans model, after fine-tuning on the last seed}, "offsets": [...]}``, cached as JSON.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
@@ -281,9 +367,9 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
         data = TextToTextData(recipe)
         runs, bias = {}, None
         for objective in ("no pretraining", *recipe.objectives):
-            model = tiny_t5(recipe, len(data.vocab))
             batches = None if objective == "no pretraining" else data.pretraining_batches(objective, recipe.batch_size)
-            runs[objective] = pretrain_then_finetune(model, batches, data, recipe)
+            runs[objective], model = pretrain_then_finetune(lambda seed: tiny_t5(recipe, len(data.vocab), seed),
+                                                            batches, data, recipe)
             if objective == "random_spans":
                 bias = bias_by_offset(model, offsets)
         return {"runs": runs, "bias": bias, "offsets": list(offsets)}
@@ -360,7 +446,7 @@ def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list
     return out
 
 
-def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
+def tiny_bart(recipe: Recipe, vocab_size: int, seed: int = 0) -> BartForConditionalGeneration:
     """A BART of the recipe's sizes on the chapter's vocabulary (pad 0; </s> 1 ends and starts decoding).
 
     Every matrix and the embedding are drawn from N(0, σ²) with σ = ``recipe.bart_init_std``, by default
@@ -371,7 +457,7 @@ def tiny_bart(recipe: Recipe, vocab_size: int) -> BartForConditionalGeneration:
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
-    torch.manual_seed(seed_of("ch09 bart model"))
+    torch.manual_seed(seed_of("ch09 bart model", seed))
     init_std = recipe.d_model ** -0.5 if recipe.bart_init_std is None else recipe.bart_init_std
     return BartForConditionalGeneration(BartConfig(
         vocab_size=vocab_size, max_position_embeddings=256, d_model=recipe.d_model, encoder_layers=recipe.num_layers,
@@ -417,10 +503,10 @@ def most_frequent_answers(model: Seq2Seq, data: TextToTextData) -> dict[str, tup
 
 
 def noising_runs(recipe: Recipe | None = None) -> dict:
-    """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe (and one not
-    pretrained), then fine-tuned and scored as :func:`objective_runs` does.
+    """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned per
+    seed and scored as :func:`objective_runs` does.
 
-    Returns ``{"no pretraining" or noising: {"pretrain_loss", "scores": {task: score}}}``, cached as JSON.
+    Returns ``{noising: {"pretrain_loss", "seed_scores", "scores"}}``, cached as JSON.
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
@@ -429,9 +515,9 @@ def noising_runs(recipe: Recipe | None = None) -> dict:
     def compute() -> dict:
         data = TextToTextData(recipe)
         runs = {}
-        for name in ("no pretraining", *recipe.noisings):
-            batches = None if name == "no pretraining" else data.noising_batches(name, recipe.batch_size)
-            runs[name] = pretrain_then_finetune(tiny_bart(recipe, len(data.vocab)), batches, data, recipe)
+        for name in recipe.noisings:
+            runs[name], _ = pretrain_then_finetune(lambda seed: tiny_bart(recipe, len(data.vocab), seed),
+                                                   data.noising_batches(name, recipe.batch_size), data, recipe)
         return runs
 
     return cached_json("bart-noising", {"recipe": asdict(recipe), "tasks": TASKS}, compute)

@@ -11,6 +11,9 @@ BART adds around them:
 3. **One embedding matrix** for encoder, decoder and output (its pad row gets no gradient), and
    ``final_logits_bias``, a buffer added to the logits.
 4. **Decoding starts from </s>** (``decoder_start_token_id`` = 2), the labels shifted right behind it.
+5. **Classification reads the decoder at the last </s>** (Figure 3a): the whole input goes to the encoder and,
+   shifted right, to the decoder; the decoder's state at the input's last </s> has attended to every token
+   of both, and a small head (:class:`BartForSequenceClassification`) maps it to the labels.
 
 Our chapter 02 names differ from ``transformers``' in the feed-forward only (``ffn.fc1``, ``ffn_layer_norm``
 for ``fc1``, ``final_layer_norm``): the family's rename table holds them.
@@ -28,8 +31,10 @@ from torch import nn
 
 from lecture_lib.attention import causal_mask
 from lecture_lib.config import FieldError, Range, check_divisible, check_fields, check_indices, same_rule_as
+from lecture_lib.labels import shift_right
 from lecture_lib.models.encoder_decoder import EncoderDecoderLM
-from lecture_lib.models.hf import Family, HFConfig
+from lecture_lib.models.heads import LabelCount, SequenceClassifierOutput, sequence_classification_loss
+from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 from lecture_lib.models.transformer import Decoder, Encoder, LearnedPositionEmbedding, TransformerConfig
 
 POSITION_OFFSET = 2
@@ -61,6 +66,7 @@ class BartConfig(HFConfig):
     attention_dropout: float = field(default=0.0, metadata=same_rule_as(TransformerConfig, "attention_dropout"))
     activation_dropout: float = field(default=0.0, metadata=same_rule_as(TransformerConfig, "activation_dropout"))
     init_std: float = field(default=0.02, metadata=Range(0).rule())
+    classifier_dropout: float = field(default=0.0, metadata=Range(0, 1).rule())
     scale_embedding: bool = False
     pad_token_id: int = 1
     bos_token_id: int = 0
@@ -224,3 +230,68 @@ class BartForConditionalGeneration(EncoderDecoderLM):
     def lm_logits(self, decoder_states: torch.Tensor) -> torch.Tensor:
         """logits = h Eᵀ + final_logits_bias: the tied matrix, and a bias that is a buffer, not a weight."""
         return self.lm_head(decoder_states) + self.final_logits_bias  # (B, T, V)
+
+
+# ---------------------------------------------------------------- classification from the last </s>
+
+
+class BartClassificationHead(nn.Module):
+    """dropout -> dense -> tanh -> dropout -> out_proj: (B, C) -> (B, num_labels), as ``transformers``' head."""
+
+    def __init__(self, d_model: int, num_labels: int, dropout: float) -> None:
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.out_proj = nn.Linear(d_model, num_labels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out_proj(self.dropout(torch.tanh(self.dense(self.dropout(x)))))
+
+
+class BartForSequenceClassification(LabelCount, PreTrainedModule):
+    """BART's classifier (Lewis et al. 2020, Figure 3a), as ``transformers``' class of that name.
+
+    The input is read by the encoder and, shifted right behind ``decoder_start_token_id``, by the decoder; the
+    decoder's final state at the input's *last* </s> (``eos_token_id``) goes through
+    :class:`BartClassificationHead`. Every row must hold the same number of </s>, at least one. Cross-entropy
+    over the labels, or the mean squared error with ``num_labels=1``.
+
+    >>> model = BartForSequenceClassification(BartConfig(vocab_size=50, d_model=16, encoder_layers=1,
+    ...     decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=32,
+    ...     decoder_ffn_dim=32, max_position_embeddings=32), num_labels=3).eval()
+    >>> tuple(model(torch.tensor([[0, 5, 6, 2], [0, 7, 2, 1]])).logits.shape)
+    (2, 3)
+
+    Taught in: 09_t5_bart ("BART: the Transformer, denoising").
+    """
+
+    family = BART
+    hf_class = "BartForSequenceClassification"
+    base_model_prefix = "model"
+
+    def __init__(self, config: BartConfig, num_labels: int = 2) -> None:
+        super().__init__()
+        self._set_num_labels(num_labels)
+        self.config = config
+        self.model = BartModel(config)
+        self.classification_head = BartClassificationHead(config.d_model, num_labels, config.classifier_dropout)
+        self.apply(self._init_weights)
+
+    def tied_keys(self) -> set[str]:
+        return {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> SequenceClassifierOutput:
+        c = self.config
+        eos = input_ids == c.eos_token_id  # (B, T)
+        counts = eos.sum(1)
+        if (counts == 0).any() or (counts != counts[0]).any():
+            raise ValueError(f"expected the same number of </s> (id {c.eos_token_id}) in every row, at least one, "
+                             f"got {counts.tolist()}")
+        memory = self.model.encoder(input_ids, attention_mask)  # (B, T, C)
+        decoder_ids = shift_right(input_ids, start=c.decoder_start_token_id, pad=c.pad_token_id)
+        states = self.model.decoder(decoder_ids, None, memory, attention_mask)  # (B, T, C)
+        last_eos = states[eos].view(len(states), -1, states.shape[-1])[:, -1]  # (B, C): the last </s> of each row
+        logits = self.classification_head(last_eos)  # (B, num_labels)
+        loss = None if labels is None else sequence_classification_loss(logits, labels, self.num_labels)
+        return SequenceClassifierOutput(logits=logits, loss=loss)

@@ -203,6 +203,7 @@ class PreTrainedModule(nn.Module):
 
         hf_config = self.config.to_hf(attn_implementation=attn_implementation, **self._config_extras())
         hf = getattr(transformers, self.hf_class)(hf_config)
+        self._prepare_hf(hf)
         first = next(self.parameters())
         hf.to(device=first.device, dtype=first.dtype)
         state = {self.family.to_theirs(k): v for k, v in self.state_dict().items()}
@@ -210,6 +211,10 @@ class PreTrainedModule(nn.Module):
         if unexpected or any(not self.family.is_dropped(k) for k in missing):
             raise ValueError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
         return hf.train(self.training)
+
+    def _prepare_hf(self, hf: nn.Module) -> None:
+        """Make a freshly built ``transformers`` model fit our weights before :meth:`to_hf` copies them (by
+        default nothing to do)."""
 
     def _our_key(self, key: str, ours: dict[str, torch.Tensor], prefixed: bool) -> str | None:
         """Where a checkpoint key goes here: its prefix added or removed, or ``None`` to skip it."""

@@ -10,7 +10,8 @@
    reuses the same bias. It reaches :func:`~lecture_lib.attention.attend` as an additive mask, with the
    padding (and in the decoder the causal) mask added to it as -inf.
 4. **One embedding matrix** for encoder, decoder and output, the decoder output scaled by d_model^-1/2 before
-   the output projection (the tied T5 1.0 checkpoints).
+   the output projection (the tied T5 1.0 checkpoints). T5 1.1 (``tie_word_embeddings=False``, with the
+   gated-GELU feed-forward) has an output matrix of its own and no rescale.
 5. **Decoding starts from the pad token** (``decoder_start_token_id`` = 0): labels shifted right behind it.
 
 The modules carry ``transformers``' names (``block.{i}.layer.{j}``, ``SelfAttention``, ``EncDecAttention``,
@@ -40,7 +41,8 @@ from lecture_lib.models.hf import Family, HFConfig
 class T5Config(HFConfig):
     """The sizes of a T5, with ``transformers``' field names; the defaults are t5-small.
 
-    ``feed_forward_proj`` is ``"relu"`` (T5 1.0) or ``"gated-gelu"`` (GEGLU, T5 1.1's feed-forward).
+    ``feed_forward_proj`` is ``"relu"`` (T5 1.0) or ``"gated-gelu"`` (GEGLU, T5 1.1's feed-forward);
+    ``tie_word_embeddings=False`` is T5 1.1's output: a matrix of its own, no d_model^-1/2 rescale.
 
     Taught in: 09_t5_bart ("T5: the model").
     """
@@ -58,6 +60,7 @@ class T5Config(HFConfig):
     layer_norm_epsilon: float = field(default=1e-6, metadata=Range(0, open=True).rule())
     initializer_factor: float = field(default=1.0, metadata=Range(0).rule())
     feed_forward_proj: str = field(default="relu", metadata=OneOf(("relu", "gated-gelu")).rule())
+    tie_word_embeddings: bool = True
     pad_token_id: int = 0
     eos_token_id: int = 1
     decoder_start_token_id: int = 0
@@ -67,12 +70,21 @@ class T5Config(HFConfig):
         check_fields(self)
         check_indices(self, "vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id")
 
+    @classmethod
+    def from_dict(cls, values: dict) -> "T5Config":
+        """As :meth:`HFConfig.from_dict`; ``transformers`` 5 writes T5 1.1 as ``scale_decoder_outputs=False``
+        (and ``tie_word_embeddings=True``, which its T5 ignores), T5 1.1's own ``config.json`` as
+        ``tie_word_embeddings=False``: either is our untied, unscaled head."""
+        if "scale_decoder_outputs" in values:
+            values = {**values, "tie_word_embeddings": bool(values["scale_decoder_outputs"])}
+        return super().from_dict(values)
+
 
 T5 = Family(
     model_type="t5",
     config_class=T5Config,
     hf_config_class="T5Config",
-    unsupported={"scale_decoder_outputs": True, "is_decoder": False},  # T5 1.1's untied head is not implemented
+    unsupported={"is_decoder": False},
 )
 
 
@@ -297,7 +309,8 @@ class T5Stack(nn.Module):
 
 
 class T5ForConditionalGeneration(EncoderDecoderLM):
-    """The encoder-decoder with its (tied) language-model head, as ``transformers``' class of that name.
+    """The encoder-decoder with its language-model head (tied in T5 1.0, its own in T5 1.1), as ``transformers``'
+    class of that name.
 
     ``forward``, ``encode`` and ``decode_step`` are :class:`~lecture_lib.models.encoder_decoder.EncoderDecoderLM`'s
     (labels shifted right behind ``decoder_start_token_id``, 0 in T5); the stacks and :meth:`lm_logits` are T5's.
@@ -322,7 +335,8 @@ class T5ForConditionalGeneration(EncoderDecoderLM):
         self.encoder = T5Stack(config, self.shared, is_decoder=False)
         self.decoder = T5Stack(config, self.shared, is_decoder=True)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
-        self.lm_head.weight = self.shared.weight
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.shared.weight
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -343,13 +357,25 @@ class T5ForConditionalGeneration(EncoderDecoderLM):
             nn.init.normal_(module.wo.weight, std=f * c.d_ff**-0.5)
         elif module is self:
             nn.init.normal_(module.shared.weight, std=f)
+            if not c.tie_word_embeddings:
+                nn.init.normal_(module.lm_head.weight, std=f)
 
     def tied_keys(self) -> set[str]:
-        return {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight"}
+        head = {"lm_head.weight"} if self.config.tie_word_embeddings else set()
+        return {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight", *head}
+
+    def _prepare_hf(self, hf: nn.Module) -> None:
+        """``transformers`` 5 builds every T5 with its head tied (T5 1.1's checkpoints untie it on loading,
+        their two matrices differing): give an untied head its own matrix before our weights are copied."""
+        if not self.config.tie_word_embeddings:
+            hf.lm_head.weight = nn.Parameter(hf.lm_head.weight.detach().clone())
 
     def stacks(self) -> tuple[T5Stack, T5Stack]:
         return self.encoder, self.decoder
 
     def lm_logits(self, decoder_states: torch.Tensor) -> torch.Tensor:
-        """logits = (h · d_model^-1/2) Eᵀ: the rescale that keeps the tied output on the embeddings' scale."""
-        return self.lm_head(decoder_states * self.config.d_model**-0.5)  # (B, T, V)
+        """logits = (h · d_model^-1/2) Eᵀ: the rescale that keeps the tied output on the embeddings' scale;
+        untied (T5 1.1), h Wᵀ with the head's own matrix and no rescale."""
+        if self.config.tie_word_embeddings:
+            decoder_states = decoder_states * self.config.d_model**-0.5
+        return self.lm_head(decoder_states)  # (B, T, V)

@@ -115,12 +115,13 @@ def iid_noise_mask(length: int, *, noise_density: float = 0.15, generator: torch
 
 def apply_objective(
     name: str, words: Sequence[str], *, vocabulary: Sequence[str] = (), noise_density: float = 0.15,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | None = None, random_roll: bool = False,
 ) -> tuple[list[str], list[str]]:
     """One random example of the objective ``name`` (one of :data:`OBJECTIVES`), all draws from ``generator``.
 
     The prefix LM cuts at a uniform place; BERT-style swaps 10% of its noise words for a uniform word of
-    ``vocabulary`` (the rest become <M>); deshuffling draws a uniform permutation.
+    ``vocabulary`` (the rest become <M>); deshuffling draws a uniform permutation; ``random_roll`` rolls the
+    random spans' mask (:func:`~lecture_lib.objectives.span_corruption.random_spans_noise_mask`).
 
     Taught in: 09_t5_bart ("The objectives of T5's Table 3").
     """
@@ -130,7 +131,8 @@ def apply_objective(
     if name == "deshuffling":
         return deshuffle(words, torch.randperm(n, generator=generator).tolist())
     if name == "random_spans":
-        return span_corrupt(words, random_spans_noise_mask(n, noise_density=noise_density, generator=generator))
+        mask = random_spans_noise_mask(n, noise_density=noise_density, generator=generator, random_roll=random_roll)
+        return span_corrupt(words, mask)
     noise = iid_noise_mask(n, noise_density=noise_density, generator=generator)
     if name == "bert_style":
         swap = (torch.rand(n, generator=generator) < 0.1).tolist()

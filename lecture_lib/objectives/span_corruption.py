@@ -118,15 +118,22 @@ def random_spans_noise_mask(
     noise_density: float = 0.15,
     mean_noise_span_length: float = 3.0,
     generator: torch.Generator | None = None,
+    random_roll: bool = False,
 ) -> torch.Tensor:
     """T5's noise mask: (length,) bools, :func:`span_counts` noise tokens in that many spans, the first token kept.
 
     Noise and kept tokens are each cut into the same number of spans by :func:`random_segmentation`, then
-    interleaved kept, noise, kept, noise, ...: the mask starts with kept tokens and ends with noise.
+    interleaved kept, noise, kept, noise, ...: the mask starts with kept tokens and *ends with noise*. With one
+    span (short inputs: up to 22 tokens) that span is always the input's last words. ``random_roll=True`` is
+    the reference's remedy (``random_roll`` of T5's ``random_spans_noise_mask``): the mask is rolled by an
+    offset drawn uniformly from [0, length), so every position is noise with the same probability.
 
     >>> mask = random_spans_noise_mask(20, generator=torch.Generator().manual_seed(0))
-    >>> int(mask.sum()), len(noise_spans(mask)), bool(mask[0])
-    (3, 1, False)
+    >>> int(mask.sum()), len(noise_spans(mask)), bool(mask[0]), bool(mask[-1])
+    (3, 1, False, True)
+    >>> rolled = random_spans_noise_mask(20, generator=torch.Generator().manual_seed(0), random_roll=True)
+    >>> int(rolled.sum()), bool(rolled[-1])
+    (3, False)
 
     Taught in: 09_t5_bart ("Random spans").
     """
@@ -135,4 +142,7 @@ def random_spans_noise_mask(
     kept_lengths = random_segmentation(length - num_noise, num_spans, generator=generator)
     interleaved = torch.stack([kept_lengths, noise_lengths], dim=1).flatten()  # kept_0, noise_0, kept_1, ...
     is_noise = torch.tensor([False, True]).repeat(num_spans)
-    return is_noise.repeat_interleave(interleaved)
+    mask = is_noise.repeat_interleave(interleaved)
+    if random_roll:
+        mask = mask.roll(int(torch.randint(length, (), generator=generator)))
+    return mask

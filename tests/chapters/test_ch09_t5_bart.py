@@ -14,9 +14,12 @@ from lecture_lib.chapters.ch09_t5_bart import (
     gains_in_standard_errors,
     mass_style,
     mass_style_lengths,
+    mean_task_score,
     most_frequent_answers,
+    noise_at_the_end,
     noising_runs,
     objective_runs,
+    pack,
     span_corruption_lengths,
     text_to_text,
     tiny_bart,
@@ -24,7 +27,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples
-from lecture_lib.objectives.span_corruption import random_spans_noise_mask, span_corrupt
+from lecture_lib.objectives.span_corruption import random_spans_noise_mask, span_corrupt, span_counts
 from lecture_lib.objectives.text_to_text import batch_of
 
 
@@ -54,16 +57,41 @@ def test_bias_curves_read_the_models_table():
 def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     recipe = chapter_config(pretrain_steps=2, finetune_steps=2, batch_size=4, train_examples=20, eval_examples=4,
-                            documents=30, objectives=("drop_tokens", "random_spans"))
+                            documents=30, objectives=("drop_tokens", "random_spans"), seeds=(0, 1))
     results = objective_runs(recipe)
     assert set(results["runs"]) == {"no pretraining", "drop_tokens", "random_spans"}
     assert results["runs"]["no pretraining"]["pretrain_loss"] is None
-    assert all(set(run["scores"]) == set(TASKS) for run in results["runs"].values())
+    for run in results["runs"].values():
+        assert len(run["seed_scores"]) == 2 and all(set(s) == set(TASKS) for s in run["seed_scores"])
+        assert run["scores"] == {t: (run["seed_scores"][0][t] + run["seed_scores"][1][t]) / 2 for t in TASKS}
+        assert mean_task_score(run) == [sum(s.values()) / len(TASKS) for s in run["seed_scores"]]
     assert len(results["bias"]["encoder"]) == recipe.num_heads and len(results["offsets"]) == 81
     assert objective_runs(recipe) == results  # read back from the cache
     bart = noising_runs(recipe)
-    assert set(bart) == {"no pretraining", *recipe.noisings} and bart["no pretraining"]["pretrain_loss"] is None
-    assert all(set(run["scores"]) == set(TASKS) for run in bart.values())
+    assert set(bart) == set(recipe.noisings) and all(run["pretrain_loss"] is not None for run in bart.values())
+    assert all(len(run["seed_scores"]) == 2 for run in bart.values())
+
+
+def test_rolled_random_spans_put_noise_at_the_end_as_often_as_anywhere():
+    texts = [["w"] * length for length in range(16, 37)] * 60  # 1,260 texts of the documents' lengths
+    unrolled, rolled = (noise_at_the_end(texts, random_roll=roll) for roll in (False, True))
+    assert unrolled["at_end"] == 1.0  # the mask always ends with noise
+    assert unrolled["one_span"] == sum(span_counts(len(t))[1] == 1 for t in texts) / len(texts)  # 16 to 30 words
+    expected = sum(span_counts(len(t))[0] / len(t) for t in texts) / len(texts)  # n_noise / L, by brute force
+    assert unrolled["uniform"] == rolled["uniform"] == pytest.approx(expected)
+    assert abs(rolled["at_end"] - expected) < 3 * (expected * (1 - expected) / len(texts)) ** 0.5
+    shares = torch.zeros(20)  # rolled, every position of a 20-word text is noise equally often: 3 / 20
+    for seed in range(2000):
+        shares += random_spans_noise_mask(20, generator=torch.Generator().manual_seed(seed), random_roll=True)
+    assert (shares / 2000 - 0.15).abs().max() < 0.04  # 4.7 standard errors of 0.008, over 20 positions
+
+
+def test_pack_cuts_the_stream_into_full_rows():
+    docs = [[f"d{i}w{j}" for j in range(n)] for i, n in enumerate((5, 7, 3, 9))]
+    rows = pack(docs, 7)
+    assert [w for row in rows for w in row] == [w for d in docs for w in d][:21] and {len(r) for r in rows} == {7}
+    with pytest.raises(ValueError, match="at least 2"):
+        pack(docs, 1)
 
 
 def test_tiny_bart_is_initialised_at_the_scale_of_its_width():

@@ -7,7 +7,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from lecture_lib.decoding import greedy_decode
 from lecture_lib.labels import shift_right
-from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration
+from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration, BartForSequenceClassification
 from lecture_lib.models.transformer import DecoderLayer, EncoderLayer
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
@@ -104,3 +104,53 @@ def test_round_trip_and_bad_input():
         model(torch.tensor([[3, 4]]), attention_mask=torch.ones(1, 3), labels=torch.tensor([[5]]))
     with pytest.raises(ValueError, match="decoder_input_ids or labels"):
         model(torch.tensor([[3, 4]]))
+
+
+def classification_batch():
+    """Three rows of bos, words, </s>, right-padded; one </s> each (the last is what the head reads)."""
+    input_ids = torch.randint(3, SMALL["vocab_size"], (3, 10))
+    input_ids[:, 0] = 0
+    for row, length in enumerate((10, 7, 4)):
+        input_ids[row, length - 1] = 2
+        input_ids[row, length:] = 1
+    return dict(input_ids=input_ids, attention_mask=(input_ids != 1).long(), labels=torch.tensor([0, 2, 1]))
+
+
+def test_classification_from_the_last_eos_equals_transformers():
+    hf_config = transformers.BartConfig(**SMALL, num_labels=3, attn_implementation="eager")
+    hf = transformers.BartForSequenceClassification(hf_config).eval()
+    ours = BartForSequenceClassification.from_hf(hf).eval()
+    assert ours.num_labels == 3
+    inputs = classification_batch()
+    a, _ = assert_equivalent(ours, hf, inputs, lambda out: out.loss, outputs=["logits"])
+    assert a.logits.shape == (3, 3)
+    with torch.no_grad():  # the state at the last </s>, not at the first token or at the end of the padded row
+        states = ours.model.decoder(shift_right(inputs["input_ids"], start=2, pad=1), None,
+                                    ours.model.encoder(inputs["input_ids"], inputs["attention_mask"]),
+                                    inputs["attention_mask"])
+        at_eos = states[torch.arange(3), torch.tensor([9, 6, 3])]
+        torch.testing.assert_close(ours.classification_head(at_eos), a.logits)
+        assert not torch.allclose(ours.classification_head(states[:, -1]), a.logits)
+
+
+def test_classification_needs_one_eos_count():
+    model = BartForSequenceClassification(BartConfig(**SMALL))
+    with pytest.raises(ValueError, match="same number of </s>"):
+        model(torch.tensor([[0, 5, 2], [0, 2, 2]]))
+    with pytest.raises(ValueError, match="same number of </s>"):
+        model(torch.tensor([[0, 5, 6]]))
+
+
+def test_t5_small_and_bart_base_parameter_counts_on_the_meta_device():
+    """t5-small 60,506,624 and bart-base 139,420,416 parameters (tied matrices once), as transformers counts them."""
+    from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration
+
+    def count(model):
+        return sum(p.numel() for p in model.parameters())
+
+    with torch.device("meta"):
+        ours = {"t5-small": T5ForConditionalGeneration(T5Config()), "bart-base": BartForConditionalGeneration(BartConfig())}
+        theirs = {"t5-small": transformers.T5ForConditionalGeneration(transformers.T5Config()),
+                  "bart-base": transformers.BartForConditionalGeneration(BartConfig().to_hf())}
+    assert {name: count(m) for name, m in ours.items()} == {"t5-small": 60_506_624, "bart-base": 139_420_416}
+    assert {name: count(m) for name, m in theirs.items()} == {name: count(m) for name, m in ours.items()}

@@ -3,6 +3,7 @@
 import pytest
 import torch
 import transformers
+from torch import nn
 from transformers.models.t5.modeling_t5 import T5Attention as HFT5Attention
 
 from lecture_lib.decoding import greedy_decode
@@ -63,6 +64,44 @@ def test_t5_equals_transformers_logits_loss_and_gradients(config):
     assert a.loss > 0
 
 
+def untied_hf_pair():
+    """T5 1.1 (gated GELU, an output matrix of its own) as ``transformers`` 5 holds it after loading a 1.1
+    checkpoint: built tied, then untied because the checkpoint's two matrices differ."""
+    hf_config = transformers.T5Config(**SMALL, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+                                      decoder_start_token_id=0, attn_implementation="eager")
+    hf = transformers.T5ForConditionalGeneration(hf_config).eval()
+    hf.lm_head.weight = nn.Parameter(torch.randn_like(hf.shared.weight))
+    assert not hf.config.scale_decoder_outputs
+    return T5ForConditionalGeneration.from_hf(hf).eval(), hf
+
+
+def test_t5_v1_1_untied_equals_transformers_logits_loss_and_gradients():
+    ours, hf = untied_hf_pair()
+    assert not ours.config.tie_word_embeddings and ours.lm_head.weight is not ours.shared.weight
+    assert "lm_head.weight" not in ours.tied_keys()
+    assert_equivalent(ours, hf, batch(), lambda out: out.loss, outputs=["logits", "encoder_last_hidden_state"])
+    assert ours.lm_head.weight.grad is not None and not torch.equal(ours.lm_head.weight.grad, ours.shared.weight.grad)
+    tied = T5ForConditionalGeneration(T5Config(**SMALL, feed_forward_proj="gated-gelu")).eval()
+    tied.load_state_dict({k: v for k, v in ours.state_dict().items() if k != "lm_head.weight"}, strict=False)
+    with torch.no_grad():  # the wrong model (tied, rescaled) gives other logits on the same weights
+        assert not torch.allclose(tied(**batch()).logits, ours(**batch()).logits)
+
+
+def test_t5_v1_1_checkpoints_load_both_ways(tmp_path):
+    ours, _ = untied_hf_pair()
+    inputs = batch()
+    ours.save_pretrained(tmp_path / "ours")
+    theirs = transformers.T5ForConditionalGeneration.from_pretrained(tmp_path / "ours",
+                                                                     attn_implementation="eager").eval()
+    assert theirs.lm_head.weight is not theirs.shared.weight and not theirs.config.scale_decoder_outputs
+    with torch.no_grad():
+        torch.testing.assert_close(theirs(**inputs).logits, ours(**inputs).logits, atol=1e-10, rtol=1e-10)
+        theirs.save_pretrained(tmp_path / "theirs")  # written with scale_decoder_outputs=False
+        back = T5ForConditionalGeneration.from_pretrained(tmp_path / "theirs")
+        assert not back.config.tie_word_embeddings
+        torch.testing.assert_close(back(**inputs).logits, ours(**inputs).logits, atol=1e-10, rtol=1e-10)
+
+
 def test_t5_with_explicit_decoder_inputs_equals_transformers():
     ours, hf = hf_pair()
     inputs = batch()
@@ -104,5 +143,5 @@ def test_bad_input():
         model(torch.tensor([[3, 4]]), attention_mask=torch.ones(1, 3), labels=torch.tensor([[5]]))
     with pytest.raises(ValueError, match="feed_forward_proj"):
         T5Config(feed_forward_proj="swish")
-    with pytest.raises(ValueError, match="scale_decoder_outputs"):
-        T5Config.from_dict({"model_type": "t5", "scale_decoder_outputs": False})
+    with pytest.raises(ValueError, match="is_decoder"):
+        T5Config.from_dict({"model_type": "t5", "is_decoder": True})
