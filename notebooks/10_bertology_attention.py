@@ -22,6 +22,9 @@
 # trees we know (Clark et al.'s Table 1); then gate the heads of a model and ask which ones matter, remove
 # them one by one, all but one per layer, and in order of importance (Michel et al. 2019, "Are Sixteen Heads
 # Really Better than One?"), and finally cut them out of the weight matrices and time the smaller model.
+# Two of Clark et al.'s tests go beyond looking: whether the attention parked on a special token changes the
+# loss at all (the "no-op" test, by gradients), and how well a parser built from attention alone finds the
+# dependency tree, against the right-branching baseline.
 # Head masking and pruning are written into our `BertModel` (`head_mask`, `prune_heads`) and tested equal to
 # `transformers` with the heads' weights zeroed (`tests/models/test_head_pruning.py`); the measurements live
 # in `lecture_lib.analysis`. A self-contained attention viewer ends the chapter.
@@ -626,11 +629,11 @@ assert all(a > r + 0.01 for a, r in zip(area_importance, area_random))
 # before accuracy fell off a cliff. Our 16-head model has less to spare: removing the least important eighth
 # costs almost nothing, after that accuracy falls steadily, more slowly by importance than at random, until
 # too few heads remain for any order to help. The raw importance is ahead of the random order on every seed
-# (the areas are printed above; "What we saw" judges it). The layer-normalised ranking is ahead on some seeds
-# and level on others: with four heads a layer, scaling each layer to unit norm gives every layer the same
-# total, so it keeps removing heads from a layer whose heads all matter little less eagerly than it should,
-# and spends heads of the layers that matter. The normalisation is a choice the authors made for BERT's 12
-# heads a layer; at our size the raw score is the better ranking.
+# (the areas are printed above; "What we saw" judges it). The layer-normalised ranking is clearly ahead on one
+# seed and within a point of random on the others: scaling each layer to unit norm gives every layer the same
+# total importance, so the ranking no longer says which *layers* matter more, only which heads matter within
+# their layer. With four heads a layer that loses most of what the score knows; the authors chose the
+# normalisation for BERT's twelve heads a layer, and at our size the raw score is the better ranking.
 
 # %% [markdown]
 # ## 8. Pruning heads for good

@@ -484,7 +484,7 @@ assert all(abs(q - f) <= 2.0 for q, f in zip(per_tensor, float_scores))  # Q8BER
 # teachers on every seed (printed above), as Q8BERT reports for BERT-base (at most 1.32% relative, on
 # RTE). The logits tell the schemes apart: per-tensor rounding moves them more than per-channel, because one
 # scale must cover the largest weight of the whole matrix and the loudest token of the batch, so most values
-# get fewer integer levels. A classifier's decision survives that; Q8BERT adds quantization-aware training
+# get fewer integer levels; PyTorch's dynamic layers, per tensor too, move them the most of the three. A classifier's decision survives that; Q8BERT adds quantization-aware training
 # (section 5) for what it does not.
 
 # %% [markdown]
