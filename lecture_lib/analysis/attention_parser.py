@@ -22,8 +22,6 @@ from typing import Sequence
 
 import torch
 
-DIRECTIONS = ("dependent → head", "head → dependent")
-
 
 def _gold(heads: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """CoNLL-U heads (1-based, 0 the root) -> (dependents, their 0-based heads) of the non-root words."""
@@ -57,7 +55,8 @@ def _candidate_scores(scores: torch.Tensor) -> torch.Tensor:
 
 def single_head_uas(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]]) -> torch.Tensor:
     """The UAS of every head used alone as a parser, (2, layers, heads): direction 0 reads each word's row
-    (``argmax_j α_ij``), direction 1 its column (``argmax_j α_ji``), as in :data:`DIRECTIONS`.
+    (``argmax_j α_ij``), direction 1 its column (``argmax_j α_ji``), as in
+    :data:`~lecture_lib.analysis.syntactic_heads.DIRECTIONS`.
 
     Taught in: 10_bertology_attention ("An attention-based parser").
     """

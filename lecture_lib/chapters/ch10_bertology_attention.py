@@ -17,7 +17,6 @@ from torch import nn
 
 from lecture_lib.analysis import head_classes
 from lecture_lib.analysis.attention_parser import (
-    DIRECTIONS,
     attachment_score,
     attention_parse,
     fit_attention_parser,
@@ -27,7 +26,7 @@ from lecture_lib.analysis.attention_parser import (
 from lecture_lib.analysis.attention_stats import attention_maps
 from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns
 from lecture_lib.analysis.head_importance import GatedLoss, head_importance
-from lecture_lib.analysis.syntactic_heads import align_words, word_attention, word_membership
+from lecture_lib.analysis.syntactic_heads import DIRECTIONS, align_words, word_attention, word_membership
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.corpus import load_corpus

@@ -325,7 +325,7 @@ def kept_squared_norm(table: torch.Tensor, embedding_size: int) -> float:
     return float(squares[:embedding_size].sum() / squares.sum())
 
 
-def masked_lm_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config: CompressionChapterConfig,
+def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config: CompressionChapterConfig,
                        batches: int = 8) -> float:
     """The share of masked tokens a masked-LM (the pretrained teacher, a student) predicts right, in percent,
     on ``batches`` batches of the distillation text drawn and masked with a seed no distillation run uses.

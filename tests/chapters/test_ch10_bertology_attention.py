@@ -161,7 +161,7 @@ def test_parser_scores_split_the_sentences_and_read_the_gold_tree_from_a_head_th
             m[0, 1, i, (h - 1) if h > 0 else i] = 2.0  # head 0-1 points each word to its gold head
         maps.append(m)
     scores = parser_scores(maps, sentences, seed=0, train=16)
-    assert scores.probe == 1.0 and scores.single == 1.0 and scores.single_head == ("dependent → head", 0, 1)
+    assert scores.probe == 1.0 and scores.single == 1.0 and scores.single_head == ("dependent->head", 0, 1)
     assert scores.right_branching < 1.0
     with pytest.raises(ValueError, match="train"):
         parser_scores(maps, sentences, seed=0, train=24)

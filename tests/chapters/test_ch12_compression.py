@@ -14,7 +14,7 @@ from lecture_lib.chapters.ch12_compression import (
     distillation_objective,
     distillation_text,
     kept_squared_norm,
-    masked_lm_accuracy,
+    masked_word_accuracy,
     seeded,
     without_segments,
 )
@@ -76,15 +76,15 @@ def test_seeded_changes_the_distillation_and_the_fine_tuning_seeds_only():
     assert dataclasses.replace(run, seed=config.seed, finetune=config.finetune) == config
 
 
-def test_masked_lm_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_whole_copy(tokenizer):
+def test_masked_word_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_whole_copy(tokenizer):
     """The teacher and a student with all its layers (segment folded in) predict the same words; the share
     equals a count by hand over the same draw of masked sentences."""
     torch.manual_seed(0)
     teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                                             num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
     config = chapter_config(distill_sentences=64, distill_batch=8)
-    ours = masked_lm_accuracy(teacher, tokenizer, config, batches=2)
-    assert ours == masked_lm_accuracy(distilbert_from_bert(teacher, layers=[0, 1]), tokenizer, config, batches=2)
+    ours = masked_word_accuracy(teacher, tokenizer, config, batches=2)
+    assert ours == masked_word_accuracy(distilbert_from_bert(teacher, layers=[0, 1]), tokenizer, config, batches=2)
     draw = _masked_batches(distillation_text(tokenizer, config), tokenizer, seeded(config, -1))
     right = total = 0
     for step in range(2):
