@@ -156,12 +156,12 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     **{("ch12.fine_tuned_teacher", f"config.{field}"): "the teacher is fine-tuned with config.finetune on the task "
                                                        "passed in (its name is in the key)"
        for field in ("task", "distill_*", "mlm_probability", "qat_bits", "bits", "sparsities", "latency_repeats",
-                     "dark_knowledge_*", "seed")},
+                     "dark_knowledge_*", "ablation_seeds", "seed")},
     **{("ch12.distilled_student", f"config.{field}"): "distillation reads the distill_*, mlm_* and seed fields and "
                                                       "finetune.fused, all in the key; these belong to other sections"
        for field in ("task", "finetune.steps", "finetune.batch_size", "finetune.lr", "finetune.warmup_fraction",
                      "finetune.dropout", "finetune.num_threads", "finetune.seed", "qat_bits", "bits", "sparsities",
-                     "latency_repeats", "dark_knowledge_*")},
+                     "latency_repeats", "dark_knowledge_*", "ablation_seeds")},
 }
 
 

@@ -10,6 +10,7 @@ Taught in: 10_bertology_attention ("An attention viewer").
 
 from __future__ import annotations
 
+import colorsys
 import hashlib
 import html
 import json
@@ -20,6 +21,22 @@ import torch
 # one colour per head, cycled (red, green, blue triples)
 HEAD_COLOURS = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
                 (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207))
+
+
+def head_colours(heads: int) -> list[tuple[int, int, int]]:
+    """A distinct colour for each of ``heads`` heads: :data:`HEAD_COLOURS` when they suffice, else ``heads``
+    hues evenly spaced around the colour wheel (so no two heads of a layer share a colour).
+
+    >>> head_colours(2)
+    [(31, 119, 180), (255, 127, 14)]
+    >>> len(set(head_colours(12)))
+    12
+
+    Taught in: 10_bertology_attention ("An attention viewer").
+    """
+    if heads <= len(HEAD_COLOURS):
+        return list(HEAD_COLOURS[:heads])
+    return [tuple(round(255 * c) for c in colorsys.hsv_to_rgb(h / heads, 0.75, 0.85)) for h in range(heads)]
 
 _SCRIPT = """
 (function () {
@@ -86,14 +103,15 @@ def attention_html(tokens: Sequence[str], attentions: torch.Tensor, *, layers: S
     data = {
         "tokens": list(tokens),
         "layers": [f"layer {layer}" for layer in layers],
-        "colours": [HEAD_COLOURS[h % len(HEAD_COLOURS)] for h in range(heads)],
+        "colours": head_colours(heads),
         "weights": attentions.double().round(decimals=3).tolist(),
     }
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # no "</script>" inside the JSON
     element = "attention-viewer-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
-    style = (f"#{element} .token {{ display: inline-block; padding: 1px 3px; margin: 1px; border-radius: 3px; "
-             f"font-family: monospace; cursor: default }} #{element} .label {{ display: inline-block; "
-             f"width: 4.5em; font: 12px sans-serif }}")
+    style = (f"#{element} .rows > div {{ white-space: nowrap; overflow-x: auto }} "  # a row never wraps
+             f"#{element} .token {{ display: inline-block; padding: 0 2px; margin: 1px 0; border-radius: 2px; "
+             f"font: 11px monospace; cursor: default }} #{element} .label {{ display: inline-block; "
+             f"width: 4em; font: 11px sans-serif }}")
     script = _SCRIPT % {"id": json.dumps(element), "data": payload}
     return (f'<div id="{element}"><style>{style}</style>'
             f'<div style="font: 13px sans-serif; margin-bottom: 4px">{html.escape(title)} '

@@ -9,13 +9,11 @@ Taught in: 12_compression ("Pruning").
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch import nn
 
 from lecture_lib.compression.pruning import magnitude_masks
-from lecture_lib.compression.quantization import Int8Linear
+from lecture_lib.compression.quantization import Int8Linear, torch_dynamic_int8
 from lecture_lib.config import FlagParser, Range, add_ranged
 from lecture_lib.measure import interleaved_medians
 
@@ -34,11 +32,8 @@ def linear_variants(in_features: int = 768, out_features: int = 3072, seed: int 
         narrow.bias.copy_(dense.bias[: out_features // 2])
     variants = {"float32": dense, "int8 (ours)": Int8Linear(dense), "50% zero weights": sparse,
                 "50% of neurons removed": narrow}
-    quantization = getattr(getattr(torch, "ao", None), "quantization", None)
-    if quantization is not None and hasattr(quantization, "quantize_dynamic"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch 2.13 deprecates torch.ao.quantization
-            wrapped = quantization.quantize_dynamic(nn.Sequential(dense), {nn.Linear}, dtype=torch.qint8)
+    wrapped = torch_dynamic_int8(nn.Sequential(dense))
+    if wrapped is not None:
         variants["int8 (torch.ao, reference)"] = wrapped
     return variants
 

@@ -1,7 +1,8 @@
 """Chapter 10, BERTology I: the chapter's sizes, the two models it opens (the real MiniLM and chapter 05's BERT
 of the synthetic language), and the inputs and scores its sections share.
 
-Taught in: 10_bertology_attention ("Two models and their inputs", "Syntactic heads", "Which heads matter").
+Taught in: 10_bertology_attention ("Two models and their inputs", "Attention to [CLS] is a no-op", "Syntactic heads",
+"Which heads matter").
 """
 
 from __future__ import annotations
@@ -9,16 +10,23 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
 
 from lecture_lib.analysis import head_classes
+from lecture_lib.analysis.attention_parser import (
+    attachment_score,
+    attention_parse,
+    fit_attention_parser,
+    right_branching,
+    single_head_uas,
+)
 from lecture_lib.analysis.attention_stats import attention_maps
 from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns
 from lecture_lib.analysis.head_importance import GatedLoss, head_importance
-from lecture_lib.analysis.syntactic_heads import align_words, word_attention, word_membership
+from lecture_lib.analysis.syntactic_heads import DIRECTIONS, align_words, word_attention, word_membership
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.corpus import load_corpus
@@ -51,7 +59,10 @@ class AttentionChapterConfig:
     mlm_sentences: int = 512  # held-out synthetic sentences, masked, for importance and pruning
     random_orders: int = 3  # random pruning orders averaged
     latency_batch: int = 32
-    latency_repeats: int = 3
+    latency_repeats: int = 5
+    seeds: tuple[int, ...] = (0, 1, 2)  # the samples the no-op test, the parser and the pruning curves repeat on
+    no_op_pairs: int = 16  # documentation pairs per seed, for the no-op test
+    parser_train: int = 100  # of the syntax sentences, those that fit the parser (the rest score it)
     seed: int = 0
 
 
@@ -143,6 +154,42 @@ def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[S
     return maps
 
 
+@dataclass(frozen=True)
+class ParserScores:
+    """UAS on the held-out sentences of one split: Clark et al.'s attention-only probe, the single head (and
+    direction) that parses the fitting sentences best, and the right-branching baseline.
+
+    Taught in: 10_bertology_attention ("An attention-based parser").
+    """
+
+    probe: float
+    single: float
+    single_head: tuple[str, int, int]
+    right_branching: float
+
+
+def parser_scores(maps: Sequence[torch.Tensor], sentences: Sequence[Sentence], seed: int, train: int) -> ParserScores:
+    """Split the sentences at random (``seed``): fit the attention-only probe and pick the best single head on
+    ``train`` of them, score both and the right-branching tree on the others.
+
+    Taught in: 10_bertology_attention ("An attention-based parser").
+    """
+    if not 0 < train < len(sentences):
+        raise ValueError(f"expected 0 < train < {len(sentences)} sentences, got {train}")
+    order = torch.randperm(len(sentences), generator=generator("ch10 parser split", seed)).tolist()
+    fit, held_out = order[:train], order[train:]
+    heads = [s.heads for s in sentences]
+    weights = fit_attention_parser([maps[i] for i in fit], [heads[i] for i in fit])
+    test_maps, test_heads = [maps[i] for i in held_out], [heads[i] for i in held_out]
+    single = single_head_uas([maps[i] for i in fit], [heads[i] for i in fit])
+    direction, layer, head = (int(i) for i in torch.unravel_index(single.argmax(), single.shape))
+    return ParserScores(
+        probe=attachment_score(attention_parse(weights, test_maps), test_heads),
+        single=float(single_head_uas(test_maps, test_heads)[direction, layer, head]),
+        single_head=(DIRECTIONS[direction], layer, head),
+        right_branching=attachment_score([right_branching(len(h)) for h in test_heads], test_heads))
+
+
 def masked_sentences(result: PretrainResult, sentences: list[Sentence], seed: int,
                      batch_size: int = 64) -> list[dict[str, torch.Tensor]]:
     """Single sentences framed ``[CLS] s [SEP]``, masked as in pretraining (15%, 80/10/10), in batches with
@@ -188,6 +235,21 @@ def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]],
     return correct / total
 
 
+def masked_lm_forward(model: nn.Module) -> Callable[[dict[str, torch.Tensor]], tuple[torch.Tensor, tuple]]:
+    """Exercise 2 of chapter 10: Clark et al.'s no-op test with the masked-LM loss, for
+    :func:`~lecture_lib.analysis.attention_gradients.no_op_profile`: ``forward(batch)`` returns the MLM loss
+    of a :class:`~lecture_lib.models.bert.BertForPreTraining` on :func:`masked_sentences`' batch and every
+    layer's attention weights.
+    """
+
+    def forward(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, tuple]:
+        device = module_device(model)
+        out = model(**{k: v.to(device) for k, v in batch.items()}, output_attentions=True, masked_only=True)
+        return out.mlm_loss, out.attentions
+
+    return forward
+
+
 def summed_row_attention(attentions: torch.Tensor, word_of_piece: Sequence[int]) -> torch.Tensor:
     """Exercise 4 of chapter 10: piece maps (..., T, T) -> word maps (..., W, W) with attention *from* a word
     the sum over its pieces' rows instead of their mean: A_words = M A M^T, M the (W, T) membership matrix.
@@ -223,27 +285,46 @@ def threshold_for_few_heterogeneous(shares: dict[str, torch.Tensor], start: floa
     return threshold
 
 
-def attention_gradient_on_cls(model: BertModel, tokenizer: WordPieceTokenizer,
-                              pairs: Iterable[tuple[str, str]], layer: int) -> dict[str, float]:
-    """Exercise 2 of chapter 10: how much the loss cares about the attention parked on [CLS]. For each pair
-    (a, b), each sentence framed ``[CLS] s [SEP]`` alone, the loss is 1 - cos(mean(h_a), mean(h_b)) of the
-    last layer's mean-pooled vectors; returns, over the pairs, the mean weight α_{i,[CLS]} of ``layer``'s
-    heads and the mean |∂L/∂α_{ij}| on the [CLS] column (j = 0) and on the other columns.
+def similarity_pairs(tokenizer: WordPieceTokenizer, seed: int, pairs: int,
+                     max_length: int) -> dict[str, torch.Tensor]:
+    """Pairs of consecutive sentences of the Python documentation, each sentence framed alone ``[CLS] s [SEP]``
+    (the way a sentence encoder reads it), from documents drawn at random by ``seed``: rows 0..n-1 hold the
+    first sentences, rows n..2n-1 their successors; ``input_ids`` and ``attention_mask``, right-padded.
+
+    Taught in: 10_bertology_attention ("Attention to [CLS] is a no-op").
     """
-    totals, maps, device = torch.zeros(3, dtype=torch.float64), 0, module_device(model)
-    for pair in pairs:
-        outputs = [model(torch.tensor([tokenizer.frame(tokenizer.encode(s))[0]], device=device),
-                         output_attentions=True) for s in pair]
-        weights = [out.attentions[layer] for out in outputs]  # (1, heads, T, T) each
-        a, b = (out.last_hidden_state.mean(1) for out in outputs)
-        gradients = torch.autograd.grad(1 - torch.nn.functional.cosine_similarity(a, b).sum(), weights)
-        for w, gradient in zip(weights, gradients):
-            gradient = gradient.abs()
-            totals += torch.tensor([w[..., 0].mean().item(), gradient[..., 0].mean().item(),
-                                    gradient[..., 1:].mean().item()], dtype=torch.float64)
-            maps += 1
-    cls_weight, cls_gradient, other_gradient = (totals / maps).tolist()
-    return dict(cls_weight=cls_weight, cls_gradient=cls_gradient, other_gradient=other_gradient)
+    documents = [d for d in load_corpus()["sentences"] if len(d) >= 2]
+    rng = random.Random(seed)
+    chosen = []
+    for document in rng.sample(documents, len(documents)):
+        start = rng.randrange(len(document) - 1)
+        framed = [tokenizer.frame(tokenizer.encode(s))[0] for s in document[start:start + 2]]
+        if all(len(ids) <= max_length for ids in framed):
+            chosen.append(framed)
+        if len(chosen) == pairs:
+            break
+    rows = [a for a, _ in chosen] + [b for _, b in chosen]
+    return dict(input_ids=pad_ids(rows, tokenizer.pad_token_id), attention_mask=pad_ids([[1] * len(r) for r in rows], 0))
+
+
+def similarity_forward(model: BertModel) -> Callable[[dict[str, torch.Tensor]], tuple[torch.Tensor, tuple]]:
+    """The loss MiniLM was fine-tuned to lower, for :func:`~lecture_lib.analysis.attention_gradients.no_op_profile`:
+    ``forward(batch)`` returns Σ_pairs 1 − cos(mean(h_a), mean(h_b)) over :func:`similarity_pairs`' rows (the
+    last layer mean-pooled over the real tokens) and every layer's attention weights, in the loss's graph.
+
+    Taught in: 10_bertology_attention ("Attention to [CLS] is a no-op").
+    """
+
+    def forward(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, tuple]:
+        device = module_device(model)
+        mask = batch["attention_mask"].to(device)
+        out = model(batch["input_ids"].to(device), attention_mask=mask, output_attentions=True)
+        real = mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+        pooled = (out.last_hidden_state * real).sum(1) / real.sum(1)  # (2n, H)
+        first, second = pooled.chunk(2)
+        return (1 - torch.nn.functional.cosine_similarity(first, second)).sum(), out.attentions
+
+    return forward
 
 
 def iterative_pruning_order(model: nn.Module, batches: list[dict[str, torch.Tensor]], loss: GatedLoss,

@@ -28,6 +28,7 @@ from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
+from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.albert import AlbertForMaskedLM, AlbertForSequenceClassification, albert_from_bert
 from lecture_lib.models.bert import BertForPreTraining
@@ -67,6 +68,7 @@ class CompressionChapterConfig:
     latency_repeats: int = 20
     dark_knowledge_examples: tuple[int, ...] = (64, 256)  # labelled examples, soft against hard labels
     dark_knowledge_steps: int | None = None  # their fine-tuning steps; None: the teacher's
+    ablation_seeds: tuple[int, ...] = (0, 1, 2)  # seeds of the distillation ablations and of the int8 teachers
     seed: int = 0
 
 
@@ -89,6 +91,15 @@ def chapter_config(**overrides) -> CompressionChapterConfig:
     Taught in: 12_compression ("The teacher and its task").
     """
     return build_config(CompressionChapterConfig, pick(quick=QUICK, full=FULL), overrides)
+
+
+def seeded(config: CompressionChapterConfig, seed: int) -> CompressionChapterConfig:
+    """The config with ``seed`` for everything a run draws: the distillation's batches and initialisation
+    (``seed``) and the fine-tuning's (``finetune.seed``).
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    return dataclasses.replace(config, seed=seed, finetune=dataclasses.replace(config.finetune, seed=seed))
 
 
 # ---------------------------------------------------------------- the teacher
@@ -312,6 +323,28 @@ def kept_squared_norm(table: torch.Tensor, embedding_size: int) -> float:
     """
     squares = torch.linalg.svdvals(table.detach().double()).pow(2)
     return float(squares[:embedding_size].sum() / squares.sum())
+
+
+def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config: CompressionChapterConfig,
+                       batches: int = 8) -> float:
+    """The share of masked tokens a masked-LM (the pretrained teacher, a student) predicts right, in percent,
+    on ``batches`` batches of the distillation text drawn and masked with a seed no distillation run uses.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    draw = _masked_batches(distillation_text(tokenizer, config), tokenizer, seeded(config, -1))
+    right = total = 0
+    model.eval()
+    with torch.no_grad():
+        for step in range(batches):
+            batch = draw(step)
+            inputs = {k: v for k, v in batch.items() if k != "labels"}
+            out = model(**inputs)
+            logits = out.prediction_logits if isinstance(model, BertForPreTraining) else out.logits
+            chosen = batch["labels"] != IGNORE_INDEX
+            right += int((logits[chosen].argmax(-1) == batch["labels"][chosen]).sum())
+            total += int(chosen.sum())
+    return 100 * right / total
 
 
 # ---------------------------------------------------------------- quantization-aware training

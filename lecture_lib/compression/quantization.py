@@ -24,6 +24,7 @@ Taught in: 12_compression ("Quantization from scratch", "Quantization-aware trai
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -144,18 +145,23 @@ def int8_matmul(a: torch.Tensor, b: torch.Tensor, pad: bool | None = None) -> to
 
 class Int8Linear(nn.Module):
     """A linear layer in integers: int8 weights per output channel, int8 activations per row computed on the
-    fly, an int8 × int8 → int32 product, then one float rescale and the float bias.
+    fly, an int8 × int8 → int32 product, then one float rescale and the float bias. With ``per_channel=False``,
+    Q8BERT's symmetric per-tensor scheme instead: one scale max|W|/127 for the whole weight matrix and one
+    max|x|/127 for the whole input (Zafrir et al. 2019 calibrate the input's from training; here it is
+    taken from each input as it comes).
 
-    The weights are stored as int8 (``weight_q``, (out, in)) with float scales (``weight_scale``, (out, 1));
+    The weights are stored as int8 (``weight_q``, (out, in)) with float scales (``weight_scale``, (out, 1), or
+    one number per tensor);
     the bias stays float (a few hundred numbers). LayerNorm, softmax and GELU around it stay float, as in
     Q8BERT.
 
     Taught in: 12_compression ("Quantization from scratch").
     """
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, per_channel: bool = True) -> None:
         super().__init__()
-        weight = quantize(linear.weight, 8, per_channel=True)
+        weight = quantize(linear.weight, 8, per_channel=per_channel)
+        self.per_channel = per_channel
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.register_buffer("weight_q", weight.q)  # (out, in) int8
         self.register_buffer("weight_scale", weight.scale)  # (out, 1)
@@ -165,7 +171,7 @@ class Int8Linear(nn.Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"expected inputs with {self.in_features} features, got {tuple(x.shape)}")
         rows = x.reshape(-1, self.in_features)  # (M, in)
-        activations = quantize(rows, 8, per_channel=True)  # a scale per row (token)
+        activations = quantize(rows, 8, per_channel=self.per_channel)  # a scale per row (token), or one
         product = int8_matmul(activations.q, self.weight_q.t().contiguous())  # (M, out) int32
         y = product.to(x.dtype) * activations.scale * self.weight_scale.reshape(1, -1).to(x.dtype)
         if self.bias is not None:
@@ -260,6 +266,21 @@ def replace_linears(model: nn.Module, make) -> nn.Module:
     for parent, name, linear in encoder_linears(model):
         setattr(parent, name, make(linear))
     return model
+
+
+def torch_dynamic_int8(model: nn.Module) -> nn.Module | None:
+    """A copy of the model with every ``nn.Linear`` replaced by PyTorch's own dynamic int8 layer
+    (``torch.ao.quantization.quantize_dynamic``: int8 weights per tensor, activations quantized per tensor as
+    they come), the reference our :class:`Int8Linear` is compared with; None where this PyTorch lacks it.
+
+    Taught in: 12_compression ("Quantization from scratch").
+    """
+    quantization = getattr(getattr(torch, "ao", None), "quantization", None)
+    if quantization is None or not hasattr(quantization, "quantize_dynamic"):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch 2.13 deprecates torch.ao.quantization
+        return quantization.quantize_dynamic(copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8)
 
 
 def quantize_weights_(model: nn.Module, bits: int, per_channel: bool = True) -> nn.Module:

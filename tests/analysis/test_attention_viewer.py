@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lecture_lib.analysis.attention_viewer import attention_html
+from lecture_lib.analysis.attention_viewer import HEAD_COLOURS, attention_html, head_colours
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("check_offline", ROOT / "book" / "check_offline.py")
@@ -87,3 +87,11 @@ def test_hovering_a_token_shades_each_head_by_its_weights(tmp_path):
     shown = torch.tensor([[float(b.rstrip(")").split(",")[-1]) for b in row] for row in backgrounds],
                          dtype=torch.float64)
     torch.testing.assert_close(shown, weights[1, :, 2].double(), atol=5e-4, rtol=0)  # layer 1, from token 2
+
+
+def test_every_head_shown_gets_its_own_colour_and_rows_do_not_wrap():
+    page = attention_html(TOKENS, torch.rand(1, 12, 5, 5).softmax(-1))
+    data = json.loads(re.search(r"var data = (\{.*?\});", page).group(1))
+    assert len(data["colours"]) == 12 and len({tuple(c) for c in data["colours"]}) == 12
+    assert "white-space: nowrap" in page
+    assert head_colours(4) == list(HEAD_COLOURS[:4])  # the first ten keep their familiar colours

@@ -13,13 +13,16 @@ from lecture_lib.analysis.head_importance import head_importance, pruning_order
 from lecture_lib.analysis.syntactic_heads import align_words, syntactic_heads, word_attention
 from lecture_lib.chapters.ch10_bertology_attention import (
     DEPENDENCY_RELATIONS,
-    attention_gradient_on_cls,
     chapter_config,
     documentation_pairs,
     iterative_pruning_order,
+    masked_lm_forward,
     masked_sentences,
     mlm_loss,
+    parser_scores,
     pattern_fractions,
+    similarity_forward,
+    similarity_pairs,
     summed_row_attention,
     threshold_for_few_heterogeneous,
     token_frequencies,
@@ -116,25 +119,67 @@ def test_exercise_1_iterative_pruning_recomputes_the_importance_at_the_pruned_ga
         assert abs(by_difference) == pytest.approx(float(gradient[head]), rel=1e-5, abs=1e-9)
 
 
-def test_exercise_2_attention_parked_on_cls_barely_moves_the_loss(minilm):
-    """Exercise 2: on the documentation's first 6 sentence pairs, [CLS] receives 0.54 of MiniLM's layer-2
-    attention, yet |∂L/∂α| on its column is about 28 times smaller than on the other columns; the gradients
-    are transformers' (eager attention, retain_grad) on the first pair."""
-    model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
-    pairs = [tuple(d[:2]) for d in load_corpus()["sentences"] if len(d) >= 2][:6]
-    out = attention_gradient_on_cls(model, tokenizer, pairs, layer=2)
-    assert abs(out["cls_weight"] - 0.54) < 0.02, out
-    assert 20 < out["other_gradient"] / out["cls_gradient"] < 40, out
-    theirs = transformers.BertModel.from_pretrained(minilm, attn_implementation="eager").eval()
-    outputs = [theirs(**transformers.BertTokenizerFast(str(minilm / "vocab.txt"))(s, return_tensors="pt"),
-                      output_attentions=True) for s in pairs[0]]
-    for o in outputs:
-        o.attentions[2].retain_grad()
-    a, b = (o.last_hidden_state.mean(1) for o in outputs)
-    (1 - torch.nn.functional.cosine_similarity(a, b).sum()).backward()
-    reference = sum(o.attentions[2].grad.abs()[..., 0].mean().item() for o in outputs) / 2
-    assert attention_gradient_on_cls(model, tokenizer, pairs[:1], layer=2)["cls_gradient"] == pytest.approx(
-        reference, rel=1e-3)
+def test_similarity_pairs_frame_each_sentence_alone_and_pair_row_i_with_row_n_plus_i(tokenizer, minilm):
+    """Rows i and n + i are consecutive sentences of one document, each framed [CLS] s [SEP] as transformers
+    frames a single text."""
+    batch = similarity_pairs(tokenizer, seed=1, pairs=5, max_length=40)
+    theirs = transformers.BertTokenizerFast(str(minilm / "vocab.txt"))
+    assert batch["input_ids"].shape[0] == 10 and batch["input_ids"].shape[1] <= 40
+    texts = []
+    for row in range(10):
+        n = int(batch["attention_mask"][row].sum())
+        ids = batch["input_ids"][row, :n].tolist()
+        texts.append(theirs.decode(ids[1:-1]))
+        assert ids == theirs(texts[-1])["input_ids"]
+    documents = [[theirs.decode(tokenizer.encode(s)) for s in d] for d in load_corpus()["sentences"]]
+    for i in range(5):
+        assert any(texts[i] == d[k] and texts[5 + i] == d[k + 1] for d in documents for k in range(len(d) - 1))
+
+
+def test_similarity_forward_is_one_minus_cosine_of_mean_pooled_pairs(tokenizer, minilm):
+    model = BertModel.from_pretrained(minilm).eval()
+    batch = similarity_pairs(tokenizer, seed=0, pairs=2, max_length=24)
+    loss, attentions = similarity_forward(model)(batch)
+    assert len(attentions) == model.config.num_hidden_layers and attentions[0].requires_grad
+    pooled = []
+    for row in range(4):
+        n = int(batch["attention_mask"][row].sum())
+        with torch.no_grad():
+            pooled.append(model(batch["input_ids"][row:row + 1, :n]).last_hidden_state.mean(1))
+    expected = sum(1 - torch.nn.functional.cosine_similarity(pooled[i], pooled[2 + i]) for i in range(2))
+    assert float(loss.detach()) == pytest.approx(float(expected), abs=1e-5)
+
+
+def test_parser_scores_split_the_sentences_and_read_the_gold_tree_from_a_head_that_holds_it():
+    torch.manual_seed(0)
+    sentences = SyntheticLanguage(0).sentences(24, seed=2)
+    maps = []
+    for s in sentences:
+        n = len(s.words)
+        m = torch.rand(2, 2, n, n)
+        for i, h in enumerate(s.heads):
+            m[0, 1, i, (h - 1) if h > 0 else i] = 2.0  # head 0-1 points each word to its gold head
+        maps.append(m)
+    scores = parser_scores(maps, sentences, seed=0, train=16)
+    assert scores.probe == 1.0 and scores.single == 1.0 and scores.single_head == ("dependent->head", 0, 1)
+    assert scores.right_branching < 1.0
+    with pytest.raises(ValueError, match="train"):
+        parser_scores(maps, sentences, seed=0, train=24)
+
+
+def test_exercise_2_masked_lm_forward_gives_the_mlm_loss_and_every_layers_attention():
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                          intermediate_size=32, max_position_embeddings=16)).eval()
+    ids = torch.tensor([[2, 7, 4, 9, 3], [2, 5, 6, 4, 3]])
+    labels = torch.full_like(ids, -100)
+    labels[:, 2], labels[1, 3] = 11, 12
+    batch = dict(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels)
+    loss, attentions = masked_lm_forward(model)(batch)
+    logits = model(ids).prediction_logits
+    expected = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    assert float(loss.detach()) == pytest.approx(float(expected.detach()), rel=1e-5)
+    assert len(attentions) == 2 and attentions[1].shape == (2, 2, 5, 5)
 
 
 def test_exercise_3_lowering_dominant_empties_heterogeneous(minilm):

@@ -9,10 +9,13 @@ import torch.nn.functional as F
 from lecture_lib.chapters.ch12_compression import (
     FULL,
     QUICK,
+    _masked_batches,
     chapter_config,
     distillation_objective,
     distillation_text,
     kept_squared_norm,
+    masked_word_accuracy,
+    seeded,
     without_segments,
 )
 from lecture_lib.compression.distillation import TripleLoss, soft_gradient_norm
@@ -64,6 +67,34 @@ def test_the_objective_is_the_mlm_loss_alone_for_a_student_that_is_the_teacher(t
     batch = dict(input_ids=text["input_ids"], attention_mask=text["attention_mask"], labels=labels)
     loss = distillation_objective(teacher, TripleLoss())(student, batch)
     torch.testing.assert_close(loss, 2 * student(**batch).loss, atol=1e-4, rtol=1e-4)  # L_ce = L_cos = 0
+
+
+def test_seeded_changes_the_distillation_and_the_fine_tuning_seeds_only():
+    config = chapter_config()
+    run = seeded(config, 2)
+    assert run.seed == 2 and run.finetune.seed == 2
+    assert dataclasses.replace(run, seed=config.seed, finetune=config.finetune) == config
+
+
+def test_masked_word_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_whole_copy(tokenizer):
+    """The teacher and a student with all its layers (segment folded in) predict the same words; the share
+    equals a count by hand over the same draw of masked sentences."""
+    torch.manual_seed(0)
+    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    config = chapter_config(distill_sentences=64, distill_batch=8)
+    ours = masked_word_accuracy(teacher, tokenizer, config, batches=2)
+    assert ours == masked_word_accuracy(distilbert_from_bert(teacher, layers=[0, 1]), tokenizer, config, batches=2)
+    draw = _masked_batches(distillation_text(tokenizer, config), tokenizer, seeded(config, -1))
+    right = total = 0
+    for step in range(2):
+        batch = draw(step)
+        with torch.no_grad():
+            logits = teacher(batch["input_ids"], batch["attention_mask"]).prediction_logits
+        for b, t in (batch["labels"] != -100).nonzero().tolist():
+            right += int(logits[b, t].argmax() == batch["labels"][b, t])
+            total += 1
+    assert ours == pytest.approx(100 * right / total)
 
 
 def test_an_albert_style_student_takes_the_same_objective(tokenizer):

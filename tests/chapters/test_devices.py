@@ -138,13 +138,13 @@ def test_pretraining_evaluation_and_fine_tuning_run_on_the_accelerator(minilm):
 def test_the_exercise_measurements_run_on_a_model_on_the_accelerator():
     """Exercises 1 of 06, 2 of 10 and 4 of 09 measure a model the student may have trained on a GPU, with a batch
     or ids built on the CPU (or on the model's device): each measurement must work where the model is."""
+    from lecture_lib.analysis.attention_gradients import no_op_profile
     from lecture_lib.chapters import ch06_roberta_spanbert, ch10_bertology_attention
     from lecture_lib.models.bert import BertModel
 
     torch.manual_seed(0)
     bert = BertModel(BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                                 intermediate_size=32, max_position_embeddings=32))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
     recipe = build_config(ch09_t5_bart.Recipe, ch09_t5_bart.QUICK, dict(
         d_model=16, d_kv=4, d_ff=32, num_layers=1, train_examples=8, eval_examples=4, documents=20))
     data = ch09_t5_bart.TextToTextData(recipe)
@@ -153,9 +153,11 @@ def test_the_exercise_measurements_run_on_a_model_on_the_accelerator():
         bert.to(device)
         ids = torch.randint(5, 60, (2, 6), device=device)
         assert ch06_roberta_spanbert.left_padding_shift(bert, ids, 2) > 0
-        gradients = ch10_bertology_attention.attention_gradient_on_cls(
-            bert, WordPieceTokenizer(vocab), [("a b", "b c")], layer=1)
-        assert all(value > 0 for value in gradients.values())
+        pairs = dict(input_ids=torch.tensor([[2, 5, 6, 3], [2, 6, 7, 3]]),
+                     attention_mask=torch.ones(2, 4, dtype=torch.long))
+        profile = no_op_profile(ch10_bertology_attention.similarity_forward(bert), [pairs],
+                                {"[CLS]": lambda b: b["input_ids"] == 2}, lambda b: b["attention_mask"].bool())
+        assert (profile["[CLS]"].mass > 0).all() and (profile["[CLS]"].gradient > 0).all()
         assert all(parameter.grad is None for parameter in bert.parameters())  # the model is left untouched
         bart = ch09_t5_bart.tiny_bart(recipe, len(data.vocab)).to(device).eval()
         assert len(ch09_t5_bart.cross_attention_ratio(bart, batch)) == 1

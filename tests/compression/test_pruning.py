@@ -6,6 +6,7 @@ import torch.nn.utils.prune  # noqa: F401 (torch.nn.utils.prune is not an attrib
 from torch import nn
 
 from lecture_lib.compression.pruning import (
+    csr_bytes,
     heads_to_prune,
     keep_layers,
     magnitude_masks,
@@ -95,3 +96,13 @@ def test_keep_layers_is_the_model_without_the_others():
     torch.testing.assert_close(half(ids()).last_hidden_state, expected)
     with pytest.raises(ValueError, match="layers"):
         keep_layers(bert, [3])
+
+
+def test_csr_bytes_counts_values_indices_and_row_offsets():
+    """A 300 x 70000 matrix with 4 non-zeros: column indices need 4 bytes (70000 > 65535), offsets 1 byte (4 < 256)."""
+    weight = torch.zeros(300, 70_000)
+    weight[0, 1], weight[5, 69_999], weight[299, 0], weight[299, 7] = 1, 2, 3, 4
+    assert csr_bytes(weight) == 4 * (4 + 4) + 301 * 1
+    assert csr_bytes(weight, value_bytes=1) == 4 * (1 + 4) + 301
+    dense = torch.ones(3, 4)  # every entry stored: more bytes than the dense 48
+    assert csr_bytes(dense) == 12 * (4 + 1) + 4 * 1 > 48

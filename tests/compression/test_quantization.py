@@ -117,3 +117,27 @@ def test_quantizing_a_bert_keeps_embeddings_and_shrinks_linear_weights_fourfold(
     assert (int8(ids).last_hidden_state - before).abs().max() < 0.1
     simulated = quantize_weights_(BertModel(model.config), 4)
     assert simulated.encoder.layer[0].intermediate.dense.weight.unique().numel() <= 64 * 15
+
+
+def test_per_tensor_int8_linear_equals_the_written_out_q8bert_scheme():
+    """Q8BERT's symmetric per-tensor int8: one scale for W (max|W| / 127) and one for x (max|x| / 127),
+    integers by round-then-clamp, the product accumulated exactly (integers below 2^24 in float64), then
+    rescaled; written out element by element here for one small layer."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(5, 3)
+    x = torch.randn(2, 4, 5)
+    W, b = linear.weight.detach().double(), linear.bias.detach().double()
+    s_w = W.abs().max() / 127
+    s_x = x.double().abs().max() / 127
+    q_w = [[max(-127, min(127, round(float(W[o, i] / s_w)))) for i in range(5)] for o in range(3)]
+    rows = x.double().reshape(-1, 5)
+    q_x = [[max(-127, min(127, round(float(rows[m, i] / s_x)))) for i in range(5)] for m in range(8)]
+    reference = torch.tensor([[sum(q_x[m][i] * q_w[o][i] for i in range(5)) * float(s_x) * float(s_w) + float(b[o])
+                               for o in range(3)] for m in range(8)], dtype=torch.float64).reshape(2, 4, 3)
+    layer = Int8Linear(linear, per_channel=False)
+    assert layer.weight_scale.numel() == 1 and layer.weight_q.dtype == torch.int8
+    assert layer.weight_q.tolist() == q_w
+    torch.testing.assert_close(layer(x).double(), reference, rtol=1e-5, atol=1e-6)
+    # per channel is the default and differs on a matrix whose rows have different ranges
+    linear.weight.data[0] *= 50
+    assert not torch.allclose(Int8Linear(linear)(x), Int8Linear(linear, per_channel=False)(x))
