@@ -1004,8 +1004,8 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 # * Tenney, Das and Pavlick (2019), "BERT Rediscovers the Classical NLP Pipeline" (ACL): the scalar mix, its
 #   centre of gravity and the expected layer of cumulative scoring; the pipeline order across BERT-large's
 #   layers.
-# * Petroni et al. (2019), "Language Models as Knowledge Bases?": the LAMA probe of section 8.
+# * Petroni et al. (2019), "Language Models as Knowledge Bases?": the LAMA probe of section 7.
 # * Ethayarajh (2019), "How Contextual are Contextualized Word Representations?": self-similarity and the
-#   anisotropy baseline of section 9, for BERT, ELMo and GPT-2.
+#   anisotropy baseline of section 8, for BERT, ELMo and GPT-2.
 # * Ettinger (2020), "What BERT Is Not": negation and other psycholinguistic diagnostics.
 # * Rogers, Kovaleva and Rumshisky (2020), "A Primer in BERTology": the survey the chapter's claims come from.
