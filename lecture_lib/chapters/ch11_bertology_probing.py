@@ -197,6 +197,28 @@ def _noun_of(sentence: Sentence, word: int) -> int:
     return sentence.heads[head] - 1 if sentence.pos[word] == "PRON" else head
 
 
+def word_type_baseline(train: Sequence[Sentence], test: Sequence[Sentence], task: str) -> float:
+    """How lexical a task is: the test accuracy of answering each word with its type's most frequent label in
+    the training sentences (the training set's most frequent label for a type never seen).
+
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> word_type_baseline([s], [s], "pos"), word_type_baseline([s], [s], "number")
+    (1.0, 1.0)
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    overall: dict[str, int] = defaultdict(int)
+    for sentence in train:
+        for index, label in word_labels(sentence, task):
+            counts[sentence.words[index].lower()][label] += 1
+            overall[label] += 1
+    fallback = max(overall, key=overall.get)
+    answers = [(max(counts[w], key=counts[w].get) if (w := s.words[i].lower()) in counts else fallback) == label
+               for s in test for i, label in word_labels(s, task)]
+    return sum(answers) / len(answers)
+
+
 def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
               task: str) -> tuple[list[torch.Tensor], list[str], list[str]]:
     """A task's examples: one (N, H) matrix per layer, the N gold labels, and the N words (lower-cased,

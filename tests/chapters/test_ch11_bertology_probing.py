@@ -25,6 +25,7 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     task_data,
     treebank,
     word_labels,
+    word_type_baseline,
 )
 from lecture_lib.data.synthetic import ADJECTIVES, PLACE_ADJECTIVES, SyntheticLanguage
 from lecture_lib.data.treebank import edge_examples
@@ -103,6 +104,22 @@ def test_the_number_task_reads_the_number_a_neutral_word_agrees_with(many_senten
     assert seen["the"] == seen["who"] == {"Sing", "Plur"}
     adjectives = set(ADJECTIVES) | set(PLACE_ADJECTIVES)
     assert sum(seen[a] == {"Sing", "Plur"} for a in adjectives if a in seen) >= 0.9 * len(adjectives)
+
+
+def test_the_word_type_baseline_answers_each_word_with_its_types_most_frequent_training_label(many_sentences):
+    from collections import Counter
+
+    train, test = many_sentences[:1000], many_sentences[1000:]
+    for task in ("pos", "role", "number"):
+        by_type = {}
+        for s in train:
+            for i, label in word_labels(s, task):
+                by_type.setdefault(s.words[i].lower(), Counter())[label] += 1
+        fallback = Counter(label for s in train for _, label in word_labels(s, task)).most_common(1)[0][0]
+        right = [label == (by_type[s.words[i].lower()].most_common(1)[0][0] if s.words[i].lower() in by_type
+                           else fallback) for s in test for i, label in word_labels(s, task)]
+        assert word_type_baseline(train, test, task) == pytest.approx(sum(right) / len(right))
+    assert word_type_baseline(train, test, "pos") > 0.95 > 0.7 > word_type_baseline(train, test, "number")
 
 
 def test_agreement_sentences_fill_every_attractor_bucket(many_sentences):
