@@ -227,9 +227,10 @@ for layer in (0, 3):
 
 # %%
 profile.expect(35, "Training the probes layer by layer on three encoders, three seeds (the first time; then they load from the cache)")
-probing = {name: layerwise_probing(key, model, tokenizer, config) for name, key, model, tokenizer in (
-    ("MiniLM", "minilm", minilm, minilm_tokenizer), ("course BERT", "course-bert", course.model, course.tokenizer),
-    ("random twin", "random-minilm", twin, minilm_tokenizer))}
+probing = {"MiniLM": layerwise_probing("minilm", minilm, minilm_tokenizer, config,
+                                       vectors=(train_vectors, test_vectors)),  # section 3's, computed above
+           "course BERT": layerwise_probing("course-bert", course.model, course.tokenizer, config),
+           "random twin": layerwise_probing("random-minilm", twin, minilm_tokenizer, config)}
 
 
 def per_seed(runs, measure):
@@ -363,7 +364,8 @@ print(distances)
 
 # %%
 profile.expect(20, "Fitting the structural probes (the first time; then they load from the cache)")
-structural = {"MiniLM": structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True),
+structural = {"MiniLM": structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True,
+                                           vectors=(train_vectors, test_vectors)),
               "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config,
                                                 depth=False)}  # only its distances are shown
 gold = [gold_edges(s.heads, [p != "PUNCT" for p in s.pos]) for s in test]

@@ -310,21 +310,23 @@ def held_out_probes(train: tuple, test: tuple, task: str, config: ProbingChapter
 
 
 def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
-                      tasks: Sequence[str] = PROBING_TASKS) -> dict[str, list[dict]]:
+                      tasks: Sequence[str] = PROBING_TASKS,
+                      vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict[str, list[dict]]:
     """For each task, one :func:`held_out_probes` per seed of :attr:`~ProbingChapterConfig.seeds` (the
     treebank is the same; each seed holds out other word types and draws other control labels and probes);
     computed once per (model, recipe) and cached, keyed by the recipe, the model's weights and the
     tokenizer's vocabulary (:func:`~lecture_lib.cache.fingerprint`); ``model_name`` names the cache file and
-    seeds the probes.
+    seeds the probes. ``vectors`` are the treebank's word vectors when the caller has them already (else
+    computed).
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
     def run() -> dict:
         train, test = treebank(config)
-        vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+        splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
         out = {}
         for task in tasks:
-            data = [task_data(v, split, task) for v, split in zip(vectors, (train, test))]
+            data = [task_data(v, split, task) for v, split in zip(splits, (train, test))]
             out[task] = [held_out_probes(data[0], data[1], task, config, model_name, seed) for seed in config.seeds]
         return out
 
@@ -370,23 +372,25 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
 
 
 def structural_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
-                       rank_sweep: bool = False, depth: bool = True) -> dict:
+                       rank_sweep: bool = False, depth: bool = True,
+                       vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
     """The structural probe on every layer (``layers``: one dict of scores per layer, see
     :func:`structural_scores`; the depth probe too with ``depth``) and, with ``rank_sweep``, the distance
     probe over :attr:`~ProbingChapterConfig.ranks` at the layer of best UUAS (``ranks``: rank -> scores);
-    cached per (model, recipe).
+    ``vectors`` are the treebank's word vectors when the caller has them already (else computed); cached per
+    (model, recipe).
 
     Taught in: 11_bertology_probing ("The structural probe").
     """
     def run() -> dict:
         train, test = treebank(config)
-        vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+        splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
 
         def at(layer: int, rank: int, with_depth: bool) -> dict:
-            return structural_scores([v[layer] for v in vectors[0]], [v[layer] for v in vectors[1]], train, test,
+            return structural_scores([v[layer] for v in splits[0]], [v[layer] for v in splits[1]], train, test,
                                      rank, config.structural_steps, seed_of(config.seed, layer, rank), with_depth)
 
-        layers = len(vectors[0][0])
+        layers = len(splits[0][0])
         out = dict(layers=[at(layer, config.structural_rank, depth)
                            for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
         if rank_sweep:
