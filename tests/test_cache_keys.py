@@ -97,6 +97,11 @@ ENTRY_POINTS = {
         lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
                      config=ch11.chapter_config()),
         {"model_name": "course-bert", "tasks": ch11.PROBING_TASKS[:1]}),
+    "ch11.knowledge_probing": (
+        ch11.knowledge_probing,
+        lambda: dict(course=SimpleNamespace(model=tiny_encoder(), tokenizer=tiny_tokenizer()),
+                     config=ch11.chapter_config()),
+        {"course": SimpleNamespace(model=BertModel(tiny_encoder().config), tokenizer=tiny_tokenizer())}),
     "ch11.structural_probing": (
         ch11.structural_probing,
         lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),

@@ -8,7 +8,7 @@ the same forward pass: ``score(c) = sum_i log p(c_i | text with |c| masks)``. LA
 of one piece; summing lets every name compete, but a longer candidate adds more negative terms, so the
 score leans towards short names; the chapter shows the ranking and says so.
 
-Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+Taught in: 11_bertology_probing ("Knowledge the model could learn").
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def cloze_scores(model: nn.Module, tokenizer: WordPieceTokenizer, left: str, rig
     of its pieces, with one ``[MASK]`` per piece (see the module's docstring); (len(candidates),).
     ``model`` is a BERT with an MLM head returning ``prediction_logits``.
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
     if not candidates:
         raise ValueError("expected at least one candidate")
@@ -56,7 +56,7 @@ def ranked(candidates: Sequence[str], scores: torch.Tensor, k: int | None = None
     >>> ranked(["Oslo", "Rome"], torch.tensor([-2.0, -0.5]))
     [('Rome', -0.5), ('Oslo', -2.0)]
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
     order = scores.argsort(descending=True, stable=True)[:k]
     return [(candidates[i], scores[i].item()) for i in order]
@@ -69,7 +69,7 @@ def frequency_baseline(answers: Sequence[Hashable]) -> tuple[Hashable, float]:
     >>> frequency_baseline(["Oslo", "Rome", "Oslo", "Lima"])
     ('Oslo', 0.5)
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
     if not answers:
         raise ValueError("expected at least one answer")

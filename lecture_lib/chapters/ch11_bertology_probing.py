@@ -1,16 +1,19 @@
 """Chapter 11, BERTology II: the chapter's sizes, its three encoders (the real MiniLM, chapter 05's BERT of the
 synthetic language and a randomly initialised twin of MiniLM), the gold labels every probe reads from the
-synthetic language, and the cached runs of the probes.
+synthetic language (among them tasks whose label the context decides), the control task on held-out word
+types, the knowledge text with controlled frequencies and the further pretraining on it, and the cached runs
+of the probes.
 
 Taught in: 11_bertology_probing ("Three encoders and a treebank", "Probing classifiers, layer by layer",
 "The structural probe", "Edge probing: spans and the order of the pipeline",
-"Subject-verb agreement across attractors", "Negation: does the answer change?",
-"Cloze knowledge of the world", "Word senses in context").
+"Subject-verb agreement across attractors", "Knowledge the model could learn", "Word senses in context").
 """
 
 from __future__ import annotations
 
+import copy
 import random
+from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 from typing import Sequence
 
@@ -18,14 +21,12 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from lecture_lib.analysis.cloze import cloze_scores, form_preference
+from lecture_lib.analysis.cloze import cloze_scores, form_preference, frequency_baseline
 from lecture_lib.analysis.edge_probing import EdgeProbe, SpanBatch
 from lecture_lib.analysis.probes import (
     ProbeScore,
     control_labels,
     fit_full_batch,
-    fit_probe,
-    linear_probe,
     probe_accuracy,
     probe_layers,
 )
@@ -50,14 +51,27 @@ from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.cache import cached_json, fingerprint
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
-from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, OTHER_NUMBER, Agreement, Sentence, SyntheticLanguage
+from lecture_lib.data.synthetic import (
+    CITIES,
+    ORGANISATIONS,
+    OTHER_NUMBER,
+    Agreement,
+    Fact,
+    Sentence,
+    SyntheticLanguage,
+)
 from lecture_lib.data.treebank import EDGE_TASKS, edge_examples
 from lecture_lib.models.bert import BertModel
+from lecture_lib.objectives.masking import replace_selected, select_positions
+from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_of
+from lecture_lib.tokenization.wordpiece import pad_ids
 
 # what each probing classifier predicts, from which words (see :func:`word_labels`)
-PROBING_TASKS = ("pos", "deprel", "entity", "negated")
+PROBING_TASKS = ("pos", "deprel", "role", "number")
+CONTEXT_TASKS = ("role", "number")  # tasks whose label the word's type does not decide
+ROLES = ("nsubj", "obj", "obl", "nmod")  # the grammatical roles of the ``role`` task
 SHOWN_TREES = 10  # predicted trees kept per layer, for drawing
 SENSE_NEIGHBOURS = 5  # k of the k-nearest-neighbour sense accuracy
 ANISOTROPY_WORDS = 200  # random words whose mean pairwise cosine is the anisotropy baseline
@@ -82,20 +96,28 @@ class ProbingChapterConfig:
     edge_lr: float = 0.02  # ... their learning rate,
     edge_mix_lr: float = 0.2  # ... and that of the scalar mix's logits
     edge_projection: int = 16  # width of the edge probes' span projection
-    agreement_sentences: int = 600
-    cloze_facts: int = 150
+    agreement_per_bucket: int = 150  # sentences per number of attractors (0 to attractor_chain)
+    attractor_chain: int = 2  # prepositional phrases between the subject and its verb
     seed: int = 0
+    knowledge_people: int = 8  # people per frequency bucket of the knowledge text
+    knowledge_free: float = 0.25  # free sentences of the grammar per fact sentence in it
+    knowledge_steps: int = 500  # further-pretraining steps on it,
+    knowledge_batch: int = 32  # ... sentences per step,
+    knowledge_lr: float = 4e-3  # ... and the learning rate
+    seeds: tuple[int, ...] = (0, 1, 2)  # of the held-out word types, control labels and probes (section 3)
+    held_out: float = 1 / 3  # share of word types left out of the probes' training words
 
 
 # ``quick``: 300 training and 150 test sentences (about 2,500 and 1,250 words), 100 steps per probe, ranks up
 # to 128; the edge probes train on the first 150 training sentences for 40 steps each (35 of them on MiniLM,
-# about 6 s of one CPU thread). ``full``: ten times the sentences, three times the steps, ranks up to 256,
-# every fact of the world, edge probes on all 3,000 training sentences for 300 steps.
+# about 6 s of one CPU thread); the knowledge text is further pretrained on for 500 steps of 32 sentences
+# per seed. ``full``: ten times the sentences, three times the steps, ranks up to 256, 1,000 agreement
+# sentences per bucket, edge probes on all 3,000 training sentences for 300 steps, 1,500 knowledge steps.
 QUICK = dict()
 FULL = dict(train_sentences=3000, test_sentences=1500, probe_steps=300, structural_steps=300,
             edge_train_sentences=3000, edge_steps=300,
             ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256),
-            agreement_sentences=6000, cloze_facts=10_000)
+            agreement_per_bucket=1000, knowledge_steps=1500)
 
 
 def chapter_config(**overrides) -> ProbingChapterConfig:
@@ -128,20 +150,73 @@ def random_twin(model: BertModel, seed: int) -> BertModel:
 def word_labels(sentence: Sentence, task: str) -> list[tuple[int, str]]:
     """(word index, gold label) pairs a probing task reads from a sentence: ``pos`` every word's UPOS tag,
     ``deprel`` every word's dependency label, ``entity`` every word's BIO entity tag, ``negated`` whether
-    the main clause is negated, read at the root word only.
+    the main clause is negated, read at the root word only; and the two tasks whose label the word's type
+    does not decide (:data:`CONTEXT_TASKS`): ``role``, the grammatical role (``nsubj``, ``obj``, ``obl`` or
+    ``nmod``) of every common noun and the first word of every name, and ``number``, the number of the noun
+    that a number-neutral word belongs to (``the`` and adjectives: the noun they modify; a copula's
+    adjective: its subject; a relative ``who`` or ``that`` and a relative clause's past-tense verb: the noun
+    the clause modifies).
 
-    >>> s = SyntheticLanguage(0).sentences(1, seed=1)[0]
-    >>> word_labels(s, "negated") == [(s.heads.index(0), str(s.negated))]
-    True
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> word_labels(s, "number"), word_labels(s, "role")
+    ([(1, 'Plur'), (3, 'Plur'), (9, 'Plur')], [(2, 'nsubj'), (7, 'obl')])
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
     if task == "negated":
         return [(sentence.heads.index(0), str(sentence.negated))]
+    if task == "role":
+        return [(i, label) for i, (pos, label) in enumerate(zip(sentence.pos, sentence.deprels))
+                if pos in ("NOUN", "PROPN") and label in ROLES]
+    if task == "number":
+        return [(i, sentence.number[_noun_of(sentence, i)]) for i in range(len(sentence))
+                if _number_neutral(sentence, i)]
     columns = {"pos": sentence.pos, "deprel": sentence.deprels, "entity": sentence.entities}
     if task not in columns:
-        raise ValueError(f"unknown probing task {task!r}; expected one of {PROBING_TASKS}")
+        raise ValueError(f"unknown probing task {task!r}; expected one of {PROBING_TASKS + ('entity', 'negated')}")
     return list(enumerate(columns[task]))
+
+
+def _number_neutral(sentence: Sentence, word: int) -> bool:
+    """Whether ``word``'s form is the same for both numbers while the noun phrase it belongs to has one:
+    ``the``, an adjective (modifying a noun, or the predicate of a copula), a relative pronoun, or the
+    past-tense verb of a relative clause."""
+    pos, label, head = sentence.pos[word], sentence.deprels[word], sentence.heads[word] - 1
+    return ((sentence.words[word] == "the" and label == "det") or (pos == "ADJ" and label in ("amod", "root"))
+            or (pos == "PRON" and sentence.deprels[head] == "acl:relcl")
+            or (label == "acl:relcl" and not sentence.number[word]))
+
+
+def _noun_of(sentence: Sentence, word: int) -> int:
+    """The noun a number-neutral word belongs to: a copula predicate's subject, a relative pronoun's
+    antecedent (its clause's head), else the word's head."""
+    if sentence.deprels[word] == "root":
+        return next(i for i, (h, label) in enumerate(zip(sentence.heads, sentence.deprels))
+                    if h == word + 1 and label == "nsubj")
+    head = sentence.heads[word] - 1
+    return sentence.heads[head] - 1 if sentence.pos[word] == "PRON" else head
+
+
+def word_type_baseline(train: Sequence[Sentence], test: Sequence[Sentence], task: str) -> float:
+    """How lexical a task is: the test accuracy of answering each word with its type's most frequent label in
+    the training sentences (the training set's most frequent label for a type never seen).
+
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> word_type_baseline([s], [s], "pos"), word_type_baseline([s], [s], "number")
+    (1.0, 1.0)
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    overall: dict[str, int] = defaultdict(int)
+    for sentence in train:
+        for index, label in word_labels(sentence, task):
+            counts[sentence.words[index].lower()][label] += 1
+            overall[label] += 1
+    fallback = max(overall, key=overall.get)
+    answers = [(max(counts[w], key=counts[w].get) if (w := s.words[i].lower()) in counts else fallback) == label
+               for s in test for i, label in word_labels(s, task)]
+    return sum(answers) / len(answers)
 
 
 def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
@@ -190,55 +265,72 @@ def probe_at_layer(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]
                        model_name, rank)[0]
 
 
-def unseen_type_control(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
-                        sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str, layer: int,
-                        config: ProbingChapterConfig, held_out: float = 1 / 3) -> dict[str, float]:
-    """Exercise 3 of chapter 11: the control task made fair to a closed vocabulary. A share ``held_out`` of the
-    word types is drawn at random and left out of the probes' training words; the task and control probes
-    are scored on the test words of those unseen types only. Returns their accuracies, ``majority`` (the
-    share of the most frequent control label on those words) and how many words each side holds.
+def held_out_types(words: Sequence[str], seed: int, share: float = 1 / 3) -> set[str]:
+    """A share ``share`` of the distinct ``words``, drawn at random with ``seed``: the types left out of a
+    probe's training words (Hewitt and Liang's control task can then fail, see :func:`held_out_probes`).
+
+    >>> sorted(held_out_types(["a", "b", "c", "a", "d", "e", "f"], seed=0))
+    ['d', 'f']
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
-    (x_train, y_train, w_train), (x_test, y_test, w_test) = (task_data(v, split, task)
-                                                             for v, split in zip(vectors, sentences))
+    types = sorted(set(words))
+    order = torch.randperm(len(types), generator=generator("ch11 unseen types", seed)).tolist()
+    return {types[i] for i in order[:round(share * len(types))]}
+
+
+def held_out_probes(train: tuple, test: tuple, task: str, config: ProbingChapterConfig, model_name: str,
+                    seed: int) -> dict:
+    """Task and control probes on every layer, trained on the training words whose type is *not* in
+    :func:`held_out_types` and scored on the test words whose type *is*: a probe that memorised words
+    knows nothing there, so the control task falls to chance while the task keeps what the vectors hold
+    beyond the word's identity. ``train`` and ``test`` are :func:`task_data`; ``seed`` draws the held-out
+    types, the control labels and the probes' initialisations. Returns ``layers`` (accuracy, control,
+    selectivity per layer), ``majority`` (the most frequent task label's share of the scored words) and
+    the numbers of training and scored words.
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    (x_train, y_train, w_train), (x_test, y_test, w_test) = train, test
     names = sorted(set(y_train) | set(y_test))
-    labels = [names.index(y) for y in y_train + y_test]
-    control = torch.tensor(control_labels(w_train + w_test, labels, generator("ch11 control", task, config.seed)))
-    labels = torch.tensor(labels)
-    types = sorted(set(w_train + w_test))
-    order = torch.randperm(len(types), generator=generator("ch11 unseen types", task, config.seed)).tolist()
-    unseen = {types[i] for i in order[:round(held_out * len(types))]}
+    index = [names.index(y) for y in y_train + y_test]
+    control = torch.tensor(control_labels(w_train + w_test, index, generator("ch11 control", task, seed)))
+    labels = torch.tensor(index)
+    unseen = held_out_types(w_train + w_test, seed_of(task, seed), config.held_out)
     seen_rows = torch.tensor([w not in unseen for w in w_train])
-    unseen_rows = torch.tensor([w in unseen for w in w_test])
+    scored = torch.tensor([w in unseen for w in w_test])
     n = len(y_train)
-    out = {}
-    for name, y in (("task", labels), ("control", control)):
-        probe = linear_probe(x_train[layer].shape[-1], len(names), generator=generator("ch11 unseen", name, task))
-        probe = fit_probe(probe, x_train[layer][seen_rows], y[:n][seen_rows], config.probe_steps)
-        out[name] = probe_accuracy(probe, x_test[layer][unseen_rows], y[n:][unseen_rows])
-    out["majority"] = float(torch.bincount(control[n:][unseen_rows]).max()) / int(unseen_rows.sum())
-    out.update(train_words=int(seen_rows.sum()), test_words=int(unseen_rows.sum()))
-    return out
+    scores = probe_layers([x[seen_rows] for x in x_train], [x[scored] for x in x_test],
+                          (labels[:n][seen_rows], labels[n:][scored]), (control[:n][seen_rows], control[n:][scored]),
+                          len(names), generator("ch11 probes", model_name, task, seed), steps=config.probe_steps,
+                          description=f"{model_name}: {task}, seed {seed}")
+    return dict(layers=[dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores],
+                majority=float(torch.bincount(labels[n:][scored]).max()) / int(scored.sum()),
+                train_words=int(seen_rows.sum()), test_words=int(scored.sum()))
 
 
 def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
-                      tasks: Sequence[str] = PROBING_TASKS) -> dict[str, list[dict[str, float]]]:
-    """For each task, per layer, the probe's test accuracy, its control task's and the selectivity; computed
-    once per (model, recipe) and cached, keyed by the recipe, the model's weights and the tokenizer's vocabulary
-    (:func:`~lecture_lib.cache.fingerprint`); ``model_name`` names the cache file and seeds the probes.
+                      tasks: Sequence[str] = PROBING_TASKS,
+                      vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict[str, list[dict]]:
+    """For each task, one :func:`held_out_probes` per seed of :attr:`~ProbingChapterConfig.seeds` (the
+    treebank is the same; each seed holds out other word types and draws other control labels and probes);
+    computed once per (model, recipe) and cached, keyed by the recipe, the model's weights and the
+    tokenizer's vocabulary (:func:`~lecture_lib.cache.fingerprint`); ``model_name`` names the cache file and
+    seeds the probes. ``vectors`` are the treebank's word vectors when the caller has them already (else
+    computed).
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
     def run() -> dict:
         train, test = treebank(config)
-        vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+        splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
         out = {}
         for task in tasks:
-            data = [task_data(v, split, task) for v, split in zip(vectors, (train, test))]
-            scores = _probe_task(data[0], data[1], task, config, model_name)
-            out[task] = [dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores]
+            data = [task_data(v, split, task) for v, split in zip(splits, (train, test))]
+            out[task] = [held_out_probes(data[0], data[1], task, config, model_name, seed) for seed in config.seeds]
         return out
 
-    recipe = {"config": asdict(config), "tasks": list(tasks), "model": fingerprint(model),
+    recipe = {"config": asdict(config), "tasks": list(tasks), "roles": list(ROLES), "model": fingerprint(model),
               "tokenizer": fingerprint(tokenizer)}
     return cached_json(f"ch11-probing-{model_name}", recipe, run)
 
@@ -280,23 +372,25 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
 
 
 def structural_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
-                       rank_sweep: bool = False, depth: bool = True) -> dict:
+                       rank_sweep: bool = False, depth: bool = True,
+                       vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
     """The structural probe on every layer (``layers``: one dict of scores per layer, see
     :func:`structural_scores`; the depth probe too with ``depth``) and, with ``rank_sweep``, the distance
     probe over :attr:`~ProbingChapterConfig.ranks` at the layer of best UUAS (``ranks``: rank -> scores);
-    cached per (model, recipe).
+    ``vectors`` are the treebank's word vectors when the caller has them already (else computed); cached per
+    (model, recipe).
 
     Taught in: 11_bertology_probing ("The structural probe").
     """
     def run() -> dict:
         train, test = treebank(config)
-        vectors = [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+        splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
 
         def at(layer: int, rank: int, with_depth: bool) -> dict:
-            return structural_scores([v[layer] for v in vectors[0]], [v[layer] for v in vectors[1]], train, test,
+            return structural_scores([v[layer] for v in splits[0]], [v[layer] for v in splits[1]], train, test,
                                      rank, config.structural_steps, seed_of(config.seed, layer, rank), with_depth)
 
-        layers = len(vectors[0][0])
+        layers = len(splits[0][0])
         out = dict(layers=[at(layer, config.structural_rank, depth)
                            for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
         if rank_sweep:
@@ -361,25 +455,13 @@ def standardised_span_batches(vectors: tuple[Sequence[torch.Tensor], Sequence[to
     return x_train, x_test, ids, (y_train, y_test), names
 
 
-def single_layer_edge_scores(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
-                             sentences: tuple[Sequence[Sentence], Sequence[Sentence]], config: ProbingChapterConfig,
-                             task: str = "negation", model_name: str = "minilm") -> list[float]:
-    """Exercise 5 of chapter 11: the edge probe of ``task`` on each layer alone (``range(layer, layer + 1)``),
-    trained on the first :attr:`~ProbingChapterConfig.edge_train_sentences` training sentences as
-    :func:`edge_probing` trains its mix; the test accuracy per layer, layer 0 (the embeddings) first.
-    """
-    train = sentences[0][:config.edge_train_sentences]
-    x_train, x_test, ids, _, names = standardised_span_batches(vectors, (train, sentences[1]), task)
-    return [edge_scores(x_train, x_test, ids, len(names), range(layer, layer + 1), config,
-                        (model_name, task, "single", layer))["accuracy"] for layer in range(x_train.words.shape[0])]
-
-
 def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
                  tasks: Sequence[str] = EDGE_TASKS, sweep: bool = True,
                  vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
     """Per task: the number of training and test examples, the majority label's share of the test examples,
     and the edge probe on the mix of all layers (``mix``: accuracy, mixing weights, gamma); with ``sweep``
-    the accuracies of the cumulative probes ``P^(0)..P^(L)`` too (``cumulative``; the last is ``mix``).
+    the accuracies of the cumulative probes ``P^(0)..P^(L)`` too (``cumulative``; the last is ``mix``) and of
+    the probe on each single layer (``single``).
     The probes train on the first :attr:`~ProbingChapterConfig.edge_train_sentences` of the treebank's
     training sentences; word vectors are standardised per layer with the training words' statistics.
     ``vectors`` are the treebank's word vectors when the caller has them already (else computed); cached
@@ -406,6 +488,8 @@ def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingCh
                        majority=max(map(y_test.count, set(y_test))) / len(y_test), mix=at(layers - 1))
             if sweep:
                 row["cumulative"] = [at(top)["accuracy"] for top in range(layers - 1)] + [row["mix"]["accuracy"]]
+                row["single"] = [edge_scores(x_train, x_test, labels, len(names), range(layer, layer + 1), config,
+                                             (model_name, task, "single", layer))["accuracy"] for layer in range(layers)]
             out[task] = row
         return out
 
@@ -433,13 +517,16 @@ def attractors(sentence: Sentence, agreement: Agreement) -> int:
 
 
 def agreement_sentences(config: ProbingChapterConfig) -> list[Sentence]:
-    """Sentences of chapter 05's language with at least one agreeing verb, drawn with a seed of their own
-    (``agreement_sentences`` drawn, those without agreement dropped).
+    """:attr:`~ProbingChapterConfig.agreement_per_bucket` sentences for every number of attractors from 0 to
+    :attr:`~ProbingChapterConfig.attractor_chain` (:meth:`~lecture_lib.data.synthetic.SyntheticLanguage.attractor_sentence`:
+    the same shape and length in every bucket), drawn with a seed of their own.
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    drawn = course_language.synthetic_sentences(config.agreement_sentences, seed_of("ch11 agreement", config.seed))
-    return [s for s in drawn if s.agreement]
+    language = SyntheticLanguage(course_language.chapter_config().language_seed)
+    rng = random.Random(seed_of("ch11 agreement", config.seed))
+    return [language.attractor_sentence(rng, count, config.attractor_chain)
+            for count in range(config.attractor_chain + 1) for _ in range(config.agreement_per_bucket)]
 
 
 def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[tuple[int, float]]:
@@ -460,54 +547,143 @@ def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sente
 def candidates_for(relation: str) -> list[str]:
     """The objects a relation can take: the world's cities, or its organisations for ``works_for``.
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
     return list(ORGANISATIONS if relation == "works_for" else CITIES)
 
 
-def cloze_query(sentence: Sentence) -> tuple[str, str]:
-    """A fact sentence with its object blanked: the text left and right of the object's name (its last
-    occurrence: "Acme employs Anna Berg ." asks for the organisation at the start).
+# ---------------------------------------------------------------- knowledge the model could learn
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
-    """
-    if sentence.fact is None:
-        raise ValueError(f"expected a fact sentence, got {sentence.text!r}")
-    name = sentence.fact.object.split(" ")
-    n = len(name)
-    start = next(i for i in range(len(sentence) - n, -1, -1) if sentence.words[i:i + n] == name)
-    return " ".join(sentence.words[:start]), " ".join(sentence.words[start + n:])
+# how often the knowledge text states each fact of a bucket's people (section "Knowledge the model could learn")
+KNOWLEDGE_FREQUENCIES = {"frequent": 30, "medium": 6, "rare": 1, "never stated": 0}
+# the cloze queries, LAMA-style templates with the object blanked: (relation, negated) -> text with ___
+KNOWLEDGE_QUERIES = {("lives_in", False): "{} lives in ___ .", ("lives_in", True): "{} does not live in ___ .",
+                     ("works_for", False): "{} works for ___ .", ("works_for", True): "{} does not work for ___ ."}
 
 
-def fact_probe(model: nn.Module, tokenizer, config: ProbingChapterConfig) -> list[dict]:
-    """For facts of the world drawn at random: the affirmative and the negated sentence with the object
-    blanked, and every candidate's score in each (:func:`~lecture_lib.analysis.cloze.cloze_scores`).
+def knowledge_text(config: ProbingChapterConfig, seed: int) -> tuple[dict[str, list[Fact]], list[Sentence]]:
+    """A small world's facts with controlled frequencies, and a text that states them: for each bucket of
+    :data:`KNOWLEDGE_FREQUENCIES`, :attr:`~ProbingChapterConfig.knowledge_people` people of the course's world
+    (drawn with ``seed``) whose two facts (where they live, whom they work for) are each told that many
+    times, in the language's varied affirmative wordings; free sentences of the grammar naming the same people
+    are mixed in, :attr:`~ProbingChapterConfig.knowledge_free` of them per fact sentence. Returns the facts per bucket and the shuffled sentences.
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
     language = SyntheticLanguage(course_language.chapter_config().language_seed)
-    rng = random.Random(seed_of("ch11 facts", config.seed))
-    facts = language.world.facts()
-    out = []
-    for fact in tqdm(rng.sample(facts, min(config.cloze_facts, len(facts))), desc="facts"):
-        candidates = candidates_for(fact.relation)
-        row = dict(fact=asdict(fact), candidates=candidates)
-        for negated in (False, True):
-            left, right = cloze_query(language.fact_sentence(fact, rng, negated))
-            row["negated" if negated else "affirmative"] = dict(
-                query=f"{left} ___ {right}", scores=cloze_scores(model, tokenizer, left, right, candidates).tolist())
-        out.append(row)
+    rng = random.Random(seed_of("ch11 knowledge", seed))
+    people = rng.sample(language.world.people, config.knowledge_people * len(KNOWLEDGE_FREQUENCIES))
+    facts = {bucket: [f for p in people[i * config.knowledge_people:(i + 1) * config.knowledge_people]
+                      for f in language.world.facts(p)] for i, bucket in enumerate(KNOWLEDGE_FREQUENCIES)}
+    text = [language.fact_sentence(fact, rng) for bucket, told in facts.items() for fact in told
+            for _ in range(KNOWLEDGE_FREQUENCIES[bucket])]
+    text += [language.grammar_sentence(rng, people=people) for _ in range(round(config.knowledge_free * len(text)))]
+    rng.shuffle(text)
+    return facts, text
+
+
+def name_pieces(tokenizer, sentence: Sentence) -> tuple[list[int], list[list[int]]]:
+    """A sentence's piece ids framed with [CLS] and [SEP], and the positions of each name's pieces (from
+    its BIO entity tags).
+
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
+    """
+    ids, names = [tokenizer.cls_token_id], []
+    for word, tag in zip(sentence.words, sentence.entities):
+        pieces = tokenizer.encode(word)
+        if tag.startswith("B-"):
+            names.append([])
+        if tag != "O":
+            names[-1] += range(len(ids), len(ids) + len(pieces))
+        ids += pieces
+    return ids + [tokenizer.sep_token_id], names
+
+
+def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], config: ProbingChapterConfig,
+                     seed: int) -> nn.Module:
+    """A copy of ``model`` (a BERT with an MLM head) trained further on ``text`` with masked LM:
+    :attr:`~ProbingChapterConfig.knowledge_steps` AdamW steps on batches of
+    :attr:`~ProbingChapterConfig.knowledge_batch` sentences drawn at random with ``seed``. Each piece is
+    selected with BERT's 15% and, as in ERNIE's entity masking (Sun et al. 2019), every name with a
+    probability of a half, all its pieces together; the selected pieces are replaced 80/10/10.
+
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
+    """
+    model = copy.deepcopy(model).train()
+    framed = [name_pieces(tokenizer, sentence) for sentence in text]
+    draw = generator("ch11 knowledge batches", seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.knowledge_lr)
+    for _ in tqdm(range(config.knowledge_steps), desc=f"further pretraining, seed {seed}"):
+        rows = [framed[i] for i in torch.randint(len(framed), (config.knowledge_batch,), generator=draw).tolist()]
+        ids = pad_ids([r[0] for r in rows], tokenizer.pad_token_id)
+        attention = pad_ids([[1] * len(r[0]) for r in rows], 0)
+        special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id) | (attention == 0)
+        selected = select_positions(ids.shape, special_tokens_mask=special, generator=draw)
+        chosen = torch.rand(sum(len(r[1]) for r in rows), generator=draw) < 0.5
+        for row, (_, names) in enumerate(rows):
+            for name, take in zip(names, chosen[:len(names)].tolist()):
+                selected[row, name] |= take
+            chosen = chosen[len(names):]
+        masked, labels = replace_selected(ids, selected, mask_token_id=tokenizer.mask_token_id,
+                                          vocab_size=len(tokenizer.vocab), generator=draw)
+        loss = model(masked, attention, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], text: Sequence[Sentence]) -> dict:
+    """Per bucket of facts: LAMA's precision at 1 of the affirmative query (:data:`KNOWLEDGE_QUERIES`), the
+    frequency baseline's (each relation's object stated most often in ``text`` answers every query of it),
+    the true object's P@1 in the negated query, and the share of facts whose top candidate the negation
+    leaves ``unchanged`` (Ettinger 2020). Candidates are all the world's cities or organisations.
+
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
+    """
+    stated = defaultdict(list)
+    for sentence in text:
+        if sentence.fact is not None:
+            stated[sentence.fact.relation].append(sentence.fact.object)
+    baseline = {relation: frequency_baseline(objects)[0] for relation, objects in stated.items()}
+    out = {}
+    for bucket, told in facts.items():
+        top = {False: [], True: []}
+        for fact in told:
+            candidates = candidates_for(fact.relation)
+            for negated in (False, True):
+                left, right = KNOWLEDGE_QUERIES[fact.relation, negated].format(fact.subject).split("___")
+                scores = cloze_scores(model, tokenizer, left.strip(), right.strip(), candidates)
+                top[negated].append(candidates[int(scores.argmax())])
+        n = len(told)
+        out[bucket] = dict(facts=n, p1=sum(t == f.object for t, f in zip(top[False], told)) / n,
+                           baseline=sum(baseline[f.relation] == f.object for f in told) / n,
+                           p1_negated=sum(t == f.object for t, f in zip(top[True], told)) / n,
+                           unchanged=sum(a == b for a, b in zip(top[False], top[True])) / n)
     return out
 
 
-def world_objects(relation: str) -> list[str]:
-    """Every object the world holds for ``relation`` (one per subject), for the frequency baseline.
+def knowledge_probing(course: PretrainResult, config: ProbingChapterConfig) -> list[dict]:
+    """For every seed of :attr:`~ProbingChapterConfig.seeds`: the course's BERT further pretrained on that
+    seed's :func:`knowledge_text`, and its :func:`knowledge_scores` before (``before``) and after (``after``);
+    cached per (model, recipe).
 
-    Taught in: 11_bertology_probing ("Cloze knowledge of the world").
+    Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
-    world = SyntheticLanguage(course_language.chapter_config().language_seed).world
-    return [f.object for f in world.facts() if f.relation == relation]
+    def run() -> list[dict]:
+        out = []
+        for seed in config.seeds:
+            facts, text = knowledge_text(config, seed)
+            trained = further_pretrain(course.model, course.tokenizer, text, config, seed)
+            out.append(dict(sentences=len(text),
+                            before=knowledge_scores(course.model, course.tokenizer, facts, text),
+                            after=knowledge_scores(trained, course.tokenizer, facts, text)))
+        return out
 
+    recipe = {"config": asdict(config), "frequencies": KNOWLEDGE_FREQUENCIES,
+              "queries": {f"{r} {n}": q for (r, n), q in KNOWLEDGE_QUERIES.items()},
+              "model": fingerprint(course.model), "tokenizer": fingerprint(course.tokenizer)}
+    return cached_json("ch11-knowledge", recipe, run)
 
 
 @dataclass

@@ -566,6 +566,46 @@ class SyntheticLanguage:
         b.add(".", "PUNCT", "punct", root)
         return b.sentence(negated)
 
+    def attractor_sentence(self, rng: random.Random, attractors: int, chain: int = 2) -> Sentence:
+        """A sentence built to test agreement across attractors (Linzen et al. 2016): an animate subject, a
+        chain of ``chain`` prepositional phrases each attached to the noun before it, and a present-tense
+        predicate (a copula with an adjective, or an intransitive verb) that agrees with the subject. Exactly
+        ``attractors`` of the chain's nouns, drawn at random, have the other number than the subject; the
+        rest share its number, so that every count comes with the same length and shape:
+        "the chef near the stores behind the bridge is happy ." has one attractor.
+
+        >>> s = SyntheticLanguage(0).attractor_sentence(random.Random(0), attractors=2)
+        >>> [s.number[i] for i in range(len(s)) if s.pos[i] == "NOUN"].count(s.number[s.agreement[0].verb])
+        1
+
+        Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+        """
+        if not 0 <= attractors <= chain:
+            raise ValueError(f"attractors must be in [0, chain={chain}], got {attractors}")
+        b = _Builder()
+        plural = rng.random() < self.config.p_plural
+        subject = previous = self._common_np(b, rng, ANIMATE_NOUNS, plural)
+        other = set(rng.sample(range(chain), attractors))
+        for link in range(chain):
+            prep = b.add(rng.choice(SUBJECT_PREPOSITIONS[:-2]), "ADP", "case")  # near, behind, beside
+            noun = self._common_np(b, rng, PLACE_NOUNS, plural != (link in other))
+            b.attach(prep, noun, "case")
+            b.attach(noun, previous, "nmod")
+            previous = noun
+        number = "Plur" if plural else "Sing"
+        if rng.random() < 0.5:
+            verb = b.add("are" if plural else "is", "AUX", number=number)
+            root = b.add(rng.choice(ADJECTIVES), "ADJ")
+            b.attach(verb, root, "cop")
+        else:
+            sg, pl, *_ = rng.choice(INTRANSITIVE_VERBS)
+            root = verb = b.add(pl if plural else sg, "VERB", number=number)
+        b.attach(root, -1, "root")
+        b.attach(subject, root, "nsubj")
+        b.agreement.append(Agreement(subject, verb, plural))
+        b.add(".", "PUNCT", "punct", root)
+        return b.sentence()
+
     def _common_np(self, b: _Builder, rng: random.Random, nouns: tuple, plural: bool) -> int:
         """DET (ADJ) NOUN; returns the noun's index (its own head and label are set by the caller)."""
         det = b.add(rng.choice(DETERMINERS[plural]), "DET", "det")

@@ -16,7 +16,8 @@ words a phrase covers, as ``[start, end)`` word ranges, one named definition per
 
   On "those kind nurses that walk to this church are kind ." the chunks are "those kind nurses" and
   "this church"; the constituent NPs are "those kind nurses that walk to this church" and "this church".
-- the (spans, label) examples of each edge-probing task (:func:`edge_examples`).
+- the (spans, label) examples of each edge-probing task (:func:`edge_examples`), among them a
+  coreference-like one (:func:`coreference_examples`).
 
 The synthetic trees are projective, so every subtree is a contiguous range of words.
 """
@@ -28,7 +29,7 @@ from typing import Collection, Sequence
 from lecture_lib.data.synthetic import Sentence
 
 NOUNS = ("NOUN", "PROPN")  # the parts of speech that head a noun phrase
-EDGE_TASKS = ("dependency", "constituent", "entity", "relation", "negation")
+EDGE_TASKS = ("dependency", "constituent", "entity", "relation", "negation", "coreference")
 Spans = tuple[tuple[int, int], ...]  # one or two [start, end) word ranges of one sentence
 
 
@@ -142,13 +143,37 @@ def entity_spans(sentence: Sentence) -> list[tuple[tuple[int, int], str]]:
     return out
 
 
+def coreference_examples(sentence: Sentence) -> list[tuple[Spans, str]]:
+    """A coreference-like task: for each relative ``who`` or ``that``, a pair of spans (the pronoun, and one noun
+    or name of the sentence: a common noun's word, a name's words) for every noun and name, labelled whether
+    the pronoun refers to it (its antecedent, the noun its clause modifies). The pronoun is the same word
+    whatever it refers to; only its place in the sentence tells.
+
+    >>> from lecture_lib.data.synthetic import SyntheticLanguage
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> coreference_examples(s)
+    [(((3, 4), (2, 3)), 'True'), (((3, 4), (7, 8)), 'False')]
+
+    Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
+    """
+    nouns = [(i, i + 1) for i, p in enumerate(sentence.pos) if p == "NOUN"] + [span for span, _ in
+                                                                             entity_spans(sentence)]
+    out = []
+    for word, (pos, head) in enumerate(zip(sentence.pos, sentence.heads)):
+        if pos == "PRON" and sentence.deprels[head - 1] == "acl:relcl":
+            antecedent = sentence.heads[head - 1] - 1
+            out += [(((word, word + 1), span), str(span[0] == antecedent)) for span in sorted(nouns)]
+    return out
+
+
 def edge_examples(sentence: Sentence, task: str) -> list[tuple[Spans, str]]:
     """The (spans, gold label) examples an edge-probing task reads from a sentence: ``dependency`` each
     (head, dependent) pair of words (two spans) -> the dependent's label; ``constituent`` each phrase of
     :func:`constituents` -> NP, PP or VP; ``entity`` each named entity -> PER, LOC or ORG; ``relation`` the
     subject's and the object's names in a fact sentence (two spans) -> the fact's relation; ``negation``
     the main predicate (the root word to the end of its subtree, punctuation left out) -> whether the
-    clause is negated: the "not" lies *outside* the span, before it, so only context can tell.
+    clause is negated: the "not" lies *outside* the span, before it, so only context can tell;
+    ``coreference`` each relative pronoun with each noun or name of its sentence (:func:`coreference_examples`).
 
     >>> from lecture_lib.data.synthetic import SyntheticLanguage
     >>> s = SyntheticLanguage(0).sentences(14, seed=0)[13]  # "Acme employs Sven Quist ."
@@ -175,4 +200,6 @@ def edge_examples(sentence: Sentence, task: str) -> list[tuple[Spans, str]]:
         return [((where[sentence.fact.subject], where[sentence.fact.object]), sentence.fact.relation)]
     if task == "negation":
         return [((predicate_span(sentence, sentence.heads.index(0)),), str(sentence.negated))]
+    if task == "coreference":
+        return coreference_examples(sentence)
     raise ValueError(f"unknown edge-probing task {task!r}; expected one of {EDGE_TASKS}")

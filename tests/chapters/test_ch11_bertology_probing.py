@@ -1,29 +1,33 @@
-"""Chapter 11's glue: the gold labels each probe reads, the cloze queries cut from fact sentences, the random
-twin, and the structural scores on vectors that hold the gold trees by construction."""
+"""Chapter 11's glue: the gold labels each probe reads (the contextual ones checked against the grammar by
+brute force), the held-out word types, the knowledge text and its further pretraining, the random twin, and the
+structural scores on vectors that hold the gold trees by construction."""
 
-import random
 
 import pytest
 import torch
 
 from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.chapters.ch11_bertology_probing import (
+    KNOWLEDGE_FREQUENCIES,
+    ROLES,
     ProbingChapterConfig,
+    agreement_sentences,
     attractors,
-    cloze_query,
-    edge_scores,
+    further_pretrain,
+    held_out_probes,
+    held_out_types,
+    knowledge_text,
+    name_pieces,
     probe_at_layer,
     random_twin,
-    single_layer_edge_scores,
     span_batch,
-    standardised_span_batches,
     structural_scores,
     task_data,
     treebank,
-    unseen_type_control,
     word_labels,
+    word_type_baseline,
 )
-from lecture_lib.data.synthetic import RELATIONS, SyntheticLanguage
+from lecture_lib.data.synthetic import ADJECTIVES, PLACE_ADJECTIVES, SyntheticLanguage
 from lecture_lib.data.treebank import edge_examples
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_of
@@ -62,18 +66,121 @@ def test_attractors_count_nouns_of_the_other_number_between_subject_and_verb(sen
     assert checked > 0  # the sample holds sentences with attractors
 
 
-def test_cloze_queries_cut_the_object_out_of_every_template():
+@pytest.fixture(scope="module")
+def many_sentences():
+    return SyntheticLanguage(0).sentences(1500, seed=7)
+
+
+def test_the_role_task_labels_every_noun_and_name_head_with_its_role(many_sentences):
+    for s in many_sentences:
+        expected = []
+        for i in range(len(s)):
+            is_name_start = s.pos[i] == "PROPN" and s.entities[i].startswith("B-")
+            if (s.pos[i] == "NOUN" or is_name_start) and s.deprels[i] in ROLES:
+                expected.append((i, s.deprels[i]))
+        assert word_labels(s, "role") == expected
+
+
+def test_the_number_task_reads_the_number_a_neutral_word_agrees_with(many_sentences):
+    """Brute force: `the` and an adjective agree with the noun they sit before (the first noun to their right),
+    a copula's adjective with its copula (is/are), a relative word with the noun just before the relative
+    clause; and every such word type occurs with both numbers, so the type cannot decide the label."""
+    seen = {}
+    for s in many_sentences:
+        expected = []
+        for i, (word, pos, label) in enumerate(zip(s.words, s.pos, s.deprels)):
+            if (word == "the" and label == "det") or (pos == "ADJ" and label == "amod"):
+                noun = next(j for j in range(i + 1, len(s)) if s.pos[j] == "NOUN")
+                expected.append((i, s.number[noun]))
+            elif pos == "ADJ" and label == "root":
+                copula = next(j for j in range(i) if s.deprels[j] == "cop")
+                expected.append((i, {"is": "Sing", "are": "Plur"}[s.words[copula]]))
+            elif word in ("who", "that") or (label == "acl:relcl" and not s.number[i]):
+                start = next(j for j in range(i, -1, -1) if s.words[j] in ("who", "that"))
+                expected.append((i, s.number[start - 1]))
+        assert word_labels(s, "number") == expected, s.conllu()
+        for i, label in expected:
+            seen.setdefault(s.words[i].lower(), set()).add(label)
+    assert seen["the"] == seen["who"] == {"Sing", "Plur"}
+    adjectives = set(ADJECTIVES) | set(PLACE_ADJECTIVES)
+    assert sum(seen[a] == {"Sing", "Plur"} for a in adjectives if a in seen) >= 0.9 * len(adjectives)
+
+
+def test_the_word_type_baseline_answers_each_word_with_its_types_most_frequent_training_label(many_sentences):
+    from collections import Counter
+
+    train, test = many_sentences[:1000], many_sentences[1000:]
+    for task in ("pos", "role", "number"):
+        by_type = {}
+        for s in train:
+            for i, label in word_labels(s, task):
+                by_type.setdefault(s.words[i].lower(), Counter())[label] += 1
+        fallback = Counter(label for s in train for _, label in word_labels(s, task)).most_common(1)[0][0]
+        right = [label == (by_type[s.words[i].lower()].most_common(1)[0][0] if s.words[i].lower() in by_type
+                           else fallback) for s in test for i, label in word_labels(s, task)]
+        assert word_type_baseline(train, test, task) == pytest.approx(sum(right) / len(right))
+    assert word_type_baseline(train, test, "pos") > 0.95 > 0.7 > word_type_baseline(train, test, "number")
+
+
+def test_agreement_sentences_fill_every_attractor_bucket(many_sentences):
+    config = ProbingChapterConfig(agreement_per_bucket=40)
+    sentences = agreement_sentences(config)
+    counts = [attractors(s, s.agreement[-1]) for s in sentences]
+    assert counts == [k for k in range(config.attractor_chain + 1) for _ in range(40)]
+    for s in sentences:
+        assert [h for h in s.heads].count(0) == 1 and len({len(x) for x in (s.words, s.heads, s.number)}) == 1
+
+
+def test_held_out_types_leave_a_share_of_the_types_out_and_the_control_falls_to_chance():
+    words = [f"w{i % 30}" for i in range(600)]
+    unseen = held_out_types(words, seed=0)
+    assert len(unseen) == 10 and unseen == held_out_types(words, seed=0) != held_out_types(words, seed=1)
+    # vectors that hold the label (first coordinate) and the word's identity (a random vector per type): the
+    # task generalises to unseen types, the control (a label per type) cannot
+    g = torch.Generator().manual_seed(0)
+    labels = [str(int(x)) for x in torch.randint(2, (600,), generator=g)]
+    identity = torch.randn(30, 8, generator=g)[[i % 30 for i in range(600)]]
+    x = torch.cat([torch.tensor([[float(y)] for y in labels]) * 3, identity, torch.randn(600, 4, generator=g)], 1)
+    config = ProbingChapterConfig(probe_steps=100)
+    out = held_out_probes(([x[:400]], labels[:400], words[:400]), ([x[400:]], labels[400:], words[400:]), "toy",
+                          config, "toy", seed=0)
+    [layer] = out["layers"]
+    assert out["test_words"] == sum(w in held_out_types(words, seed_of("toy", 0)) for w in words[400:])
+    assert layer["accuracy"] > 0.95 and layer["control"] < 0.75 and layer["selectivity"] > 0.25, out
+
+
+def test_the_knowledge_text_states_each_fact_as_often_as_its_bucket_says():
+    config = ProbingChapterConfig(knowledge_people=3)
+    facts, text = knowledge_text(config, seed=0)
+    assert list(facts) == list(KNOWLEDGE_FREQUENCIES) and all(len(f) == 6 for f in facts.values())
+    stated = [s.fact for s in text if s.fact is not None]
+    for bucket, told in facts.items():
+        for fact in told:
+            assert stated.count(fact) == KNOWLEDGE_FREQUENCIES[bucket]
+    assert not any(s.negated for s in text if s.fact is not None)  # the text never negates a fact
+    assert len(text) - len(stated) == round(config.knowledge_free * len(stated))
+    assert knowledge_text(config, seed=0)[1] == text
+
+
+def test_name_pieces_find_every_name_and_further_pretraining_leaves_the_model_alone():
     language = SyntheticLanguage(0)
-    rng = random.Random(0)
-    for relation in RELATIONS:
-        fact = next(f for f in language.world.facts() if f.relation == relation)
-        for negated in (False, True):
-            for _ in range(10):
-                sentence = language.fact_sentence(fact, rng, negated)
-                left, right = cloze_query(sentence)
-                assert " ".join(w for w in (left, fact.object, right) if w) == sentence.text
-    with pytest.raises(ValueError, match="fact sentence"):
-        cloze_query(next(s for s in language.sentences(50, seed=1) if s.fact is None))
+    sentences = language.sentences(40, seed=3)
+    tokenizer = WordPieceTokenizer.train([s.text for s in sentences], vocab_size=120)
+    for s in sentences:
+        ids, names = name_pieces(tokenizer, s)
+        assert ids == tokenizer.frame(tokenizer.encode(s.text))[0]
+        expected = [" ".join(s.words[i] for i in range(len(s)) if s.entities[i] != "O" and
+                             sum(t.startswith("B-") for t in s.entities[:i + 1]) == k + 1).lower()
+                    for k in range(sum(t.startswith("B-") for t in s.entities))]
+        assert [tokenizer.decode([ids[p] for p in name]) for name in names] == expected
+    from lecture_lib.models.bert import BertForPreTraining
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=16, num_hidden_layers=1,
+                                          num_attention_heads=2, intermediate_size=32)).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    trained = further_pretrain(model, tokenizer, sentences, ProbingChapterConfig(knowledge_steps=3), seed=0)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    assert not trained.training and not torch.equal(trained.state_dict()[next(iter(before))], before[next(iter(before))])
 
 
 def test_the_random_twin_is_seeded_fresh_and_leaves_the_global_generator_alone():
@@ -171,36 +278,11 @@ def test_exercise_2_longer_training_lifts_the_control_and_lowers_the_selectivity
     assert scores[0].selectivity > 0.04 > 0.015 > scores[2].selectivity, scores
 
 
-def test_exercise_3_on_unseen_word_types_the_control_probe_is_at_chance(minilm_treebank):
-    """Exercise 3: with a third of the types held out of training, the control probe scores about 0.10 on
-    the unseen types' test words, below the share of their most frequent control label (0.33), while the task
-    probe, on the same words, keeps 0.47."""
-    vectors, sentences, config = minilm_treebank
-    out = unseen_type_control(vectors, sentences, "deprel", 3, config)
-    assert out["train_words"] < 0.8 * sum(len(s) for s in sentences[0]) and out["test_words"] > 300, out
-    assert out["control"] < out["majority"] and out["control"] < 0.2, out
-    assert out["task"] > out["control"] + 0.25, out
-
-
-def test_exercise_4_rank_8_holds_nearly_the_whole_tree(minilm_treebank):
-    """Exercise 4: the distance probe at MiniLM's best layer (3, section 4's sweep) reaches UUAS 0.91 at rank 8
+def test_exercise_3_rank_8_holds_nearly_the_whole_tree(minilm_treebank):
+    """Exercise 3: the distance probe at MiniLM's best layer (3, section 4's sweep) reaches UUAS 0.91 at rank 8
     against 0.95 at rank 64, about 4 points below."""
     (train_vectors, test_vectors), (train, test), config = minilm_treebank
     uuas = {rank: structural_scores([v[3] for v in train_vectors], [v[3] for v in test_vectors], train, test, rank,
                                     config.structural_steps, seed_of(config.seed, 3, rank), depth=False)["uuas"]
             for rank in (8, 64)}
     assert abs(uuas[8] - 0.91) < 0.02 and abs(uuas[64] - 0.95) < 0.02 and 0.01 < uuas[64] - uuas[8] < 0.07, uuas
-
-
-def test_exercise_5_one_middle_layer_reads_negation_as_well_as_the_mix(minilm_treebank):
-    """Exercise 5: the negation edge probe on each layer alone: layer 0 at 0.79, below the majority's 0.81;
-    layers 1-6 at 0.90-0.96, best layer 3 (0.96); the mix of all seven (0.93) does not beat it."""
-    vectors, (train, test), config = minilm_treebank
-    single = single_layer_edge_scores(vectors, (train, test), config)
-    x_train, x_test, ids, (_, y_test), names = standardised_span_batches(
-        vectors, (train[:config.edge_train_sentences], test), "negation")
-    majority = max(map(y_test.count, set(y_test))) / len(y_test)
-    mix = edge_scores(x_train, x_test, ids, len(names), range(7), config, ("minilm", "negation", 6))["accuracy"]
-    assert len(single) == 7 and abs(majority - 0.81) < 0.01
-    assert single[0] < majority and all(0.88 < a < 0.98 for a in single[1:]), single
-    assert max(single) >= mix and abs(mix - 0.93) < 0.02 and abs(max(single) - 0.96) < 0.02, (single, mix)

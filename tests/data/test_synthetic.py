@@ -187,3 +187,22 @@ def test_config_changes_the_mixture():
     no_facts = SyntheticLanguage(0, GrammarConfig(p_fact=0.0, p_negation=1.0)).sentences(200, seed=0)
     assert all(s.fact is None and s.negated for s in no_facts)
 
+
+
+def test_attractor_sentences_hold_exactly_the_attractors_asked_for_and_agree_with_their_subject():
+    rng = random.Random(0)
+    for attractors in (0, 1, 2, 3):
+        for _ in range(50):
+            s = LANG.attractor_sentence(rng, attractors, chain=3)
+            [agreement] = s.agreement
+            subject_number = s.number[agreement.subject]
+            between = [i for i in range(agreement.subject + 1, agreement.verb) if s.pos[i] == "NOUN"]
+            assert len(between) == 3 and sum(s.number[i] != subject_number for i in between) == attractors
+            verb = s.words[agreement.verb]
+            assert verb in (PLURAL_VERBS if agreement.plural else SINGULAR_VERBS)
+            assert (subject_number == "Plur") == agreement.plural == (s.words[agreement.subject] in PLURAL_NOUNS)
+            assert s.heads.count(0) == 1 and s.deprels[s.heads.index(0)] == "root"
+            for i in between:  # each prepositional noun hangs on the noun before it
+                assert s.deprels[i] == "nmod" and s.pos[s.heads[i] - 1] == "NOUN" and s.heads[i] - 1 < i
+    with pytest.raises(ValueError, match="attractors"):
+        LANG.attractor_sentence(rng, 3, chain=2)

@@ -45,7 +45,25 @@ def test_edge_examples_follow_the_gold_trees_entities_and_facts(sentences):
         assert s.heads[a] == 0 and negated == str(s.negated) and "not" not in s.words[a:b]
     assert sum(bool(edge_examples(s, "relation")) for s in sentences) == sum(s.fact is not None for s in sentences)
     with pytest.raises(ValueError, match="unknown edge-probing task"):
-        edge_examples(sentences[0], "coreference")
+        edge_examples(sentences[0], "sentiment")
+
+
+def test_coreference_pairs_each_relative_pronoun_with_every_noun_and_only_its_antecedent_is_true(sentences):
+    """Brute force: in this grammar a relative clause follows its noun at once, so the antecedent is the noun
+    (or the last word of the name) just before "who" or "that"."""
+    checked = 0
+    for s in sentences:
+        examples = edge_examples(s, "coreference")
+        pronouns = [i for i, w in enumerate(s.words) if w in ("who", "that")]
+        nouns = sum(p == "NOUN" for p in s.pos) + sum(e.startswith("B-") for e in s.entities)
+        assert len(examples) == len(pronouns) * nouns
+        for i in pronouns:
+            mine = [(span, label) for ((p, _), span), label in examples if p == i]
+            assert [label for span, label in mine].count("True") == 1
+            [(a, b)] = [span for span, label in mine if label == "True"]
+            assert b == i and s.pos[a] in ("NOUN", "PROPN")
+            checked += 1
+    assert checked >= 5
 
 
 def test_a_noun_chunk_lies_inside_its_nouns_constituent_np_and_stops_at_its_modifiers(sentences):
