@@ -53,7 +53,6 @@ from functools import partial
 import matplotlib.pyplot as plt
 import scipy.stats
 import torch
-from tqdm.auto import tqdm
 
 from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
@@ -69,11 +68,14 @@ from lecture_lib.chapters.course_language import (
 from lecture_lib.data.synthetic import CITIES, LAST_NAMES, SyntheticLanguage, corrupt_agreement
 from lecture_lib.finetuning.features import (
     FEATURE_CHOICES,
-    FeatureTagger,
-    extract_features,
+    feature_tagger_run,
     frozen_and_fine_tuned,
+    principal_directions,
+    tuned_feature_taggers,
+    tuned_runs,
+    with_features,
 )
-from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, score
+from lecture_lib.finetuning.finetune import finetune_from, new_head, score
 from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
@@ -97,7 +99,7 @@ from lecture_lib.metrics import (
 from lecture_lib.models.bert import BertModel
 from lecture_lib.plots import plot_history
 from lecture_lib.reproductions import glue_number, show_reproduction
-from lecture_lib.runtime import limit_cpu_threads, parallel_map, seed_everything
+from lecture_lib.runtime import limit_cpu_threads, parallel_map
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
@@ -390,16 +392,18 @@ assert hand_spans == library_spans[:50]
 # | question + passage → span or nothing | **unanswerable questions**: about a quarter ask for a fact the passage does not tell | SQuAD 2.0 | start, end, or [CLS] | exact match, F1 |
 #
 # The inference labels follow from one rule of the world: everyone lives in exactly one city and works for
-# exactly one company. With $P$ the premise and $H$ the hypothesis about the same person and relation,
+# exactly one company. The premise states a fact, as the pretraining documents do (section 2: they tell
+# facts about two people and restate them in other words). With $P$ the premise and $H$ the hypothesis
+# about the same person and relation,
 #
-# | | $H$: lives in Oslo | $H$: lives in Lima | $H$: does not live in Oslo | $H$: does not live in Lima |
+# | | $H$: lives in Oslo (other words) | $H$: lives in Lima | $H$: does not live in Oslo | $H$: does not live in Lima |
 # |---|---|---|---|---|
 # | $P$: lives in Oslo | entailment | **contradiction** | contradiction | **entailment** |
-# | $P$: does not live in Oslo | contradiction | **neutral** | entailment | neutral |
 #
 # and any hypothesis about another relation ("works for Acme") or another person is neutral. The label is
 # drawn first and a hypothesis made to fit it, so *not* appears as often in entailments as in
-# contradictions. The similarity of two statements adds up what they share: 2 points for the same
+# contradictions, and an entailment that restates the premise always uses other words than the premise (a
+# copy would let a model answer by matching strings). The similarity of two statements adds up what they share: 2 points for the same
 # relation, 1.5 for the same polarity (both affirm or both deny), 1 for the same person, 0.5 for the same
 # object (the head is trained on the score divided by 5: no correlation changes, and a freshly initialised
 # head, whose outputs start near 0, reaches targets of that size in our few steps). In the multiple-choice task the right ending restates the context in other words; the three
@@ -611,7 +615,8 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # initial weights and the order of the batches) moves scores by several points. So every run is repeated
 # with three seeds, and the table gives the mean and the spread (the standard deviation over seeds).
 # These runs get a smaller budget than sections 3-4 assumed (100 steps of 16 examples), to fit three
-# seeds into the quick profile.
+# seeds into the quick profile; three-way inference, the one task that compares two sentences word by word,
+# gets three times the steps (both starting points alike): at 100 steps neither model has left chance.
 #
 # The runs are independent of one another, and each trains on one CPU thread, so `parallel_map` runs as
 # many at a time as the machine has cores, each in its own process (on a GPU, one after the other). Its
@@ -622,14 +627,15 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 
 # %%
 budget = config.seeded_finetune
-print(budget, "seeds", config.seeds)
-profile.expect(35, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
+task_budget = {name: budget for name in HARDER_TASK_NAMES} | {"inference": dataclasses.replace(budget, steps=3 * budget.steps)}
+print(budget, "seeds", config.seeds, "; inference:", task_budget["inference"].steps, "steps")
+profile.expect(55, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
 keys = [(name, start_from, seed) for name in HARDER_TASK_NAMES for start_from in ("pretrained", "scratch")
         for seed in config.seeds]
 jobs = [(harder[name], encoder if start_from == "pretrained" else encoder.config,  # a config: random weights
-         dataclasses.replace(budget, seed=seed)) for name, start_from, seed in keys]
+         dataclasses.replace(task_budget[name], seed=seed)) for name, start_from, seed in keys]
 runs = dict(zip(keys, parallel_map(finetune_from, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
 
 
@@ -687,17 +693,19 @@ plt.show()
 #   companies only with surnames fine-tuning never saw; pretraining has seen them all (as surnames), and
 #   the model must read the context to type them. From scratch, those words are noise;
 # - **unanswerable questions**: the scratch model learns only that answering nothing is often right (its
-#   F1 is that of the "always nothing" baseline); the pretrained one also finds some answers, and its
-#   threshold was chosen on development data (below);
+#   F1 is that of the "always nothing" baseline); the pretrained one also finds some answers (at $\tau = 0$;
+#   the threshold is the next experiment);
 # - **similarity**: the clearest case of instability. One seed of three takes off (Spearman 0.66), the
 #   other two stay near 0.15-0.2; from scratch, no seed learns anything. With 100 small steps the head's
 #   starting point and the order of the batches decide whether the run finds the signal in time, which is
 #   why BERT's authors restarted their small-data runs;
 # - **acceptability** and **multiple choice**: a steady lead of 6-12 points, larger than the spread;
-# - **three-way inference** is the hard case: both models stay near 0.5 (chance is 0.33), and the lead of
-#   pretraining (2 points) is within the spread of the seeds. Telling *neutral* from *contradiction* needs
-#   the model to compare the objects of the two sentences and apply the one-city, one-company rule; neither
-#   100 steps nor pretraining on single facts teaches that. We do not claim a gain here.
+# - **three-way inference**: the model from scratch stays near chance (0.33), the pretrained one does not
+#   (printed above). Telling the labels apart needs the model to see whether the two sentences name the
+#   same person and relation in different words, and whether the objects agree; the pretraining documents
+#   restate each fact in other words and never give one person two cities, so the pretrained encoder has
+#   met exactly these comparisons. In a first version the premises were negated half the time, a form the
+#   pretraining text never uses, and pretraining's lead stayed within the spread of the seeds.
 #
 # Our scores are far from the papers' (printed at the end) for the obvious reasons: a model 500 times
 # smaller than BERT-base, pretrained for a minute, fine-tuned for 100 steps, on tasks we made up. The
@@ -707,38 +715,63 @@ plt.show()
 for name in HARDER_TASK_NAMES:
     ours, theirs = seed_scores(name, "pretrained"), seed_scores(name, "scratch")
     assert ours.mean() > baseline[name], f"the fine-tuned model should beat the trivial baseline on {name}"
-    if name != "inference":  # a tie within the spread of the seeds there (above)
-        assert ours.mean() > theirs.mean() + theirs.std(), f"pretraining should help on {name} (mean of the seeds)"
+    assert ours.mean() > theirs.mean() + theirs.std(), f"pretraining should help on {name} (mean of the seeds)"
 
 # %% [markdown]
-# For the unanswerable questions the threshold $\tau$ matters. BERT chose it on the development set; we do
-# the same, with a development set drawn from the training people (another seed), for the model of the
-# first seed, and then score the test set with it.
+# For the unanswerable questions the threshold $\tau$ matters when the model's habit of answering does not
+# fit the questions it meets. SQuAD 2.0 is built that way (Rajpurkar et al., 2018): a third of its training
+# questions have no answer, half of its development and test questions. A model trained on fewer
+# unanswerable questions than it is tested on answers too often, and a $\tau$ below 0 (answer nothing
+# sooner) corrects that. BERT chose $\tau$ on the development set; we do the same, with the mismatch made
+# plain: three models (the seeds), fine-tuned with section 6's budget on passages where few questions lack an
+# answer, then a development set (training people, another seed) and a test set (held-out people) where most
+# do (the shares are printed). Each seed's $\tau$ is chosen on development F1 and scores the test set.
 
 # %%
-dev_examples = unanswerable_qa_examples(lang, config.test_examples, config.seed + 3, split_people(lang.world)[0],
-                                        config.people_per_passage, config.sentences_per_passage)
-dev = dataclasses.replace(squad2, test=encode_qa(dev_examples, tokenizer, config.max_length, allow_unanswerable=True),
-                          test_examples=dev_examples)
-qa_model = runs["unanswerable_qa", "pretrained", config.seeds[0]].model
-thresholds = [-6.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 6.0]
-dev_f1 = [score(dev, qa_model, null_threshold=t)["f1"] for t in thresholds]
-tau = thresholds[max(range(len(thresholds)), key=dev_f1.__getitem__)]
-tuned, untuned = score(squad2, qa_model, null_threshold=tau), score(squad2, qa_model, null_threshold=0.0)
-print(f"tau chosen on dev: {tau:+.1f}; test F1 {tuned['f1']:.3f} (tau = 0: {untuned['f1']:.3f}); "
-      f"answerable {tuned['has_answer_f1']:.3f}, unanswerable {tuned['no_answer_f1']:.3f}")
+def squad2_split(people, seed, share):
+    """Unanswerable-QA examples where a passage with an untold fact gets an unanswerable question with
+    probability ``share``, and their encoding (as a test set)."""
+    examples = unanswerable_qa_examples(lang, config.test_examples, seed, people, config.people_per_passage,
+                                        config.sentences_per_passage, p_unanswerable=share)
+    return examples, encode_qa(examples, tokenizer, config.max_length, allow_unanswerable=True)
+
+
+train_people = split_people(lang.world)[0]
+few_unanswerable = unanswerable_qa_examples(lang, config.train_examples, config.seed + 1, train_people,
+                                            config.people_per_passage, config.sentences_per_passage, p_unanswerable=0.15)
+squad2_train = dataclasses.replace(squad2, train=encode_qa(few_unanswerable, tokenizer, config.max_length,
+                                                           allow_unanswerable=True))
+(dev_examples, dev_set), (test_examples, test_set) = (squad2_split(people, seed, 0.75) for people, seed in
+                                                      ((train_people, config.seed + 3), (held_out_people, config.seed + 6)))
+dev = dataclasses.replace(squad2, test=dev_set, test_examples=dev_examples)
+squad2_test = dataclasses.replace(squad2, test=test_set, test_examples=test_examples)
+print("share of unanswerable questions: train {:.2f}, dev {:.2f}, test {:.2f}".format(
+    *(sum(not e.answer for e in ex) / len(ex) for ex in (few_unanswerable, dev_examples, test_examples))))
+qa_runs = parallel_map(finetune_from, [(squad2_train, encoder, dataclasses.replace(budget, seed=seed))
+                                       for seed in config.seeds], desc="SQuAD 2.0 models")
+thresholds = [-6.0, -4.0, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0, 6.0]
+dev_f1 = {seed: [score(dev, run.model, null_threshold=t)["f1"] for t in thresholds] for seed, run in zip(config.seeds, qa_runs)}
+taus = {seed: thresholds[max(range(len(thresholds)), key=dev_f1[seed].__getitem__)] for seed in config.seeds}
+tuned_f1 = torch.tensor([score(squad2_test, run.model, null_threshold=taus[s])["f1"] for s, run in zip(config.seeds, qa_runs)])
+untuned_f1 = torch.tensor([score(squad2_test, run.model, null_threshold=0.0)["f1"] for run in qa_runs])
+always_nothing_test = sum(not e.answer for e in test_examples) / len(test_examples)
+for seed, tuned, untuned in zip(config.seeds, tuned_f1, untuned_f1):
+    print(f"seed {seed}: tau chosen on dev {taus[seed]:+.1f}; test F1 {tuned:.3f} (tau = 0: {untuned:.3f})")
+print(f"mean over seeds: {tuned_f1.mean():.3f} ± {tuned_f1.std():.3f} against {untuned_f1.mean():.3f} ± "
+      f"{untuned_f1.std():.3f} at tau = 0; always answering nothing: {always_nothing_test:.3f}")
 
 fig, ax = plt.subplots(figsize=(5, 3))
-ax.plot(thresholds, dev_f1, "o-", label="development F1")
-ax.plot([tau], [tuned["f1"]], "k*", ms=10, label=r"test F1 at the chosen $\tau$")
-ax.axvline(tau, color="grey", lw=0.8)
+for seed in config.seeds:
+    ax.plot(thresholds, dev_f1[seed], "o-", ms=3, label=f"development F1, seed {seed}")
+ax.axvline(0, color="grey", lw=0.8)
 ax.set(xlabel=r"threshold $\tau$ (answer nothing if $s_{null} > s_{best} + \tau$)", ylabel="F1",
        title="SQuAD 2.0's null threshold")
-ax.legend()
+ax.legend(fontsize=8)
 plt.show()
 
 # %%
-assert max(dev_f1) > min(dev_f1) + 0.05, "the threshold should matter: it trades answered for unanswered questions"
+assert all(taus[s] != 0 for s in config.seeds), "with more unanswerable questions than in training, tau moves"
+assert (tuned_f1 > untuned_f1).all(), "the threshold chosen on dev should raise test F1 on every seed"
 
 # %% [markdown]
 # ## 7. Feature-based or fine-tuned
@@ -764,91 +797,116 @@ assert max(dev_f1) > min(dev_f1) + 0.05, "the threshold should matter: it trades
 # "Weber" is the same vector whether Weber is a person, a city or a company, so from the embeddings alone
 # the tagger cannot know which; only the encoder's layers can have mixed in the neighbours. We keep the
 # BiLSTM on the embeddings as the contrast, and add a control the paper did not need: the last layer of an
-# encoder that was never pretrained. The taggers, like the cheap methods of section 9, train few
-# or freshly initialised weights, so they use a larger learning rate (`head_lr`), as their papers do, and
-# since their features are computed once, the linear taggers can afford 300 steps of 32 (the BiLSTM needs
-# only the 100 steps of 16 of section 6).
+# encoder that was never pretrained.
+#
+# **A fair budget.** Fine-tuning and every tagger get the same budget: section 6's steps and batch, so each
+# sees the same number of training sentences. What may differ is the learning rate: a tagger trains a few
+# freshly initialised weights on fixed features and wants larger steps than a whole pretrained network.
+# So each recipe gets its own rate, chosen on a development set by a small sweep (`tuned_runs`: the first
+# seed at each rate of the grid printed below, the best on development F1 wins, then the other seeds at that
+# rate). The development set is other sentences about the held-out people (Table 7's scores are development
+# F1 too); the test set scores the runs. And the concatenation of the last four layers gives a linear tagger
+# four times the inputs of any other choice, so it appears a second time read through its principal
+# directions, as many as one layer has numbers (computed from the training features without labels), so
+# that the tagger has as many weights as the others.
 #
 # One limit of the quick profile shows here: our encoder has four layers, so "the last four" are all of
 # its Transformer layers, and "all layers" differs from them only by the embedding layer (ELMo's mix, and
-# ours, includes it).
+# ours, includes it). A deeper encoder would have to be pretrained for this section alone, which the quick
+# profile's time does not allow; the full profile's encoder has six layers.
 
 # %%
 ner = harder["context_ner"]
-ner_features = dataclasses.replace(ner, train=extract_features(encoder, ner.train),
-                                   test=extract_features(encoder, ner.test))
-random_encoder = new_head(ner, encoder.config, config.finetune).base_model
-ner_random_features = dataclasses.replace(ner, train=extract_features(random_encoder, ner.train),
-                                          test=extract_features(random_encoder, ner.test))
-head_config = dataclasses.replace(budget, lr=config.head_lr)  # the cheap methods' budget (section 9)
-tagger_config = config.feature_finetune
+ner_dev_examples = context_ner_examples(lang, config.test_examples, config.seed + 5, held_out_people)
+ner_dev = dataclasses.replace(ner, test=encode_tagging(ner_dev_examples, tokenizer, config.max_length),
+                              test_examples=ner_dev_examples)
+ner_features, dev_features = with_features(ner, encoder), with_features(ner_dev, encoder)
 layers, width = encoder.config.num_hidden_layers, encoder.config.hidden_size
-print(tagger_config)
+learning_rates = {"fine-tuning": (1e-3, 2e-3, 5e-3, 1e-2), "taggers": (1e-2, 2e-2, 5e-2, 1e-1)}
+print(f"every run: {budget.steps} steps of {budget.batch_size} sentences; learning rates tried on dev: {learning_rates}")
+profile.expect(12, "Fine-tuning at four learning rates, then 7 linear taggers at four each, on three seeds")
+fine_tuned = tuned_runs(finetune_from, ner, ner_dev, budget, learning_rates["fine-tuning"], config.seeds, "f1",
+                        args=(encoder,), map_jobs=partial(parallel_map, desc="fine-tuning"))
+projection = principal_directions(ner_features.train, "concat_last_four", layers, width)  # (4 H, H)
+taggers = {choice: {"choice": choice} for choice in FEATURE_CHOICES}
+taggers["concat_last_four_projected"] = {"choice": "concat_last_four", "projection": projection}
+halves = [list(taggers)[0::2], list(taggers)[1::2]]  # one job per worker: the features are sent once
+tagged = parallel_map(tuned_feature_taggers, [([taggers[name] for name in half], ner_features, dev_features, budget,
+                                               learning_rates["taggers"], config.seeds) for half in halves], desc="taggers")
+by_name = {name: runs_ for half, done in zip(halves, tagged) for name, runs_ in zip(half, done)}
+linear = {name: by_name[name] for name in taggers}  # name -> TunedRuns, in the table's order
+head_config = dataclasses.replace(budget, lr=config.head_lr)  # the BiLSTM's, and the cheap methods' (section 9)
+random_encoder = new_head(ner, encoder.config, config.finetune).base_model
+untrained = feature_tagger_run(with_features(ner, random_encoder), {"choice": "last"},
+                               dataclasses.replace(budget, lr=linear["last"].lr))
+bilstm = feature_tagger_run(ner_features, {"choice": "embeddings", "lstm_size": 64}, head_config)
+assert {len(r.history.loss) for t in [fine_tuned, *linear.values()] for r in t.results} == {budget.steps}
 
-
-def train_tagger(task, choice, lstm_size=None, run_config=tagger_config):
-    seed_everything(run_config.seed)
-    return finetune(task, FeatureTagger(choice, layers, width, len(NER_LABELS), lstm_size=lstm_size), run_config)
-
-
-linear = {choice: train_tagger(ner_features, choice) for choice in tqdm(FEATURE_CHOICES, desc="linear taggers")}
-untrained = train_tagger(ner_random_features, "last")
-bilstm = train_tagger(ner_features, "embeddings", lstm_size=64, run_config=head_config)  # 100 steps are plenty
-full = seed_scores("context_ner", "pretrained")
+table7_f1 = {name: 100 * torch.tensor(runs_.test_scores) for name, runs_ in linear.items()}
+full = 100 * torch.tensor(fine_tuned.test_scores)
+print(f"{'recipe':28s}{'lr chosen':>10s}   dev F1 of the first seed at each lr")
+for name, runs_ in {"fine-tuning": fine_tuned, **linear}.items():
+    print(f"{name:28s}{runs_.lr:10g}   {[round(v, 3) for v in runs_.dev_scores.values()]}")
 
 paper = {"embeddings": 91.0, "second_to_last": 95.6, "last": 94.9, "weighted_sum_last_four": 95.9,
-         "concat_last_four": 96.1, "weighted_sum_all": 95.5}
-f1 = {choice: 100 * linear[choice].scores["f1"] for choice in FEATURE_CHOICES}
-rows = [[choice.replace("_", " "), f"{paper[choice]:.1f}", f"{f1[choice]:.1f}"] for choice in FEATURE_CHOICES]
-rows += [["embeddings, BiLSTM tagger", "91.0", f"{100 * bilstm.scores['f1']:.1f}"],
-         ["last, never-pretrained encoder", "–", f"{100 * untrained.scores['f1']:.1f}"],
-         ["fine-tuning the whole network", "96.4", f"{100 * full.mean():.1f} ± {100 * full.std():.1f} (3 seeds, section 6)"]]
+         "concat_last_four": 96.1, "weighted_sum_all": 95.5, "concat_last_four_projected": None}
+
+
+def f1_mean_sd(values):
+    return f"{values.mean():.1f} ± {values.std():.1f}"
+
+
+rows = [[name.replace("_", " "), f"{paper[name]:.1f}" if paper[name] else "–", f1_mean_sd(table7_f1[name])] for name in table7_f1]
+rows += [["embeddings, BiLSTM tagger (seed 0)", "91.0", f"{100 * bilstm.scores['f1']:.1f}"],
+         ["last, never-pretrained encoder (seed 0)", "–", f"{100 * untrained.scores['f1']:.1f}"],
+         ["fine-tuning the whole network", "96.4", f1_mean_sd(full)]]
 show_reproduction(
     "ch05-bert-table7", "Devlin et al. (2019), Table 7: a frozen BERT's layers as features for NER (dev F1)",
-    ["features", "paper: BiLSTM on BERT-base, CoNLL-2003", "ours: linear tagger, context entities"], rows,
-    note="Reproduced: the embeddings alone far behind every Transformer layer, the concatenation of the last four "
-         "the best choice, the later layers close to each other. Not reproduced: fine-tuning the whole network "
-         "is behind the frozen features here (our short budget and held-out names, section 9), and our four "
-         "layers make 'the last four' all of them. With a BiLSTM, even the embeddings tag almost perfectly.")
+    ["features", "paper: BiLSTM on BERT-base, CoNLL-2003", "ours: linear tagger, context entities (3 seeds)"], rows,
+    note="Every row trained with the same steps and batch, each at its learning rate chosen on dev. The verdicts "
+         "(fine-tuning against the best frozen choice, the layers against the embeddings) are in 'What we saw'.")
 
 # %%
-fig, ax = plt.subplots(figsize=(9, 3.2))
-names = list(FEATURE_CHOICES) + ["fine-tuned", "untrained\nencoder"]
-ours = [f1[c] / 100 for c in FEATURE_CHOICES] + [float(full.mean()), untrained.scores["f1"]]
-ax.bar(range(len(names)), ours, color=["C0"] * len(FEATURE_CHOICES) + ["C1", "C7"], label="ours, linear tagger")
-ax.plot(range(7), [paper[c] / 100 for c in FEATURE_CHOICES] + [0.964], "k_", ms=20, label="BERT paper, Table 7")
+fig, ax = plt.subplots(figsize=(10, 3.2))
+names = [*table7_f1, "fine-tuned"]
+means = [float(table7_f1[n].mean()) / 100 for n in table7_f1] + [float(full.mean()) / 100]
+spreads = [float(table7_f1[n].std()) / 100 for n in table7_f1] + [float(full.std()) / 100]
+ax.bar(range(len(names)), means, yerr=spreads, capsize=3, color=["C0"] * len(table7_f1) + ["C1"], label="ours (3 seeds)")
+ax.plot(range(len(names)), [paper[n] / 100 if paper[n] else float("nan") for n in table7_f1] + [0.964], "k_", ms=20,
+        label="BERT paper, Table 7")
 ax.plot([0], [bilstm.scores["f1"]], "r*", ms=10, label="ours, BiLSTM on the embeddings")
-ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=8)
-ax.set(ylim=(0, 1.05), ylabel="span F1", title="Taggers on a frozen encoder's features (context entities)")
+ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=7)
+ax.set(ylim=(0, 1.05), ylabel="span F1", title="Frozen features or fine-tuning, at the same budget (context entities)")
 ax.legend(loc="lower right", fontsize=8)
 plt.show()
-layers = [f1[choice] for choice in FEATURE_CHOICES if choice != "embeddings"]
-embedding_gap = glue_number("ch05-embedding-gap", min(layers) - f1["embeddings"])
-print(f"span F1: embeddings {f1['embeddings']:.1f}, the Transformer layers' features {min(layers):.1f} to "
-      f"{max(layers):.1f}; gap {embedding_gap:.1f} points")
+layer_means = {n: float(v.mean()) for n, v in table7_f1.items() if n != "embeddings"}
+embedding_gap = glue_number("ch05-embedding-gap", min(layer_means.values()) - float(table7_f1["embeddings"].mean()))
+frozen_best = max(layer_means, key=layer_means.get)
+print(f"span F1: embeddings {table7_f1['embeddings'].mean():.1f}, the Transformer layers' features "
+      f"{min(layer_means.values()):.1f} to {max(layer_means.values()):.1f}; gap {embedding_gap:.1f} points; "
+      f"best frozen: {frozen_best} {f1_mean_sd(table7_f1[frozen_best])}; fine-tuning {f1_mean_sd(full)}")
 
 # %% [markdown]
 # With the context taken away from the tagger, the shape of Table 7 appears. The embedding layer is far
 # behind every Transformer layer (printed under the figure: {glue:text}`ch05-embedding-gap:.0f` points of F1
 # here, against 5 in Devlin et al. (2019), because our task was built so that the word alone cannot tell the
-# type, while in CoNLL-2003 most entity words can): it tags the world's surnames well as people, but cannot tell a place or a company
-# named after one. Every Transformer layer has looked at the neighbours and can. The concatenation of the
-# last four is the best choice, as in the paper, and the single layers and the weighted sums sit within
-# about a point of each other (the paper's second-to-last layer beats its last one; ours do not, by about as
-# little). The BiLSTM on the same embeddings closes the gap by itself, the point of the paragraph above; and
-# an encoder that was never pretrained gives features worth little. What does not carry over is the last
-# bar: the paper's fine-tuning beats every frozen choice, ours falls behind them, for reasons section 9
-# takes apart.
+# type, while in CoNLL-2003 most entity words can): it tags the world's surnames well as people, but cannot
+# tell a place or a company named after one. Every Transformer layer has looked at the neighbours and can,
+# and the layer choices sit close to each other; the concatenation read through as many numbers as one
+# layer loses little, so its lead in the paper is not just its width. The BiLSTM on the same embeddings
+# closes the gap by itself, the point of the paragraph above; and an encoder that was never pretrained gives
+# features worth little. Fine-tuning the whole network, at the same budget and its own tuned rate, comes out
+# level with the best frozen choice or above it, within the seeds' spread (printed above), as in the paper
+# (96.4 against 96.1). It scores higher here than in section 6's table because section 6 gives every task one
+# learning rate, and the development sweep picks a larger one for this task (printed above).
 
 # %%
-# The shape below held for the linear taggers over seeds 0, 1 and 2 (F1 of the embeddings 0.75-0.78, of
-# every Transformer layer 0.97-1.0, concatenation best on each seed, the BiLSTM 1.0 and the untrained
-# encoder 0.11-0.13 on each); the notebook trains seed 0 only.
-assert max(f1, key=f1.get) == "concat_last_four", "the concatenation of the last four should be the best features"
-assert all(f1["embeddings"] + 10 < f1[c] for c in FEATURE_CHOICES if c != "embeddings"), \
+assert all(table7_f1["embeddings"].mean() + 10 < table7_f1[c].mean() for c in table7_f1 if c != "embeddings"), \
     "a per-token tagger on the embeddings cannot see the context that types a surname"
-assert bilstm.scores["f1"] > linear["embeddings"].scores["f1"] + 0.1, "a BiLSTM builds the context itself"
-assert min(f1.values()) > 100 * untrained.scores["f1"] + 20, "pretrained features should beat untrained ones by far"
+assert bilstm.scores["f1"] > linear["embeddings"].test_scores[0] + 0.1, "a BiLSTM builds the context itself"
+assert min(v.mean() for v in table7_f1.values()) > 100 * untrained.scores["f1"] + 20, "pretrained features beat untrained ones"
+tolerance = max(float(full.std()), float(table7_f1[frozen_best].std()))
+assert full.mean() >= table7_f1[frozen_best].mean() - tolerance, "fine-tuning should match the best frozen features"
 
 
 # %% [markdown]
@@ -939,12 +997,14 @@ assert pieces_per_word(general.tokenizer, held_out_words) > 1.5 * pieces_per_wor
 # encoder's last layer and section 6's fine-tuning of the whole network, and returns the span F1 of each.
 
 # %%
-tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (tagger_config, budget))
+tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (config.feature_finetune, budget))
+print(f"frozen: {tagger_run.steps} steps of {tagger_run.batch_size} at lr {tagger_run.lr:g}; "
+      f"fine-tuned: {finetune_run.steps} steps of {finetune_run.batch_size} at lr {finetune_run.lr:g}")
 encoders = {name: (result.model.bert, result.tokenizer) for name, result in pretrained_on.items()}
 encoders["never pretrained"] = (in_domain.config.model, in_domain.tokenizer)
-domain_f1 = {name: frozen_and_fine_tuned(build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"],
-                                         encoder, tagger_run, finetune_run)
-             for name, (encoder, tokenizer) in tqdm(encoders.items(), desc="frozen and fine-tuned")}
+domain_jobs = [(build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"], encoder, tagger_run,
+                finetune_run) for encoder, tokenizer in encoders.values()]
+domain_f1 = dict(zip(encoders, parallel_map(frozen_and_fine_tuned, domain_jobs, desc="frozen and fine-tuned")))
 print(f"{'encoder':18s}{'frozen':>8s}{'fine-tuned':>12s}   (span F1, seed {config.seeds[0]})")
 for name, f1s in domain_f1.items():
     print(f"{name:18s}{f1s['frozen']:8.3f}{f1s['fine-tuned']:12.3f}")
@@ -1064,10 +1124,11 @@ for mode in ("frozen", "fine-tuned"):
 #   $W_\text{down} \in \mathbb{R}^{m\times H}$; the adapters and the LayerNorms learn. $W_\text{up}$
 #   starts at zero, so the network starts out exactly as pretrained.
 #
-# We compare them on the context entity task, each over the same three seeds as full fine-tuning in
-# section 6 and with its budget (100 steps of 16, at `head_lr`), with the trainable-parameter count of
-# each. The frozen encoder with its head is section 7's linear tagger on the last layer, trained for a
-# third of the steps, so it scores a few points lower here.
+# We compare them on the context entity task, over the same three seeds and with section 7's budget (the
+# same steps and batch), with the trainable-parameter count of each. The cheap methods train at `head_lr`,
+# the usual larger rate for few weights (not tuned on dev); full fine-tuning is section 7's runs, at the rate
+# chosen on dev. The frozen encoder with its head is section 7's linear tagger on the last layer, at `head_lr`
+# instead of the rate section 7 chose for it, and so a few points lower here.
 
 # %%
 methods = {  # each turns a head into what trains; partial(f, k=v)(model) is f(model, k=v)
@@ -1080,8 +1141,7 @@ cheap_keys = [(method, seed) for method in methods for seed in config.seeds]
 cheap_runs = parallel_map(finetune_from, [(ner, encoder, dataclasses.replace(head_config, seed=seed), methods[method])
                                           for method, seed in cheap_keys], desc="cheap fine-tuning")
 cheap = {k: (count_parameters(result.model), result) for k, result in zip(cheap_keys, cheap_runs)}
-for seed in config.seeds:
-    result = runs["context_ner", "pretrained", seed]
+for seed, result in zip(config.seeds, fine_tuned.results):  # section 7's, at the learning rate chosen on dev
     cheap["full fine-tuning", seed] = (count_parameters(result.model), result)
 total = count_parameters(runs["context_ner", "pretrained", config.seeds[0]].model, trainable_only=False)
 cheap_f1 = {m: torch.tensor([cheap[m, s][1].scores["f1"] for s in config.seeds]) for m in [*methods, "full fine-tuning"]}
@@ -1102,45 +1162,39 @@ plt.show()
 
 # %% [markdown]
 # The counts span three orders of magnitude: the head alone is a few hundred weights, prompts and biases a
-# few thousand, adapters about a twentieth of the network. The four cheap methods' scores come out in the
-# same order, with small spreads, and with a surprise: every cheap method beats fine-tuning the whole
-# network, adapters by 15 points. Two things contribute. The cheap methods train with a ten times larger learning rate, the
-# usual practice for few weights, and so get further in 100 steps. And our test set is *out of
-# distribution*: it names only people whose names fine-tuning never showed. Full fine-tuning moves every
-# embedding and layer to fit the training names, and nothing moves the test names' representations along,
-# so features the frozen methods keep intact are distorted for the words that matter at test time. Kumar
-# et al. (2022) describe exactly this: full fine-tuning can distort pretrained features and do worse than a
-# frozen encoder out of distribution, while it wins in distribution. We can check the second half here:
-# score the same models on sentences about the *training* people.
-
-# %%
-seen_people = split_people(lang.world)[0]
-seen_examples = context_ner_examples(lang, config.test_examples, config.seed + 3, seen_people)
-seen = dataclasses.replace(ner, test=encode_tagging(seen_examples, tokenizer, config.max_length),
-                           test_examples=seen_examples)
-in_distribution = {m: torch.tensor([score(seen, cheap[m, s][1].model)["f1"] for s in config.seeds])
-                   for m in ("frozen encoder", "adapters", "full fine-tuning")}
-print(f"{'method':18s}{'names seen in fine-tuning':>27s}{'held-out names':>16s}")
-for method, f1 in in_distribution.items():
-    print(f"{method:18s}{f1.mean():27.3f}{cheap_f1[method].mean():16.3f}")
-
-# %% [markdown]
-# Held-out names cost full fine-tuning about four points and the frozen encoder about one: that part of the
-# gap is the distortion Kumar et al. (2022) describe. The larger part stays on the training people's names
-# too, and there it is the budget: 100 steps at full fine-tuning's small learning rate leave the whole
-# network short (its training loss is still falling in section 6), while the cheap methods take ten times
-# larger steps on few weights. Houlsby et al. (2019) found adapters within 0.4 GLUE points of full
-# fine-tuning with 3.6% of the parameters, with both trained to convergence; prompt tuning is known to
-# need large models to compete (Lester et al., 2021, close the gap only at about ten billion parameters),
-# and here it behaves like a slightly better frozen encoder.
+# few thousand, adapters about a twentieth of the network. The scores come out in the same order as the
+# counts, with small spreads (printed above): the frozen encoder and prompt tuning lowest, BitFit a little
+# higher, and adapters level with full fine-tuning or above it, as Houlsby et al. (2019) found (within 0.4
+# GLUE points of full fine-tuning, with 3.6% of the parameters). Adapters change every layer's output,
+# through few weights; BitFit's biases shift them; a frozen encoder with prompts can only add inputs, and
+# prompt tuning is known to need very large models to compete (Lester et al., 2021, close the gap only at
+# about ten billion parameters): here it behaves like a slightly better frozen encoder.
 
 # %%
 ordered = [counts[m] for m in ("frozen encoder", "prompt tuning", "BitFit", "adapters", "full fine-tuning")]
 assert ordered == sorted(ordered) and ordered[0] < ordered[-1] / 100
 assert cheap_f1["adapters"].mean() > cheap_f1["frozen encoder"].mean() + cheap_f1["frozen encoder"].std()
-shortfall = {m: in_distribution[m].mean() - cheap_f1[m].mean() for m in in_distribution}
-assert shortfall["full fine-tuning"] > shortfall["frozen encoder"], "held-out names should cost full fine-tuning the most"
+assert cheap_f1["full fine-tuning"].mean() > cheap_f1["frozen encoder"].mean() + cheap_f1["frozen encoder"].std()
 
+
+# %% [markdown]
+# ### Frozen, fine-tuned or cheap: sections 7, 8 and 9 together
+#
+# The three sections answer one question, "train the whole network, or read a frozen one?", and they agree
+# once each comparison's budget is known. Section 7 gave fine-tuning and the frozen taggers the same steps
+# and batch, each at the learning rate its own development sweep chose, and fine-tuning came out level with
+# the best frozen choice, as in Table 7 (Devlin et al., 2019: 96.4 against 96.1). That encoder was pretrained
+# on the task's own language, so its layers already hold the entity types and a linear read-out gets
+# nearly all of them: fine-tuning has little left to add. Section 8's encoders are chapter 04's two-layer
+# models, and the general one learned another text; their frozen last layer holds much less, so fine-tuning,
+# which can change it, gains far more there, SciBERT's pattern (Beltagy et al., 2019), even though section 8's
+# taggers keep the larger budget (`config.feature_finetune`, printed there) and fine-tuning section 6's. Section 9 asks what
+# fine-tuning costs in stored weights, at section 7's steps and batch: adapters match it with a small share
+# of the weights, and the methods that change less of the network score less. A first version of this
+# chapter showed fine-tuning *behind* every frozen tagger and every cheap method; that came from unequal
+# budgets (the taggers saw six times the sentences, at ten times fine-tuning's learning rate, and fine-tuning
+# kept a rate too small for its short run), not from fine-tuning: the development sweep of section 7 chose a
+# larger rate, and with it fine-tuning takes its place at the top.
 
 # %% [markdown]
 # ## What we saw
@@ -1160,20 +1214,29 @@ def spread(values):
     return f"{values.mean():.3f} ± {values.std():.3f}"
 
 
+def pretraining_verdict(name):
+    """Every seed pretrained above scratch; for inference, the gap of the means also above the seeds' spread."""
+    ours, theirs = seed_scores(name, "pretrained"), seed_scores(name, "scratch")
+    if name != "inference":
+        return direction(ours.tolist(), theirs.tolist(), seeds=config.seeds, rule="pretrained above scratch")
+    gap, noise = float(ours.mean() - theirs.mean()), max(float(ours.std()), float(theirs.std()))
+    return holds(float(ours.min()) > float(theirs.max()) and gap > noise,
+                 "every pretrained seed above every scratch seed, and the gap of the means above the larger sd")
+
+
+claim_key = {name: f"05-pretraining-beats-scratch-{name.replace('_', '-')}" for name in HARDER_TASK_NAMES}
+claim_key["inference"] = "05-pretraining-helps-inference"
 pretrained_wins = [
-    Claim(f"05-pretraining-beats-scratch-{name.replace('_', '-')}", f"pretraining beats training from scratch: {name}",
+    Claim(claim_key[name], f"pretraining beats training from scratch: {name}",
           f"Devlin et al. (2019): {papers[name][0]} {papers[name][2]} ({papers[name][1]}); no scratch baseline, "
           "Hao et al. (2019) compare the two",
           f"{main_score[name]}: pretrained {spread(seed_scores(name, 'pretrained'))}, scratch "
-          f"{spread(seed_scores(name, 'scratch'))} (section 6)",
-          direction(seed_scores(name, "pretrained").tolist(), seed_scores(name, "scratch").tolist(), seeds=config.seeds,
-                    rule="pretrained above scratch"))
+          f"{spread(seed_scores(name, 'scratch'))} (section 6)", pretraining_verdict(name))
     for name in HARDER_TASK_NAMES]
 seed_range = {name: float(seed_scores(name, "pretrained").max() - seed_scores(name, "pretrained").min())
               for name in HARDER_TASK_NAMES}
 unstable = max(seed_range, key=seed_range.get)
-feature_f1 = {choice: 100 * linear[choice].scores["f1"] for choice in FEATURE_CHOICES}  # section 7's (f1 is reused)
-frozen_best = max(feature_f1, key=feature_f1.get)
+feature_f1 = {name: float(v.mean()) for name, v in table7_f1.items()}  # section 7's means over the seeds
 show_claims("ch05-what-we-saw", "What we saw: chapter 05, quick profile", [
     Claim("05-one-layer-per-task-shape", "one added layer turns BERT into a model for each task shape",
           "Devlin et al. (2019), Figure 4 and sections 4.1-4.4",
@@ -1185,22 +1248,24 @@ show_claims("ch05-what-we-saw", "What we saw: chapter 05, quick profile", [
           f"the widest spread of one recipe over seeds {', '.join(map(str, config.seeds))}: {unstable}, "
           f"{seed_range[unstable]:.3f} between the best and worst seed (section 6)",
           holds(seed_range[unstable] > 0.1, "some task's seeds over 0.1 apart")),
-    Claim("05-threshold-tuned-on-dev", "SQuAD 2.0's no-answer threshold τ, tuned on dev, helps on test",
-          "Devlin et al. (2019), section 4.3",
-          f"test F1 {tuned['f1']:.3f} at τ = {tau:g} against {untuned['f1']:.3f} at τ = 0 (section 6)",
-          direction([tuned["f1"]], [untuned["f1"]], seeds=[config.seeds[0]], rule="the tuned τ above τ = 0")),
+    Claim("05-null-threshold-moves-f1", "SQuAD 2.0's no-answer threshold τ, tuned on dev, helps on test",
+          "Devlin et al. (2019), section 4.3: τ chosen on dev to maximise F1",
+          f"τ per seed {', '.join(f'{taus[s]:g}' for s in config.seeds)}; test F1 {spread(tuned_f1)} against "
+          f"{spread(untuned_f1)} at τ = 0 (section 6, more unanswerable questions at test than in training)",
+          holds(all(taus[s] != 0 for s in config.seeds) and bool((tuned_f1 > untuned_f1).all()),
+                f"τ ≠ 0 and the tuned τ above τ = 0, on every seed of {', '.join(map(str, config.seeds))}")),
     Claim("05-deeper-layers-beat-embeddings", "deeper layers make better features than the embeddings",
           "Devlin et al. (2019), Table 7: 91.0 (embeddings) to 96.1 (concat last four)",
-          "span F1 of a linear tagger: " + ", ".join(f"{c.replace('_', ' ')} {v:.1f}" for c, v in feature_f1.items())
-          + " (section 7)",
+          "span F1 of a linear tagger (mean of 3 seeds): "
+          + ", ".join(f"{c.replace('_', ' ')} {v:.1f}" for c, v in feature_f1.items()) + " (section 7)",
           holds(all(feature_f1["embeddings"] + 10 < feature_f1[c] for c in feature_f1 if c != "embeddings"),
                 "every layer choice over 10 points above the embeddings")),
-    Claim("05-frozen-nearly-matches-fine-tuning", "frozen features almost match fine-tuning",
-          "Devlin et al. (2019), Table 7: 96.1 (best frozen) vs 96.4 (fine-tuned)",
-          f"fine-tuned {100 * float(full.mean()):.1f}, best frozen ({frozen_best.replace('_', ' ')}) "
-          f"{feature_f1[frozen_best]:.1f} (section 7)",
-          holds(100 * float(full.mean()) >= feature_f1[frozen_best] - 1, "fine-tuning at least the best frozen score less "
-                                                                  "one point")),
+    Claim("05-fine-tuning-beats-features", "fine-tuning is at least as good as the best frozen features",
+          "Devlin et al. (2019), Table 7: 96.4 (fine-tuned) vs 96.1 (best frozen, concat last four)",
+          f"same steps × batch, lr chosen on dev for each: fine-tuned {f1_mean_sd(full)} (lr {fine_tuned.lr:g}), best "
+          f"frozen ({frozen_best.replace('_', ' ')}) {f1_mean_sd(table7_f1[frozen_best])} (lr {linear[frozen_best].lr:g}) (section 7)",
+          holds(float(full.mean()) >= float(table7_f1[frozen_best].mean()) - tolerance,
+                "fine-tuning's mean at least the best frozen mean less the larger sd over seeds 0, 1, 2")),
     Claim("05-in-domain-beats-general", "in-domain pretraining beats general pretraining, frozen and fine-tuned",
           "Beltagy et al. (2019), Table 1: SciBERT about 2 points ahead of BERT-Base in both columns",
           "span F1 frozen / fine-tuned: " + "; ".join(f"{name} {r['frozen']:.3f} / {r['fine-tuned']:.3f}"
@@ -1229,8 +1294,7 @@ show_claims("ch05-what-we-saw", "What we saw: chapter 05, quick profile", [
 
 # %% [markdown]
 # What did not carry over: absolute scores (our tasks are made up and our model is 500 times smaller than
-# BERT-base), fine-tuning ahead of frozen features (our budget is short, section 9), and world
-# knowledge: asked where the held-out people live, our model does little better than chance (section 2),
+# BERT-base), and world knowledge: asked where the held-out people live, our model does little better than chance (section 2),
 # which is why no task here relies on remembered facts; the size of SciBERT's gain (ours is far larger, see
 # the table: our general model knows almost nothing that carries over), and the gain of further
 # pretraining (section 8). One more experiment of the decks is left for the full profile: Table 7 on an
@@ -1248,7 +1312,7 @@ show_reproduction(
      for name in HARDER_TASK_NAMES],
     note="One added layer per task shape; whether pretraining beats training from scratch is judged per task, "
          "over the seeds, in \"What we saw\". Not reproduced: the absolute scores (our tasks are made up, our "
-         "model is 500 times smaller and fine-tuned for 100 steps).")
+         "model is 500 times smaller and fine-tuned for 100 steps, inference 300).")
 print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretraining {pretrain_seconds:.0f} s of it)")
 
 # %% [markdown]

@@ -21,12 +21,14 @@ Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
+from lecture_lib.finetuning.finetune import FinetuneConfig, FinetuneResult, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.inference import forward_in_batches
 from lecture_lib.labels import IGNORE_INDEX
@@ -76,6 +78,14 @@ def extract_features(encoder: BertModel, encoded: EncodedTask, batch_size: int =
     return EncodedTask({**encoded.features, "features": features}, encoded.word_ids)
 
 
+def with_features(task: Task, encoder: BertModel) -> Task:
+    """``task`` with the frozen ``encoder``'s hidden states (:func:`extract_features`) in its train and test sets.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    return dataclasses.replace(task, train=extract_features(encoder, task.train), test=extract_features(encoder, task.test))
+
+
 class ScalarMix(nn.Module):
     """γ Σ_j softmax(s)_j h_j over the layer axis (Peters et al. 2018); starts as the plain mean.
 
@@ -97,18 +107,25 @@ class FeatureTagger(nn.Module):
 
     The paper's tagger had two 768-unit BiLSTM layers; ``lstm_size`` scales it to our encoder. With
     ``lstm_size=None`` there is no BiLSTM: a linear layer scores each token from its own features alone,
-    so whatever context the tag needs must already be in the chosen layers.
+    so whatever context the tag needs must already be in the chosen layers. A ``projection`` (a fixed
+    matrix, e.g. :func:`principal_directions`) maps the chosen features to fewer numbers first, so that
+    the concatenation of four layers can be read through as many inputs as one layer.
 
     Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
     """
 
     def __init__(self, choice: str, num_hidden_layers: int, hidden_size: int, num_labels: int,
-                 lstm_size: int | None = 64) -> None:
+                 lstm_size: int | None = 64, projection: torch.Tensor | None = None) -> None:
         super().__init__()
         self.choice = choice
         self.layers = selected_layers(choice, num_hidden_layers)
         self.mix = ScalarMix(len(self.layers)) if choice.startswith("weighted_sum") else None
         width = hidden_size * (len(self.layers) if choice == "concat_last_four" else 1)
+        if projection is not None and projection.shape[0] != width:
+            raise ValueError(f"expected a projection with {width} rows (the {choice!r} features), got "
+                             f"{tuple(projection.shape)}")
+        self.register_buffer("projection", projection)  # fixed, not trained: (width, k) or None
+        width = width if projection is None else projection.shape[1]
         self.lstm = None if lstm_size is None else nn.LSTM(width, lstm_size, batch_first=True, bidirectional=True)
         self.classifier = nn.Linear(width if lstm_size is None else 2 * lstm_size, num_labels)
 
@@ -120,6 +137,8 @@ class FeatureTagger(nn.Module):
             x = self.mix(layers)  # (B, T, H)
         else:
             x = layers.flatten(2)  # (B, T, k H): one layer, or the concatenation
+        if self.projection is not None:
+            x = x @ self.projection  # (B, T, k)
         logits = self.classifier(x if self.lstm is None else self._contextualise(x, attention_mask))  # (B, T, K)
         loss = None
         if labels is not None:
@@ -149,10 +168,91 @@ def frozen_and_fine_tuned(task: Task, encoder: BertModel | BertConfig, tagger_co
     """
     if isinstance(encoder, BertConfig):  # never pretrained: random weights of that shape
         encoder = new_head(task, encoder, finetune_config).base_model
-    features = dataclasses.replace(task, train=extract_features(encoder, task.train),
-                                   test=extract_features(encoder, task.test))
+    features = with_features(task, encoder)
     seed_everything(tagger_config.seed)
     tagger = FeatureTagger("last", encoder.config.num_hidden_layers, encoder.config.hidden_size, task.num_labels,
                            lstm_size=None)
     return {"frozen": finetune(features, tagger, tagger_config).scores["f1"],
             "fine-tuned": finetune(task, new_head(task, encoder, finetune_config), finetune_config).scores["f1"]}
+
+
+def principal_directions(features: EncodedTask, choice: str, num_hidden_layers: int, k: int) -> torch.Tensor:
+    """The ``k`` principal directions (width, k) of the ``choice`` features (one layer or the concatenation)
+    of the real tokens of ``features`` (from :func:`extract_features`): the columns of V in the SVD of the
+    centred (tokens, width) matrix, largest singular value first. Computed without labels, so a tagger
+    that reads its features through them gets no help from the task.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    chosen = features.features["features"][:, :, selected_layers(choice, num_hidden_layers)].flatten(2)  # (N, T, w)
+    tokens = chosen[features.features["attention_mask"].bool()]  # (tokens, width)
+    if not 1 <= k <= tokens.shape[1]:
+        raise ValueError(f"expected 1 <= k <= {tokens.shape[1]} (the features' width), got {k}")
+    _, _, vh = torch.linalg.svd(tokens - tokens.mean(0), full_matrices=False)
+    return vh[:k].T.contiguous()
+
+
+@dataclass
+class TunedRuns:
+    """A recipe's learning rate chosen on development data, and its runs on every seed at that rate.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+
+    lr: float
+    dev_scores: dict[float, float]  # learning rate -> the development score of the first seed's run
+    test_scores: list[float]  # one per seed, at ``lr``
+    results: list[FinetuneResult]  # one per seed, at ``lr``, with its test scores
+
+
+def tuned_runs(run: Callable[..., FinetuneResult], task: Task, dev: Task, budget: FinetuneConfig,
+               lrs: Sequence[float], seeds: Sequence[int], metric: str, args: tuple = (),
+               map_jobs: Callable[[Callable, list[tuple]], list] | None = None) -> TunedRuns:
+    """Choose a recipe's learning rate on ``dev``, then run it on every seed: ``run(dev, *args, config)`` (``dev``
+    a :class:`Task` whose test set is the development set; e.g. ``run=finetune_from, args=(encoder,)``) with ``budget``'s steps and batch at each of ``lrs``
+    on the first seed; the learning rate with the best development ``metric`` (the first of a tie) wins;
+    its first-seed model is scored on ``task``'s test set, and the other seeds run at that rate and are
+    scored there too. ``map_jobs(fn, jobs)`` runs the jobs (default: a loop; or
+    :func:`~lecture_lib.runtime.parallel_map` for a module function ``run``). Every run spends the same
+    steps and batch, whatever its rate, so two recipes tuned this way get the same budget.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    if not lrs or not seeds:
+        raise ValueError(f"expected learning rates and seeds, got {list(lrs)} and {list(seeds)}")
+    map_jobs = map_jobs or (lambda fn, jobs: [fn(*job) for job in jobs])
+    first, *others = seeds
+    sweep = map_jobs(run, [(dev, *args, dataclasses.replace(budget, lr=lr, seed=first)) for lr in lrs])
+    dev_scores = {lr: result.scores[metric] for lr, result in zip(lrs, sweep)}
+    lr = max(lrs, key=lambda rate: (dev_scores[rate], -lrs.index(rate)))
+    best = sweep[lrs.index(lr)]
+    best = dataclasses.replace(best, scores=score(task, best.model))  # its scores on the test set, as the others'
+    rest = map_jobs(run, [(task, *args, dataclasses.replace(budget, lr=lr, seed=seed)) for seed in others])
+    results = [best, *rest]
+    return TunedRuns(lr, dev_scores, [result.scores[metric] for result in results], results)
+
+
+def feature_tagger_run(task: Task, tagger: dict, config: FinetuneConfig) -> FinetuneResult:
+    """Train a fresh :class:`FeatureTagger` on ``task``'s extracted features with ``config`` (its initial weights
+    drawn with ``config.seed``); ``tagger`` holds its keyword arguments other than the sizes (``choice``, and
+    ``lstm_size``, default ``None``: linear, or ``projection``): a ``run`` for :func:`tuned_runs`,
+    ``args=(tagger,)``.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    seed_everything(config.seed)
+    layers, width = task.train.features["features"].shape[2:]
+    model = FeatureTagger(num_hidden_layers=layers - 1, hidden_size=width, num_labels=task.num_labels,
+                          **{"lstm_size": None, **tagger})
+    return finetune(task, model, config)
+
+
+def tuned_feature_taggers(taggers: Sequence[dict], task: Task, dev: Task, budget: FinetuneConfig,
+                          lrs: Sequence[float], seeds: Sequence[int], metric: str = "f1") -> list[TunedRuns]:
+    """:func:`tuned_runs` of :func:`feature_tagger_run` for each of ``taggers`` in turn, on ``task`` and ``dev``
+    with extracted features (:func:`with_features`): one job of :func:`~lecture_lib.runtime.parallel_map`
+    that is sent the features once and trains several taggers on them.
+
+    Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
+    """
+    return [tuned_runs(feature_tagger_run, task, dev, budget, lrs, seeds, metric, args=(tagger,)) for tagger in taggers]

@@ -142,10 +142,11 @@ def nli_examples(lang: SyntheticLanguage, n: int, seed: int,
                  people: Sequence[Person] | None = None) -> list[ClassificationExample]:
     """(premise, hypothesis) pairs labelled by :func:`nli_label`, a third of each label.
 
-    The premise states or denies a random fact (not the world's: the premise alone decides); the
-    hypothesis keeps the fact, or changes its object, relation or person, and is negated or not. The
-    label is drawn first, then a hypothesis with that label, so no surface feature predicts it: a
-    negation is as often an entailment as a contradiction, and so is a change of city.
+    The premise states a random fact (not the world's: the premise alone decides), as the pretraining
+    documents state facts; the hypothesis keeps the fact, or changes its object, relation or person, and
+    is negated or not. The label is drawn first, then a hypothesis with that label, so no surface feature
+    predicts it: a negation is as often an entailment as a contradiction, and so is a change of city. A
+    hypothesis that restates the premise's fact is worded differently (never the premise's own words).
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
@@ -154,15 +155,18 @@ def nli_examples(lang: SyntheticLanguage, n: int, seed: int,
     examples = []
     for i in range(n):
         target = i % len(NLI_LABELS)
-        premise, denied = _random_fact(rng, rng.choice(people).name), rng.random() < 0.5
+        premise = _random_fact(rng, rng.choice(people).name)
         while True:
             part = rng.choice(("same", "same", "object", "object", "relation", "subject"))
             hypothesis = premise if part == "same" else _edit(premise, rng, people, part)
             hypothesis_denied = rng.random() < 0.5
-            if nli_label(premise, denied, hypothesis, hypothesis_denied) == target:
+            if nli_label(premise, False, hypothesis, hypothesis_denied) == target:
                 break
-        examples.append(ClassificationExample(lang.fact_sentence(premise, rng, denied).words, target,
-                                              lang.fact_sentence(hypothesis, rng, hypothesis_denied).words))
+        premise_words = lang.fact_sentence(premise, rng).words
+        hypothesis_words = premise_words
+        while hypothesis_words == premise_words:  # every fact has at least two wordings
+            hypothesis_words = lang.fact_sentence(hypothesis, rng, hypothesis_denied).words
+        examples.append(ClassificationExample(premise_words, target, hypothesis_words))
     return examples
 
 

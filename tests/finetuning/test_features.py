@@ -14,10 +14,15 @@ from lecture_lib.finetuning.features import (
     FeatureTagger,
     ScalarMix,
     extract_features,
+    feature_tagger_run,
     frozen_and_fine_tuned,
+    principal_directions,
     selected_layers,
+    tuned_feature_taggers,
+    tuned_runs,
+    with_features,
 )
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
+from lecture_lib.finetuning.finetune import FinetuneConfig, FinetuneResult, Task, finetune, new_head
 from lecture_lib.finetuning.tasks import NER_LABELS, EncodedTask, encode_tagging, ner_examples
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import BertForTokenClassification
@@ -179,3 +184,82 @@ def test_frozen_and_fine_tuned_trains_a_linear_tagger_on_the_frozen_last_layer_a
     trained = {k: v for k, v in head.state_dict().items() if not k.startswith("bert.pooler.")}
     unchanged = [k for k, v in trained.items() if torch.equal(v, head_start[k]) and not k.endswith("position_ids")]
     assert not unchanged, unchanged
+
+
+def test_principal_directions_span_the_top_eigenvectors_of_the_covariance():
+    torch.manual_seed(4)
+    encoded = extract_features(BertModel(CONFIG).eval(), _encoded())
+    directions = principal_directions(encoded, "concat_last_four", 5, 6)
+    assert directions.shape == (64, 6)
+    rows = encoded.features["features"][:, :, [2, 3, 4, 5]].flatten(2)[encoded.features["attention_mask"].bool()]
+    covariance = torch.cov(rows.double().T)  # an independent route: the covariance's eigenvectors
+    _, vectors = torch.linalg.eigh(covariance)
+    top = vectors[:, -6:].float()
+    torch.testing.assert_close(directions @ directions.T, top @ top.T, atol=1e-3, rtol=1e-3)  # the same subspace
+    with pytest.raises(ValueError, match="expected 1 <= k <= 16"):
+        principal_directions(encoded, "last", 5, 17)
+
+
+def test_a_projected_tagger_reads_the_features_through_the_fixed_matrix():
+    torch.manual_seed(5)
+    features = extract_features(BertModel(CONFIG).eval(), _encoded()).features["features"]
+    mask = torch.ones(features.shape[:2], dtype=torch.long)
+    projection = torch.randn(64, 16)
+    tagger = FeatureTagger("concat_last_four", 5, 16, 3, lstm_size=None, projection=projection)
+    assert tagger.classifier.in_features == 16 and "projection" not in dict(tagger.named_parameters())
+    concat = torch.cat([features[:, :, j] for j in (2, 3, 4, 5)], -1)
+    torch.testing.assert_close(tagger(features, mask).logits, concat @ projection @ tagger.classifier.weight.T
+                               + tagger.classifier.bias)
+    with pytest.raises(ValueError, match="expected a projection with 16 rows"):
+        FeatureTagger("last", 5, 16, 3, lstm_size=None, projection=projection)
+
+
+def test_tuned_runs_give_every_recipe_the_same_steps_and_batch_and_pick_the_rate_on_dev(monkeypatch):
+    """The fine-tuning and tagger budgets of section 7: equal in steps x batch, each rate chosen on dev."""
+    task = Task("ner", BertForTokenClassification, 3, _encoded(), _encoded(), [])
+    dev = dataclasses.replace(task, name="dev")
+    budget = FinetuneConfig(steps=7, batch_size=5, lr=1.0)
+    calls = []
+    best_rate = {"fine-tuning": 2e-3, "tagger": 5e-2}
+
+    def fake_run(on, recipe, config):
+        calls.append((recipe, on.name, config))
+        f1 = 1.0 - abs(config.lr - best_rate[recipe]) if on.name == "dev" else config.seed / 10
+        return FinetuneResult(torch.nn.Linear(1, 1), {"f1": f1}, 0.0, None)
+
+    monkeypatch.setattr(features_module, "score", lambda on, model: {"f1": 0.5})  # the test set's score
+    tuned = {recipe: tuned_runs(fake_run, task, dev, budget, lrs, [3, 4, 5], "f1", args=(recipe,))
+             for recipe, lrs in (("fine-tuning", (1e-3, 2e-3, 5e-3)), ("tagger", (1e-2, 5e-2, 1e-1)))}
+    assert {config.steps * config.batch_size for _, _, config in calls} == {7 * 5}  # the same for both recipes
+    assert tuned["fine-tuning"].lr == 2e-3 and tuned["tagger"].lr == 5e-2
+    for recipe, runs in tuned.items():
+        mine = [(on, config) for r, on, config in calls if r == recipe]
+        assert [(on, c.seed) for on, c in mine] == [("dev", 3)] * 3 + [("ner", 4), ("ner", 5)]
+        assert all(c.lr == runs.lr for on, c in mine if on == "ner")
+        assert runs.test_scores == [0.5, 0.4, 0.5]  # the first seed's dev-sweep model, scored on the test set
+        assert runs.dev_scores == {c.lr: 1.0 - abs(c.lr - best_rate[recipe]) for on, c in mine if on == "dev"}
+    with pytest.raises(ValueError, match="expected learning rates and seeds"):
+        tuned_runs(fake_run, task, dev, budget, (), [0], "f1")
+
+
+def test_feature_tagger_run_trains_a_linear_tagger_on_the_features():
+    tokenizer, task = _ner_task()
+    config = dataclasses.replace(CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48)
+    torch.manual_seed(6)
+    features = with_features(task, BertModel(config).eval())
+    result = feature_tagger_run(features, {"choice": "concat_last_four"}, FinetuneConfig(steps=3, batch_size=8, seed=2))
+    assert isinstance(result.model, FeatureTagger) and result.model.lstm is None
+    assert result.model.layers == [2, 3, 4, 5] and len(result.history.loss) == 3
+    assert 0.0 <= result.scores["f1"] <= 1.0
+
+
+def test_tuned_feature_taggers_are_tuned_runs_of_each_tagger():
+    tokenizer, task = _ner_task()
+    config = dataclasses.replace(CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48)
+    torch.manual_seed(7)
+    features = with_features(task, BertModel(config).eval())
+    budget, taggers = FinetuneConfig(steps=2, batch_size=8), [{"choice": "last"}, {"choice": "embeddings"}]
+    together = tuned_feature_taggers(taggers, features, features, budget, (1e-2, 1e-1), [0, 1])
+    alone = [tuned_runs(feature_tagger_run, features, features, budget, (1e-2, 1e-1), [0, 1], "f1", args=(t,))
+             for t in taggers]
+    assert [(r.lr, r.dev_scores, r.test_scores) for r in together] == [(r.lr, r.dev_scores, r.test_scores) for r in alone]

@@ -166,3 +166,26 @@ def test_unanswerable_questions_point_at_cls_and_the_null_threshold_decides(hf, 
     assert [(a, b) for a, b in spans] == [(e.answer_start, e.answer_end) for e in examples]
     assert all(a < b for a, b in best_spans(start, end, encoded))  # without a threshold: always a span
     assert best_spans(start, end, encoded, null_threshold=100.0) == best_spans(start, end, encoded)
+
+
+def _fact_of(words, people):
+    """The (fact, negated) a fact sentence of the language states, read back from its words."""
+    text = " ".join(words)
+    person = next(p.name for p in people if p.name in text)
+    city = [c for c in CITIES if c in text]
+    org = [o for o in ORGANISATIONS if o in text]
+    relation, obj = ("lives_in", city[0]) if city else ("works_for", max(org, key=len))
+    return Fact(relation, person, obj), "not" in words
+
+
+def test_nli_labels_by_brute_force_from_the_sentences_and_no_copied_hypothesis(lang):
+    examples = nli_examples(lang, 300, seed=3)
+    for e in examples:
+        (p, p_neg), (h, h_neg) = _fact_of(e.words_a, lang.world.people), _fact_of(e.words_b, lang.world.people)
+        assert not p_neg, "the premise states a fact, as the pretraining documents do"
+        expected = "neutral" if p.subject != h.subject else _entails(p, p_neg, h, h_neg)
+        assert NLI_LABELS[e.label] == expected, (e.words_a, e.words_b)
+        assert e.words_a != e.words_b, "a hypothesis never copies the premise's words"
+    restated = [e for e in examples if _fact_of(e.words_a, lang.world.people)[0] == _fact_of(e.words_b, lang.world.people)[0]
+                and "not" not in e.words_b]
+    assert restated and all(NLI_LABELS[e.label] == "entailment" for e in restated)  # the same fact in other words
