@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import typing
-from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
+from dataclasses import MISSING, Field, dataclass, fields, is_dataclass, replace
 from typing import Any, Callable, Sequence
 
 RULE = "rule"  # the metadata key of a field's rule
@@ -142,6 +142,23 @@ def check_indices(config: Any, size: str, *names: str) -> None:
 
 
 # ---------------------------------------------------------------- building a config from nested dicts
+
+
+def seeded(config: Any, seed: int) -> Any:
+    """``config`` for the run of ``seed``: its own ``seed`` and its fine-tuning's (``config.finetune.seed``)
+    replaced, everything else (the data's settings among them) unchanged.
+
+    >>> @dataclass(frozen=True)
+    ... class Tune:
+    ...     seed: int = 0
+    >>> @dataclass(frozen=True)
+    ... class Run:
+    ...     seed: int = 0
+    ...     finetune: Tune = Tune()
+    >>> seeded(Run(), 2)
+    Run(seed=2, finetune=Tune(seed=2))
+    """
+    return replace(config, seed=seed, finetune=replace(config.finetune, seed=seed))
 
 
 def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import string
 from collections import Counter
 from typing import Sequence
@@ -307,3 +308,16 @@ def spearman_correlation(predictions: Sequence | torch.Tensor, labels: Sequence 
     """
     x, y = _check_scores(predictions, labels)
     return pearson_correlation(average_ranks(x), average_ranks(y))
+
+
+def mean_and_spread(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of per-seed values and their spread, the sample standard deviation (0.0 for a single value).
+
+    >>> mean_and_spread([1.0, 2.0, 3.0])
+    (2.0, 1.0)
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    if not values:
+        raise ValueError("expected at least one value")
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0

@@ -57,10 +57,10 @@ from lecture_lib.chapters.ch08_electra import (
     finetune_scores,
     flops_per_step,
     flops_per_token,
-    mean_and_spread,
     mean_score,
     replaced_token_example,
     scratch_scores,
+    seed_summary,
     seeded,
     seeded_scores,
     steps_for,
@@ -326,10 +326,10 @@ show_reproduction(
     f"seeds {', '.join(map(str, config.seeds))}",
     ["share of the budget", "our FLOPs", "ELECTRA (ours)", "masked LM (ours)", "seeds with ELECTRA ahead",
      "ELECTRA-Small (paper)", "BERT-Small (paper)"],
-    [[f"{f:.4g}", f"{f * budget(config):.2e}", mean_and_spread(curve["ELECTRA"][f]),
-      mean_and_spread(curve["masked LM (BERT)"][f]), f"{ahead[f]} of {len(config.seeds)}",
+    [[f"{f:.4g}", f"{f * budget(config):.2e}", seed_summary(curve["ELECTRA"][f]),
+      seed_summary(curve["masked LM (BERT)"][f]), f"{ahead[f]} of {len(config.seeds)}",
       f"{PAPER_CHECKPOINTS[f]:.1f}", f"{PAPER_BERT_SMALL}" if f == 1.0 else None] for f in config.fractions]
-    + [["0 (from scratch)", "0", mean_and_spread(from_scratch), mean_and_spread(from_scratch), None, None, None]],
+    + [["0 (from scratch)", "0", seed_summary(from_scratch), seed_summary(from_scratch), None, None, None]],
     note="The paper's ELECTRA-Small is ahead of BERT-Small at equal FLOPs; its Figure 1 shows the gap widest at "
          "the small budgets. Our verdict is in \"What we saw\".")
 detection = {seed: detection_accuracy(run, seeded(config, seed), data) for seed, run in electra_runs.items()}
@@ -390,7 +390,7 @@ show_reproduction(
     + ", ".join(map(str, config.seeds)),
     ["model", "our steps", "our FLOPs", "ours", "paper"],
     [[variant, table5_runs[variant][config.seeds[0]].steps, f"{table5_runs[variant][config.seeds[0]].flops:.3e}",
-      mean_and_spread(table5[variant]), f"{PAPER_TABLE5[variant]:.1f}"]
+      seed_summary(table5[variant]), f"{PAPER_TABLE5[variant]:.1f}"]
      if variant in table5 else [variant, None, None, "(full profile)", f"{PAPER_TABLE5[variant]:.1f}"]
      for variant in PAPER_TABLE5],
     note="The paper's reading: most of ELECTRA's gain over BERT comes from learning from all tokens (All-Tokens "
@@ -463,20 +463,20 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
           "small budgets",
           "Clark et al. (2020), Table 1: ELECTRA-Small 74.1 … 79.9 at 6.25 … 100%; BERT-Small 75.1 at 100% (GLUE); "
           "Figure 1",
-          f"{budget(config):.2e} FLOPs: ELECTRA {mean_and_spread(curve['ELECTRA'][1.0])}, masked LM "
-          f"{mean_and_spread(curve['masked LM (BERT)'][1.0])}, from scratch {mean_and_spread(from_scratch)}; "
+          f"{budget(config):.2e} FLOPs: ELECTRA {seed_summary(curve['ELECTRA'][1.0])}, masked LM "
+          f"{seed_summary(curve['masked LM (BERT)'][1.0])}, from scratch {seed_summary(from_scratch)}; "
           "recall on replacements " + ", ".join(f"{r:.3f}" for r in recall) + " (section 5)",
           direction(curve["ELECTRA"][1.0], curve["masked LM (BERT)"][1.0], seeds=config.seeds,
                     rule="ELECTRA above masked LM at the whole budget")),
     Claim("08-electra-beats-electra-15pct", "the loss on every token beats the loss on the masked 15%",
           "Clark et al. (2020), Table 5: ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)",
-          f"ELECTRA {mean_and_spread(table5['ELECTRA'])}, ELECTRA 15% {mean_and_spread(table5['ELECTRA 15%'])}; "
+          f"ELECTRA {seed_summary(table5['ELECTRA'])}, ELECTRA 15% {seed_summary(table5['ELECTRA 15%'])}; "
           "replaced share of the masked positions " + ", ".join(f"{s:.3f}" for s in replaced_share) + " (section 6)",
           direction(table5["ELECTRA"], table5["ELECTRA 15%"], seeds=config.seeds,
                     rule="ELECTRA above ELECTRA 15%")),
     Claim("08-all-tokens-is-most-of-the-gain", "learning from all tokens is most of ELECTRA's gain over BERT",
           "Clark et al. (2020), Table 5: ELECTRA 85.0, All-Tokens MLM 84.3, BERT 82.2 (GLUE)",
-          ", ".join(f"{variant} {mean_and_spread(scores)}" for variant, scores in table5.items()) + " (section 6)",
+          ", ".join(f"{variant} {seed_summary(scores)}" for variant, scores in table5.items()) + " (section 6)",
           direction(table5["All-Tokens MLM"], midpoint, seeds=config.seeds,
                     rule="All-Tokens MLM above the midpoint of ELECTRA and BERT (more than half the gain)")),
     Claim("08-small-generator-beats-unigram", "a small learned generator beats a unigram one",

@@ -20,7 +20,6 @@ Taught in: 08_electra ("Matched compute", "Table 5 at equal FLOPs", "The generat
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
@@ -30,9 +29,10 @@ from torch import nn
 
 from lecture_lib.cache import atomic_write, cache_root, cached, cached_json, key
 from lecture_lib.chapters import course_language
-from lecture_lib.config import build_config
+from lecture_lib.config import build_config, seeded
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.metrics import mean_and_spread
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.electra import (
     ElectraConfig,
@@ -132,15 +132,6 @@ def chapter_config(**overrides) -> ElectraChapterConfig:
     Taught in: 08_electra ("Matched compute").
     """
     return build_config(ElectraChapterConfig, pick(quick=QUICK, full=FULL), overrides)
-
-
-def seeded(config: ElectraChapterConfig, seed: int) -> ElectraChapterConfig:
-    """``config`` for the run of ``seed``: its initialisation, batch order, masking, sampling and fine-tuning
-    drawn with ``seed``; the data (language, documents, task examples) unchanged.
-
-    Taught in: 08_electra ("Matched compute").
-    """
-    return replace(config, seed=seed, finetune=replace(config.finetune, seed=seed))
 
 
 # ---------------------------------------------------------------- data
@@ -525,15 +516,15 @@ def seeded_scores(runs: dict[int, Run], config: ElectraChapterConfig, data: Elec
             for f in fractions}
 
 
-def mean_and_spread(values: list[float]) -> str:
+def seed_summary(values: list[float]) -> str:
     """``"mean ± standard deviation"`` over seeds, three decimals.
 
-    >>> mean_and_spread([0.5, 0.6, 0.7])
+    >>> seed_summary([0.5, 0.6, 0.7])
     '0.600 ± 0.100'
     """
     if len(values) < 2:
         raise ValueError(f"expected at least two seeds' values, got {values}")
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+    return "{:.3f} ± {:.3f}".format(*mean_and_spread(values))
 
 
 def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:

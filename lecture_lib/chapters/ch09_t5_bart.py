@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import math
 import random
-import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence, Union
@@ -327,19 +326,6 @@ def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq], pretraining: Ca
         seed_scores.append(finetune_and_score(model, data, recipe, seed))
     mean = {t: sum(s[t] for s in seed_scores) / len(seed_scores) for t in TASKS}
     return {"pretrain_loss": pretrain_loss, "seed_scores": seed_scores, "scores": mean}, model
-
-
-def mean_and_spread(values: Sequence[float]) -> tuple[float, float]:
-    """The mean of per-seed values and their spread, the sample standard deviation (0.0 for a single value).
-
-    >>> mean_and_spread([1.0, 2.0, 3.0])
-    (2.0, 1.0)
-
-    Taught in: 09_t5_bart ("The objectives table at toy scale").
-    """
-    if not values:
-        raise ValueError("expected at least one value")
-    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def mean_task_score(run: dict) -> list[float]:

@@ -24,7 +24,7 @@ from lecture_lib.cache import cached, key
 from lecture_lib.chapters import course_language
 from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
-from lecture_lib.config import build_config
+from lecture_lib.config import build_config, seeded
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
@@ -91,15 +91,6 @@ def chapter_config(**overrides) -> CompressionChapterConfig:
     Taught in: 12_compression ("The teacher and its task").
     """
     return build_config(CompressionChapterConfig, pick(quick=QUICK, full=FULL), overrides)
-
-
-def seeded(config: CompressionChapterConfig, seed: int) -> CompressionChapterConfig:
-    """The config with ``seed`` for everything a run draws: the distillation's batches and initialisation
-    (``seed``) and the fine-tuning's (``finetune.seed``).
-
-    Taught in: 12_compression ("A DistilBERT-style student").
-    """
-    return dataclasses.replace(config, seed=seed, finetune=dataclasses.replace(config.finetune, seed=seed))
 
 
 # ---------------------------------------------------------------- the teacher
