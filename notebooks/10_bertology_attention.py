@@ -776,7 +776,8 @@ show_claims("ch10-what-we-saw", "What we saw: chapter 10, quick profile", [
           "Michel et al. (2019), Figure 3",
           "mean accuracy over the curve, by importance " + ", ".join(f"{a:.1%}" for a in area_importance)
           + ", random order " + ", ".join(f"{r:.1%}" for r in area_random) + " (seeds " + ", ".join(map(str, config.seeds))
-          + "; section 7)",
+          + "); the layer-normalised ranking, judged by the same rule, "
+          + ", ".join(f"{a:.1%}" for a in areas["layer-normalised"]) + " (section 7)",
           direction(area_importance, area_random, seeds=config.seeds, margin=0.01,
                     rule="importance order over 1 point above random order")),
     Claim("10-pruning-speeds-inference", "pruning half the heads speeds inference",
