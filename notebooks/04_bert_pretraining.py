@@ -794,8 +794,8 @@ plt.show()
 #
 # - **No pretraining** is our own row, the trivial baseline: the same network, fine-tuned from random weights,
 #   tags the test sentences' held-out names badly, since nothing in fine-tuning told it what those words are.
-#   Every pretrained row of the paper's width is far above it, on every seed: pretraining pays downstream,
-#   the claim that carries BERT's whole paper.
+#   Every row of Table 5 is far above it, on every seed: pretraining pays downstream, the claim that carries
+#   BERT's whole paper.
 # - **No NSP.** The paper lost 0.5 points on MNLI and 3.5 on QNLI without NSP, almost nothing elsewhere;
 #   RoBERTa (Liu et al., 2019) later found that dropping it does not hurt and can help. Our task is about
 #   single sentences, where NSP has nothing to give: compare the two rows' means with their spreads.
@@ -805,8 +805,10 @@ plt.show()
 #   of them. The paper's SQuAD column asks for something else, an answer that depends on the words to its
 #   right, and that is what the next subsection measures.
 # - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Ours, at equal
-#   steps: the perplexity falls with every step up (asserted below), and the downstream column rises with it,
-#   the smallest model barely above random weights, the largest far above it.
+#   steps: the perplexity falls with every step up (asserted below), and the downstream column rises with it
+#   on every seed. The smallest model tags the held-out names worse than the largest network does from random
+#   weights: a pretrained model too small to learn the language has little to give, and little capacity to
+#   learn the task.
 
 # %%
 # Pretraining pays (every seed above the baseline by more than either row's spread), both BERT rows above the

@@ -263,8 +263,10 @@ TABLE5_ROWS = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked")
               "LTR & No NSP": (None, "left-to-right")}
 # Table 6's sizes as (layers L, width H, heads A), smallest first: the last one is section 7's shape.
 TABLE6_SIZES = {"quick": ((1, 32, 2), (2, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (2, 256, 4), (4, 256, 4))}
-# The two downstream tasks of the tables, both tagging, both scored by entity F1 over the fine-tuning seeds.
+# The two downstream tasks of the tables, both tagging, both scored by entity F1 over the fine-tuning seeds, and the
+# rows scored on both (every row is scored on the first); "No pretraining" is scored on both as well.
 DOWNSTREAM_TASKS = ("context entities", "right-context entities")
+BOTH_TASKS_ROWS = ("No NSP", "LTR & No NSP")
 # The language's one verb whose object may be a place or a company (TRANSITIVE_VERBS' "visits", object kinds L
 # and O), in the present and the past.
 VISIT_VERBS = ("visits", "visited")
@@ -391,15 +393,17 @@ def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, c
     return scores
 
 
-def _table_row(config: course_language.ChapterConfig, language_model: str | None, progress: bool) -> dict:
+def _table_row(config: course_language.ChapterConfig, language_model: str | None, names: tuple[str, ...],
+               progress: bool) -> dict:
     """One row of Tables 5 and 6 (a job of :func:`pretraining_ablations`): pretrain (cached; ``None``: no
-    pretraining, the same network from random weights), score the masked LM on held-out text, fine-tune on
-    :func:`downstream_tasks`."""
+    pretraining, the same network from random weights), score the masked LM on held-out text, fine-tune on the
+    tasks ``names`` of :func:`downstream_tasks`."""
     if language_model is None:  # the masked LM's vocabulary: every row's tokenizer cuts the same words alike
         tasks = downstream_tasks(synthetic_bert(config, progress=progress).tokenizer, config)
-        return {"downstream": downstream_scores(tasks, config.pretrain.model, config)}
+        return {"downstream": downstream_scores({name: tasks[name] for name in names}, config.pretrain.model, config)}
     result = pretrained_row(config, language_model, progress=progress)
     tasks = downstream_tasks(result.tokenizer, config)
+    tasks = {name: tasks[name] for name in names}
     row = {"parameters": sum(p.numel() for p in result.model.bert.parameters())}
     if language_model == "masked":
         held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)), result.tokenizer)
@@ -433,7 +437,8 @@ def pretraining_ablations(config: course_language.ChapterConfig | None = None, *
     :func:`synthetic_config`: the same data and steps for every row). ``"objectives"``: the rows of
     :data:`TABLE5_ROWS`, and ``"No pretraining"``, the same network fine-tuned from random weights.
     ``"sizes"``: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`). Each row holds its
-    ``downstream`` entity F1 per fine-tuning seed on each of :data:`DOWNSTREAM_TASKS` (:func:`downstream_scores`),
+    ``downstream`` entity F1 per fine-tuning seed (:func:`downstream_scores`) on context entities, and on
+    right-context entities too for the rows the notebook compares there (:data:`BOTH_TASKS_ROWS`),
     and for a masked LM its held-out ``mlm_loss``, ``mask_accuracy`` and ``unigram_at_masks`` (at the positions
     showing ``[MASK]``), and ``parameters``. The rows run in the workers of
     :func:`~lecture_lib.runtime.parallel_map`; cached as JSON, keyed by the recipe.
@@ -444,10 +449,13 @@ def pretraining_ablations(config: course_language.ChapterConfig | None = None, *
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
 
     def run() -> dict:
-        jobs = {("objectives", name): (_with_pretrain(config, dict(pairs=pairs)), lm, False)
+        context = DOWNSTREAM_TASKS[:1]
+        jobs = {("objectives", name): (_with_pretrain(config, dict(pairs=pairs)), lm,
+                                       DOWNSTREAM_TASKS if name in BOTH_TASKS_ROWS else context, False)
                 for name, (pairs, lm) in TABLE5_ROWS.items()}
-        jobs[("objectives", "No pretraining")] = (config, None, False)
-        jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", False) for size in sizes}
+        jobs[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS, False)
+        jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context, False)
+                 for size in sizes}
         unique = {repr(job): job for job in jobs.values()}  # Table 6's largest row may be Table 5's first
         rows = dict(zip(unique, parallel_map(_table_row, list(unique.values()), workers=workers,
                                              desc="pretraining rows")))
@@ -457,6 +465,7 @@ def pretraining_ablations(config: course_language.ChapterConfig | None = None, *
         return tables
 
     recipe = {"config": asdict(config), "rows": TABLE5_ROWS, "sizes": sizes, "tasks": DOWNSTREAM_TASKS,
+              "both": BOTH_TASKS_ROWS,
               "verbs": VISIT_VERBS, "suffixes": COMPANY_SUFFIXES, "labels": NER_LABELS}
     return cached_json("pretraining-ablations", recipe, run)
 
