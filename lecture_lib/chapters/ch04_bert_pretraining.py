@@ -16,8 +16,8 @@ model, the synthetic one, and the documentation model pretrained further on the 
 (:func:`further_pretrained_bert`). Those functions live here, beside the two models they start from, because
 this module already reads chapter 05's (a module-level import the other way would be a cycle).
 
-Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation", "BERT's ablations: objectives
-and size", "Bidirectional or left to right"), 05_bert_finetuning ("Domain-adaptive pretraining").
+Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation",
+"BERT's ablations: objectives and size", "Bidirectional or left to right"), 05_bert_finetuning ("Domain-adaptive pretraining").
 """
 
 from __future__ import annotations
