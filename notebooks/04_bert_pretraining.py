@@ -83,6 +83,8 @@ from lecture_lib.models.bert import (
     BertModel,
     training_flops_per_token,
 )
+from lecture_lib.models.heads import BertForTokenClassification
+from lecture_lib.models.left_to_right import left_to_right_head
 from lecture_lib.objectives.masking import (
     ABLATION_STRATEGIES,
     IGNORE_INDEX,
@@ -832,7 +834,7 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 #
 # $$h_i = f(x_0, \dots, x_i), \qquad \frac{\partial h_i}{\partial x_j} = 0 \text{ for } j > i$$
 #
-# (the tests check the gradients). The task is built so that the right side decides: "Anna Berg visits Weber ."
+# (the tests check the gradients; the cell below shows it on one pair of sentences). The task is built so that the right side decides: "Anna Berg visits Weber ."
 # or "Anna Berg visits Weber Foods .", a place or a company named after a surname, one or the other at random.
 # Up to and including "Weber" the two readings are the same words; only the next word tells `B-LOC` from
 # `B-ORG`. The best a tagger that reads the left side only can do is every other tag right and the more
@@ -845,6 +847,19 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 # position, the masked LM's at the selected ones). Counted on one batch:
 
 # %%
+# The left-to-right tagger's view: its output at "Weber" is the same whatever follows; the bidirectional one's is not.
+place, company = (torch.tensor([language_tokenizer.frame(language_tokenizer.encode(text))[0]])
+                  for text in ("Anna Berg visits Weber .", "Anna Berg visits Weber Foods ."))
+weber = len(language_tokenizer.encode("Anna Berg visits Weber"))  # its last piece, after [CLS]
+tag_logits = {}
+for direction_name, head in (("left to right", left_to_right_head(BertForTokenClassification)),
+                             ("bidirectional", BertForTokenClassification)):
+    tagger = head.from_encoder(language_model.bert, 7).eval()
+    with torch.no_grad():
+        tag_logits[direction_name] = [tagger(ids).logits[0, weber] for ids in (place, company)]
+    print(f"{direction_name:>13}: output at 'Weber' changed by the next word: "
+          f"{(tag_logits[direction_name][0] - tag_logits[direction_name][1]).abs().max():.2f}")
+
 lang = SyntheticLanguage(table_config.language_seed)
 for example in right_context_entity_examples(lang, 3, seed=5):
     print(" ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(example.words, example.tags)))
@@ -877,14 +892,17 @@ show_reproduction(
 # Each number measures one thing. On the *right-context* task the masked LM tags nearly everything right, and
 # so does the same network from random weights: the task needs no knowledge a fine-tuning set does not teach,
 # only a view of the next word. The left-to-right model, pretrained on the same text for the same steps with
-# far more predictions, stays near the ceiling of any tagger that cannot look right, whatever its seed: what
+# far more predictions, stays below the ceiling of any tagger that cannot look right, on every seed: what
 # decides the score is the direction of attention, the mechanism BERT's paper credits for its SQuAD gain. On
 # *context entities*, decided mostly by the left context, the left-to-right model's extra predictions make it
 # the better tagger. That is the honest form of BERT's bet at our scale: a masked LM learns from fewer tokens
 # per step, and its bidirectional vectors are what a task pays for when the evidence lies on both sides.
 
 # %%
-# The masked LM beats the left-to-right LM on the right-context task by more than either row's spread, every seed.
+# The left-to-right tagger cannot see the next word; the masked LM beats the left-to-right LM on the right-context
+# task by more than either row's spread, every seed.
+# (the two sequences differ in length, which moves a float's last bits: equal up to rounding)
+assert torch.allclose(*tag_logits["left to right"], atol=1e-5) and not torch.allclose(*tag_logits["bidirectional"])
 bidirectional, left_to_right = (f1(objectives[name], "right-context entities") for name in ("No NSP", "LTR & No NSP"))
 direction_margin = max(mean_and_spread(bidirectional)[1], mean_and_spread(left_to_right)[1])
 assert all(a - b > direction_margin for a, b in zip(bidirectional, left_to_right))
