@@ -71,8 +71,11 @@ ENTRY_POINTS = {
         {}),
     "ch04.masking_ablation": (ch04.masking_ablation, lambda: dict(config=ch04.ablation_config()),
                               {"rules": ch04.MASKING_RULES[:1]}),
-    "ch04.objective_ablation": (ch04.objective_ablation, lambda: dict(config=ch04.ablation_config()), {}),
-    "ch04.size_sweep": (ch04.size_sweep, lambda: dict(config=ch04.ablation_config()), {"sizes": [(1, 32, 2)]}),
+    "ch04.pretrained_row": (ch04.pretrained_row, lambda: dict(config=ch04.synthetic_config(),
+                                                               language_model="left-to-right"),
+                            {"language_model": "masked"}),
+    "ch04.pretraining_ablations": (ch04.pretraining_ablations, lambda: dict(config=ch04.synthetic_config()),
+                                   {"sizes": [(1, 32, 2)]}),
     "course_language.synthetic_pretrained_bert": (course_language.synthetic_pretrained_bert,
                                                   lambda: dict(config=course_language.chapter_config()), {}),
     "ch06.format_run": (ch06.format_run, lambda: dict(config=ch06.chapter_config(), name="doc-sentences"),
@@ -132,7 +135,8 @@ _TASK_FIELDS = ("finetune.*", "table_finetune.*", "tagger_finetune.*", "train_ex
 _THREADS = "the number of CPU threads changes the rounding of sums, not the recipe (as everywhere in the course)"
 NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     **{(entry, f"config.{field}"): _PRETRAINING_ONLY for field in _TASK_FIELDS
-       for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert")},
+       for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert",
+                     "ch04.pretrained_row")},
     **{(entry, name): "the list of valid names, checked before anything is cached"
        for entry, name in (("ch06.format_run", "SCHEMES"), ("ch06.scheme_run", "SCHEMES"),
                            ("ch08.pretrain_run", "VARIANTS"))},

@@ -5,22 +5,25 @@ Two texts. The Python documentation (real English, ``QUICK``/``FULL``) is what t
 cuts, masks and pairs, and a BERT pretrained on it for the quick profile's 400 steps learns word
 frequencies and little more. Chapter 05's synthetic language (``SYNTHETIC_QUICK``/``SYNTHETIC_FULL``: about
 300 words, a grammar with agreement) is learned within the same budget well enough to show a BERT using
-context, and so carries the experiments: the masking ablation (BERT's Table 8), the objectives (Table 5:
-no NSP, a left-to-right LM) and the sizes (Table 6), scored on held-out masked LM and, fine-tuned, on
-chapter 05's acceptability task.
+context, and so carries the experiments: the masking ablation (BERT's Table 8, probed on held-out text), the
+objectives (Table 5: no NSP, a left-to-right LM) and the sizes (Table 6), each pretrained with section 7's recipe
+and fine-tuned over three seeds on two tagging tasks: chapter 05's context entities with held-out names (where
+pretraining pays) and entities told apart only by the word on their right (where the direction of attention
+decides).
 
 Chapter 05 measures what each text is worth to its tasks (SciBERT's Table 1 in shape): the documentation
 model, the synthetic one, and the documentation model pretrained further on the synthetic language
 (:func:`further_pretrained_bert`). Those functions live here, beside the two models they start from, because
 this module already reads chapter 05's (a module-level import the other way would be a cycle).
 
-Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation", "The road to BERT",
-"BERT's ablations: objectives and size"), 05_bert_finetuning ("Domain-adaptive pretraining").
+Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation",
+"BERT's ablations: objectives and size", "Bidirectional or left to right"), 05_bert_finetuning ("Domain-adaptive pretraining").
 """
 
 from __future__ import annotations
 
 import copy
+import random
 from dataclasses import asdict, replace
 from typing import Sequence
 
@@ -29,9 +32,14 @@ import torch
 from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, merge_dicts
-from lecture_lib.finetuning.finetune import Task, finetune, new_head
+from lecture_lib.data.synthetic import Person, SyntheticLanguage
+from lecture_lib.finetuning.finetune import Task, finetune_from
+from lecture_lib.finetuning.harder_tasks import COMPANY_SUFFIXES
+from lecture_lib.finetuning.tasks import NER_LABELS, TaggingExample, encode_tagging, split_people
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel, training_flops_per_token
+from lecture_lib.models.heads import BertForTokenClassification
+from lecture_lib.models.left_to_right import left_to_right_head
 from lecture_lib.objectives.masking import MaskingStrategy
 from lecture_lib.pretraining import (
     PretrainConfig,
@@ -41,12 +49,11 @@ from lecture_lib.pretraining import (
     config_dict,
     evaluate,
     evaluate_at_masks,
-    evaluate_left_to_right,
     left_to_right_loss,
 )
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import current, pick
-from lecture_lib.runtime import parallel_map
+from lecture_lib.runtime import parallel_map, seed_of
 from lecture_lib.train import cpu_threads
 
 # ``quick`` (the notebook, one CPU core, about 10 s): a 2-layer BERT of width H = 64 with 4 heads and a
@@ -82,8 +89,8 @@ def chapter_config(**overrides) -> PretrainConfig:
 # The synthetic language (chapter 05's, read there), pretrained with the same recipe. ``quick``: the
 # documentation model's shape, 600 steps of 32 pairs on 2,000 documents of three sentences (about 20 s on
 # one core); a 700-token vocabulary, which keeps nearly every word of the language whole (1,000 would
-# keep all: the trainer stops at 722), so that fill-mask can name whole words. The downstream score of
-# the ablations fine-tunes on chapter 05's acceptability task, 50 steps of 32 on 1,000 examples. ``full``:
+# keep all: the trainer stops at 722), so that fill-mask can name whole words. Tables 5 and 6 pretrain each
+# row with this recipe and fine-tune it with chapter 05's seeded budget (100 steps of 16, three seeds). ``full``:
 # BERT-mini's width, 4 layers, 4,000 steps on 20,000 documents.
 SYNTHETIC_QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
@@ -185,14 +192,13 @@ def _domain_encoders(text: str) -> tuple[PretrainResult, PretrainResult] | Pretr
 
 
 def ablation_config(**overrides) -> course_language.ChapterConfig:
-    """The ablations' runs: the synthetic language's model and data, fewer steps each (150 quick, 2,000 full),
-    and in the quick profile 50 fine-tuning steps for the downstream score.
+    """The masking ablation's runs: the synthetic language's model and data, fewer steps each (150 quick, 2,000
+    full).
 
-    Taught in: 04_bert_pretraining ("The masking ablation", "BERT's ablations: objectives and size").
+    Taught in: 04_bert_pretraining ("The masking ablation").
     """
     steps = pick(quick=150, full=2000)
-    shorter = dict(pretrain=dict(train=dict(steps=steps, warmup_steps=steps // 10, eval_every=0)),
-                   finetune=dict(steps=pick(quick=50, full=2000)))
+    shorter = dict(pretrain=dict(train=dict(steps=steps, warmup_steps=steps // 10, eval_every=0)))
     return synthetic_config(**merge_dicts(shorter, overrides))
 
 
@@ -255,45 +261,160 @@ def masking_ablation(config: course_language.ChapterConfig | None = None, *, rul
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
 TABLE5_ROWS = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked"),
               "LTR & No NSP": (None, "left-to-right")}
-# Table 6's sizes as (layers L, width H, heads A): the middle one is the ablations' default shape.
-TABLE6_SIZES = {"quick": ((1, 16, 2), (1, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (4, 256, 4), (6, 256, 8))}
+# Table 6's sizes as (layers L, width H, heads A), smallest first: the last one is section 7's shape.
+TABLE6_SIZES = {"quick": ((1, 32, 2), (2, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (2, 256, 4), (4, 256, 4))}
+# The two downstream tasks of the tables, both tagging, both scored by entity F1 over the fine-tuning seeds, and the
+# rows scored on both (every row is scored on the first); "No pretraining" is scored on both as well.
+DOWNSTREAM_TASKS = ("context entities", "right-context entities")
+BOTH_TASKS_ROWS = ("No NSP", "LTR & No NSP")
+# The language's one verb whose object may be a place or a company (TRANSITIVE_VERBS' "visits", object kinds L
+# and O), in the present and the past.
+VISIT_VERBS = ("visits", "visited")
 
 
-def downstream_task(tokenizer, config: course_language.ChapterConfig) -> Task:
-    """Chapter 05's acceptability task (is subject-verb agreement respected? BERT's CoLA in small, scored by
-    Matthews' correlation), encoded by ``tokenizer``.
+def right_context_entity_examples(lang: SyntheticLanguage, n: int, seed: int,
+                                  people: Sequence[Person] | None = None) -> list[TaggingExample]:
+    """"P visits X ." where X is named after a surname of ``people``: a place (the bare surname, ``B-LOC``) or a
+    company (the surname and a company word, ``B-ORG I-ORG``), each with probability 1/2. Up to and including the
+    surname the two readings are the same words, so the surname's tag is told only by the word on its right.
+
+    >>> for e in right_context_entity_examples(SyntheticLanguage(0), 3, seed=0):
+    ...     print(" ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(e.words, e.tags)))
+    Rosa/B-PER Brandt/I-PER visits Brandt/B-ORG Works/I-ORG .
+    Greta/B-PER Novak/I-PER visited Eklund/B-ORG Motors/I-ORG .
+    Farid/B-PER Varga/I-PER visits Okafor/B-ORG Foods/I-ORG .
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    people = people or lang.world.people
+    surnames = sorted({p.name.split(" ")[-1] for p in people})
+    rng = random.Random(seed_of("right-context entities", seed))
+    examples = []
+    for _ in range(n):
+        first, last = rng.choice(people).name.split(" ")
+        verb, surname = rng.choice(VISIT_VERBS), rng.choice(surnames)
+        if rng.random() < 0.5:
+            place, tags = [surname], ["B-LOC"]
+        else:
+            place, tags = [surname, rng.choice(COMPANY_SUFFIXES)], ["B-ORG", "I-ORG"]
+        examples.append(TaggingExample([first, last, verb, *place, "."], ["B-PER", "I-PER", "O", *tags, "O"]))
+    return examples
+
+
+def best_left_to_right_tags(examples: Sequence[TaggingExample]) -> list[list[str]]:
+    """What the best tagger that reads each word's left side only can say about
+    :func:`right_context_entity_examples`: every entity right, except the place or company, whose type the left
+    side of its first word does not tell; the tagger gives it the more frequent of ``LOC`` and ``ORG`` in
+    ``examples``, over all its words. Its entity F1, (sentences + entities of that type) / (2 × sentences), is a
+    left-to-right model's ceiling on the task.
+
+    >>> one = TaggingExample(["Anna", "Berg", "visits", "Dahl", "."], ["B-PER", "I-PER", "O", "B-LOC", "O"])
+    >>> two = TaggingExample(["Anna", "Berg", "visits", "Dahl", "Air", "."], ["B-PER", "I-PER", "O", "B-ORG", "I-ORG", "O"])
+    >>> best_left_to_right_tags([one, one, two])[2]
+    ['B-PER', 'I-PER', 'O', 'B-LOC', 'I-LOC', 'O']
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    place = [e.tags[3] for e in examples]
+    if not place or set(place) - {"B-LOC", "B-ORG"}:
+        raise ValueError("expected examples of right_context_entity_examples: a place or a company as fourth word")
+    kind = max(("LOC", "ORG"), key=lambda k: place.count(f"B-{k}"))
+    return [[*e.tags[:3], f"B-{kind}", *[f"I-{kind}"] * (len(e.tags) - 5), "O"] for e in examples]
+
+
+def mean_and_spread(scores: Sequence[float]) -> tuple[float, float]:
+    """The mean of a row's scores over its seeds, and their spread (largest minus smallest).
+
+    >>> mean_and_spread([0.5, 0.75, 0.625])
+    (0.625, 0.25)
 
     Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
     """
-    return course_language.build_tasks(tokenizer, config)["acceptability"]
+    if not scores:
+        raise ValueError("expected at least one score")
+    return sum(scores) / len(scores), max(scores) - min(scores)
 
 
-def _downstream(task: Task, encoder, config: course_language.ChapterConfig) -> float:
-    return finetune(task, new_head(task, encoder, config.finetune), config.finetune).scores["mcc"]
+def downstream_tasks(tokenizer, config: course_language.ChapterConfig) -> dict[str, Task]:
+    """The tables' two tagging tasks (:data:`DOWNSTREAM_TASKS`), trained on sentences about some people and
+    tested on sentences about others, encoded by ``tokenizer``: chapter 05's *context entities* (surnames that
+    also name places and companies, told apart by the words around them, mostly on their left) and
+    :func:`right_context_entity_examples` (told apart only by the word on their right). Both are scored as
+    chapter 05's context entities, by entity F1.
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    tasks = {"context entities": course_language.build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"]}
+    train, test = (right_context_entity_examples(lang, n, config.seed + offset, people) for n, offset, people in
+                   ((config.train_examples, 1, train_people), (config.test_examples, 2, test_people)))
+    encode = lambda examples: encode_tagging(examples, tokenizer, config.max_length)  # noqa: E731
+    tasks["right-context entities"] = Task("context_ner", BertForTokenClassification, len(NER_LABELS),
+                                           encode(train), encode(test), test)
+    return tasks
 
 
-def _scores(config: course_language.ChapterConfig, language_model: str, held_out: PretrainingData, task: Task,
-            progress: bool) -> dict[str, float]:
-    """Pretrain (cached) with ``config``'s recipe and ``language_model``'s loss; score on held-out text and
-    fine-tuned on ``task``."""
-    left_to_right = language_model == "left-to-right"
-    if left_to_right:
-        recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
-                  "documents": config.documents, "sentences_per_document": config.sentences_per_document}
-        result = cached_pretraining(f"synthetic-ltr-{key(recipe)}", config.pretrain,
-                                    lambda: course_language.synthetic_pretraining_data(config), progress=progress,
-                                    loss=left_to_right_loss)
-    else:
-        result = course_language.synthetic_pretrained_bert(config, progress=progress)
-    model, batches, mask_id = result.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id
-    with cpu_threads(config.pretrain.train.num_threads):
+def pretrained_row(config: course_language.ChapterConfig, language_model: str = "masked", *,
+                   progress: bool = True) -> PretrainResult:
+    """The synthetic language's BERT pretrained with ``config`` (cached) as a masked LM (:func:`synthetic_bert`: MLM,
+    with NSP where ``config`` pairs sentences) or, with ``language_model="left-to-right"``, as a left-to-right LM:
+    the same network, data and steps, each position predicting the next token through a causal mask
+    (:func:`~lecture_lib.pretraining.left_to_right_loss`).
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
+    if language_model == "masked":
+        return synthetic_bert(config, progress=progress)
+    if language_model != "left-to-right":
+        raise ValueError(f"expected language_model 'masked' or 'left-to-right', got {language_model!r}")
+    recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
+              "documents": config.documents, "sentences_per_document": config.sentences_per_document}
+    return cached_pretraining(f"synthetic-ltr-{key(recipe)}", config.pretrain,
+                              lambda: course_language.synthetic_pretraining_data(config), progress=progress,
+                              loss=left_to_right_loss)
+
+
+def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: course_language.ChapterConfig,
+                      *, left_to_right: bool = False) -> dict[str, list[float]]:
+    """Entity F1 of ``encoder`` (pretrained weights, or a config for random ones) fine-tuned on each task, one score
+    per fine-tuning seed of ``config.seeds`` (``config.seeded_finetune``'s budget). With ``left_to_right`` the
+    tagger keeps a causal mask (:func:`~lecture_lib.models.left_to_right.left_to_right_head`), as Devlin et al.
+    fine-tuned their left-to-right model.
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size", "Bidirectional or left to right").
+    """
+    scores = {}
+    for name, task in tasks.items():
         if left_to_right:
-            scores = evaluate_left_to_right(model, batches, mask_id)
-        else:
-            scores = {**evaluate(model, batches),
-                      **evaluate_at_masks(model, batches, mask_id, held_out.most_frequent_token())}
-    return {**scores, "parameters": sum(p.numel() for p in model.bert.parameters()),
-            "downstream": _downstream(task, model.bert, config)}
+            task = replace(task, head=left_to_right_head(task.head))
+        scores[name] = [finetune_from(task, encoder, replace(config.seeded_finetune, seed=seed)).scores["f1"]
+                        for seed in config.seeds]
+    return scores
+
+
+def _table_row(config: course_language.ChapterConfig, language_model: str | None, names: tuple[str, ...],
+               progress: bool) -> dict:
+    """One row of Tables 5 and 6 (a job of :func:`pretraining_ablations`): pretrain (cached; ``None``: no
+    pretraining, the same network from random weights), score the masked LM on held-out text, fine-tune on the
+    tasks ``names`` of :func:`downstream_tasks`."""
+    if language_model is None:  # the masked LM's vocabulary: every row's tokenizer cuts the same words alike
+        tasks = downstream_tasks(synthetic_bert(config, progress=progress).tokenizer, config)
+        return {"downstream": downstream_scores({name: tasks[name] for name in names}, config.pretrain.model, config)}
+    result = pretrained_row(config, language_model, progress=progress)
+    tasks = downstream_tasks(result.tokenizer, config)
+    tasks = {name: tasks[name] for name in names}
+    row = {"parameters": sum(p.numel() for p in result.model.bert.parameters())}
+    if language_model == "masked":
+        held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)), result.tokenizer)
+        batches = held_out.eval_batches()
+        with cpu_threads(config.pretrain.train.num_threads):
+            row |= {**evaluate(result.model, batches),
+                    **evaluate_at_masks(result.model, batches, held_out.tokenizer.mask_token_id,
+                                        held_out.most_frequent_token())}
+    row["downstream"] = downstream_scores(tasks, result.model.bert, config,
+                                          left_to_right=language_model == "left-to-right")
+    return row
 
 
 def _with_pretrain(config: course_language.ChapterConfig, objective: dict | None = None, model: dict | None = None):
@@ -303,50 +424,50 @@ def _with_pretrain(config: course_language.ChapterConfig, objective: dict | None
     return replace(config, pretrain=pretrain)
 
 
-def objective_ablation(config: course_language.ChapterConfig | None = None, *, progress: bool = True) -> dict[str, dict]:
-    """BERT's Table 5 in shape: the rows of :data:`TABLE5_ROWS` pretrained on the synthetic language, each
-    scored on the same held-out masked positions (``mask_accuracy``: at those showing ``[MASK]``, from both
-    sides or, for the left-to-right LM, from the left only) and fine-tuned on :func:`downstream_task`
-    (``downstream``: Matthews' correlation), with the same fine-tuning from random weights as a baseline
-    (``"No pretraining"``).
+def _sized(config: course_language.ChapterConfig, layers: int, width: int, heads: int) -> course_language.ChapterConfig:
+    """``config`` (MLM + NSP) with L layers of width H, A heads and a feed-forward width of 4H."""
+    return _with_pretrain(config, dict(pairs="nsp"), dict(num_hidden_layers=layers, hidden_size=width,
+                                                          num_attention_heads=heads, intermediate_size=4 * width))
 
-    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+
+def pretraining_ablations(config: course_language.ChapterConfig | None = None, *,
+                          sizes: Sequence[tuple[int, int, int]] | None = None, workers: int | None = None,
+                          progress: bool = True) -> dict[str, dict[str, dict]]:
+    """BERT's Tables 5 and 6 in shape, on the synthetic language with section 7's recipe (default
+    :func:`synthetic_config`: the same data and steps for every row). ``"objectives"``: the rows of
+    :data:`TABLE5_ROWS`, and ``"No pretraining"``, the same network fine-tuned from random weights.
+    ``"sizes"``: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`). Each row holds its
+    ``downstream`` entity F1 per fine-tuning seed (:func:`downstream_scores`) on context entities, and on
+    right-context entities too for the rows the notebook compares there (:data:`BOTH_TASKS_ROWS`),
+    and for a masked LM its held-out ``mlm_loss``, ``mask_accuracy`` and ``unigram_at_masks`` (at the positions
+    showing ``[MASK]``), and ``parameters``. The rows run in the workers of
+    :func:`~lecture_lib.runtime.parallel_map`; cached as JSON, keyed by the recipe.
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size", "Bidirectional or left to right").
     """
-    config = config or ablation_config()
-
-    def run() -> dict:
-        held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
-        task = downstream_task(held_out.tokenizer, config)
-        rows = {name: _scores(_with_pretrain(config, dict(pairs=pairs)), lm, held_out, task, progress)
-                for name, (pairs, lm) in TABLE5_ROWS.items()}
-        rows["No pretraining"] = {"downstream": _downstream(task, config.pretrain.model, config)}
-        return rows
-
-    return cached_json("objective-ablation", {"config": asdict(config), "rows": TABLE5_ROWS}, run)
-
-
-def size_sweep(config: course_language.ChapterConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None,
-               progress: bool = True) -> dict[str, dict]:
-    """BERT's Table 6 in shape: one MLM + NSP BERT per (L, H, A) of ``sizes`` (default :data:`TABLE6_SIZES`),
-    feed-forward width 4H, scored as in :func:`objective_ablation`, with the held-out MLM loss.
-
-    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
-    """
-    config = config or ablation_config()
+    config = config or synthetic_config()
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
 
     def run() -> dict:
-        held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)))
-        task = downstream_task(held_out.tokenizer, config)
-        rows = {}
-        for layers, width, heads in sizes:
-            shape = dict(num_hidden_layers=layers, hidden_size=width, num_attention_heads=heads,
-                         intermediate_size=4 * width)
-            rows[f"{layers}/{width}/{heads}"] = _scores(_with_pretrain(config, dict(pairs="nsp"), shape), "masked",
-                                                        held_out, task, progress)
-        return rows
+        context = DOWNSTREAM_TASKS[:1]
+        jobs = {("objectives", name): (_with_pretrain(config, dict(pairs=pairs)), lm,
+                                       DOWNSTREAM_TASKS if name in BOTH_TASKS_ROWS else context, False)
+                for name, (pairs, lm) in TABLE5_ROWS.items()}
+        jobs[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS, False)
+        jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context, False)
+                 for size in sizes}
+        unique = {repr(job): job for job in jobs.values()}  # Table 6's largest row may be Table 5's first
+        rows = dict(zip(unique, parallel_map(_table_row, list(unique.values()), workers=workers,
+                                             desc="pretraining rows")))
+        tables = {"objectives": {}, "sizes": {}}
+        for (table, name), job in jobs.items():
+            tables[table][name] = rows[repr(job)]
+        return tables
 
-    return cached_json("size-sweep", {"config": asdict(config), "sizes": sizes}, run)
+    recipe = {"config": asdict(config), "rows": TABLE5_ROWS, "sizes": sizes, "tasks": DOWNSTREAM_TASKS,
+              "both": BOTH_TASKS_ROWS,
+              "verbs": VISIT_VERBS, "suffixes": COMPANY_SUFFIXES, "labels": NER_LABELS}
+    return cached_json("pretraining-ablations", recipe, run)
 
 
 def main(argv: list[str] | None = None) -> PretrainResult:

@@ -3,18 +3,26 @@ recipe (their scores recomputed here from the cached models and the library's me
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch04_bert_pretraining import (
     BANK_SENTENCES,
+    BOTH_TASKS_ROWS,
+    DOWNSTREAM_TASKS,
     MASKING_RULES,
     TABLE5_ROWS,
+    VISIT_VERBS,
     ablation_config,
     bert_base_pretraining_flops,
+    best_left_to_right_tags,
     chapter_config,
+    downstream_scores,
+    downstream_tasks,
     further_pretrained_bert,
     further_pretraining_config,
     gap_neighbour_probe,
@@ -22,14 +30,20 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     initial_sublayer_scale,
     mask_accuracy_on,
     masking_ablation,
-    objective_ablation,
+    pretraining_ablations,
+    right_context_entity_examples,
     sense_similarities,
-    size_sweep,
     small_pretrained_bert,
     synthetic_bert,
     synthetic_config,
 )
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.harder_tasks import COMPANY_SUFFIXES
+from lecture_lib.finetuning.tasks import TaggingExample, split_people
 from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.metrics import span_f1
+from lecture_lib.models.heads import BertForTokenClassification
+from lecture_lib.models.left_to_right import LeftToRightBertModel
 from lecture_lib.pretraining import PretrainingData, evaluate_at_masks
 from tests.chapters.tiny_language import tiny_language
 
@@ -65,24 +79,90 @@ def test_masking_ablation_trains_one_cached_model_per_rule(monkeypatch, tmp_path
     assert masking_ablation(config) == results  # read back from the cache
 
 
-def test_objective_ablation_and_size_sweep_rows(monkeypatch, tmp_path):
-    config = _tiny(monkeypatch, tmp_path)
-    rows = objective_ablation(config)
+SIZES = [(1, 16, 2), (2, 64, 4)]
+TINY_BUDGET = dict(steps=3, batch_size=8)  # the seeded fine-tuning runs' budget (chapter 05's is 100 steps of 16)
+
+
+def test_pretraining_ablations_rows(monkeypatch, tmp_path):
+    config = ablation_config(**tiny_language(monkeypatch, tmp_path), seeds=(0, 1), table_finetune=TINY_BUDGET)
+    tables = pretraining_ablations(config, sizes=SIZES, workers=1)
+    rows, sizes = tables["objectives"], tables["sizes"]
     assert list(rows) == [*TABLE5_ROWS, "No pretraining"]
-    assert set(rows["LTR & No NSP"]) == {"lm_loss", "mask_accuracy", "parameters", "downstream"}
-    assert all(-1 <= row["downstream"] <= 1 for row in rows.values())
-    # the BERT row's [MASK] accuracy, recomputed from its cached model
+    assert set(rows["LTR & No NSP"]) == {"parameters", "downstream"}  # a left-to-right LM fills no [MASK]
+    for name, row in [*rows.items(), *sizes.items()]:
+        both = name in (*BOTH_TASKS_ROWS, "No pretraining")
+        assert list(row["downstream"]) == list(DOWNSTREAM_TASKS if both else DOWNSTREAM_TASKS[:1])
+    assert all(len(f1) == 2 and all(0 <= x <= 1 for x in f1) for row in rows.values() for f1 in row["downstream"].values())
+    # the BERT row's [MASK] accuracy, recomputed from its cached model on the held-out text without pairs
     bert = synthetic_bert(config)
-    held_out = course_language.synthetic_pretraining_data(config)
+    held_out = course_language.synthetic_pretraining_data(
+        dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, objective=dataclasses.replace(
+            config.pretrain.objective, pairs=None))), bert.tokenizer)
     recomputed = evaluate_at_masks(bert.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id,
                                    held_out.most_frequent_token())
     assert rows["BERT (MLM + NSP)"]["mask_accuracy"] == pytest.approx(recomputed["mask_accuracy"])
-    sizes = size_sweep(config, sizes=[(1, 16, 2), (2, 32, 4)])
-    assert list(sizes) == ["1/16/2", "2/32/4"]
-    assert sizes["1/16/2"]["parameters"] < sizes["2/32/4"]["parameters"]
+    # its downstream scores, recomputed: each seed fine-tuned anew
+    tasks = downstream_tasks(bert.tokenizer, config)
+    assert downstream_scores({"context entities": tasks["context entities"]}, bert.model.bert, config) == \
+        rows["BERT (MLM + NSP)"]["downstream"]
+    assert list(sizes) == ["1/16/2", "2/64/4"]  # the second is the BERT row's shape: one run serves both tables
+    assert sizes["2/64/4"] == rows["BERT (MLM + NSP)"] and sizes["1/16/2"]["parameters"] < sizes["2/64/4"]["parameters"]
     assert all(math.isfinite(row["mlm_loss"]) for row in sizes.values())
+    assert pretraining_ablations(config, sizes=SIZES, workers=1) == tables  # from the cache
     with pytest.raises(ValueError, match="hidden_size"):
-        size_sweep(config, sizes=[(1, 30, 4)])  # 30 is not a multiple of 4 heads
+        pretraining_ablations(config, sizes=[(1, 30, 4)], workers=1)  # 30 is not a multiple of 4 heads
+
+
+def test_right_context_entity_labels_by_brute_force():
+    """Every tag rederived from the words: a first name and a surname are a person; after the verb, a surname
+    followed by a company word is a company, a surname followed by "." a place; and up to the surname the
+    two readings are the same words, so the left side cannot tell them apart."""
+    lang = SyntheticLanguage(0)
+    train_people, test_people = split_people(lang.world)
+    for people in (train_people, test_people):
+        surnames = {p.name.split(" ")[1] for p in people}
+        examples = right_context_entity_examples(lang, 400, seed=3, people=people)
+        prefixes = {"B-LOC": set(), "B-ORG": set()}
+        for e in examples:
+            words = e.words
+            assert " ".join(words[:2]) in {p.name for p in people} and words[2] in VISIT_VERBS and words[-1] == "."
+            assert words[3] in surnames
+            company = len(words) == 6
+            assert not company or words[4] in COMPANY_SUFFIXES
+            expected = ["B-PER", "I-PER", "O", "B-ORG", "I-ORG", "O"] if company else ["B-PER", "I-PER", "O", "B-LOC", "O"]
+            assert e.tags == expected
+            prefixes[e.tags[3]].add(tuple(words[2:4]))  # the verb and the surname: the left side of the tag
+        places = sum(e.tags[3] == "B-LOC" for e in examples)
+        assert 160 < places < 240  # a coin per sentence: 400 draws, 200 ± 40 is over four standard deviations
+        assert len(prefixes["B-LOC"] & prefixes["B-ORG"]) > 0.5 * len(prefixes["B-LOC"])  # same left side, both tags
+    assert right_context_entity_examples(lang, 20, seed=3) == right_context_entity_examples(lang, 20, seed=3)
+
+
+def test_best_left_to_right_tags_is_the_majority_at_the_place_word():
+    examples = right_context_entity_examples(SyntheticLanguage(0), 200, seed=1)
+    best = best_left_to_right_tags(examples)
+    places = [e.tags[3] for e in examples]
+    kind = "LOC" if places.count("B-LOC") >= places.count("B-ORG") else "ORG"
+    for e, tags in zip(examples, best):
+        assert tags[:3] == e.tags[:3] and tags[-1] == "O" and len(tags) == len(e.tags)
+        assert tags[3:-1] == [f"B-{kind}"] + [f"I-{kind}"] * (len(tags) - 5)
+    # its F1: every person right, and the places or companies of the majority type only, with no extra entity
+    right = places.count(f"B-{kind}")
+    assert span_f1([e.tags for e in examples], best)["f1"] == pytest.approx((len(examples) + right) / (2 * len(examples)))
+    with pytest.raises(ValueError, match="fourth word"):
+        best_left_to_right_tags([TaggingExample(["Anna", "Berg", "sings", "."], ["B-PER", "I-PER", "O", "O"])])
+
+
+def test_downstream_scores_fine_tune_left_to_right_through_a_causal_head(monkeypatch, tmp_path):
+    config = ablation_config(**tiny_language(monkeypatch, tmp_path), seeds=(0,), table_finetune=TINY_BUDGET)
+    bert = synthetic_bert(config)
+    tasks = downstream_tasks(bert.tokenizer, config)
+    heads = []
+    monkeypatch.setattr(ch04, "finetune_from", lambda task, encoder, budget: heads.append(task.head) or
+                        SimpleNamespace(scores={"f1": 0.5}))
+    assert downstream_scores(tasks, bert.model.bert, config, left_to_right=True) == {name: [0.5] for name in tasks}
+    assert all(issubclass(head, BertForTokenClassification) and head.encoder_class is LeftToRightBertModel
+               for head in heads)
 
 
 def test_synthetic_bert_is_cached(monkeypatch, tmp_path):
@@ -167,13 +247,12 @@ def test_exercise_2_forty_percent_model_scored_at_fifteen(monkeypatch, tmp_path)
     assert selected[1] / selected[0] == pytest.approx(0.4 / 0.15, rel=0.1)
 
 
-def test_exercise_3_the_override_triples_the_steps_only(monkeypatch):
-    """Exercise 3: `ablation_config(pretrain=dict(train=dict(steps=450)))` is section 9's recipe with 3 × 150 steps."""
+def test_exercise_3_another_pretraining_seed_changes_the_pretraining_only(monkeypatch):
+    """Exercise 3: `synthetic_config(pretrain=dict(seed=1))` is section 9's recipe with another pretraining seed."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    base, longer = ablation_config(), ablation_config(pretrain=dict(train=dict(steps=450)))
-    assert longer.pretrain.train.steps == 3 * base.pretrain.train.steps == 450
-    assert dataclasses.replace(longer, pretrain=dataclasses.replace(
-        longer.pretrain, train=dataclasses.replace(longer.pretrain.train, steps=150))) == base
+    base, other = synthetic_config(), synthetic_config(pretrain=dict(seed=1))
+    assert other.pretrain.seed == 1 != base.pretrain.seed
+    assert dataclasses.replace(other, pretrain=dataclasses.replace(other.pretrain, seed=base.pretrain.seed)) == base
 
 
 def test_exercise_4_deleting_the_selected_positions_shortens_the_rows():
