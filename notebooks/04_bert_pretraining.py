@@ -65,7 +65,7 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     downstream_tasks,
     gpu_hours_and_kwh,
     masking_ablation,
-    mean_and_spread,
+    mean_and_range,
     pretraining_ablations,
     right_context_entity_examples,
     small_pretrained_bert,
@@ -731,7 +731,7 @@ def f1(row: dict, task: str = "context entities") -> list[float]:
 
 
 def shown(scores: list[float]) -> str:
-    mean, spread = mean_and_spread(scores)
+    mean, spread = mean_and_range(scores)
     return f"{mean:.3f} ± {spread:.3f}"
 
 
@@ -767,7 +767,7 @@ show_reproduction(
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.3))
 names = list(objectives)
-axes[0].bar(range(len(names)), [mean_and_spread(f1(objectives[n]))[0] for n in names], color="lightsteelblue")
+axes[0].bar(range(len(names)), [mean_and_range(f1(objectives[n]))[0] for n in names], color="lightsteelblue")
 for k, name in enumerate(names):
     axes[0].plot([k] * len(seeds), f1(objectives[name]), "k.", label="one fine-tuning seed" if k == 0 else None)
 axes[0].set_xticks(range(len(names)), [name.replace(" & ", "\n& ").replace(" (", "\n(") for name in names], fontsize=8)
@@ -779,7 +779,7 @@ parameters = [row["parameters"] for row in by_size]
 axes[1].plot(parameters, [math.exp(row["mlm_loss"]) for row in by_size], marker="o", label="held-out MLM perplexity")
 axes[1].set_ylabel("held-out MLM perplexity")
 twin = axes[1].twinx()
-twin.plot(parameters, [mean_and_spread(f1(row))[0] for row in by_size], marker="s", color="C1",
+twin.plot(parameters, [mean_and_range(f1(row))[0] for row in by_size], marker="s", color="C1",
           label="context entities F1")
 twin.set_ylabel("context entities F1")
 for name, row in sizes.items():
@@ -816,7 +816,7 @@ plt.show()
 # Pretraining pays (every seed above the baseline by more than either row's spread), both BERT rows above the
 # frequency guess at [MASK], and the held-out perplexity falling with every step up in size (Table 6's LM column).
 pretrained, scratch = f1(objectives["BERT (MLM + NSP)"]), f1(objectives["No pretraining"])
-pretraining_margin = max(mean_and_spread(pretrained)[1], mean_and_spread(scratch)[1])
+pretraining_margin = max(mean_and_range(pretrained)[1], mean_and_range(scratch)[1])
 assert all(a - b > pretraining_margin for a, b in zip(pretrained, scratch))
 baseline_at_masks = objectives["BERT (MLM + NSP)"]["unigram_at_masks"]
 assert all(objectives[name]["mask_accuracy"] > baseline_at_masks + 0.03 for name in ("BERT (MLM + NSP)", "No NSP"))
@@ -904,7 +904,7 @@ show_reproduction(
 # (the two sequences differ in length, which moves a float's last bits: equal up to rounding)
 assert torch.allclose(*tag_logits["left to right"], atol=1e-5) and not torch.allclose(*tag_logits["bidirectional"])
 bidirectional, left_to_right = (f1(objectives[name], "right-context entities") for name in ("No NSP", "LTR & No NSP"))
-direction_margin = max(mean_and_spread(bidirectional)[1], mean_and_spread(left_to_right)[1])
+direction_margin = max(mean_and_range(bidirectional)[1], mean_and_range(left_to_right)[1])
 assert all(a - b > direction_margin for a, b in zip(bidirectional, left_to_right))
 
 # %% [markdown]
@@ -1206,7 +1206,7 @@ tables_run = f"fine-tuning seeds of one pretraining run (seed {table_config.pret
 
 def ahead(a: list[float], b: list[float], rule: str):
     """Row a above row b on every fine-tuning seed by more than the larger of the two rows' spreads."""
-    margin = max(mean_and_spread(a)[1], mean_and_spread(b)[1])
+    margin = max(mean_and_range(a)[1], mean_and_range(b)[1])
     return direction(a, b, seeds=seeds, margin=margin, rule=f"{rule} by more than either row's spread "
                      f"({margin:.3f}), {len(seeds)} {tables_run}")
 
@@ -1353,7 +1353,7 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 # :::{admonition} Hint
 # :class: dropdown
 # The pretraining seed draws other documents and other initial weights; every row of both tables is pretrained
-# again (a few minutes on one core). Print each row's mean ± spread with `mean_and_spread` and compare the
+# again (a few minutes on one core). Print each row's mean ± spread with `mean_and_range` and compare the
 # differences between rows with the spreads, seed against seed.
 # :::
 #

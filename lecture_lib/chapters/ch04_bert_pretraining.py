@@ -322,10 +322,10 @@ def best_left_to_right_tags(examples: Sequence[TaggingExample]) -> list[list[str
     return [[*e.tags[:3], f"B-{kind}", *[f"I-{kind}"] * (len(e.tags) - 5), "O"] for e in examples]
 
 
-def mean_and_spread(scores: Sequence[float]) -> tuple[float, float]:
-    """The mean of a row's scores over its seeds, and their spread (largest minus smallest).
+def mean_and_range(scores: Sequence[float]) -> tuple[float, float]:
+    """The mean of a row's scores over its seeds, and their range (largest minus smallest).
 
-    >>> mean_and_spread([0.5, 0.75, 0.625])
+    >>> mean_and_range([0.5, 0.75, 0.625])
     (0.625, 0.25)
 
     Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
