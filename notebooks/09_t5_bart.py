@@ -55,7 +55,6 @@ from lecture_lib.chapters.ch09_t5_bart import (
     chapter_config,
     cross_attention_ratio,
     majority_baseline,
-    mean_and_spread,
     mean_task_score,
     noise_at_the_end,
     noising_runs,
@@ -65,6 +64,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.labels import shift_right
+from lecture_lib.metrics import mean_and_spread
 from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration, BartForSequenceClassification
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, T5LayerNorm, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, deshuffle, drop_tokens, prefix_lm

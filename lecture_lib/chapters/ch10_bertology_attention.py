@@ -32,6 +32,7 @@ from lecture_lib.config import build_config
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import Sentence
+from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
 from lecture_lib.models.bert import BertModel, mlm_accuracy
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult
@@ -218,6 +219,28 @@ def mlm_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask: torch.
     Taught in: 10_bertology_attention ("Which heads matter").
     """
     return model(**batch, head_mask=head_mask, masked_only=True).mlm_loss
+
+
+def task_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask: torch.Tensor) -> torch.Tensor:
+    """The fine-tuned task's loss of a classifier or tagger with its heads gated.
+
+    Taught in: 10_bertology_attention ("Pruning by importance").
+    """
+    return model(**batch, head_mask=head_mask).loss
+
+
+def task_importance(course: PretrainResult, task_name: str, config: FinetuneConfig, *, batches: int = 4,
+                    batch_size: int = 64) -> torch.Tensor:
+    """Michel et al.'s importance as they measured it, on a fine-tuned task: a copy of ``course``'s encoder
+    fine-tuned on chapter 05's ``task_name`` with ``config``, its heads scored by |∂L/∂ξ_h| of that task's loss
+    on ``batches`` training batches; raw, (layers, heads). ``course`` is left as it was.
+
+    Taught in: 10_bertology_attention ("Pruning by importance").
+    """
+    task = course_language.build_tasks(course.tokenizer)[task_name]
+    tuned = finetune(task, new_head(task, course.model.bert, config), config).model.eval()
+    data = [task.train.batch(torch.arange(i, i + batch_size)) for i in range(0, batches * batch_size, batch_size)]
+    return head_importance(tuned, data, task_loss, normalize=False)
 
 
 def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]], head_mask: torch.Tensor) -> float:

@@ -24,12 +24,16 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     similarity_forward,
     similarity_pairs,
     summed_row_attention,
+    task_importance,
+    task_loss,
     threshold_for_few_heterogeneous,
     token_frequencies,
     word_maps,
 )
+from lecture_lib.chapters.course_language import build_tasks
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, BertModel
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
@@ -220,3 +224,26 @@ def test_exercise_4_summing_a_words_rows_leaves_clark_s_table_unchanged(tokenize
     trees = [s.heads for s in sentences], [s.deprels for s in sentences]
     assert (syntactic_heads(sum_rows, *trees, DEPENDENCY_RELATIONS)
             == syntactic_heads(mean_rows, *trees, DEPENDENCY_RELATIONS))
+
+
+def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss():
+    """Michel et al.'s setting: the heads of a model fine-tuned on the task, scored by that task's loss. The
+    course model is left as it was; the same fine-tuning seed gives the same scores; the scores are those of
+    ``head_importance`` on the task loss of a model fine-tuned alike."""
+    tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(2000, seed=0)], 600)
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
+                                          num_attention_heads=4, intermediate_size=32))
+    course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    config = FinetuneConfig(steps=2, batch_size=8, seed=3)
+    scores = task_importance(course, "acceptability", config, batches=1, batch_size=8)
+    assert scores.shape == (2, 4) and bool((scores >= 0).all()) and float(scores.sum()) > 0
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    task = build_tasks(tokenizer)["acceptability"]
+    tuned = finetune(task, new_head(task, model.bert, config), config).model.eval()
+    expected = head_importance(tuned, [task.train.batch(torch.arange(8))], task_loss, normalize=False)
+    torch.testing.assert_close(scores, expected)
+    other = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1,
+                            batch_size=8)
+    assert not torch.equal(scores, other)  # the seed decides the fine-tuning
