@@ -221,7 +221,7 @@ def mlm_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask: torch.
     return model(**batch, head_mask=head_mask, masked_only=True).mlm_loss
 
 
-def task_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask: torch.Tensor) -> torch.Tensor:
+def gated_task_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask: torch.Tensor) -> torch.Tensor:
     """The fine-tuned task's loss of a classifier or tagger with its heads gated.
 
     Taught in: 10_bertology_attention ("Pruning by importance").
@@ -240,7 +240,7 @@ def task_importance(course: PretrainResult, task_name: str, config: FinetuneConf
     task = course_language.build_tasks(course.tokenizer)[task_name]
     tuned = finetune(task, new_head(task, course.model.bert, config), config).model.eval()
     data = [task.train.batch(torch.arange(i, i + batch_size)) for i in range(0, batches * batch_size, batch_size)]
-    return head_importance(tuned, data, task_loss, normalize=False)
+    return head_importance(tuned, data, gated_task_loss, normalize=False)
 
 
 def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]], head_mask: torch.Tensor) -> float:

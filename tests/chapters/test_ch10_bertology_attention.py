@@ -15,6 +15,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     DEPENDENCY_RELATIONS,
     chapter_config,
     documentation_pairs,
+    gated_task_loss,
     iterative_pruning_order,
     masked_lm_forward,
     masked_sentences,
@@ -25,7 +26,6 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     similarity_pairs,
     summed_row_attention,
     task_importance,
-    task_loss,
     threshold_for_few_heterogeneous,
     token_frequencies,
     word_maps,
@@ -242,7 +242,7 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     task = build_tasks(tokenizer)["acceptability"]
     tuned = finetune(task, new_head(task, model.bert, config), config).model.eval()
-    expected = head_importance(tuned, [task.train.batch(torch.arange(8))], task_loss, normalize=False)
+    expected = head_importance(tuned, [task.train.batch(torch.arange(8))], gated_task_loss, normalize=False)
     torch.testing.assert_close(scores, expected)
     other = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1,
                             batch_size=8)
