@@ -37,7 +37,7 @@ from lecture_lib.models.bert import BertModel, mlm_accuracy
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator, module_device
+from lecture_lib.runtime import generator, module_device, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 
 WordMaps = Callable[[torch.Tensor, Sequence[int]], torch.Tensor]
@@ -239,7 +239,9 @@ def task_importance(course: PretrainResult, task_name: str, config: FinetuneConf
     """
     task = course_language.build_tasks(course.tokenizer)[task_name]
     tuned = finetune(task, new_head(task, course.model.bert, config), config).model.eval()
-    data = [task.train.batch(torch.arange(i, i + batch_size)) for i in range(0, batches * batch_size, batch_size)]
+    device = module_device(tuned)  # where fine-tuning left it: the GPU when there is one
+    data = [to_device(task.train.batch(torch.arange(i, i + batch_size)), device)
+            for i in range(0, batches * batch_size, batch_size)]
     return head_importance(tuned, data, gated_task_loss, normalize=False)
 
 

@@ -247,3 +247,17 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
     other = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1,
                             batch_size=8)
     assert not torch.equal(scores, other)  # the seed decides the fine-tuning
+
+
+def test_task_importance_scores_the_heads_where_fine_tuning_left_the_model():
+    """On a GPU the fine-tuned copy stays there: its batches must follow it (the fake accelerator fails as CUDA)."""
+    from tests.fake_accelerator import FakeAccelerator
+
+    tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(2000, seed=0)], 600)
+    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
+                                          num_attention_heads=4, intermediate_size=32))
+    course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
+    with FakeAccelerator():
+        scores = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8), batches=1,
+                                 batch_size=8)
+    assert scores.shape == (2, 4)
