@@ -227,7 +227,7 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # generator saw, what it sampled, the label, and the discriminator's probability of "replaced".
 
 # %%
-profile.expect(60, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
+profile.expect(45, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
 table5_runs, sweep = chapter_runs(config, data)
 electra = table5_runs["ELECTRA"][config.seed]
 walk = replaced_token_example(electra, config, data)
@@ -278,9 +278,11 @@ for half in hf_halves:
 # generator's forward and backward pass (its output matrix on the masked 15% only) *plus* the discriminator's
 # (a head of $H^2 + H$ on every token); a masked-LM step costs one network of the discriminator's size with a
 # generator head on the masked 15%. The budget is what ELECTRA's steps cost; every run gets the steps the
-# budget pays for, so masked LM, cheaper per step, gets more of them. The cell prints each network's count per
-# token, the steps and the FLOPs each run spends; first the formula against chapter 04's for a BERT of the same
-# sizes.
+# budget pays for, so masked LM, cheaper per step, gets more of them. Every sequence is counted at the full
+# length $T$, for every run alike, although each batch is cut after its longest row: the columns cut off are
+# padding, which no attention and no loss reads, so they would change no output. The cell prints each network's
+# count per token, the steps and the FLOPs each run spends; first the formula against chapter 04's for a BERT of
+# the same sizes.
 
 # %%
 sizes = config.model
@@ -319,7 +321,7 @@ assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  
 # has turned into knowledge.
 
 # %%
-profile.expect(15, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
+profile.expect(10, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
 electra_runs, mlm_runs = table5_runs["ELECTRA"], table5_runs["BERT"]
 curve = {"ELECTRA": seeded_scores(electra_runs, config, data, config.fractions),
          "masked LM (BERT)": seeded_scores(mlm_runs, config, data, config.fractions)}
