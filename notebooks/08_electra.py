@@ -227,7 +227,7 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # generator saw, what it sampled, the label, and the discriminator's probability of "replaced".
 
 # %%
-profile.expect(60, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
+profile.expect(45, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
 table5_runs, sweep = chapter_runs(config, data)
 electra = table5_runs["ELECTRA"][config.seed]
 walk = replaced_token_example(electra, config, data)
@@ -278,9 +278,11 @@ for half in hf_halves:
 # generator's forward and backward pass (its output matrix on the masked 15% only) *plus* the discriminator's
 # (a head of $H^2 + H$ on every token); a masked-LM step costs one network of the discriminator's size with a
 # generator head on the masked 15%. The budget is what ELECTRA's steps cost; every run gets the steps the
-# budget pays for, so masked LM, cheaper per step, gets more of them. The cell prints each network's count per
-# token, the steps and the FLOPs each run spends; first the formula against chapter 04's for a BERT of the same
-# sizes.
+# budget pays for, so masked LM, cheaper per step, gets more of them. Every sequence is counted at the full
+# length $T$, for every run alike, although each batch is cut after its longest row: the columns cut off are
+# padding, which no attention and no loss reads, so they would change no output. The cell prints each network's
+# count per token, the steps and the FLOPs each run spends; first the formula against chapter 04's for a BERT of
+# the same sizes.
 
 # %%
 sizes = config.model
@@ -310,11 +312,16 @@ assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  
 # schedule is the whole run's), fine-tune each copy on chapter 05's NER task (its test sentences name only
 # people whom pretraining, and not fine-tuning, has shown: the task reads what pretraining learned about every
 # token), each with the seed's fine-tuning seed, and report the mean and spread (standard deviation) over
-# seeds. A model fine-tuned from random weights marks the floor. Below the table, the discriminator's recall
-# on replacements: the share of the replaced tokens of held-out batches that it calls replaced.
+# seeds. A model fine-tuned from random weights marks the floor. The paper's claim is judged at the budgets
+# below the whole one, where its Figure 1 shows the widest gap: the fewer the steps, the more a loss on every
+# token should count. Below the table, what ELECTRA's discriminator has learned by the end of its run: its
+# recall on replacements (the share of the replaced tokens of held-out batches that it calls replaced), and its
+# held-out loss per token beside the loss of a constant guess at the share of tokens replaced (the entropy of
+# that share): the share of the constant guess's loss it has removed is how much of the per-token signal it
+# has turned into knowledge.
 
 # %%
-profile.expect(15, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
+profile.expect(10, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
 electra_runs, mlm_runs = table5_runs["ELECTRA"], table5_runs["BERT"]
 curve = {"ELECTRA": seeded_scores(electra_runs, config, data, config.fractions),
          "masked LM (BERT)": seeded_scores(mlm_runs, config, data, config.fractions)}
@@ -336,6 +343,12 @@ detection = {seed: detection_accuracy(run, seeded(config, seed), data) for seed,
 recall = [d["recall on replacements"] for d in detection.values()]
 print("discriminator's recall on replacements, per seed:", ", ".join(f"{r:.3f}" for r in recall),
       "| on the originals, accuracy:", ", ".join(f"{d['accuracy on originals']:.3f}" for d in detection.values()))
+learned = [1 - d["discriminator loss"] / d["constant guess loss"] for d in detection.values()]
+print("its held-out loss per token, per seed:", ", ".join(f"{d['discriminator loss']:.3f}" for d in detection.values()),
+      "nats; a constant guess at the share replaced:",
+      ", ".join(f"{d['constant guess loss']:.3f}" for d in detection.values()),
+      "nats; share of that loss removed:", ", ".join(f"{x:.1%}" for x in learned))
+smaller = [f for f in config.fractions if f < 1.0]  # the smaller budgets, where Figure 1's gap is widest
 
 fig, (ax, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.8))
 for name, points in curve.items():
@@ -359,7 +372,8 @@ plt.tight_layout()
 plt.show()
 
 # %%
-assert len(config.seeds) >= 3 and all(0 <= r <= 1 for r in recall)
+assert len(config.seeds) >= 3 and all(0 <= r <= 1 for r in recall) and smaller
+assert all(d["discriminator loss"] < d["constant guess loss"] for d in detection.values())  # it has learned something
 # ELECTRA's encoder is what its discriminator trained: it finds replacements far above the rate of a guess that
 # calls tokens replaced as often as it calls originals so (1 - accuracy on the originals)
 assert all(d["recall on replacements"] > 2 * (1 - d["accuracy on originals"]) for d in detection.values())
@@ -439,7 +453,7 @@ show_reproduction(
 # sentences, repeated over the seeds named in each rule; each verdict follows the rule in its last column.
 
 # %%
-from lecture_lib.reproductions import Claim, direction, mechanism_only, show_claims  # noqa: E402
+from lecture_lib.reproductions import Claim, direction, holds, mechanism_only, show_claims  # noqa: E402
 
 first_batch = data.batch(0)
 real_tokens = int(first_batch["attention_mask"].sum())
@@ -463,11 +477,14 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
           "small budgets",
           "Clark et al. (2020), Table 1: ELECTRA-Small 74.1 … 79.9 at 6.25 … 100%; BERT-Small 75.1 at 100% (GLUE); "
           "Figure 1",
-          f"{budget(config):.2e} FLOPs: ELECTRA {seed_summary(curve['ELECTRA'][1.0])}, masked LM "
-          f"{seed_summary(curve['masked LM (BERT)'][1.0])}, from scratch {seed_summary(from_scratch)}; "
-          "recall on replacements " + ", ".join(f"{r:.3f}" for r in recall) + " (section 5)",
-          direction(curve["ELECTRA"][1.0], curve["masked LM (BERT)"][1.0], seeds=config.seeds,
-                    rule="ELECTRA above masked LM at the whole budget")),
+          "; ".join(f"{f:.0%} of {budget(config):.2e} FLOPs: ELECTRA {seed_summary(curve['ELECTRA'][f])}, masked LM "
+                    f"{seed_summary(curve['masked LM (BERT)'][f])}" for f in config.fractions)
+          + f"; from scratch {seed_summary(from_scratch)}; recall on replacements "
+          + ", ".join(f"{r:.3f}" for r in recall) + "; share of a constant guess's loss the discriminator removed "
+          + ", ".join(f"{x:.1%}" for x in learned) + " (section 5)",
+          holds(all(e > m for f in smaller for e, m in zip(curve["ELECTRA"][f], curve["masked LM (BERT)"][f])),
+                "ELECTRA above masked LM at " + " and at ".join(f"{f:.0%}" for f in smaller) + " of the budget, "
+                "on every seed of " + ", ".join(map(str, config.seeds)))),
     Claim("08-electra-beats-electra-15pct", "the loss on every token beats the loss on the masked 15%",
           "Clark et al. (2020), Table 5: ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)",
           f"ELECTRA {seed_summary(table5['ELECTRA'])}, ELECTRA 15% {seed_summary(table5['ELECTRA 15%'])}; "
@@ -488,25 +505,34 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
 ])
 
 # %% [markdown]
-# What did and did not reproduce, and why. ELECTRA's mean is above masked LM's at every checkpoint of section
-# 5's table, but not on every seed (the column "seeds with ELECTRA ahead") and by less than the spread between
-# seeds: at our budget the headline is *not reproduced*. The discriminator's recall, printed under that table,
-# says why: after ELECTRA's steps it finds only a small share of the replacements, so its loss on every token
-# has only begun to teach, where the paper's smallest checkpoint
-# (6.25% of ELECTRA-Small's run, Clark et al., 2020, Table 1) is a discriminator trained for 62,500 steps of 128
-# sequences. What Table 5 credits, the loss on every token, does show in its cleanest contrast: ELECTRA 15%,
-# the same inputs and FLOPs with the discriminator's loss on the masked positions only, is below ELECTRA on every
-# seed. Its labels are almost all "replaced" (the share printed under Table 5): a generator this small replaces
-# nearly every masked token, so on those positions a constant "replaced" is nearly always right and the loss
-# teaches little. All-Tokens MLM, the paper's second row, is our lowest: its 600-way softmax on every position costs
-# more than the discriminator's one logit, so the same FLOPs pay it fewer steps (the steps column), and most
-# of its loss is spent copying the unreplaced tokens: "all tokens is most of the gain", judged on All-Tokens
-# MLM as the paper does, is not reproduced, and the loss on every token shows only as ELECTRA against ELECTRA
-# 15%. With chapter 05's fine-tuning budget the
-# learned quarter-size generator scores above the unigram one on the first seed, in Figure 3's order, although
-# the unigram generator's replacements are easier (its discriminator finds more of them, section 7's last
-# column) and it pays for no generator (more steps): easy replacements are learned sooner, plausible ones teach
-# more. The full profile (a GPU: 4 layers of width 128, 2,000 steps, all five checkpoints, the four tasks,
+# What did and did not reproduce, and why. At the smaller budgets, where the paper's Figure 1 shows ELECTRA's
+# widest lead, ours is not ahead on every seed (section 5's column "seeds with ELECTRA ahead") and the two means
+# differ by less than masked LM's spread between seeds; at the whole budget masked LM is ahead on every seed. The
+# headline is *not reproduced* at our scale. The measurements printed under section 5's table say why, and they
+# rule out a generator too strong. Our generator is weak (its accuracy at the masked positions, section 3) and
+# replaces nearly every masked token (the share printed under Table 5), often with a token of another kind
+# (section 3's walk), which a trained discriminator would catch at once; yet at the end of its run the
+# discriminator calls only a small share of the replacements replaced, and its held-out loss is only a little
+# below that of a constant guess at the share replaced. It is undertrained: within our budget its loss on every
+# token is spent mostly on learning that most tokens are originals, while masked LM's loss on the masked
+# positions teaches which token fits where from its first steps. The paper's smallest checkpoint (6.25% of
+# ELECTRA-Small's run, Clark et al., 2020, Table 1) is a discriminator trained for 62,500 steps of 128
+# sequences; ours is trained for the few hundred steps printed in section 5, what two CPU cores can give a
+# notebook, and the Figure 1 gap does not appear there. What Table 5 credits, the loss on every token, does show
+# within ELECTRA, in its cleanest contrast: ELECTRA 15%, the same inputs and FLOPs with the discriminator's loss
+# on the masked positions only, is below ELECTRA on every seed. Its labels are almost all "replaced" (the share
+# printed under Table 5): a generator this small replaces nearly every masked token, so on those positions a
+# constant "replaced" is nearly always right and the loss teaches little. All-Tokens MLM, the paper's second
+# row, is below both ELECTRA and BERT on average: its 600-way softmax on every position costs more than the
+# discriminator's one logit, so the same FLOPs pay it fewer steps (the steps column), and most of its loss is
+# spent copying the unreplaced tokens: "all tokens is most of the gain", judged on All-Tokens MLM as the paper
+# does, is not reproduced, and the loss on every token shows only as ELECTRA against ELECTRA 15%. The unigram
+# generator scores above the learned quarter-size one on the first seed, against Figure 3's order, and section
+# 7's table measures why: its replacements are easier (its discriminator finds more of them, the last column)
+# and it pays for no generator (more steps). At a budget where the discriminator is this undertrained, the
+# replacements it can learn to find soonest teach it most; the paper's order, plausible replacements teaching
+# more, needs a discriminator that has learned the easy ones.
+# The full profile (a GPU: 4 layers of width 128, 2,000 steps, all five checkpoints, the four tasks,
 # every row of Table 5 and of the generator sweep) is `LECTURE_PROFILE=full`; we have not run it for this
 # notebook.
 #

@@ -68,14 +68,15 @@ class AllTokensMLM(ReplaceMLM):
     def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
         generated, corrupted, original = self.corrupt(batch, sampling_generator)
         student = self.discriminator
+        real = batch["attention_mask"].bool()
         hidden = student.electra(corrupted, batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
+        hidden, corrupted, original = hidden[real], corrupted[real], original[real]  # the real tokens: (N, H), (N,)
         log_softmax = F.log_softmax(student.generator_lm_head(student.generator_predictions(hidden)), -1)
-        predicted = log_softmax.gather(-1, original[..., None]).squeeze(-1)  # log softmax at the original
+        predicted = log_softmax.gather(-1, original[:, None]).squeeze(-1)  # log softmax at the original
         gate = self.copy_gate(hidden).squeeze(-1)
         copied = torch.logaddexp(F.logsigmoid(gate), F.logsigmoid(-gate) + predicted)  # input = original
         log_p = torch.where(corrupted == original, copied, F.logsigmoid(-gate) + predicted)
-        real = batch["attention_mask"].bool()
-        return generated.loss - log_p[real].mean()
+        return generated.loss - log_p.mean()
 
 
 class UnigramElectra(nn.Module):

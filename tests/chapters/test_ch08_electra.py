@@ -95,6 +95,23 @@ def test_batches_are_the_same_for_every_run_and_choose_exactly_round_015_n(data)
     assert not torch.equal(a["input_ids"], data.batch(4)["input_ids"])
 
 
+def test_batches_end_at_their_longest_row_and_give_the_losses_of_the_full_width():
+    """The columns cut off are padding: padded back to the full length, every variant's loss is the same."""
+    full = 128  # longer than the documents' pairs, so that rows end in padding
+    data = ElectraChapterData(ElectraChapterConfig(model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}),
+                                                   steps=40, batch_size=8, documents=150))
+    batches = [data.batch(step, test=True) for step in range(4)]
+    assert all(b["input_ids"].shape[1] == int(b["attention_mask"].sum(1).max()) for b in batches)
+    batch = min(batches, key=lambda b: b["input_ids"].shape[1])
+    assert batch["input_ids"].shape[1] < full
+    pad = {name: F.pad(tensor, (0, full - tensor.shape[1]), value=IGNORE_INDEX if name == "labels" else 0)
+           if tensor.dim() == 2 else tensor for name, tensor in batch.items()}
+    for variant in ("ELECTRA", "BERT", "All-Tokens MLM"):
+        model = build_model(variant, data.config, data, 0.25).double()
+        loss = run_loss(variant, seed=0)
+        assert loss(model, pad).item() == pytest.approx(loss(model, batch).item(), rel=1e-10)
+
+
 def test_an_electra_encoder_is_a_bert_with_a_fresh_pooler():
     torch.manual_seed(0)
     config = ElectraConfig(**MODEL)
@@ -296,12 +313,16 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
     run = Run("ELECTRA", "unigram", 1, 1.0, [], {}, model.state_dict())
     measured = detection_accuracy(run, config, data, batches=2)
     said_right = replaced_total = originals_right = originals_total = most_frequent = chosen_total = 0
+    bce = 0.0
     for i in range(2):
         batch = {k: v for k, v in data.batch(i, test=True).items() if k != "step"}
         corrupted, replaced = model.corrupt(batch, generator("electra eval", config.seed, i))
         with torch.no_grad():
-            calls = model.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits > 0
+            logits = model.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"]).logits
+        calls = logits > 0
         real = batch["attention_mask"].bool()
+        p = torch.sigmoid(logits[real].double())
+        bce -= float(torch.where(replaced[real] == 1, p.log(), (1 - p).log()).sum())
         said_right += int((calls & (replaced == 1) & real).sum())
         replaced_total += int(((replaced == 1) & real).sum())
         originals_right += int((~calls & (replaced == 0) & real).sum())
@@ -313,6 +334,10 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
     assert measured["recall on replacements"] == pytest.approx(said_right / replaced_total)
     assert measured["accuracy on originals"] == pytest.approx(originals_right / originals_total)
     assert measured["generator accuracy"] == pytest.approx(most_frequent / chosen_total)
+    real_total = replaced_total + originals_total
+    assert measured["discriminator loss"] == pytest.approx(bce / real_total, rel=1e-5)
+    share = replaced_total / real_total  # a constant guess at the share scores the entropy of the share
+    assert measured["constant guess loss"] == pytest.approx(-share * math.log(share) - (1 - share) * math.log(1 - share))
 
 
 def test_pretrain_runs_trains_the_missing_runs_and_returns_what_the_loop_returns(data, tmp_path, monkeypatch):
