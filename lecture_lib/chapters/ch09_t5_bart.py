@@ -66,6 +66,7 @@ class Recipe:
     input_length: int | None = None  # T5's pretraining inputs: None, the documents; n, their words packed in rows of n
     random_roll: bool = True  # roll each random-spans mask (T5's reference option), or leave its noise at the end
     seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds: each pretrained model is fine-tuned once per seed
+    probe_documents: int = 512  # documents on which each pretrained T5's hidden words are scored (hidden_word_accuracy)
 
 
 # ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
@@ -429,7 +430,8 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
             batches = None if objective == "no pretraining" else data.pretraining_batches(objective, recipe.batch_size)
             runs[objective], model = pretrain_then_finetune(
                 lambda seed: tiny_t5(recipe, len(data.vocab), seed), batches, data, recipe,
-                probe=lambda pretrained, objective=objective: hidden_word_accuracy(pretrained, data, objective))
+                probe=lambda pretrained, objective=objective: hidden_word_accuracy(pretrained, data, objective,
+                                                                                   recipe.probe_documents))
             if objective == "random_spans":
                 bias = bias_by_offset(model, offsets)
         return {"runs": runs, "bias": bias, "offsets": list(offsets)}

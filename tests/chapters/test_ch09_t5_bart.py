@@ -62,7 +62,7 @@ def test_bias_curves_read_the_models_table():
 def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     recipe = chapter_config(pretrain_steps=2, finetune_steps=2, batch_size=4, train_examples=20, eval_examples=4,
-                            documents=30, objectives=("drop_tokens", "random_spans"), seeds=(0, 1))
+                            documents=30, objectives=("drop_tokens", "random_spans"), seeds=(0, 1), probe_documents=8)
     results = objective_runs(recipe)
     assert set(results["runs"]) == {"no pretraining", "drop_tokens", "random_spans"}
     assert results["runs"]["no pretraining"]["pretrain_loss"] is None
