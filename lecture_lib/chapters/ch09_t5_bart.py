@@ -33,6 +33,9 @@ from lecture_lib.runtime import generator, module_device, seed_of, to_device
 from lecture_lib.train import TrainConfig, train
 
 TASKS = ("acceptability", "entailment", "question", "facts")
+# the tasks that write their answer, T5's SQuAD and CNN/DM columns: the answer's words come from an input about
+# people whom fine-tuning never names; the other two answer with a label word that fine-tuning teaches
+ANSWER_TASKS = ("question", "facts")
 Seq2Seq = Union[T5ForConditionalGeneration, BartForConditionalGeneration]
 
 
@@ -63,17 +66,21 @@ class Recipe:
     input_length: int | None = None  # T5's pretraining inputs: None, the documents; n, their words packed in rows of n
     random_roll: bool = True  # roll each random-spans mask (T5's reference option), or leave its noise at the end
     seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds: each pretrained model is fine-tuned once per seed
+    probe_documents: int = 512  # documents on which each pretrained T5's hidden words are scored (hidden_word_accuracy)
 
 
 # ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
-# vocabulary, 150 pretraining steps of 32 documents and, per seed, 200 fine-tuning steps of 32 examples, no
-# dropout; three objectives of T5's Table 3 (BERT-style and random spans, the denoising rows, and the prefix
-# LM) plus no pretraining at all; and a BART of the same sizes for two rows of BART's Table 1 (text
-# infilling, its best; document rotation, its worst). Random spans are rolled (T5's ``random_roll``): the
-# documents are short enough (16 to 36 words) that T5's rule gives one span, which unrolled always ends the
-# text. ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 + 1,500 steps, the text packed into
-# inputs of 128 words (6 spans each), all six objectives and six rows of BART's table.
-QUICK = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=150, finetune_steps=200,
+# vocabulary, 450 pretraining steps of 32 documents and, per seed, 100 fine-tuning steps of 32 examples, no
+# dropout. Pretraining takes the larger share of the steps, as in T5 (2^19 pretraining steps against 2^18 of
+# fine-tuning): after 150 steps random spans predicted its hidden words hardly better than the most frequent
+# word does (0.20 against 0.13), so it had nothing to pass on. Three objectives of T5's Table 3 (BERT-style and
+# random spans, the denoising rows, and the prefix LM) plus no pretraining at all; and a BART of the same sizes
+# for two rows of BART's Table 1 (text infilling, its best; document rotation, its worst). Random spans are
+# rolled (T5's ``random_roll``): the documents are short enough (16 to 36 words) that T5's rule gives one span,
+# which unrolled always ends the text. ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 +
+# 1,500 steps, the text packed into inputs of 128 words (6 spans each), all six objectives and six rows of
+# BART's table.
+QUICK = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=450, finetune_steps=100,
              batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans", "prefix_lm"))
 FULL = dict(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
             batch_size=64, lr=1e-3, objectives=OBJECTIVES, input_length=128,
@@ -252,6 +259,18 @@ def evaluate_task(model: Seq2Seq, task: str, pairs: Sequence[tuple[list[str], li
     return sum(task_score(task, answer, b) for answer, (_, b) in zip(answers, pairs)) / len(pairs)
 
 
+def unseen_names_written(model: Seq2Seq, data: TextToTextData) -> float:
+    """The share of the "facts" test examples whose greedy answer writes the person's name exactly (the triple's
+    second and third words). Test people are named only in the test split and in pretraining: fine-tuning never
+    asks the decoder to write those words, so a model writes them only if pretraining taught it to.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    pairs = data.test["facts"]
+    answers = greedy_answers(model, pairs, data.vocab)
+    return sum(answer[1:3] == target[1:3] for answer, (_, target) in zip(answers, pairs)) / len(pairs)
+
+
 def greedy_answers(model: Seq2Seq, pairs: Sequence[tuple[list[str], list[str]]], vocab: Vocabulary) -> list[list[str]]:
     """The model's greedy output words for each input of ``pairs``, at most as many tokens as the longest target.
 
@@ -276,6 +295,48 @@ def tiny_t5(recipe: Recipe, vocab_size: int, seed: int = 0) -> T5ForConditionalG
     return T5ForConditionalGeneration(T5Config(
         vocab_size=vocab_size, d_model=recipe.d_model, d_kv=recipe.d_kv, d_ff=recipe.d_ff,
         num_layers=recipe.num_layers, num_heads=recipe.num_heads, dropout_rate=0.0))
+
+
+def hidden_words(objective: str, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B, T) bools over ``batch["labels"]``: the target words that the objective hid from the input. BERT-style
+    writes the whole text aligned with its input, so its hidden words are the positions where the input shows
+    another token (``<M>`` or a random word); every other objective writes only what the input lacks, so all its
+    target words are hidden (the sentinels and ``</s>``, which follow from the input, are not words).
+
+    >>> batch = batch_of([(["a", "<M>", "c"], ["a", "b", "c"])], Vocabulary([["a", "b", "c"]]))
+    >>> hidden_words("bert_style", batch).tolist()
+    [[False, True, False, False]]
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    labels = batch["labels"]
+    if objective == "bert_style":
+        inputs = batch["input_ids"]
+        width = min(labels.shape[1], inputs.shape[1])
+        hidden = torch.zeros_like(labels, dtype=torch.bool)
+        hidden[:, :width] = (labels[:, :width] != inputs[:, :width]) & (labels[:, :width] != IGNORE_INDEX)
+        return hidden
+    return labels >= len(SPECIALS) + NUM_SENTINELS
+
+
+def hidden_word_accuracy(model: T5ForConditionalGeneration, data: TextToTextData, objective: str,
+                         batch_size: int = 512, batch_index: int = -1) -> dict[str, float]:
+    """How much of what ``objective`` teaches a pretrained ``model`` has learned: on a batch of ``batch_size``
+    documents corrupted afresh (batch ``batch_index`` of :meth:`TextToTextData.pretraining_batches`, never a
+    training batch), the share of the hidden words (:func:`hidden_words`) that the model's most likely next
+    token gets right, the target's earlier tokens given; beside it ``"unigram"``, the share that always guessing
+    the most frequent hidden word gets, and ``"per_text"``, the hidden words per document.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    batch = data.pretraining_batches(objective, batch_size)(batch_index)
+    hidden = hidden_words(objective, batch)
+    with torch.no_grad():
+        logits = model(**to_device(batch, module_device(model))).logits.cpu()
+    words = batch["labels"][hidden]
+    right = (logits.argmax(-1)[hidden] == words).float().mean()
+    return {"accuracy": float(right), "unigram": Counter(words.tolist()).most_common(1)[0][1] / len(words),
+            "per_text": len(words) / batch_size}
 
 
 def bias_by_offset(model: T5ForConditionalGeneration, offsets: range) -> dict[str, list[list[float]]]:
@@ -306,13 +367,15 @@ def finetune_and_score(model: Seq2Seq, data: TextToTextData, recipe: Recipe, see
 
 
 def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq], pretraining: Callable[[int], dict] | None,
-                           data: TextToTextData, recipe: Recipe) -> tuple[dict, Seq2Seq]:
+                           data: TextToTextData, recipe: Recipe,
+                           probe: Callable[[Seq2Seq], dict] | None = None) -> tuple[dict, Seq2Seq]:
     """One row of an objectives table: pretrain ``make_model(0)`` on ``pretraining``'s batches once, then per
     seed of the recipe fine-tune a copy of it with that seed's batches and score it. Without pretraining each
     seed also draws its own initialisation, ``make_model(seed)``.
 
-    Returns ``({"pretrain_loss", "seed_scores": [{task: score} per seed], "scores": {task: mean over seeds}},
-    the last fine-tuned model)``.
+    Returns ``({"pretrain_loss", "seed_scores": [{task: score} per seed], "scores": {task: mean over seeds},
+    "names_written": [:func:`unseen_names_written` per seed]}, the last fine-tuned model)``; with a ``probe``,
+    the run also holds ``"probe"``: what it returns for the pretrained model, before fine-tuning.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
@@ -320,28 +383,39 @@ def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq], pretraining: Ca
     if pretraining is not None:
         pretrained = make_model(0)
         pretrain_loss = train(pretrained, pretraining, model_loss, _schedule(recipe.pretrain_steps, recipe.lr)).loss[-1]
-    seed_scores = []
+    probed = {} if probe is None or pretrained is None else {"probe": probe(pretrained)}
+    seed_scores, names = [], []
     for seed in recipe.seeds:
         model = make_model(seed) if pretrained is None else copy.deepcopy(pretrained)
         seed_scores.append(finetune_and_score(model, data, recipe, seed))
+        with torch.no_grad():
+            names.append(unseen_names_written(model, data))
     mean = {t: sum(s[t] for s in seed_scores) / len(seed_scores) for t in TASKS}
-    return {"pretrain_loss": pretrain_loss, "seed_scores": seed_scores, "scores": mean}, model
+    return {"pretrain_loss": pretrain_loss, **probed, "seed_scores": seed_scores, "scores": mean,
+            "names_written": names}, model
 
 
-def mean_task_score(run: dict) -> list[float]:
-    """Per seed, the mean of a run's task scores (:func:`pretrain_then_finetune`'s ``seed_scores``).
+def mean_task_score(run: dict, tasks: Sequence[str] = TASKS) -> list[float]:
+    """Per seed, the mean of a run's scores on ``tasks`` (:func:`pretrain_then_finetune`'s ``seed_scores``).
+
+    >>> mean_task_score({"seed_scores": [{"question": 0.2, "facts": 0.4}]}, ("question", "facts"))
+    [0.30000000000000004]
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    return [sum(scores[t] for t in TASKS) / len(TASKS) for scores in run["seed_scores"]]
+    unknown = sorted(set(tasks) - set(TASKS))
+    if not tasks or unknown:
+        raise ValueError(f"expected tasks among {TASKS}, got {list(tasks)}")
+    return [sum(scores[t] for t in tasks) / len(tasks) for scores in run["seed_scores"]]
 
 
 def objective_runs(recipe: Recipe | None = None) -> dict:
     """T5's objectives table in shape: for each objective of the recipe (and for no pretraining), a tiny T5
     pretrained with it, then fine-tuned on the four tasks at once per seed; :func:`task_score` per task on
-    unseen names (:func:`pretrain_then_finetune`).
+    unseen names (:func:`pretrain_then_finetune`); each pretrained model is probed by :func:`hidden_word_accuracy`
+    before fine-tuning (the row without pretraining has no ``"probe"``).
 
-    Returns ``{"runs": {objective: {"pretrain_loss", "seed_scores", "scores"}}, "bias": {encoder, decoder
+    Returns ``{"runs": {objective: {"pretrain_loss", "probe", "seed_scores", "scores"}}, "bias": {encoder, decoder
     curves of the random-spans model, after fine-tuning on the last seed}, "offsets": [...]}``, cached as JSON.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
@@ -354,8 +428,10 @@ def objective_runs(recipe: Recipe | None = None) -> dict:
         runs, bias = {}, None
         for objective in ("no pretraining", *recipe.objectives):
             batches = None if objective == "no pretraining" else data.pretraining_batches(objective, recipe.batch_size)
-            runs[objective], model = pretrain_then_finetune(lambda seed: tiny_t5(recipe, len(data.vocab), seed),
-                                                            batches, data, recipe)
+            runs[objective], model = pretrain_then_finetune(
+                lambda seed: tiny_t5(recipe, len(data.vocab), seed), batches, data, recipe,
+                probe=lambda pretrained, objective=objective: hidden_word_accuracy(pretrained, data, objective,
+                                                                                   recipe.probe_documents))
             if objective == "random_spans":
                 bias = bias_by_offset(model, offsets)
         return {"runs": runs, "bias": bias, "offsets": list(offsets)}

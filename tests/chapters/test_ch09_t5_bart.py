@@ -4,7 +4,9 @@ against the model's own table, and the experiment's plumbing on a tiny recipe.""
 import pytest
 import torch
 
+from lecture_lib.chapters import ch09_t5_bart
 from lecture_lib.chapters.ch09_t5_bart import (
+    ANSWER_TASKS,
     TASKS,
     TextToTextData,
     bart_corrupt,
@@ -12,6 +14,8 @@ from lecture_lib.chapters.ch09_t5_bart import (
     chapter_config,
     cross_attention_ratio,
     gains_in_standard_errors,
+    hidden_word_accuracy,
+    hidden_words,
     mass_style,
     mass_style_lengths,
     mean_task_score,
@@ -24,11 +28,12 @@ from lecture_lib.chapters.ch09_t5_bart import (
     text_to_text,
     tiny_bart,
     tiny_t5,
+    unseen_names_written,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples
 from lecture_lib.objectives.span_corruption import random_spans_noise_mask, span_corrupt, span_counts
-from lecture_lib.objectives.text_to_text import batch_of
+from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, batch_of
 
 
 def test_every_task_is_prefixed_text_with_a_text_answer():
@@ -57,7 +62,7 @@ def test_bias_curves_read_the_models_table():
 def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     recipe = chapter_config(pretrain_steps=2, finetune_steps=2, batch_size=4, train_examples=20, eval_examples=4,
-                            documents=30, objectives=("drop_tokens", "random_spans"), seeds=(0, 1))
+                            documents=30, objectives=("drop_tokens", "random_spans"), seeds=(0, 1), probe_documents=8)
     results = objective_runs(recipe)
     assert set(results["runs"]) == {"no pretraining", "drop_tokens", "random_spans"}
     assert results["runs"]["no pretraining"]["pretrain_loss"] is None
@@ -66,6 +71,11 @@ def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypa
         assert run["scores"] == {t: (run["seed_scores"][0][t] + run["seed_scores"][1][t]) / 2 for t in TASKS}
         assert mean_task_score(run) == [sum(s.values()) / len(TASKS) for s in run["seed_scores"]]
     assert len(results["bias"]["encoder"]) == recipe.num_heads and len(results["offsets"]) == 81
+    assert "probe" not in results["runs"]["no pretraining"]
+    for name in ("drop_tokens", "random_spans"):
+        probe = results["runs"][name]["probe"]
+        assert set(probe) == {"accuracy", "unigram", "per_text"} and 0 <= probe["accuracy"] <= 1
+    assert all(len(run["names_written"]) == 2 for run in results["runs"].values())
     assert objective_runs(recipe) == results  # read back from the cache
     bart = noising_runs(recipe)
     assert set(bart) == set(recipe.noisings) and all(run["pretrain_loss"] is not None for run in bart.values())
@@ -194,3 +204,61 @@ def test_exercise_4_bart_init_std_002_leaves_the_decoder_deaf_to_the_encoder():
                               num_beams=1, forced_eos_token_id=None, forced_bos_token_id=None)
         answers = [" ".join(data.vocab.decode(row[1:])) for row in out.tolist()]
         assert answers.count(answer) / len(answers) == share == max(map(answers.count, answers)) / len(answers)
+
+
+TINY = dict(d_model=16, d_kv=4, d_ff=32, num_layers=1, batch_size=4, train_examples=20, eval_examples=12, documents=40)
+
+
+def test_hidden_words_are_what_the_input_does_not_show():
+    data = TextToTextData(chapter_config(**TINY))
+    first_word = len(SPECIALS) + NUM_SENTINELS
+    for objective in ("bert_style", "random_spans", "prefix_lm", "drop_tokens"):
+        batch = data.pretraining_batches(objective, 16)(0)
+        hidden = hidden_words(objective, batch)
+        for row in range(16):  # brute force, one target token at a time
+            inputs, labels = batch["input_ids"][row].tolist(), batch["labels"][row].tolist()
+            for t, label in enumerate(labels):
+                if objective == "bert_style":
+                    expected = label != -100 and (t >= len(inputs) or inputs[t] != label)
+                else:
+                    expected = label >= first_word  # a word: not padding, </s>, <M> or a sentinel
+                assert bool(hidden[row, t]) == expected, (objective, row, t)
+        if objective == "bert_style":  # about 15% of the text is noise; a random word may happen to be the same
+            share = float(hidden.sum() / (batch["labels"] > 1).sum())
+            assert 0.05 < share < 0.3, share
+
+
+def test_hidden_word_accuracy_counts_the_argmax_on_hidden_words():
+    recipe = chapter_config(**TINY)
+    data = TextToTextData(recipe)
+    model = tiny_t5(recipe, len(data.vocab))
+    out = hidden_word_accuracy(model, data, "random_spans", batch_size=8, batch_index=5)
+    batch = data.pretraining_batches("random_spans", 8)(5)
+    with torch.no_grad():
+        predicted = model(**batch).logits.argmax(-1)
+    pairs = [(int(p), int(w)) for p, w, keep in zip(predicted.flatten(), batch["labels"].flatten(),
+                                                      hidden_words("random_spans", batch).flatten()) if keep]
+    words = [w for _, w in pairs]
+    assert out["accuracy"] == pytest.approx(sum(p == w for p, w in pairs) / len(pairs))
+    assert out["unigram"] == pytest.approx(max(words.count(w) for w in words) / len(words))
+    assert out["per_text"] == len(words) / 8
+
+
+def test_unseen_names_written_reads_the_name_of_the_triple(monkeypatch):
+    data = TextToTextData(chapter_config(**TINY))
+    pairs = data.test["facts"]
+    assert all(" ".join(target[1:3]) in " ".join(inputs) for inputs, target in pairs)  # the sentence's person
+    assert {" ".join(t[1:3]) for _, t in pairs} <= {p.name for p in data.test_people}  # names fine-tuning never shows
+    answers = [list(t) for _, t in pairs]
+    for wrong in answers[::3]:
+        wrong[1] = "Anna"  # another first name: the name is not written
+    monkeypatch.setattr(ch09_t5_bart, "greedy_answers", lambda model, given, vocab: answers)
+    assert unseen_names_written(None, data) == sum(i % 3 != 0 for i in range(len(pairs))) / len(pairs)
+
+
+def test_mean_task_score_averages_the_tasks_named():
+    run = {"seed_scores": [{"acceptability": 1.0, "entailment": 0.5, "question": 0.2, "facts": 0.4}]}
+    assert mean_task_score(run) == [pytest.approx(0.525)]
+    assert mean_task_score(run, ANSWER_TASKS) == [pytest.approx(0.3)]
+    with pytest.raises(ValueError, match="expected tasks"):
+        mean_task_score(run, ("summaries",))
