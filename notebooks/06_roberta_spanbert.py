@@ -468,7 +468,7 @@ assert truncation["rows of 512 tokens"]["longest"] == 10 > truncation["our rows,
 # phrases are illustrative rows: pretrained on the first seed, scored on masked LM only.
 
 # %%
-profile.expect(25, f"Pretraining {len(SCHEMES) + 4} BERTs (every scheme, two on two more seeds, those two "
+profile.expect(20, f"Pretraining {len(SCHEMES) + 4} BERTs (every scheme, two on two more seeds, those two "
                    "fine-tuned on question answering), and three unpretrained ones")
 compared = ("subword tokens", "geometric spans")
 scheme_seeds = seeded_runs(config, "scheme", SCHEMES, compared=compared, span_task=compared)

@@ -43,13 +43,14 @@ from lecture_lib.runtime import generator, parallel_map, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
-# of the synthetic language, 1,500 documents of six sentences, 200 steps of 12 rows of 64 tokens per run on
+# of the synthetic language, 1,500 documents of six sentences, 175 steps of 12 rows of 64 tokens per run on
 # one thread (a few seconds each), 20 runs, two at a time. At this size the runs separate what the data makes
 # easy or hard (how much context a row has, what is masked), not the fine differences of the papers' tables;
 # and the number of updates, more than the batch, limits training (section "Bigger batches at equal compute"),
-# so the runs take many small batches: 200 of 12 rows (half the compute of the 150 batches of 32 they replace).
+# so the runs take many small batches: 175 of 12 rows (less than half the rows of the 150 batches of 32 they
+# replace).
 # The rows that a claim compares run on three seeds and are then fine-tuned on chapter 05's question answering
-# (1,000 questions about one half of the people, scored on 400 about the other half) for 100 steps of 16, as
+# (1,000 questions about one half of the people, scored on 400 about the other half) for 75 steps of 16, as
 # is the same model from random weights; the other rows are illustrative, on one seed.
 # ``full`` (a GPU): 4 layers of width 256, 20,000 documents, 3,000 steps of 64 rows of 128 tokens.
 QUICK = dict(
@@ -57,10 +58,10 @@ QUICK = dict(
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
                   data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
                   objective=dict(pairs=None),
-                  train=dict(steps=200, batch_size=12, lr=3e-3, warmup_steps=20, eval_every=0, num_threads=1)),
+                  train=dict(steps=175, batch_size=12, lr=3e-3, warmup_steps=17, eval_every=0, num_threads=1)),
     documents=1500,
-    batch_sizes=((6, 400, 2e-3), (12, 200, 3e-3), (48, 52, 6e-3)),
-    finetune=dict(steps=100, batch_size=16, lr=1e-3, num_threads=1),
+    batch_sizes=((6, 350, 2e-3), (12, 175, 3e-3), (48, 45, 6e-3)),
+    finetune=dict(steps=75, batch_size=16, lr=1e-3, num_threads=1),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
