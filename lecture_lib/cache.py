@@ -135,7 +135,13 @@ def cached_json(name: str, recipe: Any, run: Callable[[], Any]) -> Any:
     def build(partial: Path) -> None:
         partial.write_text(json.dumps(run(), indent=2) + "\n")
 
-    return cached(f"{name}-{key(recipe)}.json", build, lambda path: json.loads(path.read_text()))
+    return cached(cached_json_path(name, recipe).name, build, lambda path: json.loads(path.read_text()))
+
+
+def cached_json_path(name: str, recipe: Any) -> Path:
+    """Where :func:`cached_json` keeps ``recipe``'s result under ``name``: it exists once the run was made (so a
+    caller can send only the missing runs to worker processes and read the others here)."""
+    return cache_root() / f"{name}-{key(recipe)}.json"
 
 
 @contextlib.contextmanager

@@ -79,7 +79,7 @@ ENTRY_POINTS = {
     "course_language.synthetic_pretrained_bert": (course_language.synthetic_pretrained_bert,
                                                   lambda: dict(config=course_language.chapter_config()), {}),
     "ch06.format_run": (ch06.format_run, lambda: dict(config=ch06.chapter_config(), name="doc-sentences"),
-                        {"name": "full-sentences"}),
+                        {"name": "full-sentences", "span_task": False}),
     "ch06.scheme_run": (ch06.scheme_run, lambda: dict(config=ch06.chapter_config(), scheme="noun phrases"),
                         {"scheme": "whole words", "sbo": True, "span_task": False}),
     "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),

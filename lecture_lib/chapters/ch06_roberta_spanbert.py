@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-from lecture_lib.cache import cached_json
+from lecture_lib.cache import cached_json, cached_json_path
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.data.treebank import entity_spans, noun_chunks
@@ -43,22 +43,25 @@ from lecture_lib.runtime import generator, parallel_map, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
-# of the synthetic language, 1,500 documents of six sentences, 150 steps of 32 rows of 64 tokens per run on
-# one thread (a few seconds each), 21 runs, two at a time. At this size the runs separate what the data makes
-# easy or hard (how much context a row has, what is masked), not the fine differences of the papers' tables.
-# Each run is then fine-tuned on chapter 05's question answering (1,000 questions about one half of the people,
-# scored on 400 about the other half) for 150 steps of 32, as chapter 05. The rows that a claim compares (and
-# the fine-tuning from random weights) run on three seeds.
+# of the synthetic language, 1,500 documents of six sentences, 175 steps of 12 rows of 64 tokens per run on
+# one thread (a few seconds each), 20 runs, two at a time. At this size the runs separate what the data makes
+# easy or hard (how much context a row has, what is masked), not the fine differences of the papers' tables;
+# and the number of updates, more than the batch, limits training (section "Bigger batches at equal compute"),
+# so the runs take many small batches: 175 of 12 rows (less than half the rows of the 150 batches of 32 they
+# replace).
+# The rows that a claim compares run on three seeds and are then fine-tuned on chapter 05's question answering
+# (1,000 questions about one half of the people, scored on 400 about the other half) for 75 steps of 16, as
+# is the same model from random weights; the other rows are illustrative, on one seed.
 # ``full`` (a GPU): 4 layers of width 256, 20,000 documents, 3,000 steps of 64 rows of 128 tokens.
 QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
                   data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
                   objective=dict(pairs=None),
-                  train=dict(steps=150, batch_size=32, lr=3e-3, warmup_steps=15, eval_every=0, num_threads=1)),
+                  train=dict(steps=175, batch_size=12, lr=3e-3, warmup_steps=17, eval_every=0, num_threads=1)),
     documents=1500,
-    batch_sizes=((16, 300, 2e-3), (32, 150, 3e-3), (128, 37, 6e-3)),
-    finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
+    batch_sizes=((6, 350, 2e-3), (12, 175, 3e-3), (48, 45, 6e-3)),
+    finetune=dict(steps=75, batch_size=16, lr=1e-3, num_threads=1),
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -270,22 +273,37 @@ def _study_recipe(config: StudyConfig, span_task: bool = True) -> dict:
     return recipe
 
 
+def unpadded_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """:func:`~lecture_lib.pretraining.pretraining_loss` with the encoder run on the real tokens only
+    (``unpad=True``): the same loss and gradients up to float rounding, without the compute spent on padding
+    (a SENTENCE-PAIR row is two thirds padding). The study's BERT runs train with it.
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    return model(**batch, masked_only=True, unpad=True).loss
+
+
+def _format_entry(config: StudyConfig, name: str, span_task: bool = True) -> tuple[str, dict]:
+    """:func:`format_run`'s cache name and recipe."""
+    return f"ch06-format-{name}", {"format": name, **_study_recipe(config, span_task)}
+
+
 def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
-               progress: bool = True) -> dict[str, float]:
+               progress: bool = True, span_task: bool = True) -> dict[str, float]:
     """One row of the input-format study: pretrain on format ``name`` (with NSP for the two pair formats, as
-    in RoBERTa's Table 2), then score held-out MLM on the common held-out rows, and the span task fine-tuned
-    on the pretrained encoder (:func:`span_task_scores`).
+    in RoBERTa's Table 2), then score held-out MLM on the common held-out rows, and (``span_task``) the span
+    task fine-tuned on the pretrained encoder (:func:`span_task_scores`).
 
     Every format's batch holds as many tokens as SEGMENT-PAIR's: the short SENTENCE-PAIR rows come in a larger
-    batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours are fixed per run). Returns ``mlm_accuracy``, ``mlm_loss``, ``nsp_accuracy`` (pair formats; on the format's own
-    held-out pairs), ``tokens_per_row``, ``batch_size``, ``qa_f1`` and ``qa_exact``.
+    batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours are fixed per run).
+    Returns ``mlm_accuracy``, ``mlm_loss``, ``nsp_accuracy`` (pair formats; on the format's own held-out
+    pairs), ``tokens_per_row``, ``batch_size``, and with the span task ``qa_f1`` and ``qa_exact``.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
     if name not in FORMATS:
         raise ValueError(f"expected an input format in {list(FORMATS)}, got {name!r}")
     pretrain_config = config.pretrain
-    recipe = {"format": name, **_study_recipe(config)}
 
     def run() -> dict[str, float]:
         data_corpus = corpus or synthetic_corpus(config)
@@ -303,33 +321,41 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
         test = format_rows(name, test_docs, seed=pretrain_config.seed + 1, **ids)
         test = {k: v[: pretrain_config.data.eval_pairs] for k, v in test.items()}
         data = PretrainingData.from_rows(run_config, tok, rows[name], test)
-        result = pretrain(run_config, data=data, progress=progress)
+        result = pretrain(run_config, data=data, progress=progress, loss=unpadded_loss)
         _, tokens, _ = _held_out(data_corpus, config)
         scores = evaluate(result.model, tokens)
         own = result.history.evals[-1][1] if result.history.evals else {}
         return {"mlm_accuracy": scores["mlm_accuracy"], "mlm_loss": scores["mlm_loss"],
                 "nsp_accuracy": own.get("nsp_accuracy"), "tokens_per_row": tokens_per_row[name],
-                "batch_size": batch, **span_task_scores(config, result.model.bert, tok)}
+                "batch_size": batch, **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
 
-    return cached_json(f"ch06-format-{name}", recipe, run)
+    return cached_json(*_format_entry(config, name, span_task), run)
 
 
 def batch_size_runs(config: StudyConfig, *, workers: int | None = None) -> dict[int, dict[str, float]]:
     """RoBERTa Table 3 in shape: DOC-SENTENCES runs (no NSP) at the same batch size × steps, the learning rate
     raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
     :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size; two runs at
-    a time, as :func:`seeded_runs` (the middle row is the input-format study's DOC-SENTENCES run).
+    a time, as :func:`seeded_runs`. Pretraining only: the row of ``config``'s own batch is the input-format
+    study's DOC-SENTENCES run, read with its span task.
 
     Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
     """
     configs = [replace(config, pretrain=replace(config.pretrain, train=replace(
         config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10))))
         for batch_size, steps, lr in config.batch_sizes]
-    rows = parallel_map(_study_row, [("format", c, "doc-sentences") for c in configs], workers=workers,
-                        desc=f"{len(configs)} batch sizes")
+    rows = _study_rows([("format", c, "doc-sentences", c == config) for c in configs], workers, "batch sizes")
     return {c.pretrain.train.batch_size: {**scores, "steps": c.pretrain.train.steps, "lr": c.pretrain.train.lr,
                                           "perplexity": math.exp(scores["mlm_loss"])}
             for c, scores in zip(configs, rows)}
+
+
+def _scheme_entry(config: StudyConfig, scheme: str, sbo: bool = False, span_task: bool = True) -> tuple[str, dict]:
+    """:func:`scheme_run`'s cache name and recipe."""
+    recipe = {"scheme": scheme, "sbo": sbo, **_study_recipe(config, span_task)}
+    if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
+        recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
+    return f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}", recipe
 
 
 def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
@@ -345,9 +371,6 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
     if scheme not in SCHEMES:
         raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
     pretrain_config = config.pretrain
-    recipe = {"scheme": scheme, "sbo": sbo, **_study_recipe(config, span_task)}
-    if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
-        recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
 
     def run() -> dict[str, float]:
         data_corpus = corpus or synthetic_corpus(config)
@@ -364,13 +387,15 @@ def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *
         seed_everything(pretrain_config.seed)
         model = (SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len) if sbo
                  else BertForPreTraining(pretrain_config.model))
-        result = pretrain(pretrain_config, data=data, model=model, progress=progress)
+        # SpanBERT's boundary head reads the padded (B, T, H) states
+        result = pretrain(pretrain_config, data=data, model=model, progress=progress,
+                          **({} if sbo else {"loss": unpadded_loss}))
         by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
         return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
                 "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
                 **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
 
-    return cached_json(f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}", recipe, run)
+    return cached_json(*_scheme_entry(config, scheme, sbo, span_task), run)
 
 
 def scratch_run(config: StudyConfig) -> dict[str, float]:
@@ -379,20 +404,43 @@ def scratch_run(config: StudyConfig) -> dict[str, float]:
 
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
-    return cached_json("ch06-span-task-no-pretraining", _study_recipe(config),
-                       lambda: span_task_scores(config, None, synthetic_corpus(config).tokenizer))
+    return cached_json(*_scratch_entry(config), lambda: span_task_scores(config, None, synthetic_corpus(config).tokenizer))
+
+
+def _scratch_entry(config: StudyConfig) -> tuple[str, dict]:
+    """:func:`scratch_run`'s cache name and recipe."""
+    return "ch06-span-task-no-pretraining", _study_recipe(config)
 
 
 STUDIES = ("format", "scheme", "no pretraining")
 
 
-def _study_row(study: str, config: StudyConfig, name: str) -> dict[str, float]:
+def _study_row(study: str, config: StudyConfig, name: str, span_task: bool = True) -> dict[str, float]:
     """One run of a study, by the study's name (a job of :func:`seeded_runs`: a module's function of its arguments)."""
     if study == "format":
-        return format_run(config, name, progress=False)
+        return format_run(config, name, progress=False, span_task=span_task)
     if study == "scheme":
-        return scheme_run(config, name, progress=False)
+        return scheme_run(config, name, progress=False, span_task=span_task)
     return scratch_run(config)
+
+
+def _study_entry(study: str, config: StudyConfig, name: str, span_task: bool = True) -> tuple[str, dict]:
+    """:func:`_study_row`'s cache name and recipe."""
+    if study == "format":
+        return _format_entry(config, name, span_task)
+    if study == "scheme":
+        return _scheme_entry(config, name, span_task=span_task)
+    return _scratch_entry(config)
+
+
+def _study_rows(jobs: list[tuple], workers: int | None, desc: str) -> list[dict[str, float]]:
+    """:func:`_study_row` of each job: the runs not yet in the cache train first, two at a time on two cores
+    (:func:`~lecture_lib.runtime.parallel_map`; each on one thread, so the same scores as one after the other),
+    then every row is read from the cache here (a notebook run again starts no worker)."""
+    missing = [job for job in jobs if not cached_json_path(*_study_entry(*job)).exists()]
+    if missing:
+        parallel_map(_study_row, missing, workers=workers, desc=f"{len(missing)} {desc}")
+    return [_study_row(*job) for job in jobs]
 
 
 def with_seed(config: StudyConfig, seed: int) -> StudyConfig:
@@ -401,25 +449,28 @@ def with_seed(config: StudyConfig, seed: int) -> StudyConfig:
 
 
 def seeded_runs(config: StudyConfig, study: str, names: Sequence[str], compared: Sequence[str] = (), *,
+                span_task: Sequence[str] | None = None,
                 workers: int | None = None) -> dict[str, dict[int, dict[str, float]]]:
     """The rows of a ``study`` ("format": :func:`format_run`, "scheme": :func:`scheme_run`, "no pretraining":
     :func:`scratch_run`, whatever the name): every name on the first seed of ``config.seeds``, the ``compared``
-    ones on every seed; ``{name: {seed: scores}}``. The runs go
-    two at a time on two cores (:func:`~lecture_lib.runtime.parallel_map`; each on one thread, so the same
-    scores as one after the other), each read from the cache when it was trained before.
+    ones on every seed; ``{name: {seed: scores}}``. The rows named in ``span_task`` (``None``: every row) are
+    fine-tuned on the span task, the others only pretrained. The runs not in the cache go two at a time on two cores
+    (:func:`~lecture_lib.runtime.parallel_map`; each on one thread, so the same scores as one after the other).
 
     Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units").
     """
     if study not in STUDIES:
         raise ValueError(f"expected a study in {STUDIES}, got {study!r}")
-    unknown = sorted(set(compared) - set(names))
+    tasked = names if span_task is None else span_task
+    unknown = sorted((set(compared) | set(tasked)) - set(names))
     if unknown:
-        raise ValueError(f"expected the compared rows among {list(names)}, got {unknown}")
-    jobs = [(study, with_seed(config, seed), name) for name in names
+        raise ValueError(f"expected the compared rows and those with the span task among {list(names)}, "
+                         f"got {unknown}")
+    jobs = [(study, with_seed(config, seed), name, name in tasked) for name in names
             for seed in (config.seeds if name in compared else config.seeds[:1])]
-    rows = parallel_map(_study_row, jobs, workers=workers, desc=f"{len(jobs)} {study} runs")
+    rows = _study_rows(jobs, workers, f"{study} runs")
     runs: dict[str, dict[int, dict[str, float]]] = {}
-    for (_, run_config, name), row in zip(jobs, rows):
+    for (_, run_config, name, _), row in zip(jobs, rows):
         runs.setdefault(name, {})[run_config.pretrain.seed] = row
     return runs
 

@@ -204,19 +204,30 @@ def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
     assert not task.train.features["token_type_ids"].any() and not task.test.features["token_type_ids"].any()
 
 
-def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_every_seed(monkeypatch):
+def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_every_seed(monkeypatch, tmp_path):
+    """Every row on the first seed, the compared ones on every seed; only the runs missing from the cache go to
+    the workers, and every row is then read here."""
     from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 
-    jobs = []
-    monkeypatch.setattr(ch06, "parallel_map", lambda fn, js, **kwargs: [jobs.append(j) or {"f1": j[1].pretrain.seed}
-                                                                        for j in js])
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    jobs, read = [], []
+    monkeypatch.setattr(ch06, "parallel_map", lambda fn, js, **kwargs: jobs.extend(js))
+    monkeypatch.setattr(ch06, "_study_row", lambda *job: read.append(job) or {"f1": job[1].pretrain.seed})
     config = chapter_config(seeds=(3, 4, 5))
-    runs = seeded_runs(config, "scheme", SCHEMES, compared=("subword tokens", "geometric spans"))
+    cached = ch06.cached_json_path(*ch06._scheme_entry(ch06.with_seed(config, 4), "geometric spans"))
+    cached.write_text("{}")
+    compared = ("subword tokens", "geometric spans")
+    runs = seeded_runs(config, "scheme", SCHEMES, compared=compared, span_task=compared)
     assert {name: sorted(r) for name, r in runs.items()} == {
-        name: [3, 4, 5] if name in ("subword tokens", "geometric spans") else [3] for name in SCHEMES}
+        name: [3, 4, 5] if name in compared else [3] for name in SCHEMES}
     assert all(row["f1"] == seed for r in runs.values() for seed, row in r.items())
     assert {j[0] for j in jobs} == {"scheme"} and all(j[1].pretrain.train == config.pretrain.train for j in jobs)
-    with pytest.raises(ValueError, match="expected the compared rows among"):
+    assert len(read) == 9 and len(jobs) == 8  # nine rows read, the cached one not trained again
+    assert ("scheme", ch06.with_seed(config, 4), "geometric spans", True) not in jobs
+    assert all(span_task == (name in compared) for _, _, name, span_task in read)  # the others pretrained only
+    with pytest.raises(ValueError, match="expected the compared rows and those with the span task among"):
+        seeded_runs(config, "scheme", compared, span_task=["whole words"])
+    with pytest.raises(ValueError, match="expected the compared rows and those with the span task among"):
         seeded_runs(config, "format", ["doc-sentences"], compared=["sentence-pair"])
     with pytest.raises(ValueError, match="expected a study in"):
         seeded_runs(config, "formats", ["doc-sentences"])
@@ -236,3 +247,33 @@ def test_a_scheme_run_does_not_depend_on_what_ran_before(monkeypatch):
         rows.append(scheme_run(config, "whole words", progress=False))
     assert rows[0] == rows[1]
     assert 0 <= rows[0]["qa_exact"] <= rows[0]["qa_f1"] <= 1
+
+
+def test_the_unpadded_loss_is_the_padded_one_with_the_same_gradients():
+    """unpadded_loss (the study's runs) against pretraining_loss on rows padded to different lengths, NSP labels
+    included: the same loss and every gradient, in float64."""
+    from lecture_lib.chapters.ch06_roberta_spanbert import unpadded_loss
+    from lecture_lib.models.bert import BertForPreTraining
+    from lecture_lib.pretraining import pretraining_loss
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                          intermediate_size=32, max_position_embeddings=12, hidden_dropout_prob=0.0,
+                                          attention_probs_dropout_prob=0.0)).double()
+    lengths = torch.tensor([12, 5, 9, 2])
+    mask = (torch.arange(12)[None, :] < lengths[:, None]).long()
+    ids = torch.randint(5, 50, (4, 12)) * mask
+    labels = torch.where((torch.rand(4, 12) < 0.3) & mask.bool(), ids, -100)
+    labels[:, 0] = ids[:, 0]  # every row has a label
+    batch = dict(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids), labels=labels,
+                 next_sentence_label=torch.tensor([0, 1, 1, 0]))
+    results = []
+    for loss in (pretraining_loss, unpadded_loss):
+        model.zero_grad()
+        value = loss(model, batch)
+        value.backward()
+        results.append((value.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (padded, padded_grads), (unpadded, unpadded_grads) = results
+    assert torch.allclose(padded, unpadded, atol=1e-12)
+    assert len(padded_grads) == len(unpadded_grads)
+    assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(padded_grads, unpadded_grads))
