@@ -12,7 +12,7 @@ import os
 import random
 import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -228,19 +228,14 @@ def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int 
     return results
 
 
+
 T = TypeVar("T")
 
 
-def run_meanwhile(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
-    """Start ``fn(*args)``, a function that runs its jobs with :func:`parallel_map`, so that its worker processes
-    train while this process does something else; return a function that waits for its result and returns it.
-
-    It starts in a thread of this process, which only hands the jobs to the workers and waits. With one worker (a
-    GPU, or one core) the jobs would run in that thread, and two trainings in one process at once would draw from
-    the same random number generators: then ``fn`` runs when its result is first asked for, as a plain call would.
+def invoke(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``: the job function with which one :func:`parallel_map` runs different functions side by side,
+    ``parallel_map(invoke, [(f, x), (g, y, z)])`` is ``[f(x), g(y, z)]`` (``f`` and ``g`` importable).
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
-    if cpu_workers() <= 1:
-        return functools.cache(functools.partial(fn, *args))
-    return ThreadPoolExecutor(1, thread_name_prefix="run_meanwhile").submit(fn, *args).result
+    return fn(*args)

@@ -99,7 +99,7 @@ from lecture_lib.metrics import (
 from lecture_lib.models.bert import BertModel
 from lecture_lib.plots import plot_history
 from lecture_lib.reproductions import glue_number, show_reproduction
-from lecture_lib.runtime import limit_cpu_threads, parallel_map, run_meanwhile
+from lecture_lib.runtime import invoke, limit_cpu_threads, parallel_map
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
@@ -210,16 +210,17 @@ assert with_attractor > 0.1 * len(sample)
 # fine-tuning data. The first run trains and stores the model in a disk cache; later runs read it.
 #
 # Pretraining runs on one CPU thread, and most machines have more than one core. So that the others do not wait,
-# the cell also starts section 8's three smaller encoders (chapter 04's, `domain_adaptation_encoders`) in worker
-# processes (section 6 explains those) while this process pretrains; section 8 reads what they built.
+# the cell pretrains section 8's three smaller encoders (chapter 04's, `domain_adaptation_encoders`, one after the
+# other) at the same time, in a second worker process: `parallel_map` (section 6 explains it) runs the two jobs
+# side by side, and `invoke(f, *args)` is `f(*args)`.
 
 # %%
 print(config.pretrain)
 profile.expect(65, "Pretraining BERT on the synthetic language, and section 8's encoders beside it "
                    "(the first time; then they load from the cache)")
-section_8_encoders = run_meanwhile(domain_adaptation_encoders)  # in worker processes, while this one pretrains
 start = time.perf_counter()
-pretrained = synthetic_pretrained_bert(config)
+pretrained, section_8_encoders = parallel_map(invoke, [(synthetic_pretrained_bert, config),
+                                                       (domain_adaptation_encoders, 1)], desc="pretraining")
 pretrain_seconds = time.perf_counter() - start
 tokenizer = pretrained.tokenizer
 encoder = BertModel.from_pretrained(pretrained.path)  # the bare encoder, without the pretraining heads
@@ -638,7 +639,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 budget = config.seeded_finetune
 task_budget = {name: budget for name in HARDER_TASK_NAMES} | {"inference": dataclasses.replace(budget, steps=3 * budget.steps)}
 print(budget, "seeds", config.seeds, "; inference:", task_budget["inference"].steps, "steps")
-profile.expect(55, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
+profile.expect(45, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
 keys = [(name, start_from, seed) for name in HARDER_TASK_NAMES for start_from in ("pretrained", "scratch")
@@ -946,8 +947,8 @@ assert full.mean() >= table7_f1[frozen_best].mean() - tolerance, "fine-tuning sh
 #   next-sentence objectives (option b).
 #
 # `domain_adaptation_encoders()` builds the three (or reads them from the cache): the in-domain model in one
-# worker of section 6's `parallel_map`, the general model and then its further pretraining in the other. Section 2
-# started it, beside its own pretraining; here we wait for its result, if it is not there yet.
+# worker of section 6's `parallel_map`, the general model and then its further pretraining in the other (section 2
+# ran it with one worker, `domain_adaptation_encoders(1)`: the three one after the other, beside its own BERT).
 #
 # The task is context entities, where section 7 showed what a frozen encoder's layers know. *Frozen* is
 # section 7's linear tagger on the last layer, $P(y_i) = \mathrm{softmax}(W h^{(L)}_i + b)$ with the
@@ -959,10 +960,8 @@ assert full.mean() >= table7_f1[frozen_best].mean() - tolerance, "fine-tuning sh
 
 # %%
 print(further_pretraining_config().pretrain.train)
-start = time.perf_counter()
-pretrained_on = section_8_encoders()  # {"general": ..., "in-domain": ..., "general + further": ...}
+pretrained_on = section_8_encoders  # {"general": ..., "in-domain": ..., "general + further": ...}
 general, in_domain, further = pretrained_on.values()
-print(f"ready in {time.perf_counter() - start:.1f} s")
 
 
 def shape(result):

@@ -132,10 +132,6 @@ def test_epoch_batch_shows_each_row_once_an_epoch_in_a_new_order_each_epoch():
         epoch_batch(0, 10, 11, "test order", 0)
 
 
-def test_run_meanwhile_gives_the_result_and_with_one_worker_computes_it_when_asked(monkeypatch):
-    assert runtime.run_meanwhile(sorted, [3, 1, 2])() == [1, 2, 3]
-    calls = []
-    monkeypatch.setattr(runtime, "cpu_workers", lambda: 1)
-    wait = runtime.run_meanwhile(lambda *xs: calls.append(xs) or sum(xs), 1, 2)
-    assert calls == []  # not started: in this process it would share the generators with what runs meanwhile
-    assert wait() == wait() == 3 and calls == [(1, 2)]
+
+def test_invoke_lets_one_parallel_map_run_different_functions():
+    assert runtime.parallel_map(runtime.invoke, [(sorted, [3, 1, 2]), (max, 4, 7)], workers=2) == [[1, 2, 3], 7]
