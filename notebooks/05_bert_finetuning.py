@@ -946,9 +946,10 @@ assert full.mean() >= table7_f1[frozen_best].mean() - tolerance, "fine-tuning sh
 #   vocabulary, pretrained 300 steps of 32 more on the same synthetic documents with the same masked LM and
 #   next-sentence objectives (option b).
 #
-# `domain_adaptation_encoders()` builds the three (or reads them from the cache): the in-domain model in one
-# worker of section 6's `parallel_map`, the general model and then its further pretraining in the other (section 2
-# ran it with one worker, `domain_adaptation_encoders(1)`: the three one after the other, beside its own BERT).
+# `domain_adaptation_encoders()` builds the three (or reads them from the cache); given two workers of section 6's
+# `parallel_map`, it pretrains the in-domain model in one and the general model, then its further pretraining, in
+# the other. Section 2 ran it with one, `domain_adaptation_encoders(1)`: the three one after the other, in a worker
+# beside the one that pretrained section 2's BERT.
 #
 # The task is context entities, where section 7 showed what a frozen encoder's layers know. *Frozen* is
 # section 7's linear tagger on the last layer, $P(y_i) = \mathrm{softmax}(W h^{(L)}_i + b)$ with the
