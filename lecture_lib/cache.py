@@ -49,8 +49,9 @@ def key(recipe: Any) -> str:
 
 
 def fingerprint(thing: Any) -> str:
-    """16 hex digits that change with a model's weights, or with a tokenizer's vocabulary and casing: the part of a
-    recipe that is an object rather than a value (a probe's result depends on the encoder it reads).
+    """16 hex digits that change with a model's weights, with a dict of tensors (a data set's features), or with a
+    tokenizer's vocabulary and casing: the part of a recipe that is an object rather than a value (a probe's result
+    depends on the encoder it reads).
 
     >>> import torch
     >>> layer = torch.nn.Linear(2, 2)
@@ -61,8 +62,9 @@ def fingerprint(thing: Any) -> str:
     False
     """
     digest = hashlib.sha256(type(thing).__name__.encode())
-    if isinstance(thing, torch.nn.Module):
-        for name, tensor in thing.state_dict().items():
+    if isinstance(thing, torch.nn.Module) or (isinstance(thing, dict) and all(isinstance(v, torch.Tensor)
+                                                                              for v in thing.values())):
+        for name, tensor in (thing.state_dict() if isinstance(thing, torch.nn.Module) else thing).items():
             data = tensor.detach().cpu().contiguous().reshape(-1)
             digest.update(f"{name} {data.dtype} {tuple(tensor.shape)}".encode())
             digest.update(data.view(torch.uint8).numpy().tobytes())
@@ -72,7 +74,8 @@ def fingerprint(thing: Any) -> str:
         accents = getattr(thing, "strip_accents", None)
         digest.update(json.dumps([sorted(vocab.items(), key=lambda item: item[1]), casing, accents]).encode())
     else:
-        raise TypeError(f"expected a torch.nn.Module or a tokenizer with a vocabulary, got {type(thing).__name__}")
+        raise TypeError(f"expected a torch.nn.Module, a dict of tensors or a tokenizer with a vocabulary, got "
+                        f"{type(thing).__name__}")
     return digest.hexdigest()[:16]
 
 

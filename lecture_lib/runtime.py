@@ -14,7 +14,7 @@ import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -226,3 +226,16 @@ def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int 
             future.cancel()
         raise
     return results
+
+
+
+T = TypeVar("T")
+
+
+def invoke(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``: the job function with which one :func:`parallel_map` runs different functions side by side,
+    ``parallel_map(invoke, [(f, x), (g, y, z)])`` is ``[f(x), g(y, z)]`` (``f`` and ``g`` importable).
+
+    Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
+    """
+    return fn(*args)

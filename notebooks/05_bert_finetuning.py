@@ -57,6 +57,7 @@ import torch
 from lecture_lib import plots, profile
 from lecture_lib.analysis.fill_mask import fill_mask
 from lecture_lib.chapters.ch04_bert_pretraining import domain_adaptation_encoders, further_pretraining_config
+from lecture_lib.chapters.ch05_bert_finetuning import cached_finetune_from, cached_frozen_and_fine_tuned
 from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
     TASK_NAMES,
@@ -69,13 +70,12 @@ from lecture_lib.data.synthetic import CITIES, LAST_NAMES, SyntheticLanguage, co
 from lecture_lib.finetuning.features import (
     FEATURE_CHOICES,
     feature_tagger_run,
-    frozen_and_fine_tuned,
     principal_directions,
     tuned_feature_taggers,
     tuned_runs,
     with_features,
 )
-from lecture_lib.finetuning.finetune import finetune_from, new_head, score
+from lecture_lib.finetuning.finetune import new_head, null_threshold_scores
 from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
@@ -99,7 +99,7 @@ from lecture_lib.metrics import (
 from lecture_lib.models.bert import BertModel
 from lecture_lib.plots import plot_history
 from lecture_lib.reproductions import glue_number, show_reproduction
-from lecture_lib.runtime import limit_cpu_threads, parallel_map
+from lecture_lib.runtime import invoke, limit_cpu_threads, parallel_map
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
@@ -208,12 +208,19 @@ assert with_attractor > 0.1 * len(sample)
 # The documents name *every* person of the world. Fine-tuning will not: the people are split by their
 # names (section 3), and the test sets name only people whose first and last names never occur in
 # fine-tuning data. The first run trains and stores the model in a disk cache; later runs read it.
+#
+# Pretraining runs on one CPU thread, and most machines have more than one core. So that the others do not wait,
+# the cell pretrains section 8's three smaller encoders (chapter 04's, `domain_adaptation_encoders`, one after the
+# other) at the same time, in a second worker process: `parallel_map` (section 6 explains it) runs the two jobs
+# side by side, and `invoke(f, *args)` is `f(*args)`.
 
 # %%
 print(config.pretrain)
-profile.expect(65, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
+profile.expect(65, "Pretraining BERT on the synthetic language, and section 8's encoders beside it "
+                   "(the first time; then they load from the cache)")
 start = time.perf_counter()
-pretrained = synthetic_pretrained_bert(config)
+pretrained, section_8_encoders = parallel_map(invoke, [(synthetic_pretrained_bert, config),
+                                                       (domain_adaptation_encoders, 1)], desc="pretraining")
 pretrain_seconds = time.perf_counter() - start
 tokenizer = pretrained.tokenizer
 encoder = BertModel.from_pretrained(pretrained.path)  # the bare encoder, without the pretraining heads
@@ -623,20 +630,23 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # results are those of a plain loop, `[finetune_from(*job) for job in jobs]`, bit for bit: every run seeds
 # itself, and a test (`tests/chapters/test_course_language.py`) compares weights and scores. Worker
 # processes cannot see functions defined in a notebook, so the job is a library function:
-# `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`.
+# `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`, and
+# `cached_finetune_from` is `finetune_from` with the trained model kept in the disk cache, under the name of what
+# made it (the training data, the head, the starting weights and the budget): a second execution of the notebook
+# reads the models instead of training them, and scores them on the test set again.
 
 # %%
 budget = config.seeded_finetune
 task_budget = {name: budget for name in HARDER_TASK_NAMES} | {"inference": dataclasses.replace(budget, steps=3 * budget.steps)}
 print(budget, "seeds", config.seeds, "; inference:", task_budget["inference"].steps, "steps")
-profile.expect(55, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
+profile.expect(45, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
 main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
               "similarity": "spearman", "choice": "accuracy"}
 keys = [(name, start_from, seed) for name in HARDER_TASK_NAMES for start_from in ("pretrained", "scratch")
         for seed in config.seeds]
 jobs = [(harder[name], encoder if start_from == "pretrained" else encoder.config,  # a config: random weights
          dataclasses.replace(task_budget[name], seed=seed)) for name, start_from, seed in keys]
-runs = dict(zip(keys, parallel_map(finetune_from, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
+runs = dict(zip(keys, parallel_map(cached_finetune_from, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
 
 
 def seed_scores(name, start_from, key=None):
@@ -747,13 +757,13 @@ dev = dataclasses.replace(squad2, test=dev_set, test_examples=dev_examples)
 squad2_test = dataclasses.replace(squad2, test=test_set, test_examples=test_examples)
 print("share of unanswerable questions: train {:.2f}, dev {:.2f}, test {:.2f}".format(
     *(sum(not e.answer for e in ex) / len(ex) for ex in (few_unanswerable, dev_examples, test_examples))))
-qa_runs = parallel_map(finetune_from, [(squad2_train, encoder, dataclasses.replace(budget, seed=seed))
-                                       for seed in config.seeds], desc="SQuAD 2.0 models")
+qa_runs = parallel_map(cached_finetune_from, [(squad2_train, encoder, dataclasses.replace(budget, seed=seed))
+                                              for seed in config.seeds], desc="SQuAD 2.0 models")
 thresholds = [-6.0, -4.0, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0, 6.0]
-dev_f1 = {seed: [score(dev, run.model, null_threshold=t)["f1"] for t in thresholds] for seed, run in zip(config.seeds, qa_runs)}
+dev_f1 = {seed: [s["f1"] for s in null_threshold_scores(dev, run.model, thresholds)] for seed, run in zip(config.seeds, qa_runs)}
 taus = {seed: thresholds[max(range(len(thresholds)), key=dev_f1[seed].__getitem__)] for seed in config.seeds}
-tuned_f1 = torch.tensor([score(squad2_test, run.model, null_threshold=taus[s])["f1"] for s, run in zip(config.seeds, qa_runs)])
-untuned_f1 = torch.tensor([score(squad2_test, run.model, null_threshold=0.0)["f1"] for run in qa_runs])
+tuned_f1, untuned_f1 = torch.tensor([[s["f1"] for s in null_threshold_scores(squad2_test, run.model, [taus[seed], 0.0])]
+                                     for seed, run in zip(config.seeds, qa_runs)]).T
 always_nothing_test = sum(not e.answer for e in test_examples) / len(test_examples)
 for seed, tuned, untuned in zip(config.seeds, tuned_f1, untuned_f1):
     print(f"seed {seed}: tau chosen on dev {taus[seed]:+.1f}; test F1 {tuned:.3f} (tau = 0: {untuned:.3f})")
@@ -825,7 +835,7 @@ layers, width = encoder.config.num_hidden_layers, encoder.config.hidden_size
 learning_rates = {"fine-tuning": (1e-3, 2e-3, 5e-3, 1e-2), "taggers": (1e-2, 2e-2, 5e-2, 1e-1)}
 print(f"every run: {budget.steps} steps of {budget.batch_size} sentences; learning rates tried on dev: {learning_rates}")
 profile.expect(12, "Fine-tuning at four learning rates, then 7 linear taggers at four each, on three seeds")
-fine_tuned = tuned_runs(finetune_from, ner, ner_dev, budget, learning_rates["fine-tuning"], config.seeds, "f1",
+fine_tuned = tuned_runs(cached_finetune_from, ner, ner_dev, budget, learning_rates["fine-tuning"], config.seeds, "f1",
                         args=(encoder,), map_jobs=partial(parallel_map, desc="fine-tuning"))
 projection = principal_directions(ner_features.train, "concat_last_four", layers, width)  # (4 H, H)
 taggers = {choice: {"choice": choice} for choice in FEATURE_CHOICES}
@@ -936,8 +946,10 @@ assert full.mean() >= table7_f1[frozen_best].mean() - tolerance, "fine-tuning sh
 #   vocabulary, pretrained 300 steps of 32 more on the same synthetic documents with the same masked LM and
 #   next-sentence objectives (option b).
 #
-# `domain_adaptation_encoders()` builds the three (or reads them from the cache): the in-domain model in one
-# worker of section 6's `parallel_map`, the general model and then its further pretraining in the other.
+# `domain_adaptation_encoders()` builds the three (or reads them from the cache); given two workers of section 6's
+# `parallel_map`, it pretrains the in-domain model in one and the general model, then its further pretraining, in
+# the other. Section 2 ran it with one, `domain_adaptation_encoders(1)`: the three one after the other, in a worker
+# beside the one that pretrained section 2's BERT.
 #
 # The task is context entities, where section 7 showed what a frozen encoder's layers know. *Frozen* is
 # section 7's linear tagger on the last layer, $P(y_i) = \mathrm{softmax}(W h^{(L)}_i + b)$ with the
@@ -949,12 +961,8 @@ assert full.mean() >= table7_f1[frozen_best].mean() - tolerance, "fine-tuning sh
 
 # %%
 print(further_pretraining_config().pretrain.train)
-profile.expect(25, "Pretraining chapter 04's two small BERTs, then the documentation model further "
-                   "(the first time; then they load from the cache)")
-start = time.perf_counter()
-pretrained_on = domain_adaptation_encoders()  # {"general": ..., "in-domain": ..., "general + further": ...}
+pretrained_on = section_8_encoders  # {"general": ..., "in-domain": ..., "general + further": ...}
 general, in_domain, further = pretrained_on.values()
-print(f"ready in {time.perf_counter() - start:.1f} s")
 
 
 def shape(result):
@@ -994,7 +1002,8 @@ assert pieces_per_word(general.tokenizer, held_out_words) > 1.5 * pieces_per_wor
 # the in-domain vocabulary) as the baseline to beat; always tagging `O` scores 0. To keep the notebook's time,
 # each is trained with one seed; we ran all three seeds once, and the comment above the asserts gives them.
 # `frozen_and_fine_tuned(task, encoder, tagger_run, finetune_run)` trains section 7's linear tagger on the frozen
-# encoder's last layer and section 6's fine-tuning of the whole network, and returns the span F1 of each.
+# encoder's last layer and section 6's fine-tuning of the whole network, and returns the span F1 of each
+# (`cached_frozen_and_fine_tuned` keeps the two numbers in the disk cache).
 
 # %%
 tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (config.feature_finetune, budget))
@@ -1004,7 +1013,7 @@ encoders = {name: (result.model.bert, result.tokenizer) for name, result in pret
 encoders["never pretrained"] = (in_domain.config.model, in_domain.tokenizer)
 domain_jobs = [(build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"], encoder, tagger_run,
                 finetune_run) for encoder, tokenizer in encoders.values()]
-domain_f1 = dict(zip(encoders, parallel_map(frozen_and_fine_tuned, domain_jobs, desc="frozen and fine-tuned")))
+domain_f1 = dict(zip(encoders, parallel_map(cached_frozen_and_fine_tuned, domain_jobs, desc="frozen and fine-tuned")))
 print(f"{'encoder':18s}{'frozen':>8s}{'fine-tuned':>12s}   (span F1, seed {config.seeds[0]})")
 for name, f1s in domain_f1.items():
     print(f"{name:18s}{f1s['frozen']:8.3f}{f1s['fine-tuned']:12.3f}")
@@ -1138,8 +1147,8 @@ methods = {  # each turns a head into what trains; partial(f, k=v)(model) is f(m
     "adapters": partial(add_adapters, bottleneck=8),
 }
 cheap_keys = [(method, seed) for method in methods for seed in config.seeds]
-cheap_runs = parallel_map(finetune_from, [(ner, encoder, dataclasses.replace(head_config, seed=seed), methods[method])
-                                          for method, seed in cheap_keys], desc="cheap fine-tuning")
+cheap_runs = parallel_map(cached_finetune_from, [(ner, encoder, dataclasses.replace(head_config, seed=seed),
+                                                  methods[method]) for method, seed in cheap_keys], desc="cheap fine-tuning")
 cheap = {k: (count_parameters(result.model), result) for k, result in zip(cheap_keys, cheap_runs)}
 for seed, result in zip(config.seeds, fine_tuned.results):  # section 7's, at the learning rate chosen on dev
     cheap["full fine-tuning", seed] = (count_parameters(result.model), result)

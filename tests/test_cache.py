@@ -9,9 +9,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import torch
 
 from lecture_lib import cache
-from lecture_lib.cache import atomic_write, cache_root, cached, key
+from lecture_lib.cache import atomic_write, cache_root, cached, fingerprint, key
 from lecture_lib.pretraining import PretrainConfig, config_leaves
 
 
@@ -205,3 +206,17 @@ def test_cached_json_runs_once_per_recipe_and_returns_what_it_reads_back():
     assert results() == [f"scores-{key({'steps': 5})}.json"]
     cache.cached_json("scores", {"steps": 6}, run)  # another recipe is another result
     assert len(runs) == 2
+
+
+def test_a_fingerprint_of_tensors_changes_with_any_value_shape_or_name_and_a_models_is_its_state_dicts():
+    features = {"input_ids": torch.tensor([[2, 5, 3]]), "labels": torch.tensor([1])}
+    base = fingerprint(features)
+    assert fingerprint({k: v.clone() for k, v in features.items()}) == base
+    assert fingerprint({**features, "labels": torch.tensor([0])}) != base
+    assert fingerprint({**features, "labels": torch.tensor([[1]])}) != base
+    assert fingerprint({"ids": features["input_ids"], "labels": features["labels"]}) != base
+    layer = torch.nn.Linear(2, 2)
+    assert fingerprint(layer) != fingerprint(dict(layer.state_dict()))  # the type is part of it
+    assert fingerprint(torch.nn.ReLU()) == fingerprint(torch.nn.ReLU())  # a module without weights
+    with pytest.raises(TypeError, match="dict of tensors"):
+        fingerprint({"labels": [1]})

@@ -130,3 +130,8 @@ def test_epoch_batch_shows_each_row_once_an_epoch_in_a_new_order_each_epoch():
     assert torch.equal(epoch_batch(4, 10, 3, "test order", 0)[1], epochs[1][1][1])  # any step, any time
     with pytest.raises(ValueError, match=r"expected batch_size in \[1, 10\], got 11"):
         epoch_batch(0, 10, 11, "test order", 0)
+
+
+
+def test_invoke_lets_one_parallel_map_run_different_functions():
+    assert runtime.parallel_map(runtime.invoke, [(sorted, [3, 1, 2]), (max, 4, 7)], workers=2) == [[1, 2, 3], 7]

@@ -10,7 +10,7 @@ Taught in: 05_bert_finetuning ("Pretrained or from scratch", "Scoring the tasks"
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -91,7 +91,20 @@ def score(task: Task, model: nn.Module, null_threshold: float = 0.0) -> dict[str
 
     Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
+    return _scores(task, predict(model, task.test), null_threshold)
+
+
+def null_threshold_scores(task: Task, model: nn.Module, thresholds: Sequence[float]) -> list[dict[str, float]]:
+    """``[score(task, model, null_threshold=t) for t in thresholds]``, with the model run on the test set once.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
     out = predict(model, task.test)
+    return [_scores(task, out, threshold) for threshold in thresholds]
+
+
+def _scores(task: Task, out: dict[str, torch.Tensor], null_threshold: float) -> dict[str, float]:
+    """:func:`score` from the model's outputs on the test set (:func:`predict`)."""
     labels = task.test.features.get("labels")
     if task.name == "acceptability":
         predicted = out["logits"].argmax(-1)

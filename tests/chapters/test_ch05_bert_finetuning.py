@@ -1,0 +1,92 @@
+"""lecture_lib.chapters.ch05_bert_finetuning: a cached fine-tuning run gives back the model, history and scores of
+the run it stands for, rebuilt for every kind of ``adapt``, and scores it on whichever test set it is given."""
+
+import dataclasses
+from functools import partial
+
+import pytest
+import torch
+
+from lecture_lib.chapters import ch05_bert_finetuning
+from lecture_lib.chapters.ch05_bert_finetuning import adapt_recipe, cached_finetune_from, cached_frozen_and_fine_tuned
+from lecture_lib.chapters.course_language import build_harder_tasks, chapter_config
+from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.features import frozen_and_fine_tuned
+from lecture_lib.finetuning.finetune import finetune_from, new_head, null_threshold_scores, predict, score
+from lecture_lib.finetuning.peft import PromptTuning, add_adapters, bitfit
+from lecture_lib.models.bert import BertModel
+from lecture_lib.tokenization import WordPieceTokenizer
+from tests.chapters.tiny_language import tiny_language
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    config = chapter_config(**tiny_language(monkeypatch, tmp_path))
+    lang = SyntheticLanguage(config.language_seed)
+    tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
+    tasks = build_harder_tasks(tokenizer, config, names=("acceptability", "context_ner", "unanswerable_qa"))
+    torch.manual_seed(0)
+    encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
+    return config, tasks, encoder
+
+
+@pytest.mark.parametrize("adapt", [None, bitfit, partial(add_adapters, bottleneck=2), partial(PromptTuning, num_prompts=2)])
+def test_a_cached_run_is_the_run_it_stands_for_read_back(tiny, monkeypatch, adapt):
+    config, tasks, encoder = tiny
+    task = tasks["context_ner"]
+    direct = finetune_from(task, encoder, config.finetune, adapt)
+    first = cached_finetune_from(task, encoder, config.finetune, adapt)
+    monkeypatch.setattr(ch05_bert_finetuning, "finetune_from", lambda *args: pytest.fail("trained again"))
+    again = cached_finetune_from(task, encoder, config.finetune, adapt)
+    for run in (first, again):
+        assert run.scores == direct.scores and run.history == direct.history
+        assert type(run.model) is type(direct.model)
+        for (name, theirs), mine in zip(direct.model.state_dict().items(), run.model.state_dict().values()):
+            assert torch.equal(mine, theirs), name
+        assert [p.requires_grad for p in run.model.parameters()] == [p.requires_grad for p in direct.model.parameters()]
+
+
+def test_a_cached_run_is_scored_on_the_test_set_it_is_given_and_named_by_what_trains_it(tiny, monkeypatch):
+    config, tasks, encoder = tiny
+    task = tasks["acceptability"]
+    run = cached_finetune_from(task, encoder, config.finetune)
+    agreeing = predict(run.model, task.test)["logits"].argmax(-1)  # a test set labelled by the model's own answers
+    other_test = dataclasses.replace(task, test=dataclasses.replace(task.test, features={
+        **task.test.features, "labels": agreeing}))
+    monkeypatch.setattr(ch05_bert_finetuning, "finetune_from", lambda *args: pytest.fail("trained again"))
+    same_training = cached_finetune_from(other_test, encoder, config.finetune)
+    assert same_training.scores == score(other_test, run.model) and same_training.scores["accuracy"] == 1.0
+    trained = []
+    monkeypatch.setattr(ch05_bert_finetuning, "finetune_from", lambda *args: trained.append(args) or finetune_from(*args))
+    cached_finetune_from(task, encoder, dataclasses.replace(config.finetune, seed=1))  # another seed
+    cached_finetune_from(task, encoder.config, config.finetune)  # random weights
+    fewer = dataclasses.replace(task, train=dataclasses.replace(task.train, features={
+        k: v[:-1] for k, v in task.train.features.items()}))
+    cached_finetune_from(fewer, encoder, config.finetune)  # other training data
+    assert len(trained) == 3
+
+
+def test_adapt_recipe_names_the_function_and_a_partials_arguments():
+    assert adapt_recipe(None) is None
+    assert adapt_recipe(bitfit) == "lecture_lib.finetuning.peft.bitfit"
+    assert adapt_recipe(partial(add_adapters, bottleneck=2)) != adapt_recipe(partial(add_adapters, bottleneck=8))
+    assert adapt_recipe(partial(PromptTuning, num_prompts=8))["function"] == "lecture_lib.finetuning.peft.PromptTuning"
+
+
+def test_null_threshold_scores_are_the_scores_at_each_threshold(tiny):
+    config, tasks, encoder = tiny
+    task = tasks["unanswerable_qa"]
+    model = new_head(task, encoder, config.finetune)
+    thresholds = [-3.0, 0.0, 3.0]
+    scores = null_threshold_scores(task, model, thresholds)
+    assert scores == [score(task, model, null_threshold=t) for t in thresholds]
+    assert scores[0]["no_answer_f1"] >= scores[2]["no_answer_f1"]  # a lower threshold answers nothing more often
+
+
+def test_section_8s_scores_are_computed_once_then_read(tiny, monkeypatch):
+    config, tasks, encoder = tiny
+    task = tasks["context_ner"]
+    expected = frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune)
+    assert cached_frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune) == expected
+    monkeypatch.setattr(ch05_bert_finetuning, "frozen_and_fine_tuned", lambda *args: pytest.fail("computed again"))
+    assert cached_frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune) == expected
