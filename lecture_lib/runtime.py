@@ -228,7 +228,6 @@ def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int 
     return results
 
 
-
 T = TypeVar("T")
 
 
