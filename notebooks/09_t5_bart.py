@@ -490,7 +490,8 @@ assert min(runs["bert_style"]["names_written"]) > max(runs["no pretraining"]["na
 # still swings with the seed in every row. Over all four tasks random spans scores
 # {glue:text}`ch09-mean-random-spans:.3f` and BERT-style {glue:text}`ch09-mean-bert-style:.3f` against
 # {glue:text}`ch09-mean-no-pretraining:.3f`. "What we saw" judges the claim on the answer tasks and the
-# classification tasks in a row of their own. The paper's near-tie of random spans and BERT-style (GLUE 83.49
+# classification tasks in a row of their own; we split it that way after seeing these four-task means, so read
+# the two rows together: pretraining helps here where the task writes what only pretraining showed. The paper's near-tie of random spans and BERT-style (GLUE 83.49
 # against 82.96; Raffel et al., 2020, Tables 4 and 7) comes from pretraining on 2^35 tokens, where every model has
 # long learned to copy; after our 450 steps, which skill the decoder practised is what the tasks reward.
 # `objective_runs(chapter_config(objectives=OBJECTIVES))` adds the other three objectives at the quick sizes.

@@ -26,6 +26,7 @@ from lecture_lib.cache import cached, cached_json, fingerprint, key
 from lecture_lib.finetuning.features import frozen_and_fine_tuned
 from lecture_lib.finetuning.finetune import FinetuneConfig, FinetuneResult, Task, finetune_from, new_head, score
 from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.runtime import default_device
 from lecture_lib.train import History
 
 
@@ -47,10 +48,12 @@ def adapt_recipe(adapt: Callable[[nn.Module], nn.Module] | None) -> Any:
 
 
 def cached_finetune_from(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig,
-                 adapt: Callable[[nn.Module], nn.Module] | None = None) -> FinetuneResult:
+                         adapt: Callable[[nn.Module], nn.Module] | None = None) -> FinetuneResult:
     """:func:`~lecture_lib.finetuning.finetune.finetune_from` with its trained model cached: the same model, history
-    and seconds on every call, the scores computed on ``task``'s test set each time. A module function of its
-    arguments alone, so it runs in a worker of :func:`~lecture_lib.runtime.parallel_map` as ``finetune_from`` does.
+    and seconds on every call, on the device where a fresh run leaves it (the default device: a run read back
+    scores where the trained one did), the scores computed on ``task``'s test set each time. A module function of
+    its arguments alone, so it runs in a worker of :func:`~lecture_lib.runtime.parallel_map` as ``finetune_from``
+    does.
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
@@ -73,6 +76,7 @@ def cached_finetune_from(task: Task, encoder: BertModel | BertConfig, config: Fi
         model = new_head(task, encoder, config)
         model = adapt(model) if adapt else model
         model.load_state_dict(torch.load(path / "model.pt", weights_only=True))
+        model.to(default_device())
         run = json.loads((path / "run.json").read_text())
         return FinetuneResult(model, score(task, model), run["seconds"], History.from_dict(run["history"]))
 

@@ -90,3 +90,17 @@ def test_section_8s_scores_are_computed_once_then_read(tiny, monkeypatch):
     assert cached_frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune) == expected
     monkeypatch.setattr(ch05_bert_finetuning, "frozen_and_fine_tuned", lambda *args: pytest.fail("computed again"))
     assert cached_frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune) == expected
+
+
+def test_a_run_read_back_is_on_the_device_where_a_fresh_run_leaves_it(tiny):
+    """On a GPU a fresh run's model stays there; one read from the cache must too, or the rerun of the notebook
+    would score on the CPU and print other numbers (the fake accelerator stands in for CUDA)."""
+    from tests.fake_accelerator import FakeAccelerator
+
+    config, tasks, encoder = tiny
+    budget = dataclasses.replace(config.finetune, steps=2)
+    with FakeAccelerator() as device:
+        fresh = cached_finetune_from(tasks["acceptability"], encoder, budget)
+        again = cached_finetune_from(tasks["acceptability"], encoder, budget)
+        assert {p.device for p in fresh.model.parameters()} == {p.device for p in again.model.parameters()} == {device}
+        assert again.scores == fresh.scores
