@@ -20,8 +20,8 @@
 # and set them beside the paper's rounded figures; build the factorized embedding (V×E then E×H) and check
 # the rank of the matrix it makes; build an encoder that applies *one* layer N times and see that it is one
 # module object; compare how BERT and ALBERT move a token's vector from layer to layer (Figure 1); and
-# pretrain small ALBERTs with MLM only, MLM + NSP and MLM + sentence-order prediction, scoring each on both
-# pair tasks (Table 5). Our `AlbertModel` and `AlbertForPreTraining` are tested equal to `transformers`'
+# pretrain small ALBERTs with MLM + NSP and MLM + sentence-order prediction on a language built so that topic
+# and order are separate cues, scoring each on both pair tasks over three seeds (Table 5). Our `AlbertModel` and `AlbertForPreTraining` are tested equal to `transformers`'
 # in float64 (`tests/models/test_albert.py`).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/07_albert.ipynb)
@@ -43,14 +43,18 @@ import torch
 from lecture_lib import plots, profile
 from lecture_lib.chapters.ch07_albert import (
     PAPER_PARAMETERS,
+    DiaryPairs,
     chapter_config,
     count_on_meta,
     encoder_parameters,
     layer_parameters,
+    pair_config,
     pair_task_grid,
     paper_configs,
     sharing_runs,
 )
+from lecture_lib.data.diaries import DATES, SETTINGS, diaries
+from lecture_lib.metrics import mean_and_spread
 from lecture_lib.models.albert import AlbertConfig, AlbertModel, share_across_layers
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.objectives.sentence_pairs import make_order_pairs, make_pairs
@@ -289,28 +293,112 @@ for pair in make_order_pairs(documents, 8, seed=3):
     assert first[0] // 10 == second[0] // 10 and second[0] > first[-1]  # one document, the order as written
 
 # %% [markdown]
+# ### A language where topic and order are separate cues
+#
+# To see Table 5's effect, the text must hold the two cues apart, and the topic must be the easier one, as the
+# paper argues it is in real text. Our *diaries* do this by construction (`lecture_lib/data/diaries.py`).
+# - **Topic.** Each diary is kept by one person of one of eight settings (a farm, a harbour, a school, ...),
+#   about the two things that person looks after; the people, verbs and things of a setting belong to it
+#   alone. A NotNext entry comes from a diary of another setting (as a random document of a large corpus is
+#   almost always about something else), so NSP can be solved by asking whether A and B name the same person
+#   and things.
+# - **Order.** The entries are dated, among the first ten days of a month, in the order of their dates. Two
+#   entries of one diary share their person and things, so SOP can only be solved by reading the dates.
+#
+# The dates help NSP too, but less: a true continuation is always later, a random entry later about half the
+# time. Each pair is two entries of ten words: 23 positions with [CLS] and the two [SEP], so no pair is
+# truncated and no date cut off. The pair runs use $E = H = 64$: with $E = 16$, matching the names of the two
+# segments was learned late or not at all in our trial runs.
+
+# %%
+pair_recipe = pair_config()
+pair_data = DiaryPairs(pair_recipe)
+for diary in diaries(2, seed=0):
+    print(f"[{diary.setting}]", *diary.entries, sep="\n  ")
+for task in ("nsp", "sop"):
+    shown = pair_data(pair_config(objective=dict(pairs=task)))
+    ids = shown.test["input_ids"][:2]
+    print(f"\n{task.upper()} pairs (label 0: B follows A):")
+    for row, label in zip(ids, shown.test[shown.label_key][:2]):
+        print(int(label), " ".join(pair_data.tokenizer.convert_ids_to_tokens(row.tolist())))
+
+# %%
+# Each setting's words are its own; each diary keeps one person and two things, and its dates increase.
+setting_words = {name: {w for group in words for w in group} for name, words in SETTINGS.items()}
+assert sum(map(len, setting_words.values())) == len(set().union(*setting_words.values()))
+for diary in diaries(500, seed=0):
+    words = [entry.split() for entry in diary.entries]
+    assert [DATES.index(w[2]) for w in words] == list(diary.dates) == sorted(set(diary.dates))
+    assert len({(w[4], w[6], w[8]) for w in words}) == 1  # the same person and things in every entry
+    assert {w for entry in words for w in entry[4:9]} - {"and"} <= setting_words[diary.setting]
+
+# %% [markdown]
 # Table 5 of the paper pretrains ALBERT-base three times, with MLM only, MLM + NSP and MLM + SOP, and scores
-# each on *both* pair tasks. We do the same at our size on the Python documentation, with
-# `AlbertForPreTraining`'s one pair head (after MLM only it is untrained: chance, as the paper's "None"
-# row). The trivial baseline of each column is the majority label of its held-out pairs.
+# each on *both* pair tasks. We pretrain the chapter's small ALBERT with MLM + NSP and with MLM + SOP on the
+# diaries, each on three seeds (the initialisation, the masks and the order of the batches; the pairs are the
+# same), and score each pair head on the same held-out NSP and SOP pairs. The paper's "None" row, MLM only,
+# leaves the pair head untrained, so it scores chance by construction; we do not train it. The trivial
+# baseline of each column is the majority label of its held-out pairs. The six runs go two at a time, one per
+# core.
 
 # %%
-profile.expect(39, "Pretraining the models of the pair-task grid (the first time; then they load from the cache)")
-grid = pair_task_grid()
-paper5 = {"none": (54.9, 52.4, 53.3), "nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
-rows = [[f"MLM + {task}", f"{row['mlm_accuracy']:.1%}", f"{row['nsp']:.1%}", f"{row['sop']:.1%}",
-         " / ".join(str(v) for v in paper5[task])] for task, row in grid["rows"].items()]
-rows.append(["majority label", None, f"{grid['majority']['nsp']:.1%}", f"{grid['majority']['sop']:.1%}", None])
-show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair task to pretrain with",
+profile.expect(90, "Pretraining the six models of the pair-task grid (the first time; then they load from the cache)")
+grid = pair_task_grid(pair_recipe)
+seeds, pair_rows, majority = grid["seeds"], grid["rows"], grid["majority"]
+paper5 = {"nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
+
+
+def mean_sd(values: list[float]) -> str:
+    mean, spread = mean_and_spread(values)
+    return f"{mean:.1%} ± {spread:.1%}"
+
+
+rows = [[f"MLM + {task.upper()}", mean_sd(row["mlm_accuracy"]), mean_sd(row["nsp"]), mean_sd(row["sop"]),
+         " / ".join(str(v) for v in paper5[task])] for task, row in pair_rows.items()]
+rows.append(["majority label", None, f"{majority['nsp']:.1%}", f"{majority['sop']:.1%}", "None row: 52.4 / 53.3"])
+show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair task to pretrain with "
+                  f"(mean ± standard deviation over seeds {', '.join(map(str, seeds))})",
                   ["trained with", "MLM", "NSP", "SOP", "paper: MLM / NSP / SOP"], rows,
-                  note="The SOP-trained model beats the majority label on held-out SOP pairs, as in the paper "
-                       "(asserted); the rest of the paper's pattern is judged in \"What we saw\".")
+                  note="The paper's MLM column is on Wikipedia and books, ours on the diaries: only the pair "
+                       "columns compare. Verdicts in \"What we saw\".")
 
 # %%
-assert 0.5 <= grid["majority"]["nsp"] < 0.6 and 0.5 <= grid["majority"]["sop"] < 0.6  # balanced pairs
-# SOP is learnable from order alone: the SOP-trained model beats the majority label on held-out SOP pairs
-# (one standard error on 235 pairs is about 3 points)
-assert grid["rows"]["sop"]["sop"] > grid["majority"]["sop"] + 0.05
+fig, axes = plt.subplots(1, 2, figsize=(8, 3), sharey=True)
+for ax, tested in zip(axes, ("nsp", "sop")):
+    for x, (task, row) in enumerate(pair_rows.items()):
+        ax.bar(x, sum(row[tested]) / len(row[tested]), color=f"C{x}", alpha=0.6, label=f"trained with {task.upper()}")
+        ax.plot([x] * len(row[tested]), row[tested], "ko", markersize=4)
+    ax.axhline(majority[tested], color="gray", linestyle="--", label="majority label")
+    ax.set(title=f"tested on {tested.upper()} pairs", xticks=[0, 1], xticklabels=["NSP", "SOP"], ylim=(0.4, 1.0))
+axes[0].set_ylabel("held-out accuracy (dots: seeds)")
+axes[1].legend(fontsize=8, loc="upper left")
+plt.tight_layout()
+plt.show()
+
+# %%
+# What each head answers: the share of held-out pairs it calls "B follows A", per seed.
+for task, row in pair_rows.items():
+    print(f"trained with {task.upper()}:", {tested: [round(share, 2) for share in shares]
+                                            for tested, shares in row["follows_share"].items()})
+
+# %% [markdown]
+# Read the table as the paper does. Each model solves its own task. The NSP model scores the majority label on
+# SOP pairs, and the shares above say why: it calls nearly every SOP pair "B follows A", in either order,
+# because both entries name the same person and things. It learned the topic, not the order. The SOP model
+# had no topic to lean on and learned the dates; on NSP pairs it catches the random entries dated before A,
+# which lifts it well above the majority label, though not to the NSP model's level (a random entry dated
+# later than A passes its test). That is the paper's pattern: 52.0% for the NSP model on SOP, 78.9% for the
+# SOP model on NSP.
+
+# %%
+# Each head tells pairs apart on its own task (between 10% and 90% called "B follows A"), on every seed.
+assert all(0.1 < share < 0.9 for task, row in pair_rows.items() for share in row["follows_share"][task])
+# Each model learned its own task on every seed, well above the majority label.
+assert all(a > majority[task] + 0.1 for task, row in pair_rows.items() for a in row[task])
+# The NSP model stays near chance on SOP (within 10 points of the majority label) on every seed, while the
+# SOP model scores over 10 points above the majority on NSP on every seed.
+assert all(a < majority["sop"] + 0.1 for a in pair_rows["nsp"]["sop"])
+assert all(a > majority["nsp"] + 0.1 for a in pair_rows["sop"]["nsp"])
 
 # %% [markdown]
 # ## What we saw
@@ -324,7 +412,6 @@ table3_rows_match = all(
     near_paper(encoder_parameters(AlbertConfig(embedding_size=width, num_hidden_groups=12 if sharing_ == "not-shared"
                                                else 1)), paper, bert_row=(width, sharing_) == (768, "not-shared"))
     for (width, sharing_), paper in table3_paper.items())
-majority, pair_rows = grid["majority"], grid["rows"]
 show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
     Claim("07-albert-base-parameters", "ALBERT-base has 12M parameters, BERT-base 108M", "Lan et al. (2020), Table 1",
           f"{counts['ALBERT base']:,} (with pooler) and {no_pooler['BERT base']:,} (no pooler, $V = 30{{,}}000$), "
@@ -355,32 +442,37 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
                 f"ALBERT's angle falls at every layer and ends below BERT's, seed {config.seed}")),
     Claim("07-sop-learnable", "SOP is learnable where NSP's topic cue is absent",
           "Lan et al. (2020), Table 5: the SOP model 86.5% on SOP",
-          f"the SOP model {pair_rows['sop']['sop']:.1%} on held-out SOP pairs, majority label "
+          f"the SOP model {mean_sd(pair_rows['sop']['sop'])} on held-out SOP pairs, majority label "
           f"{majority['sop']:.1%} (section 4)",
-          direction([pair_rows["sop"]["sop"]], [majority["sop"]], seeds=[config.seed], margin=0.05,
+          direction(pair_rows["sop"]["sop"], [majority["sop"]] * len(seeds), seeds=seeds, margin=0.05,
                     rule="over 5 points above the majority label")),
-    Claim("07-nsp-does-not-solve-sop", "a model trained on NSP does not solve SOP",
+    Claim("07-nsp-model-fails-sop", "a model trained on NSP does not solve SOP",
           "Lan et al. (2020), Table 5: the NSP model 90.5% on NSP, 52.0% on SOP",
-          f"the NSP model {pair_rows['nsp']['nsp']:.1%} on NSP (majority {majority['nsp']:.1%}), "
-          f"{pair_rows['nsp']['sop']:.1%} on SOP (section 4)",
-          holds(pair_rows["nsp"]["nsp"] > majority["nsp"] + 0.05 and pair_rows["nsp"]["sop"] < majority["sop"] + 0.05,
-                "the NSP model learned NSP (over 5 points above the majority) and not SOP")),
-    Claim("07-sop-partly-solves-nsp", "a model trained on SOP partly solves NSP",
+          f"the NSP model {mean_sd(pair_rows['nsp']['nsp'])} on NSP (majority {majority['nsp']:.1%}), "
+          f"{mean_sd(pair_rows['nsp']['sop'])} on SOP (majority {majority['sop']:.1%}) (section 4)",
+          holds(all(n > majority["nsp"] + 0.1 and o < majority["sop"] + 0.1
+                    for n, o in zip(pair_rows["nsp"]["nsp"], pair_rows["nsp"]["sop"])),
+                "on every seed of " + ", ".join(map(str, seeds)) + ", the NSP model is over 10 points above the "
+                "majority label on NSP and within 10 points of it on SOP")),
+    Claim("07-sop-model-transfers-to-nsp", "a model trained on SOP also solves much of NSP",
           "Lan et al. (2020), Table 5: the SOP model 78.9% on NSP",
-          f"the SOP model {pair_rows['sop']['nsp']:.1%} on NSP, majority {majority['nsp']:.1%} (section 4)",
-          direction([pair_rows["sop"]["nsp"]], [majority["nsp"]], seeds=[config.seed], margin=0.05,
-                    rule="over 5 points above the majority label")),
+          f"the SOP model {mean_sd(pair_rows['sop']['nsp'])} on NSP, majority {majority['nsp']:.1%} (section 4)",
+          direction(pair_rows["sop"]["nsp"], [majority["nsp"]] * len(seeds), seeds=seeds, margin=0.1,
+                    rule="over 10 points above the majority label")),
 ])
 
 # %% [markdown]
 # What did not reproduce, and why: Table 4's sharing strategies (attention only, FFN only) and the larger $E$
 # rows of Table 3 are trained only in the full profile (`sharing_runs()` with `LECTURE_PROFILE=full`, all
-# eight rows; not measured for this notebook); and the MLM column of Table 5. The sentence-pair grid reads
-# the documentation text, whose quick runs (250 steps of 16 pairs on 200,000 tokens) stay near the unigram
-# guess at masked LM (the table's MLM column); we keep that text there because SOP needs documents whose sentence
-# order carries meaning, which the synthetic language's documents do not have. The accuracy gaps of the
-# paper are one to three points of a GLUE average; ours are MLM accuracies of 4-layer models after 400
-# steps, so only the order is comparable, not the sizes of the gaps.
+# eight rows; not measured for this notebook), and Table 5's MLM column is not comparable: the paper's is on
+# Wikipedia and books, ours on the diaries. Table 5's pattern is judged on a language built to hold topic and
+# order apart, and that construction is the caveat. In real text the two cues are mixed, and the paper's
+# point is that topic is the easier one; on the diaries we made it the easier one. The dates also help NSP
+# (a true continuation is always later), and in our trial runs with seven weekdays instead of ten dates, the
+# NSP model often learned to read them too, so it solved part of SOP. How easily the order can be read decides
+# the result, which exercise 3 lets you see. The accuracy gaps of the paper are one to three points of a GLUE
+# average after pretraining on billions of words; ours are pair accuracies of 4-layer models after 1,200
+# steps, so only the pattern compares, not the sizes.
 #
 # ## Exercises
 #
@@ -424,22 +516,25 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
 # of its width the small BERT's table uses.
 # :::
 #
-# 3. Pretrain with `chapter_config(objective=dict(pairs="sop"), train=dict(steps=1000))`. Does the SOP
-#    model's NSP accuracy rise with training, as Table 5 says it should?
+# 3. Train the grid's models twice as long, on one seed: does the NSP model start to read the dates, so that
+#    its SOP accuracy rises?
 #
 # :::{admonition} Hint
 # :class: dropdown
-# One change of `chapter_config`: `pair_task_grid(chapter_config(train=dict(steps=1000)))` trains the grid's
-# three models for 1,000 steps (new runs: the steps are part of the recipe, so section 4's cached runs are not
-# reused; about three times section 4's time); print its "sop" row beside section 4's.
+# One change of the recipe: `pair_task_grid(pair_config(train=dict(steps=2400)), seeds=(0,))` trains both
+# models for 2,400 steps (new runs: the steps are part of the recipe, so section 4's cached runs are not
+# reused; about twice one seed of section 4). Print its "nsp" row's SOP accuracy and "follows" shares beside
+# section 4's.
 # :::
 #
 # :::{admonition} Expected outcome
 # :class: dropdown
-# The grid's "sop" row scores the SOP-trained model's pair head on the held-out NSP pairs, beside their majority
-# label. Lan et al. (2020, Table 5) found that an order-aware model also notices topic shifts: 78.9 on NSP after
-# SOP training, against 52.4 for a model trained with MLM only. At our size expect at most a small rise
-# from section 4's value; judge it against the 3-point standard error on the held-out pairs.
+# Nothing in the NSP loss forbids the dates: a true continuation is always later than A, a random entry only
+# about half the time, so the dates would lower the NSP loss a little further. Once the names are learned,
+# NSP's loss is already small, so the pull is weak; whether a longer run drifts towards the dates (its SOP
+# accuracy rising above the majority label, its "follows" share on SOP pairs falling below 1) is the
+# measurement. In real text, where coherence is much harder to read than topic, Lan et al. (2020) still found
+# 52% after a full pretraining run.
 # :::
 #
 # 4. Table 6 of the paper compares models at equal *training time*. Using chapter 04's FLOP formula, how

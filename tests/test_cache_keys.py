@@ -107,7 +107,7 @@ ENTRY_POINTS = {
     "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config(), data=lambda config: None), {}),
     "ch07.sharing_runs": (ch07.sharing_runs, lambda: dict(config=ch07.sharing_config()), {}),
-    "ch07.pair_task_grid": (ch07.pair_task_grid, lambda: dict(config=ch07.chapter_config()), {}),
+    "ch07.pair_task_grid": (ch07.pair_task_grid, lambda: dict(config=ch07.pair_config()), {"seeds": (0,)}),
     "ch08.pretrain_run": (ch08.pretrain_run, lambda: dict(variant="ELECTRA", config=ch08.chapter_config()),
                           {"variant": "BERT (MLM)", "generator_size": 0.5}),
     "ch08.scratch_scores": (ch08.scratch_scores, lambda: dict(config=ch08.chapter_config()), {}),

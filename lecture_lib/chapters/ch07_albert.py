@@ -8,7 +8,7 @@ Taught in: 07_albert ("Counting parameters exactly", "Factorized embeddings", "C
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields, replace
 
 import torch
@@ -18,10 +18,13 @@ from lecture_lib.cache import cached_json, key
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
 from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.config import build_config, merge_dicts
+from lecture_lib.data.diaries import WORDS_PER_ENTRY, Diary, diaries, entry_pairs
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, share_across_layers
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
+from lecture_lib.objectives.sentence_pairs import SentenceOrderPair, SentencePair, collate_pairs
 from lecture_lib.pretraining import (
+    PAIR_TASKS,
     PretrainConfig,
     PretrainingData,
     PretrainResult,
@@ -29,19 +32,22 @@ from lecture_lib.pretraining import (
     config_dict,
     evaluate,
     pretrain,
+    pretraining_head,
 )
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import pick
+from lecture_lib.runtime import parallel_map
+from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 from lecture_lib.train import cpu_threads
 
 # ``quick`` (the notebook, two CPU cores): an ALBERT of 4 layers of width H = 64 (4 heads), embeddings of
-# E = 16, a 1,000-token WordPiece vocabulary of the Python documentation, 250 steps of 16 pairs of 64 tokens
-# per run (about 10 s each on one thread), for the three runs of the sentence-pair grid: too short to rank
-# models by MLM accuracy on this text (they barely pass the unigram guess), long enough for the pair tasks.
-# The sharing runs replace the data and optimisation with :data:`SHARING_QUICK` or :data:`SHARING_FULL`. As in chapter 04, no
-# dropout and N(0, 0.1) initialisation at this width. ``full`` (a GPU): 6 layers of H = 256, E = 64, an
-# 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens, and every row of Tables 3 and 4. Unnamed
-# fields keep the defaults of AlbertConfig (ALBERT-base's), DataConfig, ObjectiveConfig and OptimizationConfig.
+# E = 16; its data and optimisation (a 1,000-token WordPiece vocabulary of the Python documentation, 250 steps of
+# 16 pairs of 64 tokens) are the command line's defaults. The notebook's runs replace them: the sharing runs
+# with :data:`SHARING_QUICK` or :data:`SHARING_FULL`, the sentence-pair grid with :data:`PAIR_QUICK` or
+# :data:`PAIR_FULL`. As in chapter 04, no dropout and N(0, 0.1) initialisation at this width. ``full`` (a GPU):
+# 6 layers of H = 256, E = 64, an 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens, and every row
+# of Tables 3 and 4. Unnamed fields keep the defaults of AlbertConfig (ALBERT-base's), DataConfig,
+# ObjectiveConfig and OptimizationConfig.
 QUICK = dict(
     model=dict(model_type="albert", hidden_size=64, embedding_size=16, num_hidden_layers=4, num_attention_heads=4,
                intermediate_size=256, initializer_range=0.1, classifier_dropout_prob=0.0),
@@ -72,6 +78,21 @@ SHARING_ROWS = dict(
     full=((32, "all-shared"), (32, "not-shared"), (64, "all-shared"), (64, "not-shared"), (None, "all-shared"),
           (None, "shared-attention"), (None, "shared-ffn"), (None, "not-shared")),
 )
+
+# Table 5's grid reads diaries (lecture_lib.data.diaries): 3,000 for training, 600 held out. Each pair is two
+# entries of ten words, [CLS] A [SEP] B [SEP] in 23 positions, so no pair is truncated and no date is cut off;
+# the 423-token vocabulary holds every word of the diaries whole. ``quick``: the profile's ALBERT with E = H =
+# 64 (with E = 16, matching the names of the two entries was learned late or not at all in our trial runs),
+# 1,200 steps of 32 pairs at 2e-3 per run, on three seeds. ``full``: the profile's model, 3,000 steps of 64
+# (not measured).
+PAIR_DIARIES = (3000, 600)
+GRID_TASKS = ("nsp", "sop")
+PAIR_SEEDS = (0, 1, 2)
+PAIR_QUICK = dict(model=dict(embedding_size=64),
+                  data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=600),
+                  train=dict(steps=1200, batch_size=32, lr=2e-3, warmup_steps=120))
+PAIR_FULL = dict(data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=1024),
+                 train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))
 
 # Table 1 of the paper, and the parameters it prints (millions).
 PAPER_PARAMETERS = {"BERT base": 108, "BERT large": 334, "ALBERT base": 12, "ALBERT large": 18,
@@ -153,30 +174,45 @@ def bert_twin(config: PretrainConfig) -> PretrainConfig:
     return replace(config, model=BertConfig(**shared))
 
 
-class ChapterData:
-    """The corpus cut into NSP pairs and into sentence-order pairs, with one tokenizer, built on first use."""
+class DiaryPairs:
+    """Entry pairs of diaries (:func:`lecture_lib.data.diaries.entry_pairs`): :data:`PAIR_DIARIES` training
+    diaries and held-out ones drawn with another seed, one WordPiece vocabulary learned from the training
+    diaries, NSP and SOP pairs each cut once, on first use, for any recipe of the same data sizes."""
 
     def __init__(self, config: PretrainConfig) -> None:
         self.config = config
-        self._data: dict[str | None, PretrainingData] = {}
+        self.train_documents, self.test_documents = (diaries(n, seed) for n, seed in
+                                                     zip(PAIR_DIARIES, (config.seed, config.seed + 1)))
+        entries = [entry for diary in self.train_documents for entry in diary.entries]
+        self.tokenizer = WordPieceTokenizer.train(entries, config.data.vocab_size)
+        self._data: dict[str, PretrainingData] = {}
 
     def __call__(self, config: PretrainConfig) -> PretrainingData:
-        pairs = "sop" if config.objective.pairs == "sop" else "nsp"
-        if pairs not in self._data:
-            tokenizer = next(iter(self._data.values())).tokenizer if self._data else None
-            base = merge_dicts(config_dict(self.config), dict(objective=dict(pairs=pairs)))
-            self._data[pairs] = PretrainingData.from_corpus(PretrainConfig.from_dict(base), tokenizer)
-        return self._data[pairs].with_config(config)
+        task = config.objective.pairs or "nsp"
+        if task not in self._data:
+            base = replace(self.config, objective=replace(self.config.objective, pairs=task))
+            train, test = (self._rows(documents, task, seed, limit) for documents, seed, limit in (
+                (self.train_documents, base.seed, None), (self.test_documents, base.seed + 1, base.data.eval_pairs)))
+            self._data[task] = PretrainingData.from_rows(base, self.tokenizer, train, test)
+        return self._data[task].with_config(config)
+
+    def _rows(self, documents: list[Diary], task: str, seed: int, limit: int | None) -> dict[str, torch.Tensor]:
+        encode, tok = self.tokenizer.encode, self.tokenizer
+        pair_type = SentencePair if task == "nsp" else SentenceOrderPair
+        pairs = [pair_type(encode(a), encode(b), bool(label)) for a, b, label in entry_pairs(documents, task, seed)]
+        return collate_pairs(pairs[:limit], length=self.config.data.seq_len, cls_token_id=tok.cls_token_id,
+                             sep_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id,
+                             label_name=PAIR_TASKS[task][1])
 
 
 def pretrained(config: PretrainConfig, data: Callable[[PretrainConfig], PretrainingData], *,
                progress: bool = True) -> PretrainResult:
-    """One run of the chapter on ``data(config)`` (a :class:`ChapterData` or :func:`synthetic_data`):
+    """One run of the chapter on ``data(config)`` (a :class:`DiaryPairs` or :class:`SyntheticData`):
     trained once per recipe and text, then read from the disk cache.
 
     Taught in: 07_albert ("Factorized embeddings").
     """
-    text = "synthetic" if isinstance(data, SyntheticData) else "docs"
+    text = "synthetic" if isinstance(data, SyntheticData) else "diaries"
     name = f"{config.model.family.model_type}-{text}-{key(config_dict(config))}"
     return cached_pretraining(name, config, lambda: data(config), progress=progress)
 
@@ -249,34 +285,43 @@ def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True)
     Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
     """
     config = config or sharing_config()
-    hidden = config.model.hidden_size
-    layers = config.model.num_hidden_layers
 
     def compute() -> dict:
-        data = SyntheticData(config)
+        jobs = [(config, width or config.model.hidden_size, sharing) for width, sharing in pick(**SHARING_ROWS)]
         runs, figure1 = {}, {}
-        with cpu_threads(config.train.num_threads):
-            for width, sharing in pick(**SHARING_ROWS):
-                width = width or hidden
-                groups = 1 if sharing == "all-shared" else layers
-                run = replace(config, model=replace(config.model, embedding_size=width, num_hidden_groups=groups))
-                if sharing == "not-shared" and width == hidden:
-                    run = bert_twin(config)
-                if sharing.startswith("shared-"):
-                    model = AlbertForPreTraining(run.model)
-                    share_across_layers(model.albert.encoder, sharing.removeprefix("shared-"))
-                    model = pretrain(run, data=data(run), progress=progress, model=model).model
-                else:
-                    model = pretrained(run, data, progress=progress).model
-                label = f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else "")
-                runs[label] = _scores(model, width, sharing, data(run))
-                name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if sharing == "all-shared" else None
-                if name and name not in figure1:
-                    figure1[name] = layer_transitions(model, data(run).eval_batches())
-            baseline = unigram_baseline(data(config))
-        return {"runs": runs, "baseline": baseline, "figure1": figure1}
+        for label, scores, name, curves in parallel_map(sharing_row, jobs, desc="sharing runs" if progress else None):
+            runs[label] = scores
+            if name and name not in figure1:
+                figure1[name] = curves
+        return {"runs": runs, "baseline": unigram_baseline(SyntheticData(config)(config)), "figure1": figure1}
 
     return cached_json("albert-sharing-synthetic", {"config": asdict(config), "rows": pick(**SHARING_ROWS)}, compute)
+
+
+def sharing_row(config: PretrainConfig, width: int, sharing: str) -> tuple[str, dict, str | None, dict]:
+    """One row of :func:`sharing_runs` (a job of its ``parallel_map``): the run of embedding width ``width``
+    and ``sharing`` trained (or read from the cache) and scored. Returns its label, its scores, the name of
+    Figure 1's curve it may give ("BERT", "ALBERT" for an all-shared run, else None) and those curves.
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    data = SyntheticData(config)
+    layers = config.model.num_hidden_layers
+    groups = 1 if sharing == "all-shared" else layers
+    run = replace(config, model=replace(config.model, embedding_size=width, num_hidden_groups=groups))
+    if sharing == "not-shared" and width == config.model.hidden_size:
+        run = bert_twin(config)
+    with cpu_threads(config.train.num_threads):
+        if sharing.startswith("shared-"):
+            model = AlbertForPreTraining(run.model)
+            share_across_layers(model.albert.encoder, sharing.removeprefix("shared-"))
+            model = pretrain(run, data=data(run), progress=False, model=model).model
+        else:
+            model = pretrained(run, data, progress=False).model
+        label = f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else "")
+        name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if sharing == "all-shared" else None
+        curves = layer_transitions(model, data(run).eval_batches()) if name else {}
+        return label, _scores(model, width, sharing, data(run)), name, curves
 
 
 def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:
@@ -284,34 +329,83 @@ def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:
             "mlm_accuracy": evaluate(model, data.eval_batches())["mlm_accuracy"]}
 
 
-def pair_task_grid(config: PretrainConfig | None = None, *, progress: bool = True) -> dict:
-    """Table 5 in shape: ALBERTs pretrained with MLM only, MLM + NSP and MLM + SOP, each scored on held-out
-    NSP pairs and on held-out SOP pairs with its one pair head (untrained after MLM only: chance).
-
-    Returns ``{"rows": {task: {"mlm_accuracy", "nsp", "sop"}}, "majority": {"nsp", "sop"}}``, cached as JSON
-    (the three models are cached too).
+def pair_config(**overrides) -> PretrainConfig:
+    """The recipe of the sentence-pair grid: :func:`chapter_config` with the data and optimisation of
+    :data:`PAIR_QUICK` or :data:`PAIR_FULL`, and ``overrides``.
 
     Taught in: 07_albert ("Sentence-order prediction").
     """
-    config = config or chapter_config()
+    return chapter_config(**merge_dicts(pick(quick=PAIR_QUICK, full=PAIR_FULL), overrides))
+
+
+@torch.no_grad()
+def pair_predictions(model: AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> torch.Tensor:
+    """The pair head's predicted label (0: B follows A, 1: it does not) for every pair of ``batches``."""
+    was_training = model.training
+    model.eval()
+    logits = pretraining_head(model.config).logits
+    predicted = torch.cat([getattr(model(b["input_ids"], b["attention_mask"], b["token_type_ids"]), logits).argmax(-1)
+                           for b in batches])
+    model.train(was_training)
+    return predicted
+
+
+def pair_task_grid(config: PretrainConfig | None = None, seeds: Sequence[int] = PAIR_SEEDS, *,
+                   progress: bool = True, workers: int | None = None) -> dict:
+    """Table 5 in shape: ALBERTs pretrained with MLM + NSP and with MLM + SOP on diaries, once per seed of
+    ``seeds`` (the initialisation, masks and batch order; the pairs are the same), each scored on the same
+    held-out NSP pairs and SOP pairs with its one pair head. The runs go side by side, one per core
+    (``workers`` processes of :func:`~lecture_lib.runtime.parallel_map`, by default one per core).
+
+    Returns ``{"seeds", "rows": {task: {"mlm_accuracy", "nsp", "sop", "follows_share": {"nsp", "sop"}}},
+    "majority": {"nsp", "sop"}}``, each row's scores a list over the seeds; ``follows_share`` is the share of
+    the held-out pairs the head calls "B follows A" (a head that says one thing for every pair scores 0 or 1).
+    Cached as JSON (the models are cached too).
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    config = config or pair_config()
 
     def compute() -> dict:
-        data = ChapterData(config)
-        held_out = {task: data(replace(config, objective=replace(config.objective, pairs=task)))
-                    for task in ("nsp", "sop")}
-        rows = {}
-        with cpu_threads(config.train.num_threads):
-            for task in (None, "nsp", "sop"):
-                run = replace(config, objective=replace(config.objective, pairs=task))
-                model = pretrained(run, data, progress=progress).model
-                scores = {pairs: evaluate(model, held_out[pairs].eval_batches())["sop_accuracy"]
-                          for pairs in ("nsp", "sop")}
-                mlm = evaluate(model, data(run).eval_batches())["mlm_accuracy"]
-                rows[task or "none"] = {"mlm_accuracy": mlm, **scores}
-        majority = {task: _majority(d.test[d.label_key]) for task, d in held_out.items()}
-        return {"rows": rows, "majority": majority}
+        jobs = [(config, task, seed) for seed in seeds for task in GRID_TASKS]
+        scores = parallel_map(pair_run_scores, jobs, workers=workers, desc="pair-task grid" if progress else None)
+        rows = {task: {"mlm_accuracy": [], **{t: [] for t in GRID_TASKS}, "follows_share": {t: [] for t in GRID_TASKS}}
+                for task in GRID_TASKS}
+        for (_, task, _), score in zip(jobs, scores):
+            rows[task]["mlm_accuracy"].append(score["mlm_accuracy"])
+            for tested in GRID_TASKS:
+                rows[task][tested].append(score[tested])
+                rows[task]["follows_share"][tested].append(score["follows_share"][tested])
+        data = DiaryPairs(config)
+        majority = {task: _majority(data(_with_pairs(config, task)).test[PAIR_TASKS[task][1]]) for task in GRID_TASKS}
+        return {"seeds": list(seeds), "rows": rows, "majority": majority}
 
-    return cached_json("albert-pair-tasks", asdict(config), compute)
+    return cached_json("albert-pair-tasks-diaries", {"config": asdict(config), "seeds": list(seeds),
+                                                     "diaries": PAIR_DIARIES, "tasks": GRID_TASKS}, compute)
+
+
+def pair_run_scores(config: PretrainConfig, task: str, seed: int) -> dict:
+    """One run of :func:`pair_task_grid` (a job of its ``parallel_map``): the ALBERT pretrained with MLM +
+    ``task`` on seed ``seed`` (read from the cache once trained), scored on held-out masked words and on
+    both pair tasks. Returns ``{"mlm_accuracy", "nsp", "sop", "follows_share": {"nsp", "sop"}}``.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    data = DiaryPairs(config)
+    run = replace(_with_pairs(config, task), seed=seed)
+    with cpu_threads(config.train.num_threads):
+        model = pretrained(run, data, progress=False).model
+        scores: dict = {"mlm_accuracy": evaluate(model, data(run).eval_batches())["mlm_accuracy"], "follows_share": {}}
+        for tested in GRID_TASKS:
+            held = data(_with_pairs(config, tested))
+            predicted = pair_predictions(model, held.eval_batches())
+            scores[tested] = float((predicted == held.test[held.label_key]).float().mean())
+            scores["follows_share"][tested] = float((predicted == 0).float().mean())
+    return scores
+
+
+def _with_pairs(config: PretrainConfig, task: str) -> PretrainConfig:
+    return replace(config, objective=replace(config.objective, pairs=task))
 
 
 def _majority(labels: torch.Tensor) -> float:

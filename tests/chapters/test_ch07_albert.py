@@ -10,7 +10,7 @@ import torch
 import transformers
 
 from lecture_lib.chapters.ch07_albert import (
-    ChapterData,
+    DiaryPairs,
     bert_twin,
     chapter_config,
     count_on_meta,
@@ -20,6 +20,7 @@ from lecture_lib.chapters.ch07_albert import (
     layer_applications,
     layer_transitions,
     main,
+    pair_config,
     pair_task_grid,
     paper_configs,
     pretrained,
@@ -165,37 +166,73 @@ def test_exercise_2_the_factorized_table_uses_at_most_e_directions():
     assert energy_rank(torch.diag(torch.tensor([3.0, 1.0, 1.0, 1.0]))) == 3  # 9 + 1 + 1 of 12 ≥ 10.8
 
 
-def test_exercise_3_a_longer_sop_run_is_a_new_run_scored_on_held_out_nsp_pairs(monkeypatch, tmp_path):
-    """Exercise 3: train=dict(steps=1000) is a new recipe, never section 4's cached run; the grid's "sop" row
-    scores that model's pair head on held-out NSP pairs (checked by a direct count), beside their majority."""
+def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monkeypatch, tmp_path):
+    """Exercise 3: train=dict(steps=2400) is a new recipe, never section 4's cached run; the grid scores each
+    pair head on the held-out NSP and SOP pairs (checked by a direct count), and its "B follows A" share."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     names = []
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining",
                         lambda name, config, make_data, **kw: names.append(name))
-    for steps in (250, 1000):
-        pretrained(chapter_config(objective=dict(pairs="sop"), train=dict(steps=steps)), lambda c: None)
+    for steps in (1200, 2400):
+        pretrained(pair_config(objective=dict(pairs="nsp"), train=dict(steps=steps)), lambda c: None)
     assert names[0] != names[1], names
     monkeypatch.undo()
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    tiny = chapter_config(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32), train=dict(steps=20, batch_size=8, warmup_steps=2))
-    grid = pair_task_grid(tiny, progress=False)
-    data = ChapterData(tiny)
-    sop = replace(tiny, objective=replace(tiny.objective, pairs="sop"))
+    tiny = pair_config(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32), train=dict(steps=20, batch_size=8, warmup_steps=2))
+    grid = pair_task_grid(tiny, seeds=(3,), progress=False, workers=1)
+    data = DiaryPairs(tiny)
+    sop = replace(tiny, seed=3, objective=replace(tiny.objective, pairs="sop"))
     model = pretrained(sop, data, progress=False).model.eval()  # read back from the cache
-    nsp = data(replace(tiny, objective=replace(tiny.objective, pairs="nsp")))
-    right = total = 0
-    with torch.no_grad():
-        for batch in nsp.eval_batches():
-            out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
-            labels = batch["sentence_order_label"]  # the NSP labels, under the name of ALBERT's pair head
-            right += int((out.sop_logits.argmax(-1) == labels).sum())
-            total += len(labels)
-    assert grid["rows"]["sop"]["nsp"] == pytest.approx(right / total)
-    labels = nsp.test[nsp.label_key].float()
-    assert grid["majority"]["nsp"] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
+    for task in ("nsp", "sop"):
+        held = data(replace(tiny, objective=replace(tiny.objective, pairs=task)))
+        right = follows = total = 0
+        with torch.no_grad():
+            for batch in held.eval_batches():
+                out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+                labels = batch["sentence_order_label"]  # NSP's labels too, under the name of ALBERT's pair head
+                right += int((out.sop_logits.argmax(-1) == labels).sum())
+                follows += int((out.sop_logits.argmax(-1) == 0).sum())
+                total += len(labels)
+        assert grid["rows"]["sop"][task] == [pytest.approx(right / total)]
+        assert grid["rows"]["sop"]["follows_share"][task] == [pytest.approx(follows / total)]
+        labels = held.test[held.label_key].float()
+        assert grid["majority"][task] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
+    assert grid["seeds"] == [3]
+
+
+def test_diary_pairs_labels_match_the_diaries_they_come_from():
+    """Brute force over every held-out pair: an NSP pair labelled "follows" is two consecutive entries of one
+    diary, and one labelled "random" has a second entry found only in diaries of another setting; an SOP pair
+    is two consecutive entries of one diary, and its label says whether the first shown is the later one.
+    Every pair is two whole entries; every word is one token."""
+    config = pair_config()
+    data = DiaryPairs(config)
+    entry_of = {}
+    for number, diary in enumerate(data.test_documents):
+        for index, entry in enumerate(diary.entries):
+            entry_of.setdefault(entry, []).append((number, index))
+    words = {w for diary in data.train_documents for entry in diary.entries for w in entry.split()}
+    assert all(len(data.tokenizer.tokenize(w)) == 1 for w in words)
+    for task in ("nsp", "sop"):
+        held = data(replace(config, objective=replace(config.objective, pairs=task)))
+        assert len(held.test["input_ids"]) == config.data.eval_pairs
+        for ids, types, label in zip(held.test["input_ids"], held.test["token_type_ids"], held.test[held.label_key]):
+            tokens = data.tokenizer.convert_ids_to_tokens(ids.tolist())
+            first, second = (" ".join(t for t, s in zip(tokens[1:], types[1:].tolist())
+                                      if s == segment and t not in ("[SEP]", "[PAD]")) for segment in (0, 1))
+            a, b = entry_of[first], entry_of[second]
+            consecutive = any(i == j and k + 1 == m for i, k in a for j, m in b)
+            reversed_ = any(i == j and m + 1 == k for i, k in a for j, m in b)
+            if task == "sop":
+                assert (consecutive, reversed_) == ((False, True) if int(label) else (True, False))
+            elif int(label) == 0:
+                assert consecutive
+            else:
+                settings = {data.test_documents[i].setting for i, _ in a}
+                assert not settings & {data.test_documents[j].setting for j, _ in b}
 
 
 @pytest.mark.parametrize("seq_len, ratio", [(512, 7.3), (128, 7.6)])
