@@ -359,8 +359,10 @@ rows.append(["majority label", None, f"{majority['nsp']:.1%}", f"{majority['sop'
 show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair task to pretrain with "
                   f"(mean ± standard deviation over seeds {', '.join(map(str, seeds))})",
                   ["trained with", "MLM", "NSP", "SOP", "paper: MLM / NSP / SOP"], rows,
-                  note="The paper's MLM column is on Wikipedia and books, ours on the diaries: only the pair "
-                       "columns compare. Verdicts in \"What we saw\".")
+                  note="The paper's MLM column is on Wikipedia and books, ours on the diaries, each model on "
+                       "its own held-out pairs (an SOP pair's B always names A's person and things, a random NSP "
+                       "entry does not, so the two MLM figures do not compare either): only the pair columns "
+                       "compare. Verdicts in \"What we saw\".")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(8, 3), sharey=True)
