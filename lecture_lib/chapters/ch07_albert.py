@@ -36,7 +36,7 @@ from lecture_lib.pretraining import (
 )
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import pick
-from lecture_lib.runtime import parallel_map
+from lecture_lib.runtime import default_device, module_device, parallel_map, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 from lecture_lib.train import cpu_threads
 
@@ -208,13 +208,17 @@ class DiaryPairs:
 def pretrained(config: PretrainConfig, data: Callable[[PretrainConfig], PretrainingData], *,
                progress: bool = True) -> PretrainResult:
     """One run of the chapter on ``data(config)`` (a :class:`DiaryPairs` or :class:`SyntheticData`):
-    trained once per recipe and text, then read from the disk cache.
+    trained once per recipe and text, then read from the disk cache. The model is on the default device
+    either way (a fresh run leaves it there, a run read back is moved there), so a rerun scores where the
+    first run did.
 
     Taught in: 07_albert ("Factorized embeddings").
     """
     text = "synthetic" if isinstance(data, SyntheticData) else "diaries"
     name = f"{config.model.family.model_type}-{text}-{key(config_dict(config))}"
-    return cached_pretraining(name, config, lambda: data(config), progress=progress)
+    result = cached_pretraining(name, config, lambda: data(config), progress=progress)
+    result.model.to(default_device())
+    return result
 
 
 class SyntheticData:
@@ -262,6 +266,7 @@ def layer_transitions(model: BertForPreTraining | AlbertForPreTraining,
     sums = None
     tokens = 0
     for batch in batches:
+        batch = to_device(batch, module_device(model))
         out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], output_hidden_states=True)
         real = batch["attention_mask"].bool()  # (B, T)
         per_layer = []
@@ -343,9 +348,9 @@ def pair_predictions(model: AlbertForPreTraining, batches: list[dict[str, torch.
     """The pair head's predicted label (0: B follows A, 1: it does not) for every pair of ``batches``."""
     was_training = model.training
     model.eval()
-    logits = pretraining_head(model.config).logits
+    logits, device = pretraining_head(model.config).logits, module_device(model)
     predicted = torch.cat([getattr(model(b["input_ids"], b["attention_mask"], b["token_type_ids"]), logits).argmax(-1)
-                           for b in batches])
+                           for b in (to_device(batch, device) for batch in batches)]).cpu()
     model.train(was_training)
     return predicted
 

@@ -3,6 +3,7 @@ against a direct computation on transformers' hidden states, and the BERT twin."
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from lecture_lib.chapters.ch07_albert import (
     layer_transitions,
     main,
     pair_config,
+    pair_run_scores,
     pair_task_grid,
     paper_configs,
     pretrained,
@@ -173,7 +175,7 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     names = []
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining",
-                        lambda name, config, make_data, **kw: names.append(name))
+                        lambda name, config, make_data, **kw: names.append(name) or SimpleNamespace(model=torch.nn.Identity()))
     for steps in (1200, 2400):
         pretrained(pair_config(objective=dict(pairs="nsp"), train=dict(steps=steps)), lambda c: None)
     assert names[0] != names[1], names
@@ -255,3 +257,26 @@ def test_exercise_4_xxlarge_costs_seven_bert_large_per_token(seq_len, ratio):
     if seq_len == 512:
         assert xxlarge == pytest.approx(1.56e10, rel=0.005) and large == pytest.approx(2.15e9, rel=0.005)
     assert xxlarge / large == pytest.approx(ratio, abs=0.05)
+
+
+def test_the_pair_runs_score_on_the_accelerator_fresh_and_read_back(monkeypatch, tmp_path):
+    """On a GPU a fresh run's model stays on the device and a run read from the cache is moved there, and the
+    held-out batches follow the model: both score as on the CPU, so a rerun prints the same. Figure 1's curves
+    too. (The fake accelerator stands in for CUDA and fails as it would.)"""
+    from tests.fake_accelerator import FakeAccelerator
+
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    tiny = pair_config(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32), data=dict(eval_pairs=16),
+                       train=dict(steps=3, batch_size=8, warmup_steps=1))
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cpu"))
+    on_cpu = pair_run_scores(tiny, "sop", 3)
+    model = AlbertForPreTraining(tiny.model)
+    batches = DiaryPairs(tiny)(tiny).eval_batches()
+    curves = layer_transitions(model, batches)
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "device"))
+    with FakeAccelerator() as device:
+        assert pair_run_scores(tiny, "sop", 3) == on_cpu  # trained on the device
+        assert pair_run_scores(tiny, "sop", 3) == on_cpu  # read back from the cache
+        on_device = layer_transitions(model.to(device), batches)
+    assert {name: pytest.approx(values) for name, values in curves.items()} == on_device
