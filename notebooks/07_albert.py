@@ -393,6 +393,8 @@ for task, row in pair_rows.items():
 # SOP model on NSP.
 
 # %%
+# The NSP head reads the topic: on every seed it calls over 90% of the SOP pairs "B follows A", either order.
+assert all(share > 0.9 for share in pair_rows["nsp"]["follows_share"]["sop"])
 # Each head tells pairs apart on its own task (between 10% and 90% called "B follows A"), on every seed.
 assert all(0.1 < share < 0.9 for task, row in pair_rows.items() for share in row["follows_share"][task])
 # Each model learned its own task on every seed, well above the majority label.
