@@ -294,7 +294,9 @@ def steps_for(variant: str, config: ElectraChapterConfig, generator_size: float 
 
 @dataclass
 class Run:
-    """One cached pretraining run: its losses, the encoder at each budget fraction, the final model's state."""
+    """One cached pretraining run: its losses, the encoder at each budget fraction (what is fine-tuned), the
+    final model's state, and the whole model at each fraction (generator and discriminator head included:
+    what :func:`detection_accuracy` reads at a checkpoint)."""
 
     variant: str
     generator_size: float | str
@@ -303,18 +305,24 @@ class Run:
     loss: list[float]
     checkpoints: dict[float, dict[str, torch.Tensor]]
     final_state: dict[str, torch.Tensor]
+    snapshots: dict[float, dict[str, torch.Tensor]] = field(default_factory=dict)
 
 
 def _recipe(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict:
     keep = ("model", "discriminator_weight", "steps", "batch_size", "lr", "warmup_fraction", "fractions", "documents",
             "language_seed", "seed")
-    return {"variant": variant, "generator_size": generator_size,
+    return {"variant": variant, "generator_size": generator_size, "kept": "encoder and whole model at each fraction",
             **{k: v for k, v in asdict(config).items() if k in keep}}
 
 
 def run_name(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> str:
     """The cache entry of a pretraining run: the variant and the key of its recipe."""
     return f"electra-{variant.replace(' ', '-').replace('%', 'pct')}-{key(_recipe(variant, config, generator_size))}"
+
+
+def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``module``'s state on the CPU, which later training steps leave as it is."""
+    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
 
 
 def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
@@ -331,12 +339,13 @@ def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapte
     def build(path: Path) -> None:
         chapter_data = data or ElectraChapterData(config)
         model = build_model(variant, config, chapter_data, generator_size)
-        saved, done = {}, [0]
+        saved, whole, done = {}, {}, [0]
 
         def snapshot(trained: nn.Module) -> dict[str, float]:
             done[0] += 1
             if done[0] in marks:
-                saved[marks[done[0]]] = {k: v.detach().cpu().clone() for k, v in encoder_of(trained).state_dict().items()}
+                fraction = marks[done[0]]
+                saved[fraction], whole[fraction] = _state_copy(encoder_of(trained)), _state_copy(trained)
             return {}
 
         train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
@@ -345,15 +354,15 @@ def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapte
         history = train(model, partial(chapter_data.batch, seed=config.seed),
                         run_loss(variant, config.seed, config.discriminator_weight), train_config, evaluate=snapshot)
         path.mkdir(parents=True, exist_ok=True)
-        torch.save({"checkpoints": saved, "final": {k: v.cpu() for k, v in model.state_dict().items()}},
-                   path / "weights.pt")
+        torch.save({"checkpoints": saved, "snapshots": whole,
+                    "final": {k: v.cpu() for k, v in model.state_dict().items()}}, path / "weights.pt")
         atomic_write(path / "history.json", json.dumps({"loss": history.loss}))
 
     def load(path: Path) -> Run:
         weights = torch.load(path / "weights.pt", weights_only=True)
         loss = json.loads((path / "history.json").read_text())["loss"]
         return Run(variant, generator_size, steps, steps * flops_per_step(variant, config, generator_size), loss,
-                   weights["checkpoints"], weights["final"])
+                   weights["checkpoints"], weights["final"], weights["snapshots"])
 
     return cached(run_name(variant, config, generator_size), build, load)
 
@@ -571,19 +580,23 @@ def replaced_token_example(run: Run, config: ElectraChapterConfig, data: Electra
                                      torch.sigmoid(out.logits[0, :n]))]
 
 
-def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, batches: int = 4) -> dict[str, float]:
-    """A trained ELECTRA run (a learned or the unigram generator) on held-out batches: the generator's accuracy
-    at the masked positions (its most likely token; the unigram generator's is the most frequent token), the
-    share of those positions it replaced, the discriminator's recall on the replacements (the share it
-    calls "replaced") and its accuracy on the original tokens; and its loss per real token beside the loss of
-    a constant guess at the share of real tokens replaced (the entropy of that share, in nats): how much of
-    the per-token signal it has learned.
+def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, batches: int = 4,
+                       fraction: float | None = None) -> dict[str, float]:
+    """An ELECTRA run (a learned or the unigram generator), trained to the end or to ``fraction`` of its budget,
+    on held-out batches: the generator's accuracy at the masked positions (its most likely token; the unigram
+    generator's is the most frequent token), the share of those positions it replaced, the discriminator's
+    recall on the replacements (the share it calls "replaced"), the same recall on the replacements by a token
+    that occurs in the pretraining text (the others, entries of the vocabulary the text never uses, can be
+    spotted by the token alone, without reading the context) and its accuracy on the original tokens; and its
+    loss per real token beside the loss of a constant guess at the share of real tokens replaced (the entropy
+    of that share, in nats): how much of the per-token signal it has learned.
 
     Taught in: 08_electra ("Generator and discriminator", "Matched compute").
     """
     model = build_model("ELECTRA", config, data, run.generator_size).eval()
-    model.load_state_dict(run.final_state)
-    counts, loss_sum = torch.zeros(6), 0.0
+    model.load_state_dict(run.final_state if fraction is None else run.snapshots[fraction])
+    in_text = data.unigram() > 0
+    counts, loss_sum = torch.zeros(8), 0.0
     with torch.no_grad():
         for i in range(batches):
             batch = {k: v for k, v in data.batch(i, test=True).items() if k != "step"}
@@ -596,16 +609,20 @@ def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChap
             else:
                 out = model(**batch, sampling_generator=draws)
                 logits, replaced, guesses = out.logits, out.replaced, out.generator_logits.argmax(-1)
-            said, replaced = logits > 0, replaced.bool()
+                corrupted = out.corrupted_ids
+            said, replaced = logits > 0, replaced.bool() & real
+            by_text_word = replaced & in_text[corrupted]
             loss_sum += float(discriminator_loss(logits, replaced.long(), batch["attention_mask"]) * real.sum())
             counts += torch.tensor([
                 (guesses == batch["labels"][chosen]).sum(), chosen.sum(),
-                (said & replaced & real).sum(), (replaced & real).sum(),
-                (~said & ~replaced & real).sum(), (~replaced & real).sum()], dtype=torch.float)
+                (said & replaced).sum(), replaced.sum(),
+                (~said & ~replaced & real).sum(), (~replaced & real).sum(),
+                (said & by_text_word).sum(), by_text_word.sum()], dtype=torch.float)
     real_tokens = float(counts[3] + counts[5])
     share = torch.tensor(float(counts[3]) / real_tokens, dtype=torch.float64)
     return {"generator accuracy": float(counts[0] / counts[1]), "replaced share": float(counts[3] / counts[1]),
             "recall on replacements": float(counts[2] / counts[3]),
+            "recall on replacements by words of the text": float(counts[6] / counts[7]),
             "accuracy on originals": float(counts[4] / counts[5]),
             "discriminator loss": loss_sum / real_tokens,
             "constant guess loss": float(F.binary_cross_entropy(share, share))}

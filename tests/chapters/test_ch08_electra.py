@@ -313,6 +313,8 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
     run = Run("ELECTRA", "unigram", 1, 1.0, [], {}, model.state_dict())
     measured = detection_accuracy(run, config, data, batches=2)
     said_right = replaced_total = originals_right = originals_total = most_frequent = chosen_total = 0
+    text_right = text_total = 0
+    in_text = data.unigram() > 0  # the vocabulary entries the training text uses
     bce = 0.0
     for i in range(2):
         batch = {k: v for k, v in data.batch(i, test=True).items() if k != "step"}
@@ -327,11 +329,16 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
         replaced_total += int(((replaced == 1) & real).sum())
         originals_right += int((~calls & (replaced == 0) & real).sum())
         originals_total += int(((replaced == 0) & real).sum())
+        by_text_word = (replaced == 1) & real & in_text[corrupted]
+        text_right += int((calls & by_text_word).sum())
+        text_total += int(by_text_word.sum())
         chosen = batch["labels"] != IGNORE_INDEX
         most_frequent += int((batch["labels"][chosen] == int(data.unigram().argmax())).sum())
         chosen_total += int(chosen.sum())
     assert 0 < said_right < replaced_total
     assert measured["recall on replacements"] == pytest.approx(said_right / replaced_total)
+    assert text_total == replaced_total  # the unigram generator draws only words of the text
+    assert measured["recall on replacements by words of the text"] == pytest.approx(text_right / text_total)
     assert measured["accuracy on originals"] == pytest.approx(originals_right / originals_total)
     assert measured["generator accuracy"] == pytest.approx(most_frequent / chosen_total)
     real_total = replaced_total + originals_total
@@ -350,6 +357,44 @@ def test_pretrain_runs_trains_the_missing_runs_and_returns_what_the_loop_returns
     assert all(torch.equal(again.final_state[k], runs[1].final_state[k]) for k in again.final_state)
     monkeypatch.setattr("lecture_lib.chapters.ch08_electra.parallel_map", lambda *a, **k: pytest.fail("retrained"))
     pretrain_runs(jobs, data, workers=1)  # all cached: nothing trains
+
+
+def test_detection_accuracy_tells_the_replacements_by_words_of_the_text_apart(data):
+    """With a learned (here untrained) generator, which also samples vocabulary entries the training text never
+    uses, the recall on replacements by words of the text is counted on those replacements alone."""
+    from lecture_lib.runtime import generator
+
+    config = small_config()
+    model = build_model("ELECTRA", config, data, 0.25).eval()
+    in_text = data.unigram() > 0
+    batches = [{k: v for k, v in data.batch(i, test=True).items() if k != "step"} for i in range(2)]
+    found = [0, 0, 0, 0]  # found and all replacements; found and all replacements by words of the text
+    with torch.no_grad():  # centre the logits, so that the untrained discriminator calls both ways
+        first = model(**batches[0], sampling_generator=generator("electra eval", config.seed, 0))
+        bias = first.logits[batches[0]["attention_mask"].bool()].median()
+        model.discriminator.discriminator_predictions.dense_prediction.bias -= bias
+        for i, batch in enumerate(batches):
+            out = model(**batch, sampling_generator=generator("electra eval", config.seed, i))
+            replaced = (out.replaced == 1) & batch["attention_mask"].bool()
+            for j, kind in enumerate((replaced, replaced & in_text[out.corrupted_ids])):
+                found[2 * j] += int(((out.logits > 0) & kind).sum())
+                found[2 * j + 1] += int(kind.sum())
+    measured = detection_accuracy(Run("ELECTRA", 0.25, 1, 1.0, [], {}, model.state_dict()), config, data, batches=2)
+    assert 0 < found[3] < found[1]  # some replacements are entries the text never uses
+    assert measured["recall on replacements"] == pytest.approx(found[0] / found[1])
+    assert measured["recall on replacements by words of the text"] == pytest.approx(found[2] / found[3])
+
+
+def test_a_run_keeps_the_whole_pair_at_each_fraction(data, tmp_path, monkeypatch):
+    """The snapshots hold generator and discriminator as they were at each fraction: the last is the final
+    state, and each holds the encoder kept for fine-tuning at that fraction."""
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    run = pretrain_run("ELECTRA", replace(small_config(), steps=4, fractions=(0.5, 1.0)), data, progress=False)
+    assert set(run.snapshots) == set(run.checkpoints) == {0.5, 1.0}
+    assert all(torch.equal(run.snapshots[1.0][k], v) for k, v in run.final_state.items())
+    for fraction, encoder in run.checkpoints.items():
+        assert all(torch.equal(run.snapshots[fraction]["discriminator.electra." + k], v) for k, v in encoder.items())
+    assert any(not torch.equal(run.snapshots[0.5][k], v) for k, v in run.final_state.items() if k.startswith("generator."))
 
 
 def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
