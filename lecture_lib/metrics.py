@@ -321,3 +321,19 @@ def mean_and_spread(values: Sequence[float]) -> tuple[float, float]:
     if not values:
         raise ValueError("expected at least one value")
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def seed_summary(values: Sequence[float], spec: str = ".3f") -> str:
+    """``"mean ± spread"`` of per-seed values (:func:`mean_and_spread`), both written with the format ``spec``;
+    a spread needs at least two seeds.
+
+    >>> seed_summary([0.5, 0.6, 0.7]), seed_summary([0.5, 0.6, 0.7], ".1%")
+    ('0.600 ± 0.100', '60.0% ± 10.0%')
+
+    Taught in: 07_albert ("Sentence-order prediction"), 08_electra ("Matched compute"),
+    09_t5_bart ("The objectives table at toy scale").
+    """
+    if len(values) < 2:
+        raise ValueError(f"expected at least two seeds' values, got {list(values)}")
+    mean, spread = mean_and_spread(values)
+    return f"{mean:{spec}} ± {spread:{spec}}"

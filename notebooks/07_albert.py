@@ -54,7 +54,7 @@ from lecture_lib.chapters.ch07_albert import (
     sharing_runs,
 )
 from lecture_lib.data.diaries import DATES, SETTINGS, diaries
-from lecture_lib.metrics import mean_and_spread
+from lecture_lib.metrics import seed_summary
 from lecture_lib.models.albert import AlbertConfig, AlbertModel, share_across_layers
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.objectives.sentence_pairs import make_order_pairs, make_pairs
@@ -346,14 +346,7 @@ profile.expect(90, "Pretraining the six models of the pair-task grid (the first 
 grid = pair_task_grid(pair_recipe)
 seeds, pair_rows, majority = grid["seeds"], grid["rows"], grid["majority"]
 paper5 = {"nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
-
-
-def mean_sd(values: list[float]) -> str:
-    mean, spread = mean_and_spread(values)
-    return f"{mean:.1%} ± {spread:.1%}"
-
-
-rows = [[f"MLM + {task.upper()}", mean_sd(row["mlm_accuracy"]), mean_sd(row["nsp"]), mean_sd(row["sop"]),
+rows = [[f"MLM + {task.upper()}", *(seed_summary(row[column], ".1%") for column in ("mlm_accuracy", "nsp", "sop")),
          " / ".join(str(v) for v in paper5[task])] for task, row in pair_rows.items()]
 rows.append(["majority label", None, f"{majority['nsp']:.1%}", f"{majority['sop']:.1%}", "None row: 52.4 / 53.3"])
 show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair task to pretrain with "
@@ -446,21 +439,22 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
                 f"ALBERT's angle falls at every layer and ends below BERT's, seed {config.seed}")),
     Claim("07-sop-learnable", "SOP is learnable where NSP's topic cue is absent",
           "Lan et al. (2020), Table 5: the SOP model 86.5% on SOP",
-          f"the SOP model {mean_sd(pair_rows['sop']['sop'])} on held-out SOP pairs, majority label "
+          f"the SOP model {seed_summary(pair_rows['sop']['sop'], '.1%')} on held-out SOP pairs, majority label "
           f"{majority['sop']:.1%} (section 4)",
           direction(pair_rows["sop"]["sop"], [majority["sop"]] * len(seeds), seeds=seeds, margin=0.05,
                     rule="over 5 points above the majority label")),
     Claim("07-nsp-model-fails-sop", "a model trained on NSP does not solve SOP",
           "Lan et al. (2020), Table 5: the NSP model 90.5% on NSP, 52.0% on SOP",
-          f"the NSP model {mean_sd(pair_rows['nsp']['nsp'])} on NSP (majority {majority['nsp']:.1%}), "
-          f"{mean_sd(pair_rows['nsp']['sop'])} on SOP (majority {majority['sop']:.1%}) (section 4)",
+          f"the NSP model {seed_summary(pair_rows['nsp']['nsp'], '.1%')} on NSP (majority {majority['nsp']:.1%}), "
+          f"{seed_summary(pair_rows['nsp']['sop'], '.1%')} on SOP (majority {majority['sop']:.1%}) (section 4)",
           holds(all(n > majority["nsp"] + 0.1 and o < majority["sop"] + 0.1
                     for n, o in zip(pair_rows["nsp"]["nsp"], pair_rows["nsp"]["sop"])),
                 "on every seed of " + ", ".join(map(str, seeds)) + ", the NSP model is over 10 points above the "
                 "majority label on NSP and within 10 points of it on SOP")),
     Claim("07-sop-model-transfers-to-nsp", "a model trained on SOP also solves much of NSP",
           "Lan et al. (2020), Table 5: the SOP model 78.9% on NSP",
-          f"the SOP model {mean_sd(pair_rows['sop']['nsp'])} on NSP, majority {majority['nsp']:.1%} (section 4)",
+          f"the SOP model {seed_summary(pair_rows['sop']['nsp'], '.1%')} on NSP, majority {majority['nsp']:.1%} "
+          "(section 4)",
           direction(pair_rows["sop"]["nsp"], [majority["nsp"]] * len(seeds), seeds=seeds, margin=0.1,
                     rule="over 10 points above the majority label")),
 ])

@@ -60,12 +60,12 @@ from lecture_lib.chapters.ch08_electra import (
     mean_score,
     replaced_token_example,
     scratch_scores,
-    seed_summary,
     seeded,
     seeded_scores,
     steps_for,
 )
 from lecture_lib.labels import IGNORE_INDEX
+from lecture_lib.metrics import seed_summary
 from lecture_lib.models.bert import BertConfig, training_flops_per_token
 from lecture_lib.models.electra import (
     ElectraConfig,

@@ -65,7 +65,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.labels import shift_right
-from lecture_lib.metrics import mean_and_spread
+from lecture_lib.metrics import mean_and_spread, seed_summary
 from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration, BartForSequenceClassification
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, T5LayerNorm, relative_position_bucket
 from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_style, deshuffle, drop_tokens, prefix_lm
@@ -411,11 +411,6 @@ assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]]) 
 from lecture_lib.reproductions import glue_number  # noqa: E402  (quotes the run's scores in the prose)
 
 
-def seeds_cell(values):
-    mean, spread = mean_and_spread(values)
-    return f"{mean:.3f} ± {spread:.3f}"
-
-
 def probe_cell(run):
     probe = run.get("probe")
     return "–" if probe is None else f"{probe['accuracy']:.3f} (most frequent word {probe['unigram']:.3f})"
@@ -428,8 +423,8 @@ header = ["objective", *TASKS, "mean over tasks", "question + facts", "unseen na
           "hidden words right (pretraining)", "paper: GLUE", "CNN/DM ROUGE-2", "SQuAD EM"]
 rows = [["majority answer", *(baseline[t] for t in TASKS), sum(baseline.values()) / len(TASKS),
          sum(baseline[t] for t in ANSWER_TASKS) / len(ANSWER_TASKS), "–", "–", "–", "–", "–"]]
-rows += [[name, *(seeds_cell([s[t] for s in run["seed_scores"]]) for t in TASKS), seeds_cell(mean_task_score(run)),
-          seeds_cell(mean_task_score(run, ANSWER_TASKS)), seeds_cell(run["names_written"]), probe_cell(run),
+rows += [[name, *(seed_summary([s[t] for s in run["seed_scores"]]) for t in TASKS), seed_summary(mean_task_score(run)),
+          seed_summary(mean_task_score(run, ANSWER_TASKS)), seed_summary(run["names_written"]), probe_cell(run),
           *(f"{v:.2f}" for v in PAPER_ROWS[name])] for name, run in runs.items()]
 show_reproduction(
     "ch09-t5-objectives", "Paper (Raffel et al., 2020), Tables 1, 4, 5 and 7: one objective per row, then "
@@ -618,7 +613,7 @@ bart_runs = noising_runs(recipe)
 header = ["BART", *TASKS, "unseen names written", "pretraining loss", "paper: SQuAD F1", "MNLI", "CNN/DM PPL"]
 rows = [["majority answer", *(baseline[t] for t in TASKS), "–", None, "–", "–", "–"]]
 paper = {name: [f"{v:.2f}" for v in values] for name, values in BART_PAPER_ROWS.items()}
-rows += [[name, *(seeds_cell([s[t] for s in run["seed_scores"]]) for t in TASKS), seeds_cell(run["names_written"]),
+rows += [[name, *(seed_summary([s[t] for s in run["seed_scores"]]) for t in TASKS), seed_summary(run["names_written"]),
           run["pretrain_loss"], *paper.get(name, ["–"] * 3)] for name, run in bart_runs.items()]
 show_reproduction(
     "ch09-bart-table1", "Paper (Lewis et al., 2020), Table 1: one noising function per row (base size), then "

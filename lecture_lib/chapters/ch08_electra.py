@@ -33,7 +33,6 @@ from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, seeded
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.metrics import mean_and_spread
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.electra import (
     ElectraConfig,
@@ -536,17 +535,6 @@ def seeded_scores(runs: dict[int, Run], config: ElectraChapterConfig, data: Elec
         parallel_map(_finetune_job, missing, desc="fine-tuning")
     return {f: [mean_score(finetune_scores(run, f, seeded(config, seed), data)) for seed, run in runs.items()]
             for f in fractions}
-
-
-def seed_summary(values: list[float]) -> str:
-    """``"mean ± standard deviation"`` over seeds, three decimals.
-
-    >>> seed_summary([0.5, 0.6, 0.7])
-    '0.600 ± 0.100'
-    """
-    if len(values) < 2:
-        raise ValueError(f"expected at least two seeds' values, got {values}")
-    return "{:.3f} ± {:.3f}".format(*mean_and_spread(values))
 
 
 def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:
