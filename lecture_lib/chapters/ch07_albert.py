@@ -292,21 +292,35 @@ def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True)
     config = config or sharing_config()
 
     def compute() -> dict:
-        jobs = [(config, width or config.model.hidden_size, sharing) for width, sharing in pick(**SHARING_ROWS)]
+        jobs = sharing_jobs(config, pick(**SHARING_ROWS))
         runs, figure1 = {}, {}
         for label, scores, name, curves in parallel_map(sharing_row, jobs, desc="sharing runs" if progress else None):
             runs[label] = scores
-            if name and name not in figure1:
+            if name:
                 figure1[name] = curves
         return {"runs": runs, "baseline": unigram_baseline(SyntheticData(config)(config)), "figure1": figure1}
 
     return cached_json("albert-sharing-synthetic", {"config": asdict(config), "rows": pick(**SHARING_ROWS)}, compute)
 
 
-def sharing_row(config: PretrainConfig, width: int, sharing: str) -> tuple[str, dict, str | None, dict]:
+def sharing_jobs(config: PretrainConfig, rows: tuple) -> list[tuple[PretrainConfig, int, str, bool]]:
+    """The jobs of :func:`sharing_runs`, one per ``(width or None for H, sharing)`` row: :func:`sharing_row`'s
+    arguments, the first all-shared row alone asked for Figure 1's ALBERT curves.
+
+    >>> [(job[2], job[3]) for job in sharing_jobs(sharing_config(), SHARING_ROWS["full"])][:4]
+    [('all-shared', True), ('not-shared', False), ('all-shared', False), ('not-shared', False)]
+    """
+    rows = [(width or config.model.hidden_size, sharing) for width, sharing in rows]
+    first_all_shared = [sharing for _, sharing in rows].index("all-shared")
+    return [(config, width, sharing, i == first_all_shared) for i, (width, sharing) in enumerate(rows)]
+
+
+def sharing_row(config: PretrainConfig, width: int, sharing: str, albert_curves: bool = False
+                ) -> tuple[str, dict, str | None, dict]:
     """One row of :func:`sharing_runs` (a job of its ``parallel_map``): the run of embedding width ``width``
     and ``sharing`` trained (or read from the cache) and scored. Returns its label, its scores, the name of
-    Figure 1's curve it may give ("BERT", "ALBERT" for an all-shared run, else None) and those curves.
+    Figure 1's curves it gives and those curves: "BERT" for the BERT twin, "ALBERT" for the all-shared run
+    asked for ``albert_curves``, else None and no curves.
 
     Taught in: 07_albert ("Cross-layer sharing").
     """
@@ -324,7 +338,7 @@ def sharing_row(config: PretrainConfig, width: int, sharing: str) -> tuple[str, 
         else:
             model = pretrained(run, data, progress=False).model
         label = f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else "")
-        name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if sharing == "all-shared" else None
+        name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if albert_curves else None
         curves = layer_transitions(model, data(run).eval_batches()) if name else {}
         return label, _scores(model, width, sharing, data(run)), name, curves
 
