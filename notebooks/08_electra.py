@@ -227,7 +227,7 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # generator saw, what it sampled, the label, and the discriminator's probability of "replaced".
 
 # %%
-profile.expect(45, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
+profile.expect(50, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
 table5_runs, sweep = chapter_runs(config, data)
 electra = table5_runs["ELECTRA"][config.seed]
 walk = replaced_token_example(electra, config, data)
@@ -324,7 +324,7 @@ assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  
 # knowledge. Beside them, ELECTRA's lead over masked LM at that checkpoint.
 
 # %%
-profile.expect(10, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
+profile.expect(20, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
 electra_runs, mlm_runs = table5_runs["ELECTRA"], table5_runs["BERT"]
 curve = {"ELECTRA": seeded_scores(electra_runs, config, data, config.fractions),
          "masked LM (BERT)": seeded_scores(mlm_runs, config, data, config.fractions)}
@@ -406,13 +406,12 @@ assert all(end > start for end, start in zip(text_recall[1.0], text_recall[confi
 #   $p(x_t) = D_t\,\mathbb 1[x_t = \text{input}_t] + (1 - D_t)\,\text{softmax}(\ell_t)[x_t]$;
 # - **BERT**: masked LM as in section 5.
 #
-# Every row gets the same FLOP budget and the same seeds (the FLOPs of each row are in the table). The quick
-# profile trains ELECTRA 15% and All-Tokens MLM beside the runs of section 5; the full profile adds Replace MLM.
+# Every row gets the same FLOP budget and the same seeds as section 5 (the FLOPs of each row are in the table).
 # Below the table, the share of the masked positions whose token the generator replaced: the share of
 # ELECTRA 15%'s labels that say "replaced".
 
 # %%
-profile.expect(5, "Fine-tuning the other rows of Table 5")
+profile.expect(10, "Fine-tuning the other rows of Table 5")
 table5 = {variant: seeded_scores(runs, config, data)[1.0] for variant, runs in table5_runs.items()}
 show_reproduction(
     "ch08-electra-table5", "Paper (Clark et al., 2020), Table 5: the efficiency ablation at equal compute, "
@@ -421,8 +420,7 @@ show_reproduction(
     ["model", "our steps", "our FLOPs", "ours", "paper"],
     [[variant, table5_runs[variant][config.seeds[0]].steps, f"{table5_runs[variant][config.seeds[0]].flops:.3e}",
       seed_summary(table5[variant]), f"{PAPER_TABLE5[variant]:.1f}"]
-     if variant in table5 else [variant, None, None, "(full profile)", f"{PAPER_TABLE5[variant]:.1f}"]
-     for variant in PAPER_TABLE5],
+     for variant in PAPER_TABLE5 if variant in table5],
     note="The paper's reading: most of ELECTRA's gain over BERT comes from learning from all tokens (All-Tokens "
          "MLM close to ELECTRA), less from never showing [MASK]; its verdicts are in \"What we saw\".")
 replaced_share = [d["replaced share"] for d in detection.values()]
@@ -513,6 +511,10 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
           ", ".join(f"{variant} {seed_summary(scores)}" for variant, scores in table5.items()) + " (section 6)",
           direction(table5["All-Tokens MLM"], midpoint, seeds=config.seeds,
                     rule="All-Tokens MLM above the midpoint of ELECTRA and BERT (more than half the gain)")),
+    Claim("08-replace-mlm-beats-bert", "never showing [MASK] helps a little: Replace MLM above BERT",
+          "Clark et al. (2020), Table 5: Replace MLM 82.4, BERT 82.2 (GLUE)",
+          f"Replace MLM {seed_summary(table5['Replace MLM'])}, BERT {seed_summary(table5['BERT'])} (section 6)",
+          direction(table5["Replace MLM"], table5["BERT"], seeds=config.seeds, rule="Replace MLM above BERT")),
     Claim("08-small-generator-beats-unigram", "a small learned generator beats a unigram one",
           "Clark et al. (2020), Figure 3: best at 1/4–1/2 of the discriminator, the unigram generator lower",
           ", ".join(f"{size}: score {score:.3f}, recall {sweep_detection[size]['recall on replacements']:.3f}"
@@ -546,14 +548,18 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
 # row, is below both ELECTRA and BERT on average: its 600-way softmax on every position costs more than the
 # discriminator's one logit, so the same FLOPs pay it fewer steps (the steps column), and most of its loss is
 # spent copying the unreplaced tokens: "all tokens is most of the gain", judged on All-Tokens MLM as the paper
-# does, is not reproduced, and the loss on every token shows only as ELECTRA against ELECTRA 15%. The unigram
+# does, is not reproduced, and the loss on every token shows only as ELECTRA against ELECTRA 15%. Replace MLM,
+# the row that isolates never showing [MASK], is below BERT, where the paper has it a little above: its inputs at
+# the masked positions are the generator's samples, nearly all wrong at our scale (the share printed under Table
+# 5), so what the position shows misleads where [MASK] said nothing, and its generator's cost leaves it fewer
+# steps (the steps column); we did not measure which of the two weighs more. The unigram
 # generator scores above the learned quarter-size one on the first seed, against Figure 3's order, and section
 # 7's table measures why: its replacements are easier (its discriminator finds more of them, the last column)
 # and it pays for no generator (more steps). At a budget where the discriminator is this undertrained, the
 # replacements it can learn to find soonest teach it most; the paper's order, plausible replacements teaching
 # more, needs a discriminator that has learned the easy ones.
 # The full profile (a GPU: 4 layers of width 128, 2,000 steps, all five checkpoints, the four tasks,
-# every row of Table 5 and of the generator sweep) is `LECTURE_PROFILE=full`; we have not run it for this
+# every size of the generator sweep) is `LECTURE_PROFILE=full`; we have not run it for this
 # notebook.
 #
 # ## Exercises
