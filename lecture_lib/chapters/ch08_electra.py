@@ -103,9 +103,8 @@ class ElectraChapterConfig:
 # fine-tuned on NER for chapter 05's 150 steps with AdamW's fused kernel (at 50 steps, fine-tuning noise is as
 # large as the differences between runs); the headline judged at the 25% and 50% checkpoints; every row over
 # three seeds; all five rows of Table 5; the generator sweep at 1/4 and unigram (size 1 and the rest are
-# full's). No dropout and N(0, 0.1)
-# initialisation at this width, as in chapters 04 and 07. ``full``: 4 layers of H = 128, 2,000 steps of 64, all
-# five checkpoints, all four tasks, every generator size.
+# full's). No dropout and N(0, 0.1) initialisation at this width, as in chapters 04 and 07. ``full``: 4 layers of
+# H = 128, 2,000 steps of 64, all five checkpoints, all four tasks, every generator size.
 QUICK = dict(
     model=dict(vocab_size=600, embedding_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
