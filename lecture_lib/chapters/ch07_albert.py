@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields, replace
+from functools import cached_property
 
 import torch
 from torch import nn
@@ -181,11 +182,28 @@ class DiaryPairs:
 
     def __init__(self, config: PretrainConfig) -> None:
         self.config = config
-        self.train_documents, self.test_documents = (diaries(n, seed) for n, seed in
-                                                     zip(PAIR_DIARIES, (config.seed, config.seed + 1)))
-        entries = [entry for diary in self.train_documents for entry in diary.entries]
-        self.tokenizer = WordPieceTokenizer.train(entries, config.data.vocab_size)
+        self.sizes = PAIR_DIARIES
         self._data: dict[str, PretrainingData] = {}
+
+    @property
+    def recipe(self) -> dict:
+        """What the pairs are cut from, beyond the run's own recipe: the numbers of diaries, their seeds and the
+        data sizes of the vocabulary and the pairs (part of every cache name of a run on these pairs)."""
+        return {"diaries": self.sizes, "seeds": [self.config.seed, self.config.seed + 1],
+                "data": asdict(self.config.data)}
+
+    @cached_property
+    def train_documents(self) -> list[Diary]:
+        return diaries(self.sizes[0], self.config.seed)
+
+    @cached_property
+    def test_documents(self) -> list[Diary]:
+        return diaries(self.sizes[1], self.config.seed + 1)
+
+    @cached_property
+    def tokenizer(self) -> WordPieceTokenizer:
+        entries = [entry for diary in self.train_documents for entry in diary.entries]
+        return WordPieceTokenizer.train(entries, self.config.data.vocab_size)
 
     def __call__(self, config: PretrainConfig) -> PretrainingData:
         task = config.objective.pairs or "nsp"
@@ -214,7 +232,7 @@ def pretrained(config: PretrainConfig, data: Callable[[PretrainConfig], Pretrain
 
     Taught in: 07_albert ("Factorized embeddings").
     """
-    text = "synthetic" if isinstance(data, SyntheticData) else "diaries"
+    text = "synthetic" if isinstance(data, SyntheticData) else f"diaries-{key(data.recipe)}"
     name = f"{config.model.family.model_type}-{text}-{key(config_dict(config))}"
     result = cached_pretraining(name, config, lambda: data(config), progress=progress)
     result.model.to(default_device())

@@ -177,7 +177,8 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining",
                         lambda name, config, make_data, **kw: names.append(name) or SimpleNamespace(model=torch.nn.Identity()))
     for steps in (1200, 2400):
-        pretrained(pair_config(objective=dict(pairs="nsp"), train=dict(steps=steps)), lambda c: None)
+        config = pair_config(objective=dict(pairs="nsp"), train=dict(steps=steps))
+        pretrained(config, DiaryPairs(config))
     assert names[0] != names[1], names
     monkeypatch.undo()
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
@@ -280,3 +281,22 @@ def test_the_pair_runs_score_on_the_accelerator_fresh_and_read_back(monkeypatch,
         assert pair_run_scores(tiny, "sop", 3) == on_cpu  # read back from the cache
         on_device = layer_transitions(model.to(device), batches)
     assert {name: pytest.approx(values) for name, values in curves.items()} == on_device
+
+
+def test_a_runs_cache_name_changes_with_the_diaries_it_reads(monkeypatch):
+    """The same recipe on other diaries (how many, or drawn with another seed) is another run, never a stale
+    hit: the diaries are part of the run's cache name."""
+    names = []
+
+    def record(name, *args, **kwargs):
+        names.append(name)
+        return SimpleNamespace(model=torch.nn.Linear(1, 1))
+
+    monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining", record)
+    config = pair_config()
+    pretrained(config, DiaryPairs(config))
+    pretrained(config, DiaryPairs(replace(config, seed=1)))
+    monkeypatch.setattr("lecture_lib.chapters.ch07_albert.PAIR_DIARIES", (300, 60))
+    pretrained(config, DiaryPairs(config))
+    pretrained(config, DiaryPairs(config))
+    assert len(set(names[:3])) == 3 and names[3] == names[2]
