@@ -10,7 +10,7 @@ WORKERS ?= 2
 BIN    := $(VENV)/bin
 BOOK   := _build/html
 
-.PHONY: book test notebooks bench clean
+.PHONY: book test notebooks bench clean prose
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ test: $(VENV)/.installed
 ## notebooks: regenerate each output-free .ipynb from its py:percent source
 notebooks: $(VENV)/.installed
 	$(BIN)/jupytext --to ipynb --update notebooks/[0-9]*.py
+
+## prose: each chapter's prose measures against the course's targets (tests/prose.py; tests/test_prose.py holds
+## them in `make test`, with the chapters that still miss some listed in its STILL_MISSING)
+prose: $(VENV)/.installed
+	$(BIN)/python -m tests.prose notebooks/[0-9]*.ipynb
 
 clean:
 	rm -rf _build $(VENV)
