@@ -70,3 +70,33 @@ def test_the_executed_copy_replaces_the_output_free_one_myst_nb_writes_in_cache_
     assert nbformat.read(folder / "notebooks" / "a.ipynb", 4).cells[1].outputs[0].text == "2\n"
     assert nbformat.read(folder / "notebooks" / "b.ipynb", 4).cells[1].outputs == []
     assert not (folder / "book").exists()
+
+
+def test_each_page_says_which_profile_produced_it(monkeypatch):
+    """book/_ext/profile_note.py: the note goes right under the page's title (after what another extension put
+    there first), names $LECTURE_PROFILE, and is added once; a page without a section is left alone."""
+    import pytest
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    spec = importlib.util.spec_from_file_location("profile_note", ROOT / "book" / "_ext" / "profile_note.py")
+    profile_note = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(profile_note)
+
+    document = new_document("page")
+    section = nodes.section()
+    section += [nodes.title(text="08 ELECTRA"), nodes.paragraph(text="The lesson.")]
+    document += section
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    for _ in range(2):
+        profile_note.add_profile_note(None, document, "notebooks/08_electra")
+    assert [child.astext() for child in section.children] == [
+        "08 ELECTRA", "Executed in the full profile (LECTURE_PROFILE=full).", "The lesson."]
+    empty = new_document("empty")
+    profile_note.add_profile_note(None, empty, "book/empty")
+    assert empty.children == []
+    monkeypatch.setenv("LECTURE_PROFILE", "fast")
+    other = new_document("other")
+    other += nodes.section()
+    with pytest.raises(ValueError, match="not a known profile"):
+        profile_note.add_profile_note(None, other, "book/other")
