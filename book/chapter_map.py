@@ -34,9 +34,9 @@ READ_FIRST = {
 }
 # where each box sits (diagram units), and its colour: the foundations, BERT, its variants, BERTology, compression
 PLACES = {
-    "01": (4.5, 9.0), "03": (12.5, 9.0), "02": (4.5, 7.4), "04": (10.5, 5.8), "05": (10.5, 4.2),
-    "06": (2.5, 2.6), "08": (6.5, 2.6), "09": (10.5, 2.6), "07": (14.5, 2.6), "10": (18.5, 2.6),
-    "12": (16.5, 1.0), "11": (20.5, 1.0),
+    "01": (6.7, 9.0), "03": (15.5, 9.0), "02": (6.7, 7.4), "04": (11.1, 5.8), "05": (11.1, 4.2),
+    "06": (2.3, 2.6), "08": (6.7, 2.6), "09": (11.1, 2.6), "07": (15.5, 2.6), "10": (19.9, 2.6),
+    "12": (15.5, 1.0), "11": (19.9, 1.0),
 }
 COLOURS = {"01": "attention", "02": "attention", "03": "attention", "04": "embedding", "05": "embedding",
            "06": "ffn", "07": "ffn", "08": "ffn", "09": "ffn", "10": "head", "11": "head", "12": "norm"}
@@ -44,8 +44,8 @@ COLOURS = {"01": "attention", "02": "attention", "03": "attention", "04": "embed
 
 def chapter_map() -> Figure:
     """Each chapter a box, each arrow from a chapter to one that builds on it directly."""
-    fig, ax = canvas(23, 10)
-    boxes = {ch: box(ax, x, y, f"{ch}\n{LABELS[ch]}", width=3.6, height=1.0, color=COLOURS[ch])
+    fig, ax = canvas(22.2, 9.8)
+    boxes = {ch: box(ax, x, y, f"{ch}\n{LABELS[ch]}", width=4.1, height=1.1, color=COLOURS[ch], size=10)
              for ch, (x, y) in PLACES.items()}
     for chapter, needs in READ_FIRST.items():
         for need in needs:

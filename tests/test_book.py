@@ -91,7 +91,7 @@ def test_each_page_says_which_profile_produced_it(monkeypatch):
     for _ in range(2):
         profile_note.add_profile_note(None, document, "notebooks/08_electra")
     assert [child.astext() for child in section.children] == [
-        "08 ELECTRA", "Executed in the full profile (LECTURE_PROFILE=full).", "The lesson."]
+        "08 ELECTRA", "Built with the full profile (LECTURE_PROFILE=full).", "The lesson."]
     empty = new_document("empty")
     profile_note.add_profile_note(None, empty, "book/empty")
     assert empty.children == []

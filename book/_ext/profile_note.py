@@ -1,4 +1,4 @@
-"""Under each page's title, the profile that produced it: "Executed in the quick profile (LECTURE_PROFILE=quick)".
+"""Under each page's title, the profile that produced it: "Built with the quick profile (LECTURE_PROFILE=quick)".
 
 The book renders the notebooks as executed in the profile that ``$LECTURE_PROFILE`` names when the book is built
 (``make book`` sets ``quick``; the execution cache keeps a notebook's outputs per profile, see
@@ -16,9 +16,9 @@ CLASS = "profile-note"
 
 
 def profile_note(name: str) -> nodes.paragraph:
-    """The note for profile ``name``, e.g. ``Executed in the quick profile (LECTURE_PROFILE=quick).``"""
+    """The note for profile ``name``, e.g. ``Built with the quick profile (LECTURE_PROFILE=quick).``"""
     note = nodes.paragraph(classes=[CLASS])
-    note += nodes.emphasis(text=f"Executed in the {name} profile ({profile.ENV_VAR}={name}).")
+    note += nodes.emphasis(text=f"Built with the {name} profile ({profile.ENV_VAR}={name}).")
     return note
 
 
