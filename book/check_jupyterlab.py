@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "jupyterlab")
     args = parser.parse_args(argv)
+    missing = [str(p) for p in args.notebooks if p.suffix != ".ipynb" or not p.is_file()]
+    if missing:
+        parser.error(f"expected .ipynb files, got {missing}")
     reason = check_browser.why_skipped()
     if reason is not None:
         print(f"skipped: {reason}")
@@ -137,9 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     if not notebooks:
         print("no notebook to check: expected a chapter with a <details> block, or notebooks named on the command line")
         return 1
-    missing = [str(p) for p in notebooks if p.suffix != ".ipynb" or not p.is_file()]
-    if missing:
-        parser.error(f"expected .ipynb files, got {missing}")
     from playwright.sync_api import sync_playwright
 
     args.screenshots.mkdir(parents=True, exist_ok=True)

@@ -100,3 +100,27 @@ def test_each_page_says_which_profile_produced_it(monkeypatch):
     other += nodes.section()
     with pytest.raises(ValueError, match="not a known profile"):
         profile_note.add_profile_note(None, other, "book/other")
+
+
+def test_the_jupyterlab_check_picks_chapters_with_a_fold(tmp_path, capsys):
+    """book/check_jupyterlab.py checks the notebooks whose markdown has a <details> block (the check itself starts
+    JupyterLab and Chromium, tens of seconds a notebook: CONTRIBUTING.md gives its command)."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("check_jupyterlab", ROOT / "book" / "check_jupyterlab.py")
+    check_jupyterlab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_jupyterlab)
+
+    def notebook(name, markdown, code="x = 1"):
+        path = tmp_path / name
+        path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": markdown},
+                                              {"cell_type": "code", "source": code}]}))
+        return path
+
+    assert check_jupyterlab.has_details(notebook("a.ipynb", ["1. Why?\n", "\n", "<details><summary>Hint</summary>"]))
+    assert not check_jupyterlab.has_details(notebook("b.ipynb", ":::{admonition} Hint", code="s = '<details>'"))
+    import pytest
+
+    with pytest.raises(SystemExit):
+        check_jupyterlab.main([str(tmp_path / "c.py")])
+    assert "expected .ipynb files" in capsys.readouterr().err
