@@ -13,7 +13,7 @@ temporary copy of the notebook; then loads the notebook's page in Chromium and c
 It saves a screenshot of the fold, closed and then open, to DIR (default: _build/jupyterlab). Requests that
 leave 127.0.0.1 are refused, so the check never touches the network. Like book/check_browser.py it needs Debian's
 ``chromium`` and the ``playwright`` package; without them it prints why it is skipped and exits 0. It takes
-about ten seconds per notebook, so it is not part of ``make test``.
+a minute or more (80 s for one notebook on a busy two-core machine), so it is not part of ``make test``.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def check_notebook(browser, base: str, token: str, name: str, screenshots: Path)
     if details.count() == 0:
         return problems + ["no <details> block in a rendered markdown cell"]
     summary, folded = details.locator("summary"), details.locator(":scope > :not(summary)").first
-    details.scroll_into_view_if_needed()
+    details.evaluate("d => d.scrollIntoView({block: 'center'})")  # a cell far down renders once scrolled to
+    page.wait_for_timeout(1000)
     stem = Path(name).stem
     page.screenshot(path=str(screenshots / f"{stem}-closed.png"))
     if details.evaluate("d => d.open") or not summary.is_visible() or folded.is_visible():
