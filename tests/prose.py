@@ -4,6 +4,7 @@ Run from the repository's root (``make prose`` does the same):
 
     .venv/bin/python -m tests.prose notebooks/*.ipynb           # one row per chapter, and the targets it misses
     .venv/bin/python -m tests.prose --show 08 notebooks/*.ipynb # chapter 08's long paragraphs and flagged phrases
+    .venv/bin/python -m tests.prose --still-missing notebooks/*.ipynb  # tests/test_prose.py's list, measured now
 
 A chapter has three parts, read in order through its markdown cells:
 
@@ -182,14 +183,29 @@ def table(rows: list[ProseStats]) -> str:
     return "\n".join(lines)
 
 
+def still_missing(rows: list[ProseStats]) -> str:
+    """``STILL_MISSING = {...}``: each chapter that misses a target, with the targets it misses, in their order."""
+    lines = ["STILL_MISSING = {"]
+    for row in rows:
+        if row.misses():
+            names = ", ".join(f'"{name}"' for name in row.misses())
+            lines.append(f'    "{row.chapter[:2]}": {{{names}}},')
+    return "\n".join(lines + ["}"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path, help="output-free .ipynb files (other files are skipped)")
     parser.add_argument("--show", metavar="NN", help="list chapter NN's long paragraphs and flagged phrases")
+    parser.add_argument("--still-missing", action="store_true",
+                        help="print only the STILL_MISSING table of tests/test_prose.py, as measured now")
     args = parser.parse_args(argv)
     rows = [measure(path) for path in sorted(args.notebooks) if path.suffix == ".ipynb"]
     if not rows:
         parser.error(f"expected at least one .ipynb, got {[str(p) for p in args.notebooks]}")
+    if args.still_missing:
+        print(still_missing(rows))
+        return 0
     print(table(rows))
     for row in rows:
         if args.show and row.chapter.startswith(args.show):
