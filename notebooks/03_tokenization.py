@@ -298,7 +298,7 @@ print(f"{len(text.encode())} bytes -> {len(ids)} tokens; "
       f"decoded back exactly: {bpe.decode(ids) == text + '<|endoftext|>'}")
 
 # %% [markdown]
-# Look at the longest tokens the trainer learned: they are not words but pieces of the plain-text tables in the
+# Look at the longest tokens the trainer learned: they are not words but the borders of the plain-text tables in the
 # documentation. A tokenizer spends its vocabulary on whatever its corpus repeats, artefacts included.
 #
 # The tokenizer saves to a small JSON file and loads back. The checks: every held-out document and a few awkward
