@@ -20,9 +20,11 @@
 #
 # What you will see:
 #
-# - a model without attention fails to reverse long strings, and the same model with attention succeeds;
+# - a model without attention fails to reverse long strings; the same model with attention keeps most of its
+#   accuracy;
 # - the alignment that attention learns, and why the $\sqrt{d_k}$ is there, measured;
-# - masks, several heads, and the $n^2$ memory that fused kernels (tile by tile) and sparse patterns avoid.
+# - masks, several heads, and the $n^2$ cost, with the two ways around it: fused kernels that work tile by tile,
+#   and sparse patterns.
 #
 # Every piece is checked against PyTorch's own implementation.
 #
