@@ -16,7 +16,7 @@
 #
 # **The lesson.** A Transformer is attention plus position information plus residual blocks with LayerNorm.
 # Trained with warm-up and label smoothing, it solves its task, its cross-attention finds the alignment on its
-# own, and beam search helps in proportion to the model's doubt.
+# own, and beam search matters in proportion to the model's doubt.
 #
 # What you will build and see:
 #
@@ -24,8 +24,8 @@
 # - position encodings, sinusoidal and learned, that repair attention's blindness to order;
 # - the encoder and decoder blocks and the whole model, equal to `torch.nn.Transformer`;
 # - why the LayerNorm's place matters for training;
-# - a model trained to reverse strings and then to translate a small synthetic language, its cross-attention
-#   read as an alignment, and greedy decoding against beam search.
+# - a model that reverses strings, then translates a small synthetic language; its cross-attention read as an
+#   alignment; greedy decoding against beam search.
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/02_transformer.ipynb)
 
@@ -822,8 +822,7 @@ plt.show()
 #
 # ## 13. A task with structure: translation
 #
-# Reversal taught the machinery well because its answer is known, but it is a thin task: one fixed
-# alignment, and a model that ends up certain of every symbol. Translation moves words by the *structure* of
+# Reversal is a thin task: one fixed alignment, and a model that ends up certain of every symbol. Translation moves words by the *structure* of
 # the sentence. Our source is a small synthetic English: sentences generated from a grammar, each with its
 # dependency tree (which word depends on which). The target is a **head-final** language, in rough shape like
 # Japanese or Turkish: every word follows the words that depend on it. A translation is a fixed function of the
@@ -1063,7 +1062,8 @@ assert math.isclose(first.bleu["greedy"], corpus_bleu(
 # %% [markdown]
 # On this task the two decoders part on a sizeable share of the sentences. On nearly all of them the beam's
 # output is the one the model itself finds more probable: beam search is doing what it is for, searching
-# better. Here the better search also pays in BLEU, on every seed.
+# better. Whether it also pays in BLEU varies from seed to seed: the table gives each seed's gain, and the
+# last line its mean and spread.
 #
 # Beam search is no oracle, though. It maximises the model's probability, so where the half-trained model is
 # wrong with confidence, beam search is wrong too, and some of its outputs score below greedy's against the
@@ -1155,9 +1155,10 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 
 # %% [markdown]
 # On fully trained models of both tasks, beam search and greedy decoding agree almost always. On a task with
-# two right orders and a model that has not solved it, they part often, and beam search wins in BLEU on every
-# seed: beam search helps in proportion to the model's doubt. The paper's Table 1 comparison of layers
-# reproduced exactly where it counts operations.
+# two right orders and a model that has not solved it, they part often, and beam search almost always finds the
+# more probable output: beam search matters in proportion to the model's doubt. Section 14 prints how much it
+# gains in BLEU, and how steady the gain is over the seeds. The paper's Table 1 comparison of layers reproduced
+# exactly where it counts operations.
 #
 # <details><summary>What did not carry over</summary>
 #
