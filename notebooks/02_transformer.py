@@ -972,8 +972,8 @@ assert alignment_rates[-1] >= 0.9
 # %% [markdown]
 # Our BLEU is far above Vaswani et al.'s and means nothing beside it: their test set is real news with several
 # valid translations, ours a synthetic language whose translation is a function of a tree. Beam search changes
-# few outputs here, because the trained model is sure of each word; the next section builds a task on which it
-# stays unsure.
+# few outputs here, if any, because the trained model is sure of each word. The next section builds a task on
+# which it stays unsure.
 #
 # <details><summary>What carries over from the paper, and where greedy and beam search differ here</summary>
 #
