@@ -14,14 +14,18 @@
 # %% [markdown]
 # # 01 · Attention
 #
-# **What you will build.** A recurrent encoder-decoder fails to reverse long strings because everything
-# it knows about the input must squeeze through one vector; giving its decoder *attention* fixes that,
-# and we will measure by how much, along with the gap that teacher forcing, the way such decoders are
-# trained, leaves between training and inference. From there we strip attention down to a weighted average, then to its matrix form,
-# $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$, find out by experiment why the $\sqrt{d_k}$ is there, add the
-# masks that handle padding, the future and a prefix, split attention into several heads, and measure what
-# it costs as sequences grow: the $n^2$ that motivates fused kernels (whose online softmax we write tile by
-# tile) and the sparse patterns of Longformer.
+# **The lesson.** Attention replaces the one fixed summary vector of a recurrent encoder-decoder with a learned,
+# content-weighted average over all the encoder's states. In matrix form it is
+# $\mathrm{softmax}(QK^\top/\sqrt{d_k})\,V$, and it costs $n^2$ in the length $n$.
+#
+# What you will see:
+#
+# - a model without attention fails to reverse long strings; the same model with attention keeps most of its
+#   accuracy;
+# - the alignment that attention learns, and why the $\sqrt{d_k}$ is there, measured;
+# - masks, several heads, and the $n^2$ cost, with the two ways around it: fused kernels that work tile by tile,
+#   and sparse patterns.
+#
 # Every piece is checked against PyTorch's own implementation.
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/01_attention.ipynb)
@@ -79,16 +83,11 @@ print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # ti
 # know about the source has to pass through that single vector $h_N$: a fixed budget of $h$ numbers, whether
 # the source has three words or fifty.
 #
-# What the decoder reads at each step depends on whether it is training or writing. When it **writes**
-# (at inference), step $t$ is conditioned on the token it wrote itself at step $t-1$. When it **trains**, it
-# is conditioned on the *gold* previous token $y_{t-1}$ instead, whatever it would have written: this is
-# **teacher forcing** (Williams and Zipser, 1989). It turns one training sequence into $T$ next-token
-# problems that are all posed at once, since the decoder's input is known in advance: the target shifted
-# right by one place, with a beginning-of-sequence token in front (`tgt_in`), and the output it must predict
-# is the target with an end-of-sequence token behind (`tgt_out`). The price is a mismatch called **exposure
-# bias** (Ranzato et al., 2016): in training the decoder never sees its own mistakes, so at inference one
-# wrong token puts it in a state it was never trained in, and errors can compound. The table shows one
-# training pair; every column is one decoder step, fed the top row and scored on the bottom one.
+# In training, the decoder reads the *gold* previous token at each step, not the one it would have written:
+# this is **teacher forcing** (Williams and Zipser, 1989). Its input is the target shifted right by one place,
+# with a beginning-of-sequence token in front (`tgt_in`). The output it must predict is the target with an
+# end-of-sequence token behind (`tgt_out`). The table shows one training pair; every column is one decoder
+# step, fed the top row and scored on the bottom one.
 
 # %%
 shown_pair = reversal_batch(1, 6, 6, 10, torch.Generator().manual_seed(0))
@@ -150,17 +149,22 @@ show_reproduction("ch01-bottleneck", "Bahdanau et al. (2015), Table 1 and Figure
 
 # %% [markdown]
 # Both models handle short strings. As the strings grow, the model without attention collapses: its one
-# vector cannot hold a dozen symbols in order, while the model with attention keeps most of its accuracy.
-# Bahdanau et al. (2015) saw the same shape on English→French translation (their Figure 2): the plain
-# encoder-decoders' BLEU fell steeply with sentence length; of their attention models, the one trained on
-# sentences of up to 50 words (RNNsearch-50) held its quality even beyond 50 words, while the one trained on
-# sentences of up to 30 words (RNNsearch-30) also degraded on long sentences, though far less than either
-# plain model. Attention removes the bottleneck; it does not by itself teach a model lengths it never saw.
+# vector cannot hold a dozen symbols in order. The model with attention keeps most of its accuracy.
+# Bahdanau et al. (2015) saw the same shape on English→French translation (their Figure 2).
 #
-# Teacher forcing is also visible here. Feeding each model the gold previous tokens of the longest strings
-# and counting how many next tokens it gets right measures what it learned to do; letting it decode
-# greedily, on its own outputs, measures what it does at inference. The difference is exposure bias at
-# work: after a first wrong token, the model reads an input it was never trained on.
+# <details><summary>Bahdanau et al.'s Figure 2 in detail</summary>
+#
+# The plain encoder-decoders' BLEU fell steeply with sentence length. Of their attention models, the one trained
+# on sentences of up to 50 words (RNNsearch-50) held its quality even beyond 50 words. The one trained on
+# sentences of up to 30 words (RNNsearch-30) also degraded on long sentences, though far less than either plain
+# model. Attention removes the bottleneck; it does not by itself teach a model lengths it never saw.
+#
+# </details>
+#
+# Teacher forcing has a price, called **exposure bias** (Ranzato et al., 2016). In training the decoder never
+# sees its own mistakes, so at inference one wrong token puts it in a state it was never trained in. We measure
+# it on the longest strings. Fed the gold previous tokens, a model shows what it learned; decoding greedily on
+# its own outputs, it shows what it does at inference. The gap between the two is exposure bias at work.
 
 # %%
 def token_accuracies(model, batch):
@@ -297,11 +301,13 @@ plt.show()
 # The picture is an anti-diagonal, and nobody told the model to produce one: the alignment is a by-product of
 # learning to reverse. Look closely and it sits one place to the right of where you might first put it. To
 # write output $t$ (which is source symbol $N-1-t$), the decoder looks hardest at source position $N-t$:
-# the symbol it *has just written*. That is content-based addressing at work. The query knows which symbol
-# the decoder just emitted and finds it in the source; the encoder is a left-to-right GRU, so the state
-# $h_{N-t}$ there also carries the symbol before it, which is exactly the next one to write. Only the first
-# step, with nothing written yet, looks directly at the last source symbol. We check both on 200 fresh
-# strings of all lengths.
+# the symbol it *has just written*.
+#
+# This is **content-based addressing**: the query finds a position by what it holds, not by where it is. The
+# query knows which symbol the decoder just emitted and finds it in the source. The encoder is a left-to-right
+# GRU, so the state $h_{N-t}$ also carries the symbol before it, which is exactly the next one to write. Only
+# the first step, with nothing written yet, looks directly at the last source symbol. We check both on 200
+# fresh strings of all lengths.
 
 # %%
 torch.testing.assert_close(alpha, alignments[0, t])  # our hand computation is the model's
@@ -357,10 +363,15 @@ torch.testing.assert_close(weights.sum(-1), torch.ones(5))
 #
 # Unscaled, the scores spread wider as $d_k$ grows, and a softmax of widely spread numbers is almost one-hot.
 # That hurts learning: the softmax's Jacobian is $\mathrm{diag}(p) - pp^\top$, which is zero when $p$ is
-# one-hot, so almost no gradient reaches the scores. Vaswani et al. (2017) give this argument in a footnote;
-# here we measure all three steps: the variance, the saturation, and the vanishing gradient. For the gradient
-# we report the median over 400 random queries, the typical case: a mean would be carried by the few queries
-# whose softmax happens not to saturate.
+# one-hot, so almost no gradient reaches the scores. Vaswani et al. (2017) give this argument in a footnote.
+# Here we measure all three steps: the variance, the saturation, and the vanishing gradient.
+#
+# <details><summary>Why the median gradient</summary>
+#
+# For the gradient we report the median over 400 random queries, the typical case. A mean would be carried by
+# the few queries whose softmax happens not to saturate.
+#
+# </details>
 
 # %%
 def score_statistics(d_k, scale, trials=400, n_keys=32, seed=0):
@@ -556,19 +567,18 @@ assert head_weights[1, :, :, 4:].eq(0).all()  # no head attends to padding
 # %% [markdown]
 # ## 8. What attention costs
 #
-# The score matrix $QK^\top$ has one entry per (query, key) pair: for self-attention over $n$ tokens that is
+# The score matrix $QK^\top$ has one entry per (query, key) pair. For self-attention over $n$ tokens that is
 # $n^2$ numbers per head, computed in $O(n^2 d)$ time and, in the naive implementation, **stored** for the
 # backward pass. Doubling the length quadruples that memory. Fused kernels (Rabe and Staats, 2021; Dao et al.,
-# 2022, FlashAttention) compute the same result, equal up to floating-point rounding (they add the same
-# numbers in a different order), in tiles, with an online softmax, and keep only $O(n)$ numbers per head
-# (the softmax's normaliser) for the backward pass, recomputing the tiles when needed.
+# 2022, FlashAttention) compute the same result in tiles, with an online softmax. For the backward pass they
+# keep only $O(n)$ numbers per head (the softmax's normaliser) and recompute the tiles when needed. Their result
+# equals the naive one up to floating-point rounding, since they add the same numbers in a different order.
 #
 # The **online softmax** (Milakov and Gimelshein, 2018) is what makes tiles possible. A query's output
-# $\sum_j e^{s_j} v_j / \sum_j e^{s_j}$ is two sums over the keys, so the keys can arrive one tile at a time,
-# provided the exponentials stay in range: keep a running maximum $m$, a running sum $\ell$ of
-# $e^{s_j - m}$ and a running output $o$; when a new tile raises the maximum to $m'$, rescale the old
-# $\ell$ and $o$ by $e^{m - m'}$ before adding the tile. Per query only $m$, $\ell$ and $o$ are kept, never
-# a row of $n$ weights:
+# $\sum_j e^{s_j} v_j / \sum_j e^{s_j}$ is two sums over the keys, so the keys can arrive one tile at a time.
+# To keep the exponentials in range, keep a running maximum $m$, a running sum $\ell$ of $e^{s_j - m}$ and a
+# running output $o$. When a new tile raises the maximum to $m'$, rescale the old $\ell$ and $o$ by
+# $e^{m - m'}$ before adding the tile. Per query only $m$, $\ell$ and $o$ are kept, never a row of $n$ weights:
 #
 # $$m' = \max(m, \max_{j \in \text{tile}} s_j), \quad \ell' = e^{m - m'}\ell + \sum_{j \in \text{tile}} e^{s_j - m'},
 #   \quad o' = e^{m - m'} o + \sum_{j \in \text{tile}} e^{s_j - m'} v_j, \qquad \text{output} = o / \ell .$$
@@ -653,9 +663,8 @@ with torch.no_grad():
 # - **global attention** on a few chosen tokens (such as [CLS]) that attend to everything and are
 #   attended to by everything, so that a task-level summary can see the whole input.
 #
-# Written as masks they can be used by any attention function; a real speed-up additionally needs a kernel
-# that skips the masked blocks (Longformer wrote a banded CUDA kernel), which a dense kernel with a mask does
-# not do.
+# Written as masks they can be used by any attention function. A real speed-up also needs a kernel that skips
+# the masked blocks, which a dense kernel with a mask does not do (Longformer wrote a banded CUDA kernel).
 
 # %%
 n, w = 32, 3
@@ -672,10 +681,16 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The check: with a window mask, a query's output must not change when a key outside its window changes,
-# and the number of scored pairs must grow linearly in $n$: every query scores $2w+1$ keys except the $w$
-# at each end, which lose $1 + 2 + \dots + w$ keys between them on each side, so the count is
-# $n(2w+1) - w(w+1)$, and doubling $n$ adds exactly $n(2w+1)$ pairs where full attention adds $3n^2$.
+# The check: with a window mask, a query's output must not change when a key outside its window changes.
+# And the number of scored pairs must grow linearly in $n$: it is $n(2w+1) - w(w+1)$, so doubling $n$ adds
+# exactly $n(2w+1)$ pairs where full attention adds $3n^2$.
+#
+# <details><summary>Counting the pairs</summary>
+#
+# Every query scores $2w+1$ keys except the $w$ at each end, which lose $1 + 2 + \dots + w$ keys between them on
+# each side. That is $w(w+1)/2$ per side, $w(w+1)$ in all.
+#
+# </details>
 
 # %%
 window = patterns[f"sliding window, w={w}"]
@@ -759,52 +774,60 @@ show_claims("ch01-what-we-saw", "What we saw: chapter 01, quick profile", [
 ])
 
 # %% [markdown]
-# What did not carry over: translation quality itself (we reverse strings, a task chosen because its ideal
-# alignment is known; chapter 02 translates a synthetic language), and absolute speed, which depends on the machine; on a GPU the gap between the naive
-# and fused kernels is much wider than on a CPU.
+# <details><summary>What did not carry over</summary>
+#
+# Translation quality itself: we reverse strings, a task chosen because its ideal alignment is known (chapter 02
+# translates a synthetic language). And absolute speed, which depends on the machine: on a GPU the gap between
+# the naive and fused kernels is much wider than on a CPU.
+#
+# </details>
 #
 # ## Exercises
 #
 # 1. Make the decoder's attention *additive* (Bahdanau et al., 2015): $e^t_i = v^\top \tanh(W_1 h_i + W_2 s_t)$.
 #    Does it learn reversal faster or slower than the dot product in section 1?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Keep `train_reversal` as it is and change only the score: apply $W_1$ to all encoder states once per batch (a
 # `nn.Linear` without bias), add $W_2 s_t$ at each decoder step, then $\tanh$ and $v$; mask the padded source
 # positions before the softmax as in section 6. Compare loss curves and exact match by length on 2-3 seeds. One
 # solution: `AdditiveAttentionSeq2Seq` in `lecture_lib.models.rnn_seq2seq`, trained by
 # `train_reversal("additive", exp)`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Like the dot-product model, the additive one keeps most of its exact match on the longest strings, far above the
 # model without attention: at a small size (width 32, 300 steps, strings of 2 to 7 symbols) it keeps more than half
 # of its exact match at length 7, at least 0.3 above the model without attention. Run it with the quick profile
 # beside section 1's two models to compare all three; any difference in speed between the two scores is small next
 # to the gap to the model without attention and has to be read over seeds. Luong et al. (2015) also found the
 # additive ("concat") score no better than the dot product for translation.
-# :::
+#
+# </details>
 #
 # 2. In section 5, replace the Gaussian keys by keys whose components have variance 4. Which scale factor
 #    restores unit variance, and what does that suggest about initialising $W^Q$ and $W^K$?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # If $q_i$ has variance 1 and $k_i$ variance $\sigma^2$, each product $q_i k_i$ has variance $\sigma^2$. Measure
 # it with `score_statistics`-style code: draw `k = 2 * torch.randn(...)`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # $\mathrm{Var}(q\cdot k)/d_k \approx 4$ (3.91 at $d_k=16$ and 4.00 at $d_k=256$ over 4,000 draws of
 # `key_variance_scores` in `lecture_lib.chapters.ch01_attention`; one standard error is about 0.1), and the factor
 # $1/(2\sqrt{d_k}) = 1/\sqrt{4 d_k}$ brings it back to about 1 (0.98 and 1.00). The paper's $1/\sqrt{d_k}$ assumes
 # unit-variance components of $q$ and $k$: initialise $W^Q$ and $W^K$ with variance about $1/d_\text{model}$
 # (Xavier-style) so that unit-variance inputs give unit-variance queries and keys; larger weights would saturate
 # the softmax from the first step.
-# :::
+#
+# </details>
 #
 # 3. Construct something two heads can do and one head cannot. Take two heads in which head 1 attends only
 #    to the previous token and head 2 only to the next one (use masks to force it), with value projections
@@ -813,15 +836,16 @@ show_claims("ch01-what-we-saw", "What we saw: chapter 01, quick profile", [
 #    $\sum_j \alpha_{ij} W^V x_j$, a mix of vectors all made by the same map $W^V$, and writing $x_{i-1}$ and
 #    $x_{i+1}$ into different halves would take two different maps. Check your construction numerically.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Give each head a boolean mask that allows only $j=i-1$ (head 1) or only $j=i+1$ (head 2), use the identity as
 # each head's value map and concatenate; score positions 1 to $n-2$, which have both neighbours. For the single
 # head, fit $W^Q, W^K, W^V$ by gradient descent to the same target and watch the loss.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The two-head construction equals $(x_{i-1}, x_{i+1})$ to float rounding (about $10^{-6}$ in float32). A single
 # head's output $W^V \bar x$ lies in a subspace of dimension at most $d$, while the targets fill all $2d$
 # dimensions: with independent unit-variance inputs it leaves at least half of the target's variance unexplained,
@@ -829,24 +853,27 @@ show_claims("ch01-what-we-saw", "What we saw: chapter 01, quick profile", [
 # positions it cannot even find its neighbours), and reaches 0.5 only when a mask allows just $j = i \pm 1$
 # ($\alpha = \tfrac12$ on each). `neighbour_heads` and `single_head_error` in `lecture_lib.chapters.ch01_attention`
 # are one solution.
-# :::
+#
+# </details>
 #
 # 4. Using `global_window_mask`, count how many layers a sliding window of $w=3$ needs before position 0 can
 #    influence position 31, with and without a global token at position 0.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # One layer lets position $i$ read positions within $w$ of it, so after $L$ layers information has moved at most
 # $Lw$ places. Check it by propagating a boolean vector through the mask:
 # `reach = mask.float() @ reach.float() > 0`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Without a global token, 11 layers ($3 \cdot 10 = 30 < 31 \le 3 \cdot 11$); with a global token at position 0, 1
 # layer, since position 31 attends to position 0 directly (checked with `global_window_mask(32, 3, [0])`;
 # `layers_to_reach` in `lecture_lib.chapters.ch01_attention` propagates the vector).
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

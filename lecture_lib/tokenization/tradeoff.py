@@ -9,6 +9,7 @@ Taught in: 03_tokenization ("Vocabulary size against sequence length").
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Sequence
 
 from lecture_lib.tokenization.byte_level import ByteLevelBPE
@@ -60,3 +61,31 @@ def wordpiece_curve(vocab: Sequence[str], texts: Sequence[str], vocab_sizes: Seq
         tokens = [t for text in texts for t in tokenizer.tokenize(text)]
         rows.append(_row(size, len(tokens), texts, unknown=tokens.count(UNK_TOKEN)))
     return rows
+
+
+def tokens_per_word_shares(tokenizer: ByteLevelBPE, words: Sequence[str], vocab_sizes: Sequence[int],
+                           longest: int = 5) -> dict[int, list[float]]:
+    """For each vocabulary size, the share of ``words`` (each encoded on its own) split into 1, 2, ...,
+    ``longest - 1`` tokens, and last the share split into ``longest`` or more.
+
+    >>> bpe = ByteLevelBPE().train("low low low lowest", 256 + 3)
+    >>> tokens_per_word_shares(bpe, ["low", "low", "lowest", "x"], [256, 259], longest=4)
+    {256: [0.25, 0.0, 0.5, 0.25], 259: [0.75, 0.0, 0.0, 0.25]}
+
+    Taught in: 03_tokenization ("Vocabulary size against sequence length").
+    """
+    specials = len(tokenizer.special_tokens)
+    if max(vocab_sizes) > len(tokenizer) - specials:
+        raise ValueError(f"expected vocabulary sizes up to the tokenizer's {len(tokenizer) - specials}, "
+                         f"got {max(vocab_sizes)}")
+    if not words or not all(words):
+        raise ValueError("expected a non-empty list of non-empty words")
+    counts = Counter(words)
+    shares = {}
+    for size in vocab_sizes:
+        small = tokenizer.truncated(size + specials)
+        histogram = [0] * longest
+        for word, n in counts.items():
+            histogram[min(len(small.encode(word)), longest) - 1] += n
+        shares[size] = [h / len(words) for h in histogram]
+    return shares

@@ -9,6 +9,7 @@ from lecture_lib.tokenization import (
     ByteLevelBPE,
     WordPieceTokenizer,
     bpe_curve,
+    tokens_per_word_shares,
     wordpiece_curve,
 )
 
@@ -60,3 +61,18 @@ def test_sizes_beyond_the_vocabulary_raise(texts):
         wordpiece_curve(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], test, [6])
 
 
+
+
+def test_tokens_per_word_shares_count_each_word_as_encoded_at_each_size(texts):
+    train, test = texts
+    tokenizer = ByteLevelBPE().train(train, 256 + 300 + 1, special_tokens=["<|endoftext|>"])
+    words = [w for t in test for w in t.split()]
+    shares = tokens_per_word_shares(tokenizer, words, [256, 556], longest=4)
+    assert shares[256][0] == sum(len(w.encode("utf-8")) == 1 for w in words) / len(words)  # bytes only
+    small = tokenizer.truncated(556 + 1)
+    lengths = [min(len(small.encode(w)), 4) for w in words]
+    assert shares[556] == [lengths.count(k) / len(words) for k in (1, 2, 3, 4)]
+    with pytest.raises(ValueError, match="up to the tokenizer's 556"):
+        tokens_per_word_shares(tokenizer, words, [557])
+    with pytest.raises(ValueError, match="non-empty words"):
+        tokens_per_word_shares(tokenizer, ["a", ""], [256])
