@@ -886,7 +886,7 @@ show_reproduction(
     [[name, *([f"{paper_table5[name][4]:.1f}", f"{paper_table5[name][2]:.1f}"] if name in paper_table5 else [None] * 2),
       shown(f1(objectives[name])), shown(f1(objectives[name], "right-context entities"))] for name in rows_compared]
     + [["best left-side-only tagger", None, None, None, f"{ceiling:.3f}"]],
-    note="Right-context entities: the tag of a place or company word is told by the word after it.")
+    note="Right-context entities: the tag of a place or company word is told by the word after it.");
 
 # %% [markdown]
 # Each number measures one thing. On the *right-context* task the masked LM tags nearly everything right, and
@@ -1310,112 +1310,124 @@ show_claims("ch04-what-we-saw", "What we saw: chapter 04, quick profile", [
 #    does each move the accuracy at `[MASK]` after 400 steps, and why might an initialisation chosen
 #    for $H=768$ be too small for $H=64$?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Both are one-argument changes of `chapter_config`; keep the seed and the 400 steps and score with the same
 # `eval_batches` as section 7: `mask_accuracy_on(chapter_config(model=dict(initializer_range=0.02)), data)`. For
 # the initialisation, a matrix with entries of standard deviation 0.02 maps a unit-variance vector of width $H$ to
 # one of standard deviation $0.02\sqrt{H}$; `initial_sublayer_scale(H, 0.02)` measures it on a fresh layer.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The initialisation argument, measured by `initial_sublayer_scale`: $0.02\sqrt{768} \approx 0.55$ but
 # $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start about three times smaller relative
 # to the residual stream, and the layers begin close to the identity. How far each change moves the accuracy at
 # `[MASK]` is what your two runs print beside section 7's; dropout, a regulariser, is expected to lower it, since
 # the model underfits rather than overfits.
-# :::
+#
+# </details>
 #
 # 2. Rerun section 7 with `chapter_config(objective=dict(mlm_probability=0.4))`. Wettig et al. (2023) found
 #    40% better than 15% for large models; what happens to the held-out accuracy at 15% (measure with the
 #    same `eval_batches`)?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Pass `objective=dict(mlm_probability=0.4)` for training only; keep the evaluation at 15% with the same
 # `eval_batches`, so that the test does not change: `mask_accuracy_on(chapter_config(objective=dict(mlm_probability=0.4)),
 # data)` scores the 40% model on section 7's 15% data. A 40% model gets 2.7 times more predictions per step, each
 # with less context.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Compare your run's held-out accuracy at 15% with section 7's: expect no clear gain at our size, since Wettig et
 # al. (2023) found the best masking rate grows with the model, and their 40% result is for large models trained
 # long. (Scored with the 40% run's own `eval_batches`, the test itself would change.)
-# :::
+#
+# </details>
 #
 # 3. Section 9's spreads are those of fine-tuning, on one pretraining run per row. Rerun its tables with
 #    another pretraining seed (`pretraining_ablations(synthetic_config(pretrain=dict(seed=1)))`). Do the three
 #    verdicts that reproduced still hold, and does NSP now help?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # The pretraining seed draws other documents and other initial weights; every row of both tables is pretrained
 # again (a few minutes on one core). Print each row's mean ± spread with `mean_and_range` and compare the
 # differences between rows with the spreads, seed against seed.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The gaps that reproduced in section 9 are many times their spreads (pretrained against random weights, the
 # masked LM against the left-to-right one on right-context entities), and another pretraining run should leave
 # them standing. The NSP and No NSP rows differ by about their spread; with another seed their order may flip,
 # which is what "within noise" means.
-# :::
+#
+# </details>
 #
 # 4. Add a fourth probe to the masking ablation: the selected positions *deleted* (the sequence
 #    shortened). Which pretraining rule copes best, and why?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Deleting the selected positions leaves no place to predict them at: score instead what the model says about the
 # tokens next to each gap (each shown as itself, as in the probe that shows the true token), which now sit in a
 # shortened context that neither pretraining rule produced. `gap_neighbour_probe(batch, tokenizer.special_token_ids)`
 # builds such a batch from an `eval_batches` batch (`delete=False`: the same targets in the intact sequence); score
 # it with `evaluate`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Both models get worse than on the intact sequence, since neither ever saw a shortened row. BERT's rule, whose
 # model learned to name real tokens at selected positions (the "shown same" column of section 8's table), should
 # cope better than always-`[MASK]`; the margin is small, so compare it with the spread of 2-3 seeds.
-# :::
+#
+# </details>
 #
 # 5. In section 11, take the mean of the last four layers instead of the last layer (the feature-based
 #    recipe of the BERT paper's NER experiment). Does the gap between senses grow?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Ask for `output_hidden_states=True`, average the last four layers' vectors of each occurrence of *bank* and
 # recompute section 11's similarities.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Same-sense occurrences stay more similar than other-sense ones, and the gap shrinks: 0.85 against 0.75 (a gap of
 # 0.10) at the last layer, 0.92 against 0.83 (0.08) for the mean of the last four (`sense_similarities` on
 # `contextual[-4:].mean(0)`). Averaging mixes in lower layers, whose vectors depend less on context and are more
 # alike whatever the sense (Ethayarajh, 2019).
-# :::
+#
+# </details>
 #
 # 6. Redo section 13 for an H100 (about 990 TFLOP/s dense bf16, 700 W) at 40% utilisation. How many
 #    GPU-hours and kWh is BERT-base today?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Reuse section 13's `bert_flops` and replace `peak`, `utilisation` and `watts`: hours = FLOPs / (peak ×
 # utilisation) / 3600, as `gpu_hours_and_kwh(bert_flops, 990e12, 0.4, 700, pue)` computes.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # About 20 H100-hours: $2.9 \times 10^{19} / (990 \times 10^{12} \cdot 0.4) / 3600 = 20.3$; at 700 W, 14 kWh, or
 # 22.5 kWh with section 13's PUE of 1.58. That is about ten times fewer GPU-hours than the 215 V100-hours of
 # section 13.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

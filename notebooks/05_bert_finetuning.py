@@ -98,7 +98,7 @@ from lecture_lib.metrics import (
 )
 from lecture_lib.models.bert import BertModel
 from lecture_lib.plots import plot_history
-from lecture_lib.reproductions import glue_number, show_reproduction
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import invoke, limit_cpu_threads, parallel_map
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
@@ -874,7 +874,7 @@ show_reproduction(
     "ch05-bert-table7", "Devlin et al. (2019), Table 7: a frozen BERT's layers as features for NER (dev F1)",
     ["features", "paper: BiLSTM on BERT-base, CoNLL-2003", "ours: linear tagger, context entities (3 seeds)"], rows,
     note="Every row trained with the same steps and batch, each at its learning rate chosen on dev. The verdicts "
-         "(fine-tuning against the best frozen choice, the layers against the embeddings) are in 'What we saw'.")
+         "(fine-tuning against the best frozen choice, the layers against the embeddings) are in 'What we saw'.");
 
 # %%
 fig, ax = plt.subplots(figsize=(10, 3.2))
@@ -890,7 +890,7 @@ ax.set(ylim=(0, 1.05), ylabel="span F1", title="Frozen features or fine-tuning, 
 ax.legend(loc="lower right", fontsize=8)
 plt.show()
 layer_means = {n: float(v.mean()) for n, v in table7_f1.items() if n != "embeddings"}
-embedding_gap = glue_number("ch05-embedding-gap", min(layer_means.values()) - float(table7_f1["embeddings"].mean()))
+embedding_gap = min(layer_means.values()) - float(table7_f1["embeddings"].mean())
 frozen_best = max(layer_means, key=layer_means.get)
 print(f"span F1: embeddings {table7_f1['embeddings'].mean():.1f}, the Transformer layers' features "
       f"{min(layer_means.values()):.1f} to {max(layer_means.values()):.1f}; gap {embedding_gap:.1f} points; "
@@ -898,8 +898,7 @@ print(f"span F1: embeddings {table7_f1['embeddings'].mean():.1f}, the Transforme
 
 # %% [markdown]
 # With the context taken away from the tagger, the shape of Table 7 appears. The embedding layer is far
-# behind every Transformer layer (printed under the figure: {glue:text}`ch05-embedding-gap:.0f` points of F1
-# here, against 5 in Devlin et al. (2019), because our task was built so that the word alone cannot tell the
+# behind every Transformer layer (the gap in points of F1 is printed under the figure, against 5 in Devlin et al. (2019), because our task was built so that the word alone cannot tell the
 # type, while in CoNLL-2003 most entity words can): it tags the world's surnames well as people, but cannot
 # tell a place or a company named after one. Every Transformer layer has looked at the neighbours and can,
 # and the layer choices sit close to each other; the concatenation read through as many numbers as one
@@ -1064,8 +1063,6 @@ show_reproduction(
          "the verdicts are in 'What we saw'.")
 domain_gap = {mode: 100 * (domain_f1["in-domain"][mode] - domain_f1["general"][mode])
               for mode in ("frozen", "fine-tuned")}
-for mode, points in domain_gap.items():
-    glue_number(f"ch05-domain-gap-{mode}", points)
 print("in-domain minus general, span F1 points:", ", ".join(f"{mode} {points:.1f}" for mode, points in
                                                             domain_gap.items()))
 
@@ -1085,16 +1082,14 @@ plt.show()
 # in-domain text is far ahead of the general one, frozen and fine-tuned; and fine-tuning beats frozen features
 # for each pretrained encoder, as in both of SciBERT's pairs of columns. The size of the gap does not: SciBERT
 # gains about 2 points over BERT-Base in either column (Beltagy et al., 2019), we gain
-# {glue:text}`ch05-domain-gap-frozen:.1f` frozen and {glue:text}`ch05-domain-gap-fine-tuned:.1f` fine-tuned
-# (printed under the table). BERT-Base read 3.3 billion words of English (Devlin et al., 2019), and scientific
+# the points printed under the table, frozen and fine-tuned. BERT-Base read 3.3 billion words of English (Devlin et al., 2019), and scientific
 # papers are English too; our general model read the documentation for 400 steps, and what it learned there
 # is of little use in the synthetic language. Compare it, in the table, with the encoder that was never
 # pretrained, fine-tuned and frozen. Its vocabulary is most of the reason: the tagger reads
 # the first piece of each word, which for a surname is one or two letters (exercise 6 separates the two).
 #
 # Further pretraining, the option Gururangan et al. (2020) recommend and Legal-BERT compares, closes
-# {glue:text}`ch05-further-closes-frozen:.0%` of the gap frozen and {glue:text}`ch05-further-closes-fine-tuned:.0%`
-# fine-tuned here (printed below), after 300 steps of the synthetic language, half the in-domain model's. It
+# the share of the gap printed below, frozen and fine-tuned, after 300 steps of the synthetic language, half the in-domain model's. It
 # keeps the vocabulary that cuts names into letters, which no amount of further pretraining changes; Gururangan
 # et al. trained RoBERTa further for 12,500 steps of 2,048 sequences, starting from a model that already knew
 # English well. Exercise 6 doubles the steps. The asserts below check the two claims that reproduce; the share
@@ -1113,8 +1108,7 @@ for name in pretrained_on:
     assert domain_f1[name]["fine-tuned"] > domain_f1[name]["frozen"], f"fine-tuning should beat frozen, {name}"
 for mode in ("frozen", "fine-tuned"):
     f1s = {name: domain_f1[name][mode] for name in pretrained_on}
-    closed = glue_number(f"ch05-further-closes-{mode}",
-                         (f1s["general + further"] - f1s["general"]) / (f1s["in-domain"] - f1s["general"]))
+    closed = (f1s["general + further"] - f1s["general"]) / (f1s["in-domain"] - f1s["general"])
     print(f"{mode}: further pretraining closes {closed:.0%} of the gap between the general and the in-domain model")
 
 
@@ -1332,106 +1326,116 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #    and the from-scratch model need before they beat chance? Why might a model whose city embeddings were
 #    made similar by pretraining (all cities occur in the same contexts) find this *harder*?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Write the contradiction rule as a function of the premise that swaps the city (or the employer) for another one
 # of the language. The solution is `object_swap_entailment_examples` in `lecture_lib/finetuning/tasks.py`, and
 # `object_swap_entailment_task(tokenizer, config)` in `lecture_lib/chapters/course_language.py` builds the task,
 # split by people as section 3's. Train both models with `finetune_from(task, encoder, budget)` and
 # `finetune_from(task, encoder.config, budget)` for a few budgets of steps (25, 50, 100, ...) and seeds, to find
 # the first budget where each beats the majority label (accuracy 0.5).
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # In this task half the pairs contradict, no sentence is negated, and a contradiction's hypothesis names the same
 # person and relation as the premise with another object, while an entailment's rewords the same fact: the one cue
 # is a word that must be compared with the premise, so expect both models to need more steps than with negation.
 # How many is the measurement; report it over 2-3 seeds. The pretrained model may need as many steps as the model
 # from scratch, or more: pretraining placed the cities close together, because they occur in the same contexts, so
 # telling Oslo from Lima starts from similar vectors.
-# :::
+#
+# </details>
 #
 # 2. Fine-tune on NER for twice as many steps. Does the test F1 on held-out names go up or down? Add
 #    dropout 0.1 (`chapter_config(finetune=dict(dropout=0.1))`) and try again.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Section 6's runs read `config.seeded_finetune`, whose steps are set by `table_finetune`:
 # `chapter_config(table_finetune=dict(steps=200))` doubles them, and adding `finetune=dict(dropout=0.1)` gives
 # those runs dropout 0.1. With `budget` that config's `seeded_finetune`, fine-tune context entities with
 # `finetune_from(harder["context_ner"], encoder, dataclasses.replace(budget, seed=seed))` for each seed, and read
 # the test F1 on held-out names from the result's `scores["f1"]`, as section 6 does.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # In the quick profile the runs get 200 steps of 16 instead of 100, and with `dropout=0.1` every dropout of the
 # fine-tuned network, encoder and head, drops with probability 0.1 while it trains (none at evaluation). What the
 # F1 does is the measurement: expect it not to rise much and perhaps to fall, since longer training fits the
 # training names, not the contexts that identify a name, and dropout 0.1 to reduce that drop. Differences of a few
 # points are within section 6's spread over seeds: compare the means of 2-3 seeds.
-# :::
+#
+# </details>
 #
 # 3. Re-initialise the pooler (or the top layer) before fine-tuning acceptability, as Zhang et al. (2021)
 #    recommend for small data sets. Does it help at this scale?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Reset the pooler's dense layer (or the top encoder layer) with the model's own initialisation before
 # fine-tuning, keep everything else the same and compare the MCC over the same seeds. The solution is
 # `reinitialize_pooler` in `lecture_lib/finetuning/finetune.py`, passed as `adapt`:
 # `finetune_from(harder["acceptability"], encoder, budget, adapt=reinitialize_pooler)`, or
 # `partial(reinitialize_pooler, top_layers=1)` for the top layer too.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The re-initialised weights are what `transformers`' own initialisation draws from the same seed (normal with
 # standard deviation `initializer_range`, zero biases, LayerNorms at the identity), and every other weight keeps
 # its pretrained value. The MCC over the seeds is the measurement: expect no change larger than the spread of the
 # seeds. Zhang et al. (2021) saw gains for BERT-large on small GLUE sets, whose top layers are specialised to the
 # pretraining tasks; a model this small and this briefly pretrained has little to unlearn.
-# :::
+#
+# </details>
 #
 # 4. Move the adapters: only after the feed-forward block (Pfeiffer et al., 2021), or with a bottleneck of 2
 #    or 32. Plot trainable parameters against F1 again.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Make the adapter's position a parameter of the adapter layer; count trainable parameters with
 # `sum(p.numel() for p in model.parameters() if p.requires_grad)`. An adapter of bottleneck $m$ on width $H$ has
 # $2Hm + H + m$ parameters. The solution is the `positions` argument of `add_adapters`:
 # `partial(add_adapters, bottleneck=m, positions=("feed-forward",))` in section 9's `methods`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The adapters hold $L \cdot p \cdot (2Hm + H + m)$ trainable parameters for $p$ positions per layer, linear in the
 # bottleneck, and one adapter per layer (after the feed-forward block only) halves them; the LayerNorms and the head
 # train as well, the same in every variant. The F1 of these points is the measurement: expect it to change little,
 # a bottleneck of 2 lowest; Houlsby et al. (2019) found adapters stable across a wide range of sizes.
-# :::
+#
+# </details>
 #
 # 5. Pretrain twice as long (`chapter_config(pretrain=dict(train=dict(steps=1600)))`) and repeat the
 #    agreement probe of section 2. Do attractor sentences improve?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Pretraining twice as long is one change of `chapter_config`: set
 # `pretrained = synthetic_pretrained_bert(chapter_config(pretrain=dict(train=dict(steps=1600))))` and
 # `tokenizer = pretrained.tokenizer`, then rerun section 2's agreement probe and print the share right with and
 # without attractors.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The recipe differs from section 2's in the steps alone (1,600 instead of 800), so it is a new model with its own
 # cache entry, trained the first time, never section 2's model read back.
 # The two shares are the measurement: expect sentences without attractors to stay right, and the share with
 # attractors to stay below it even if it rises: agreement across an attractor is the hard case for small models
 # (Linzen et al., 2016; Goldberg, 2019).
-# :::
+#
+# </details>
 #
 # 6. Pretrain the documentation model further for as many steps as the in-domain model had
 #    (`further_pretrained_bert(general, further_pretraining_config(pretrain=dict(train=dict(steps=600,
@@ -1439,8 +1443,8 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #    and fill section 8's table again. How much of the gap does it close now? Then give the in-domain model the
 #    documentation's vocabulary instead of its own: how much of the gap was the vocabulary?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # The longer run is one changed recipe (it is cached under its own name); section 8's `frozen_and_fine_tuned` call
 # scores it, with its encoder and the documentation's tokenizer.
 # For the second question, with `config` the longer run's `further_pretraining_config(...)`, build the in-domain
@@ -1448,10 +1452,11 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # `lecture_lib.chapters.course_language`) and pretrain a fresh model of the same shape on it with
 # `pretrain(config.pretrain, data=...)` (from `lecture_lib.pretraining`); section 8's call scores it, with
 # `result.model.bert` and `general.tokenizer`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The longer further pretraining is a new run of 600 steps of 32, the in-domain model's budget, not section 8's
 # 300-step run read back; the second model's recipe differs from the in-domain model's only in its vocabulary (the
 # documentation's 2,000 pieces against 700) and in the number of held-out pairs its pretraining is evaluated on:
@@ -1459,7 +1464,8 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # table. Expect the longer run to close part of the gap, not all of it. If the model with the documentation's
 # vocabulary stays well below the in-domain model, most of the gap is the vocabulary: SciBERT's argument for
 # learning its own (Beltagy et al., 2019).
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

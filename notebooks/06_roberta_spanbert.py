@@ -622,70 +622,77 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 # 1. Pad a batch on the left and feed it to our `BertModel` and to `RobertaModel` with `arange` positions:
 #    which one changes its outputs, and why does RoBERTa's rule not?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Left padding moves each real token $p$ places to the right. `BertModel` numbers positions with `arange`, while
 # RoBERTa's `position_ids_after_padding` counts only the non-pad tokens (a cumulative sum of the attention mask).
 # The solution is `left_padding_shift` in `lecture_lib/chapters/ch06_roberta_spanbert.py`: the largest change of
 # the outputs at the real tokens, with or without `arange_positions`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # `BertModel`'s outputs at the real tokens change, clearly: each token now gets the position embedding of $i + p$.
 # `RobertaModel` with its own rule gives the same outputs as without padding, to float rounding, because every
 # real token keeps its position id; forced to `arange` positions, it changes exactly as BERT does.
-# :::
+#
+# </details>
 #
 # 2. Masking noun phrases in Table 6 needed a parser for SpanBERT. Change `NOUN_PHRASE_DEPENDENTS` to
 #    include `nmod` and see how the mean masked run and the held-out span accuracy change.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `NOUN_PHRASE_DEPENDENTS` lists the relations whose subtrees belong to a noun's phrase. The language has `nmod`
 # (*a resident of Oslo*), so adding it grows those units to include the prepositional phrase. Change the set in
 # the chapter module (`ch06.NOUN_PHRASE_DEPENDENTS = ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"}`, after
 # `from lecture_lib.chapters import ch06_roberta_spanbert as ch06`): `scheme_run`'s cache key includes it, so
 # `scheme_run(config, "noun phrases", corpus)` trains a new run instead of returning section 6's.
 # `mean_masked_run(corpus.train[:300], tok, "noun phrases", seq_len)` counts the runs as section 6 does.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The masking budget stays at 15%, but the mean masked run grows above section 6's value for noun phrases (from
 # about 1.65 to 1.79 tokens in the quick profile), because some units now span four tokens or more. Held-out span accuracy tends to fall: longer spans leave fewer
 # neighbours to fill them from.
-# :::
+#
+# </details>
 #
 # 3. Run the input-format study with `LECTURE_PROFILE=full` on a GPU. Does "no NSP ≥ NSP" hold there?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Set `LECTURE_PROFILE=full` before starting the kernel and run section 2 unchanged on a GPU: `chapter_config()`
 # then holds the full sizes (H = 256, 4 layers, 3,000 steps, 20,000 documents), so `format_run` trains new runs
 # instead of reading the quick ones. For other seeds, `chapter_config(pretrain=dict(seed=s))`. Compare the best
 # format with NSP with the best without it on each seed: `no_nsp_holds(formats)` in
 # `lecture_lib/chapters/ch06_roberta_spanbert.py` is section 2's test.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The same table as section 2, with longer training. The claim holds if the best format without NSP is at least as
 # good as the best with it on every seed; a difference smaller than the spread of seeds does not decide it, as in
 # the quick profile.
-# :::
+#
+# </details>
 #
 # 4. SpanBERT decides 80/10/10 once per span. Change `_mask_chosen` to decide per token, and count how often
 #    a span then shows the model some of its own tokens.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Move the 80/10/10 draw inside the loop over a span's tokens; then, for each span, check whether at least one of
 # its tokens was left unchanged.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # For a span of $\ell$ tokens the chance that it shows at least one of its own tokens is $1 - 0.9^\ell$, against
 # 0.1 when the draw is made once per span; over the renormalised Geo(0.2) lengths on 1..10 (mean 3.8) that
 # averages 0.307. The spans actually chosen are shorter, because the selection passes over a span that would
@@ -694,7 +701,8 @@ show_claims("ch06-what-we-saw", "What we saw: chapter 06, quick profile", [
 # `spans_showing_a_token` in `lecture_lib/chapters/ch06_roberta_spanbert.py`. It counts masks and trains
 # nothing: `scheme_run`'s cache key does not see a replaced `_mask_chosen`, so a run with it must be trained
 # with `pretrain` directly, not read back from section 6's cache.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

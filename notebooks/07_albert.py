@@ -97,7 +97,7 @@ show_reproduction("ch07-albert-table1", "Lan et al. (2020), Table 1: parameters 
                   ["model", "L", "H", "E", "ours (exact)", "ours, no pooler", "paper"], rows,
                   note="BERT base/large match the paper without the pooler, ALBERT base/large with it; "
                        "ALBERT xlarge and xxlarge do not reproduce from the stated configuration (the paper "
-                       "prints 60M and 235M; we count 58.7M and 222.6M, as the transformers documentation does).")
+                       "prints 60M and 235M; we count 58.7M and 222.6M, as the transformers documentation does).");
 
 # %% [markdown]
 # The paper's figures are rounded, and not all from one convention. BERT base and large match "no pooler,
@@ -183,7 +183,7 @@ for (width, sharing), paper in table3_paper.items():
 show_reproduction("ch07-albert-table3-parameters", "Lan et al. (2020), Table 3: parameters of ALBERT-base by "
                   "embedding size E", ["E", "sharing", "ours (AlbertModel)", "paper"], rows,
                   note="Every row reproduces to the paper's rounding (the E = 768 not-shared row is BERT-base, "
-                       "counted without projection and pooler).")
+                       "counted without projection and pooler).");
 
 # %% [markdown]
 # ## 3. Cross-layer sharing
@@ -220,7 +220,7 @@ for strategy, paper in table4_paper.items():
     assert near_paper(ours, paper, bert_row=strategy == "not-shared")
 show_reproduction("ch07-albert-table4-parameters", "Lan et al. (2020), Table 4: parameters of ALBERT-base "
                   "(E = 768) by what is shared", ["sharing", "ours", "paper"], rows,
-                  note="Every row reproduces to the paper's rounding.")
+                  note="Every row reproduces to the paper's rounding.");
 
 # %% [markdown]
 # Does sharing cost accuracy, and does it change what the layers do? We pretrain three models of the same
@@ -355,7 +355,7 @@ show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair 
                   note="The paper's MLM column is on Wikipedia and books, ours on the diaries, each model on "
                        "its own held-out pairs (an SOP pair's B always names A's person and things, a random NSP "
                        "entry does not, so the two MLM figures do not compare either): only the pair columns "
-                       "compare. Verdicts in \"What we saw\".")
+                       "compare. Verdicts in \"What we saw\".");
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(8, 3), sharey=True)
@@ -478,79 +478,87 @@ show_claims("ch07-what-we-saw", "What we saw: chapter 07, quick profile", [
 #    applied one after the other) and check it with `count_on_meta`. How many layers does the forward pass
 #    apply?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # With `inner_group_num = 2` each group holds two different layers and every one of the $L$ positions applies
 # both; build the model with
 # `count_on_meta(lambda: AlbertModel(AlbertConfig(**{**base.__dict__, "inner_group_num": 2})))`. To count the
 # layers applied, `layer_applications(model, AlbertLayer, input_ids)` in `lecture_lib/chapters/ch07_albert.py`
 # counts the forward calls of every `AlbertLayer` with a hook (on the meta device, as for the count).
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # ALBERT-base grows by exactly one layer, $12H^2 + 13H = 7{,}087{,}872$ parameters: 18,771,456 against 11,683,584.
 # The forward pass applies 24 layers, two per position.
-# :::
+#
+# </details>
 #
 # 2. The factorized table has rank at most $E$. After pretraining, how many singular values of
 #    $W_\text{word} W_\text{proj}^\top$ carry 90% of its energy for the quick model of section 3? For the
 #    BERT?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Multiply the word table by the projection to get the $V \times H$ matrix the model effectively uses, take its
 # singular values (`torch.linalg.svdvals`) and find the smallest $k$ whose squared values reach 90% of the sum.
 # The solution is `effective_word_table` and `energy_rank` in `lecture_lib/chapters/ch07_albert.py`; section 3's
 # models are `pretrained(run, SyntheticData(sharing_config()))` for its rows, read back from the cache.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # For the ALBERT, $k \le E$ at any point of training, since the product has rank at most $E$; the energy
 # concentrates in fewer directions after pretraining than at initialisation. For the BERT, whose table can use
 # all $H$ directions, more of them are needed for the same 90% (already at initialisation, where a random table
 # spreads its energy over most of its width); how many after pretraining is the measurement, and it says how much
 # of its width the small BERT's table uses.
-# :::
+#
+# </details>
 #
 # 3. Train the grid's models twice as long, on one seed: does the NSP model start to read the dates, so that
 #    its SOP accuracy rises?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # One change of the recipe: `pair_task_grid(pair_config(train=dict(steps=2400)), seeds=(0,))` trains both
 # models for 2,400 steps (new runs: the steps are part of the recipe, so section 4's cached runs are not
 # reused; about twice one seed of section 4). Print its "nsp" row's SOP accuracy and "follows" shares beside
 # section 4's.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Nothing in the NSP loss forbids the dates: a true continuation is always later than A, a random entry only
 # about half the time, so the dates would lower the NSP loss a little further. Once the names are learned,
 # NSP's loss is already small, so the pull is weak; whether a longer run drifts towards the dates (its SOP
 # accuracy rising above the majority label, its "follows" share on SOP pairs falling below 1) is the
 # measurement. In real text, where coherence is much harder to read than topic, Lan et al. (2020) still found
 # 52% after a full pretraining run.
-# :::
+#
+# </details>
 #
 # 4. Table 6 of the paper compares models at equal *training time*. Using chapter 04's FLOP formula, how
 #    much slower per token is ALBERT-xxlarge than BERT-large, although it has a third of the parameters?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Use chapter 04's `training_flops_per_token` (from `lecture_lib.models.bert`) with the two configurations of
 # `paper_configs()` (ALBERT-xxlarge: $H = 4096$, 12 layers, $I = 16384$; BERT-large: $H = 1024$, 24 layers,
 # $I = 4096$); sharing saves parameters, not operations.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # About 7.3 times the FLOPs per token at 512 tokens ($1.56 \times 10^{10}$ against $2.15 \times 10^{9}$), 7.6 at
 # 128: each of xxlarge's 12 layer applications costs about 16 times a BERT-large layer. That is why Table 6 of the
 # paper compares at equal training time.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

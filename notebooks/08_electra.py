@@ -458,7 +458,7 @@ show_reproduction(
     + ", ".join(config.tasks) + f" score, seed {config.seed}",
     ["generator (share of the discriminator's width)", "steps", "score", "its accuracy at the masked positions",
      "discriminator's recall on its replacements"], rows,
-    note="The paper's order (1/4 above the unigram generator) is judged in \"What we saw\".")
+    note="The paper's order (1/4 above the unigram generator) is judged in \"What we saw\".");
 
 # %% [markdown]
 # ## What we saw
@@ -567,86 +567,94 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
 # 1. Set $\lambda = 1$ in the loss (`discriminator_weight=1.0`). How do the two losses move, and why does
 #    the paper weight the discriminator by 50?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `chapter_config(discriminator_weight=1.0)` sets the field (a new run: the weight is part of its cache key), and
 # `pretrain_run("ELECTRA", that_config, data)` trains it. For the final weights of both runs (`run.final_state`,
 # loaded into `build_model("ELECTRA", ...)`), compute the output's `mlm_loss` and `discriminator_loss` on a few of
 # `data.batch`'s batches. Compare their sizes: a loss averaged over 15% of the tokens with a 600-way softmax
 # against a binary loss over all tokens.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # With $\lambda = 1$ the generator's masked-LM loss dominates the sum, and the discriminator's loss should fall
 # more slowly than with $\lambda = 50$. The binary loss is much smaller than the masked-LM loss; the weight 50
 # puts the two on a comparable scale, so the shared embeddings serve the discriminator, which is the model kept.
-# :::
+#
+# </details>
 #
 # 2. The discriminator could learn a shortcut from the 15% of chosen positions that keep their token: the
 #    generator sees the original there. Measure how often the generator's sample is right at those
 #    positions and at the [MASK] ones.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Select the positions where the input kept the original token (chosen, but not `[MASK]`); compare the generator's
 # samples there with the originals, and do the same at the `[MASK]` positions. The solution is
 # `generator_right_by_input(model, data.batch(step), data.tokenizer.mask_token_id)` in
 # `lecture_lib/chapters/ch08_electra.py`, for a model of section 7 (`build_model` with a run's `final_state`).
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # At the kept positions the generator sees the true token, and a generator that has learned to copy its input is
 # right at all of them, far more often than at `[MASK]`, where it is right on the share printed in section 7's
 # table. A discriminator could learn that a chosen position whose input token is real is "original" and so learn
 # little there; measuring the two rates on section 7's trained generator says how much of the 15% is such free
 # labels.
-# :::
+#
+# </details>
 #
 # 3. Count ELECTRA-Small's training FLOPs per token with `electra_training_flops_per_token` (E = 128,
 #    H = 256, 12 layers, a generator of H = 64, 128 tokens) and check the paper's 1.4e18 for 1M steps of
 #    128 sequences. What does the paper's count include that ours does not, or the other way round?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # ELECTRA-Small: `ElectraConfig()` for the discriminator and
 # `ElectraConfig(hidden_size=64, num_attention_heads=1, intermediate_size=256)` for the generator; add both
 # networks' `electra_training_flops_per_token` at 128 tokens and multiply by the run's tokens: $10^6$ steps of
 # 128 sequences of 128 tokens, $1.64 \times 10^{10}$. The solution is `electra_small_training_flops` in
 # `lecture_lib/chapters/ch08_electra.py`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # About $1.48 \times 10^{18}$ with the generator's LM head over every position ($9.0 \times 10^7$ FLOPs per
 # token), and $1.15 \times 10^{18}$ with the head on the 15% masked positions only, close to the paper's
 # $1.4 \times 10^{18}$. What differs is the bookkeeping: ours counts the matrix products and the attention term
 # ($6N + 12LTH$), while the authors' FLOP script also counts smaller operations (for example layer norms,
 # softmaxes and activations), and where the generator's output layer is applied moves the total by a quarter.
-# :::
+#
+# </details>
 #
 # 4. Fine-tune with the ELECTRA classification head (token 0, dense, GELU, dense) instead of BERT's pooler.
 #    Does it change the curve?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Replace the pooler with dense → GELU → dense on token 0 (ELECTRA's classification head), keep the rest of the
 # fine-tuning loop and plot the same curve. The solution is `ElectraHeadForSequenceClassification` in
 # `lecture_lib/models/heads.py` and `with_electra_head` in `lecture_lib/chapters/ch08_electra.py`:
 # `finetune_scores(run, f, config, data, electra_head=True)` fine-tunes each checkpoint with it (cached apart from
 # the pooler's scores).
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The head computes what `transformers`' `ElectraClassificationHead` computes on the same weights. Only the
 # sentence tasks (acceptability, entailment) read BERT's pooler, so only they get the new head: the quick
 # profile's curve, on NER alone, whose head reads every token and no pooler, stays exactly as it was. To see a
 # difference, run the chapter with `LECTURE_PROFILE=full`, whose curve averages all four tasks; there expect the
 # curve to move by less than the spread between seeds, since the heads differ by an activation, which fine-tuning
 # absorbs.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

@@ -45,6 +45,7 @@ import dataclasses
 
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import Markdown, display
 
 from lecture_lib import plots, profile
 from lecture_lib.chapters.ch09_t5_bart import (
@@ -408,9 +409,6 @@ assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]]) 
 # whose answer writes the person's name (`unseen_names_written`), a name that only pretraining has shown.
 
 # %%
-from lecture_lib.reproductions import glue_number  # noqa: E402  (quotes the run's scores in the prose)
-
-
 def probe_cell(run):
     probe = run.get("probe")
     return "–" if probe is None else f"{probe['accuracy']:.3f} (most frequent word {probe['unigram']:.3f})"
@@ -436,17 +434,8 @@ t5_seeds = {name: mean_task_score(run) for name, run in runs.items()}
 answer_seeds = {name: mean_task_score(run, ANSWER_TASKS) for name, run in runs.items()}
 label_seeds = {name: mean_task_score(run, LABEL_TASKS) for name, run in runs.items()}
 for name, run in runs.items():
-    slug = name.replace("_", "-").replace(" ", "-")
     print(f"{name:<15} per seed: question + facts {[round(x, 3) for x in answer_seeds[name]]}, acceptability + "
           f"entailment {[round(x, 3) for x in label_seeds[name]]}, unseen names written {run['names_written']}")
-    for label, values in (("mean", t5_seeds[name]), ("answer", answer_seeds[name]), ("label", label_seeds[name]),
-                          ("names", run["names_written"])):
-        glue_number(f"ch09-{label}-{slug}", mean_and_spread(values)[0])
-    for task in ("question", "facts"):
-        glue_number(f"ch09-{task}-{slug}", run["scores"][task])
-    if "probe" in run:
-        glue_number(f"ch09-hidden-{slug}", run["probe"]["accuracy"])
-        glue_number(f"ch09-unigram-{slug}", run["probe"]["unigram"])
 for name, run in runs.items():  # no row answers every input alike: above the majority on average
     assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 for name, run in runs.items():  # every pretraining learned more than the most frequent hidden word
@@ -460,31 +449,39 @@ assert min(runs["bert_style"]["names_written"]) > max(runs["no pretraining"]["na
 # swing with the fine-tuning seed (the spreads beside them), which is why every verdict below must hold on each
 # seed, not on the mean.
 #
-# What did each pretraining leave? BERT-style's model predicts {glue:text}`ch09-hidden-bert-style:.2f` of the
-# words it hides, random spans' {glue:text}`ch09-hidden-random-spans:.2f` and the prefix LM's
-# {glue:text}`ch09-hidden-prefix-lm:.2f`, where always writing the most frequent hidden word would get
-# {glue:text}`ch09-unigram-random-spans:.2f` of random spans' (the table gives each row's): each learned the
-# language beyond word frequencies, and how far grows with the steps (exercise 2 measures it at a third of them).
-# BERT-style's decoder has also written every other word of every document, copied from its input, the test names
-# among them, and that skill transfers: after fine-tuning it writes the unseen name in
-# {glue:text}`ch09-names-bert-style:.2f` of the facts answers, no pretraining in
-# {glue:text}`ch09-names-no-pretraining:.2f`, and on facts it scores {glue:text}`ch09-facts-bert-style:.2f` against
-# {glue:text}`ch09-facts-no-pretraining:.2f`. Random spans' decoder writes only what its input hides: it never
-# practised copying, and it writes no more unseen names than no pretraining
-# ({glue:text}`ch09-names-random-spans:.2f`). What it learned, the words around the names, still shows on the two
-# tasks that write an answer: question and facts together {glue:text}`ch09-answer-random-spans:.3f` against
-# {glue:text}`ch09-answer-no-pretraining:.3f` without pretraining (BERT-style {glue:text}`ch09-answer-bert-style:.3f`,
-# the prefix LM {glue:text}`ch09-answer-prefix-lm:.3f`), through the relation and the city or employer of the
-# triple and the answers of the questions. That is T5's Table 1 in shape, where the gain from pretraining is
-# largest on SQuAD (80.88 against 50.31; Raffel et al., 2020).
-#
-# On the two classification tasks pretraining has nothing to pass on that fine-tuning does not teach: the input
-# alone decides the label, and the answer is a label word. There no denoising row is ahead: random spans scores
-# {glue:text}`ch09-label-random-spans:.3f` and BERT-style {glue:text}`ch09-label-bert-style:.3f` against
-# {glue:text}`ch09-label-no-pretraining:.3f` without pretraining, and after 100 steps of fine-tuning entailment
-# still swings with the seed in every row. Over all four tasks random spans scores
-# {glue:text}`ch09-mean-random-spans:.3f` and BERT-style {glue:text}`ch09-mean-bert-style:.3f` against
-# {glue:text}`ch09-mean-no-pretraining:.3f`. "What we saw" judges the claim on the answer tasks and the
+# The reading of this run's numbers, printed by the cell below:
+
+# %%
+hidden = {name: run["probe"]["accuracy"] for name, run in runs.items() if "probe" in run}
+names = {name: mean_and_spread(run["names_written"])[0] for name, run in runs.items()}
+facts = {name: run["scores"]["facts"] for name, run in runs.items()}
+answer, label, mean = ({name: mean_and_spread(seeds[name])[0] for name in runs}
+                       for seeds in (answer_seeds, label_seeds, t5_seeds))
+display(Markdown(
+    f"What did each pretraining leave? BERT-style's model predicts {hidden['bert_style']:.2f} of the words it "
+    f"hides, random spans' {hidden['random_spans']:.2f} and the prefix LM's {hidden['prefix_lm']:.2f}, where always "
+    f"writing the most frequent hidden word would get {runs['random_spans']['probe']['unigram']:.2f} of random "
+    "spans' (the table gives each row's): each learned the language beyond word frequencies, and how far grows with "
+    "the steps (exercise 2 measures it at a third of them). BERT-style's decoder has also written every other word "
+    "of every document, copied from its input, the test names among them, and that skill transfers: after "
+    f"fine-tuning it writes the unseen name in {names['bert_style']:.2f} of the facts answers, no pretraining in "
+    f"{names['no pretraining']:.2f}, and on facts it scores {facts['bert_style']:.2f} against "
+    f"{facts['no pretraining']:.2f}. Random spans' decoder writes only what its input hides: it never practised "
+    f"copying, and it writes no more unseen names than no pretraining ({names['random_spans']:.2f}). What it "
+    "learned, the words around the names, still shows on the two tasks that write an answer: question and facts "
+    f"together {answer['random_spans']:.3f} against {answer['no pretraining']:.3f} without pretraining (BERT-style "
+    f"{answer['bert_style']:.3f}, the prefix LM {answer['prefix_lm']:.3f}), through the relation and the city or "
+    "employer of the triple and the answers of the questions. That is T5's Table 1 in shape, where the gain from "
+    "pretraining is largest on SQuAD (80.88 against 50.31; Raffel et al., 2020).\n\n"
+    "On the two classification tasks pretraining has nothing to pass on that fine-tuning does not teach: the input "
+    "alone decides the label, and the answer is a label word. There no denoising row is ahead: random spans scores "
+    f"{label['random_spans']:.3f} and BERT-style {label['bert_style']:.3f} against {label['no pretraining']:.3f} "
+    "without pretraining, and after 100 steps of fine-tuning entailment still swings with the seed in every row. "
+    f"Over all four tasks random spans scores {mean['random_spans']:.3f} and BERT-style {mean['bert_style']:.3f} "
+    f"against {mean['no pretraining']:.3f}."))
+
+# %% [markdown]
+# "What we saw" judges the claim on the answer tasks and the
 # classification tasks in a row of their own; we split it that way after seeing these four-task means, so read
 # the two rows together: pretraining helps here where the task writes what only pretraining showed. The paper's near-tie of random spans and BERT-style (GLUE 83.49
 # against 82.96; Raffel et al., 2020, Tables 4 and 7) comes from pretraining on 2^35 tokens, where every model has
@@ -626,26 +623,29 @@ bart_means = {name: mean_task_score(run) for name, run in bart_runs.items()}
 for name in bart_runs:
     print(f"{name:<18} question per seed:", [round(x, 2) for x in bart_questions[name]],
           " mean over tasks per seed:", [round(x, 3) for x in bart_means[name]])
-    glue_number(f"ch09-bart-question-{name.replace('_', '-')}", mean_and_spread(bart_questions[name])[0])
-    glue_number(f"ch09-bart-mean-{name.replace('_', '-')}", mean_and_spread(bart_means[name])[0])
-    glue_number(f"ch09-bart-names-{name.replace('_', '-')}", mean_and_spread(bart_runs[name]["names_written"])[0])
-    glue_number(f"ch09-bart-facts-{name.replace('_', '-')}", bart_runs[name]["scores"]["facts"])
 for name, run in bart_runs.items():  # a model that answers every input alike scores the majority answer at best
     assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 
 # %% [markdown]
-# On the question task, the column we set beside the paper's SQuAD before the run, text infilling scores
-# {glue:text}`ch09-bart-question-text-infilling:.2f` against document rotation's
-# {glue:text}`ch09-bart-question-document-rotation:.2f` exact match (per seed above; the verdict is in "What we
-# saw"). Both decoders write the whole document, so both have practised copying, the unseen names included:
-# after fine-tuning they write the test person's name in {glue:text}`ch09-bart-names-text-infilling:.2f` and
-# {glue:text}`ch09-bart-names-document-rotation:.2f` of the facts answers, and on facts, which rewards that copying,
-# they score {glue:text}`ch09-bart-facts-text-infilling:.2f` and {glue:text}`ch09-bart-facts-document-rotation:.2f`.
-# What only infilling practised is writing a span of unknown length that the input hides behind one mask, from what
-# surrounds it; a question asks for such a span, while rotation's decoder only had to find where the document
-# starts. Over all four tasks: {glue:text}`ch09-bart-mean-text-infilling:.3f` against
-# {glue:text}`ch09-bart-mean-document-rotation:.3f`, with the classification tasks swinging with the seed as in
-# section 7. The pretraining losses are not comparable with T5's: BART's decoder writes the whole document, most
+# %%
+infill, rotate = "text_infilling", "document_rotation"
+display(Markdown(
+    "On the question task, the column we set beside the paper's SQuAD before the run, text infilling scores "
+    f"{mean_and_spread(bart_questions[infill])[0]:.2f} against document rotation's "
+    f"{mean_and_spread(bart_questions[rotate])[0]:.2f} exact match (per seed above; the verdict is in \"What we "
+    "saw\"). Both decoders write the whole document, so both have practised copying, the unseen names included: "
+    "after fine-tuning they write the test person's name in "
+    f"{mean_and_spread(bart_runs[infill]['names_written'])[0]:.2f} and "
+    f"{mean_and_spread(bart_runs[rotate]['names_written'])[0]:.2f} of the facts answers, and on facts, which "
+    f"rewards that copying, they score {bart_runs[infill]['scores']['facts']:.2f} and "
+    f"{bart_runs[rotate]['scores']['facts']:.2f}. What only infilling practised is writing a span of unknown length "
+    "that the input hides behind one mask, from what surrounds it; a question asks for such a span, while "
+    "rotation's decoder only had to find where the document starts. Over all four tasks: "
+    f"{mean_and_spread(bart_means[infill])[0]:.3f} against {mean_and_spread(bart_means[rotate])[0]:.3f}, with the "
+    "classification tasks swinging with the seed as in section 7."))
+
+# %% [markdown]
+# The pretraining losses are not comparable with T5's: BART's decoder writes the whole document, most
 # of which it can copy.
 #
 # ## What we saw
@@ -748,33 +748,36 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 # 1. With `noise_density=0.5` and `mean_noise_span_length=10` on 512 tokens, how long are T5's inputs and
 #    targets? Check with `span_counts`.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `span_counts(512, 0.5, 10)` gives the noise tokens and spans; the input keeps the other tokens and adds one
 # sentinel per span, the target lists each span's sentinel and tokens, and one more sentinel at the end.
 # `span_corruption_lengths(512, 0.5, 10)` of `lecture_lib.chapters.ch09_t5_bart` does the arithmetic; check it
 # against `span_corrupt` on a `random_spans_noise_mask` of that length.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # 256 noise tokens in 26 spans: inputs of $256 + 26 = 282$ tokens and targets of $256 + 27 = 283$ (one more each
 # if the end-of-sequence token is appended, as T5's code does).
-# :::
+#
+# </details>
 #
 # 2. Pretrain with `objective_runs(chapter_config(pretrain_steps=1000))`, and with `pretrain_steps=150`. Does any
 #    objective beat "no pretraining" on the question task by more than two standard errors? How do the hidden
 #    words right (each run's `"probe"`) move with the steps?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # One change of `chapter_config`; the standard error of a mean exact match $p$ over $n$ questions is
 # $\sqrt{p(1-p)/n}$, and that of the difference of two such means $\sqrt{(p(1-p) + p_0(1-p_0))/n}$. Divide each
 # objective's gain over the no-pretraining row by it.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # `gains_in_standard_errors(longer["runs"], "question", n=recipe.eval_examples * len(recipe.seeds))` of
 # `lecture_lib.chapters.ch09_t5_bart`, `longer` the 1,000-step runs, gives each objective's gain in standard
 # errors; above 2 it beats no pretraining. On 100 questions, 0.45 against 0.30 is a gain of 2.2 (it beats it) and
@@ -785,42 +788,46 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 # tasks that write an answer at 450 steps, is the likeliest to clear the bar; T5's ranking,
 # span corruption about equal to BERT-style (Raffel et al., 2020), appears only with far more pretraining, if at
 # all at this size.
-# :::
+#
+# </details>
 #
 # 3. Write the MASS-style objective of section 4's table as a function of a document and a generator, like a
 #    row of `apply_objective`, and measure its mean input and target lengths on the 300 documents of section 4.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # In T5's Table 3, "MASS-style" is BERT-style without the random words: i.i.d. noise on 15% of the tokens
 # (`iid_noise_mask`), every noise token replaced by `<M>`, and the whole original as the target, which is
 # `bert_style(words, noise)` without a list of replacements, the row section 4 printed. (MASS itself, Song et
 # al. (2019), masks one contiguous span and writes only that span; T5 names its variant after it.)
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Inputs and targets both as long as the document (on average the 300 documents' mean length, as for
 # BERT-style), with about 15% of the input words `<M>`. The solution is `mass_style` in
 # `lecture_lib/chapters/ch09_t5_bart.py`; `mass_style_lengths(TextToTextData(recipe).documents[:300])`
 # measures it.
-# :::
+#
+# </details>
 #
 # 4. Run BART's table with BART's own initialisation, `noising_runs(chapter_config(bart_init_std=0.02))`.
 #    What does the tiny BART answer now, and why? Measure the ratio of section 9 after fine-tuning too.
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `noising_runs` keeps only the scores: `run, model = pretrain_then_finetune(lambda seed: tiny_bart(recipe,
 # len(data.vocab), seed), data.noising_batches("text_infilling", recipe.batch_size), data, recipe)` returns the
 # last seed's fine-tuned model too. Then `most_frequent_answers(model, data)` gives each task's most frequent answer and how often it is
 # given, and `cross_attention_ratio(model, probe)` section 9's ratio. Section 9 measured, at initialisation, how
 # large each decoder layer's cross-attention output is next to the residual stream it is added to: with weights
 # of standard deviation 0.02 at width 64, what does the decoder see of the encoder?
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # At initialisation, with σ = 0.02 at width 64, the cross-attention output is under 0.01 of the stream (about
 # 0.006, against about 0.55 at $\sigma = d^{-1/2}$), and the untrained BART gives one answer to every test input
 # of every task (`most_frequent_answers` shares of 1.0), where the width-matched one does not: its decoder
@@ -828,7 +835,8 @@ show_claims("ch09-what-we-saw", "What we saw: chapter 09, quick profile", [
 # for nearly every acceptability and entailment example and one frequent name for most questions, as section 9
 # describes, so the scores sit at or near the majority row; the encoder's signal arrives too late for 100 steps of
 # fine-tuning. Your run prints the shares and the ratio after fine-tuning.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

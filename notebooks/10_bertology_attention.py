@@ -87,8 +87,9 @@ from lecture_lib.finetuning.finetune import FinetuneConfig
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.metrics import spearman_correlation
 from lecture_lib.models.bert import BertModel
+from lecture_lib.plots import plot_head_grid
 from lecture_lib.plots.head_diagrams import head_masking_diagram
-from lecture_lib.reproductions import glue_number, show_reproduction
+from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
@@ -238,10 +239,10 @@ for layer in range(layers):
 # documentation, each read alone, should get mean-pooled vectors with a high cosine,
 # $L = \sum_{\text{pairs}} 1 - \cos(\bar h_a, \bar h_b)$. [SEP] is the control: a special token that gets
 # little attention here, whose gradient share should then be about its mass share. Three samples of
-# {glue:text}`ch10-no-op-pairs` pairs each (the seeds).
+# `config.no_op_pairs` pairs each (the seeds; the cell prints how many).
 
 # %%
-glue_number("ch10-no-op-pairs", config.no_op_pairs)
+print(f"{len(config.seeds)} samples of {config.no_op_pairs} sentence pairs")
 special = {"[CLS]": lambda b: b["input_ids"] == tokenizer.cls_token_id,
            "[SEP]": lambda b: b["input_ids"] == tokenizer.sep_token_id}
 no_op = {seed: no_op_profile(similarity_forward(minilm), [similarity_pairs(tokenizer, seed, config.no_op_pairs,
@@ -340,9 +341,8 @@ classes = voita_classes(maps, pairs["attention_mask"], pairs["special_tokens_mas
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))
 for ax, (title, values) in zip(axes, [("confidence", classes.confidence), ("argmax on the previous token",
                                        classes.previous), ("argmax on the rarest token", classes.rare)]):
-    image = ax.imshow(values, cmap="viridis", vmin=0)
-    ax.set(title=title, xlabel="head", ylabel="layer")
-    fig.colorbar(image, ax=ax, shrink=0.8)
+    plot_head_grid(ax, values, title, label="mean largest weight" if title == "confidence" else "share of queries",
+                   vmin=0)
 fig.tight_layout()
 plt.show()
 positional = classes.positional().nonzero().tolist()
@@ -397,7 +397,7 @@ show_reproduction("ch10-clark-table1", "Clark et al. (2019), Table 1: the best s
                                                       "offset baseline", "paper (BERT-base, PTB): head vs offset"],
                   rows, note="For MiniLM on the synthetic language, det and nsubj must beat the best offset by more "
                              "than 10 points (asserted); the course BERT's single heads are printed, not asserted: "
-                             "their margins change with the sample.")
+                             "their margins change with the sample.");
 
 # %%
 minilm_rows = {r.relation: r for r in tables["MiniLM"]}
@@ -428,11 +428,11 @@ for relation in ("det", "nsubj"):
 # is read off by each word's most probable head. Its score is the unlabelled attachment score (UAS), the share
 # of words whose head is right (the root word left out). Two baselines: the best single head used as a parser
 # on its own (its argmax, chosen on the fitting sentences), and the **right-branching** tree, every word
-# headed by the next one. We fit on {glue:text}`ch10-parser-train` of the synthetic sentences and score on the
+# headed by the next one. We fit on `config.parser_train` of the synthetic sentences (the cell prints how many) and score on the
 # others, for three random splits (`lecture_lib.analysis.attention_parser`).
 
 # %%
-glue_number("ch10-parser-train", config.parser_train)
+print(f"fitted on {config.parser_train} of the {len(sentences)} synthetic sentences")
 parsed = {seed: parser_scores(minilm_word_maps, sentences, seed, config.parser_train) for seed in config.seeds}
 print("seed  attention-only probe  best single head            right-branching")
 for seed, p in parsed.items():
@@ -553,20 +553,15 @@ baseline_accuracy = score(full_mask)
 ablation = without_each_head(score, full_mask)
 one_head = one_head_per_layer(score, full_mask)
 masked_positions = sum(int((b["labels"] != -100).sum()) for b in mlm_batches)
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-for ax, title, values in zip(axes, ["importance $I_h$ (layer-normalised)", "accuracy change without head h",
-                                    "accuracy with layer l reduced to head h"],
-                             [importance, ablation - baseline_accuracy, one_head]):
-    image = ax.imshow(values, cmap="viridis")
-    for (layer, head), v in zip(torch.cartesian_prod(torch.arange(course_layers),
-                                                     torch.arange(course_heads)).tolist(), values.flatten().tolist()):
-        ax.text(head, layer, f"{v:.2f}", ha="center", va="center", color="w", fontsize=8)
-    ax.set(title=title, xlabel="head", ylabel="layer")
+fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+for ax, title, label, values in zip(
+        axes, ["importance $I_h$\n(layer-normalised)", "accuracy change\nwithout head h",
+               "accuracy with layer l\nreduced to head h"], ["importance", "change in accuracy", "accuracy"],
+        [importance, ablation - baseline_accuracy, one_head]):
+    plot_head_grid(ax, values, title, label=label, digits=2)
 fig.tight_layout()
 plt.show()
-standard_error = glue_number("ch10-mlm-standard-error",
-                             100 * (baseline_accuracy * (1 - baseline_accuracy) / masked_positions) ** 0.5)
-glue_number("ch10-masked-positions", masked_positions)
+standard_error = 100 * (baseline_accuracy * (1 - baseline_accuracy) / masked_positions) ** 0.5
 print(f"masked-LM accuracy with all 16 heads: {baseline_accuracy:.1%} on {masked_positions} masked positions "
       f"(one standard error: {standard_error:.1f} points)")
 worst = torch.unravel_index(ablation.argmin(), ablation.shape)
@@ -581,8 +576,8 @@ print("best single head kept per layer, accuracy:", [f"{v:.1%}" for v in one_hea
 # translation model, one head was enough at test time. Our small BERT tells the same story at its scale:
 # removing any single head costs at most a few points of masked-LM accuracy, some removals cost nothing or
 # gain a little, and reducing a whole layer to its best head keeps the accuracy within a few points (one
-# standard error on these {glue:text}`ch10-masked-positions` masked positions is
-# {glue:text}`ch10-mlm-standard-error:.1f` points, printed above, and a difference under two of them is noise).
+# standard error on these masked positions is printed above with their count, and a difference under two of them
+# is noise).
 
 # %% [markdown]
 # ## 7. Pruning by importance
@@ -669,12 +664,10 @@ def top_quarter_share(scores: torch.Tensor) -> float:
 rank_agreement = [spearman_correlation(by_mlm.flatten(), t.flatten()) for t in by_task.values()]
 task_top_share = [top_quarter_share(t) for t in by_task.values()]
 mlm_top_share = top_quarter_share(by_mlm)
-fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, title, values in zip(axes, ["masked-LM loss (section 6)", f"acceptability, seed {config.seeds[0]}"],
                              [by_mlm, by_task[config.seeds[0]]]):
-    ax.imshow(values / values.sum(), cmap="viridis")
-    ax.set(title=f"share of importance: {title}", xlabel="head", ylabel="layer",
-           xticks=range(course_heads), yticks=range(course_layers))
+    plot_head_grid(ax, values / values.sum(), f"share of importance:\n{title}", label="share of importance")
 fig.tight_layout()
 plt.show()
 for seed, rho, share in zip(config.seeds, rank_agreement, task_top_share):
@@ -683,20 +676,16 @@ for seed, rho, share in zip(config.seeds, rank_agreement, task_top_share):
 tuned = list(by_task.values())
 seed_agreement = [spearman_correlation(a.flatten(), b.flatten()) for i, a in enumerate(tuned) for b in tuned[i + 1:]]
 print("Spearman between the fine-tuning seeds' rankings:", ", ".join(f"{rho:+.2f}" for rho in seed_agreement))
-glue_number("ch10-task-mlm-rank-agreement-min", min(rank_agreement))
-glue_number("ch10-task-mlm-rank-agreement-max", max(rank_agreement))
-glue_number("ch10-task-seed-agreement-min", min(seed_agreement))
-glue_number("ch10-task-seed-agreement-max", max(seed_agreement))
 
 # %%
 # which heads matter depends on the loss: no fine-tuned ranking agrees with the masked LM's
 assert max(rank_agreement) < 0.5
 
 # %% [markdown]
-# The rankings do not agree (the three correlations lie between {glue:text}`ch10-task-mlm-rank-agreement-min:.2f`
-# and {glue:text}`ch10-task-mlm-rank-agreement-max:.2f`): which heads matter depends on the loss they are scored
-# with. Even the task's own rankings move with the fine-tuning seed (correlations between
-# {glue:text}`ch10-task-seed-agreement-min:.2f` and {glue:text}`ch10-task-seed-agreement-max:.2f`): a small model
+# The rankings do not agree (the three correlations with the masked-LM ranking, printed under the figure, all
+# stay below 0.5): which heads matter depends on the loss they are scored
+# with. Even the task's own rankings move with the fine-tuning seed (the correlations
+# between the seeds' rankings, printed under the figure): a small model
 # fine-tuned for a few steps can lean on different heads each time, so one ranking should not be read as a fact
 # about a head. On the fine-tuned task the importance gathers on
 # fewer heads than under the masked-LM loss on the seeds printed above ("What we saw" judges it on each): a
@@ -865,77 +854,85 @@ show_claims("ch10-what-we-saw", "What we saw: chapter 10, quick profile", [
 # 1. Recompute the importance after each pruning step (prune two heads, recompute on the remaining ones,
 #    repeat), as the authors' code does. Does the curve of section 7 improve?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Wrap section 7's loop: prune the two least important heads, recompute the importance with the removed heads'
 # gates at 0 (`head_importance(..., at=mask)`), and repeat until every head is gone; plot
 # `pruning_curve(score, order, counts, full_mask)` on section 7's axes. The solution is
 # `iterative_pruning_order(model, mlm_batches, mlm_loss)` of `lecture_lib.chapters.ch10_bertology_attention`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The first step is the same in both orders (the importance at the full model), so the curves coincide at 0
 # and 2 heads removed; after that the importance is that of the pruned model, where the remaining heads' roles
 # have shifted, and the orders part. Read from the plot whether the iterative curve stays at or above the
 # one-shot curve at high pruning rates, where the shift is largest.
-# :::
+#
+# </details>
 #
 # 2. Clark et al. ran the no-op test with BERT's masked-LM loss. Run it on the course BERT with its masked-LM
 #    loss, on section 6's masked sentences: does it park attention on [CLS] or [SEP], and what do the gradient
 #    shares say?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `no_op_profile(forward, mlm_batches, special, query)` with a `forward(batch)` that returns the model's
 # `mlm_loss` and its `attentions` (`output_attentions=True, masked_only=True`): that is
 # `masked_lm_forward(model)` of `lecture_lib.chapters.ch10_bertology_attention`.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # It parks nothing: every layer sends [CLS] and [SEP] only a few percent of its attention (under 0.04 and
 # about 0.06 per layer, below an even spread over these sentences of about 12 tokens), and their gradient
 # shares are of the same size (0.03 to 0.07). A 4-layer, 16-head model trained for a minute has no idle heads, so there is no
 # no-op to find; parking, and the no-op, appear in models with heads to spare.
-# :::
+#
+# </details>
 #
 # 3. Change the pattern rule's threshold `DOMINANT` from 0.5 to 0.4. How do the fractions of section 3 move?
 #    Which threshold would put fewer than half of the maps in "heterogeneous"?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # `DOMINANT` is a module constant of `lecture_lib.analysis.head_classes`; reassign it, rerun section 3's
 # classification, then sweep it down in steps of 0.05 until the heterogeneous share drops below one half
 # (`pattern_fractions(shares, 0.4)` and `threshold_for_few_heterogeneous(shares)` of
 # `lecture_lib.chapters.ch10_bertology_attention`).
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Every rule is a "share at least `DOMINANT`" test, so lowering the threshold can only move maps out of
 # heterogeneous: on section 3's 48 pairs it falls from 65% (0.5) to 52% (0.45) and 34% (0.4), most of the
 # maps moving to vertical. 0.4 is the first threshold of the sweep below one half; Kovaleva et al.'s rule used
 # a different criterion, so this says how much the finding depends on the threshold.
-# :::
+#
+# </details>
 #
 # 4. Score the syntactic heads of section 5 with attention *from* a word taken as the sum over its pieces
 #    instead of the mean. Which relations change, and why could they?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # In the code that maps token attention to word attention, replace the mean over a word's pieces by the sum for
 # the rows (attention *from* a word): `word_maps(..., to_words=summed_row_attention)` of
 # `lecture_lib.chapters.ch10_bertology_attention`; then rerun section 5's table.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # No relation changes: the table is identical. Summing a word's piece rows multiplies its row by its number of
 # pieces, and the most-attended word of a row, the argmax each head's guess is read from, does not change when the
 # row is multiplied by a positive number. The convention matters only for measures that compare weights across
 # rows, such as the average attention between two relations' words.
-# :::
+#
+# </details>
 
 # %% [markdown]
 # ## Further reading

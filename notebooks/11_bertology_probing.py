@@ -285,7 +285,7 @@ show_reproduction(
     note="Three seeds (held-out types, control labels, probes). Hewitt and Liang (2019) report, for ELMo's "
          "first layer on part of speech, 97.2% task and 71.2% control accuracy with the default linear probe "
          "(selectivity 26.0); their words were mostly seen in training, so their control was easier than "
-         "ours on unseen types.")
+         "ours on unseen types.");
 
 # %% [markdown]
 # Read the table with the control beside each accuracy.
@@ -439,7 +439,7 @@ show_reproduction(
      ["right-branching (ours)", "synthetic language", "–", f"{100 * right_branching:.1f}", "–", "–", "–"]],
     note="Reproduced in shape: a middle layer holds the most tree, layer 0 and the last layer less, and UUAS "
          "saturates with the probe's rank as in the paper's curve. Our numbers are higher than the paper's "
-         "because the synthetic sentences are short and their trees regular: layer 0 alone gets most edges.")
+         "because the synthetic sentences are short and their trees regular: layer 0 alone gets most edges.");
 
 # %% [markdown]
 # The asserts: the best layer beats layer 0 and the right-branching baseline (this run's values are in the
@@ -585,7 +585,7 @@ show_reproduction(
          "dependency labels, constituent types, entity types, relations and our coreference-like pairs "
          "are nearly solved at layer 0 (the words and their positions give them away), so their expected layers are undefined, and the "
          "pipeline's full order cannot be read from these span tasks (section 3's word tasks read it). Tenney et "
-         "al.'s per-task expected layers are not verified here.")
+         "al.'s per-task expected layers are not verified here.");
 
 # %% [markdown]
 # * **Five of the six tasks are lexical or positional here.** The label of a gold dependency arc is given by the two
@@ -732,7 +732,7 @@ show_reproduction(
     ["facts stated", "times each", "facts", "P@1 before", "P@1 after", "frequency baseline", "P@1 negated",
      "top-1 unchanged by negation"], rows,
     note="Mean ± half the range over three seeds. LAMA's BERT-large reaches 32.3 P@1 on T-REx against a "
-         "frequency baseline far lower (Petroni et al. 2019, Table 2; not checked against the paper here).")
+         "frequency baseline far lower (Petroni et al. 2019, Table 2; not checked against the paper here).");
 
 # %%
 frequent = {measure: over_seeds("after", "frequent", measure) for measure in ("p1", "baseline", "unchanged",
@@ -869,7 +869,7 @@ show_reproduction(
     ["claim", "the papers (BERT-base and others; read qualitatively)", "MiniLM on our 60 sentences"], rows,
     note="The shapes reproduce on a tiny hand-written set: the senses separate after one layer and the adjusted "
          "self-similarity falls with depth. MiniLM's last layer is the exception to growing anisotropy, a mark of "
-         "its sentence-similarity fine-tuning. The papers' per-layer values were not read off their figures.")
+         "its sentence-similarity fine-tuning. The papers' per-layer values were not read off their figures.");
 
 # %% [markdown]
 # ## What we saw
@@ -970,48 +970,54 @@ show_claims("ch11-what-we-saw", "What we saw: chapter 11, quick profile", [
 #    property needs? (`probe_at_layer((train_vectors, test_vectors), (train, test), task, 3, config, rank=2)`
 #    of `lecture_lib.chapters.ch11_bertology_probing` trains both probes.)
 #
-# :::{admonition} Hint
-# :class: dropdown
-# `negated` has two classes, `pos` about a dozen, `deprel` about twenty.
-# :::
+# <details><summary>Hint</summary>
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# `negated` has two classes, `pos` about a dozen, `deprel` about twenty.
+#
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # On the quick profile's treebank, `negated` keeps its 0.98 (0.97); `pos` drops by about 7 points (1.00 to
 # 0.93) and `deprel` by about 18 (0.96 to 0.78): many classes cannot all be separated along two directions.
-# :::
+#
+# </details>
 #
 # 2. Train the all-words `deprel` task and control probes of layer 3 (section 3's first cell, every type
 #    seen in training) for 30 and for 400 steps instead of 100. How do
 #    the two accuracies and the selectivity move? Hewitt and Liang choose probes by their selectivity: which
 #    would you choose? (`probe_at_layer(..., "deprel", 3, config, steps=30)`.)
 #
-# :::{admonition} Hint
-# :class: dropdown
-# More steps let the probe memorise more word types; watch the control rather than the task.
-# :::
+# <details><summary>Hint</summary>
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# More steps let the probe memorise more word types; watch the control rather than the task.
+#
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The task stays near 0.96 while the control climbs from about 0.90 (30 steps) through 0.94 (100) to about
 # 0.96 (400 steps): the selectivity falls from about 6 points to under 1. The shortest training is the most
 # selective probe.
-# :::
+#
+# </details>
 #
 # 3. Rerun the structural probe of section 4 with `chapter_config(structural_rank=8)`. How far below rank 64
 #    is MiniLM's best layer?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # The rank sweep of section 4 already holds the answer for the best layer (layer 3): its printed UUAS at
 # ranks 8 and 64; the other layers follow it.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # About 4 points of UUAS below (about 0.91 against 0.95 at layer 3): eight directions hold nearly the whole
 # tree of these short sentences.
-# :::
+#
+# </details>
 #
 # ## Further reading
 #

@@ -131,21 +131,26 @@ assert teacher_score > majority + 10  # the teacher learned the task: there is s
 # $$p_i(T) = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)},$$
 #
 # and train the student's softened distribution q(T) towards the teacher's p(T): the loss is
-# $T^2 \cdot \mathrm{KL}(p(T)\,\|\,q(T))$. Below, the teacher's MLM prediction for one masked word at T = 1, 2, 4:
-# the higher T, the more of the ranking below the top word the student gets to see. Over a vocabulary of
-# thousands of word pieces even T = 1 spreads the mass: here the top word gets
-# {glue:text}`ch12-top-probability:.3f` of it (printed below the figure), and the rest is the ranking the student
-# learns from.
+# $T^2 \cdot \mathrm{KL}(p(T)\,\|\,q(T))$. Below, the teacher's MLM prediction at T = 1, 2, 4 for the masked word it
+# is surest of among 64 sentences (the code picks it): the higher T, the more of the ranking below the top word
+# the student gets to see. The top word's probability at each T is printed below the figure.
 
 # %%
-from lecture_lib.reproductions import glue_number  # noqa: E402  (quotes a number of the run in the prose)
-
-text = SyntheticLanguage(0).sentences(1, seed=7)[0].text
-ids = torch.tensor([tokenizer.frame(tokenizer.encode(text))[0]])
 masked_position = 3
-ids[0, masked_position] = tokenizer.mask_token_id
-with torch.no_grad():
-    word_logits = pretrained.model.eval()(ids).prediction_logits[0, masked_position]
+
+
+def masked_word_logits(text):
+    """The teacher's MLM logits for the word at `masked_position` of `text`, that word masked."""
+    ids = torch.tensor([tokenizer.frame(tokenizer.encode(text))[0]])
+    ids[0, masked_position] = tokenizer.mask_token_id
+    with torch.no_grad():
+        return pretrained.model.eval()(ids).prediction_logits[0, masked_position]
+
+
+texts = [sentence.text for sentence in SyntheticLanguage(0).sentences(64, seed=7)]
+candidates = [masked_word_logits(text) for text in texts]
+chosen = max(range(len(texts)), key=lambda i: float(soft_targets(candidates[i], 1).max()))
+text, word_logits = texts[chosen], candidates[chosen]
 top = word_logits.argsort(descending=True)[:6]
 words = tokenizer.convert_ids_to_tokens(top.tolist())
 fig, ax = plt.subplots(figsize=(8, 2.8))
@@ -153,13 +158,15 @@ for shift, t in zip((-0.25, 0, 0.25), (1, 2, 4)):
     ax.bar(torch.arange(6) + shift, soft_targets(word_logits, t)[top], width=0.25, label=f"T = {t}")
 ax.set_xticks(range(6), words)
 ax.set_ylabel("probability")
-ax.set_title(f"the teacher's soft targets for the third word of: {text}", fontsize=9)
+ax.set_title(f"the teacher's soft targets for the third word of: {text}\n"
+             f"(its surest prediction among {len(texts)} sentences)", fontsize=9)
 ax.legend()
 plt.show()
 entropy = {t: float(-(soft_targets(word_logits, t) * F.log_softmax(word_logits / t, -1)).sum()) for t in (1, 2, 4)}
 print("entropy of the soft targets (nats):", {t: round(h, 2) for t, h in entropy.items()})
-top_probability = glue_number("ch12-top-probability", float(soft_targets(word_logits, 1).max()))
-print(f"the top word's probability at T = 1: {top_probability:.3f}")
+top_probability = float(soft_targets(word_logits, 1).max())
+print("the top word's probability at T = 1, 2, 4:",
+      ", ".join(f"{float(soft_targets(word_logits, t).max()):.3f}" for t in (1, 2, 4)))
 assert entropy[1] < entropy[2] < entropy[4]  # a higher temperature always flattens
 
 # %% [markdown]
@@ -278,7 +285,7 @@ show_reproduction(
       ", ".join(f"{d:+.1f}" for d in deltas[name])] for name, delta in paper_delta.items()],
     note="The paper's Δ are of its GLUE macro-score; ours of one small task's accuracy, three seeds. A row "
          "reproduces where its Δ is negative by more than its spread.",
-)
+);
 
 # %% [markdown]
 # What the seeds say at this scale. The random initialisation is the one ablation that costs more than the
@@ -533,7 +540,7 @@ show_reproduction(
     note="Q8BERT's point reproduces: at 8 bits, rounding the trained model loses nothing here. The quantization-"
          "aware runs are new fine-tunings (single seeds), so they differ from the float teacher by what any "
          "fine-tuning run does, a few points either way, and can land above it.",
-)
+);
 
 # %% [markdown]
 # ## 6. Pruning
@@ -680,7 +687,7 @@ show_reproduction(
     note="DistilBERT's own paper says 110M → 66M parameters (×1.66), 97% of BERT-base's GLUE score and 60% faster "
          "(Table 3: 668 s against 410 s on CPU); the Primer prints ×2.5, 90%, ×1.6: both are as printed, under "
          "different definitions. ALBERT's ×5.6 is training throughput against BERT-large, not inference speed.",
-)
+);
 
 # %% [markdown]
 # ## What we saw
@@ -764,74 +771,82 @@ show_claims("ch12-what-we-saw", "What we saw: chapter 12, quick profile", [
 # 1. Distil at T = 1 and at T = 8 instead of 2 (`StudentRecipe(TripleLoss(temperature=...))`). Does the student's
 #    accuracy move more than the spread of three fine-tuning seeds? And what would T = 8 do without the factor T²?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Build the recipe, pass it to `distilled_student` and `student_on_task`; rerun `student_on_task` with
 # `config.finetune.seed` set to 1 and 2 for the spread. For the factor, `soft_gradient_norm(student_logits,
 # teacher_logits, t, scaled=False)` of `lecture_lib.compression.distillation` on section 2's logits.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The T² factor is what keeps T = 8 from training the soft term sixteen times more slowly than T = 2: without it
 # the gradient shrinks as $1/T^2$, and on section 2's logits the unscaled norm at T = 2 is 16.0 times that at
 # T = 8, $(8/2)^2$, while the scaled norms agree within 1%. Whether the accuracy moves more than the seed spread
 # is what your runs print: three students (a few seconds of distillation each, the first time), three seeds.
-# :::
+#
+# </details>
 #
 # 2. Quantize per tensor instead of per channel in the bit sweep (`quantize_weights_(model, bits, per_channel=False)`).
 #    At which bit width does the accuracy first fall below the majority class?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # Per tensor, the step is set by the largest weight of the whole matrix; the rows with small weights round to zero
 # first. `weight_rounding_error(model, bits, per_channel)` of `lecture_lib.compression.quantization` measures
 # the relative rounding error of all the linear weights either way.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # Per tensor, every bit width rounds with a larger error: on a tiny random BERT (width 32, two layers) about 1.4
 # times the per-channel error from 8 down to 3 bits, and more at 2 and 1 bit (section 4 prints the same comparison
 # on one of the teacher's matrices). So expect the per-tensor accuracy to collapse at the same bit width as the
 # per-channel one or a higher one; the sweep on the teacher (a few seconds) prints at which.
-# :::
+#
+# </details>
 #
 # 3. Fine-tune the 50% magnitude-pruned teacher for 100 more steps with its masks in place (`magnitude_prune_`
 #    without `make_permanent_`, then `finetune`). How much of the lost accuracy comes back, and are the zeros still zero?
 #
-# :::{admonition} Hint
-# :class: dropdown
-# The masks are parametrizations: `layer.weight` is always `original * mask`; check `sparsity_of(layers)` after training.
-# :::
+# <details><summary>Hint</summary>
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# The masks are parametrizations: `layer.weight` is always `original * mask`; check `sparsity_of(layers)` after training.
+#
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The sparsity stays at 0.5 exactly, and the zeros are the same weights as before training (the smallest half of
 # all |w|), while every other weight moves. How much accuracy comes back is what your run prints: compare it with
 # the 50% point of the sparsity sweep and with the teacher's score.
-# :::
+#
+# </details>
 #
 # 4. Give the ALBERT-style student other embedding sizes, E = 4 and E = 64 (`StudentRecipe(embedding_size=...,
 #    shared_layer=3)`, then `distilled_student` and `student_on_task`). How much of the token table's squared norm
 #    does each keep, and how do the accuracy and the compression move?
 #
-# :::{admonition} Hint
-# :class: dropdown
+# <details><summary>Hint</summary>
+#
 # The share kept is the sum of the first E squared singular values over the sum of all of them
 # (`torch.linalg.svdvals`; `kept_squared_norm(W, E)` of `lecture_lib.chapters.ch12_compression`); `model_bytes`
 # gives the compression.
-# :::
 #
-# :::{admonition} Expected outcome
-# :class: dropdown
+# </details>
+#
+# <details><summary>Expected outcome</summary>
+#
 # The share is that of section 3's printout for E = 16, and it grows with E up to all of it at E = 64, the quick
 # teacher's width H: the factorised table $U_E S_E$ holds exactly that share of $\lVert W \rVert^2$ (on a tiny
 # random BERT of width 32, 0.22 at E = 4 and 0.67 at E = 16). The student grows with E ($V E + E H$ numbers for the
 # table), so the compression falls below section 7's E = 16 figure at E = 64 and rises at E = 4. The accuracies
 # are what your two students print (about 6 s each, the first time); expect E = 4, which drops most of the
 # table, to lose the most.
-# :::
+#
+# </details>
 #
 # ## Further reading
 #

@@ -230,8 +230,8 @@ def _rerun_prints_the_same(path: Path, executed) -> None:
 
 def _no_unprinted_result_in_prose(path: Path, executed) -> None:
     quotes = notebook_checks.unquoted_results(executed)
-    assert not quotes, (f"{path.name}: numbers in the prose that this run did not print (glue them, cite the "
-                        "paper in their sentence, or rephrase):\n" + "\n".join(map(str, quotes)))
+    assert not quotes, (f"{path.name}: numbers in the prose that this run did not print (print them from their "
+                        "cell, cite the paper in their sentence, or rephrase):\n" + "\n".join(map(str, quotes)))
 
 
 NOTEBOOK_CHECKS = {"rerun-prints-the-same": _rerun_prints_the_same,

@@ -14,7 +14,7 @@ speed-up), so all its digits are masked: its text must still match, its numbers 
 the run printed (or a numeric literal of its code, not one in a comment or a string), to the digits quoted: ``0.77`` is accounted for by a printed
 ``0.7712`` or ``0.77``, ``33.8%`` by ``0.338`` or ``33.8``. A paper's figure is exempt when its sentence cites
 the paper by an author and a year (``Lan et al. (2020)``, ``(Clark et al., 2020, Table 1)``); "the paper"
-alone does not, since such a sentence often sets our numbers beside the paper's. Numbers glued into the prose (``{glue:text}`key```), written as code (backticks) or as mathematics (``$…$``:
+alone does not, since such a sentence often sets our numbers beside the paper's. Numbers written as code (backticks) or as mathematics (``$…$``:
 equations and the arithmetic of constants), and those of the Exercises section (their solution tests check
 them) are not prose quotes.
 
@@ -91,7 +91,7 @@ _WORDS = {"twice": 2, "thrice": 3, "two": 2, "three": 3, "four": 4, "five": 5, "
           "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
           "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000}
 _CITATION = re.compile(r"et al\.|\b[A-Z][\w-]+(?: and [A-Z][\w-]+)?(?:, | \()(?:19|20)\d\d[a-z]?\b")
-_NOT_PROSE = re.compile(r"\{glue:\w+\}`[^`]*`|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>", re.DOTALL)
+_NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+(?=[A-Z(*])"
                            r"|\n\s*\n|\n\|")
 _PRINTED = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")

@@ -46,12 +46,11 @@ def test_a_quoted_result_must_be_one_the_run_printed(prose, printed, flagged):
     "Devlin et al. (2019) report 84.6 on MNLI-m.",
     "On MNLI-m BERT-base scores 84.6 (Devlin et al., 2019, Table 1).",
     "Liu et al.'s (2019) Table 1 gives 78.3 → 78.7.",
-    "Our score is {glue:text}`ch01-score:.2f`, well above chance.",
     "Call `mask(p=0.15)` to select 15% of the tokens.",
     "The scale is $0.02 \\cdot \\sqrt{64} = 0.16$.",
     "## Exercises\n\nExpect a mean run of about 1.79 tokens.",
 ])
-def test_cited_glued_code_mathematics_and_exercises_are_not_prose_quotes(prose):
+def test_cited_code_mathematics_and_exercises_are_not_prose_quotes(prose):
     assert quoted(prose, "nothing", source="p = 0.15") == []
 
 

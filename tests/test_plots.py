@@ -3,7 +3,14 @@ import numpy as np
 import pytest
 import torch
 
-from lecture_lib.plots import plot_attention, plot_dependencies, plot_grouped_bars, plot_history, plot_mask
+from lecture_lib.plots import (
+    plot_attention,
+    plot_dependencies,
+    plot_grouped_bars,
+    plot_head_grid,
+    plot_history,
+    plot_mask,
+)
 from lecture_lib.plots.tokenization_figures import plot_merge_tree, plot_vocabulary_curve
 from lecture_lib.tokenization import learn_bpe
 from lecture_lib.train import History
@@ -48,6 +55,20 @@ def test_mask_image_is_the_mask(ax):
     assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("causal", "key", "query")
     with pytest.raises(ValueError, match=r"expected a mask of shape \(queries, keys\), got \(1, 2, 3\)"):
         plot_mask(ax, mask[None], "three dimensions")
+
+
+def test_head_grid_ticks_every_layer_and_head_and_names_its_colour_bar(ax):
+    values = torch.arange(12.0).reshape(4, 3) / 10  # 4 layers, 3 heads
+    assert plot_head_grid(ax, values, "importance", label="share", digits=1) is ax
+    (image,) = ax.get_images()
+    np.testing.assert_allclose(np.asarray(image.get_array()), values.numpy())
+    assert ax.get_yticks().tolist() == [0, 1, 2, 3] and ax.get_xticks().tolist() == [0, 1, 2]  # not -0.5, 0.5, ...
+    (colour_bar,) = [a for a in ax.figure.axes if a is not ax]
+    assert colour_bar.get_ylabel() == "share"
+    assert [t.get_text() for t in ax.texts] == [f"{v:.1f}" for v in values.flatten().tolist()]
+    assert ax.texts[5].get_position() == (2, 1)  # layer 1, head 2: x is the head, y the layer
+    with pytest.raises(ValueError, match=r"expected values of shape \(layers, heads\), got \(12,\)"):
+        plot_head_grid(ax, values.flatten(), "flat", label="share")
 
 
 def test_attention_map_labels_rows_by_query_and_columns_by_key(ax):

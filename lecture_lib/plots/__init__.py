@@ -34,7 +34,7 @@ from lecture_lib.train import History
 
 __all__ = [
     # charts: drawn on the axes they are given
-    "plot_attention", "plot_dependencies", "plot_grouped_bars", "plot_history", "plot_mask",
+    "plot_attention", "plot_dependencies", "plot_grouped_bars", "plot_head_grid", "plot_history", "plot_mask",
     # diagrams: one figure each, no arguments needed
     "albert_diagram", "beam_search_diagram", "beam_search_example", "bert_input_diagram", "bert_pretraining_diagram",
     "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram",
@@ -77,6 +77,27 @@ def plot_attention(ax: Axes, weights: torch.Tensor, queries: Sequence[str], keys
     ax.set_xticks(range(len(keys)), keys)
     ax.set_yticks(range(len(queries)), queries)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    return ax
+
+
+def plot_head_grid(ax: Axes, values: torch.Tensor, title: str, *, label: str, digits: int | None = None,
+                   vmin: float | None = None) -> Axes:
+    """One number per attention head, a (layers, heads) grid: a heatmap with a tick on every layer and head (0 to
+    L−1, 0 to H−1), a colour bar named ``label``, and each cell's value written in it when ``digits`` is given.
+
+    Taught in: 10_bertology_attention ("Which heads matter").
+    """
+    if values.dim() != 2:
+        raise ValueError(f"expected values of shape (layers, heads), got {tuple(values.shape)}")
+    grid = values.detach().float().cpu()
+    image = ax.imshow(grid.numpy(), cmap="viridis", vmin=vmin)
+    layers, heads = grid.shape
+    ax.set(title=title, xlabel="head", ylabel="layer", xticks=range(heads), yticks=range(layers))
+    ax.figure.colorbar(image, ax=ax, shrink=0.8, label=label)
+    if digits is not None:
+        for (layer, head), v in zip(torch.cartesian_prod(torch.arange(layers), torch.arange(heads)).tolist(),
+                                    grid.flatten().tolist()):
+            ax.text(head, layer, f"{v:.{digits}f}", ha="center", va="center", color="w", fontsize=8)
     return ax
 
 
