@@ -51,6 +51,7 @@ from transformers import BertTokenizer
 from lecture_lib import profile
 from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
+from lecture_lib.data.minilm import bert_uncased_vocab_file
 from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import limit_cpu_threads
 from lecture_lib.tokenization import (
@@ -58,7 +59,6 @@ from lecture_lib.tokenization import (
     WordPieceTokenizer,
     apply_bpe,
     basic_tokenize,
-    bert_uncased_vocab_file,
     bpe_curve,
     bytes_to_unicode,
     compress,

@@ -226,6 +226,13 @@ def test_objectives_import_only_runtime_tokenization_labels_and_objectives():
     assert not bad, f"objectives/ are token ids in, (inputs, labels) out: {bad}"
 
 
+def test_tokenization_imports_only_the_core_and_itself():
+    """Tokenizers are the floor that data/ and objectives/ stand on: they never import data/ (where the corpora and
+    the real MiniLM's files are found) nor anything above it."""
+    bad = _violations(_in_package("tokenization"), allowed=CORE + _lib("tokenization"))
+    assert not bad, f"tokenization/ imports the core and tokenization/ only: {bad}"
+
+
 def test_analysis_compression_finetuning_never_import_the_pretraining_glue():
     bad = _violations(_in_package("analysis", "compression", "finetuning"), allowed=DOWNSTREAM_MAY_IMPORT)
     assert not bad, f"allowed: {sorted(DOWNSTREAM_MAY_IMPORT)}; found: {bad}"
