@@ -57,7 +57,6 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     synthetic_corpus,
     unigram_guess,
     unit_rows,
-    word_units,
 )
 from lecture_lib.data.minilm import bert_uncased_vocab_file
 from lecture_lib.models.bert import BertConfig
@@ -65,6 +64,7 @@ from lecture_lib.models.roberta import RobertaConfig, RobertaForMaskedLM, positi
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.input_formats import FORMATS, format_rows, frame_roberta_ids
 from lecture_lib.objectives.masking import mask_tokens
+from lecture_lib.objectives.masking_units import word_units
 from lecture_lib.objectives.span_masking import (
     mask_spans,
     mask_units,
