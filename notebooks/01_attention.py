@@ -792,7 +792,7 @@ show_claims("ch01-what-we-saw", "What we saw: chapter 01, quick profile", [
 # Keep `train_reversal` as it is and change only the score: apply $W_1$ to all encoder states once per batch (a
 # `nn.Linear` without bias), add $W_2 s_t$ at each decoder step, then $\tanh$ and $v$; mask the padded source
 # positions before the softmax as in section 6. Compare loss curves and exact match by length on 2-3 seeds. One
-# solution: `AdditiveAttentionSeq2Seq` in `lecture_lib.models.rnn_seq2seq`, trained by
+# solution: `AdditiveAttentionSeq2Seq` in `lecture_lib.chapters.solutions.ch01_attention`, trained by
 # `train_reversal("additive", exp)`.
 #
 # </details>

@@ -1253,7 +1253,7 @@ show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
 # <details><summary>Expected outcome</summary>
 #
 # The cached logits equal `decode_step`'s to float rounding (`torch.testing.assert_close` passes) and the greedy
-# outputs are identical (`KVCacheDecoder` in `lecture_lib.models.transformer` is one solution). The cached
+# outputs are identical (`KVCacheDecoder` in `lecture_lib.chapters.solutions.ch02_transformer` is one solution). The cached
 # decoder processes one position per step, $T$ over $T$ steps, where `decode_step` processes the whole prefix,
 # $T(T+1)/2$: time both on long outputs, and the cached one's advantage grows with the output length.
 #

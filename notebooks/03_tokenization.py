@@ -55,6 +55,7 @@ from transformers import BertTokenizer
 from lecture_lib import profile
 from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
+from lecture_lib.data.minilm import bert_uncased_vocab_file
 from lecture_lib.plots import plot_grouped_bars
 from lecture_lib.plots.tokenization_figures import plot_merge_tree, plot_vocabulary_curve
 from lecture_lib.reproductions import show_reproduction
@@ -64,7 +65,6 @@ from lecture_lib.tokenization import (
     WordPieceTokenizer,
     apply_bpe,
     basic_tokenize,
-    bert_uncased_vocab_file,
     bpe_curve,
     bytes_to_unicode,
     compress,

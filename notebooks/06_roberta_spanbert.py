@@ -57,13 +57,14 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     synthetic_corpus,
     unigram_guess,
     unit_rows,
-    word_units,
 )
+from lecture_lib.data.minilm import bert_uncased_vocab_file
 from lecture_lib.models.bert import BertConfig
 from lecture_lib.models.roberta import RobertaConfig, RobertaForMaskedLM, position_ids_after_padding
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.input_formats import FORMATS, format_rows, frame_roberta_ids
 from lecture_lib.objectives.masking import mask_tokens
+from lecture_lib.objectives.masking_units import word_units
 from lecture_lib.objectives.span_masking import (
     mask_spans,
     mask_units,
@@ -77,7 +78,6 @@ from lecture_lib.pretraining import tokenize_documents
 from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads
 from lecture_lib.tokenization import ByteLevelBPE, WordPieceTokenizer
-from lecture_lib.tokenization.wordpiece import bert_uncased_vocab_file
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()

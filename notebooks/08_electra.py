@@ -639,7 +639,7 @@ show_claims("ch08-what-we-saw", "What we saw: chapter 08, " + profile.current() 
 #
 # Replace the pooler with dense → GELU → dense on token 0 (ELECTRA's classification head), keep the rest of the
 # fine-tuning loop and plot the same curve. The solution is `ElectraHeadForSequenceClassification` in
-# `lecture_lib/models/heads.py` and `with_electra_head` in `lecture_lib/chapters/ch08_electra.py`:
+# `lecture_lib/chapters/solutions/ch08_electra.py` and `with_electra_head` in `lecture_lib/chapters/ch08_electra.py`:
 # `finetune_scores(run, f, config, data, electra_head=True)` fine-tunes each checkpoint with it (cached apart from
 # the pooler's scores).
 #

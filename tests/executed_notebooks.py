@@ -20,7 +20,8 @@ A pytest plugin (registered by the root ``conftest.py``) with four jobs:
   (:func:`pytest_xdist_make_scheduler`). Notebooks come first, in :data:`NOTEBOOK_ORDER`, so that the long
   ones start at once and the unit tests fill the gaps at the end.
 
-``--skip-executed`` (``make book``) deselects the notebooks whose outputs are already in the cache. At the end,
+Keeping needs the book's packages (jupyter-cache, in the ``book`` extra); without them the plugin keeps nothing,
+says so in the session's header, and does its other jobs. ``--skip-executed`` (``make book``) deselects the notebooks whose outputs are already in the cache. At the end,
 the session prints each notebook's time (its cells' setup, call and teardown, added up), so that a notebook
 that grows shows in every log, and each check's time over all notebooks.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 import copy
 import fcntl
 import hashlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -45,6 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"
 STAMP = CACHE.parent / ".jupyter_cache.stamp"
 _STAMP = pytest.StashKey[str]()
+# jupyter-cache comes with the book's packages (pip install -e ".[book]"), not with the test extra.
+CAN_KEEP = importlib.util.find_spec("jupyter_cache") is not None
+WITHOUT_CACHE = "jupyter-cache is not installed (it is in the `book` extra: pip install -e '.[book]')"
 
 # The first two go one to each worker: 05, which builds the two small BERTs of chapter 04 and the BERT that
 # 10, 11 and 12 load from $LECTURE_CACHE, and 07, the longest of those that need none of them. 10, 11 and 12
@@ -107,8 +112,14 @@ def _rank(item) -> tuple:
     return (0, NOTEBOOK_ORDER.index(prefix) if prefix in NOTEBOOK_ORDER else len(NOTEBOOK_ORDER), notebook.name)
 
 
+def pytest_report_header(config):
+    return None if CAN_KEEP else f"executed notebooks are not kept for `make book`: {WITHOUT_CACHE}"
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--skip-executed"):
+        if not CAN_KEEP:
+            raise pytest.UsageError(f"--skip-executed reads the book's cache, but {WITHOUT_CACHE}")
         cached = {path for path in {_notebook_of(item) for item in items} - {None} if _in_cache(path)}
         config.hook.pytest_deselected(items=[item for item in items if _notebook_of(item) in cached])
         items[:] = [item for item in items if _notebook_of(item) not in cached]
@@ -243,7 +254,7 @@ def _store(notebook_file) -> None:
     from jupyter_cache.base import CacheBundleIn
 
     executed = _executed(notebook_file)
-    if executed is None:
+    if executed is None or not CAN_KEEP:
         return
     with _cache() as cache:
         if STAMP.read_text() != notebook_file.config.stash[_STAMP]:

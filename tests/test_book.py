@@ -3,6 +3,7 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,8 @@ def test_the_executed_copy_replaces_the_output_free_one_myst_nb_writes_in_cache_
     from types import SimpleNamespace
 
     import nbformat
+
+    pytest.importorskip("jupyter_cache", reason="the book's cache needs jupyter-cache, from the `book` extra")
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 

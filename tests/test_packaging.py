@@ -125,3 +125,10 @@ def test_lecture_lib_imports_only_declared_dependencies():
                 if not names & declared:
                     undeclared.add(f"{path.relative_to(ROOT)} imports {top}")
     assert not undeclared, f"imports not declared in pyproject's dependencies: {sorted(undeclared)}"
+
+
+def test_every_phony_target_of_the_makefile_exists():
+    phony = {name for line in MAKEFILE.splitlines() if line.startswith(".PHONY:") for name in line.split()[1:]}
+    targets = set(re.findall(r"^([\w-]+):(?!=)", MAKEFILE, re.M))
+    assert phony and not phony - targets, f".PHONY names targets the Makefile lacks: {sorted(phony - targets)}"
+    assert {"lint", "unit", "format"} <= phony

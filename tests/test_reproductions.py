@@ -1,5 +1,6 @@
 """Paper-versus-ours tables: their Markdown, their errors, the glue the book reads, and the page that collects them."""
 
+import functools
 import importlib.util
 import re
 import subprocess
@@ -29,9 +30,19 @@ from lecture_lib.reproductions import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("reproductions_page", ROOT / "book" / "_ext" / "reproductions_page.py")
-reproductions_page = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reproductions_page)
+
+
+@functools.cache
+def _page():
+    """book/_ext/reproductions_page.py, the Sphinx extension that writes the Reproductions page: it needs the book's
+    packages (docutils, Sphinx: pip install -e '.[book]'), and the tests that read it are skipped without them."""
+    for package in ("docutils", "sphinx"):
+        pytest.importorskip(package, reason=f"the book's extension needs {package}, from the `book` extra")
+    path = ROOT / "book" / "_ext" / "reproductions_page.py"
+    page = importlib.util.module_from_spec(importlib.util.spec_from_file_location("reproductions_page", path))
+    page.__spec__.loader.exec_module(page)
+    return page
+
 
 HEADER = ["model", "F1", "paper"]
 ROWS = [["ours", 0.91234, "92.4"], ["a|b", None, float("nan")]]
@@ -109,7 +120,7 @@ def test_a_call_without_a_literal_key_is_an_error():
 
 
 def reproduction_keys(source):
-    return reproductions_page.reproduction_keys(source, "01_test.py")
+    return _page().reproduction_keys(source, "01_test.py")
 
 
 def test_page_pastes_each_key_from_its_notebook(tmp_path):
@@ -117,7 +128,7 @@ def test_page_pastes_each_key_from_its_notebook(tmp_path):
     (tmp_path / "02_none.py").write_text("# # 02 · No table\n")
     (tmp_path / "03_third.py").write_text('# # 03 · Third\nshow_reproduction("ch03-y", c, h, r)\n'
                                           'show_reproduction("ch03-z", c, h, r)\n')
-    page = reproductions_page.page_sections(tmp_path)
+    page = _page().page_sections(tmp_path)
     assert page.count("## ") == 2 and "## 01 · First" in page and "No table" not in page
     assert re.findall(r":::\{glue:any\} (\S+)\n:doc: (\S+)", page) == [
         ("ch01-x", "../notebooks/01_first.ipynb"), ("ch03-y", "../notebooks/03_third.ipynb"),
@@ -128,15 +139,15 @@ def test_a_key_used_twice_is_an_error(tmp_path):
     for name in ("01_a.py", "02_b.py"):
         (tmp_path / name).write_text('show_reproduction("ch01-x", c, h, r)\n')
     with pytest.raises(ValueError, match="'ch01-x' is used by 01_a.py and again by 02_b.py"):
-        reproductions_page.reproductions_by_chapter(tmp_path)
+        _page().reproductions_by_chapter(tmp_path)
 
 
 def test_every_table_of_the_course_reaches_the_page():
     """Each chapter's keys are unique, start with its number, and are pasted from its own notebook."""
-    chapters = reproductions_page.reproductions_by_chapter(ROOT / "notebooks")
+    chapters = _page().reproductions_by_chapter(ROOT / "notebooks")
     assert {"01_attention", "02_transformer", "03_tokenization", "06_roberta_spanbert", "07_albert",
             "10_bertology_attention"} <= set(chapters)
-    page = reproductions_page.page_sections(ROOT / "notebooks")
+    page = _page().page_sections(ROOT / "notebooks")
     for stem, keys in chapters.items():
         assert all(key.startswith(f"ch{stem[:2]}-") for key in keys), (stem, keys)
         for key in keys:
@@ -312,12 +323,12 @@ def test_main_prints_what_the_command_prints(executed, capsys):
 
 
 def test_the_page_counts_verdicts_per_chapter_and_in_total(executed):
-    assert reproductions_page.count_rows(executed) == [
+    assert _page().count_rows(executed) == [
         ["01", "3", "2", "1", "0"], ["02", "2", "1", "0", "1"], ["03", "0", "0", "0", "0"], ["total", "5", "3", "1", "1"]]
-    table = reproductions_page.table_node(reproductions_page.COUNT_COLUMNS, reproductions_page.count_rows(executed))
-    assert [entry.astext() for entry in table.findall(reproductions_page.nodes.entry)][:5] == [
+    table = _page().table_node(_page().COUNT_COLUMNS, _page().count_rows(executed))
+    assert [entry.astext() for entry in table.findall(_page().nodes.entry)][:5] == [
         "chapter", "claims", "reproduced", "mechanism only", "not reproduced"]
-    assert len(list(table.findall(reproductions_page.nodes.row))) == 5
+    assert len(list(table.findall(_page().nodes.row))) == 5
 
 
 def test_claims_tables_reach_the_page_and_claim_keys_are_unique_in_the_course():
@@ -353,6 +364,7 @@ def test_the_counts_table_goes_under_the_page_title(executed):
     """What Sphinx's doctree-resolved event does to the page: a sentence and the counts table after the title."""
     from types import SimpleNamespace
 
+    page = _page()  # skipped without docutils
     from docutils import nodes
     from docutils.utils import new_document
 
@@ -361,9 +373,9 @@ def test_the_counts_table_goes_under_the_page_title(executed):
     section += [nodes.title(text="Reproductions"), nodes.paragraph(text="Every chapter ...")]
     document += section
     app = SimpleNamespace(outdir=str(executed.parent / "html"))
-    reproductions_page.insert_counts(app, document, "book/other")
+    page.insert_counts(app, document, "book/other")
     assert len(section.children) == 2  # another page: untouched
-    reproductions_page.insert_counts(app, document, reproductions_page.PAGE)
+    page.insert_counts(app, document, page.PAGE)
     title, intro, table, rest = section.children
     assert isinstance(table, nodes.table) and "What we saw" in intro.astext() and rest.astext() == "Every chapter ..."
     assert [entry.astext() for entry in table.findall(nodes.entry)][-5:] == ["total", "5", "3", "1", "1"]

@@ -221,9 +221,20 @@ def test_models_never_import_training_pretraining_finetuning_or_chapters():
     assert not bad, f"models/ imports core and other models only: {bad}"
 
 
-def test_objectives_import_only_runtime_tokenization_labels_and_objectives():
-    bad = _violations(_in_package("objectives"), allowed=_lib("runtime", "tokenization", "labels", "objectives"))
+def test_objectives_import_only_runtime_tokenization_labels_data_and_objectives():
+    """data/ for the gold annotation that defines masking units (objectives/masking_units.py); data/ never imports
+    objectives/."""
+    allowed = _lib("runtime", "tokenization", "labels", "data", "objectives")
+    bad = _violations(_in_package("objectives"), allowed=allowed)
     assert not bad, f"objectives/ are token ids in, (inputs, labels) out: {bad}"
+    assert not _violations(_in_package("data"), forbidden=_lib("objectives")), "data/ is below objectives/"
+
+
+def test_tokenization_imports_only_the_core_and_itself():
+    """Tokenizers are the floor that data/ and objectives/ stand on: they never import data/ (where the corpora and
+    the real MiniLM's files are found) nor anything above it."""
+    bad = _violations(_in_package("tokenization"), allowed=CORE + _lib("tokenization"))
+    assert not bad, f"tokenization/ imports the core and tokenization/ only: {bad}"
 
 
 def test_analysis_compression_finetuning_never_import_the_pretraining_glue():
@@ -238,20 +249,29 @@ def test_only_bench_and_chapters_import_chapters():
 
 
 SHARED_CHAPTER = "lecture_lib.chapters.course_language"  # the language, its BERT and its tasks, read by many
+SOLUTIONS = "lecture_lib.chapters.solutions"  # the exercises' answers, one module per chapter
+
+
+def _is_solution(path: Path) -> bool:
+    return path.parent.name == "solutions"
+
+
+def _chapters_it_may_import(path: Path) -> tuple[str, ...]:
+    if _is_solution(path) or path.stem == "course_language":
+        return ()
+    return SHARED_CHAPTER, f"{SOLUTIONS}.{path.stem}"
 
 
 def test_no_chapter_imports_another_chapter():
-    """What several chapters use lives in chapters/course_language.py; a chapter imports that module and no other
-    chapter (an earlier chapter's module would make it a floor of the others, a later one a cycle in the
-    reading order), and the shared module imports no chapter."""
-    bad = []
-    for path in _in_package("chapters"):
-        allowed = ("lecture_lib.chapters",) if path.stem == "course_language" else ("lecture_lib.chapters",
-                                                                                    SHARED_CHAPTER)
-        bad += [f"{_relative(path)} imports {module}" for module in sorted(_imports(path))
-                if _within(module, _lib("chapters")) and module not in allowed
-                and not (path.stem != "course_language" and _within(module, (SHARED_CHAPTER,)))]
-    assert not bad, f"a chapter imports {SHARED_CHAPTER} and no other chapter: {bad}"
+    """What several chapters use lives in chapters/course_language.py; a chapter imports that module, and its own
+    exercises' answers (chapters/solutions/ under its own name), and no other chapter (an earlier chapter's module
+    would make it a floor of the others, a later one a cycle in the reading order); the shared module and the
+    answers import no chapter."""
+    bad = [f"{_relative(path)} imports {module}"
+           for path in _in_package("chapters") for module in sorted(_imports(path))
+           if _within(module, _lib("chapters")) and module != "lecture_lib.chapters"
+           and not _within(module, _chapters_it_may_import(path))]
+    assert not bad, f"a chapter imports {SHARED_CHAPTER} and its own answers in {SOLUTIONS}, no other chapter: {bad}"
 
 
 # --- Library logic lives in its role -------------------------------------------------------------------------
@@ -296,7 +316,7 @@ def _library_subclasses(source: str) -> dict[str, str]:
 
 
 def test_chapters_define_no_models_tasks_or_objectives():
-    bad = [f"{_relative(path)}: {cls}({base})" for path in _in_package("chapters")
+    bad = [f"{_relative(path)}: {cls}({base})" for path in _in_package("chapters") if not _is_solution(path)
            for cls, base in _library_subclasses(path.read_text()).items()]
     assert not bad, ("a subclass of nn.Module or of a library class is library logic: move it to its role "
                      f"(models/, data/, objectives/, finetuning/ ...) and import it in the chapter: {bad}")

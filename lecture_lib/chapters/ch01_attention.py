@@ -14,11 +14,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import scaled_dot_product_attention
+from lecture_lib.chapters.solutions.ch01_attention import AdditiveAttentionSeq2Seq
 from lecture_lib.config import build_config
 from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
 from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
-from lecture_lib.models.rnn_seq2seq import AdditiveAttentionSeq2Seq, RNNSeq2Seq
+from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.train import History, TrainConfig, train

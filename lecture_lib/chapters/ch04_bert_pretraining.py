@@ -13,8 +13,8 @@ decides).
 
 Chapter 05 measures what each text is worth to its tasks (SciBERT's Table 1 in shape): the documentation
 model, the synthetic one, and the documentation model pretrained further on the synthetic language
-(:func:`further_pretrained_bert`). Those functions live here, beside the two models they start from, because
-this module already reads chapter 05's (a module-level import the other way would be a cycle).
+(:func:`further_pretrained_bert`). Those functions live here, beside the two models they start from; the
+synthetic language they pretrain on comes from :mod:`lecture_lib.chapters.course_language`, as in every chapter.
 
 Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation",
 "BERT's ablations: objectives and size", "Bidirectional or left to right"), 05_bert_finetuning ("Domain-adaptive pretraining").

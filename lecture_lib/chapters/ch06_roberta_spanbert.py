@@ -27,7 +27,6 @@ import torch
 from lecture_lib.cache import cached_json, cached_json_path
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
-from lecture_lib.data.treebank import entity_spans, noun_chunks
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune_from
 from lecture_lib.finetuning.tasks import WordEncoder, encode_qa, qa_examples, split_people
 from lecture_lib.labels import IGNORE_INDEX
@@ -36,6 +35,7 @@ from lecture_lib.models.heads import BertForQuestionAnswering
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.input_formats import FORMATS, collate_segments, format_rows, pack_sentences
 from lecture_lib.objectives.masking import MaskingStrategy, replace_selected
+from lecture_lib.objectives.masking_units import NOUN_PHRASE_DEPENDENTS, SCHEMES, word_units
 from lecture_lib.objectives.span_masking import NOT_MASKABLE, UnitMaskedDataset, mask_spans, mask_units, span_boundaries
 from lecture_lib.pretraining import PretrainConfig, PretrainingData, evaluate, pretrain, tokenize_documents
 from lecture_lib.profile import pick
@@ -74,8 +74,6 @@ FULL = dict(
 )
 
 PASSAGE_SENTENCES = 3  # the span task's passages, as chapter 05's
-SCHEMES = ("subword tokens", "whole words", "named entities", "noun phrases", "geometric spans")
-NOUN_PHRASE_DEPENDENTS = {"det", "amod", "flat"}
 
 # RoBERTa Table 3: batch size, steps, learning rate at equal compute; held-out perplexity, MNLI-m, SST-2.
 PAPER_BATCH_SIZES = ((256, "1M", 1e-4, 3.99, 84.7, 92.7), (2048, "125K", 7e-4, 3.68, 85.2, 92.9),
@@ -137,33 +135,6 @@ def synthetic_corpus(config: StudyConfig) -> Corpus:
     return Corpus(train, test, tokenizer)
 
 
-def word_units(sentence: Sentence, scheme: str, dependents: set[str] | None = None) -> list[int]:
-    """The unit of each word under a masking ``scheme`` (a name in :data:`SCHEMES`), from the gold annotation:
-    an entity (:func:`~lecture_lib.data.treebank.entity_spans`) or a noun phrase
-    (:func:`~lecture_lib.data.treebank.noun_chunks`: a NOUN or PROPN head with its ``det``, ``amod`` and ``flat``
-    dependents, and any word between them) is one unit; every other word is a unit of its own.
-    ``dependents`` replaces :data:`NOUN_PHRASE_DEPENDENTS` (read when called) for noun phrases.
-
-    >>> s = SyntheticLanguage(0).documents(1, 0, 4)[0][3]
-    >>> s.words[:5], word_units(s, "noun phrases")[:5], word_units(s, "named entities")[:2]
-    (['every', 'chef', 'from', 'the', 'churches'], [0, 0, 1, 2, 2], [0, 1])
-
-    Taught in: 06_roberta_spanbert ("Masking whole units").
-    """
-    if scheme == "named entities":
-        phrases = [span for span, _ in entity_spans(sentence)]
-    elif scheme == "noun phrases":
-        phrases = noun_chunks(sentence, NOUN_PHRASE_DEPENDENTS if dependents is None else dependents)
-    elif scheme in SCHEMES:
-        phrases = []  # words (subword tokens and spans are cut elsewhere)
-    else:
-        raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
-    starts = [True] * len(sentence)
-    for start, end in phrases:
-        starts[start + 1:end] = [False] * (end - start - 1)
-    return [sum(starts[:i + 1]) - 1 for i in range(len(sentence))]
-
-
 def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, scheme: str,
               seq_len: int, dependents: set[str] | None = None) -> dict[str, torch.Tensor]:
     """DOC-SENTENCES rows ``[CLS] sentences [SEP]`` with ``unit_ids`` (N, T) for ``scheme``: one unit per token
@@ -177,7 +148,7 @@ def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, sc
         sentences = []
         for s, sentence in enumerate(doc):
             ids, word_ids = encoder.encode(sentence.words)
-            units = word_units(sentence, scheme, dependents)
+            units = word_units(sentence, scheme, NOUN_PHRASE_DEPENDENTS if dependents is None else dependents)
             keys = [(d, s, t if scheme == "subword tokens" else units[w]) for t, w in enumerate(word_ids)]
             sentences.append(list(zip(ids, keys)))
         tokenized.append(sentences)

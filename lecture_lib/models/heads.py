@@ -14,9 +14,6 @@ The modules and parameters carry the names of Hugging Face's classes of the same
 ``classifier``, ``qa_outputs``), and ``from_hf`` / ``to_hf`` convert to and from them. As there, the
 token and span heads have no pooler.
 
-:class:`ElectraHeadForSequenceClassification` reads token 0 through ELECTRA's dense -> GELU -> dense in place of
-the pooler (exercise 4 of chapter 08).
-
 Taught in: 05_bert_finetuning ("Four task shapes").
 """
 
@@ -209,31 +206,6 @@ class BertForSequenceClassification(_ClassifierHead):
     def _logits(self, out: BertModelOutput) -> torch.Tensor:
         """BERT's: the pooled [CLS] vector, dropout, one linear layer."""
         return self.classifier(self.dropout(out.pooler_output))
-
-
-class ElectraHeadForSequenceClassification(BertForSequenceClassification):
-    """ELECTRA's classification head in place of BERT's pooler: scores = W_out · Dropout(GELU(W · Dropout(h_0)))
-    on token 0 (``transformers``' ``ElectraClassificationHead``); the encoder's pooler is not used.
-
-    Exercise 4 of chapter 08: fine-tune with ELECTRA's head instead of BERT's pooler.
-    """
-
-    with_pooler = False
-
-    def __init__(self, config: BertConfig, num_labels: int = 2, classifier_dropout: float | None = None) -> None:
-        super().__init__(config, num_labels, classifier_dropout)
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self._init_weights(self.dense)
-
-    def _logits(self, out: BertModelOutput) -> torch.Tensor:
-        x = F.gelu(self.dense(self.dropout(out.last_hidden_state[:, 0])))  # (B, H)
-        return self.classifier(self.dropout(x))  # (B, K)
-
-    def to_hf(self, *args, **kwargs):
-        raise TypeError("ElectraHeadForSequenceClassification has no transformers class (ELECTRA's head on a BERT "
-                        "encoder): it cannot be exported; keep its state_dict instead")
-
-    save_pretrained = to_hf
 
 
 class BertForTokenClassification(_ClassifierHead):

@@ -4,8 +4,6 @@ Without attention, the decoder sees the source only through the encoder's last s
 fixed-size vector (the bottleneck). With attention (Bahdanau et al. 2015; Luong et al. 2015), decoder
 step t scores every encoder state, e^t = [s_tᵀh_1, ..., s_tᵀh_N]; takes α^t = softmax(e^t); reads
 a_t = Σ_i α^t_i h_i; and predicts from [a_t; s_t].
-:class:`AdditiveAttentionSeq2Seq` scores with Bahdanau et al.'s additive e^t_i = vᵀ tanh(W_1 h_i + W_2 s_t)
-instead (exercise 1 of chapter 01).
 
 Taught in: 01_attention ("The bottleneck, measured", "Attention in equations").
 """
@@ -67,26 +65,3 @@ class RNNSeq2Seq(nn.Module):
             alphas.append(alpha)
         alignments = torch.cat(alphas, dim=1) if self.attention else None
         return torch.cat(tokens, dim=1), alignments
-
-
-
-
-class AdditiveAttentionSeq2Seq(RNNSeq2Seq):
-    """Exercise 1 of chapter 01: the attentive :class:`RNNSeq2Seq` with Bahdanau et al.'s (2015) additive
-    score e^t_i = vᵀ tanh(W_1 h_i + W_2 s_t) in place of the dot product s_tᵀh_i."""
-
-    def __init__(self, vocab_size: int, hidden_size: int) -> None:
-        super().__init__(vocab_size, hidden_size, attention=True)
-        self.w1 = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.w2 = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.v = nn.Linear(hidden_size, 1, bias=False)
-
-    def decode(self, tgt_in: torch.Tensor, states: torch.Tensor, lengths: torch.Tensor,
-               hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        s, hidden = self.decoder(self.embed(tgt_in), hidden)  # s: (B, T, h)
-        keys = self.w1(states)  # (B, S, h): W_1 h_i, once for all the target positions of this call
-        scores = self.v(torch.tanh(keys[:, None] + self.w2(s)[:, :, None]))[..., 0]  # (B, T, S)
-        mask = padding_mask(lengths.to(s.device), states.shape[1])[:, 0]  # (B, 1, S)
-        alpha = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        a = alpha @ states  # (B, T, h)
-        return self.out(torch.tanh(self.combine(torch.cat([a, s], dim=-1)))), hidden, alpha

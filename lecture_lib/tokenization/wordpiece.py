@@ -33,14 +33,12 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from lecture_lib.cache import atomic_write
-from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.tokenization.bpe import merge_pair
 
 # Token strings (the ids depend on the vocabulary; lecture_lib.data.toy's PAD, BOS, EOS are ids of another vocabulary).
@@ -204,18 +202,6 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def bert_uncased_vocab_file() -> Path | None:
-    """bert-base-uncased's ``vocab.txt`` (30,522 tokens), read from MiniLM's files (the package's, else the
-    hub's: see :mod:`lecture_lib.data.minilm`); ``None`` if neither is available.
-
-    Taught in: 03_tokenization ("WordPiece, BERT's tokenizer").
-    """
-    try:
-        return minilm_dir() / "vocab.txt"
-    except FileNotFoundError:
-        return None
 
 
 def frame_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, cls_token_id: int,

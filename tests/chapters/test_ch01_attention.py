@@ -15,8 +15,9 @@ from lecture_lib.chapters.ch01_attention import (
     single_head_error,
     train_reversal,
 )
+from lecture_lib.chapters.solutions.ch01_attention import AdditiveAttentionSeq2Seq
 from lecture_lib.data.toy import EOS, PAD, make_batch
-from lecture_lib.models.rnn_seq2seq import AdditiveAttentionSeq2Seq, RNNSeq2Seq
+from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 
 
 def test_training_is_deterministic_and_learns():

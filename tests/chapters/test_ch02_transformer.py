@@ -15,11 +15,12 @@ from lecture_lib.chapters.ch02_transformer import (
     train_experiment,
     translation_experiment,
 )
+from lecture_lib.chapters.solutions.ch02_transformer import KVCacheDecoder
 from lecture_lib.data.seq2seq_tasks import FreeOrderTranslationTask, ReversalTask, free_order, head_final
 from lecture_lib.data.toy import BOS, EOS, PAD
 from lecture_lib.decoding import beam_search, greedy_decode, greedy_exact_match
 from lecture_lib.metrics import corpus_bleu
-from lecture_lib.models.transformer import KVCacheDecoder, Transformer, TransformerConfig
+from lecture_lib.models.transformer import Transformer, TransformerConfig
 
 VOCAB = 11
 

@@ -18,34 +18,12 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     spans_showing_a_token,
     synthetic_corpus,
     unit_rows,
-    word_units,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples, split_people
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.roberta import RobertaConfig, RobertaModel
 from lecture_lib.objectives.span_masking import span_length_distribution
-
-
-def sentences(n=200):
-    return [s for doc in SyntheticLanguage(0).documents(n // 6, 0, 6) for s in doc]
-
-
-def test_entity_units_are_the_bio_spans():
-    for s in sentences():
-        units = word_units(s, "named entities")
-        for i, tag in enumerate(s.entities):
-            same_as_previous = i > 0 and units[i] == units[i - 1]
-            assert same_as_previous == tag.startswith("I-"), (s.words, s.entities, units)
-
-
-def test_noun_phrase_units_hold_each_nominal_head_with_its_det_amod_flat_dependents():
-    for s in sentences():
-        units = word_units(s, "noun phrases")
-        assert units == sorted(units) and units[0] == 0  # contiguous, numbered in order
-        for i, (head, rel) in enumerate(zip(s.heads, s.deprels)):
-            if rel in ("det", "amod", "flat") and s.pos[head - 1] in ("NOUN", "PROPN"):
-                assert units[i] == units[head - 1], (s.words, s.deprels, units)
 
 
 def test_unit_rows_carry_units_that_cover_the_real_tokens():
@@ -65,8 +43,6 @@ def test_bad_names_raise():
         format_run(config, "documents")
     with pytest.raises(ValueError, match="expected a masking scheme in"):
         scheme_run(config, "clauses")
-    with pytest.raises(ValueError, match="expected a masking scheme in"):
-        word_units(sentences(6)[0], "clauses")
 
 
 def test_exercise_2_nmod_grows_the_noun_phrases_and_is_a_new_run(monkeypatch):

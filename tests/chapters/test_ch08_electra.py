@@ -37,6 +37,7 @@ from lecture_lib.chapters.ch08_electra import (
     steps_for,
     with_electra_head,
 )
+from lecture_lib.chapters.solutions.ch08_electra import ElectraHeadForSequenceClassification
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel
@@ -47,7 +48,7 @@ from lecture_lib.models.electra import (
     electra_training_flops_per_token,
 )
 from lecture_lib.models.electra_variants import AllTokensMLM, ReplaceMLM
-from lecture_lib.models.heads import BertForSequenceClassification, ElectraHeadForSequenceClassification
+from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.tokenization import WordPieceTokenizer
 
 MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

@@ -5,8 +5,7 @@ import huggingface_hub
 import pytest
 
 from lecture_lib.data import minilm as module
-from lecture_lib.data.minilm import minilm_dir
-from lecture_lib.tokenization import bert_uncased_vocab_file
+from lecture_lib.data.minilm import bert_uncased_vocab_file, minilm_dir
 
 
 def test_minilm_are_found_without_importing_the_package(minilm):

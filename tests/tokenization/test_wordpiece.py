@@ -12,11 +12,11 @@ from tokenizers import decoders
 from transformers import BertTokenizer
 
 from lecture_lib.data.corpus import corpus_texts, split_corpus
+from lecture_lib.data.minilm import bert_uncased_vocab_file
 from lecture_lib.tokenization.wordpiece import (
     SPECIAL_TOKENS,
     WordPieceTokenizer,
     basic_tokenize,
-    bert_uncased_vocab_file,
     count_words,
     frame_ids,
     learn_wordpiece,
