@@ -28,6 +28,7 @@ from lecture_lib.pretraining import (
     evaluate_left_to_right,
     left_to_right_logits,
     left_to_right_loss,
+    masked_lm_counts,
     unmasked_text,
     write_recipe,
 )
@@ -106,6 +107,8 @@ def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm)
             loss_sum += torch.nn.functional.cross_entropy(logits, targets, reduction="sum").item()
             nsp += int((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
     assert ours["mlm_accuracy"] == correct / total
+    # the course's one masked-LM accuracy counts the same, on the selected positions' logits or on all of them
+    assert masked_lm_counts(model, batches, masked_only=True) == masked_lm_counts(model, batches) == (correct, total)
     assert ours["mlm_loss"] == pytest.approx(loss_sum / total, rel=1e-4)
     assert ours["nsp_accuracy"] == nsp / len(data.test["input_ids"])
 

@@ -49,7 +49,13 @@ from lecture_lib.pretraining.config import (
     pretraining_head,
 )
 from lecture_lib.pretraining.data import PretrainingData, tokenize_documents
-from lecture_lib.pretraining.evaluation import evaluate, evaluate_at_masks, evaluate_left_to_right
+from lecture_lib.pretraining.evaluation import (
+    eval_outputs,
+    evaluate,
+    evaluate_at_masks,
+    evaluate_left_to_right,
+    masked_lm_counts,
+)
 from lecture_lib.pretraining.losses import (
     causal_prediction_logits,
     left_to_right_logits,
@@ -71,7 +77,7 @@ __all__ = [
     "DERIVED_FROM_DATA", "PAIR_TASKS", "PRETRAINING_HEADS", "RESULT_FILES", "DataConfig", "ObjectiveConfig",
     "OptimizationConfig", "PretrainConfig", "PretrainResult", "PretrainingData", "PretrainingHead",
     "cached_pretraining", "causal_prediction_logits", "check_output_folder", "config_dict", "config_from_flags",
-    "config_leaves", "evaluate", "evaluate_at_masks", "evaluate_left_to_right", "flag_parser", "leaf_rule",
-    "left_to_right_logits", "left_to_right_loss", "load_result", "main", "parse_command_line", "pretrain",
+    "config_leaves", "eval_outputs", "evaluate", "evaluate_at_masks", "evaluate_left_to_right", "flag_parser", "leaf_rule",
+    "left_to_right_logits", "left_to_right_loss", "load_result", "main", "masked_lm_counts", "parse_command_line", "pretrain",
     "pretraining_head", "pretraining_loss", "save_result", "tokenize_documents", "unmasked_text", "write_recipe",
 ]

@@ -6,7 +6,10 @@ Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The road to BERT").
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Iterator
+
 import torch
+from torch import nn
 
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.metrics import accuracy_at_masks
@@ -20,21 +23,49 @@ from lecture_lib.runtime import (
 )
 
 
-@torch.no_grad()
-def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """Held-out MLM loss and accuracy over the selected positions only, and the pair head's accuracy
-    (``nsp_accuracy`` for BERT's head, ``sop_accuracy`` for ALBERT's, whichever pairs it is shown).
-
-    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
-    """
+def eval_outputs(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]],
+                 **forward: Any) -> Iterator[tuple[dict[str, torch.Tensor], Any]]:
+    """Each of ``batches`` on the model's device with the model's output on it (``model(**batch, **forward)``),
+    in eval mode and without gradients; the model's mode is restored once the batches are done."""
     was_training = model.training
     model.eval()
     device = module_device(model)
+    try:
+        with torch.no_grad():
+            for batch in batches:
+                batch = to_device(batch, device)
+                yield batch, model(**batch, **forward)
+    finally:
+        model.train(was_training)
+
+
+def masked_lm_counts(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]], **forward: Any) -> tuple[int, int]:
+    """Masked-LM accuracy over ``batches`` as ``(right, total)``: the argmax predictions at the selected positions
+    (``labels`` != -100, :func:`~lecture_lib.models.bert.mlm_accuracy`), summed over the batches, for any masked
+    LM whose output has ``prediction_logits`` (BERT's pretraining heads) or ``logits`` (a DistilBERT student);
+    ``forward`` goes to every call (``masked_only=True``, ``head_mask=...``). The course's one masked-LM
+    accuracy: :func:`evaluate` counts the same way, chapters 10 and 12 call this.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    right = total = 0
+    for batch, out in eval_outputs(model, batches, **forward):
+        logits = out.prediction_logits if hasattr(out, "prediction_logits") else out.logits
+        batch_right, batch_total = mlm_accuracy(logits, batch["labels"])
+        right, total = right + batch_right, total + batch_total
+    return right, total
+
+
+def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Held-out MLM loss and accuracy over the selected positions only (counted as :func:`masked_lm_counts`
+    does, in the same pass), and the pair head's accuracy (``nsp_accuracy`` for BERT's head, ``sop_accuracy``
+    for ALBERT's, whichever pairs it is shown).
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
     head = pretraining_head(model.config)
     loss_sum, correct, total, pair_correct, pairs = 0.0, 0, 0, 0, 0
-    for batch in batches:
-        batch = to_device(batch, device)
-        out = model(**batch, masked_only=True)
+    for batch, out in eval_outputs(model, batches, masked_only=True):
         right, n = mlm_accuracy(out.prediction_logits, batch["labels"])
         if n:
             loss_sum += out.mlm_loss.item() * n
@@ -42,7 +73,6 @@ def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dic
         if head.label in batch:
             pair_correct += int((getattr(out, head.logits).argmax(-1) == batch[head.label]).sum())
             pairs += len(batch[head.label])
-    model.train(was_training)
     metrics = {"mlm_loss": loss_sum / total, "mlm_accuracy": correct / total}
     if pairs:
         metrics[head.metric] = pair_correct / pairs
