@@ -359,7 +359,8 @@ def describe(value: Any, where: str = "the value") -> Any:
     """``value`` as JSON that changes whenever ``value`` could change a result: plain data as itself (tuples as
     lists, sets sorted), a dataclass field by field with its class name, an enum by name, a model, a dict of
     tensors, a tensor or a tokenizer by :func:`fingerprint`, a module-level function or class by its qualified
-    name and its code (docstring, comments and decorators aside), an object with a ``cache_recipe()`` method by
+    name and its code (docstring, comments and decorators aside), a method by its function and its object or
+    class, an object with a ``cache_recipe()`` method by
     what that returns. Anything else (a lambda, a local function, an open file) is a ``TypeError`` naming
     ``where``.
 
@@ -376,6 +377,8 @@ def describe(value: Any, where: str = "the value") -> Any:
         return {"set": sorted((describe(item, where) for item in value), key=json.dumps)}
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
         return _describe_code(value, where)
+    if isinstance(value, types.MethodType):  # a classmethod (PretrainingData.from_corpus), or an object's method
+        return {"method": _describe_code(value.__func__, where), "of": describe(value.__self__, where)}
     if callable(getattr(value, "cache_recipe", None)):
         return {"class": _qualified(type(value)), "recipe": describe(value.cache_recipe(), where)}
     if dataclasses.is_dataclass(value):

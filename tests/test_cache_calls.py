@@ -103,6 +103,8 @@ def test_models_tokenizers_and_data_objects_are_named_by_their_content():
 
     assert cache.describe(Diaries(1)) == cache.describe(Diaries(1)) != cache.describe(Diaries(2))
     assert cache.describe(Deferred(sorted, [2, 1])) != cache.describe(Deferred(sorted, [1, 2]))
+    assert cache.describe(Outer.__eq__) != cache.describe(Inner.__eq__)  # functions: named by their module and code
+    assert cache.describe(Outer(steps=1).__repr__) != cache.describe(Outer(steps=2).__repr__)  # a method, its object
 
 
 def test_an_argument_that_cannot_be_named_is_a_type_error_naming_it():
