@@ -8,21 +8,66 @@ of one (``os.replace`` is atomic on POSIX and Windows within one file system). P
 result at once (two test workers, two notebooks) take turns: the first builds it while the others wait on a
 lock file under ``<root>/.locks``, then load what it built.
 
+How to cache a chapter's run
+----------------------------
+Decorate the function that computes the result; the cache layer names the entry from the call, so no
+recipe dict is written by hand and nothing that changes the result can be left out of the name. The name is
+``<function>-<key>``, the key made (:func:`call_recipe`) of the function (its module, name and code, docstring
+and comments aside), every bound argument (defaults included), and the module constants its code reads::
+
+    # before: the recipe typed by hand, and a size read outside it (a stale hit waiting to happen)
+    def masking_ablation(config, rules=MASKING_RULES):
+        recipe = {"config": asdict(config), "rules": [list(r) for r in rules], "seeds": SEEDS}
+        return cached_json("masking-ablation", recipe, lambda: _ablation_rows(config, rules))
+
+    # after: the call is the recipe (config field by field, rules, and SEEDS, which the body reads)
+    @cache.cached_call
+    def masking_ablation(config: AblationConfig, rules=MASKING_RULES) -> dict:
+        return {name: _row(config, rule, SEEDS) for name, rule in rules}
+
+A result saved as files (a model) uses :func:`cached_build`: the function writes into the folder it is given
+first, and ``load`` reads it back (:func:`lecture_lib.pretraining.cached_pretraining` is one)::
+
+    @cache.cached_build(load=BertForSequenceClassification.from_pretrained, ignore=("progress",))
+    def teacher(path: Path, pretrained: nn.Module, config: ChapterConfig, progress: bool = True) -> None:
+        fine_tune(pretrained, config, progress=progress).save_pretrained(path)
+
+    model = teacher(pretrained, config)        # trains once, then loads <cache>/...teacher-<key>
+
+What an argument may be (:func:`describe`): plain data (numbers, strings, None, lists, tuples, dicts), a
+dataclass (hashed field by field, recursively), an enum, a model, a dict of tensors or a tokenizer (by
+:func:`fingerprint`), a module-level function or class (by its name and code), an object with a
+``cache_recipe()`` method (a data set names what it is built from), or a :class:`Deferred` call (built only
+when the run must be made, named by its function and arguments). Anything else is a ``TypeError`` naming the
+argument. An argument that cannot change the result (a progress bar, a worker count) is listed in ``ignore``.
+A constant that a helper reads is not seen: read it in the decorated function, or pass it in.
+
+Several runs, the missing ones in worker processes, then every one read back (:func:`compute_all`)::
+
+    rows = cache.compute_all(scheme_run, [(config, scheme) for scheme in SCHEMES], workers=workers)
+
 Taught in: 04_bert_pretraining ("Pretraining a small BERT").
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dataclasses
+import enum
+import functools
 import hashlib
+import inspect
 import json
 import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
+import types
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, TypeVar
+from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
 
 import torch
 
@@ -145,6 +190,245 @@ def cached_json_path(name: str, recipe: Any) -> Path:
     """Where :func:`cached_json` keeps ``recipe``'s result under ``name``: it exists once the run was made (so a
     caller can send only the missing runs to worker processes and read the others here)."""
     return cache_root() / f"{name}-{key(recipe)}.json"
+
+
+# ---------------------------------------------------------------- names made from the call
+
+
+def cached_call(fn: Callable[..., Any] | None = None, *, ignore: Sequence[str] = ()) -> Any:
+    """Decorate a function whose result is JSON-serialisable: computed once per call, kept in
+    ``<root>/<function>-<key>.json`` (the key from :func:`call_recipe`), and read back, the first time
+    too (tuples come back as lists, dictionary keys as strings). ``ignore`` names the arguments that cannot change
+    the result (a progress bar). Used bare (``@cached_call``) or with arguments (``@cached_call(ignore=...)``).
+    The decorated function has ``cache_name(*args, **kwargs)``, ``is_cached(*args, **kwargs)`` and
+    ``call_recipe(*args, **kwargs)`` (what its name is made of), and ``__wrapped__``, the function uncached.
+
+    >>> @cached_call
+    ... def squares(n: int) -> dict:
+    ...     return {i: i * i for i in range(n)}
+    >>> squares.cache_name(3) == squares.cache_name(n=3), squares.cache_name(3) == squares.cache_name(4)
+    (True, False)
+    """
+    if fn is None:
+        return functools.partial(cached_call, ignore=ignore)
+
+    def build(partial: Path, *args: Any, **kwargs: Any) -> None:
+        partial.write_text(json.dumps(fn(*args, **kwargs), indent=2) + "\n")
+
+    return _cached_entry(fn, build, lambda path: json.loads(path.read_text()), ".json", ignore, takes_path=False)
+
+
+def cached_build(load: Callable[[Path], T], *, ignore: Sequence[str] = ()) -> Callable[..., Callable[..., T]]:
+    """Decorate a function that writes its result at the path it is given first (a file, or a folder: a model's
+    ``save_pretrained``): the decorated function takes the other arguments, builds once per call under
+    ``<root>/<function>-<key>`` (atomically, as :func:`cached`) and returns ``load`` of it. The name
+    is made of the call without the path (:func:`call_recipe`); ``ignore`` and the decorated function's
+    attributes are :func:`cached_call`'s.
+    """
+    def decorate(fn: Callable[..., None]) -> Callable[..., T]:
+        return _cached_entry(fn, fn, load, "", ignore, takes_path=True)
+    return decorate
+
+
+def _cached_entry(fn: Callable[..., Any], build: Callable[..., None], load: Callable[[Path], Any], suffix: str,
+                  ignore: Sequence[str], *, takes_path: bool) -> Callable[..., Any]:
+    parameters = list(inspect.signature(fn).parameters)
+    unknown = sorted(set(ignore) - set(parameters))
+    if unknown:
+        raise TypeError(f"ignore names {unknown}, which are not parameters of {fn.__qualname__}: {parameters}")
+    skipped = (*ignore, *parameters[:1]) if takes_path else tuple(ignore)
+
+    def recipe(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return call_recipe(fn, (None, *args) if takes_path else args, kwargs, ignore=skipped)
+
+    def name(*args: Any, **kwargs: Any) -> str:
+        return f"{fn.__qualname__}-{key(recipe(*args, **kwargs))}{suffix}"
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        return cached(name(*args, **kwargs), lambda partial: build(partial, *args, **kwargs), load)
+
+    entry.call_recipe, entry.cache_name = recipe, name
+    entry.is_cached = lambda *args, **kwargs: (cache_root() / name(*args, **kwargs)).exists()
+    return entry
+
+
+def compute_all(fn: Callable[..., T], calls: Sequence[tuple], *, workers: int | None = None,
+                desc: str | None = None) -> list[T]:
+    """``[fn(*call) for call in calls]`` for a cached function ``fn`` (:func:`cached_call`, :func:`cached_build`):
+    the calls not yet in the cache run first, each once, in ``workers`` processes
+    (:func:`~lecture_lib.runtime.parallel_map`), then every result is read from the cache here, so that a rerun
+    starts no worker and a result is the same whichever process made it. ``fn`` must be a module's function."""
+    if not hasattr(fn, "is_cached"):
+        raise TypeError(f"expected a function decorated with cached_call or cached_build, got {fn!r}")
+    from lecture_lib.runtime import parallel_map  # runtime's pool is needed only here
+
+    calls = [tuple(call) for call in calls]
+    missing = list({fn.cache_name(*call): call for call in calls if not fn.is_cached(*call)}.values())
+    if missing:
+        parallel_map(_build_only, [(fn, *call) for call in missing], workers=workers,
+                     desc=desc or f"{len(missing)} runs of {fn.__qualname__}")
+    return [fn(*call) for call in calls]
+
+
+def _build_only(fn: Callable[..., Any], *args: Any) -> None:
+    """One worker's job of :func:`compute_all`: build the entry, send nothing back (the caller reads the cache)."""
+    fn(*args)
+
+
+class Deferred:
+    """A call made only when it is needed: ``Deferred(fn, *args, **kwargs)()`` is ``fn(*args, **kwargs)``. As an
+    argument of a cached function it is named by its call (:func:`call_recipe`), so an input that is costly to
+    build (a tokenized corpus) is built only when the result must be computed.
+
+    >>> Deferred(sorted, [3, 1, 2])()
+    [1, 2, 3]
+    """
+
+    def __init__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+    def cache_recipe(self) -> dict[str, Any]:
+        return call_recipe(self.fn, self.args, self.kwargs)
+
+
+def call_recipe(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None, *,
+                ignore: Sequence[str] = ()) -> dict[str, Any]:
+    """What a call's result depends on, as JSON: the function (:func:`describe`: its name and code), every
+    argument bound to its parameter, defaults included (but those in ``ignore``), and the module constants its
+    code reads (:func:`constants_read`). An argument :func:`describe` cannot name is a ``TypeError`` naming it.
+
+    >>> def scaled(x, factor=2):
+    ...     return x * factor
+    >>> call_recipe(scaled, (3,))["arguments"] == call_recipe(scaled, (), {"x": 3, "factor": 2})["arguments"]
+    True
+    """
+    try:
+        bound = inspect.signature(fn).bind(*args, **(kwargs or {}))
+    except ValueError:  # no signature (a builtin): the arguments as given
+        arguments = {"args": list(args), **(kwargs or {})}
+    else:
+        bound.apply_defaults()
+        arguments = bound.arguments
+    where = getattr(fn, "__qualname__", type(fn).__qualname__)
+    return {"function": describe(fn, f"the function {where}"),
+            "arguments": {name: describe(value, f"argument {name!r} of {where}")
+                          for name, value in arguments.items() if name not in ignore},
+            "constants": constants_read(fn)}
+
+
+def constants_read(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The module constants ``fn``'s code names (its nested code too: comprehensions, inner functions), each
+    :func:`describe`-d: globals that are plain data (numbers, strings, containers of them, dataclass instances,
+    enums). Functions, classes and modules are code, not constants; a global that is not data is left out.
+
+    >>> LIMIT = 3
+    >>> def first(items):
+    ...     return items[:LIMIT]
+    >>> constants_read(first)
+    {'LIMIT': 3}
+    """
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {}
+    names, todo = set(), [code]
+    while todo:
+        code = todo.pop()
+        names |= set(code.co_names)
+        todo += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    scope = fn.__globals__
+    return {name: describe(scope[name], f"the constant {name}") for name in sorted(names)
+            if name in scope and _is_data(scope[name])}
+
+
+def _is_data(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str, enum.Enum)):
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(_is_data(item) for item in value)
+    if isinstance(value, dict):
+        return all(_is_data(k) and _is_data(v) for k, v in value.items())
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def describe(value: Any, where: str = "the value") -> Any:
+    """``value`` as JSON that changes whenever ``value`` could change a result: plain data as itself (tuples as
+    lists, sets sorted), a dataclass field by field with its class name, an enum by name, a model, a dict of
+    tensors, a tensor or a tokenizer by :func:`fingerprint`, a module-level function or class by its qualified
+    name and its code (docstring, comments and decorators aside), a method by its function and its object or
+    class, an object with a ``cache_recipe()`` method by
+    what that returns. Anything else (a lambda, a local function, an open file) is a ``TypeError`` naming
+    ``where``.
+
+    >>> describe((1, "a", None))
+    [1, 'a', None]
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return {"enum": f"{_qualified(type(value))}.{value.name}"}
+    if isinstance(value, (list, tuple)):
+        return [describe(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        return {"set": sorted((describe(item, where) for item in value), key=json.dumps)}
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return _describe_code(value, where)
+    if isinstance(value, types.MethodType):  # a classmethod (PretrainingData.from_corpus), or an object's method
+        return {"method": _describe_code(value.__func__, where), "of": describe(value.__self__, where)}
+    if callable(getattr(value, "cache_recipe", None)):
+        return {"class": _qualified(type(value)), "recipe": describe(value.cache_recipe(), where)}
+    if dataclasses.is_dataclass(value):
+        return {"class": _qualified(type(value)), "fields": {
+            f.name: describe(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)}}
+    if isinstance(value, torch.Tensor):
+        return {"tensor": fingerprint({"tensor": value})}
+    if isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
+        return {"tensors": fingerprint(value)}
+    if isinstance(value, dict):
+        if all(isinstance(k, str) for k in value):
+            return {k: describe(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {"items": sorted(([describe(k, where), describe(v, f"{where}[{k!r}]")] for k, v in value.items()),
+                                key=json.dumps)}
+    if isinstance(value, torch.nn.Module) or hasattr(value, "get_vocab") or isinstance(getattr(value, "vocab", None),
+                                                                                         dict):
+        return {"fingerprint": fingerprint(value)}
+    raise TypeError(f"cannot name a cached call by {where}: expected plain data, a dataclass, a model, a tokenizer, "
+                    f"a tensor, a module-level function or an object with cache_recipe(), got "
+                    f"{type(value).__qualname__}")
+
+
+def _describe_code(value: Callable[..., Any] | type, where: str) -> dict[str, Any]:
+    if "<" in value.__qualname__:  # <lambda>, <locals>: what it closes over is out of sight
+        raise TypeError(f"cannot name a cached call by {where}: {value.__qualname__} is a lambda or a local "
+                        "function; pass a module-level function, or a Deferred call of one")
+    return {"code": _qualified(value), "digest": _code_digest(value)}
+
+
+def _qualified(kind: Any) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+@functools.lru_cache(maxsize=None)
+def _code_digest(fn: Callable[..., Any] | type) -> str | None:
+    """16 hex digits of the syntax tree of ``fn``'s source without its docstring and decorators (so a reworded
+    docstring or comment keeps the name, a changed statement does not); ``None`` without source (a builtin)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))
+    except (OSError, TypeError):
+        return None
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.decorator_list = []
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
 
 
 @contextlib.contextmanager

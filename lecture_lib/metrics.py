@@ -310,6 +310,9 @@ def spearman_correlation(predictions: Sequence | torch.Tensor, labels: Sequence 
     return pearson_correlation(average_ranks(x), average_ranks(y))
 
 
+SPREADS = ("sd", "range")  # how seed_summary writes the spread over seeds: standard deviation, or min–max
+
+
 def mean_and_spread(values: Sequence[float]) -> tuple[float, float]:
     """The mean of per-seed values and their spread, the sample standard deviation (0.0 for a single value).
 
@@ -323,17 +326,25 @@ def mean_and_spread(values: Sequence[float]) -> tuple[float, float]:
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def seed_summary(values: Sequence[float], spec: str = ".3f") -> str:
-    """``"mean ± spread"`` of per-seed values (:func:`mean_and_spread`), both written with the format ``spec``;
-    a spread needs at least two seeds.
+def seed_summary(values: Sequence[float], spec: str = ".3f", spread: str = "sd") -> str:
+    """The course's one way to write a result over seeds: the mean, its spread named in the text, and the number
+    of seeds, each number written with the format ``spec``. ``spread="sd"`` gives ``mean ± sample standard
+    deviation`` (:func:`mean_and_spread`); ``spread="range"`` gives the mean and the smallest and largest value.
+    A spread needs at least two seeds.
 
-    >>> seed_summary([0.5, 0.6, 0.7]), seed_summary([0.5, 0.6, 0.7], ".1%")
-    ('0.600 ± 0.100', '60.0% ± 10.0%')
+    >>> seed_summary([0.5, 0.6, 0.7])
+    '0.600 ± 0.100 (sd, 3 seeds)'
+    >>> seed_summary([0.5, 0.6, 0.7], ".1%", spread="range")
+    '60.0% (range 50.0%–70.0%, 3 seeds)'
 
     Taught in: 07_albert ("Sentence-order prediction"), 08_electra ("Matched compute"),
     09_t5_bart ("The objectives table at toy scale").
     """
     if len(values) < 2:
         raise ValueError(f"expected at least two seeds' values, got {list(values)}")
-    mean, spread = mean_and_spread(values)
-    return f"{mean:{spec}} ± {spread:{spec}}"
+    if spread not in SPREADS:
+        raise ValueError(f"expected spread in {SPREADS}, got {spread!r}")
+    mean, sd = mean_and_spread(values)
+    if spread == "range":
+        return f"{mean:{spec}} (range {min(values):{spec}}–{max(values):{spec}}, {len(values)} seeds)"
+    return f"{mean:{spec}} ± {sd:{spec}} (sd, {len(values)} seeds)"

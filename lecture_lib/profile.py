@@ -10,7 +10,8 @@ papers' own sizes. Its running times have not been measured (no GPU was at hand 
 
 Notebooks never write both sizes themselves: each chapter module asks
 :func:`pick` for its settings (``pick(quick=64, full=512)`` is 64 in the quick profile), so the
-choice lives in one place.
+choice lives in one place. The seeds of the chapters' claims come from one place too: :func:`claim_seeds`
+(``LECTURE_SEEDS=3,4,5`` reruns every verdict on fresh seeds).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import TypeVar
 PROFILES = ("quick", "full")
 DEFAULT = "quick"
 ENV_VAR = "LECTURE_PROFILE"
+SEEDS_ENV_VAR = "LECTURE_SEEDS"
+DEFAULT_SEEDS = (0, 1, 2)
 
 T = TypeVar("T")
 
@@ -41,6 +44,23 @@ def current() -> str:
 def pick(*, quick: T, full: T) -> T:
     """Return the value for the active profile."""
     return quick if current() == "quick" else full
+
+
+def claim_seeds() -> tuple[int, ...]:
+    """The seeds of every claim's runs: ``$LECTURE_SEEDS`` (comma-separated non-negative integers, each once),
+    else ``0,1,2``: ``LECTURE_SEEDS=3,4,5`` gives ``(3, 4, 5)``, ``LECTURE_SEEDS=a,b`` is a ``ValueError`` that
+    says what was expected. A run is cached under its seed, so other seeds are other runs.
+    """
+    text = os.environ.get(SEEDS_ENV_VAR, "").strip()
+    if not text:
+        return DEFAULT_SEEDS
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        raise ValueError(f"{SEEDS_ENV_VAR}: expected comma-separated non-negative integers like 3,4,5, got {text!r}")
+    seeds = tuple(int(part) for part in parts)
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{SEEDS_ENV_VAR}: expected each seed once, got {text!r}")
+    return seeds
 
 
 def expect(seconds: float, what: str) -> None:

@@ -540,7 +540,7 @@ assert all(len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + l
 
 # %%
 profile.expect(10, "Pretraining the small BERT (the first time; then it loads from the cache)")
-result = small_pretrained_bert(config, data=data)
+result = small_pretrained_bert(config)
 model, history = result.model, result.history
 eval_batches = data.eval_batches()
 final = history.evals[-1][1]

@@ -15,6 +15,7 @@ import torch
 import lecture_lib
 from lecture_lib import pretraining
 from lecture_lib.config import OneOf
+from lecture_lib.pretraining import command_line as pretraining_command_line
 
 SOURCE_ROOT = Path(lecture_lib.__file__).parents[1]
 # A device no machine here has: CUDA on a machine without it, else one index past its GPUs.
@@ -70,7 +71,7 @@ def trap_pretraining(monkeypatch, tmp_path: Path) -> Path:
     """``tmp_path`` as the working folder (and empty cache), where building the corpus or starting a run raises
     :class:`Built`."""
     monkeypatch.setattr(pretraining.PretrainingData, "from_corpus", trap)
-    monkeypatch.setattr(pretraining, "pretrain", trap)
+    monkeypatch.setattr(pretraining_command_line, "pretrain", trap)
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
@@ -85,7 +86,7 @@ def recipe_passed_to_pretrain(monkeypatch, main, argv: list[str]):
     def capture(config, **kwargs):
         raise Captured(config)
 
-    monkeypatch.setattr(pretraining, "pretrain", capture)
+    monkeypatch.setattr(pretraining_command_line, "pretrain", capture)
     with pytest.raises(Captured) as captured:
         main(argv)
     return captured.value.args[0]

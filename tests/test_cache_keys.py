@@ -29,7 +29,7 @@ from unittest import mock
 import pytest
 import torch
 
-from lecture_lib import profile
+from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import ch05_bert_finetuning as ch05
 from lecture_lib.chapters import ch06_roberta_spanbert as ch06
@@ -71,7 +71,7 @@ def tiny_task() -> Task:
 
 def result(name: str, **fields) -> SimpleNamespace:
     """What a cached pretraining returns, as far as the callers below read it before they cache."""
-    return SimpleNamespace(path=Path(name), model=mock.MagicMock(), tokenizer=tiny_tokenizer(), **fields)
+    return SimpleNamespace(**{"path": Path(name), "model": mock.MagicMock(), "tokenizer": tiny_tokenizer(), **fields})
 
 
 # name -> (the call as the chapter makes it: a function of the inputs, the inputs, other values of the
@@ -80,7 +80,7 @@ ENTRY_POINTS = {
     "ch04.small_pretrained_bert": (ch04.small_pretrained_bert, lambda: dict(config=ch04.chapter_config()), {}),
     "ch04.further_pretrained_bert": (
         ch04.further_pretrained_bert,
-        lambda: dict(general=result("bert-general", config=ch04.chapter_config()),
+        lambda: dict(general=result("bert-general", config=ch04.chapter_config(), model=tiny_encoder()),
                      config=ch04.further_pretraining_config()),
         {}),
     "ch04.masking_ablation": (ch04.masking_ablation, lambda: dict(config=ch04.ablation_config()),
@@ -220,7 +220,8 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(f"{name}-{key(recipe)}")
         return mock.MagicMock()
 
-    def cached_pretraining(name, config, make_data, **kwargs):
+    def cached_pretraining(config, *args, **kwargs):
+        name = pretraining.cached_pretraining.cache_name(config, *args, **kwargs)
         asked.append(name)
         return result(name, config=config)
 

@@ -19,6 +19,7 @@ from lecture_lib.metrics import (
     normalize_answer,
     pearson_correlation,
     qa_f1,
+    seed_summary,
     span_f1,
     spearman_correlation,
     squad_scores,
@@ -260,3 +261,19 @@ def test_squad2_unanswerable_questions_score_as_the_official_script():
         assert qa_f1(prediction, gold) == pytest.approx(_official_squad2_f1(prediction, gold))
     scores = squad_scores(["", "Oslo", "", "Lima"], ["", "", "Lima", "Lima"])
     assert scores == {"exact_match": 0.5, "f1": 0.5}
+
+
+@pytest.mark.parametrize("values", [[0.5, 0.6, 0.7], [0.61, 0.65, 0.73, 0.7], [1.0, 3.0]])
+def test_seed_summary_names_its_spread_and_the_number_of_seeds(values):
+    import statistics
+    mean, sd = statistics.mean(values), statistics.stdev(values)
+    assert seed_summary(values) == f"{mean:.3f} ± {sd:.3f} (sd, {len(values)} seeds)"
+    assert seed_summary(values, ".1%", spread="range") == (f"{mean:.1%} (range {min(values):.1%}–{max(values):.1%}, "
+                                                           f"{len(values)} seeds)")
+
+
+def test_seed_summary_refuses_one_seed_and_an_unknown_spread():
+    with pytest.raises(ValueError, match="at least two seeds"):
+        seed_summary([0.5])
+    with pytest.raises(ValueError, match=r"expected spread in \('sd', 'range'\), got 'iqr'"):
+        seed_summary([0.5, 0.6], spread="iqr")

@@ -28,9 +28,11 @@ from lecture_lib.pretraining import (
     evaluate_left_to_right,
     left_to_right_logits,
     left_to_right_loss,
+    masked_lm_counts,
     unmasked_text,
     write_recipe,
 )
+from lecture_lib.pretraining import run as pretraining_run
 from lecture_lib.tokenization import WordPieceTokenizer
 from tests.command_line import (
     MISSING_DEVICE,
@@ -105,6 +107,8 @@ def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm)
             loss_sum += torch.nn.functional.cross_entropy(logits, targets, reduction="sum").item()
             nsp += int((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
     assert ours["mlm_accuracy"] == correct / total
+    # the course's one masked-LM accuracy counts the same, on the selected positions' logits or on all of them
+    assert masked_lm_counts(model, batches, masked_only=True) == masked_lm_counts(model, batches) == (correct, total)
     assert ours["mlm_loss"] == pytest.approx(loss_sum / total, rel=1e-4)
     assert ours["nsp_accuracy"] == nsp / len(data.test["input_ids"])
 
@@ -238,13 +242,13 @@ def test_small_pretrained_bert_is_trained_once_then_read_from_the_cache(tmp_path
     monkeypatch.setattr(PretrainingData, "from_corpus", lambda config: real_vocab_data)  # no tokenizer training
     config = real_vocab_data.config
     first = small_pretrained_bert(config)
-    assert first.path.parent == tmp_path and first.path.name.startswith("bert-")
+    assert first.path.parent == tmp_path and first.path.name.startswith("cached_pretraining-")
     assert not (first.path / "checkpoint").exists()  # optimizer state is not kept in the cache
 
     def no_training(*args, **kwargs):
         raise AssertionError("the cache should have been used")
 
-    monkeypatch.setattr(pretraining_module, "pretrain", no_training)
+    monkeypatch.setattr(pretraining_run, "pretrain", no_training)
     second = small_pretrained_bert(config)
     assert second.history == first.history and second.config == config
     for a, b in zip(second.model.parameters(), first.model.parameters()):
@@ -347,7 +351,7 @@ def test_the_output_folder_is_checked_before_any_work(trapped, capsys):
 def test_a_run_says_its_recipe_before_training_so_a_rerun_resumes_or_refuses(real_vocab_data, tmp_path,
                                                                               monkeypatch):
     config, out = real_vocab_data.config, tmp_path / "run"
-    monkeypatch.setattr(pretraining_module, "train", trap)  # a kill at the first step
+    monkeypatch.setattr(pretraining_run, "train", trap)  # a kill at the first step
     with pytest.raises(Built):
         pretraining_module.pretrain(config, out_dir=out, data=real_vocab_data, progress=False)
     assert [p.name for p in out.iterdir()] == ["pretrain_config.json"]

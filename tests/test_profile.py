@@ -48,3 +48,27 @@ def test_expect_does_not_claim_a_time_for_the_full_profile(monkeypatch, capsys):
     assert capsys.readouterr().out == "Training: the full profile's time has not been measured (a GPU is advised)\n"
     with pytest.raises(ValueError, match="expected a positive duration in seconds, got 0"):
         profile.expect(0, "Training")
+
+
+@pytest.mark.parametrize("value, expected", [(None, (0, 1, 2)), ("", (0, 1, 2)), ("3,4,5", (3, 4, 5)),
+                                             (" 7 , 0 ", (7, 0)), ("11", (11,))])
+def test_claim_seeds_come_from_lecture_seeds_else_0_1_2(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv("LECTURE_SEEDS", raising=False)
+    else:
+        monkeypatch.setenv("LECTURE_SEEDS", value)
+    assert profile.claim_seeds() == expected
+
+
+@pytest.mark.parametrize("value", ["a,b", "1,,2", "-1,2", "1.5", "3;4", "1,2,"])
+def test_claim_seeds_refuse_what_is_not_a_list_of_non_negative_integers(monkeypatch, value):
+    monkeypatch.setenv("LECTURE_SEEDS", value)
+    with pytest.raises(ValueError, match=r"expected comma-separated non-negative integers like 3,4,5, got "
+                                         + repr(value).replace(".", r"\.")):
+        profile.claim_seeds()
+
+
+def test_claim_seeds_refuse_a_seed_given_twice(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "1,2,1")
+    with pytest.raises(ValueError, match="expected each seed once, got '1,2,1'"):
+        profile.claim_seeds()

@@ -29,7 +29,7 @@ from typing import Sequence
 
 import torch
 
-from lecture_lib.cache import cached_json, key
+from lecture_lib.cache import Deferred, cached_json
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, merge_dicts
 from lecture_lib.data.synthetic import Person, SyntheticLanguage
@@ -161,12 +161,9 @@ def further_pretrained_bert(general: PretrainResult | None = None, config: cours
     config = config or further_pretraining_config(general.config)
     if config.pretrain.model != general.config.model:
         raise ValueError(f"expected the general model's shape {general.config.model}, got {config.pretrain.model}")
-    recipe = {"general": asdict(general.config), "pretrain": asdict(config.pretrain),
-              "language_seed": config.language_seed, "documents": config.documents,
-              "sentences_per_document": config.sentences_per_document}
-    return cached_pretraining(f"further-bert-{key(recipe)}", config.pretrain,
-                              lambda: course_language.synthetic_pretraining_data(config, general.tokenizer), progress=progress,
-                              make_model=lambda: copy.deepcopy(general.model))
+    return cached_pretraining(config.pretrain, Deferred(course_language.synthetic_pretraining_data, config,
+                                                        general.tokenizer),
+                              progress=progress, model=Deferred(copy.deepcopy, general.model))
 
 
 def domain_adaptation_encoders(workers: int | None = None) -> dict[str, PretrainResult]:
@@ -202,21 +199,19 @@ def ablation_config(**overrides) -> course_language.ChapterConfig:
     return synthetic_config(**merge_dicts(shorter, overrides))
 
 
-def small_pretrained_bert(config: PretrainConfig | None = None, *, data: PretrainingData | None = None,
-                          progress: bool = True) -> PretrainResult:
+def small_pretrained_bert(config: PretrainConfig | None = None, *, progress: bool = True) -> PretrainResult:
     """The chapter's small pretrained BERT: trained once per recipe, then read from the disk cache.
 
     The first call trains (``chapter_config()``: about 10 seconds on one CPU core in the quick
-    profile) inside ``<cache>/bert-<key>.partial`` (checkpointed: an interrupted run resumes)
-    and renames it to ``<cache>/bert-<key>`` when done; later calls load it. Training is
-    seeded, so a cold cache rebuilds the same model. ``data`` (built from the same ``config``) saves
-    re-tokenizing the corpus when the caller has it already. ``result.path`` is a Hugging Face
+    profile) inside ``<cache>/<name>.partial`` (checkpointed: an interrupted run resumes; the name made
+    from the call by :func:`~lecture_lib.pretraining.cached_pretraining`) and renames it to ``<cache>/<name>``
+    when done; later calls load it. Training is seeded, so a cold cache rebuilds the same model. ``result.path`` is a Hugging Face
     checkpoint directory: ``BertModel.from_pretrained(result.path)`` gives the bare encoder.
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     config = config or chapter_config()
-    return cached_pretraining(f"bert-{key(asdict(config))}", config, lambda: data, progress=progress)
+    return cached_pretraining(config, progress=progress)
 
 
 PROBES = {"[MASK]": MaskingStrategy(1.0, 0.0, 0.0), "same": MaskingStrategy(0.0, 1.0, 0.0),
@@ -368,11 +363,8 @@ def pretrained_row(config: course_language.ChapterConfig, language_model: str = 
         return synthetic_bert(config, progress=progress)
     if language_model != "left-to-right":
         raise ValueError(f"expected language_model 'masked' or 'left-to-right', got {language_model!r}")
-    recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
-              "documents": config.documents, "sentences_per_document": config.sentences_per_document}
-    return cached_pretraining(f"synthetic-ltr-{key(recipe)}", config.pretrain,
-                              lambda: course_language.synthetic_pretraining_data(config), progress=progress,
-                              loss=left_to_right_loss)
+    return cached_pretraining(config.pretrain, Deferred(course_language.synthetic_pretraining_data, config),
+                              progress=progress, loss=left_to_right_loss)
 
 
 def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: course_language.ChapterConfig,
@@ -495,14 +487,12 @@ def initial_sublayer_scale(hidden_size: int, initializer_range: float, samples: 
         return float((x @ dense.weight.T).std())
 
 
-def mask_accuracy_on(config: PretrainConfig, held_out: PretrainingData, *,
-                     training_data: PretrainingData | None = None) -> dict[str, float]:
+def mask_accuracy_on(config: PretrainConfig, held_out: PretrainingData) -> dict[str, float]:
     """The chapter's BERT pretrained with ``config`` (cached), scored at ``[MASK]`` on ``held_out``'s evaluation
     batches: a model pretrained at 40% masking scored on the 15% test of section 7 (exercise 2 of
-    04_bert_pretraining), or any recipe on the same test (exercise 1). ``training_data``, built from ``config``,
-    saves re-tokenizing the corpus.
+    04_bert_pretraining), or any recipe on the same test (exercise 1).
     """
-    model = small_pretrained_bert(config, data=training_data, progress=False).model
+    model = small_pretrained_bert(config, progress=False).model
     with cpu_threads(config.train.num_threads):
         return evaluate_at_masks(model, held_out.eval_batches(), held_out.tokenizer.mask_token_id,
                                  held_out.most_frequent_token())

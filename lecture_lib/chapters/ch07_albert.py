@@ -15,7 +15,7 @@ from functools import cached_property
 import torch
 from torch import nn
 
-from lecture_lib.cache import cached_json, key
+from lecture_lib.cache import Deferred, cached_json
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
 from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.config import build_config, merge_dicts
@@ -30,7 +30,6 @@ from lecture_lib.pretraining import (
     PretrainingData,
     PretrainResult,
     cached_pretraining,
-    config_dict,
     evaluate,
     pretrain,
     pretraining_head,
@@ -185,12 +184,10 @@ class DiaryPairs:
         self.sizes = PAIR_DIARIES
         self._data: dict[str, PretrainingData] = {}
 
-    @property
-    def recipe(self) -> dict:
+    def cache_recipe(self) -> dict:
         """What the pairs are cut from, beyond the run's own recipe: the numbers of diaries, their seeds and the
         data sizes of the vocabulary and the pairs (part of every cache name of a run on these pairs)."""
-        return {"diaries": self.sizes, "seeds": [self.config.seed, self.config.seed + 1],
-                "data": asdict(self.config.data)}
+        return {"diaries": self.sizes, "seeds": [self.config.seed, self.config.seed + 1], "data": self.config.data}
 
     @cached_property
     def train_documents(self) -> list[Diary]:
@@ -232,9 +229,7 @@ def pretrained(config: PretrainConfig, data: Callable[[PretrainConfig], Pretrain
 
     Taught in: 07_albert ("Factorized embeddings").
     """
-    text = "synthetic" if isinstance(data, SyntheticData) else f"diaries-{key(data.recipe)}"
-    name = f"{config.model.family.model_type}-{text}-{key(config_dict(config))}"
-    result = cached_pretraining(name, config, lambda: data(config), progress=progress)
+    result = cached_pretraining(config, Deferred(data, config), progress=progress)
     result.model.to(default_device())
     return result
 
@@ -249,8 +244,15 @@ class SyntheticData:
 
     def __call__(self, config: PretrainConfig) -> PretrainingData:
         if self._data is None:
-            self._data = synthetic_pretraining_data(replace(language_chapter_config(), pretrain=self.config))
+            self._data = synthetic_pretraining_data(self._language())
         return self._data.with_config(config)
+
+    def _language(self):
+        return replace(language_chapter_config(), pretrain=self.config)
+
+    def cache_recipe(self) -> dict:
+        """The synthetic language the segments are cut from (part of every cache name of a run on them)."""
+        return {"language": self._language()}
 
 
 def sharing_config(**overrides) -> PretrainConfig:

@@ -33,9 +33,9 @@ from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import Sentence
 from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
-from lecture_lib.models.bert import BertModel, mlm_accuracy
+from lecture_lib.models.bert import BertModel
 from lecture_lib.objectives.masking import mask_tokens
-from lecture_lib.pretraining import PretrainResult
+from lecture_lib.pretraining import PretrainResult, masked_lm_counts
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, module_device, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
@@ -251,12 +251,7 @@ def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]],
     Taught in: 10_bertology_attention ("Which heads matter").
     """
     model.eval()
-    correct = total = 0
-    with torch.no_grad():
-        for batch in batches:
-            logits = model(**batch, head_mask=head_mask, masked_only=True).prediction_logits
-            right, n = mlm_accuracy(logits, batch["labels"])
-            correct, total = correct + right, total + n
+    correct, total = masked_lm_counts(model, batches, head_mask=head_mask, masked_only=True)
     return correct / total
 
 

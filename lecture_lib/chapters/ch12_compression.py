@@ -28,7 +28,6 @@ from lecture_lib.config import build_config, seeded
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
-from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.albert import AlbertForMaskedLM, AlbertForSequenceClassification, albert_from_bert
 from lecture_lib.models.bert import BertForPreTraining
@@ -40,7 +39,7 @@ from lecture_lib.models.distilbert import (
 )
 from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.objectives.masking import mask_tokens
-from lecture_lib.pretraining import PretrainResult
+from lecture_lib.pretraining import PretrainResult, masked_lm_counts
 from lecture_lib.profile import pick
 from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
@@ -324,17 +323,8 @@ def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config
     Taught in: 12_compression ("A DistilBERT-style student").
     """
     draw = _masked_batches(distillation_text(tokenizer, config), tokenizer, seeded(config, -1))
-    right = total = 0
     model.eval()
-    with torch.no_grad():
-        for step in range(batches):
-            batch = draw(step)
-            inputs = {k: v for k, v in batch.items() if k != "labels"}
-            out = model(**inputs)
-            logits = out.prediction_logits if isinstance(model, BertForPreTraining) else out.logits
-            chosen = batch["labels"] != IGNORE_INDEX
-            right += int((logits[chosen].argmax(-1) == batch["labels"][chosen]).sum())
-            total += int(chosen.sum())
+    right, total = masked_lm_counts(model, (draw(step) for step in range(batches)))
     return 100 * right / total
 
 

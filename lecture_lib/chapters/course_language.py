@@ -18,10 +18,10 @@ Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task s
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from lecture_lib.cache import key
+from lecture_lib.cache import Deferred
 from lecture_lib.config import build_dataclass, merge_dicts
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
@@ -174,10 +174,7 @@ def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
     config = config or chapter_config()
-    recipe = {"pretrain": asdict(config.pretrain), "language_seed": config.language_seed,
-              "documents": config.documents, "sentences_per_document": config.sentences_per_document}
-    return cached_pretraining(f"synthetic-bert-{key(recipe)}", config.pretrain,
-                              lambda: synthetic_pretraining_data(config), progress=progress)
+    return cached_pretraining(config.pretrain, Deferred(synthetic_pretraining_data, config), progress=progress)
 
 
 def synthetic_sentences(n: int, seed: int) -> list[Sentence]:

@@ -196,7 +196,7 @@ def test_further_pretraining_starts_from_the_general_model_and_keeps_its_vocabul
     assert further.model.state_dict().keys() == general.model.state_dict().keys()
     assert all(torch.equal(a, general.model.state_dict()[name]) for name, a in further.model.state_dict().items())
     assert further.tokenizer.vocab == general.tokenizer.vocab
-    assert further.path.name.startswith("further-bert-")
+    assert further.path.name.startswith("cached_pretraining-")
 
 
 def test_further_pretraining_moves_a_copy_and_is_cached(monkeypatch, tmp_path):
@@ -233,7 +233,7 @@ def test_exercise_2_forty_percent_model_scored_at_fifteen(monkeypatch, tmp_path)
     tiny = dict(data=dict(vocab_size=300, eval_pairs=64), train=dict(steps=3, batch_size=8, warmup_steps=1))
     fifteen, forty = chapter_config(**tiny), chapter_config(**tiny, objective=dict(mlm_probability=0.4))
     held_out, data_40 = PretrainingData.from_corpus(fifteen), PretrainingData.from_corpus(forty)
-    scores = mask_accuracy_on(forty, held_out, training_data=data_40)
+    scores = mask_accuracy_on(forty, held_out)
     model = small_pretrained_bert(forty, progress=False).model.eval()
     right = shown = 0
     for batch in held_out.eval_batches():

@@ -29,6 +29,7 @@ from lecture_lib.chapters.ch07_albert import (
 )
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, AlbertLayer, AlbertModel
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
+from lecture_lib.pretraining import cached_pretraining
 from tests.command_line import (
     assert_refused,
     recipe_passed_to_pretrain,
@@ -175,7 +176,8 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     names = []
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining",
-                        lambda name, config, make_data, **kw: names.append(name) or SimpleNamespace(model=torch.nn.Identity()))
+                        lambda *args, **kw: names.append(cached_pretraining.cache_name(*args, **kw))
+                        or SimpleNamespace(model=torch.nn.Identity()))
     for steps in (1200, 2400):
         config = pair_config(objective=dict(pairs="nsp"), train=dict(steps=steps))
         pretrained(config, DiaryPairs(config))
@@ -288,8 +290,8 @@ def test_a_runs_cache_name_changes_with_the_diaries_it_reads(monkeypatch):
     hit: the diaries are part of the run's cache name."""
     names = []
 
-    def record(name, *args, **kwargs):
-        names.append(name)
+    def record(*args, **kwargs):
+        names.append(cached_pretraining.cache_name(*args, **kwargs))
         return SimpleNamespace(model=torch.nn.Linear(1, 1))
 
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining", record)

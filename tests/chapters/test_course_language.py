@@ -9,6 +9,7 @@ import torch
 import transformers
 
 import lecture_lib.pretraining as pretrain_module
+import lecture_lib.pretraining.run as pretrain_run
 from lecture_lib.chapters import ch04_bert_pretraining, course_language
 from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
@@ -77,13 +78,13 @@ def test_pretraining_data_comes_from_the_synthetic_language(monkeypatch, tmp_pat
 def test_pretrained_model_is_cached_on_disk(monkeypatch, tmp_path):
     config = _tiny(monkeypatch, tmp_path)
     first = synthetic_pretrained_bert(config)
-    assert first.path.parent == tmp_path and first.path.name.startswith("synthetic-bert-")
+    assert first.path.parent == tmp_path and first.path.name.startswith("cached_pretraining-")
     assert not (first.path / "checkpoint").exists()
 
     def fail(*args, **kwargs):
         raise AssertionError("a cached model must not be trained again")
 
-    monkeypatch.setattr(pretrain_module, "pretrain", fail)
+    monkeypatch.setattr(pretrain_run, "pretrain", fail)  # where cached_pretraining finds it
     again = synthetic_pretrained_bert(config)
     assert again.path == first.path
     for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
@@ -285,12 +286,12 @@ def test_exercise_5_twice_the_pretraining_is_a_new_run_of_the_same_recipe(monkey
     800-step one) whose recipe differs from section 2's in the steps alone."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     runs = []
-    monkeypatch.setattr(course_language, "cached_pretraining", lambda name, config, make_data, **kw: runs.append(
-        (name, config)))
+    monkeypatch.setattr(course_language, "cached_pretraining", lambda config, *args, **kw: runs.append(
+        (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)))
     synthetic_pretrained_bert(chapter_config())
     synthetic_pretrained_bert(chapter_config(pretrain=dict(train=dict(steps=1600))))
     (section_2, short), (longer, long) = runs
-    assert longer != section_2 and longer.startswith("synthetic-bert-")
+    assert longer != section_2 and longer.startswith("cached_pretraining-")
     assert (short.train.steps, long.train.steps) == (800, 1600)
     assert dataclasses.replace(long, train=dataclasses.replace(long.train, steps=800)) == short
 
@@ -304,7 +305,8 @@ def test_exercise_6_the_longer_further_run_and_the_vocabulary_swap_are_new_runs(
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     ch04 = ch04_bert_pretraining
     runs = []
-    monkeypatch.setattr(ch04, "cached_pretraining", lambda name, config, make_data, **kw: runs.append((name, config)))
+    monkeypatch.setattr(ch04, "cached_pretraining", lambda config, *args, **kw: runs.append(
+        (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)))
     general = SimpleNamespace(config=ch04.chapter_config(), tokenizer=None, model=None)
     ch04.further_pretrained_bert(general)
     longer = ch04.further_pretraining_config(pretrain=dict(train=dict(steps=600, warmup_steps=60)))
