@@ -820,13 +820,14 @@ def seeds_sentence(rows: Sequence[Claim]) -> str:
     >>> seeds_sentence([])
     'No claim of this table varies a seed.'
     """
-    seeds = sorted({seed for row in rows for seed in row.measured.get("seeds", []) if row.measured["seed_kind"]
-                    != "none"})
+    seeds = sorted({seed for row in rows if row.measured.get("seed_kind", "none") != "none"
+                    for seed in row.measured["seeds"]})
     if not seeds:
         return "No claim of this table varies a seed."
-    return (f"Seeds {', '.join(map(str, seeds))}, from `LECTURE_SEEDS` (default 0,1,2); to judge every claim on "
-            "fresh seeds, rerun the notebook with `LECTURE_SEEDS=3,4,5`, e.g. "
-            "`LECTURE_SEEDS=3,4,5 pytest notebooks/08_electra.ipynb`.")
+    chapter = rows[0].chapter
+    return (f"Seeds {', '.join(map(str, seeds))}, from `LECTURE_SEEDS` (default 0,1,2). To judge every claim on "
+            f"fresh seeds, run the notebook again with `LECTURE_SEEDS=3,4,5` set: from a shell, "
+            f"`LECTURE_SEEDS=3,4,5 pytest notebooks/{chapter}_*.ipynb`.")
 
 
 def show_what_we_saw(key: str, caption: str, claims: Sequence[Declaration], measurements: Mapping[str, Measurement],
@@ -940,20 +941,24 @@ def summary_lines(chapters: dict[str, tuple[list[dict], list[dict]]], *, claims:
 
 
 def unsettled(chapters: dict[str, tuple[list[dict], list[dict]]]) -> list[str]:
-    """One line per claim that is not reproduced or inconclusive, with its reason (or the rule that failed).
+    """One line per claim that is not reproduced or inconclusive, with its reason (or the rule that failed), and
+    one per check that fails.
 
     >>> unsettled({"06": ([{"key": "06-a", "verdict": "inconclusive", "reason": "at the floor", "ours": "o"},
     ...                    {"key": "06-b", "verdict": "not reproduced", "rule": "a above b", "ours": "0.2 vs 0.3"},
-    ...                    {"key": "06-c", "verdict": "reproduced"}], [])})
-    ['06-a inconclusive: at the floor', '06-b not reproduced: a above b; ours: 0.2 vs 0.3']
+    ...                    {"key": "06-c", "verdict": "reproduced"}],
+    ...                   [{"key": "06-d", "passed": False, "rule": "equals 65M", "ours": "63.1M"}])})
+    ['06-a inconclusive: at the floor', '06-b not reproduced: a above b; ours: 0.2 vs 0.3', \
+'06-d check fails: equals 65M; ours: 63.1M']
     """
     lines = []
-    for claims, _ in chapters.values():
+    for claims, checks in chapters.values():
         for c in claims:
             if c["verdict"] == INCONCLUSIVE:
                 lines.append(f"{c['key']} inconclusive: {c.get('reason') or c['rule']}")
             elif c["verdict"] == NOT_REPRODUCED:
                 lines.append(f"{c['key']} not reproduced: {c['rule']}; ours: {c['ours']}")
+        lines += [f"{k['key']} check fails: {k['rule']}; ours: {k['ours']}" for k in checks if not k["passed"]]
     return lines
 
 

@@ -250,7 +250,7 @@ def executed_notebook(path, *claims, checks=(), glued=True):
     """A notebook as the book's execution leaves it: a table output whose metadata carries the claims."""
     records = [{"key": key, "claim": "c", "paper": "p", "ours": "o", "verdict": verdict, "rule": "r",
                 "reason": "why" if verdict == "inconclusive" else ""} for key, verdict in claims]
-    metadata = {"text/markdown": {"lecture_claims": records, "lecture_checks": [{"key": key} for key in checks]}}
+    metadata = {"text/markdown": {"lecture_claims": records, "lecture_checks": [{"key": key, "passed": True} for key in checks]}}
     if glued:
         metadata["scrapbook"] = {"name": f"ch{path.name[:2]}-what-we-saw", "mime_prefix": ""}
     output = nbformat.v4.new_output("display_data", data={"text/markdown": "| table |"}, metadata=metadata)

@@ -131,7 +131,8 @@ def insert_counts(app, doctree, docname: str) -> None:
                                  "from this build's runs by the rules its chapter module declares, and the checks "
                                  "listed apart:")
     lines = unsettled(chapters)
-    heading = nodes.paragraph(text=f"Not reproduced or inconclusive ({len(lines)}), with the reason:")
+    heading = nodes.paragraph(text=f"Not reproduced, inconclusive, or a check that fails ({len(lines)}), with the "
+                                   "reason:")
     listing = nodes.bullet_list()
     for line in lines:
         item = nodes.list_item()
