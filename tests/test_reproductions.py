@@ -2,6 +2,7 @@
 
 import functools
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -79,8 +80,9 @@ def test_without_myst_nb_the_table_is_shown_as_markdown(monkeypatch):
     shown = []
     monkeypatch.setitem(sys.modules, "myst_nb", None)  # as in Colab: importing it fails
     monkeypatch.setattr(reproductions, "display", shown.append)
-    text = show_reproduction("ch99-test", "Paper (Author, 2020), Table 1", HEADER, ROWS[:1], note="It reproduced.")
-    assert text == "**Paper (Author, 2020), Table 1**\n\n" + markdown_table(HEADER, ROWS[:1]) + "\n\nIt reproduced."
+    assert show_reproduction("ch99-test", "Paper (Author, 2020), Table 1", HEADER, ROWS[:1], note="It reproduced.") \
+        is None  # a cell that ends with the call shows the table once
+    text = "**Paper (Author, 2020), Table 1**\n\n" + markdown_table(HEADER, ROWS[:1]) + "\n\nIt reproduced."
     assert [m.data for m in shown] == [text]
 
 
@@ -209,18 +211,18 @@ def test_claims_table_has_one_row_per_claim_with_its_verdict_and_rule():
     rows = [claim("01-a"), claim("01-b", mechanism_only("running mean = softmax")),
             claim("01-c", holds(False, "x > y"))]
     lines = claims_table(rows).splitlines()
-    assert lines[0] == "| claim | the paper | ours | verdict | by the rule |" and len(lines) == 5
+    assert lines[0] == "| claim | the paper | ours | verdict | the rule | reason |" and len(lines) == 5
     assert [line.split(" | ")[3] for line in lines[2:]] == ["**reproduced**", "**mechanism only**",
                                                            "**not reproduced**"]
-    assert lines[3].endswith("| running mean = softmax |")
+    assert lines[3].endswith("| running mean = softmax | – |")
     with pytest.raises(ValueError, match=r"expected unique claim keys, got \['01-a'\]"):
         claims_table([claim("01-a"), claim("01-a")])
 
 
 @pytest.mark.parametrize("key, claims, message", [
-    ("ch01-what-we-saw", [], "expected at least one claim"),
-    ("ch02-what-we-saw", [claim("01-a")], "to start with its chapter number"),
-    ("ch01-what-we-saw", [claim("01-a"), claim("02-b")], "to start with its chapter number"),
+    ("ch01-what-we-saw", [], "all start with the chapter number"),
+    ("ch02-what-we-saw", [claim("01-a")], "all start with the chapter number"),
+    ("ch01-what-we-saw", [claim("01-a"), claim("02-b")], "all start with the chapter number"),
     ("Ch01", [claim("01-a")], "expected a key of lower-case words"),
 ])
 def test_bad_claim_tables_are_refused(key, claims, message):
@@ -232,13 +234,12 @@ def test_without_myst_nb_the_claims_are_shown_and_carried(monkeypatch):
     shown = []
     monkeypatch.setitem(sys.modules, "myst_nb", None)
     monkeypatch.setattr(reproductions, "display", shown.append)
-    text = show_claims("ch01-what-we-saw", "What we saw", [claim("01-a")], note="Scale differs.")
-    assert text == "**What we saw**\n\n" + claims_table([claim("01-a")]) + "\n\nScale differs."
+    assert show_claims("ch01-what-we-saw", "What we saw", [claim("01-a")], note="Scale differs.") is None
     markdown, metadata = shown[0]._repr_markdown_()
-    assert markdown == text
-    assert metadata == {"lecture_claims": [{
+    assert markdown == "**What we saw**\n\n" + claims_table([claim("01-a")]) + "\n\nScale differs."
+    assert metadata == {"lecture_checks": [], "lecture_claims": [{
         "key": "01-a", "claim": "attention keeps long strings", "paper": "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
-        "ours": "0.77 vs 0.05", "verdict": "reproduced", "rule": "with attention above without"}]}
+        "ours": "0.77 vs 0.05", "verdict": "reproduced", "rule": "with attention above without", "reason": ""}]}
 
 
 def test_an_executed_notebook_carries_its_claims():
@@ -251,16 +252,16 @@ def test_an_executed_notebook_carries_its_claims():
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     outputs = notebook.cells[0].outputs
     assert len(outputs) == 1 and outputs[0]["metadata"]["scrapbook"]["name"] == "ch04-what-we-saw"
-    assert "| c | p | o | **not reproduced** | r, on every seed of 0, 1 |" in outputs[0]["data"]["text/markdown"]
+    assert "| c | p | o | **not reproduced** | r, on every seed of 0, 1 | – |" in outputs[0]["data"]["text/markdown"]
     assert [(c["key"], c["verdict"]) for c in notebook_claims(notebook)] == [
         ("04-a", "not reproduced"), ("04-b", "mechanism only")]
 
 
-def executed_notebook(path, *claims, glued=True):
+def executed_notebook(path, *claims, checks=(), glued=True):
     """A notebook as the book's execution leaves it: a table output whose metadata carries the claims."""
-    records = [{"key": key, "claim": "c", "paper": "p", "ours": "o", "verdict": verdict, "rule": "r"}
-               for key, verdict in claims]
-    metadata = {"text/markdown": {"lecture_claims": records}}
+    records = [{"key": key, "claim": "c", "paper": "p", "ours": "o", "verdict": verdict, "rule": "r",
+                "reason": "why" if verdict == "inconclusive" else ""} for key, verdict in claims]
+    metadata = {"text/markdown": {"lecture_claims": records, "lecture_checks": [{"key": key, "passed": True} for key in checks]}}
     if glued:
         metadata["scrapbook"] = {"name": f"ch{path.name[:2]}-what-we-saw", "mime_prefix": ""}
     output = nbformat.v4.new_output("display_data", data={"text/markdown": "| table |"}, metadata=metadata)
@@ -274,9 +275,9 @@ def executed_notebook(path, *claims, glued=True):
 def executed(tmp_path):
     folder = tmp_path / "jupyter_execute"
     executed_notebook(folder / "notebooks" / "01_attention.ipynb", ("01-a", "reproduced"), ("01-b", "mechanism only"),
-                      ("01-c", "reproduced"))
+                      ("01-c", "reproduced"), checks=["01-d", "01-e"])
     executed_notebook(folder / "notebooks" / "02_transformer.ipynb", ("02-a", "not reproduced"),
-                      ("02-b", "reproduced"), glued=False)  # as run in JupyterLab: no glue, the claims still count
+                      ("02-b", "reproduced"), ("02-c", "inconclusive"), glued=False)  # JupyterLab: no glue, still counted
     executed_notebook(folder / "notebooks" / "03_tokenization.ipynb")
     (folder / "reproductions.ipynb").write_text("{}")  # not a chapter: ignored
     return folder
@@ -288,18 +289,27 @@ def run_summary(*args):
     return result.returncode, result.stdout.splitlines(), result.stderr
 
 
+TOTAL = "total claims=6 reproduced=3 not=1 inconclusive=1 mechanism=1 checks=2"
+
+
 def test_summary_prints_a_line_per_chapter_and_a_total(executed):
     assert run_summary(executed) == (0, [
-        "01 claims=3 reproduced=2 mechanism=1 not=0",
-        "02 claims=2 reproduced=1 mechanism=0 not=1",
-        "03 claims=0 reproduced=0 mechanism=0 not=0",
-        "total claims=5 reproduced=3 mechanism=1 not=1"], "")
+        "01 claims=3 reproduced=2 not=0 inconclusive=0 mechanism=1 checks=2",
+        "02 claims=3 reproduced=1 not=1 inconclusive=1 mechanism=0 checks=0",
+        "03 claims=0 reproduced=0 not=0 inconclusive=0 mechanism=0 checks=0", TOTAL], "")
 
 
 def test_summary_lists_the_claims(executed):
     assert run_summary(executed, "--claims") == (0, [
         "01 01-a reproduced", "01 01-b mechanism only", "01 01-c reproduced", "02 02-a not reproduced",
-        "02 02-b reproduced"], "")
+        "02 02-b reproduced", "02 02-c inconclusive"], "")
+
+
+def test_summary_json_gives_every_claim_and_check_with_its_chapter(executed):
+    code, out, _ = run_summary(executed, "--json")
+    data = json.loads("\n".join(out))
+    assert code == 0 and [(c["chapter"], c["key"], c["reason"]) for c in data["claims"]][-1] == ("02", "02-c", "why")
+    assert [(k["chapter"], k["key"]) for k in data["checks"]] == [("01", "01-d"), ("01", "01-e")]
 
 
 def test_summary_of_a_folder_without_notebooks_fails(tmp_path):
@@ -319,15 +329,16 @@ def test_a_claim_key_twice_in_the_course_is_an_error(tmp_path):
 
 def test_main_prints_what_the_command_prints(executed, capsys):
     assert main(["summary", str(executed)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "total claims=5 reproduced=3 mechanism=1 not=1"
+    assert capsys.readouterr().out.splitlines()[-1] == TOTAL
 
 
 def test_the_page_counts_verdicts_per_chapter_and_in_total(executed):
-    assert _page().count_rows(executed) == [
-        ["01", "3", "2", "1", "0"], ["02", "2", "1", "0", "1"], ["03", "0", "0", "0", "0"], ["total", "5", "3", "1", "1"]]
-    table = _page().table_node(_page().COUNT_COLUMNS, _page().count_rows(executed))
-    assert [entry.astext() for entry in table.findall(_page().nodes.entry)][:5] == [
-        "chapter", "claims", "reproduced", "mechanism only", "not reproduced"]
+    rows = _page().count_rows(reproductions.chapter_records(executed))
+    assert rows == [["01", "3", "2", "0", "0", "1", "2"], ["02", "3", "1", "1", "1", "0", "0"],
+                    ["03", "0", "0", "0", "0", "0", "0"], ["total", "6", "3", "1", "1", "1", "2"]]
+    table = _page().table_node(_page().COUNT_COLUMNS, rows)
+    assert [entry.astext() for entry in table.findall(_page().nodes.entry)][:7] == [
+        "chapter", "claims", "reproduced", "not reproduced", "inconclusive", "mechanism only", "checks"]
     assert len(list(table.findall(_page().nodes.row))) == 5
 
 
@@ -339,32 +350,19 @@ def test_claims_tables_reach_the_page_and_claim_keys_are_unique_in_the_course():
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
         source = path.read_text(encoding="utf-8")
         keys = re.findall(r'"([0-9]{2}-[a-z0-9]+(?:-[a-z0-9]+)*)"', source)
-        assert bool(keys) == ("show_claims(" in source), f"{path.name}: a claims table and its literal keys"
+        shows = "show_claims(" in source or "show_what_we_saw(" in source
+        assert bool(keys) == shows, f"{path.name}: a claims table and its literal keys"
         for key in keys:
             assert key.startswith(path.name[:3].replace("_", "-")), (path.name, key)
             assert key not in seen, f"claim {key!r} in {seen.get(key)} and {path.name}"
             seen[key] = path.name
 
 
-def test_glue_number_glues_quietly_and_returns_the_number(monkeypatch):
-    glued = []
-    monkeypatch.setitem(sys.modules, "myst_nb", type(sys)("myst_nb"))
-    sys.modules["myst_nb"].glue = lambda *args, **kwargs: glued.append((args, kwargs))
-    assert reproductions.glue_number("ch02-beam-changed", 3) == 3
-    assert glued == [(("ch02-beam-changed", 3), {"display": False})]
-    with pytest.raises(TypeError, match="expected an int or a float"):
-        reproductions.glue_number("ch02-x", "3")
-    with pytest.raises(ValueError, match="expected a key"):
-        reproductions.glue_number("ch02_x", 3)
-    monkeypatch.setitem(sys.modules, "myst_nb", None)
-    assert reproductions.glue_number("ch02-x", 0.5) == 0.5 and len(glued) == 1
-
-
 def test_the_counts_table_goes_under_the_page_title(executed):
     """What Sphinx's doctree-resolved event does to the page: a sentence and the counts table after the title."""
     from types import SimpleNamespace
 
-    page = _page()  # skipped without docutils
+    _page()  # skipped without docutils
     from docutils import nodes
     from docutils.utils import new_document
 
@@ -373,9 +371,11 @@ def test_the_counts_table_goes_under_the_page_title(executed):
     section += [nodes.title(text="Reproductions"), nodes.paragraph(text="Every chapter ...")]
     document += section
     app = SimpleNamespace(outdir=str(executed.parent / "html"))
-    page.insert_counts(app, document, "book/other")
+    _page().insert_counts(app, document, "book/other")
     assert len(section.children) == 2  # another page: untouched
-    page.insert_counts(app, document, page.PAGE)
-    title, intro, table, rest = section.children
+    _page().insert_counts(app, document, _page().PAGE)
+    title, intro, table, heading, listing, rest = section.children
     assert isinstance(table, nodes.table) and "What we saw" in intro.astext() and rest.astext() == "Every chapter ..."
-    assert [entry.astext() for entry in table.findall(nodes.entry)][-5:] == ["total", "5", "3", "1", "1"]
+    assert [entry.astext() for entry in table.findall(nodes.entry)][-7:] == ["total", "6", "3", "1", "1", "1", "2"]
+    assert "(2)" in heading.astext()
+    assert [item.astext() for item in listing.children] == ["02-a not reproduced: r; ours: o", "02-c inconclusive: why"]

@@ -9,8 +9,9 @@ missing glue reference is a warning, and the book builds with ``--warningiserror
 (``show_claims("key", ...)``) reaches the page the same way.
 
 At the top of the page, when Sphinx writes it (after every notebook was executed), the extension inserts the
-count of claims per verdict, chapter by chapter and in total, read from the executed notebooks in
-``_build/jupyter_execute`` (``lecture_lib.reproductions.chapter_claims``, the same count as
+course's figure: the count of claims per outcome and of checks, chapter by chapter and in total, then one line
+per claim that is not reproduced or inconclusive, with its reason, read from the executed notebooks in
+``_build/jupyter_execute`` (``lecture_lib.reproductions.chapter_records``, the same as
 ``python -m lecture_lib.reproductions summary``).
 """
 
@@ -22,19 +23,20 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util import logging
 
-from lecture_lib.reproductions import chapter_claims, verdict_counts
+from lecture_lib.reproductions import chapter_records, unsettled, verdict_counts
 
 logger = logging.getLogger(__name__)
 
 PAGE = "book/reproductions"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CALL = re.compile(r"\bshow_(?:reproduction|claims)\(")
-KEYED_CALL = re.compile(r'\bshow_(?:reproduction|claims)\(\s*"(?P<key>[^"]+)"')
-COUNT_COLUMNS = ["chapter", "claims", "reproduced", "mechanism only", "not reproduced"]
+CALL = re.compile(r"\bshow_(?:reproduction|claims|what_we_saw)\(")
+KEYED_CALL = re.compile(r'\bshow_(?:reproduction|claims|what_we_saw)\(\s*"(?P<key>[^"]+)"')
+COUNT_COLUMNS = ["chapter", "claims", "reproduced", "not reproduced", "inconclusive", "mechanism only", "checks"]
 
 
 def reproduction_keys(source: str, name: str) -> list[str]:
-    """The keys of the ``show_reproduction`` and ``show_claims`` calls in one notebook's source, in order.
+    """The keys of the ``show_reproduction``, ``show_claims`` and ``show_what_we_saw`` calls in one notebook's
+    source, in order.
 
     >>> reproduction_keys('show_reproduction("ch01-a", "Cap", h, r)\\nshow_reproduction(\\n    "ch01-b", c, h, r)', "x")
     ['ch01-a', 'ch01-b']
@@ -42,7 +44,8 @@ def reproduction_keys(source: str, name: str) -> list[str]:
     keys = [m.group("key") for m in KEYED_CALL.finditer(source)]
     calls = len(CALL.findall(source))
     if calls != len(keys):
-        raise ValueError(f"{name}: expected every show_reproduction/show_claims call to name its key as a literal, "
+        raise ValueError(f"{name}: expected every show_reproduction/show_claims/show_what_we_saw call to name its key "
+                         "as a literal, "
                          f"got {calls} calls and {len(keys)} literal keys")
     return keys
 
@@ -83,11 +86,12 @@ def append_tables(app, docname: str, source: list[str]) -> None:
         source[0] += page_sections(NOTEBOOKS)
 
 
-def count_rows(executed: Path) -> list[list[str]]:
-    """The rows of the verdict counts: one per chapter of the executed notebooks under ``executed``, a total."""
-    chapters = chapter_claims(executed)
-    rows = [[chapter] + [str(n) for n in verdict_counts(claims).values()] for chapter, claims in chapters.items()]
-    total = verdict_counts(claim for claims in chapters.values() for claim in claims)
+def count_rows(chapters: dict[str, tuple[list[dict], list[dict]]]) -> list[list[str]]:
+    """The rows of the course's figure: one per chapter (claims per outcome, checks) and a total."""
+    rows = [[chapter] + [str(n) for n in verdict_counts(claims, checks).values()]
+            for chapter, (claims, checks) in chapters.items()]
+    total = verdict_counts((c for claims, _ in chapters.values() for c in claims),
+                           (k for _, checks in chapters.values() for k in checks))
     return rows + [["total"] + [str(n) for n in total.values()]]
 
 
@@ -114,19 +118,28 @@ def table_node(header: list[str], rows: list[list[str]]) -> nodes.table:
 
 
 def insert_counts(app, doctree, docname: str) -> None:
-    """At the top of the page: how many claims each chapter's "What we saw" shows, per verdict, and in total."""
+    """At the top of the page: the course's figure, then the claims not reproduced or inconclusive, one a line."""
     if docname != PAGE:
         return
     executed = Path(app.outdir).parent / "jupyter_execute"
-    rows = count_rows(executed) if executed.is_dir() else []
-    if len(rows) <= 1:
+    chapters = chapter_records(executed) if executed.is_dir() else {}
+    if not chapters:
         logger.warning(f"reproductions: no executed notebooks under {executed}, the verdict counts are missing")
         return
     section = next(iter(doctree.findall(nodes.section)))
-    intro = nodes.paragraph(text="Claims of each chapter's \u201cWhat we saw\u201d, by the verdict its code computed "
-                                 "from this build's runs:")
-    section.insert(1, table_node(COUNT_COLUMNS, rows))
-    section.insert(1, intro)
+    intro = nodes.paragraph(text="Claims of each chapter's \u201cWhat we saw\u201d, by the outcome its code computed "
+                                 "from this build's runs by the rules its chapter module declares, and the checks "
+                                 "listed apart:")
+    lines = unsettled(chapters)
+    heading = nodes.paragraph(text=f"Not reproduced, inconclusive, or a check that fails ({len(lines)}), with the "
+                                   "reason:")
+    listing = nodes.bullet_list()
+    for line in lines:
+        item = nodes.list_item()
+        item += nodes.paragraph(text=line)
+        listing += item
+    for node in reversed([intro, table_node(COUNT_COLUMNS, count_rows(chapters)), heading, listing]):
+        section.insert(1, node)
 
 
 def reread_page(app, env, added, changed, removed) -> list[str]:

@@ -21,6 +21,7 @@ from lecture_lib.decoding import sequences_equal
 from lecture_lib.measure import saved_tensor_bytes, time_call
 from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 from lecture_lib.profile import pick
+from lecture_lib.reproductions import Check, Gate, Rule, Seeds
 from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.train import History, TrainConfig, train
 
@@ -92,6 +93,69 @@ def accuracy_by_length(model: RNNSeq2Seq, exp: BottleneckExperiment, per_length:
         for n in range(exp.min_len, exp.max_len + 1)
     }
 
+
+
+def bottleneck_models(exp: BottleneckExperiment, seeds: list[int],
+                      trained: dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]) -> dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]:
+    """The models without and with attention for every seed of ``seeds``: those already ``trained`` (seed ->
+    models) are reused, the others are trained by :func:`train_reversal`."""
+    return {seed: trained[seed] if seed in trained else
+            (train_reversal(False, exp, seed)[0], train_reversal(True, exp, seed)[0]) for seed in seeds}
+
+
+def alignment_shares(model: RNNSeq2Seq, strings: Seq2SeqBatch) -> tuple[float, float]:
+    """Of greedy decoding's attention on ``strings``: the share of strings whose first step looks hardest at the
+    last symbol, and the share of later steps t >= 1 that look hardest at the symbol just written (N - t)."""
+    _, alignments = model.greedy(strings.src, strings.src_lengths, int(strings.src_lengths.max()) + 1)
+    first_step, later_steps = [], []
+    for alignment, n in zip(alignments, strings.src_lengths.tolist()):
+        looked_at = alignment[: n + 1, :n].argmax(dim=-1)  # steps 0..n (n = the end-of-sequence step)
+        first_step.append(looked_at[0].item() == n - 1)
+        later_steps += (looked_at[1:] == n - torch.arange(1, n + 1)).tolist()
+    return sum(first_step) / len(first_step), sum(later_steps) / len(later_steps)
+
+
+LEARNED_SHORT_STRINGS = "{} at the shortest length"  # a gate: the model learned the task where it is easy
+CLAIMS = (
+    Rule("01-attention-removes-the-bottleneck",
+         "an encoder-decoder without attention degrades with length, one with attention much less",
+         paper="English→French BLEU 17.82 (RNNencdec-50) against 26.75 (RNNsearch-50), the gap widening on long "
+               "sentences (Figure 2)", source="Bahdanau et al. (2015), Table 1",
+         metric="exact match of greedy decoding", data="200 held-out strings of the longest training length",
+         compared="with attention", baseline="without attention", margin=0.3, seeds=Seeds("training"),
+         gates=(Gate(LEARNED_SHORT_STRINGS.format("without attention"), "chance", 0.5),
+                Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5))),
+    Rule("01-exposure-bias", "teacher forcing trains on gold prefixes; inference, on the model's own, is worse",
+         paper="the train/inference mismatch of teacher forcing", source="Williams and Zipser (1989); Ranzato et "
+         "al. (2016), section 1", metric="tokens right", data="500 held-out strings of the longest training length",
+         compared="with attention, decoding greedily on its own prefixes", baseline="the same, fed the gold prefixes",
+         higher=False, margin=0.03, seeds=Seeds("training"),
+         gates=(Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),)),
+    Rule("01-unsupervised-alignment", "attention learns alignments without supervision",
+         paper="near-monotone alignments of English and French words", source="Bahdanau et al. (2015), Figure 3",
+         metric="share of decoding steps t ≥ 1 that look hardest at the symbol just written",
+         data="200 held-out strings of every training length", compared="with attention", baseline=0.8,
+         seeds=Seeds("training"), gates=(Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),)),
+)
+CHECKS = (
+    Check("01-running-mean-is-attention", "a uniform causal attention is the running mean",
+          source="Nadaraya (1964), Watson (1964)", reference="the running-mean matrix (1/t on the first t entries)",
+          tolerance=1e-6),
+    Check("01-dot-products-have-variance-dk", "unscaled dot products of unit-variance vectors have variance dₖ",
+          source="Vaswani et al. (2017), footnote 4", reference="1 (Var(q·k)/dₖ, at every dₖ)", tolerance=0.1),
+    Check("01-scaling-keeps-gradients", "unscaled, the softmax saturates and its gradient vanishes",
+          source="Vaswani et al. (2017), section 3.2.1",
+          reference="0 (the unscaled scores' median gradient over the scaled ones', at the largest dₖ)",
+          tolerance=0.01),
+    Check("01-fused-attention-memory-is-linear", "attention's memory is quadratic, fused kernels make it linear",
+          source="Rabe and Staats (2021); Dao et al. (2022)",
+          reference="×4 naive and ×2 fused, the memory's growth at the last doubling of n", tolerance=0.5),
+    Check("01-softmax-tile-by-tile", "the softmax can be computed tile by tile with a running maximum and sum",
+          source="Milakov and Gimelshein (2018); Dao et al. (2022)",
+          reference="0 (the largest difference to the full softmax, tiles of 128 and of 7 keys)", tolerance=1e-5),
+    Check("01-windows-are-linear", "windows make attention linear in n", source="Beltagy et al. (2020)",
+          reference="n(2w+1), the pairs that doubling n adds to a window of w"),
+)
 
 
 def cost_lengths() -> list[int]:
