@@ -720,7 +720,7 @@ assert not torch.allclose(out_before[20], out_after[20])
 from lecture_lib.chapters.ch01_attention import CHECKS, CLAIMS, alignment_shares, bottleneck_models  # noqa: E402
 from lecture_lib.reproductions import checked, measured, show_what_we_saw  # noqa: E402
 
-seeds = [0, 1, 2]
+seeds = list(profile.claim_seeds())
 if set(seeds) - {0}:
     profile.expect(22 * len(set(seeds) - {0}), "Training the two models on the seeds section 1 did not use")
 models = bottleneck_models(exp, seeds, trained={0: (plain, attentive)})
