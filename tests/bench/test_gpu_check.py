@@ -23,7 +23,8 @@ def _notebook(tmp_path):
 def test_the_report_names_the_slow_cell_and_the_failing_cell_with_its_traceback(tmp_path, capsys):
     env = gpu_check.kernel_environment("cpu", tmp_path / "cache")
     report = gpu_check.check_notebook(_notebook(tmp_path), env, slow=0.25)
-    assert [(index, line) for index, line, _ in report.slow] == [(2, "time.sleep(0.3)  # slow")]
+    # on a loaded machine any cell may pass the threshold: the slow cell must be named, the others may be
+    assert (2, "time.sleep(0.3)  # slow") in [(index, line) for index, line, _ in report.slow]
     assert report.failure.index == 3 and report.failure.first_line == "def divide(a, b):"
     assert "ZeroDivisionError" in report.failure.traceback and "return a / b" in report.failure.traceback
     gpu_check.print_report(report)
