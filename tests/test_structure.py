@@ -366,12 +366,52 @@ def test_only_chapters_and_bench_pick_sizes_by_profile():
     assert _pick_calls(PACKAGE / "chapters" / "ch01_attention.py"), "the pick detector finds nothing: is it broken?"
 
 
+# --- Cache names are made by the cache layer --------------------------------------------------------------
+
+# What names a cache entry by hand: a recipe dict typed by the caller. Chapters decorate their runs instead
+# (cache.cached_call, cache.cached_build), so the name is made from the call.
+HAND_NAMING = {"cached", "cached_json", "cached_json_path", "key"}
+
+
+def _hand_named_cache_calls(path: Path) -> list[str]:
+    """``file:line`` of every call of a hand-naming function of ``lecture_lib.cache`` (imported or as ``cache.f``)."""
+    tree = ast.parse(path.read_text())
+    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module == "lecture_lib.cache" for alias in node.names if alias.name in HAND_NAMING}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        by_name = isinstance(func, ast.Name) and func.id in imported
+        by_module = (isinstance(func, ast.Attribute) and func.attr in HAND_NAMING and isinstance(func.value, ast.Name)
+                     and func.value.id == "cache")
+        if by_name or by_module:
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_chapter_names_a_cache_entry_by_hand():
+    """ARCHITECTURE.md: a cached call's name is made by the cache layer from everything the call reads."""
+    chapters = sorted((PACKAGE / "chapters").rglob("*.py")) + NOTEBOOK_SOURCES
+    bad = [line for path in chapters for line in _hand_named_cache_calls(path)]
+    assert not bad, f"cache entries named by hand (decorate the run with cache.cached_call / cached_build): {bad}"
+
+
+def test_the_hand_naming_detector_finds_both_spellings(tmp_path):
+    source = tmp_path / "ch99_example.py"
+    source.write_text("from lecture_lib import cache\nfrom lecture_lib.cache import cached_json as cj\n"
+                      "cj('a', {}, f)\ncache.key({'x': 1})\ncache.cached_call(f)\n")
+    assert [line.rsplit(":", 1)[1] for line in _hand_named_cache_calls(source)] == ["3", "4"]
+
+
 # --- Unique public names -----------------------------------------------------------------------------------
 
 # Names that several modules define on purpose, one per module of a kind: a runnable module's command line, and
 # a chapter's sizes (ARCHITECTURE.md: chapters/chNN_name.py holds QUICK, FULL and chapter_config).
 CONVENTIONS = {"main": "lecture_lib/", "QUICK": "lecture_lib/chapters/", "FULL": "lecture_lib/chapters/",
-               "chapter_config": "lecture_lib/chapters/"}
+               "chapter_config": "lecture_lib/chapters/", "CLAIMS": "lecture_lib/chapters/",
+               "CHECKS": "lecture_lib/chapters/"}
 
 
 def _public_definitions(path: Path) -> list[str]:
