@@ -313,8 +313,8 @@ for pair in make_order_pairs(documents, 8, seed=3):
 #
 # The dates help NSP too, but less: a true continuation is always later, a random entry later about half the
 # time. Each pair is two entries of ten words: 23 positions with [CLS] and the two [SEP], so no pair is
-# truncated and no date cut off. The pair runs use $E = H = 64$: with $E = 16$, matching the names of the two
-# segments was learned late or not at all in our trial runs.
+# truncated and no date cut off. The pair runs use $E = H = 64$, chosen after runs at $E = 16$ learned to match
+# the names of the two segments late or not at all.
 
 # %%
 pair_data = DiaryPairs(config.pairs)
