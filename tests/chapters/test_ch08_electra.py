@@ -342,7 +342,7 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
     assert measured["constant guess loss"] == pytest.approx(-share * math.log(share) - (1 - share) * math.log(1 - share))
 
 
-def test_pretrain_runs_trains_the_missing_runs_and_returns_what_the_loop_returns(tmp_path, monkeypatch):
+def test_compute_all_trains_the_missing_runs_and_returns_what_the_loop_returns(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     config = replace(small_config(), steps=3, fractions=(1.0,))
     jobs = [("ELECTRA", config, 0.25, False), ("BERT", seeded(config, 1), 0.25, False)]
