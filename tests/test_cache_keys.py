@@ -34,7 +34,6 @@ from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import ch05_bert_finetuning as ch05
 from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 from lecture_lib.chapters import ch07_albert as ch07
-from lecture_lib.chapters import ch08_electra as ch08
 from lecture_lib.chapters import ch09_t5_bart as ch09
 from lecture_lib.chapters import ch11_bertology_probing as ch11
 from lecture_lib.chapters import ch12_compression as ch12
@@ -105,17 +104,8 @@ ENTRY_POINTS = {
     "ch06.scheme_run": (ch06.scheme_run, lambda: dict(config=ch06.chapter_config(), scheme="noun phrases"),
                         {"scheme": "whole words", "sbo": True, "span_task": False}),
     "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),
-    "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.pair_config(), data=ch07.DiaryPairs(ch07.pair_config())),
-                        {}),
-    "ch07.sharing_runs": (ch07.sharing_runs, lambda: dict(config=ch07.sharing_config()), {}),
-    "ch07.pair_task_grid": (ch07.pair_task_grid, lambda: dict(config=ch07.pair_config()), {"seeds": (0,)}),
-    "ch08.pretrain_run": (ch08.pretrain_run, lambda: dict(variant="ELECTRA", config=ch08.chapter_config()),
-                          {"variant": "BERT (MLM)", "generator_size": 0.5}),
-    "ch08.scratch_scores": (ch08.scratch_scores, lambda: dict(config=ch08.chapter_config()), {}),
-    "ch08.finetune_scores": (
-        ch08.finetune_scores,
-        lambda: dict(run=ch08.Run("ELECTRA", 0.25, 10, 1.0, [], {}, {}), fraction=1.0, config=ch08.chapter_config()),
-        {"fraction": 0.5, "run": ch08.Run("BERT (MLM)", 0.25, 10, 1.0, [], {}, {}), "electra_head": True}),
+    "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config().pairs,
+                                                      data=ch07.DiaryPairs(ch07.chapter_config().pairs)), {}),
     "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch09.noising_runs": (ch09.noising_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch11.layerwise_probing": (
@@ -155,14 +145,12 @@ ENTRY_POINTS = {
 _PRETRAINING_ONLY = "pretraining reads the pretraining recipe and the language's documents, not the tasks' settings"
 _TASK_FIELDS = ("finetune.*", "table_finetune.*", "tagger_finetune.*", "train_examples", "test_examples", "head_lr",
                 "max_length", "people_per_passage", "sentences_per_passage", "seed", "seeds")
-_THREADS = "the number of CPU threads changes the rounding of sums, not the recipe (as everywhere in the course)"
 NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     **{(entry, f"config.{field}"): _PRETRAINING_ONLY for field in _TASK_FIELDS
        for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert",
                      "ch04.pretrained_row")},
     **{(entry, name): "the list of valid names, checked before anything is cached"
-       for entry, name in (("ch06.format_run", "SCHEMES"), ("ch06.scheme_run", "SCHEMES"),
-                           ("ch08.pretrain_run", "VARIANTS"))},
+       for entry, name in (("ch06.format_run", "SCHEMES"), ("ch06.scheme_run", "SCHEMES"))},
     ("ch06.format_run", "NOUN_PHRASE_DEPENDENTS"): "the format study scores single tokens; only the held-out noun "
                                                    "phrases it does not read depend on it",
     **{("ch05.cached_finetune_from", field): "the model is cached, and scored afresh on the test set of every call"
@@ -172,21 +160,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
        for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
     **{(entry, "config.seeds"): "seeded_runs gives each run one of the seeds as its pretrain.seed, which is in the key"
        for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
-    **{(entry, "config.num_threads"): _THREADS
-       for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
-    **{(entry, "config.seeds"): "the list of seeds the tables repeat; each run's own seed is in its recipe"
-       for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
-    ("ch08.pretrain_run", "config.data_seed"): "the seed of the task examples: pretraining reads the documents, "
-                                               "not the tasks",
-    **{("ch08.pretrain_run", f"config.{field}"): "the rows of the tables and the fine-tuning that reads the run "
-                                                 "afterwards; the run's own variant and generator are in its recipe"
-       for field in ("variants", "generator_sizes", "tasks", "finetune.*")},
-    **{("ch08.scratch_scores", f"config.{field}"): "fine-tuning from random weights: no pretraining setting is read"
-       for field in ("generator_size", "discriminator_weight", "steps", "batch_size", "lr", "warmup_fraction",
-                     "fractions", "variants", "generator_sizes")},
-    **{("ch08.finetune_scores", field): "the run's recipe (variant, generator size and every pretraining field) is "
-                                        "in the key, and these follow from it or name other runs"
-       for field in ("run.steps", "run.flops", "config.generator_size", "config.variants", "config.generator_sizes")},
     **{("ch12.fine_tuned_teacher", f"config.{field}"): "the teacher is fine-tuned with config.finetune on the task "
                                                        "passed in (its name is in the key)"
        for field in ("task", "distill_*", "mlm_probability", "qat_bits", "bits", "sparsities", "latency_repeats",
@@ -225,7 +198,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch06, ch07, ch08, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch05, ch06, ch07, ch09, ch11, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)

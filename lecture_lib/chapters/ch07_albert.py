@@ -8,14 +8,14 @@ Taught in: 07_albert ("Counting parameters exactly", "Factorized embeddings", "C
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import torch
 from torch import nn
 
-from lecture_lib.cache import Deferred, cached_json
+from lecture_lib.cache import Deferred, cached_call, compute_all
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
 from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.config import build_config, merge_dicts
@@ -35,77 +35,170 @@ from lecture_lib.pretraining import (
     pretraining_head,
 )
 from lecture_lib.pretraining import main as pretraining_main
-from lecture_lib.profile import pick
-from lecture_lib.runtime import default_device, module_device, parallel_map, to_device
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Check, Gate, ParameterCount, Rule, Seeds
+from lecture_lib.runtime import default_device, module_device, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 from lecture_lib.train import cpu_threads
 
-# ``quick`` (the notebook, two CPU cores): an ALBERT of 4 layers of width H = 64 (4 heads), embeddings of
-# E = 16; its data and optimisation (a 1,000-token WordPiece vocabulary of the Python documentation, 250 steps of
-# 16 pairs of 64 tokens) are the command line's defaults. The notebook's runs replace them: the sharing runs
-# with :data:`SHARING_QUICK` or :data:`SHARING_FULL`, the sentence-pair grid with :data:`PAIR_QUICK` or
-# :data:`PAIR_FULL`. As in chapter 04, no dropout and N(0, 0.1) initialisation at this width. ``full`` (a GPU):
-# 6 layers of H = 256, E = 64, an 8,000-token vocabulary, 3,000 steps of 64 pairs of 128 tokens, and every row
-# of Tables 3 and 4. Unnamed fields keep the defaults of AlbertConfig (ALBERT-base's), DataConfig,
-# ObjectiveConfig and OptimizationConfig.
-QUICK = dict(
+# The chapter's ALBERT, the command line's recipe, on the Python documentation (``full``: a GPU). As in chapter 04,
+# no dropout and N(0, 0.1) initialisation at quick's width. Unnamed fields keep the defaults of AlbertConfig
+# (ALBERT-base's), DataConfig, ObjectiveConfig and OptimizationConfig.
+ALBERT_QUICK = dict(
     model=dict(model_type="albert", hidden_size=64, embedding_size=16, num_hidden_layers=4, num_attention_heads=4,
                intermediate_size=256, initializer_range=0.1, classifier_dropout_prob=0.0),
     data=dict(vocab_size=1000, seq_len=64),
     objective=dict(pairs=None),
     train=dict(steps=250, batch_size=16, lr=3e-3, warmup_steps=25, eval_every=0, num_threads=1),
 )
-FULL = dict(
+ALBERT_FULL = dict(
     model=dict(model_type="albert", hidden_size=256, embedding_size=64, num_hidden_layers=6, num_attention_heads=4,
                intermediate_size=1024),
     data=dict(vocab_size=8000, seq_len=128),
     objective=dict(pairs=None),
     train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0),
 )
-# The runs behind Tables 3 and 4 and Figure 1 read the synthetic language of chapter 05 instead: its
-# regular grammar is learned in a few hundred steps, where the documentation text leaves every small model
-# at the unigram guess, so the accuracy columns can rank models. These fields replace the profile's.
-# ``quick``: 400 steps of 32 single segments of 32 tokens over a 600-token vocabulary (about 14 s a run on
-# one thread). ``full``: the profile's model, 3,000 steps of 64 segments of 64 tokens.
-SHARING_QUICK = dict(data=dict(vocab_size=600, seq_len=32, eval_pairs=256),
-                     train=dict(steps=400, batch_size=32, lr=2e-3, warmup_steps=40))
-SHARING_FULL = dict(data=dict(vocab_size=1000, seq_len=64, eval_pairs=1024),
-                    train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))
-# The rows of Tables 3 and 4 that each profile trains, as (E, sharing), E = None meaning E = H. "not-shared"
-# at E = H is BERT itself. Quick trains three: the ALBERT recipe, the same E without sharing, and BERT.
-SHARING_ROWS = dict(
-    quick=((16, "all-shared"), (16, "not-shared"), (None, "not-shared")),
-    full=((32, "all-shared"), (32, "not-shared"), (64, "all-shared"), (64, "not-shared"), (None, "all-shared"),
-          (None, "shared-attention"), (None, "shared-ffn"), (None, "not-shared")),
+# The notebook's runs change the chapter's ALBERT: ``sharing`` (Tables 3 and 4, Figure 1) reads chapter 05's
+# synthetic language, whose regular grammar a few hundred steps learn (on the documentation text every model this
+# small stays at the unigram guess), masked LM only, single segments; ``sharing_rows`` are the rows of Tables 3
+# and 4 it trains, as (E, sharing), E = None meaning E = H ("not-shared" at E = H is BERT itself). ``pairs``
+# (Table 5) reads diaries (lecture_lib.data.diaries): each pair is two entries of ten words, [CLS] A [SEP] B [SEP]
+# in 23 positions, so no pair is truncated and no date cut off, over a vocabulary that holds every word whole.
+QUICK = dict(
+    sharing=merge_dicts(ALBERT_QUICK, dict(data=dict(vocab_size=600, seq_len=32, eval_pairs=256),
+                                           train=dict(steps=400, batch_size=32, lr=2e-3, warmup_steps=40))),
+    sharing_rows=((16, "all-shared"), (16, "not-shared"), (None, "not-shared")),
+    sharing_seeds=1,
+    pairs=merge_dicts(ALBERT_QUICK, dict(model=dict(embedding_size=64),
+                                         data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=600),
+                                         train=dict(steps=1200, batch_size=32, lr=2e-3, warmup_steps=120))),
 )
-
-# Table 5's grid reads diaries (lecture_lib.data.diaries): 3,000 for training, 600 held out. Each pair is two
-# entries of ten words, [CLS] A [SEP] B [SEP] in 23 positions, so no pair is truncated and no date is cut off;
-# the 423-token vocabulary holds every word of the diaries whole. ``quick``: the profile's ALBERT with E = H =
-# 64 (with E = 16, matching the names of the two entries was learned late or not at all in our trial runs),
-# 1,200 steps of 32 pairs at 2e-3 per run, on three seeds. ``full``: the profile's model, 3,000 steps of 64
-# (not measured).
-PAIR_DIARIES = (3000, 600)
+FULL = dict(
+    sharing=merge_dicts(ALBERT_FULL, dict(data=dict(vocab_size=1000, seq_len=64, eval_pairs=1024),
+                                          train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))),
+    sharing_rows=((32, "all-shared"), (32, "not-shared"), (64, "all-shared"), (64, "not-shared"),
+                  (None, "all-shared"), (None, "shared-attention"), (None, "shared-ffn"), (None, "not-shared")),
+    pairs=merge_dicts(ALBERT_FULL, dict(data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=1024),
+                                        train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))),
+)
+SHARINGS = ("all-shared", "shared-attention", "shared-ffn", "not-shared")
+PAIR_DIARIES = (3000, 600)  # training diaries, held-out diaries
 GRID_TASKS = ("nsp", "sop")
-PAIR_SEEDS = (0, 1, 2)
-PAIR_QUICK = dict(model=dict(embedding_size=64),
-                  data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=600),
-                  train=dict(steps=1200, batch_size=32, lr=2e-3, warmup_steps=120))
-PAIR_FULL = dict(data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=1024),
-                 train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))
 
-# Table 1 of the paper, and the parameters it prints (millions).
-PAPER_PARAMETERS = {"BERT base": 108, "BERT large": 334, "ALBERT base": 12, "ALBERT large": 18,
-                    "ALBERT xlarge": 60, "ALBERT xxlarge": 235}
+# Table 1 of the paper, and the parameters it prints.
+PAPER_PARAMETERS = {"BERT base": "108M", "BERT large": "334M", "ALBERT base": "12M", "ALBERT large": "18M",
+                    "ALBERT xlarge": "60M", "ALBERT xxlarge": "235M"}
 
 
-def chapter_config(**overrides) -> PretrainConfig:
-    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides``, nested dicts merged
-    field by field: ``chapter_config(model=dict(embedding_size=64), objective=dict(pairs="sop"))``.
+@dataclass
+class Chapter07Config:
+    """The notebook's runs: section 3's sharing runs (their recipe and the rows of Tables 3 and 4 they train),
+    section 4's sentence-pair grid, and the seeds every claim's runs are repeated on (each a pretraining run:
+    initialisation, masks, batch order, and for the sharing runs the synthetic documents).
+
+    Taught in: 07_albert ("Cross-layer sharing", "Sentence-order prediction").
+    """
+
+    sharing: PretrainConfig
+    pairs: PretrainConfig
+    sharing_rows: tuple[tuple[int | None, str], ...] = ((None, "all-shared"), (None, "not-shared"))
+    seeds: tuple[int, ...] = field(default_factory=claim_seeds)
+    sharing_seeds: int | None = None  # how many of the seeds the sharing runs repeat (None: all)
+
+    def __post_init__(self) -> None:
+        self.sharing_rows = tuple((width, sharing) for width, sharing in self.sharing_rows)
+        self.seeds = tuple(self.seeds)
+        unknown = [sharing for _, sharing in self.sharing_rows if sharing not in SHARINGS]
+        if unknown:
+            raise ValueError(f"sharing_rows: expected sharing strategies in {SHARINGS}, got {unknown}")
+        if "all-shared" not in [sharing for _, sharing in self.sharing_rows] or (None, "not-shared") not in \
+                self.sharing_rows:
+            raise ValueError("sharing_rows: expected an all-shared row and BERT's (None, 'not-shared') row, the two "
+                             f"curves of Figure 1, got {list(self.sharing_rows)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
+            raise ValueError(f"seeds: expected distinct non-negative seeds, at least one, got {list(self.seeds)}")
+        if self.sharing_seeds is not None and self.sharing_seeds < 1:
+            raise ValueError(f"sharing_seeds: expected at least one run per row (or None: every seed), got "
+                             f"{self.sharing_seeds}")
+
+    @property
+    def seeds_of_sharing(self) -> tuple[int, ...]:
+        """The seeds the sharing runs repeat: the first :attr:`sharing_seeds` of :attr:`seeds`."""
+        return self.seeds[:self.sharing_seeds]
+
+
+def chapter_config(**overrides) -> Chapter07Config:
+    """The active profile's runs (:data:`QUICK` or :data:`FULL`) with ``overrides``, nested dicts merged field by
+    field: ``chapter_config(pairs=dict(train=dict(steps=2400)), seeds=(0,))``.
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    return build_config(Chapter07Config, pick(quick=QUICK, full=FULL), overrides)
+
+
+def albert_config(**overrides) -> PretrainConfig:
+    """The chapter's ALBERT recipe (:data:`ALBERT_QUICK` or :data:`ALBERT_FULL`) with ``overrides``:
+    ``albert_config(model=dict(embedding_size=64), objective=dict(pairs="sop"))``; the command line's defaults.
 
     Taught in: 07_albert ("Factorized embeddings").
     """
-    return build_config(PretrainConfig, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(PretrainConfig, pick(quick=ALBERT_QUICK, full=ALBERT_FULL), overrides)
+
+
+MLM_ACCURACY = "held-out masked-LM accuracy"
+SYNTHETIC = "held-out masked positions of chapter 05's synthetic language"
+LEARNED_TEXT = "{} masked-LM accuracy"  # a gate: the model learned the language at all
+ONE_SHARING_RUN = ("one pretraining run per row in the quick profile (sharing_seeds=1): three seeds of the three rows "
+                   "triple the notebook's longest cell")
+SOP_PAIRS, NSP_PAIRS = "600 held-out SOP pairs of the diaries", "600 held-out NSP pairs of the diaries"
+CLAIMS = (
+    Rule("07-sharing-costs-accuracy", "sharing every layer costs accuracy",
+         paper="all-shared 79.0 against not-shared 81.3 (E = 64, average of GLUE, SQuAD and RACE)",
+         source="Lan et al. (2020), Table 3", metric=MLM_ACCURACY, data=SYNTHETIC,
+         compared="not-shared ALBERT, E = 16", baseline="all-shared ALBERT, E = 16", seeds=Seeds("pretraining"),
+         quick=ONE_SHARING_RUN,
+         gates=(Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
+                Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01))),
+    Rule("07-unshared-full-width-is-best", "unshared at full width (BERT) is best",
+         paper="not-shared 81.3 (E = 64) against 82.3 (E = 768 = H)", source="Lan et al. (2020), Table 3",
+         metric=MLM_ACCURACY, data=SYNTHETIC, compared="BERT (not shared, E = H)",
+         baseline="not-shared ALBERT, E = 16", seeds=Seeds("pretraining"), quick=ONE_SHARING_RUN,
+         gates=(Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01),
+                Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01))),
+    Rule("07-sharing-smooths-transitions", "sharing smooths layer-to-layer transitions",
+         paper="ALBERT-large's L2 distance and angle fall smoothly with depth, BERT-large's oscillate",
+         source="Lan et al. (2020), Figure 1", metric="angle between a token's vectors before and after the last "
+         "layer (degrees)", data="held-out segments of the synthetic language", compared="all-shared ALBERT",
+         baseline="BERT", higher=False, seeds=Seeds("pretraining"), quick=ONE_SHARING_RUN,
+         gates=(Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
+                Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01))),
+    Rule("07-sop-learnable", "SOP is learnable where NSP's topic cue is absent",
+         paper="the SOP model 86.5% on SOP", source="Lan et al. (2020), Table 5", metric="accuracy",
+         data=SOP_PAIRS, compared="the SOP model", baseline="the majority label", margin=0.05,
+         seeds=Seeds("pretraining")),
+    Rule("07-nsp-model-fails-sop", "a model trained on NSP does not solve SOP",
+         paper="the NSP model 90.5% on NSP, 52.0% on SOP", source="Lan et al. (2020), Table 5",
+         metric="accuracy above the majority label", data=SOP_PAIRS, compared="the NSP model", baseline=0.1,
+         higher=False, seeds=Seeds("pretraining"),
+         gates=(Gate("the NSP model on NSP pairs", "chance", 0.1),)),
+    Rule("07-sop-model-transfers-to-nsp", "a model trained on SOP also solves much of NSP",
+         paper="the SOP model 78.9% on NSP", source="Lan et al. (2020), Table 5", metric="accuracy",
+         data=NSP_PAIRS, compared="the SOP model", baseline="the majority label", margin=0.1,
+         seeds=Seeds("pretraining"), gates=(Gate("the SOP model on SOP pairs", "chance", 0.1),)),
+)
+CHECKS = (
+    ParameterCount("07-albert-base-parameters", "ALBERT-base", source="Lan et al. (2020), Table 1", paper="12M"),
+    ParameterCount("07-bert-base-parameters", "BERT-base (V = 30,000, without its pooler)",
+                   source="Lan et al. (2020), Table 1", paper="108M"),
+    ParameterCount("07-albert-xlarge-parameters", "ALBERT-xlarge", source="Lan et al. (2020), Table 1", paper="60M"),
+    ParameterCount("07-albert-xxlarge-parameters", "ALBERT-xxlarge", source="Lan et al. (2020), Table 1",
+                   paper="235M"),
+    Check("07-table3-parameters", "Table 3's parameter column, ALBERT-base by E and sharing",
+          source="Lan et al. (2020), Table 3", reference="every row: the paper's figure, our count rounded to "
+          "millions with or without the pooler (the E = H not-shared row as BERT-base)"),
+    Check("07-factorized-rank", "the factorized embedding table has rank at most E",
+          source="Lan et al. (2020), section 3.1", reference="E for ALBERT's V×E·E×H product, H for BERT's V×H table"),
+)
 
 
 # ---------------------------------------------------------------- counting parameters
@@ -255,15 +348,6 @@ class SyntheticData:
         return {"language": self._language()}
 
 
-def sharing_config(**overrides) -> PretrainConfig:
-    """The recipe of the sharing runs: :func:`chapter_config` with the data and optimisation of
-    :data:`SHARING_QUICK` or :data:`SHARING_FULL`, masked LM only, and ``overrides``.
-
-    Taught in: 07_albert ("Cross-layer sharing").
-    """
-    return chapter_config(**merge_dicts(pick(quick=SHARING_QUICK, full=SHARING_FULL), overrides))
-
-
 def unigram_baseline(data: PretrainingData) -> float:
     """MLM accuracy of always guessing the training pairs' most frequent token, on the held-out positions."""
     special = set(data.tokenizer.special_token_ids)
@@ -299,54 +383,45 @@ def layer_transitions(model: BertForPreTraining | AlbertForPreTraining,
     return {"l2": [float(a) / tokens for a, _ in sums], "angle": [float(b) / tokens for _, b in sums]}
 
 
-def sharing_runs(config: PretrainConfig | None = None, *, progress: bool = True) -> dict:
-    """Tables 3 and 4 and Figure 1 in shape, MLM only on the synthetic language, one recipe
-    (:func:`sharing_config`): the rows of :data:`SHARING_ROWS` (the not-shared E = H model is BERT,
-    :func:`bert_twin`); Figure 1's curves for the BERT and for the profile's first all-shared ALBERT.
+def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
+    """Tables 3 and 4 and Figure 1 in shape, MLM only on the synthetic language (``config.sharing``): each row of
+    ``config.sharing_rows`` pretrained once per seed of ``config.seeds_of_sharing`` (:func:`sharing_row`, the missing runs
+    ``workers`` at a time), the not-shared E = H row being BERT (:func:`bert_twin`).
 
-    Returns ``{"runs": {name: {"E", "sharing", "parameters", "mlm_accuracy"}}, "baseline": unigram accuracy,
-    "figure1": {"BERT": curves, "ALBERT": curves}}``, cached as JSON; the plain runs' models are cached too.
+    Returns ``{"seeds": [...], "runs": {label: {"E", "sharing", "parameters", "mlm_accuracy": [per seed]}},
+    "baseline": [the unigram guess per seed], "figure1": {"BERT": [curves per seed], "ALBERT": [...]}}``, Figure 1's
+    ALBERT being the first all-shared row.
 
     Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
     """
-    config = config or sharing_config()
-
-    def compute() -> dict:
-        jobs = sharing_jobs(config, pick(**SHARING_ROWS))
-        runs, figure1 = {}, {}
-        for label, scores, name, curves in parallel_map(sharing_row, jobs, desc="sharing runs" if progress else None):
-            runs[label] = scores
-            if name:
-                figure1[name] = curves
-        return {"runs": runs, "baseline": unigram_baseline(SyntheticData(config)(config)), "figure1": figure1}
-
-    return cached_json("albert-sharing-synthetic", {"config": asdict(config), "rows": pick(**SHARING_ROWS)}, compute)
-
-
-def sharing_jobs(config: PretrainConfig, rows: tuple) -> list[tuple[PretrainConfig, int, str, bool]]:
-    """The jobs of :func:`sharing_runs`, one per ``(width or None for H, sharing)`` row: :func:`sharing_row`'s
-    arguments, the first all-shared row alone asked for Figure 1's ALBERT curves.
-
-    >>> [(job[2], job[3]) for job in sharing_jobs(sharing_config(), SHARING_ROWS["full"])][:4]
-    [('all-shared', True), ('not-shared', False), ('all-shared', False), ('not-shared', False)]
-    """
-    rows = [(width or config.model.hidden_size, sharing) for width, sharing in rows]
-    first_all_shared = [sharing for _, sharing in rows].index("all-shared")
-    return [(config, width, sharing, i == first_all_shared) for i, (width, sharing) in enumerate(rows)]
+    config = config or chapter_config()
+    calls = [(replace(config.sharing, seed=seed), width, sharing) for seed in config.seeds_of_sharing
+             for width, sharing in config.sharing_rows]
+    rows = compute_all(sharing_row, calls, workers=workers, desc="sharing runs")
+    first_all_shared = [sharing for _, sharing in config.sharing_rows].index("all-shared")
+    runs, figure1 = {}, {"BERT": [], "ALBERT": []}
+    for i, row in enumerate(rows):
+        scores = runs.setdefault(row["label"], {name: row[name] for name in ("E", "sharing", "parameters")})
+        scores.setdefault("mlm_accuracy", []).append(row["mlm_accuracy"])
+        if row["label"].endswith("(BERT)"):
+            figure1["BERT"].append(row["curves"])
+        elif i % len(config.sharing_rows) == first_all_shared:
+            figure1["ALBERT"].append(row["curves"])
+    baseline = [row["unigram"] for row in rows[::len(config.sharing_rows)]]
+    return {"seeds": list(config.seeds_of_sharing), "runs": runs, "baseline": baseline, "figure1": figure1}
 
 
-def sharing_row(config: PretrainConfig, width: int, sharing: str, albert_curves: bool = False
-                ) -> tuple[str, dict, str | None, dict]:
-    """One row of :func:`sharing_runs` (a job of its ``parallel_map``): the run of embedding width ``width``
-    and ``sharing`` trained (or read from the cache) and scored. Returns its label, its scores, the name of
-    Figure 1's curves it gives and those curves: "BERT" for the BERT twin, "ALBERT" for the all-shared run
-    asked for ``albert_curves``, else None and no curves.
+@cached_call
+def sharing_row(config: PretrainConfig, width: int | None, sharing: str) -> dict:
+    """One run of :func:`sharing_runs`, trained (or read from the cache) and scored: the ALBERT of ``config`` with
+    embedding width ``width`` (None: E = H) and ``sharing``, or BERT for the not-shared E = H row. Returns its
+    label, E, sharing, parameters, held-out MLM accuracy, Figure 1's curves (:func:`layer_transitions`) and the
+    unigram guess's accuracy on the same positions (:func:`unigram_baseline`).
 
     Taught in: 07_albert ("Cross-layer sharing").
     """
-    data = SyntheticData(config)
-    layers = config.model.num_hidden_layers
-    groups = 1 if sharing == "all-shared" else layers
+    data, width = SyntheticData(config), width or config.model.hidden_size
+    groups = 1 if sharing == "all-shared" else config.model.num_hidden_layers
     run = replace(config, model=replace(config.model, embedding_size=width, num_hidden_groups=groups))
     if sharing == "not-shared" and width == config.model.hidden_size:
         run = bert_twin(config)
@@ -357,24 +432,11 @@ def sharing_row(config: PretrainConfig, width: int, sharing: str, albert_curves:
             model = pretrain(run, data=data(run), progress=False, model=model).model
         else:
             model = pretrained(run, data, progress=False).model
-        label = f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else "")
-        name = "BERT" if isinstance(run.model, BertConfig) else "ALBERT" if albert_curves else None
-        curves = layer_transitions(model, data(run).eval_batches()) if name else {}
-        return label, _scores(model, width, sharing, data(run)), name, curves
-
-
-def _scores(model, width: int, sharing: str, data: PretrainingData) -> dict:
-    return {"E": width, "sharing": sharing, "parameters": sum(p.numel() for p in model.parameters()),
-            "mlm_accuracy": evaluate(model, data.eval_batches())["mlm_accuracy"]}
-
-
-def pair_config(**overrides) -> PretrainConfig:
-    """The recipe of the sentence-pair grid: :func:`chapter_config` with the data and optimisation of
-    :data:`PAIR_QUICK` or :data:`PAIR_FULL`, and ``overrides``.
-
-    Taught in: 07_albert ("Sentence-order prediction").
-    """
-    return chapter_config(**merge_dicts(pick(quick=PAIR_QUICK, full=PAIR_FULL), overrides))
+        batches = data(run).eval_batches()
+        return {"label": f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else ""),
+                "E": width, "sharing": sharing, "parameters": sum(p.numel() for p in model.parameters()),
+                "mlm_accuracy": evaluate(model, batches)["mlm_accuracy"], "curves": layer_transitions(model, batches),
+                "unigram": unigram_baseline(data(run))}
 
 
 @torch.no_grad()
@@ -389,44 +451,37 @@ def pair_predictions(model: AlbertForPreTraining, batches: list[dict[str, torch.
     return predicted
 
 
-def pair_task_grid(config: PretrainConfig | None = None, seeds: Sequence[int] = PAIR_SEEDS, *,
-                   progress: bool = True, workers: int | None = None) -> dict:
-    """Table 5 in shape: ALBERTs pretrained with MLM + NSP and with MLM + SOP on diaries, once per seed of
-    ``seeds`` (the initialisation, masks and batch order; the pairs are the same), each scored on the same
-    held-out NSP pairs and SOP pairs with its one pair head. The runs go side by side, one per core
-    (``workers`` processes of :func:`~lecture_lib.runtime.parallel_map`, by default one per core).
+def pair_task_grid(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
+    """Table 5 in shape: ALBERTs pretrained (``config.pairs``) with MLM + NSP and with MLM + SOP on diaries, once
+    per seed of ``config.seeds`` (the initialisation, masks and batch order; the pairs are the same), each scored on
+    the same held-out NSP pairs and SOP pairs with its one pair head (:func:`pair_run_scores`, the missing runs
+    ``workers`` at a time, by default one per core).
 
     Returns ``{"seeds", "rows": {task: {"mlm_accuracy", "nsp", "sop", "follows_share": {"nsp", "sop"}}},
     "majority": {"nsp", "sop"}}``, each row's scores a list over the seeds; ``follows_share`` is the share of
     the held-out pairs the head calls "B follows A" (a head that says one thing for every pair scores 0 or 1).
-    Cached as JSON (the models are cached too).
 
     Taught in: 07_albert ("Sentence-order prediction").
     """
-    config = config or pair_config()
-
-    def compute() -> dict:
-        jobs = [(config, task, seed) for seed in seeds for task in GRID_TASKS]
-        scores = parallel_map(pair_run_scores, jobs, workers=workers, desc="pair-task grid" if progress else None)
-        rows = {task: {"mlm_accuracy": [], **{t: [] for t in GRID_TASKS}, "follows_share": {t: [] for t in GRID_TASKS}}
-                for task in GRID_TASKS}
-        for (_, task, _), score in zip(jobs, scores):
-            rows[task]["mlm_accuracy"].append(score["mlm_accuracy"])
-            for tested in GRID_TASKS:
-                rows[task][tested].append(score[tested])
-                rows[task]["follows_share"][tested].append(score["follows_share"][tested])
-        data = DiaryPairs(config)
-        majority = {task: _majority(data(_with_pairs(config, task)).test[PAIR_TASKS[task][1]]) for task in GRID_TASKS}
-        return {"seeds": list(seeds), "rows": rows, "majority": majority}
-
-    return cached_json("albert-pair-tasks-diaries", {"config": asdict(config), "seeds": list(seeds),
-                                                     "diaries": PAIR_DIARIES, "tasks": GRID_TASKS}, compute)
+    config = config or chapter_config()
+    jobs = [(config.pairs, task, seed) for seed in config.seeds for task in GRID_TASKS]
+    scores = compute_all(pair_run_scores, jobs, workers=workers, desc="pair-task grid")
+    rows = {task: {"mlm_accuracy": [], **{t: [] for t in GRID_TASKS}, "follows_share": {t: [] for t in GRID_TASKS}}
+            for task in GRID_TASKS}
+    for (_, task, _), score in zip(jobs, scores):
+        rows[task]["mlm_accuracy"].append(score["mlm_accuracy"])
+        for tested in GRID_TASKS:
+            rows[task][tested].append(score[tested])
+            rows[task]["follows_share"][tested].append(score["follows_share"][tested])
+    return {"seeds": list(config.seeds), "rows": rows, "majority": scores[0]["majority"]}
 
 
+@cached_call
 def pair_run_scores(config: PretrainConfig, task: str, seed: int) -> dict:
-    """One run of :func:`pair_task_grid` (a job of its ``parallel_map``): the ALBERT pretrained with MLM +
-    ``task`` on seed ``seed`` (read from the cache once trained), scored on held-out masked words and on
-    both pair tasks. Returns ``{"mlm_accuracy", "nsp", "sop", "follows_share": {"nsp", "sop"}}``.
+    """One run of :func:`pair_task_grid`: the ALBERT of ``config`` pretrained with MLM + ``task`` on seed ``seed``
+    (read from the cache once trained), scored on held-out masked words and on both pair tasks. Returns
+    ``{"mlm_accuracy", "nsp", "sop", "follows_share": {"nsp", "sop"}, "majority": {"nsp", "sop"}}``, the last the
+    share of the commoner label among the held-out pairs of each task.
 
     Taught in: 07_albert ("Sentence-order prediction").
     """
@@ -434,12 +489,14 @@ def pair_run_scores(config: PretrainConfig, task: str, seed: int) -> dict:
     run = replace(_with_pairs(config, task), seed=seed)
     with cpu_threads(config.train.num_threads):
         model = pretrained(run, data, progress=False).model
-        scores: dict = {"mlm_accuracy": evaluate(model, data(run).eval_batches())["mlm_accuracy"], "follows_share": {}}
+        scores: dict = {"mlm_accuracy": evaluate(model, data(run).eval_batches())["mlm_accuracy"],
+                        "follows_share": {}, "majority": {}}
         for tested in GRID_TASKS:
             held = data(_with_pairs(config, tested))
             predicted = pair_predictions(model, held.eval_batches())
             scores[tested] = float((predicted == held.test[held.label_key]).float().mean())
             scores["follows_share"][tested] = float((predicted == 0).float().mean())
+            scores["majority"][tested] = _majority(held.test[held.label_key])
     return scores
 
 
@@ -503,7 +560,6 @@ def energy_rank(matrix: torch.Tensor, share: float = 0.9) -> int:
     return int((energy.cumsum(0) < share * energy.sum()).sum()) + 1
 
 
-
 def main(argv: list[str] | None = None) -> PretrainResult:
     """``python -m lecture_lib.chapters.ch07_albert --out DIR [--profile full] [--model.num_hidden_groups 2] ...``:
     the chapter's ALBERT recipe from the command line (see :func:`lecture_lib.pretraining.main`); the
@@ -511,7 +567,7 @@ def main(argv: list[str] | None = None) -> PretrainResult:
 
     Taught in: 07_albert ("Factorized embeddings").
     """
-    return pretraining_main(argv, defaults=chapter_config, prog="python -m lecture_lib.chapters.ch07_albert")
+    return pretraining_main(argv, defaults=albert_config, prog="python -m lecture_lib.chapters.ch07_albert")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.cache import atomic_write, cache_root, cached, cached_json, key
+from lecture_lib.cache import atomic_write, cached_build, cached_call, compute_all, key
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.solutions.ch08_electra import ElectraHeadForSequenceClassification
 from lecture_lib.config import build_config, seeded
@@ -51,27 +51,66 @@ from lecture_lib.objectives.replaced_tokens import (
     choose_positions,
     mask_for_generator,
 )
-from lecture_lib.profile import pick
-from lecture_lib.runtime import (
-    epoch_batch,
-    generator,
-    module_device,
-    parallel_map,
-    seed_everything,
-    to_device,
-)
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Check, Gate, Rule, Seeds
+from lecture_lib.runtime import epoch_batch, generator, module_device, seed_everything, to_device
 from lecture_lib.train import TrainConfig, train
 
 # Table 5's rows, and the names used for them here.
 VARIANTS = ("ELECTRA", "ELECTRA 15%", "Replace MLM", "All-Tokens MLM", "BERT")
 MAIN_SCORE = {"acceptability": "mcc", "entailment": "accuracy", "ner": "f1", "qa": "f1"}
 
+SCORE = "fine-tuned score (chapter 05's tasks of the profile: NER F1 in quick)"
+HELD_OUT = "held-out sentences of chapter 05's synthetic language, each model pretrained at the same FLOPs"
+ABOVE_SCRATCH = 0.02  # a pretrained row must beat the same network fine-tuned from random weights by this much
+CLAIMS = (
+    Rule("08-electra-beats-mlm-at-matched-compute", "ELECTRA beats masked LM at the same compute, most clearly at "
+         "small budgets", paper="ELECTRA-Small 74.1 … 79.9 at 6.25 … 100% of its compute; BERT-Small 75.1 at 100% "
+         "(GLUE); the gap widest at small budgets (Figure 1)", source="Clark et al. (2020), Table 1",
+         metric="ELECTRA's fine-tuned score minus masked LM's, at the worst of the checkpoints below the whole "
+         "budget", data=HELD_OUT, compared="ELECTRA's lead", baseline=0.0, seeds=Seeds("pretraining"),
+         gates=(Gate("ELECTRA at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH),
+                Gate("masked LM at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH))),
+    Rule("08-electra-beats-electra-15pct", "the loss on every token beats the loss on the masked 15%",
+         paper="ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)", source="Clark et al. (2020), Table 5", metric=SCORE,
+         data=HELD_OUT, compared="ELECTRA", baseline="ELECTRA 15%", seeds=Seeds("pretraining"),
+         gates=(Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA 15%", "no pretraining", ABOVE_SCRATCH))),
+    Rule("08-all-tokens-is-most-of-the-gain", "learning from all tokens is most of ELECTRA's gain over BERT",
+         paper="ELECTRA 85.0, All-Tokens MLM 84.3, BERT 82.2 (GLUE)", source="Clark et al. (2020), Table 5",
+         metric=SCORE, data=HELD_OUT, compared="All-Tokens MLM", baseline="the midpoint of ELECTRA and BERT",
+         seeds=Seeds("pretraining"),
+         gates=(Gate("All-Tokens MLM", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH),
+                Gate("BERT", "no pretraining", ABOVE_SCRATCH))),
+    Rule("08-replace-mlm-beats-bert", "never showing [MASK] helps a little: Replace MLM above BERT",
+         paper="Replace MLM 82.4, BERT 82.2 (GLUE)", source="Clark et al. (2020), Table 5", metric=SCORE,
+         data=HELD_OUT, compared="Replace MLM", baseline="BERT", seeds=Seeds("pretraining"),
+         gates=(Gate("Replace MLM", "no pretraining", ABOVE_SCRATCH), Gate("BERT", "no pretraining", ABOVE_SCRATCH))),
+    Rule("08-small-generator-beats-unigram", "a small learned generator beats a unigram one",
+         paper="best at 1/4–1/2 of the discriminator's width, the unigram generator lower (GLUE)",
+         source="Clark et al. (2020), Figure 3", metric=SCORE, data=HELD_OUT,
+         compared="ELECTRA with the chapter's generator", baseline="ELECTRA with the unigram generator",
+         seeds=Seeds("pretraining"), quick="one pretraining run per generator in the quick profile (sweep_seeds=1)",
+         gates=(Gate("ELECTRA with the chapter's generator", "no pretraining", ABOVE_SCRATCH),
+                Gate("ELECTRA with the unigram generator", "no pretraining", ABOVE_SCRATCH))),
+)
+CHECKS = (
+    Check("08-all-tokens-carry-a-loss", "masked LM learns from 15% of the tokens, ELECTRA's discriminator from all",
+          source="Clark et al. (2020), section 2", reference="round(0.15 n) of each row's n real tokens for masked "
+          "LM, all of them for the discriminator"),
+    Check("08-masking-as-the-code", "exactly round(0.15 n) positions, 85% [MASK], none random; an equal sample is "
+          "\"original\"", source="the authors' code", reference="the positions and labels made by hand"),
+    Check("08-matches-transformers", "our networks are transformers' ElectraForPreTraining and ElectraForMaskedLM",
+          source="transformers", reference="transformers' logits (discriminator, generator)", tolerance=1e-10),
+)
+
+
 
 @dataclass
-class ElectraChapterConfig:
+class Chapter08Config:
     """The chapter's sizes: the discriminator (the masked LM baseline is the same network with a generator's
     head), the generator's size, ELECTRA's steps at 100% of the budget, the checkpoints, the rows of
-    Table 5 and of the generator sweep, and chapter 05's data and fine-tuning budget.
+    Table 5 and of the generator sweep, chapter 05's data and fine-tuning budget, and the seeds every claim's runs
+    are repeated on (``seed``, a run's own, is the first of them unless given).
 
     Taught in: 08_electra ("Matched compute").
     """
@@ -92,26 +131,42 @@ class ElectraChapterConfig:
     documents: int = 2000
     language_seed: int = 0
     data_seed: int = 0  # of chapter 05's task examples, the same for every training seed
-    seed: int = 0  # of a run: initialisation, batch order, masking, sampling and fine-tuning
-    seeds: tuple[int, ...] = (0, 1, 2)  # the runs repeated for the tables that report a mean and a spread
+    seeds: tuple[int, ...] = field(default_factory=claim_seeds)  # every row's pretraining runs
+    sweep_seeds: int | None = None  # how many of the seeds the generator sweep repeats (None: all)
+    seed: int | None = None  # of a run: initialisation, batch order, masking, sampling and fine-tuning
+
+    def __post_init__(self) -> None:
+        self.seeds = tuple(self.seeds)
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
+            raise ValueError(f"seeds: expected distinct non-negative seeds, at least one, got {list(self.seeds)}")
+        self.seed = self.seeds[0] if self.seed is None else self.seed
+        if self.sweep_seeds is not None and self.sweep_seeds < 1:
+            raise ValueError(f"sweep_seeds: expected at least one run per generator (or None: every seed), got "
+                             f"{self.sweep_seeds}")
+        unknown = [variant for variant in self.variants if variant not in VARIANTS]
+        if unknown or "ELECTRA" not in self.variants:
+            raise ValueError(f"variants: expected ELECTRA and others of {VARIANTS}, got {list(self.variants)}")
+        if self.generator_size not in self.generator_sizes:
+            raise ValueError(f"generator_sizes: expected the chapter's generator {self.generator_size} among them, "
+                             f"got {list(self.generator_sizes)}")
+        if not all(0 < f <= 1 for f in self.fractions) or 1.0 not in self.fractions:
+            raise ValueError(f"fractions: expected shares of the budget in (0, 1], the whole one included, got "
+                             f"{list(self.fractions)}")
+        if not self.tasks or set(self.tasks) - set(MAIN_SCORE):
+            raise ValueError(f"tasks: expected some of {list(MAIN_SCORE)}, got {list(self.tasks)}")
 
 
-# ``quick`` (the notebook, one CPU thread per run, two runs at a time on two cores): a discriminator of 2
-# layers of H = E = 64 (4 heads), its generator of H = 16 (1/4), chapter 05's 600-token vocabulary, ELECTRA for
-# 300 steps of 24 sequences of 64 tokens: about where its discriminator starts to find replacements (after 150
-# steps it finds almost none, and no run is told apart from another); 24 sequences, not 32, to fit the
-# notebook's time on two cores. Three checkpoints (25, 50, 100%), each
-# fine-tuned on NER for chapter 05's 150 steps with AdamW's fused kernel (at 50 steps, fine-tuning noise is as
-# large as the differences between runs); the headline judged at the 25% and 50% checkpoints; every row over
-# three seeds; all five rows of Table 5; the generator sweep at 1/4 and unigram (size 1 and the rest are
-# full's). No dropout and N(0, 0.1) initialisation at this width, as in chapters 04 and 07. ``full``: 4 layers of
-# H = 128, 2,000 steps of 64, all five checkpoints, all four tasks, every generator size.
+# ``quick`` (the notebook: one CPU thread per run, two runs at a time on two cores). ELECTRA's 300 steps are about
+# where its discriminator starts to find replacements (after 150 it finds almost none, and no run is told apart
+# from another); 24 sequences, not 32, fit the notebook's time on two cores; chapter 05's 150 fine-tuning steps,
+# because at 50, fine-tuning noise is as large as the differences between runs. No dropout and N(0, 0.1)
+# initialisation at this width, as in chapters 04 and 07. ``full``: a GPU.
 QUICK = dict(
     model=dict(vocab_size=600, embedding_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0, initializer_range=0.1),
     steps=300, batch_size=24, lr=2e-3, fractions=(0.25, 0.5, 1.0),
-    variants=VARIANTS, generator_sizes=(0.25, "unigram"),
+    variants=VARIANTS, generator_sizes=(0.25, "unigram"), sweep_seeds=1,
     tasks=("ner",), finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True), documents=2000,
 )
 FULL = dict(
@@ -128,19 +183,19 @@ PAPER_BERT_SMALL = 75.1
 PAPER_TABLE5 = {"ELECTRA": 85.0, "All-Tokens MLM": 84.3, "Replace MLM": 82.4, "ELECTRA 15%": 82.4, "BERT": 82.2}
 
 
-def chapter_config(**overrides) -> ElectraChapterConfig:
+def chapter_config(**overrides) -> Chapter08Config:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``model`` and
     ``finetune`` as dicts merged into the profile's).
 
     Taught in: 08_electra ("Matched compute").
     """
-    return build_config(ElectraChapterConfig, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(Chapter08Config, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- data
 
 
-def chapter05_config(config: ElectraChapterConfig) -> course_language.ChapterConfig:
+def chapter05_config(config: Chapter08Config) -> course_language.ChapterConfig:
     """Chapter 05's data settings at this chapter's vocabulary, length and number of documents."""
     return course_language.chapter_config(
         pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
@@ -151,7 +206,7 @@ def chapter05_config(config: ElectraChapterConfig) -> course_language.ChapterCon
 class ElectraChapterData:
     """Chapter 05's pretraining pairs and tasks (one tokenizer), with the masked batches every run reads."""
 
-    def __init__(self, config: ElectraChapterConfig) -> None:
+    def __init__(self, config: Chapter08Config) -> None:
         self.config = config
         self.ch05 = chapter05_config(config)
         self.pairs = course_language.synthetic_pretraining_data(self.ch05)
@@ -194,7 +249,7 @@ class ElectraChapterData:
 # ---------------------------------------------------------------- the variants of Table 5 and Figure 3
 
 
-def build_model(variant: str, config: ElectraChapterConfig, data: ElectraChapterData, generator_size: float | str) -> nn.Module:
+def build_model(variant: str, config: Chapter08Config, data: ElectraChapterData, generator_size: float | str) -> nn.Module:
     """A fresh model of ``variant`` (a Table 5 row) with the given generator (a fraction, or ``"unigram"``)."""
     seed_everything(config.seed)
     disc, gen = config.model, None if generator_size == "unigram" else config.model.generator(generator_size)
@@ -239,7 +294,7 @@ def encoder_of(model: nn.Module) -> nn.Module:
 # ---------------------------------------------------------------- counting compute
 
 
-def flops_per_token(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict[str, float]:
+def flops_per_token(variant: str, config: Chapter08Config, generator_size: float | str) -> dict[str, float]:
     """Training FLOPs per token of each network ``variant`` trains (forward and backward, 6 N + 12 L T H):
     ``"generator"`` (its LM head on the 15% masked positions; none for the unigram generator) and the
     network that is kept, ``"discriminator"`` (ELECTRA's two rows) or ``"masked LM"`` (its head on the
@@ -262,7 +317,7 @@ def flops_per_token(variant: str, config: ElectraChapterConfig, generator_size: 
     return counts
 
 
-def flops_per_step(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> float:
+def flops_per_step(variant: str, config: Chapter08Config, generator_size: float | str) -> float:
     """Training FLOPs of one step of ``variant``: :func:`flops_per_token` summed over its networks, on
     ``batch_size`` x ``max_position_embeddings`` tokens. The unigram generator costs nothing.
 
@@ -272,7 +327,7 @@ def flops_per_step(variant: str, config: ElectraChapterConfig, generator_size: f
     return sum(flops_per_token(variant, config, generator_size).values()) * config.batch_size * length
 
 
-def budget(config: ElectraChapterConfig) -> float:
+def budget(config: Chapter08Config) -> float:
     """The FLOP budget: what ELECTRA's ``steps`` cost with the chapter's generator.
 
     Taught in: 08_electra ("Matched compute").
@@ -280,7 +335,7 @@ def budget(config: ElectraChapterConfig) -> float:
     return config.steps * flops_per_step("ELECTRA", config, config.generator_size)
 
 
-def steps_for(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> int:
+def steps_for(variant: str, config: Chapter08Config, generator_size: float | str) -> int:
     """The steps ``variant`` can afford within :func:`budget`.
 
     Taught in: 08_electra ("Matched compute").
@@ -295,7 +350,8 @@ def steps_for(variant: str, config: ElectraChapterConfig, generator_size: float 
 class Run:
     """One cached pretraining run: its losses, the encoder at each budget fraction (what is fine-tuned), the
     final model's state, and the whole model at each fraction (generator and discriminator head included:
-    what :func:`detection_accuracy` reads at a checkpoint)."""
+    what :func:`detection_accuracy` reads at a checkpoint). ``name`` is its cache entry, which names it as an
+    argument of a cached call (:func:`finetune_scores`)."""
 
     variant: str
     generator_size: float | str
@@ -305,18 +361,20 @@ class Run:
     checkpoints: dict[float, dict[str, torch.Tensor]]
     final_state: dict[str, torch.Tensor]
     snapshots: dict[float, dict[str, torch.Tensor]] = field(default_factory=dict)
+    name: str = ""
 
+    def cache_recipe(self) -> dict:
+        if not self.name:
+            raise ValueError(f"expected a run read from the cache (a name), got an unnamed {self.variant} run")
+        return {"run": self.name}
 
-def _recipe(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> dict:
-    keep = ("model", "discriminator_weight", "steps", "batch_size", "lr", "warmup_fraction", "fractions", "documents",
-            "language_seed", "seed")
-    return {"variant": variant, "generator_size": generator_size, "kept": "encoder and whole model at each fraction",
-            **{k: v for k, v in asdict(config).items() if k in keep}}
-
-
-def run_name(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> str:
-    """The cache entry of a pretraining run: the variant and the key of its recipe."""
-    return f"electra-{variant.replace(' ', '-').replace('%', 'pct')}-{key(_recipe(variant, config, generator_size))}"
+    @classmethod
+    def load(cls, path: Path) -> Run:
+        """The run saved at ``path`` by :func:`pretrain_run`."""
+        weights = torch.load(path / "weights.pt", weights_only=True)
+        about = json.loads((path / "history.json").read_text())
+        return cls(about["variant"], about["generator_size"], about["steps"], about["flops"], about["loss"],
+                   weights["checkpoints"], weights["final"], weights["snapshots"], path.name)
 
 
 def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -324,79 +382,53 @@ def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
 
 
-def pretrain_run(variant: str, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
-                 generator_size: float | str | None = None, *, progress: bool = True) -> Run:
-    """Pretrain ``variant`` within the budget (trained once per recipe, then read from the cache), keeping
-    a copy of the encoder at each of ``config.fractions`` of its steps.
+@cached_build(load=Run.load, ignore=("progress",))
+def pretrain_run(path: Path, variant: str, config: Chapter08Config, generator_size: float | str,
+                 progress: bool = True) -> None:
+    """Pretrain ``variant`` with ``generator_size`` (a share of the discriminator's width, or ``"unigram"``) within
+    the budget, keeping a copy of the encoder at each of ``config.fractions`` of its steps; called as
+    ``pretrain_run(variant, config, generator_size)``, it trains once and then reads the :class:`Run` from the cache.
 
     Taught in: 08_electra ("Matched compute").
     """
-    generator_size = config.generator_size if generator_size is None else generator_size
     steps = steps_for(variant, config, generator_size)
     marks = {max(1, round(f * steps)): f for f in config.fractions}
+    chapter_data = chapter_data_of(config)
+    model = build_model(variant, config, chapter_data, generator_size)
+    saved, whole, done = {}, {}, [0]
 
-    def build(path: Path) -> None:
-        chapter_data = data or ElectraChapterData(config)
-        model = build_model(variant, config, chapter_data, generator_size)
-        saved, whole, done = {}, {}, [0]
+    def snapshot(trained: nn.Module) -> dict[str, float]:
+        done[0] += 1
+        if done[0] in marks:
+            fraction = marks[done[0]]
+            saved[fraction], whole[fraction] = _state_copy(encoder_of(trained)), _state_copy(trained)
+        return {}
 
-        def snapshot(trained: nn.Module) -> dict[str, float]:
-            done[0] += 1
-            if done[0] in marks:
-                fraction = marks[done[0]]
-                saved[fraction], whole[fraction] = _state_copy(encoder_of(trained)), _state_copy(trained)
-            return {}
-
-        train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
-                                   schedule="linear", eval_every=1, progress=progress,
-                                   num_threads=config.num_threads)
-        history = train(model, partial(chapter_data.batch, seed=config.seed),
-                        run_loss(variant, config.seed, config.discriminator_weight), train_config, evaluate=snapshot)
-        path.mkdir(parents=True, exist_ok=True)
-        torch.save({"checkpoints": saved, "snapshots": whole,
-                    "final": {k: v.cpu() for k, v in model.state_dict().items()}}, path / "weights.pt")
-        atomic_write(path / "history.json", json.dumps({"loss": history.loss}))
-
-    def load(path: Path) -> Run:
-        weights = torch.load(path / "weights.pt", weights_only=True)
-        loss = json.loads((path / "history.json").read_text())["loss"]
-        return Run(variant, generator_size, steps, steps * flops_per_step(variant, config, generator_size), loss,
-                   weights["checkpoints"], weights["final"], weights["snapshots"])
-
-    return cached(run_name(variant, config, generator_size), build, load)
+    train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
+                               schedule="linear", eval_every=1, progress=progress, num_threads=config.num_threads)
+    history = train(model, partial(chapter_data.batch, seed=config.seed),
+                    run_loss(variant, config.seed, config.discriminator_weight), train_config, evaluate=snapshot)
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save({"checkpoints": saved, "snapshots": whole,
+                "final": {k: v.cpu() for k, v in model.state_dict().items()}}, path / "weights.pt")
+    atomic_write(path / "history.json", json.dumps({
+        "variant": variant, "generator_size": generator_size, "steps": steps,
+        "flops": steps * flops_per_step(variant, config, generator_size), "loss": history.loss}))
 
 
-_WORKER_DATA: dict[str, ElectraChapterData] = {}  # a worker's data, built once per data recipe
+_CHAPTER_DATA: dict[str, ElectraChapterData] = {}  # a process's data, built once per data recipe
 
 
-def _worker_data(config: ElectraChapterConfig) -> ElectraChapterData:
-    """The chapter's data for ``config``, built once per data recipe in a worker of
-    :func:`~lecture_lib.runtime.parallel_map` and kept for its next jobs."""
-    recipe = key(asdict(chapter05_config(config)))
-    if recipe not in _WORKER_DATA:
-        _WORKER_DATA[recipe] = ElectraChapterData(config)
-    return _WORKER_DATA[recipe]
-
-
-def _pretrain_job(variant: str, config: ElectraChapterConfig, generator_size: float | str) -> None:
-    """One worker's run of :func:`pretrain_runs`: trained into the cache, read back by the caller."""
-    pretrain_run(variant, config, _worker_data(config), generator_size, progress=False)
-
-
-def pretrain_runs(jobs: list[tuple[str, ElectraChapterConfig, float | str | None]],
-                  data: ElectraChapterData | None = None, *, workers: int | None = None) -> list[Run]:
-    """:func:`pretrain_run` of each ``(variant, config, generator_size)`` (``None``: the config's generator).
-    The runs not yet in the cache train first, in :func:`~lecture_lib.runtime.parallel_map`'s workers (one
-    thread each, two at a time on two cores, each the run the loop would train, bit for bit); then every run is
-    read from the cache, in the order of ``jobs``.
+def chapter_data_of(config: Chapter08Config) -> ElectraChapterData:
+    """The chapter's data for ``config`` (:class:`ElectraChapterData`), built once per data recipe in a process (the
+    notebook's, or a worker of :func:`~lecture_lib.cache.compute_all`) and kept for its next runs.
 
     Taught in: 08_electra ("Matched compute").
     """
-    jobs = [(variant, config, config.generator_size if size is None else size) for variant, config, size in jobs]
-    missing = [job for job in jobs if not (cache_root() / run_name(*job)).exists()]
-    if missing:
-        parallel_map(_pretrain_job, missing, workers=workers, desc="pretraining")
-    return [pretrain_run(variant, config, data, size, progress=False) for variant, config, size in jobs]
+    recipe = key(asdict(chapter05_config(config)))
+    if recipe not in _CHAPTER_DATA:
+        _CHAPTER_DATA[recipe] = ElectraChapterData(config)
+    return _CHAPTER_DATA[recipe]
 
 
 def electra_small_training_flops(*, masked_fraction: float = 1.0, steps: int = 1_000_000, batch_size: int = 128,
@@ -439,60 +471,31 @@ def as_bert(config: ElectraConfig, state: dict[str, torch.Tensor], seed: int = 0
     return bert
 
 
-def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: ElectraChapterConfig) -> dict[str, float]:
+def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: Chapter08Config) -> dict[str, float]:
     return {name: finetune(tasks[name], new_head(tasks[name], encoder, config.finetune),
                            config.finetune).scores[MAIN_SCORE[name]] for name in config.tasks}
 
 
-def scratch_scores(config: ElectraChapterConfig, data: ElectraChapterData | None = None) -> dict[str, float]:
+@cached_call
+def scratch_scores(config: Chapter08Config) -> dict[str, float]:
     """The same fine-tuning from random weights (no pretraining, 0 FLOPs): the floor of the curve (cached).
 
     Taught in: 08_electra ("Matched compute").
     """
-    recipe = {"model": asdict(config.model), "tasks": config.tasks, "finetune": asdict(config.finetune),
-              "documents": config.documents, "language_seed": config.language_seed, "data_seed": config.data_seed,
-              "seed": config.seed,
-              "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
-
-    def run() -> dict:
-        return _scores((data or ElectraChapterData(config)).tasks, bert_config(config.model), config)
-
-    return cached_json("electra-scratch", recipe, run)
+    return _scores(chapter_data_of(config).tasks, bert_config(config.model), config)
 
 
-def _finetune_entry(run: Run, fraction: float, config: ElectraChapterConfig, electra_head: bool) -> tuple[str, dict]:
-    """The cache name and recipe of :func:`finetune_scores`."""
-    recipe = {"run": _recipe(run.variant, config, run.generator_size), "fraction": fraction, "tasks": config.tasks,
-              "data_seed": config.data_seed,
-              "finetune": asdict(config.finetune), "scores": {task: MAIN_SCORE[task] for task in config.tasks}}
-    return "electra-finetune-electra-head" if electra_head else "electra-finetune", recipe
-
-
-def finetune_scores(run: Run, fraction: float, config: ElectraChapterConfig, data: ElectraChapterData | None = None,
-                    *, electra_head: bool = False) -> dict[str, float]:
+@cached_call
+def finetune_scores(run: Run, fraction: float, config: Chapter08Config, electra_head: bool = False) -> dict[str, float]:
     """The main score of each of ``config.tasks`` after fine-tuning the run's checkpoint at ``fraction``
-    (cached with the run's recipe). With ``electra_head``, the sentence tasks read token 0 through
-    :class:`ElectraHeadForSequenceClassification` instead of BERT's pooler (cached apart).
+    (cached under the run's name). With ``electra_head``, the sentence tasks read token 0 through
+    :class:`ElectraHeadForSequenceClassification` instead of BERT's pooler.
 
     Taught in: 08_electra ("Matched compute").
     """
-    name, recipe = _finetune_entry(run, fraction, config, electra_head)
-
-    def scores() -> dict:
-        encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
-        tasks = (data or ElectraChapterData(config)).tasks
-        return _scores(with_electra_head(tasks) if electra_head else tasks, encoder, config)
-
-    return cached_json(name, recipe, scores)
-
-
-def _is_cached(name: str, recipe: dict) -> bool:
-    return (cache_root() / f"{name}-{key(recipe)}.json").exists()
-
-
-def _finetune_job(run: Run, fraction: float, config: ElectraChapterConfig) -> None:
-    """One worker's fine-tuning of :func:`seeded_scores`, into the cache."""
-    finetune_scores(run, fraction, config, _worker_data(config))
+    encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
+    tasks = chapter_data_of(config).tasks
+    return _scores(with_electra_head(tasks) if electra_head else tasks, encoder, config)
 
 
 def mean_score(scores: dict[str, float]) -> float:
@@ -500,41 +503,37 @@ def mean_score(scores: dict[str, float]) -> float:
     return sum(scores.values()) / len(scores)
 
 
-def chapter_runs(config: ElectraChapterConfig, data: ElectraChapterData | None = None
-                 ) -> tuple[dict[str, dict[int, Run]], dict[float | str, Run]]:
-    """Every pretraining run the chapter reads, trained together (:func:`pretrain_runs`): each row of
-    ``config.variants`` once per seed of ``config.seeds`` (``{variant: {seed: run}}``), and ELECTRA with each
-    generator of ``config.generator_sizes`` on ``config.seed`` (``{size: run}``; the chapter's generator is
-    the ELECTRA row's run of that seed).
+def chapter_runs(config: Chapter08Config, *, workers: int | None = None
+                 ) -> tuple[dict[str, dict[int, Run]], dict[float | str, dict[int, Run]]]:
+    """Every pretraining run the chapter reads (:func:`pretrain_run`, the missing ones ``workers`` at a time): each
+    row of ``config.variants`` once per seed of ``config.seeds`` (``{variant: {seed: run}}``), and ELECTRA with each
+    generator of ``config.generator_sizes`` on the first ``config.sweep_seeds`` of them (``{size: {seed: run}}``;
+    the chapter's generator is the ELECTRA row's runs).
 
     Taught in: 08_electra ("Generator and discriminator", "Matched compute").
     """
-    if "ELECTRA" not in config.variants or config.seed not in config.seeds:
-        raise ValueError(f"expected ELECTRA among the variants and seed {config.seed} among the seeds, got "
-                         f"{config.variants} and {config.seeds}")
-    rows = [(variant, seeded(config, seed), None) for variant in config.variants for seed in config.seeds]
     sizes = [size for size in config.generator_sizes if size != config.generator_size]
-    runs = pretrain_runs(rows + [("ELECTRA", config, size) for size in sizes], data)
-    table = {variant: dict(zip(config.seeds, runs[i * len(config.seeds):(i + 1) * len(config.seeds)]))
-             for i, variant in enumerate(config.variants)}
-    sweep = {config.generator_size: table["ELECTRA"][config.seed], **dict(zip(sizes, runs[len(rows):]))}
-    return table, sweep
+    sweep_seeds = config.seeds[:config.sweep_seeds]
+    calls = [(variant, seeded(config, seed), config.generator_size, False) for variant in config.variants
+             for seed in config.seeds] + [("ELECTRA", seeded(config, seed), size, False) for size in sizes
+                                          for seed in sweep_seeds]
+    runs = iter(compute_all(pretrain_run, calls, workers=workers, desc="pretraining"))
+    table = {variant: {seed: next(runs) for seed in config.seeds} for variant in config.variants}
+    sweep = {size: {seed: next(runs) for seed in sweep_seeds} for size in sizes}
+    return table, {config.generator_size: {seed: table["ELECTRA"][seed] for seed in sweep_seeds}, **sweep}
 
 
-def seeded_scores(runs: dict[int, Run], config: ElectraChapterConfig, data: ElectraChapterData,
-                  fractions: tuple[float, ...] = (1.0,)) -> dict[float, list[float]]:
+def seeded_scores(runs: dict[int, Run], config: Chapter08Config, fractions: tuple[float, ...] = (1.0,)
+                  ) -> dict[float, list[float]]:
     """For each of ``fractions`` of the budget, the mean fine-tuned score of each seed's checkpoint (in the
-    order of ``runs``), each fine-tuned with its own seed; the fine-tunings not yet in the cache run first in
-    :func:`~lecture_lib.runtime.parallel_map`'s workers.
+    order of ``runs``), each fine-tuned with its own seed (:func:`finetune_scores`, the missing ones first, in
+    worker processes).
 
     Taught in: 08_electra ("Matched compute").
     """
-    jobs = [(run, f, seeded(config, seed)) for f in fractions for seed, run in runs.items()]
-    missing = [job for job in jobs if not _is_cached(*_finetune_entry(*job, False))]
-    if missing:
-        parallel_map(_finetune_job, missing, desc="fine-tuning")
-    return {f: [mean_score(finetune_scores(run, f, seeded(config, seed), data)) for seed, run in runs.items()]
-            for f in fractions}
+    calls = [(run, f, seeded(config, seed)) for f in fractions for seed, run in runs.items()]
+    scores = iter(compute_all(finetune_scores, calls, desc="fine-tuning"))
+    return {f: [mean_score(next(scores)) for _ in runs] for f in fractions}
 
 
 def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:
@@ -547,7 +546,7 @@ def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:
             if task.head is BertForSequenceClassification else task for name, task in tasks.items()}
 
 
-def replaced_token_example(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, row: int = 0) -> list[dict]:
+def replaced_token_example(run: Run, config: Chapter08Config, data: ElectraChapterData, row: int = 0) -> list[dict]:
     """One held-out sequence through the trained ELECTRA pair: per real token, the original, what the
     generator saw, the corrupted token, its label and the discriminator's probability that it was replaced.
 
@@ -568,7 +567,7 @@ def replaced_token_example(run: Run, config: ElectraChapterConfig, data: Electra
                                      torch.sigmoid(out.logits[0, :n]))]
 
 
-def detection_accuracy(run: Run, config: ElectraChapterConfig, data: ElectraChapterData, batches: int = 4,
+def detection_accuracy(run: Run, config: Chapter08Config, data: ElectraChapterData, batches: int = 4,
                        fraction: float | None = None) -> dict[str, float]:
     """An ELECTRA run (a learned or the unigram generator), trained to the end or to ``fraction`` of its budget,
     on held-out batches: the generator's accuracy at the masked positions (its most likely token; the unigram

@@ -12,6 +12,7 @@ import transformers
 
 from lecture_lib.chapters.ch07_albert import (
     DiaryPairs,
+    albert_config,
     bert_twin,
     chapter_config,
     count_on_meta,
@@ -21,7 +22,6 @@ from lecture_lib.chapters.ch07_albert import (
     layer_applications,
     layer_transitions,
     main,
-    pair_config,
     pair_run_scores,
     pair_task_grid,
     paper_configs,
@@ -81,7 +81,7 @@ def test_layer_transitions_are_the_mean_distance_and_angle_between_transformers_
 
 
 def test_the_bert_twin_has_the_albert_sizes_and_bert_layers():
-    config = chapter_config()
+    config = albert_config()
     twin = bert_twin(config)
     assert isinstance(twin.model, BertConfig) and twin.data == config.data and twin.train == config.train
     for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
@@ -101,7 +101,7 @@ def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch
                                                            "--model.num_hidden_groups", "2", "--objective.pairs", "sop"])
     assert isinstance(config.model, AlbertConfig)
     assert (config.model.embedding_size, config.model.num_hidden_groups, config.objective.pairs) == (32, 2, "sop")
-    assert config.model.hidden_size == chapter_config().model.hidden_size  # the rest is the chapter's recipe
+    assert config.model.hidden_size == albert_config().model.hidden_size  # the rest is the chapter's recipe
 
 
 # ALBERT's own rules, then one row per rule of the recipe's fields (the family's fields included).
@@ -116,7 +116,7 @@ BAD_INPUT = [
 
 def test_every_constrained_flag_is_refused_in_one_line_before_any_work(monkeypatch, tmp_path, capsys):
     trap_pretraining(monkeypatch, tmp_path)
-    rows = BAD_INPUT + rule_rows(chapter_config)
+    rows = BAD_INPUT + rule_rows(albert_config)
     assert any(flag == "--model.inner_group_num" for _, flag, _ in rows)  # ALBERT's fields, not BERT's
     for argv, flag, reason in rows:
         assert_refused(*refused_in_process(main, ["--out", "run", *argv], capsys), flag, reason)
@@ -179,15 +179,17 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
                         lambda *args, **kw: names.append(cached_pretraining.cache_name(*args, **kw))
                         or SimpleNamespace(model=torch.nn.Identity()))
     for steps in (1200, 2400):
-        config = pair_config(objective=dict(pairs="nsp"), train=dict(steps=steps))
+        config = chapter_config(pairs=dict(objective=dict(pairs="nsp"), train=dict(steps=steps))).pairs
         pretrained(config, DiaryPairs(config))
     assert names[0] != names[1], names
     monkeypatch.undo()
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    tiny = pair_config(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32), train=dict(steps=20, batch_size=8, warmup_steps=2))
-    grid = pair_task_grid(tiny, seeds=(3,), progress=False, workers=1)
+    chapter = chapter_config(pairs=dict(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1,
+                                                   num_attention_heads=2, intermediate_size=32),
+                                        train=dict(steps=20, batch_size=8, warmup_steps=2)), seeds=(3,))
+    grid = pair_task_grid(chapter, workers=1)
+    tiny = chapter.pairs
     data = DiaryPairs(tiny)
     sop = replace(tiny, seed=3, objective=replace(tiny.objective, pairs="sop"))
     model = pretrained(sop, data, progress=False).model.eval()  # read back from the cache
@@ -213,7 +215,7 @@ def test_diary_pairs_labels_match_the_diaries_they_come_from():
     diary, and one labelled "random" has a second entry found only in diaries of another setting; an SOP pair
     is two consecutive entries of one diary, and its label says whether the first shown is the later one.
     Every pair is two whole entries; every word is one token."""
-    config = pair_config()
+    config = chapter_config().pairs
     data = DiaryPairs(config)
     entry_of = {}
     for number, diary in enumerate(data.test_documents):
@@ -269,9 +271,9 @@ def test_the_pair_runs_score_on_the_accelerator_fresh_and_read_back(monkeypatch,
     from tests.fake_accelerator import FakeAccelerator
 
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    tiny = pair_config(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32), data=dict(eval_pairs=16),
-                       train=dict(steps=3, batch_size=8, warmup_steps=1))
+    tiny = chapter_config(pairs=dict(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1,
+                                                num_attention_heads=2, intermediate_size=32), data=dict(eval_pairs=16),
+                                     train=dict(steps=3, batch_size=8, warmup_steps=1))).pairs
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cpu"))
     on_cpu = pair_run_scores(tiny, "sop", 3)
     model = AlbertForPreTraining(tiny.model)
@@ -295,10 +297,24 @@ def test_a_runs_cache_name_changes_with_the_diaries_it_reads(monkeypatch):
         return SimpleNamespace(model=torch.nn.Linear(1, 1))
 
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining", record)
-    config = pair_config()
+    config = chapter_config().pairs
     pretrained(config, DiaryPairs(config))
     pretrained(config, DiaryPairs(replace(config, seed=1)))
     monkeypatch.setattr("lecture_lib.chapters.ch07_albert.PAIR_DIARIES", (300, 60))
     pretrained(config, DiaryPairs(config))
     pretrained(config, DiaryPairs(config))
     assert len(set(names[:3])) == 3 and names[3] == names[2]
+
+
+def test_the_claims_seeds_come_from_lecture_seeds_and_bad_rows_are_refused(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
+    assert chapter_config().seeds == (3, 4, 5)
+    with pytest.raises(ValueError, match=r"sharing_rows: expected sharing strategies in .*got \['half-shared'\]"):
+        chapter_config(sharing_rows=((16, "half-shared"), (None, "not-shared")))
+    with pytest.raises(ValueError, match="expected an all-shared row and BERT's"):
+        chapter_config(sharing_rows=((16, "not-shared"), (None, "not-shared")))
+    with pytest.raises(ValueError, match=r"seeds: expected distinct non-negative seeds, at least one, got \[1, 1\]"):
+        chapter_config(seeds=(1, 1))
+    with pytest.raises(ValueError, match="sharing_seeds: expected at least one run per row"):
+        chapter_config(sharing_seeds=0)
+    assert chapter_config(sharing_seeds=2).seeds_of_sharing == (3, 4)

@@ -11,11 +11,12 @@ import torch.nn.functional as F
 import transformers
 from transformers.models.electra.modeling_electra import ElectraClassificationHead
 
+from lecture_lib.cache import compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch08_electra import (
     PAPER_CHECKPOINTS,
     VARIANTS,
-    ElectraChapterConfig,
+    Chapter08Config,
     ElectraChapterData,
     Run,
     as_bert,
@@ -31,7 +32,6 @@ from lecture_lib.chapters.ch08_electra import (
     flops_per_token,
     generator_right_by_input,
     pretrain_run,
-    pretrain_runs,
     run_loss,
     seeded,
     steps_for,
@@ -57,7 +57,7 @@ MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layer
 
 
 def small_config(**overrides):
-    return ElectraChapterConfig(model=ElectraConfig(**MODEL), steps=40, batch_size=8, documents=150, **overrides)
+    return Chapter08Config(model=ElectraConfig(**MODEL), steps=40, batch_size=8, documents=150, **overrides)
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +99,8 @@ def test_batches_are_the_same_for_every_run_and_choose_exactly_round_015_n(data)
 def test_batches_end_at_their_longest_row_and_give_the_losses_of_the_full_width():
     """The columns cut off are padding: padded back to the full length, every variant's loss is the same."""
     full = 128  # longer than the documents' pairs, so that rows end in padding
-    data = ElectraChapterData(ElectraChapterConfig(model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}),
-                                                   steps=40, batch_size=8, documents=150))
+    data = ElectraChapterData(Chapter08Config(model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}),
+                                              steps=40, batch_size=8, documents=150))
     batches = [data.batch(step, test=True) for step in range(4)]
     assert all(b["input_ids"].shape[1] == int(b["attention_mask"].sum(1).max()) for b in batches)
     batch = min(batches, key=lambda b: b["input_ids"].shape[1])
@@ -192,12 +192,9 @@ def test_exercise_1_the_discriminator_weight_is_a_field_that_reaches_the_loss_an
             loss = run_loss("ELECTRA", 0, weight)(model, batch)
             torch.testing.assert_close(loss, out.mlm_loss + weight * out.discriminator_loss)
     assert out.mlm_loss > 4 * out.discriminator_loss  # λ = 1: the generator's loss dominates the sum
-    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    built = []
-    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.cached", lambda name, build, load: built.append(name))
-    for weight in (1.0, 50.0):
-        pretrain_run("ELECTRA", small_config(discriminator_weight=weight), data, 0.5, progress=False)
-    assert len(set(built)) == 2, built  # a new weight is a new recipe, never the cached run of the other
+    names = {pretrain_run.cache_name("ELECTRA", small_config(discriminator_weight=weight), 0.5)
+             for weight in (1.0, 50.0)}
+    assert len(names) == 2, names  # a new weight is a new recipe, never the cached run of the other
 
 
 def test_exercise_3_electra_small_flops():
@@ -271,12 +268,9 @@ def test_exercise_4_electras_head_is_transformers_and_leaves_the_quick_curve_as_
         monkeypatch.setenv("LECTURE_PROFILE", profile)
         assert {name for name in chapter_config().tasks if tasks[name].head is BertForSequenceClassification} == (
             sentence_tasks)
-    names = []
-    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.cached_json", lambda name, recipe, run: names.append(name))
-    run = SimpleNamespace(variant="ELECTRA", generator_size=0.25, checkpoints={})
-    for electra_head in (False, True):
-        finetune_scores(run, 1.0, small_config(), electra_head=electra_head)
-    assert names == ["electra-finetune", "electra-finetune-electra-head"]
+    run = Run("ELECTRA", 0.25, 10, 1.0, [], {}, {}, name="pretrain_run-0123456789abcdef")
+    names = {finetune_scores.cache_name(run, 1.0, small_config(), electra_head) for electra_head in (False, True)}
+    assert len(names) == 2, names
 
 
 def test_seeded_changes_the_runs_seeds_and_not_the_data(data):
@@ -348,16 +342,17 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
     assert measured["constant guess loss"] == pytest.approx(-share * math.log(share) - (1 - share) * math.log(1 - share))
 
 
-def test_pretrain_runs_trains_the_missing_runs_and_returns_what_the_loop_returns(data, tmp_path, monkeypatch):
+def test_compute_all_trains_the_missing_runs_and_returns_what_the_loop_returns(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     config = replace(small_config(), steps=3, fractions=(1.0,))
-    jobs = [("ELECTRA", config, None), ("BERT", seeded(config, 1), None)]
-    runs = pretrain_runs(jobs, data, workers=1)
+    jobs = [("ELECTRA", config, 0.25, False), ("BERT", seeded(config, 1), 0.25, False)]
+    runs = compute_all(pretrain_run, jobs, workers=1)
     assert [(run.variant, run.generator_size) for run in runs] == [("ELECTRA", 0.25), ("BERT", 0.25)]
-    again = pretrain_run("BERT", seeded(config, 1), data, progress=False)
+    assert runs[1].flops == runs[1].steps * flops_per_step("BERT", config, 0.25)
+    again = pretrain_run("BERT", seeded(config, 1), 0.25, progress=False)
     assert all(torch.equal(again.final_state[k], runs[1].final_state[k]) for k in again.final_state)
-    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.parallel_map", lambda *a, **k: pytest.fail("retrained"))
-    pretrain_runs(jobs, data, workers=1)  # all cached: nothing trains
+    monkeypatch.setattr("lecture_lib.runtime.parallel_map", lambda *a, **k: pytest.fail("retrained"))
+    compute_all(pretrain_run, jobs, workers=1)  # all cached: nothing trains
 
 
 def test_detection_accuracy_tells_the_replacements_by_words_of_the_text_apart(data):
@@ -390,7 +385,7 @@ def test_a_run_keeps_the_whole_pair_at_each_fraction(data, tmp_path, monkeypatch
     """The snapshots hold generator and discriminator as they were at each fraction: the last is the final
     state, and each holds the encoder kept for fine-tuning at that fraction."""
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    run = pretrain_run("ELECTRA", replace(small_config(), steps=4, fractions=(0.5, 1.0)), data, progress=False)
+    run = pretrain_run("ELECTRA", replace(small_config(), steps=4, fractions=(0.5, 1.0)), 0.25, progress=False)
     assert set(run.snapshots) == set(run.checkpoints) == {0.5, 1.0}
     assert all(torch.equal(run.snapshots[1.0][k], v) for k, v in run.final_state.items())
     for fraction, encoder in run.checkpoints.items():
@@ -402,15 +397,28 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
     config = replace(small_config(), variants=("ELECTRA", "BERT"), seeds=(0, 1), generator_sizes=(0.25, "unigram"))
     asked = []
 
-    def fake(jobs, data=None):
-        asked.extend(jobs)
-        return [(variant, cfg.seed, size) for variant, cfg, size in jobs]
+    def fake(fn, calls, workers=None, desc=None):
+        asked.extend(calls)
+        return [(variant, cfg.seed, size) for variant, cfg, size, _ in calls]
 
-    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.pretrain_runs", fake)
+    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.compute_all", fake)
     table, sweep = chapter_runs(config)
-    assert table == {"ELECTRA": {0: ("ELECTRA", 0, None), 1: ("ELECTRA", 1, None)},
-                     "BERT": {0: ("BERT", 0, None), 1: ("BERT", 1, None)}}
-    assert sweep == {0.25: ("ELECTRA", 0, None), "unigram": ("ELECTRA", 0, "unigram")}
-    assert [cfg.finetune.seed for _, cfg, _ in asked] == [0, 1, 0, 1, 0]
-    with pytest.raises(ValueError, match="expected ELECTRA among the variants"):
-        chapter_runs(replace(config, seeds=(1, 2)))
+    assert table == {"ELECTRA": {0: ("ELECTRA", 0, 0.25), 1: ("ELECTRA", 1, 0.25)},
+                     "BERT": {0: ("BERT", 0, 0.25), 1: ("BERT", 1, 0.25)}}
+    assert sweep == {0.25: table["ELECTRA"], "unigram": {0: ("ELECTRA", 0, "unigram"), 1: ("ELECTRA", 1, "unigram")}}
+    assert [cfg.finetune.seed for _, cfg, _, _ in asked] == [0, 1, 0, 1, 0, 1]
+    _, sweep = chapter_runs(replace(config, sweep_seeds=1))  # the quick profile's sweep: the first seed only
+    assert sweep == {0.25: {0: ("ELECTRA", 0, 0.25)}, "unigram": {0: ("ELECTRA", 0, "unigram")}}
+
+
+def test_the_claims_seeds_come_from_lecture_seeds_and_bad_fields_are_refused(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
+    assert (chapter_config().seeds, chapter_config().seed) == ((3, 4, 5), 3)
+    for overrides, message in ((dict(variants=("BERT",)), r"variants: expected ELECTRA and others of"),
+                               (dict(generator_sizes=(0.5,)), r"expected the chapter's generator 0.25 among them"),
+                               (dict(fractions=(0.5,)), r"fractions: expected shares of the budget in \(0, 1\]"),
+                               (dict(tasks=("parsing",)), r"tasks: expected some of"),
+                               (dict(seeds=(2, 2)), r"seeds: expected distinct non-negative seeds"),
+                               (dict(sweep_seeds=0), r"sweep_seeds: expected at least one run per generator")):
+        with pytest.raises(ValueError, match=message):
+            chapter_config(**overrides)
