@@ -32,7 +32,6 @@ import torch
 from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import ch05_bert_finetuning as ch05
-from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import ch08_electra as ch08
 from lecture_lib.chapters import ch09_t5_bart as ch09
@@ -100,11 +99,6 @@ ENTRY_POINTS = {
         {"encoder": tiny_encoder().config}),
     "course_language.synthetic_pretrained_bert": (course_language.synthetic_pretrained_bert,
                                                   lambda: dict(config=course_language.chapter_config()), {}),
-    "ch06.format_run": (ch06.format_run, lambda: dict(config=ch06.chapter_config(), name="doc-sentences"),
-                        {"name": "full-sentences", "span_task": False}),
-    "ch06.scheme_run": (ch06.scheme_run, lambda: dict(config=ch06.chapter_config(), scheme="noun phrases"),
-                        {"scheme": "whole words", "sbo": True, "span_task": False}),
-    "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.pair_config(), data=ch07.DiaryPairs(ch07.pair_config())),
                         {}),
     "ch07.sharing_runs": (ch07.sharing_runs, lambda: dict(config=ch07.sharing_config()), {}),
@@ -161,17 +155,10 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
        for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert",
                      "ch04.pretrained_row")},
     **{(entry, name): "the list of valid names, checked before anything is cached"
-       for entry, name in (("ch06.format_run", "SCHEMES"), ("ch06.scheme_run", "SCHEMES"),
-                           ("ch08.pretrain_run", "VARIANTS"))},
-    ("ch06.format_run", "NOUN_PHRASE_DEPENDENTS"): "the format study scores single tokens; only the held-out noun "
-                                                   "phrases it does not read depend on it",
+       for entry, name in (("ch08.pretrain_run", "VARIANTS"),)},
     **{("ch05.cached_finetune_from", field): "the model is cached, and scored afresh on the test set of every call"
        for field in ("task.test.*", "task.test_examples")},
     ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
-    **{(entry, "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs"
-       for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
-    **{(entry, "config.seeds"): "seeded_runs gives each run one of the seeds as its pretrain.seed, which is in the key"
-       for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
     **{(entry, "config.num_threads"): _THREADS
        for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
     **{(entry, "config.seeds"): "the list of seeds the tables repeat; each run's own seed is in its recipe"
@@ -225,7 +212,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch06, ch07, ch08, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch05, ch07, ch08, ch09, ch11, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)
@@ -382,18 +369,3 @@ def test_every_cached_entry_point_is_listed():
                     + ("_cached_model",) for n in ast.walk(node)):
                 calling.add((module, node.name))
     assert calling - listed == set(), f"cached entry points missing from ENTRY_POINTS: {sorted(calling - listed)}"
-
-
-def test_the_property_catches_chapter_06s_stale_noun_phrases(monkeypatch):
-    """The bug this test was written for: scheme_run's recipe without NOUN_PHRASE_DEPENDENTS (as it was)."""
-    original = ch06.scheme_run
-
-    def as_it_was(config, scheme, corpus=None, **kwargs):
-        with mock.patch.object(ch06, "NOUN_PHRASE_DEPENDENTS", frozenset({"det", "amod", "flat"})):
-            return original(config, scheme, corpus, **kwargs)
-
-    inputs = dict(config=ch06.chapter_config(), scheme="noun phrases")
-    before = cache_names(monkeypatch, as_it_was, inputs)
-    monkeypatch.setattr(ch06, "NOUN_PHRASE_DEPENDENTS", ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"})
-    assert cache_names(monkeypatch, as_it_was, inputs) == before  # the old recipe: a stale hit
-    assert cache_names(monkeypatch, original, inputs) != before  # today's recipe sees the change
