@@ -31,18 +31,13 @@ import torch
 
 from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
-from lecture_lib.chapters import ch05_bert_finetuning as ch05
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import ch08_electra as ch08
 from lecture_lib.chapters import ch09_t5_bart as ch09
 from lecture_lib.chapters import ch11_bertology_probing as ch11
 from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task
-from lecture_lib.finetuning.peft import bitfit
-from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.bert import BertConfig, BertModel
-from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.tokenization import WordPieceTokenizer
 
 CHAPTERS = Path(course_language.__file__).parent
@@ -57,15 +52,6 @@ def tiny_encoder() -> BertModel:
 
 def tiny_tokenizer() -> WordPieceTokenizer:
     return WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"])
-
-
-def tiny_task() -> Task:
-    """A sentence-classification task of two training and two test rows."""
-    def encoded(labels):
-        return EncodedTask({"input_ids": torch.tensor([[2, 5, 3], [2, 6, 3]]), "attention_mask": torch.ones(2, 3).long(),
-                            "token_type_ids": torch.zeros(2, 3).long(), "labels": torch.tensor(labels)},
-                           word_ids=[[-1, 0, -1], [-1, 0, -1]])
-    return Task("acceptability", BertForSequenceClassification, 2, encoded([0, 1]), encoded([1, 0]), ["a", "b"])
 
 
 def result(name: str, **fields) -> SimpleNamespace:
@@ -89,14 +75,6 @@ ENTRY_POINTS = {
                             {"language_model": "masked"}),
     "ch04.pretraining_ablations": (ch04.pretraining_ablations, lambda: dict(config=ch04.synthetic_config()),
                                    {"sizes": [(1, 32, 2)]}),
-    "ch05.cached_finetune_from": (ch05.cached_finetune_from,
-                                  lambda: dict(task=tiny_task(), encoder=tiny_encoder(), config=FinetuneConfig()),
-                                  {"encoder": tiny_encoder().config, "adapt": bitfit}),
-    "ch05.cached_frozen_and_fine_tuned": (
-        ch05.cached_frozen_and_fine_tuned,
-        lambda: dict(task=tiny_task(), encoder=tiny_encoder(), tagger_config=FinetuneConfig(lr=1e-2),
-                     finetune_config=FinetuneConfig()),
-        {"encoder": tiny_encoder().config}),
     "course_language.synthetic_pretrained_bert": (course_language.synthetic_pretrained_bert,
                                                   lambda: dict(config=course_language.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.pair_config(), data=ch07.DiaryPairs(ch07.pair_config())),
@@ -156,8 +134,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
                      "ch04.pretrained_row")},
     **{(entry, name): "the list of valid names, checked before anything is cached"
        for entry, name in (("ch08.pretrain_run", "VARIANTS"),)},
-    **{("ch05.cached_finetune_from", field): "the model is cached, and scored afresh on the test set of every call"
-       for field in ("task.test.*", "task.test_examples")},
     ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
     **{(entry, "config.num_threads"): _THREADS
        for entry in ("ch08.pretrain_run", "ch08.scratch_scores", "ch08.finetune_scores")},
@@ -212,7 +188,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch07, ch08, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch07, ch08, ch09, ch11, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)
