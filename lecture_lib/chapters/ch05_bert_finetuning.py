@@ -32,7 +32,7 @@ from lecture_lib.reproductions import Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import default_device
 from lecture_lib.train import History
 
-FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points of its score on every seed
+_FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points of its score on every seed
 PAPERS = {  # Devlin et al. (2019): the benchmark of each task shape, its score and BERT-base's figure
     "acceptability": ("CoLA", "MCC", "52.1"), "inference": ("MNLI", "accuracy", "84.6"),
     "context_ner": ("CoNLL-2003", "F1 (test)", "92.4"), "unanswerable_qa": ("SQuAD 2.0", "F1", "83.1 (BERT-large)"),
@@ -56,7 +56,7 @@ def _pretraining_beats_scratch(task: str) -> Rule:
                 source="Devlin et al. (2019); Hao et al. (2019) compare the two", metric=MAIN_SCORES[task],
                 data=f"the {task.replace('_', ' ')} test set, about people unseen in fine-tuning",
                 compared="pretrained", baseline="from scratch", seeds=Seeds("fine-tuning"),
-                gates=(Gate("pretrained", "chance", FLOOR_MARGIN),))
+                gates=(Gate("pretrained", "chance", _FLOOR_MARGIN),))
 
 
 CLAIMS = (
@@ -72,18 +72,18 @@ CLAIMS = (
          paper="τ chosen on dev to maximise F1", source="Devlin et al. (2019), section 4.3", metric="SQuAD F1",
          data="a test set with more unanswerable questions than training", compared="τ tuned on dev",
          baseline="τ = 0", seeds=Seeds("fine-tuning"),
-         gates=(Gate("τ tuned on dev", "chance", FLOOR_MARGIN),)),
+         gates=(Gate("τ tuned on dev", "chance", _FLOOR_MARGIN),)),
     Rule("05-deeper-layers-beat-embeddings", "deeper layers make better features than the embeddings",
          paper="dev F1 91.0 (embeddings) to 96.1 (concat last four)", source="Devlin et al. (2019), Table 7",
          metric="span F1 (points) of a linear tagger on frozen features", data="context entities",
          compared="the weakest Transformer-layer choice", baseline="embeddings", margin=10, seeds=Seeds("probe fit"),
-         gates=(Gate("the weakest Transformer-layer choice", "chance", 100 * FLOOR_MARGIN),)),
+         gates=(Gate("the weakest Transformer-layer choice", "chance", 100 * _FLOOR_MARGIN),)),
     Rule("05-fine-tuning-beats-features", "fine-tuning is at least as good as the best frozen features",
          paper="dev F1 96.4 (fine-tuned) vs 96.1 (concat last four, the best frozen)",
          source="Devlin et al. (2019), Table 7", metric="span F1 (points), each recipe at its rate chosen on dev",
          data="context entities", compared="fine-tuning", baseline="concat last four", seeds=Seeds("fine-tuning"),
-         gates=(Gate("fine-tuning", "chance", 100 * FLOOR_MARGIN),
-                Gate("concat last four", "chance", 100 * FLOOR_MARGIN))),
+         gates=(Gate("fine-tuning", "chance", 100 * _FLOOR_MARGIN),
+                Gate("concat last four", "chance", 100 * _FLOOR_MARGIN))),
     Demonstration("05-in-domain-beats-general", "in-domain pretraining beats general pretraining, frozen and "
                   "fine-tuned", paper="SciBERT about 2 points ahead of BERT-Base in both columns",
                   source="Beltagy et al. (2019), Table 1",
@@ -94,18 +94,18 @@ CLAIMS = (
          metric="span F1, fine-tuned", data="context entities", compared="general + further pretraining",
          baseline="general", seeds=Seeds("pretraining"),
          quick="one pretraining run of each encoder (chapter 04's), and only fine-tuning seeds vary",
-         gates=(Gate("general + further pretraining", "no pretraining", FLOOR_MARGIN),
-                Gate("general", "no pretraining", FLOOR_MARGIN))),
+         gates=(Gate("general + further pretraining", "no pretraining", _FLOOR_MARGIN),
+                Gate("general", "no pretraining", _FLOOR_MARGIN))),
     Rule("05-adapters-near-full", "adapters come within a fraction of a point of full fine-tuning",
          paper="within 0.4 GLUE points with 3.6% of the parameters", source="Houlsby et al. (2019)",
          metric="span F1", data="context entities", compared="adapters", baseline="full fine-tuning", factor=0.99,
-         seeds=Seeds("fine-tuning"), gates=(Gate("adapters", "chance", FLOOR_MARGIN),)),
+         seeds=Seeds("fine-tuning"), gates=(Gate("adapters", "chance", _FLOOR_MARGIN),)),
     Rule("05-prompt-tuning-needs-scale", "prompt tuning is competitive only at very large scale",
          paper="matches fine-tuning only near 10B parameters", source="Lester et al. (2021), Figure 1",
          metric="span F1", data="context entities", compared="prompt tuning", baseline="full fine-tuning",
          higher=False, margin=0.05, seeds=Seeds("fine-tuning"),
          quick="a trend over model size, and the chapter measures one size: only that size's gap is shown",
-         gates=(Gate("prompt tuning", "chance", FLOOR_MARGIN),)),
+         gates=(Gate("prompt tuning", "chance", _FLOOR_MARGIN),)),
 )
 
 

@@ -83,28 +83,28 @@ PAPER_BATCH_SIZES = ((256, "1M", 1e-4, 3.99, 84.7, 92.7), (2048, "125K", 7e-4, 3
 PAPER_FORMATS = {"segment-pair": ("90.4/78.7", 84.0, 92.9, 64.2), "sentence-pair": ("88.7/76.2", 82.9, 92.1, 63.0),
                  "full-sentences": ("90.4/79.1", 84.7, 92.5, 64.8), "doc-sentences": ("90.6/79.7", 84.7, 92.7, 65.6)}
 
-FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points (F1 or accuracy) on every seed
+_FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points (F1 or accuracy) on every seed
 QUICK_ONE_SEED = "the quick profile pretrains this claim's rows on one seed (the full profile runs three)"
 CLAIMS = (
     Rule("06-doc-sentences-beat-sentence-pairs", "whole-document inputs beat single-sentence pairs",
          paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES) vs 76.2 (SENTENCE-PAIR)", source="Liu et al. (2019), Table 2",
          metric="QA F1 fine-tuned on the pretrained encoder", data="questions about people unseen in fine-tuning",
          compared="DOC-SENTENCES", baseline="SENTENCE-PAIR", seeds=Seeds("pretraining"),
-         gates=(Gate("DOC-SENTENCES", "no pretraining", FLOOR_MARGIN),
-                Gate("SENTENCE-PAIR", "no pretraining", FLOOR_MARGIN))),
+         gates=(Gate("DOC-SENTENCES", "no pretraining", _FLOOR_MARGIN),
+                Gate("SENTENCE-PAIR", "no pretraining", _FLOOR_MARGIN))),
     Rule("06-no-nsp-matches-or-helps", "dropping NSP matches or helps",
          paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES, no NSP) vs 78.7 (SEGMENT-PAIR, NSP)",
          source="Liu et al. (2019), Table 2", metric="held-out masked-LM accuracy",
          data="DOC-SENTENCES rows of held-out documents", compared="DOC-SENTENCES (no NSP)",
          baseline="SEGMENT-PAIR (NSP)", seeds=Seeds("pretraining"),
-         gates=(Gate("DOC-SENTENCES (no NSP)", "most-frequent-token guess", FLOOR_MARGIN),
-                Gate("SEGMENT-PAIR (NSP)", "most-frequent-token guess", FLOOR_MARGIN))),
+         gates=(Gate("DOC-SENTENCES (no NSP)", "most-frequent-token guess", _FLOOR_MARGIN),
+                Gate("SEGMENT-PAIR (NSP)", "most-frequent-token guess", _FLOOR_MARGIN))),
     Rule("06-bigger-batches", "bigger batches at equal compute train better",
          paper="perplexity 3.99 (batch 256) → 3.68 (2K)", source="Liu et al. (2019), Table 3",
          metric="held-out masked-LM perplexity", data="DOC-SENTENCES rows of held-out documents",
          compared="the second batch size", baseline="the first batch size", higher=False,
          seeds=Seeds("pretraining"),
-         gates=(Gate("the second batch size (MLM accuracy)", "most-frequent-token guess", FLOOR_MARGIN),)),
+         gates=(Gate("the second batch size (MLM accuracy)", "most-frequent-token guess", _FLOOR_MARGIN),)),
     Demonstration("06-whole-word-masking", "whole-word masking never splits a word", paper="SQuAD 1.1 F1 91.0 → "
                   "92.8 for BERT-Large", source="BERT's README (2019)",
                   shows="how often 300 masks of each rule split philammon's three pieces"),
@@ -113,20 +113,20 @@ CLAIMS = (
          source="Joshi et al. (2020), Table 6", metric="held-out accuracy with SpanBERT's spans masked",
          data="DOC-SENTENCES rows of held-out documents", compared="geometric spans",
          baseline="the better of named entities and noun phrases", seeds=Seeds("pretraining"), quick=QUICK_ONE_SEED,
-         gates=(Gate("geometric spans", "most-frequent-token guess", FLOOR_MARGIN),
-                Gate("the better of named entities and noun phrases", "most-frequent-token guess", FLOOR_MARGIN))),
+         gates=(Gate("geometric spans", "most-frequent-token guess", _FLOOR_MARGIN),
+                Gate("the better of named entities and noun phrases", "most-frequent-token guess", _FLOOR_MARGIN))),
     Rule("06-span-masking-helps-span-tasks", "masking spans helps tasks whose answers are spans",
          paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 83.8 (subword tokens)", source="Joshi et al. (2020), Table 6",
          metric="QA F1 fine-tuned on the pretrained encoder", data="questions about people unseen in fine-tuning",
          compared="geometric spans", baseline="subword tokens", seeds=Seeds("pretraining"),
-         gates=(Gate("geometric spans", "no pretraining", FLOOR_MARGIN),
-                Gate("subword tokens", "no pretraining", FLOOR_MARGIN))),
+         gates=(Gate("geometric spans", "no pretraining", _FLOOR_MARGIN),
+                Gate("subword tokens", "no pretraining", _FLOOR_MARGIN))),
     Rule("06-sbo-helps", "the span boundary objective helps", paper="SQuAD 2.0 F1 86.7 with SBO vs 85.8 without "
          "(one segment, span masking)", source="Joshi et al. (2020), Table 7",
          metric="held-out accuracy with SpanBERT's spans masked", data="DOC-SENTENCES rows of held-out documents",
          compared="spans + SBO", baseline="spans", seeds=Seeds("pretraining"), quick=QUICK_ONE_SEED,
-         gates=(Gate("spans + SBO", "most-frequent-token guess", FLOOR_MARGIN),
-                Gate("spans", "most-frequent-token guess", FLOOR_MARGIN))),
+         gates=(Gate("spans + SBO", "most-frequent-token guess", _FLOOR_MARGIN),
+                Gate("spans", "most-frequent-token guess", _FLOOR_MARGIN))),
 )
 CHECKS = (
     Check("06-roberta-is-bert", "our RobertaForMaskedLM gives transformers' logits on a left-padded batch",
