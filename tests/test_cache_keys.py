@@ -31,18 +31,12 @@ import torch
 
 from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
-from lecture_lib.chapters import ch05_bert_finetuning as ch05
-from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import ch09_t5_bart as ch09
 from lecture_lib.chapters import ch11_bertology_probing as ch11
 from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task
-from lecture_lib.finetuning.peft import bitfit
-from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.bert import BertConfig, BertModel
-from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.tokenization import WordPieceTokenizer
 
 CHAPTERS = Path(course_language.__file__).parent
@@ -57,15 +51,6 @@ def tiny_encoder() -> BertModel:
 
 def tiny_tokenizer() -> WordPieceTokenizer:
     return WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"])
-
-
-def tiny_task() -> Task:
-    """A sentence-classification task of two training and two test rows."""
-    def encoded(labels):
-        return EncodedTask({"input_ids": torch.tensor([[2, 5, 3], [2, 6, 3]]), "attention_mask": torch.ones(2, 3).long(),
-                            "token_type_ids": torch.zeros(2, 3).long(), "labels": torch.tensor(labels)},
-                           word_ids=[[-1, 0, -1], [-1, 0, -1]])
-    return Task("acceptability", BertForSequenceClassification, 2, encoded([0, 1]), encoded([1, 0]), ["a", "b"])
 
 
 def result(name: str, **fields) -> SimpleNamespace:
@@ -89,21 +74,8 @@ ENTRY_POINTS = {
                             {"language_model": "masked"}),
     "ch04.pretraining_ablations": (ch04.pretraining_ablations, lambda: dict(config=ch04.synthetic_config()),
                                    {"sizes": [(1, 32, 2)]}),
-    "ch05.cached_finetune_from": (ch05.cached_finetune_from,
-                                  lambda: dict(task=tiny_task(), encoder=tiny_encoder(), config=FinetuneConfig()),
-                                  {"encoder": tiny_encoder().config, "adapt": bitfit}),
-    "ch05.cached_frozen_and_fine_tuned": (
-        ch05.cached_frozen_and_fine_tuned,
-        lambda: dict(task=tiny_task(), encoder=tiny_encoder(), tagger_config=FinetuneConfig(lr=1e-2),
-                     finetune_config=FinetuneConfig()),
-        {"encoder": tiny_encoder().config}),
     "course_language.synthetic_pretrained_bert": (course_language.synthetic_pretrained_bert,
                                                   lambda: dict(config=course_language.chapter_config()), {}),
-    "ch06.format_run": (ch06.format_run, lambda: dict(config=ch06.chapter_config(), name="doc-sentences"),
-                        {"name": "full-sentences", "span_task": False}),
-    "ch06.scheme_run": (ch06.scheme_run, lambda: dict(config=ch06.chapter_config(), scheme="noun phrases"),
-                        {"scheme": "whole words", "sbo": True, "span_task": False}),
-    "ch06.scratch_run": (ch06.scratch_run, lambda: dict(config=ch06.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config().pairs,
                                                       data=ch07.DiaryPairs(ch07.chapter_config().pairs)), {}),
     "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
@@ -149,17 +121,7 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     **{(entry, f"config.{field}"): _PRETRAINING_ONLY for field in _TASK_FIELDS
        for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert",
                      "ch04.pretrained_row")},
-    **{(entry, name): "the list of valid names, checked before anything is cached"
-       for entry, name in (("ch06.format_run", "SCHEMES"), ("ch06.scheme_run", "SCHEMES"))},
-    ("ch06.format_run", "NOUN_PHRASE_DEPENDENTS"): "the format study scores single tokens; only the held-out noun "
-                                                   "phrases it does not read depend on it",
-    **{("ch05.cached_finetune_from", field): "the model is cached, and scored afresh on the test set of every call"
-       for field in ("task.test.*", "task.test_examples")},
     ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
-    **{(entry, "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs"
-       for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
-    **{(entry, "config.seeds"): "seeded_runs gives each run one of the seeds as its pretrain.seed, which is in the key"
-       for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
     **{("ch12.fine_tuned_teacher", f"config.{field}"): "the teacher is fine-tuned with config.finetune on the task "
                                                        "passed in (its name is in the key)"
        for field in ("task", "distill_*", "mlm_probability", "qat_bits", "bits", "sparsities", "latency_repeats",
@@ -198,7 +160,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch06, ch07, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch07, ch09, ch11, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)
@@ -355,18 +317,3 @@ def test_every_cached_entry_point_is_listed():
                     + ("_cached_model",) for n in ast.walk(node)):
                 calling.add((module, node.name))
     assert calling - listed == set(), f"cached entry points missing from ENTRY_POINTS: {sorted(calling - listed)}"
-
-
-def test_the_property_catches_chapter_06s_stale_noun_phrases(monkeypatch):
-    """The bug this test was written for: scheme_run's recipe without NOUN_PHRASE_DEPENDENTS (as it was)."""
-    original = ch06.scheme_run
-
-    def as_it_was(config, scheme, corpus=None, **kwargs):
-        with mock.patch.object(ch06, "NOUN_PHRASE_DEPENDENTS", frozenset({"det", "amod", "flat"})):
-            return original(config, scheme, corpus, **kwargs)
-
-    inputs = dict(config=ch06.chapter_config(), scheme="noun phrases")
-    before = cache_names(monkeypatch, as_it_was, inputs)
-    monkeypatch.setattr(ch06, "NOUN_PHRASE_DEPENDENTS", ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"})
-    assert cache_names(monkeypatch, as_it_was, inputs) == before  # the old recipe: a stale hit
-    assert cache_names(monkeypatch, original, inputs) != before  # today's recipe sees the change

@@ -326,7 +326,7 @@ def test_the_library_subclass_detector_sees_through_aliases_and_local_bases():
     source = ("import torch\nfrom torch import nn\nfrom torch.nn import Module as M\nfrom dataclasses import dataclass\n"
               "from lecture_lib.data.seq2seq_tasks import TranslationTask\nfrom lecture_lib.chapters import course_language\n"
               "class A(nn.Module): pass\nclass B(A): pass\nclass C(M): pass\nclass D(torch.nn.Linear): pass\n"
-              "class E(TranslationTask): pass\nclass F(course_language.ChapterConfig): pass\nclass G: pass\n"
+              "class E(TranslationTask): pass\nclass F(course_language.CourseLanguageConfig): pass\nclass G: pass\n"
               "@dataclass\nclass H(G): pass\n")
     found = _library_subclasses(source)
     assert list(found) == ["A", "B", "C", "D", "E"], found

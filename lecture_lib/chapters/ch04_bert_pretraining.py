@@ -107,7 +107,7 @@ SYNTHETIC_FULL = dict(
 )
 
 
-def synthetic_config(**overrides) -> course_language.ChapterConfig:
+def synthetic_config(**overrides) -> course_language.CourseLanguageConfig:
     """The synthetic language's recipe (:data:`SYNTHETIC_QUICK` or :data:`SYNTHETIC_FULL` over chapter 05's
     fine-tuning sizes), with ``overrides`` as :func:`lecture_lib.chapters.course_language.chapter_config`
     takes them: ``synthetic_config(pretrain=dict(train=dict(steps=100)), documents=500)``.
@@ -117,7 +117,7 @@ def synthetic_config(**overrides) -> course_language.ChapterConfig:
     return course_language.chapter_config(**merge_dicts(pick(quick=SYNTHETIC_QUICK, full=SYNTHETIC_FULL), overrides))
 
 
-def synthetic_bert(config: course_language.ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
+def synthetic_bert(config: course_language.CourseLanguageConfig | None = None, *, progress: bool = True) -> PretrainResult:
     """A BERT pretrained on the synthetic language with :func:`synthetic_config`'s recipe (cached).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
@@ -134,7 +134,7 @@ FURTHER_QUICK = dict(train=dict(steps=300, batch_size=32, warmup_steps=30, eval_
 FURTHER_FULL = dict(train=dict(steps=2000, batch_size=128, warmup_steps=200, eval_every=500))
 
 
-def further_pretraining_config(general: PretrainConfig | None = None, **overrides) -> course_language.ChapterConfig:
+def further_pretraining_config(general: PretrainConfig | None = None, **overrides) -> course_language.CourseLanguageConfig:
     """The synthetic language's documents (:func:`synthetic_config`'s) with the general model's recipe
     (``general``, default :func:`chapter_config`: its shape, vocabulary size and learning rate), the run's
     length from :data:`FURTHER_QUICK` or :data:`FURTHER_FULL`; ``overrides`` as :func:`synthetic_config`
@@ -148,7 +148,7 @@ def further_pretraining_config(general: PretrainConfig | None = None, **override
     return replace(synthetic_config(**overrides), pretrain=pretrain)
 
 
-def further_pretrained_bert(general: PretrainResult | None = None, config: course_language.ChapterConfig | None = None, *,
+def further_pretrained_bert(general: PretrainResult | None = None, config: course_language.CourseLanguageConfig | None = None, *,
                             progress: bool = True) -> PretrainResult:
     """Domain-adaptive pretraining: a copy of ``general`` (default :func:`small_pretrained_bert`), pretrained
     further on the synthetic language cut into ``general``'s own vocabulary (``config``, default
@@ -188,7 +188,7 @@ def _domain_encoders(text: str) -> tuple[PretrainResult, PretrainResult] | Pretr
     return general, further_pretrained_bert(general, progress=False)
 
 
-def ablation_config(**overrides) -> course_language.ChapterConfig:
+def ablation_config(**overrides) -> course_language.CourseLanguageConfig:
     """The masking ablation's runs: the synthetic language's model and data, fewer steps each (150 quick, 2,000
     full).
 
@@ -221,7 +221,7 @@ PROBES = {"[MASK]": MaskingStrategy(1.0, 0.0, 0.0), "same": MaskingStrategy(0.0,
 MASKING_RULES = ("80/10/10", "100/0/0")
 
 
-def masking_ablation(config: course_language.ChapterConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
+def masking_ablation(config: course_language.CourseLanguageConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
                      progress: bool = True) -> dict[str, dict[str, float]]:
     """One model per masking rule (MLM only, the synthetic language; the models are cached), each probed on
     the same held-out positions in three ways.
@@ -330,7 +330,7 @@ def mean_and_range(scores: Sequence[float]) -> tuple[float, float]:
     return sum(scores) / len(scores), max(scores) - min(scores)
 
 
-def downstream_tasks(tokenizer, config: course_language.ChapterConfig) -> dict[str, Task]:
+def downstream_tasks(tokenizer, config: course_language.CourseLanguageConfig) -> dict[str, Task]:
     """The tables' two tagging tasks (:data:`DOWNSTREAM_TASKS`), trained on sentences about some people and
     tested on sentences about others, encoded by ``tokenizer``: chapter 05's *context entities* (surnames that
     also name places and companies, told apart by the words around them, mostly on their left) and
@@ -350,7 +350,7 @@ def downstream_tasks(tokenizer, config: course_language.ChapterConfig) -> dict[s
     return tasks
 
 
-def pretrained_row(config: course_language.ChapterConfig, language_model: str = "masked", *,
+def pretrained_row(config: course_language.CourseLanguageConfig, language_model: str = "masked", *,
                    progress: bool = True) -> PretrainResult:
     """The synthetic language's BERT pretrained with ``config`` (cached) as a masked LM (:func:`synthetic_bert`: MLM,
     with NSP where ``config`` pairs sentences) or, with ``language_model="left-to-right"``, as a left-to-right LM:
@@ -367,7 +367,7 @@ def pretrained_row(config: course_language.ChapterConfig, language_model: str = 
                               progress=progress, loss=left_to_right_loss)
 
 
-def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: course_language.ChapterConfig,
+def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: course_language.CourseLanguageConfig,
                       *, left_to_right: bool = False) -> dict[str, list[float]]:
     """Entity F1 of ``encoder`` (pretrained weights, or a config for random ones) fine-tuned on each task, one score
     per fine-tuning seed of ``config.seeds`` (``config.seeded_finetune``'s budget). With ``left_to_right`` the
@@ -385,7 +385,7 @@ def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, c
     return scores
 
 
-def _table_row(config: course_language.ChapterConfig, language_model: str | None, names: tuple[str, ...],
+def _table_row(config: course_language.CourseLanguageConfig, language_model: str | None, names: tuple[str, ...],
                progress: bool) -> dict:
     """One row of Tables 5 and 6 (a job of :func:`pretraining_ablations`): pretrain (cached; ``None``: no
     pretraining, the same network from random weights), score the masked LM on held-out text, fine-tune on the
@@ -409,20 +409,20 @@ def _table_row(config: course_language.ChapterConfig, language_model: str | None
     return row
 
 
-def _with_pretrain(config: course_language.ChapterConfig, objective: dict | None = None, model: dict | None = None):
+def _with_pretrain(config: course_language.CourseLanguageConfig, objective: dict | None = None, model: dict | None = None):
     pretrain = config.pretrain
     pretrain = replace(pretrain, objective=replace(pretrain.objective, **(objective or {})),
                        model=replace(pretrain.model, **(model or {})))
     return replace(config, pretrain=pretrain)
 
 
-def _sized(config: course_language.ChapterConfig, layers: int, width: int, heads: int) -> course_language.ChapterConfig:
+def _sized(config: course_language.CourseLanguageConfig, layers: int, width: int, heads: int) -> course_language.CourseLanguageConfig:
     """``config`` (MLM + NSP) with L layers of width H, A heads and a feed-forward width of 4H."""
     return _with_pretrain(config, dict(pairs="nsp"), dict(num_hidden_layers=layers, hidden_size=width,
                                                           num_attention_heads=heads, intermediate_size=4 * width))
 
 
-def pretraining_ablations(config: course_language.ChapterConfig | None = None, *,
+def pretraining_ablations(config: course_language.CourseLanguageConfig | None = None, *,
                           sizes: Sequence[tuple[int, int, int]] | None = None, workers: int | None = None,
                           progress: bool = True) -> dict[str, dict[str, dict]]:
     """BERT's Tables 5 and 6 in shape, on the synthetic language with section 7's recipe (default

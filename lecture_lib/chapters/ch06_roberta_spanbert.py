@@ -10,7 +10,8 @@ Every run is the generic :func:`lecture_lib.pretraining.pretrain` on a stream fr
 (:class:`~lecture_lib.objectives.span_masking.UnitMaskedDataset`). All runs of a study are scored on the
 same held-out rows (DOC-SENTENCES rows of held-out documents), masked token by token, and for the masking
 study also by SpanBERT's spans. :func:`seeded_runs` repeats runs over the config's seeds (the seed draws the
-documents, the vocabulary, the initial weights, the masks and the fine-tuning), two at a time.
+documents, the vocabulary, the initial weights, the masks and the fine-tuning), the missing ones two at a time
+(:func:`~lecture_lib.cache.compute_all`). Every run is cached under a name made from its call.
 
 Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units", "The span boundary objective").
 """
@@ -18,13 +19,13 @@ Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units",
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
-from lecture_lib.cache import cached_json, cached_json_path
+from lecture_lib import profile
+from lecture_lib.cache import cached_call, compute_all
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune_from
@@ -39,7 +40,8 @@ from lecture_lib.objectives.masking_units import NOUN_PHRASE_DEPENDENTS, SCHEMES
 from lecture_lib.objectives.span_masking import NOT_MASKABLE, UnitMaskedDataset, mask_spans, mask_units, span_boundaries
 from lecture_lib.pretraining import PretrainConfig, PretrainingData, evaluate, pretrain, tokenize_documents
 from lecture_lib.profile import pick
-from lecture_lib.runtime import generator, parallel_map, seed_everything
+from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
+from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
@@ -49,10 +51,9 @@ from lecture_lib.tokenization import WordPieceTokenizer
 # and the number of updates, more than the batch, limits training (section "Bigger batches at equal compute"),
 # so the runs take many small batches: 175 of 12 rows (less than half the rows of the 150 batches of 32 they
 # replace).
-# The rows that a claim compares run on three seeds and are then fine-tuned on chapter 05's question answering
-# (1,000 questions about one half of the people, scored on 400 about the other half) for 75 steps of 16, as
-# is the same model from random weights; the other rows are illustrative, on one seed.
-# ``full`` (a GPU): 4 layers of width 256, 20,000 documents, 3,000 steps of 64 rows of 128 tokens.
+# The rows that a claim compares run on every seed of LECTURE_SEEDS; those of the span task are then fine-tuned
+# on chapter 05's question answering, as is the same model from random weights. In ``quick`` the other rows are
+# illustrative, on the first seed; ``full`` (a GPU) runs every row on every seed.
 QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
@@ -62,6 +63,7 @@ QUICK = dict(
     documents=1500,
     batch_sizes=((6, 350, 2e-3), (12, 175, 3e-3), (48, 45, 6e-3)),
     finetune=dict(steps=75, batch_size=16, lr=1e-3, num_threads=1),
+    every_row_seeded=False,
 )
 FULL = dict(
     pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
@@ -71,9 +73,8 @@ FULL = dict(
     documents=20_000,
     batch_sizes=((16, 12_000, 2.5e-4), (64, 3000, 5e-4), (256, 750, 1e-3)),
     finetune=dict(steps=1000, batch_size=32, lr=5e-4), task_examples=4000, test_examples=1000,
+    every_row_seeded=True,
 )
-
-PASSAGE_SENTENCES = 3  # the span task's passages, as chapter 05's
 
 # RoBERTa Table 3: batch size, steps, learning rate at equal compute; held-out perplexity, MNLI-m, SST-2.
 PAPER_BATCH_SIZES = ((256, "1M", 1e-4, 3.99, 84.7, 92.7), (2048, "125K", 7e-4, 3.68, 85.2, 92.9),
@@ -82,9 +83,66 @@ PAPER_BATCH_SIZES = ((256, "1M", 1e-4, 3.99, 84.7, 92.7), (2048, "125K", 7e-4, 3
 PAPER_FORMATS = {"segment-pair": ("90.4/78.7", 84.0, 92.9, 64.2), "sentence-pair": ("88.7/76.2", 82.9, 92.1, 63.0),
                  "full-sentences": ("90.4/79.1", 84.7, 92.5, 64.8), "doc-sentences": ("90.6/79.7", 84.7, 92.7, 65.6)}
 
+_FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points (F1 or accuracy) on every seed
+QUICK_ONE_SEED = "the quick profile pretrains this claim's rows on one seed (the full profile runs three)"
+CLAIMS = (
+    Rule("06-doc-sentences-beat-sentence-pairs", "whole-document inputs beat single-sentence pairs",
+         paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES) vs 76.2 (SENTENCE-PAIR)", source="Liu et al. (2019), Table 2",
+         metric="QA F1 fine-tuned on the pretrained encoder", data="questions about people unseen in fine-tuning",
+         compared="DOC-SENTENCES", baseline="SENTENCE-PAIR", seeds=Seeds("pretraining"),
+         gates=(Gate("DOC-SENTENCES", "no pretraining", _FLOOR_MARGIN),
+                Gate("SENTENCE-PAIR", "no pretraining", _FLOOR_MARGIN))),
+    Rule("06-no-nsp-matches-or-helps", "dropping NSP matches or helps",
+         paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES, no NSP) vs 78.7 (SEGMENT-PAIR, NSP)",
+         source="Liu et al. (2019), Table 2", metric="held-out masked-LM accuracy",
+         data="DOC-SENTENCES rows of held-out documents", compared="DOC-SENTENCES (no NSP)",
+         baseline="SEGMENT-PAIR (NSP)", seeds=Seeds("pretraining"),
+         gates=(Gate("DOC-SENTENCES (no NSP)", "most-frequent-token guess", _FLOOR_MARGIN),
+                Gate("SEGMENT-PAIR (NSP)", "most-frequent-token guess", _FLOOR_MARGIN))),
+    Rule("06-bigger-batches", "bigger batches at equal compute train better",
+         paper="perplexity 3.99 (batch 256) → 3.68 (2K)", source="Liu et al. (2019), Table 3",
+         metric="held-out masked-LM perplexity", data="DOC-SENTENCES rows of held-out documents",
+         compared="the second batch size", baseline="the first batch size", higher=False,
+         seeds=Seeds("pretraining"),
+         gates=(Gate("the second batch size (MLM accuracy)", "most-frequent-token guess", _FLOOR_MARGIN),)),
+    Demonstration("06-whole-word-masking", "whole-word masking never splits a word", paper="SQuAD 1.1 F1 91.0 → "
+                  "92.8 for BERT-Large", source="BERT's README (2019)",
+                  shows="how often 300 masks of each rule split philammon's three pieces"),
+    Rule("06-geometric-spans-as-good", "random geometric spans are as good as linguistic units",
+         paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 84.8 (named entities), 85.0 (noun phrases)",
+         source="Joshi et al. (2020), Table 6", metric="held-out accuracy with SpanBERT's spans masked",
+         data="DOC-SENTENCES rows of held-out documents", compared="geometric spans",
+         baseline="the better of named entities and noun phrases", seeds=Seeds("pretraining"), quick=QUICK_ONE_SEED,
+         gates=(Gate("geometric spans", "most-frequent-token guess", _FLOOR_MARGIN),
+                Gate("the better of named entities and noun phrases", "most-frequent-token guess", _FLOOR_MARGIN))),
+    Rule("06-span-masking-helps-span-tasks", "masking spans helps tasks whose answers are spans",
+         paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 83.8 (subword tokens)", source="Joshi et al. (2020), Table 6",
+         metric="QA F1 fine-tuned on the pretrained encoder", data="questions about people unseen in fine-tuning",
+         compared="geometric spans", baseline="subword tokens", seeds=Seeds("pretraining"),
+         gates=(Gate("geometric spans", "no pretraining", _FLOOR_MARGIN),
+                Gate("subword tokens", "no pretraining", _FLOOR_MARGIN))),
+    Rule("06-sbo-helps", "the span boundary objective helps", paper="SQuAD 2.0 F1 86.7 with SBO vs 85.8 without "
+         "(one segment, span masking)", source="Joshi et al. (2020), Table 7",
+         metric="held-out accuracy with SpanBERT's spans masked", data="DOC-SENTENCES rows of held-out documents",
+         compared="spans + SBO", baseline="spans", seeds=Seeds("pretraining"), quick=QUICK_ONE_SEED,
+         gates=(Gate("spans + SBO", "most-frequent-token guess", _FLOOR_MARGIN),
+                Gate("spans", "most-frequent-token guess", _FLOOR_MARGIN))),
+)
+CHECKS = (
+    Check("06-roberta-is-bert", "our RobertaForMaskedLM gives transformers' logits on a left-padded batch",
+          source="Liu et al. (2019), section 3", reference="transformers' RobertaForMaskedLM in float64",
+          tolerance=1e-10),
+    ParameterCount("06-vocabulary-cost", "the byte-level vocabulary's extra embeddings at H = 768",
+                   source="Liu et al. (2019), section 4.4", paper="15M"),
+    ParameterCount("06-vocabulary-cost-large", "the byte-level vocabulary's extra embeddings at H = 1024",
+                   source="Liu et al. (2019), section 4.4", paper="20M"),
+    Check("06-span-length-mean", "span lengths from Geo(0.2) restricted to 1..10 have mean 3.8",
+          source="Joshi et al. (2020), section 3.1", reference="3.8 to the paper's rounding", tolerance=0.005),
+)
+
 
 @dataclass
-class StudyConfig:
+class Chapter06Config:
     """The chapter's sizes: the pretraining recipe of every run, and the synthetic documents it reads.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
@@ -99,15 +157,28 @@ class StudyConfig:
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # the span task's budget (its seed: the run's)
     task_examples: int = 1000  # span-task questions to fine-tune on, about one half of the people
     test_examples: int = 400  # and to score, about the other half
-    seeds: tuple[int, ...] = (0, 1, 2)  # the rows a claim compares, each a pretraining seed
+    passage_sentences: int = 3  # the span task's passages, as chapter 05's
+    seeds: tuple[int, ...] = (0, 1, 2)  # pretraining seeds of the rows a claim compares (LECTURE_SEEDS)
+    every_row_seeded: bool = False  # also the illustrative rows on every seed (else on the first)
+
+    def __post_init__(self) -> None:
+        for name in ("documents", "sentences_per_document", "held_out_documents", "task_examples", "test_examples",
+                     "passage_sentences"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"expected {name} ≥ 1, got {getattr(self, name)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"expected distinct seeds, at least one, got {list(self.seeds)}")
+        if any(len(row) != 3 for row in self.batch_sizes):
+            raise ValueError(f"expected batch_sizes of (batch size, steps, lr) rows, got {self.batch_sizes}")
 
 
-def chapter_config(**overrides) -> StudyConfig:
-    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``pretrain`` a nested dict).
+def chapter_config(**overrides) -> Chapter06Config:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``pretrain`` a nested dict),
+    the seeds from ``LECTURE_SEEDS`` (:func:`~lecture_lib.profile.claim_seeds`).
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
-    return build_config(StudyConfig, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(Chapter06Config, pick(quick=QUICK, full=FULL), dict(seeds=profile.claim_seeds()), overrides)
 
 
 # ---------------------------------------------------------------- the corpus and its units
@@ -122,7 +193,7 @@ class Corpus:
     tokenizer: WordPieceTokenizer
 
 
-def synthetic_corpus(config: StudyConfig) -> Corpus:
+def synthetic_corpus(config: Chapter06Config) -> Corpus:
     """Documents of the synthetic language, the held-out ones drawn with another seed.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
@@ -181,9 +252,9 @@ def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokeniz
 # ---------------------------------------------------------------- the span task
 
 
-def span_task(config: StudyConfig, tokenizer: WordPieceTokenizer) -> Task:
+def span_task(config: Chapter06Config, tokenizer: WordPieceTokenizer) -> Task:
     """Chapter 05's question answering (:func:`~lecture_lib.finetuning.tasks.qa_examples`, passages of
-    :data:`PASSAGE_SENTENCES` sentences about two people) in ``tokenizer``'s pieces: ``config.task_examples``
+    ``config.passage_sentences`` sentences about two people) in ``tokenizer``'s pieces: ``config.task_examples``
     questions about one half of the people to fine-tune on, ``config.test_examples`` about the other half to
     score. The answer is a span of the passage (a name, a city, a company), found by its first and last tokens,
     as SQuAD's. ``[CLS] question [SEP] passage [SEP]`` has one segment type, as RoBERTa's inputs: the [SEP]
@@ -197,7 +268,7 @@ def span_task(config: StudyConfig, tokenizer: WordPieceTokenizer) -> Task:
     length = config.pretrain.data.seq_len
     encoded = []
     for n, seed, people in ((config.task_examples, 1, train_people), (config.test_examples, 2, test_people)):
-        examples = qa_examples(lang, n, seed, people, sentences_per_passage=PASSAGE_SENTENCES)
+        examples = qa_examples(lang, n, seed, people, sentences_per_passage=config.passage_sentences)
         task = encode_qa(examples, tokenizer, length)
         task.features["token_type_ids"] = torch.zeros_like(task.features["token_type_ids"])
         encoded.append((task, examples))
@@ -205,7 +276,7 @@ def span_task(config: StudyConfig, tokenizer: WordPieceTokenizer) -> Task:
     return Task("qa", BertForQuestionAnswering, 2, train, test, test_examples)
 
 
-def span_task_scores(config: StudyConfig, encoder: BertModel | None, tokenizer: WordPieceTokenizer) -> dict[str, float]:
+def span_task_scores(config: Chapter06Config, encoder: BertModel | None, tokenizer: WordPieceTokenizer) -> dict[str, float]:
     """``qa_f1`` and ``qa_exact``: :func:`span_task` fine-tuned on ``encoder`` (``None``: a random encoder of the
     config's shape, no pretraining) with ``config.finetune``'s budget, seeded by the pretraining seed.
 
@@ -219,7 +290,7 @@ def span_task_scores(config: StudyConfig, encoder: BertModel | None, tokenizer: 
 # ---------------------------------------------------------------- the runs
 
 
-def _held_out(corpus: Corpus, config: StudyConfig) -> tuple[dict[str, torch.Tensor], list[dict], list[dict]]:
+def _held_out(corpus: Corpus, config: Chapter06Config) -> tuple[dict[str, torch.Tensor], list[dict], list[dict]]:
     """The held-out DOC-SENTENCES rows (with word ids), and their batches masked by tokens and by spans."""
     rows = unit_rows(corpus.test, corpus.tokenizer, "whole words", config.pretrain.data.seq_len)
     rows = {k: v[: config.pretrain.data.eval_pairs] for k, v in rows.items()}
@@ -232,18 +303,6 @@ def _held_out(corpus: Corpus, config: StudyConfig) -> tuple[dict[str, torch.Tens
     return rows, tokens, spans
 
 
-def _study_recipe(config: StudyConfig, span_task: bool = True) -> dict:
-    """What a run of the chapter reads from ``config``: the pretraining, the documents, and the span task's
-    settings when it is fine-tuned on it."""
-    recipe = {"pretrain": asdict(config.pretrain), "documents": config.documents,
-              "sentences": config.sentences_per_document, "held_out": config.held_out_documents,
-              "language_seed": config.language_seed}
-    if span_task:
-        recipe.update(finetune=asdict(config.finetune), task_examples=config.task_examples,
-                      test_examples=config.test_examples, passage_sentences=PASSAGE_SENTENCES)
-    return recipe
-
-
 def unpadded_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """:func:`~lecture_lib.pretraining.pretraining_loss` with the encoder run on the real tokens only
     (``unpad=True``): the same loss and gradients up to float rounding, without the compute spent on padding
@@ -254,16 +313,11 @@ def unpadded_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tor
     return model(**batch, masked_only=True, unpad=True).loss
 
 
-def _format_entry(config: StudyConfig, name: str, span_task: bool = True) -> tuple[str, dict]:
-    """:func:`format_run`'s cache name and recipe."""
-    return f"ch06-format-{name}", {"format": name, **_study_recipe(config, span_task)}
-
-
-def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
-               progress: bool = True, span_task: bool = True) -> dict[str, float]:
+@cached_call(ignore=("progress",))
+def format_run(config: Chapter06Config, name: str, span_task: bool = True, progress: bool = True) -> dict[str, float]:
     """One row of the input-format study: pretrain on format ``name`` (with NSP for the two pair formats, as
     in RoBERTa's Table 2), then score held-out MLM on the common held-out rows, and (``span_task``) the span
-    task fine-tuned on the pretrained encoder (:func:`span_task_scores`).
+    task fine-tuned on the pretrained encoder (:func:`span_task_scores`). Cached under a name made from the call.
 
     Every format's batch holds as many tokens as SEGMENT-PAIR's: the short SENTENCE-PAIR rows come in a larger
     batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours are fixed per run).
@@ -275,198 +329,152 @@ def format_run(config: StudyConfig, name: str, corpus: Corpus | None = None, *,
     if name not in FORMATS:
         raise ValueError(f"expected an input format in {list(FORMATS)}, got {name!r}")
     pretrain_config = config.pretrain
-
-    def run() -> dict[str, float]:
-        data_corpus = corpus or synthetic_corpus(config)
-        tok = data_corpus.tokenizer
-        ids = dict(length=pretrain_config.data.seq_len, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
-                   pad_token_id=tok.pad_token_id)
-        train_docs, test_docs = (tokenize_documents(tok, [[s.text for s in doc] for doc in docs])
-                                 for docs in (data_corpus.train, data_corpus.test))
-        rows = {f: format_rows(f, train_docs, seed=pretrain_config.seed, **ids) for f in ("segment-pair", name)}
-        tokens_per_row = {f: float(r["attention_mask"].sum(1).double().mean()) for f, r in rows.items()}
-        batch = round(pretrain_config.train.batch_size * tokens_per_row["segment-pair"] / tokens_per_row[name])
-        run_config = replace(pretrain_config, objective=replace(pretrain_config.objective,
-                                                                pairs="nsp" if FORMATS[name] else None),
-                             train=replace(pretrain_config.train, batch_size=batch))
-        test = format_rows(name, test_docs, seed=pretrain_config.seed + 1, **ids)
-        test = {k: v[: pretrain_config.data.eval_pairs] for k, v in test.items()}
-        data = PretrainingData.from_rows(run_config, tok, rows[name], test)
-        result = pretrain(run_config, data=data, progress=progress, loss=unpadded_loss)
-        _, tokens, _ = _held_out(data_corpus, config)
-        scores = evaluate(result.model, tokens)
-        own = result.history.evals[-1][1] if result.history.evals else {}
-        return {"mlm_accuracy": scores["mlm_accuracy"], "mlm_loss": scores["mlm_loss"],
-                "nsp_accuracy": own.get("nsp_accuracy"), "tokens_per_row": tokens_per_row[name],
-                "batch_size": batch, **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
-
-    return cached_json(*_format_entry(config, name, span_task), run)
+    corpus = synthetic_corpus(config)
+    tok = corpus.tokenizer
+    ids = dict(length=pretrain_config.data.seq_len, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
+               pad_token_id=tok.pad_token_id)
+    train_docs, test_docs = (tokenize_documents(tok, [[s.text for s in doc] for doc in docs])
+                             for docs in (corpus.train, corpus.test))
+    rows = {f: format_rows(f, train_docs, seed=pretrain_config.seed, **ids) for f in ("segment-pair", name)}
+    tokens_per_row = {f: float(r["attention_mask"].sum(1).double().mean()) for f, r in rows.items()}
+    batch = round(pretrain_config.train.batch_size * tokens_per_row["segment-pair"] / tokens_per_row[name])
+    run_config = replace(pretrain_config, objective=replace(pretrain_config.objective,
+                                                            pairs="nsp" if FORMATS[name] else None),
+                         train=replace(pretrain_config.train, batch_size=batch))
+    test = format_rows(name, test_docs, seed=pretrain_config.seed + 1, **ids)
+    test = {k: v[: pretrain_config.data.eval_pairs] for k, v in test.items()}
+    data = PretrainingData.from_rows(run_config, tok, rows[name], test)
+    result = pretrain(run_config, data=data, progress=progress, loss=unpadded_loss)
+    _, tokens, _ = _held_out(corpus, config)
+    scores = evaluate(result.model, tokens)
+    own = result.history.evals[-1][1] if result.history.evals else {}
+    return {"mlm_accuracy": scores["mlm_accuracy"], "mlm_loss": scores["mlm_loss"],
+            "nsp_accuracy": own.get("nsp_accuracy"), "tokens_per_row": tokens_per_row[name],
+            "batch_size": batch, **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
 
 
-def batch_size_runs(config: StudyConfig, *, workers: int | None = None) -> dict[int, dict[str, float]]:
+def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> dict[int, dict[int, dict[str, float]]]:
     """RoBERTa Table 3 in shape: DOC-SENTENCES runs (no NSP) at the same batch size × steps, the learning rate
     raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
-    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), keyed by batch size; two runs at
-    a time, as :func:`seeded_runs`. Pretraining only: the row of ``config``'s own batch is the input-format
-    study's DOC-SENTENCES run, read with its span task.
+    :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), ``{batch size: {seed: scores}}``.
+    The first two rows (the paper's 256 and 2K) run on every seed, the others on the first seed unless
+    ``config.every_row_seeded``; the missing runs two at a time. Pretraining only: the row of ``config``'s own
+    batch is the input-format study's DOC-SENTENCES run, read with its span task.
 
     Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
     """
-    configs = [replace(config, pretrain=replace(config.pretrain, train=replace(
-        config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10))))
-        for batch_size, steps, lr in config.batch_sizes]
-    rows = _study_rows([("format", c, "doc-sentences", c == config) for c in configs], workers, "batch sizes")
-    return {c.pretrain.train.batch_size: {**scores, "steps": c.pretrain.train.steps, "lr": c.pretrain.train.lr,
-                                          "perplexity": math.exp(scores["mlm_loss"])}
-            for c, scores in zip(configs, rows)}
+    jobs = []
+    for row, (batch_size, steps, lr) in enumerate(config.batch_sizes):
+        train = replace(config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr,
+                        warmup_steps=max(1, steps // 10))
+        for seed in config.seeds if row < 2 or config.every_row_seeded else config.seeds[:1]:
+            jobs.append((with_seed(replace(config, pretrain=replace(config.pretrain, train=train)), seed),
+                         "doc-sentences", train == config.pretrain.train, False))
+    runs: dict[int, dict[int, dict[str, float]]] = {}
+    for (run_config, *_), scores in zip(jobs, compute_all(format_run, jobs, workers=workers, desc="batch sizes")):
+        train = run_config.pretrain.train
+        runs.setdefault(train.batch_size, {})[run_config.pretrain.seed] = {
+            **scores, "steps": train.steps, "lr": train.lr, "perplexity": math.exp(scores["mlm_loss"])}
+    return runs
 
 
-def _scheme_entry(config: StudyConfig, scheme: str, sbo: bool = False, span_task: bool = True) -> tuple[str, dict]:
-    """:func:`scheme_run`'s cache name and recipe."""
-    recipe = {"scheme": scheme, "sbo": sbo, **_study_recipe(config, span_task)}
-    if scheme == "noun phrases":  # the units depend on it: a changed set is a new run (exercise 2)
-        recipe["noun_phrase_dependents"] = sorted(NOUN_PHRASE_DEPENDENTS)
-    return f"ch06-scheme-{scheme.replace(' ', '-')}{'-sbo' if sbo else ''}", recipe
-
-
-def scheme_run(config: StudyConfig, scheme: str, corpus: Corpus | None = None, *, sbo: bool = False,
-               progress: bool = True, span_task: bool = True) -> dict[str, float]:
+@cached_call(ignore=("progress",))
+def scheme_run(config: Chapter06Config, scheme: str, sbo: bool = False, span_task: bool = True,
+               progress: bool = True) -> dict[str, float]:
     """One row of the masking study: pretrain on DOC-SENTENCES rows masked by ``scheme``'s units at 15% (with
     the span boundary objective when ``sbo``), no NSP; score held-out MLM with tokens masked one by one
     (``mlm_accuracy``) and with SpanBERT's spans masked (``span_accuracy``), and (``span_task``) the span task
-    fine-tuned on the pretrained encoder (``qa_f1``, ``qa_exact``). Whole words draw 80/10/10 for each piece, as Google's
-    ``create_pretraining_data.py``; entities, noun phrases and spans once per unit, as SpanBERT.
+    fine-tuned on the pretrained encoder (``qa_f1``, ``qa_exact``). Whole words draw 80/10/10 for each piece, as
+    Google's ``create_pretraining_data.py``; entities, noun phrases and spans once per unit, as SpanBERT. Cached
+    under a name made from the call, :data:`NOUN_PHRASE_DEPENDENTS` included (exercise 2 changes it).
 
     Taught in: 06_roberta_spanbert ("Masking whole units", "The span boundary objective").
     """
     if scheme not in SCHEMES:
         raise ValueError(f"expected a masking scheme in {SCHEMES}, got {scheme!r}")
     pretrain_config = config.pretrain
-
-    def run() -> dict[str, float]:
-        data_corpus = corpus or synthetic_corpus(config)
-        tok = data_corpus.tokenizer
-        rows = unit_rows(data_corpus.train, tok, scheme, pretrain_config.data.seq_len)
-        masks = UnitMaskedDataset(rows["input_ids"], rows["unit_ids"], mask_token_id=tok.mask_token_id,
-                                  vocab_size=tok.vocab_size, spans=scheme == "geometric spans",
-                                  seed=pretrain_config.seed,
-                                  replacement="per piece" if scheme == "whole words" else "per unit")
-        test, tokens, spans = _held_out(data_corpus, config)
-        data = PretrainingData.from_rows(pretrain_config, tok, rows, test, masks)
-        # a run of masked tokens (adjacent spans merge) is never longer than the row: one position per token;
-        # the weights drawn from the run's seed, whatever ran before in this process
-        seed_everything(pretrain_config.seed)
-        model = (SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len) if sbo
-                 else BertForPreTraining(pretrain_config.model))
-        # SpanBERT's boundary head reads the padded (B, T, H) states
-        result = pretrain(pretrain_config, data=data, model=model, progress=progress,
-                          **({} if sbo else {"loss": unpadded_loss}))
-        by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
-        return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
-                "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
-                **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
-
-    return cached_json(*_scheme_entry(config, scheme, sbo, span_task), run)
+    corpus = synthetic_corpus(config)
+    tok = corpus.tokenizer
+    rows = unit_rows(corpus.train, tok, scheme, pretrain_config.data.seq_len, NOUN_PHRASE_DEPENDENTS)
+    masks = UnitMaskedDataset(rows["input_ids"], rows["unit_ids"], mask_token_id=tok.mask_token_id,
+                              vocab_size=tok.vocab_size, spans=scheme == "geometric spans",
+                              seed=pretrain_config.seed,
+                              replacement="per piece" if scheme == "whole words" else "per unit")
+    test, tokens, spans = _held_out(corpus, config)
+    data = PretrainingData.from_rows(pretrain_config, tok, rows, test, masks)
+    # a run of masked tokens (adjacent spans merge) is never longer than the row: one position per token;
+    # the weights drawn from the run's seed, whatever ran before in this process
+    seed_everything(pretrain_config.seed)
+    model = (SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len) if sbo
+             else BertForPreTraining(pretrain_config.model))
+    # SpanBERT's boundary head reads the padded (B, T, H) states
+    result = pretrain(pretrain_config, data=data, model=model, progress=progress,
+                      **({} if sbo else {"loss": unpadded_loss}))
+    by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
+    return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
+            "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
+            **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
 
 
-def scratch_run(config: StudyConfig) -> dict[str, float]:
+@cached_call
+def scratch_run(config: Chapter06Config) -> dict[str, float]:
     """The span task's trivial baseline: :func:`span_task_scores` of a randomly initialised encoder (no
     pretraining), in the vocabulary of ``config``'s corpus, with the same fine-tuning budget and seed.
 
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
-    return cached_json(*_scratch_entry(config), lambda: span_task_scores(config, None, synthetic_corpus(config).tokenizer))
+    return span_task_scores(config, None, synthetic_corpus(config).tokenizer)
 
 
-def _scratch_entry(config: StudyConfig) -> tuple[str, dict]:
-    """:func:`scratch_run`'s cache name and recipe."""
-    return "ch06-span-task-no-pretraining", _study_recipe(config)
+STUDIES = {"format": format_run, "scheme": scheme_run, "no pretraining": scratch_run}
 
 
-STUDIES = ("format", "scheme", "no pretraining")
+def with_seed(config: Chapter06Config, seed: int) -> Chapter06Config:
+    """``config`` pretrained (and fine-tuned) with ``seed``: other documents, vocabulary, weights and masks. The
+    run's config names only its own seed, so its cache name does not depend on which other seeds a table repeats."""
+    return replace(config, seeds=(seed,), pretrain=replace(config.pretrain, seed=seed))
 
 
-def _study_row(study: str, config: StudyConfig, name: str, span_task: bool = True) -> dict[str, float]:
-    """One run of a study, by the study's name (a job of :func:`seeded_runs`: a module's function of its arguments)."""
-    if study == "format":
-        return format_run(config, name, progress=False, span_task=span_task)
-    if study == "scheme":
-        return scheme_run(config, name, progress=False, span_task=span_task)
-    return scratch_run(config)
-
-
-def _study_entry(study: str, config: StudyConfig, name: str, span_task: bool = True) -> tuple[str, dict]:
-    """:func:`_study_row`'s cache name and recipe."""
-    if study == "format":
-        return _format_entry(config, name, span_task)
-    if study == "scheme":
-        return _scheme_entry(config, name, span_task=span_task)
-    return _scratch_entry(config)
-
-
-def _study_rows(jobs: list[tuple], workers: int | None, desc: str) -> list[dict[str, float]]:
-    """:func:`_study_row` of each job: the runs not yet in the cache train first, two at a time on two cores
-    (:func:`~lecture_lib.runtime.parallel_map`; each on one thread, so the same scores as one after the other),
-    then every row is read from the cache here (a notebook run again starts no worker)."""
-    missing = [job for job in jobs if not cached_json_path(*_study_entry(*job)).exists()]
-    if missing:
-        parallel_map(_study_row, missing, workers=workers, desc=f"{len(missing)} {desc}")
-    return [_study_row(*job) for job in jobs]
-
-
-def with_seed(config: StudyConfig, seed: int) -> StudyConfig:
-    """``config`` pretrained (and fine-tuned) with ``seed``: other documents, vocabulary, weights and masks."""
-    return replace(config, pretrain=replace(config.pretrain, seed=seed))
-
-
-def seeded_runs(config: StudyConfig, study: str, names: Sequence[str], compared: Sequence[str] = (), *,
+def seeded_runs(config: Chapter06Config, study: str, names: Sequence[str], compared: Sequence[str] = (), *,
                 span_task: Sequence[str] | None = None,
                 workers: int | None = None) -> dict[str, dict[int, dict[str, float]]]:
     """The rows of a ``study`` ("format": :func:`format_run`, "scheme": :func:`scheme_run`, "no pretraining":
     :func:`scratch_run`, whatever the name): every name on the first seed of ``config.seeds``, the ``compared``
-    ones on every seed; ``{name: {seed: scores}}``. The rows named in ``span_task`` (``None``: every row) are
-    fine-tuned on the span task, the others only pretrained. The runs not in the cache go two at a time on two cores
-    (:func:`~lecture_lib.runtime.parallel_map`; each on one thread, so the same scores as one after the other).
+    ones (every one when ``config.every_row_seeded``) on every seed; ``{name: {seed: scores}}``. The rows named in
+    ``span_task`` (``None``: every row) are fine-tuned on the span task, the others only pretrained. The runs not
+    in the cache go two at a time on two cores (:func:`~lecture_lib.cache.compute_all`; each on one thread, so
+    the same scores as one after the other).
 
     Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units").
     """
     if study not in STUDIES:
-        raise ValueError(f"expected a study in {STUDIES}, got {study!r}")
+        raise ValueError(f"expected a study in {list(STUDIES)}, got {study!r}")
     tasked = names if span_task is None else span_task
     unknown = sorted((set(compared) | set(tasked)) - set(names))
     if unknown:
         raise ValueError(f"expected the compared rows and those with the span task among {list(names)}, "
                          f"got {unknown}")
-    jobs = [(study, with_seed(config, seed), name, name in tasked) for name in names
-            for seed in (config.seeds if name in compared else config.seeds[:1])]
-    rows = _study_rows(jobs, workers, f"{study} runs")
-    runs: dict[str, dict[int, dict[str, float]]] = {}
-    for (_, run_config, name, _), row in zip(jobs, rows):
-        runs.setdefault(name, {})[run_config.pretrain.seed] = row
-    return runs
+    seeded = names if config.every_row_seeded else compared
+    runs = [(name, with_seed(config, seed)) for name in names
+            for seed in (config.seeds if name in seeded else config.seeds[:1])]
+    calls = [(run_config,) if study == "no pretraining" else (run_config, name, name in tasked)
+             for name, run_config in runs]
+    scores = compute_all(STUDIES[study], calls, workers=workers, desc=f"{study} runs")
+    rows: dict[str, dict[int, dict[str, float]]] = {}
+    for (name, run_config), row in zip(runs, scores):
+        rows.setdefault(name, {})[run_config.pretrain.seed] = row
+    return rows
 
 
-def over_seeds(runs: dict[int, dict[str, float]], score: str) -> tuple[list[float], float, float]:
-    """One row's ``score`` on each of its seeds (in seed order), their mean and their standard deviation (0 for
-    a single seed).
-
-    >>> values, mean, spread = over_seeds({0: {"f1": 0.5}, 1: {"f1": 0.7}}, "f1")
-    >>> values, round(mean, 3), round(spread, 3)
-    ([0.5, 0.7], 0.6, 0.141)
-
-    Taught in: 06_roberta_spanbert ("The input-format study").
-    """
-    values = [runs[seed][score] for seed in sorted(runs)]
-    spread = statistics.stdev(values) if len(values) > 1 else 0.0
-    return values, statistics.fmean(values), spread
-
-
-def unigram_guess(config: StudyConfig, corpus: Corpus) -> dict[str, float]:
-    """The held-out accuracy of always guessing the most frequent training token: what a model that learned
-    nothing about context scores, for tokens masked one by one (``tokens``) and by spans (``spans``).
+@cached_call
+def unigram_guess(config: Chapter06Config) -> dict[str, float]:
+    """The held-out accuracy of always guessing the most frequent training token of ``config``'s corpus: what a
+    model that learned nothing about context scores, for tokens masked one by one (``tokens``) and by spans
+    (``spans``).
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
+    corpus = synthetic_corpus(config)
     tok = corpus.tokenizer
     words = [w for doc in corpus.train for s in doc for w in s.words]
     ids = torch.tensor([i for w in words for i in tok.encode(w)])

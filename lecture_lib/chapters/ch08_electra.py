@@ -195,7 +195,7 @@ def chapter_config(**overrides) -> Chapter08Config:
 # ---------------------------------------------------------------- data
 
 
-def chapter05_config(config: Chapter08Config) -> course_language.ChapterConfig:
+def chapter05_config(config: Chapter08Config) -> course_language.CourseLanguageConfig:
     """Chapter 05's data settings at this chapter's vocabulary, length and number of documents."""
     return course_language.chapter_config(
         pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),

@@ -62,7 +62,7 @@ from lecture_lib.pretraining import (
     PretrainResult,
     cached_pretraining,
 )
-from lecture_lib.profile import pick
+from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.runtime import seed_of
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
@@ -71,7 +71,7 @@ HARDER_TASK_NAMES = ("acceptability", "inference", "context_ner", "unanswerable_
 
 
 @dataclass
-class ChapterConfig:
+class CourseLanguageConfig:
     """The chapter's sizes: the pretraining recipe, the synthetic data, and the fine-tuning budget per task.
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
@@ -89,9 +89,19 @@ class ChapterConfig:
     people_per_passage: int = 2
     sentences_per_passage: int = 3
     seed: int = 0  # of the task examples
-    seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds of the tables that report a mean and a spread
+    seeds: tuple[int, ...] = (0, 1, 2)  # seeds of the runs a claim repeats (LECTURE_SEEDS, by chapter_config)
     table_finetune: FinetuneConfig | None = None  # the budget of those runs (None: ``finetune``'s)
     tagger_finetune: FinetuneConfig | None = None  # feature-based taggers' steps (None: the seeded runs')
+
+    def __post_init__(self) -> None:
+        for name in ("documents", "sentences_per_document", "train_examples", "test_examples", "max_length",
+                     "people_per_passage", "sentences_per_passage"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"expected {name} ≥ 1, got {getattr(self, name)}")
+        if not self.head_lr > 0:
+            raise ValueError(f"expected head_lr > 0, got {self.head_lr}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"expected distinct seeds, at least one, got {list(self.seeds)}")
 
     @property
     def seeded_finetune(self) -> FinetuneConfig:
@@ -105,15 +115,10 @@ class ChapterConfig:
         return dataclasses.replace(self.tagger_finetune or self.seeded_finetune, lr=self.head_lr)
 
 
-# ``quick``: a 4-layer, H = 64 BERT with a 600-token WordPiece vocabulary, pretrained for 800 steps of 64
-# pairs on 4,000 synthetic documents of three sentences; each task fine-tuned on 1,000 examples for 150
-# steps of 32, without dropout (at these budgets it only slows learning); the runs repeated over three
-# seeds get 100 steps of 16 (with AdamW's fused kernel: the same updates up to rounding, often
-# faster), and the feature-based taggers (few weights on precomputed features, so steps
-# are cheap) 300 steps of 32 at ``head_lr``. All on one CPU thread: for
-# matrices this small a second thread mostly waits, and on a busy machine it can make a run several times
-# slower. ``full``: 6 layers of H = 256 (BERT-mini's width), 5,000 pretraining steps on 50,000 documents,
-# 8,000 training examples and 2,000 steps per task.
+# ``quick`` trains without dropout (at these budgets it only slows learning), the seeded runs with AdamW's fused
+# kernel (the same updates up to rounding, often faster), all on one CPU thread: for matrices this small a
+# second thread mostly waits, and on a busy machine it can make a run several times slower. ``full`` is
+# BERT-mini's width.
 QUICK = dict(
     pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128,
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
@@ -133,22 +138,23 @@ FULL = dict(
 )
 
 
-def chapter_config(**overrides) -> ChapterConfig:
-    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``; ``pretrain`` and
+def chapter_config(**overrides) -> CourseLanguageConfig:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), the seeds from ``LECTURE_SEEDS``
+    (:func:`~lecture_lib.profile.claim_seeds`), with ``overrides``; ``pretrain`` and
     ``finetune`` overrides are dicts merged into the profile's (``pretrain`` nested as a
     :class:`PretrainConfig`: ``pretrain=dict(train=dict(steps=1600))``); ``table_finetune`` and
     ``tagger_finetune`` are derived: changes to ``finetune`` (none: ``None``).
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
-    values = merge_dicts(pick(quick=QUICK, full=FULL), overrides)
+    values = merge_dicts(pick(quick=QUICK, full=FULL), dict(seeds=claim_seeds()), overrides)
     finetune = build_dataclass(FinetuneConfig, values["finetune"])
     for name in ("table_finetune", "tagger_finetune"):  # budgets given as changes to ``finetune``'s
         values[name] = dataclasses.replace(finetune, **values[name]) if values.get(name) else None
-    return build_dataclass(ChapterConfig, {**values, "finetune": finetune})
+    return build_dataclass(CourseLanguageConfig, {**values, "finetune": finetune})
 
 
-def synthetic_pretraining_data(config: ChapterConfig, tokenizer: WordPieceTokenizer | None = None) -> PretrainingData:
+def synthetic_pretraining_data(config: CourseLanguageConfig, tokenizer: WordPieceTokenizer | None = None) -> PretrainingData:
     """Chapter 04's masked next-sentence batches, cut from documents of the synthetic language.
 
     The held-out documents (for the MLM and NSP accuracies) are drawn with another seed. Without a
@@ -167,7 +173,7 @@ def synthetic_pretraining_data(config: ChapterConfig, tokenizer: WordPieceTokeni
     return PretrainingData(pretrain_config, train_docs, test_docs, tokenizer)
 
 
-def synthetic_pretrained_bert(config: ChapterConfig | None = None, *, progress: bool = True) -> PretrainResult:
+def synthetic_pretrained_bert(config: CourseLanguageConfig | None = None, *, progress: bool = True) -> PretrainResult:
     """A BERT pretrained on the synthetic language: trained once per recipe, then read from the disk cache
     (``$LECTURE_CACHE`` or ``~/.cache/lecture_lib``, as chapter 04's model).
 
@@ -197,7 +203,7 @@ def _entailment_spec(tokenizer: Tokenizer, length: int, build: Callable) -> tupl
             BertForSequenceClassification, len(ENTAILMENT_LABELS))
 
 
-def _split_tasks(specs: tuple, config: ChapterConfig) -> dict[str, Task]:
+def _split_tasks(specs: tuple, config: CourseLanguageConfig) -> dict[str, Task]:
     """Each (name, build, encode, head, num_labels): train examples about the train people, test examples
     about the test people (:func:`split_people`), encoded."""
     lang = SyntheticLanguage(config.language_seed)
@@ -210,7 +216,7 @@ def _split_tasks(specs: tuple, config: ChapterConfig) -> dict[str, Task]:
     return tasks
 
 
-def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> dict[str, Task]:
+def build_tasks(tokenizer: Tokenizer, config: CourseLanguageConfig | None = None) -> dict[str, Task]:
     """The four tasks, trained on sentences about one set of people and tested on sentences about others.
 
     Taught in: 05_bert_finetuning ("Four task shapes").
@@ -228,7 +234,7 @@ def build_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> di
     ), config)
 
 
-def object_swap_entailment_task(tokenizer: Tokenizer, config: ChapterConfig | None = None) -> Task:
+def object_swap_entailment_task(tokenizer: Tokenizer, config: CourseLanguageConfig | None = None) -> Task:
     """:func:`build_tasks`' entailment task with contradictions that swap the object instead of negating
     (:func:`~lecture_lib.finetuning.tasks.object_swap_entailment_examples`), split by people as the others.
 
@@ -239,7 +245,7 @@ def object_swap_entailment_task(tokenizer: Tokenizer, config: ChapterConfig | No
     return _split_tasks((spec,), config)["entailment"]
 
 
-def build_harder_tasks(tokenizer: Tokenizer, config: ChapterConfig | None = None,
+def build_harder_tasks(tokenizer: Tokenizer, config: CourseLanguageConfig | None = None,
                        names: Sequence[str] = HARDER_TASK_NAMES) -> dict[str, Task]:
     """:data:`HARDER_TASK_NAMES`: acceptability as in :func:`build_tasks`, then the harder and the new
     shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four. The

@@ -68,9 +68,9 @@ def test_a_cached_run_is_scored_on_the_test_set_it_is_given_and_named_by_what_tr
 
 def test_adapt_recipe_names_the_function_and_a_partials_arguments():
     assert adapt_recipe(None) is None
-    assert adapt_recipe(bitfit) == "lecture_lib.finetuning.peft.bitfit"
+    assert adapt_recipe(bitfit)["code"] == "lecture_lib.finetuning.peft.bitfit"
     assert adapt_recipe(partial(add_adapters, bottleneck=2)) != adapt_recipe(partial(add_adapters, bottleneck=8))
-    assert adapt_recipe(partial(PromptTuning, num_prompts=8))["function"] == "lecture_lib.finetuning.peft.PromptTuning"
+    assert adapt_recipe(partial(PromptTuning, num_prompts=8))["partial"]["code"] == "lecture_lib.finetuning.peft.PromptTuning"
 
 
 def test_null_threshold_scores_are_the_scores_at_each_threshold(tiny):

@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from lecture_lib.cache import key
 from lecture_lib.chapters.ch06_roberta_spanbert import (
     SCHEMES,
     chapter_config,
@@ -57,13 +56,9 @@ def test_exercise_2_nmod_grows_the_noun_phrases_and_is_a_new_run(monkeypatch):
     after = mean_masked_run(corpus.train, corpus.tokenizer, "noun phrases", seq_len,
                             ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"})
     assert after > before + 0.05, (before, after)  # 1.65 -> 1.79 tokens on the quick profile's documents
-    names = []
-    monkeypatch.setattr(ch06, "cached_json", lambda name, recipe, run: names.append(f"{name}-{key(recipe)}"))
-    scheme_run(config, "noun phrases", corpus)
+    before = scheme_run.cache_name(config, "noun phrases")
     monkeypatch.setattr(ch06, "NOUN_PHRASE_DEPENDENTS", ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"})
-    scheme_run(config, "noun phrases", corpus)
-    scheme_run(config, "whole words", corpus)
-    assert names[0] != names[1], names
+    assert scheme_run.cache_name(config, "noun phrases") != before
 
 
 def _hf_left_padding_shift(hf_model, input_ids, padding, pad_token_id, position_ids=None):
@@ -102,14 +97,11 @@ def test_exercise_1_left_padding_moves_bert_not_roberta():
 def test_exercise_3_the_full_profile_is_a_new_study_judged_by_the_same_rule(monkeypatch):
     """Exercise 3: LECTURE_PROFILE=full gives FULL's sizes and new format runs (never the quick profile's cached
     rows); no_nsp_holds is section 2's rule, best MLM without NSP >= best with NSP."""
-    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
-
     names = []
-    monkeypatch.setattr(ch06, "cached_json", lambda name, recipe, run: names.append(f"{name}-{key(recipe)}"))
     for profile in ("quick", "full"):
         monkeypatch.setenv("LECTURE_PROFILE", profile)
         config = chapter_config()
-        format_run(config, "doc-sentences")
+        names.append(format_run.cache_name(config, "doc-sentences"))
     assert config.pretrain.model.hidden_size == 256 and config.pretrain.train.steps == 3000
     assert config.documents == 20_000
     assert names[0] != names[1], names
@@ -180,27 +172,33 @@ def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
     assert not task.train.features["token_type_ids"].any() and not task.test.features["token_type_ids"].any()
 
 
-def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_every_seed(monkeypatch, tmp_path):
-    """Every row on the first seed, the compared ones on every seed; only the runs missing from the cache go to
-    the workers, and every row is then read here."""
+def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_every_seed(monkeypatch):
+    """Every row on the first seed, the compared ones on every seed (every row with every_row_seeded); each run's
+    config names its own seed only, and the rows without the span task are pretrained only."""
     from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 
-    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    jobs, read = [], []
-    monkeypatch.setattr(ch06, "parallel_map", lambda fn, js, **kwargs: jobs.extend(js))
-    monkeypatch.setattr(ch06, "_study_row", lambda *job: read.append(job) or {"f1": job[1].pretrain.seed})
+    calls = []
+
+    def compute_all(fn, jobs, **kwargs):
+        calls.append((fn, jobs))
+        return [{"f1": job[0].pretrain.seed} for job in jobs]
+
+    monkeypatch.setattr(ch06, "compute_all", compute_all)
     config = chapter_config(seeds=(3, 4, 5))
-    cached = ch06.cached_json_path(*ch06._scheme_entry(ch06.with_seed(config, 4), "geometric spans"))
-    cached.write_text("{}")
     compared = ("subword tokens", "geometric spans")
     runs = seeded_runs(config, "scheme", SCHEMES, compared=compared, span_task=compared)
     assert {name: sorted(r) for name, r in runs.items()} == {
         name: [3, 4, 5] if name in compared else [3] for name in SCHEMES}
     assert all(row["f1"] == seed for r in runs.values() for seed, row in r.items())
-    assert {j[0] for j in jobs} == {"scheme"} and all(j[1].pretrain.train == config.pretrain.train for j in jobs)
-    assert len(read) == 9 and len(jobs) == 8  # nine rows read, the cached one not trained again
-    assert ("scheme", ch06.with_seed(config, 4), "geometric spans", True) not in jobs
-    assert all(span_task == (name in compared) for _, _, name, span_task in read)  # the others pretrained only
+    fn, jobs = calls[-1]
+    assert fn is scheme_run and len(jobs) == 9
+    assert all(job[0].seeds == (job[0].pretrain.seed,) and job[0].pretrain.train == config.pretrain.train
+               for job in jobs)
+    assert all(span_task == (name in compared) for _, name, span_task in jobs)  # the others pretrained only
+    every = seeded_runs(chapter_config(seeds=(3, 4, 5), every_row_seeded=True), "scheme", SCHEMES)
+    assert all(sorted(r) == [3, 4, 5] for r in every.values())
+    scratch = seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])
+    assert sorted(scratch["no pretraining"]) == [3, 4, 5] and all(len(job) == 1 for job in calls[-1][1])
     with pytest.raises(ValueError, match="expected the compared rows and those with the span task among"):
         seeded_runs(config, "scheme", compared, span_task=["whole words"])
     with pytest.raises(ValueError, match="expected the compared rows and those with the span task among"):
@@ -209,18 +207,32 @@ def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_ev
         seeded_runs(config, "formats", ["doc-sentences"])
 
 
-def test_a_scheme_run_does_not_depend_on_what_ran_before(monkeypatch):
+def test_a_seed_is_one_cached_run_whatever_the_other_seeds():
+    """A run of seed 4 has the same cache name in a study of seeds (3, 4, 5) as in one of (4,), and another
+    name than seed 5's; the config refuses repeated seeds."""
+    from lecture_lib.chapters.ch06_roberta_spanbert import with_seed
+
+    name = format_run.cache_name(with_seed(chapter_config(seeds=(3, 4, 5)), 4), "doc-sentences")
+    assert name == format_run.cache_name(with_seed(chapter_config(seeds=(4,)), 4), "doc-sentences")
+    assert name != format_run.cache_name(with_seed(chapter_config(seeds=(3, 4, 5)), 5), "doc-sentences")
+    with pytest.raises(ValueError, match="expected distinct seeds"):
+        chapter_config(seeds=(1, 1))
+
+
+def test_the_seeds_come_from_lecture_seeds(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "7,8,9")
+    assert chapter_config().seeds == (7, 8, 9)
+
+
+def test_a_scheme_run_does_not_depend_on_what_ran_before():
     """The run's initial weights come from its seed, not from the global random state it was called in (a worker
     of seeded_runs and the notebook's kernel have different histories), and its span task is scored."""
-    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
-
-    monkeypatch.setattr(ch06, "cached_json", lambda name, recipe, run: run())
     config = tiny_config()
     rows = []
     for history in (0, 1):
         torch.manual_seed(history)
         torch.rand(history + 1)
-        rows.append(scheme_run(config, "whole words", progress=False))
+        rows.append(scheme_run.__wrapped__(config, "whole words", progress=False))
     assert rows[0] == rows[1]
     assert 0 <= rows[0]["qa_exact"] <= rows[0]["qa_f1"] <= 1
 
