@@ -35,7 +35,6 @@ from lecture_lib.chapters import ch05_bert_finetuning as ch05
 from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import ch08_electra as ch08
-from lecture_lib.chapters import ch09_t5_bart as ch09
 from lecture_lib.chapters import ch11_bertology_probing as ch11
 from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
@@ -116,8 +115,6 @@ ENTRY_POINTS = {
         ch08.finetune_scores,
         lambda: dict(run=ch08.Run("ELECTRA", 0.25, 10, 1.0, [], {}, {}), fraction=1.0, config=ch08.chapter_config()),
         {"fraction": 0.5, "run": ch08.Run("BERT (MLM)", 0.25, 10, 1.0, [], {}, {}), "electra_head": True}),
-    "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
-    "ch09.noising_runs": (ch09.noising_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch11.layerwise_probing": (
         ch11.layerwise_probing,
         lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
@@ -225,7 +222,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch06, ch07, ch08, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch05, ch06, ch07, ch08, ch11, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)
