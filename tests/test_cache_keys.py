@@ -32,7 +32,6 @@ import torch
 from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import ch07_albert as ch07
-from lecture_lib.chapters import ch09_t5_bart as ch09
 from lecture_lib.chapters import ch11_bertology_probing as ch11
 from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
@@ -78,8 +77,6 @@ ENTRY_POINTS = {
                                                   lambda: dict(config=course_language.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config().pairs,
                                                       data=ch07.DiaryPairs(ch07.chapter_config().pairs)), {}),
-    "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
-    "ch09.noising_runs": (ch09.noising_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch11.layerwise_probing": (
         ch11.layerwise_probing,
         lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
@@ -160,7 +157,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch07, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch07, ch11, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)

@@ -409,7 +409,8 @@ def test_the_hand_naming_detector_finds_both_spellings(tmp_path):
 # --- Unique public names -----------------------------------------------------------------------------------
 
 # Names that several modules define on purpose, one per module of a kind: a runnable module's command line, and
-# a chapter's sizes (ARCHITECTURE.md: chapters/chNN_name.py holds QUICK, FULL and chapter_config).
+# a chapter's sizes (ARCHITECTURE.md: chapters/chNN_name.py holds QUICK, FULL and chapter_config) and its declared
+# claims and checks (lecture_lib.reproductions: CLAIMS and CHECKS).
 CONVENTIONS = {"main": "lecture_lib/", "QUICK": "lecture_lib/chapters/", "FULL": "lecture_lib/chapters/",
                "chapter_config": "lecture_lib/chapters/", "CLAIMS": "lecture_lib/chapters/",
                "CHECKS": "lecture_lib/chapters/"}

@@ -7,16 +7,17 @@ Taught in: 09_t5_bart ("Text-to-text", "The objectives table at toy scale").
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
 import torch
 
-from lecture_lib.cache import cached_json
-from lecture_lib.config import build_config
+from lecture_lib.cache import cached_call
+from lecture_lib.config import FieldError, OneOf, Range, build_config, check_fields
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, SyntheticLanguage
 from lecture_lib.decoding import greedy_decode
 from lecture_lib.finetuning.tasks import acceptability_examples, entailment_examples, qa_examples, split_people
@@ -28,7 +29,8 @@ from lecture_lib.objectives.denoising import OBJECTIVES, apply_objective, bert_s
 from lecture_lib.objectives.noising import NOISING, sentence_permutation
 from lecture_lib.objectives.span_corruption import noise_spans, random_spans_noise_mask, span_counts
 from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, Vocabulary, batch_of
-from lecture_lib.profile import pick
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
 from lecture_lib.runtime import generator, module_device, seed_of, to_device
 from lecture_lib.train import TrainConfig, train
 
@@ -40,50 +42,60 @@ Seq2Seq = Union[T5ForConditionalGeneration, BartForConditionalGeneration]
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Chapter09Config:
     """What the objectives experiment trains: a T5's sizes, the steps of each phase, the objectives compared.
+
+    The quick profile pretrains one model per objective and fine-tunes it once per seed (the seeds vary
+    fine-tuning only); the full profile pretrains one model per seed and objective (``seed_varies="pretraining"``),
+    which is what a claim about a pretraining objective needs.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
 
-    d_model: int
-    num_layers: int
-    num_heads: int
-    d_kv: int
-    d_ff: int
-    pretrain_steps: int
-    finetune_steps: int
-    batch_size: int
-    lr: float
+    d_model: int = field(metadata=Range(1).rule())
+    num_layers: int = field(metadata=Range(1).rule())
+    num_heads: int = field(metadata=Range(1).rule())
+    d_kv: int = field(metadata=Range(1).rule())
+    d_ff: int = field(metadata=Range(1).rule())
+    pretrain_steps: int = field(metadata=Range(1).rule())
+    finetune_steps: int = field(metadata=Range(1).rule())
+    batch_size: int = field(metadata=Range(1).rule())
+    lr: float = field(metadata=Range(0, open=True).rule())
     objectives: tuple[str, ...]
     noisings: tuple[str, ...] = ("text_infilling", "document_rotation")
-    bart_init_std: float | None = None  # None: d_model ** -0.5 (see :func:`tiny_bart`)
-    train_examples: int = 2000  # per task
-    eval_examples: int = 100  # per task
-    documents: int = 4000
-    sentences_per_document: int = 3
+    bart_init_std: float | None = field(default=None, metadata=Range(0, open=True).rule())  # None: d_model ** -0.5
+    train_examples: int = field(default=2000, metadata=Range(1).rule())  # per task
+    eval_examples: int = field(default=100, metadata=Range(1).rule())  # per task
+    documents: int = field(default=4000, metadata=Range(1).rule())
+    sentences_per_document: int = field(default=3, metadata=Range(1).rule())
     language_seed: int = 0
-    input_length: int | None = None  # T5's pretraining inputs: None, the documents; n, their words packed in rows of n
+    input_length: int | None = field(default=None, metadata=Range(2).rule())  # None: the documents; n: rows of n words
     random_roll: bool = True  # roll each random-spans mask (T5's reference option), or leave its noise at the end
-    seeds: tuple[int, ...] = (0, 1, 2)  # fine-tuning seeds: each pretrained model is fine-tuned once per seed
-    probe_documents: int = 512  # documents on which each pretrained T5's hidden words are scored (hidden_word_accuracy)
+    seeds: tuple[int, ...] = (0, 1, 2)  # each row's runs, one per seed (profile.claim_seeds() in chapter_config)
+    seed_varies: str = field(default="fine-tuning", metadata=OneOf(("fine-tuning", "pretraining")).rule())
+    probe_documents: int = field(default=512, metadata=Range(1).rule())  # documents of hidden_word_accuracy
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        unknown = sorted(set(self.objectives) - set(OBJECTIVES))
+        if unknown:
+            raise FieldError(["objectives"], f"expected objectives among {OBJECTIVES}, got {unknown}")
+        for noising in self.noisings:
+            try:
+                noising_parts(noising)
+            except ValueError as error:
+                raise FieldError(["noisings"], str(error)) from None
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise FieldError(["seeds"], f"expected distinct seeds, at least one, got {list(self.seeds)}")
 
 
-# ``quick`` (the notebook, one CPU thread): a T5 of 2 + 2 layers of width 64 (4 heads of 16), a word-level
-# vocabulary, 450 pretraining steps of 32 documents and, per seed, 100 fine-tuning steps of 32 examples, no
-# dropout. Pretraining takes the larger share of the steps, as in T5 (2^19 pretraining steps against 2^18 of
-# fine-tuning): after 150 steps random spans predicted its hidden words hardly better than the most frequent
-# word does (0.20 against 0.13), so it had nothing to pass on. Three objectives of T5's Table 3 (BERT-style and
-# random spans, the denoising rows, and the prefix LM) plus no pretraining at all; and a BART of the same sizes
-# for two rows of BART's Table 1 (text infilling, its best; document rotation, its worst). Random spans are
-# rolled (T5's ``random_roll``): the documents are short enough (16 to 36 words) that T5's rule gives one span,
-# which unrolled always ends the text. ``full`` (a GPU or a long CPU run): 4 + 4 layers of width 128, 3,000 +
-# 1,500 steps, the text packed into inputs of 128 words (6 spans each), all six objectives and six rows of
-# BART's table.
+# Pretraining takes the larger share of the steps, as in T5 (2^19 pretraining steps against 2^18 of fine-tuning).
+# The quick profile runs two denoising rows of T5's Table 3 and the prefix LM, and BART's best and worst rows; the
+# full profile packs the text into inputs of 128 words (6 spans each) and runs every objective and six BART rows.
 QUICK = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=450, finetune_steps=100,
              batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans", "prefix_lm"))
 FULL = dict(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
-            batch_size=64, lr=1e-3, objectives=OBJECTIVES, input_length=128,
+            batch_size=64, lr=1e-3, objectives=OBJECTIVES, input_length=128, seed_varies="pretraining",
             noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
                       "sentence_permutation", "text_infilling+sentence_permutation"))
 
@@ -110,12 +122,78 @@ BART_PAPER_ROWS = {
 }
 
 
-def chapter_config(**overrides) -> Recipe:
-    """The active profile's recipe (:data:`QUICK` or :data:`FULL`) with ``overrides``.
+# The claims, declared before the run. The objective claims are about pretraining: they vary the pretraining seed,
+# which only the full profile does (seed_varies="pretraining"); the quick profile pretrains once per objective.
+ONE_PRETRAINING_RUN = "one pretraining run per objective in the quick profile (its seeds vary fine-tuning only)"
+ALL_TASKS = "100 unseen-name examples of each of the four tasks"
+ABOVE_MAJORITY = 0.05  # a gate: a row that answers every input alike scores the majority answer at best
+CLAIMS = (
+    Rule("09-denoising-beats-no-pretraining", "denoising pretraining beats no pretraining",
+         paper="GLUE 83.28, CNN/DM ROUGE-2 19.24, SQuAD EM 80.88 against 66.22, 17.60 and 50.31 without pretraining",
+         source="Raffel et al. (2020), Table 1", metric="mean over the tasks of exact match (token F1 for facts)", data=ALL_TASKS,
+         compared="each denoising objective (BERT-style and random spans, the lower of the two)",
+         baseline="no pretraining", margin=0.01, seeds=Seeds("pretraining"),
+         gates=tuple(Gate(name, "most-frequent-token guess", ABOVE_MAJORITY)
+                     for name in ("BERT-style", "random spans", "no pretraining")),
+         quick=ONE_PRETRAINING_RUN),
+    Rule("09-span-corruption-matches-bert-style", "span corruption does about as well as BERT-style",
+         paper="GLUE 83.49 (random spans) against 82.96 (BERT-style)", source="Raffel et al. (2020), Tables 4 and 7",
+         metric="mean over the tasks of exact match (token F1 for facts)", data=ALL_TASKS, compared="random spans", baseline="BERT-style", factor=0.95,
+         seeds=Seeds("pretraining"),
+         gates=tuple(Gate(name, "most-frequent-token guess", ABOVE_MAJORITY) for name in ("random spans", "BERT-style")),
+         quick=ONE_PRETRAINING_RUN),
+    Rule("09-infilling-beats-rotation", "text infilling pretrains far better than document rotation",
+         paper="SQuAD F1 90.8 (text infilling) against 77.2 (document rotation)", source="Lewis et al. (2020), Table 1",
+         metric="exact match", data="the question task (our SQuAD), 100 unseen-name questions",
+         compared="text infilling", baseline="document rotation", seeds=Seeds("pretraining"),
+         gates=tuple(Gate(name, "most-frequent-token guess", ABOVE_MAJORITY)
+                     for name in ("text infilling", "document rotation")),
+         quick=ONE_PRETRAINING_RUN),
+    Demonstration("09-t5-architecture", "no 1/√d, RMS norm, bias in block 0; T5 1.0's tied output scaled by d^-1/2, "
+                  "T5 1.1's untied and gated", paper="the model of section 2.1",
+                  source="Raffel et al. (2020), section 2.1; transformers' T5",
+                  shows="the RMS norm by hand, the one bias table per stack and T5 1.1's extra parameters; both "
+                        "versions are tested equal to transformers in float64"),
+    Demonstration("09-t5-architectures-as-masks", "encoder-decoder, language model and prefix LM differ in what each "
+                  "position reads", paper="GLUE 83.28 (encoder-decoder), 81.82 (prefix LM), 74.70 (language model)",
+                  source="Raffel et al. (2020), Table 2 and Figure 4",
+                  shows="the three masks; the architectures are not trained here"),
+    Demonstration("09-position-buckets", "relative positions in buckets, exact to 8, logarithmic to 128",
+                  paper="32 buckets, max_distance 128", source="Raffel et al. (2020), section 2.1",
+                  shows="the bucket table; the buckets' effect is not measured"),
+    Demonstration("09-bart-architecture", "BART is the Transformer with learned positions (two extra rows), and "
+                  "classifies from the last </s>", paper="the model of section 2.1 and Figure 3a",
+                  source="Lewis et al. (2020)", shows="our stacks are chapter 02's layers; generation and "
+                  "classification are tested equal to transformers"),
+    Demonstration("09-bart-corruptions", "BART's five corruptions", paper="token masking, token deletion, text "
+                  "infilling, sentence permutation, document rotation", source="Lewis et al. (2020), Figure 2",
+                  shows="each corruption on a document, not compared"),
+)
+CHECKS = (
+    Check("09-span-corruption-example", "span corruption of the paper's sentence", source="Raffel et al. (2020), "
+          "Figure 2", reference="0 (tokens that differ from the figure's inputs and targets)"),
+    Check("09-noise-span-counts", "15% noise in spans of mean length 3 at L = 512",
+          source="Raffel et al. (2020), section 3.3, and its random_spans_noise_mask",
+          reference="77 noise tokens in 26 spans"),
+    Check("09-random-spans-not-at-the-end", "rolled random spans end the text no more often than a uniform placement",
+          source="T5's random_spans_noise_mask(random_roll=True)",
+          reference="the uniform share n_noise / L (within 0.025: three standard errors of a share near 0.15 over "
+                    "2,000 masks)", tolerance=0.025),
+    Check("09-target-lengths", "BERT-style's target is the whole text", source="Raffel et al. (2020), Table 3",
+          reference="the documents' mean length"),
+    ParameterCount("09-t5-small-parameters", "t5-small", source="Raffel et al. (2020), section 3.7", paper="60M"),
+    Check("09-bart-base-parameters", "bart-base as transformers builds it", source="Lewis et al. (2020); "
+          "transformers' BartForConditionalGeneration", reference="139,420,416 parameters"),
+)
+
+
+def chapter_config(**overrides) -> Chapter09Config:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), the claims' seeds
+    (:func:`lecture_lib.profile.claim_seeds`), and ``overrides``.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    return build_config(Recipe, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(Chapter09Config, pick(quick=QUICK, full=FULL), {"seeds": claim_seeds(), **overrides})
 
 
 # ---------------------------------------------------------------- text-to-text
@@ -159,7 +237,7 @@ def text_to_text(lang: SyntheticLanguage, task: str, n: int, seed: int,
 class TextToTextData:
     """The pretraining documents and the text-to-text tasks (train people for training, unseen names for testing)."""
 
-    def __init__(self, recipe: Recipe) -> None:
+    def __init__(self, recipe: Chapter09Config) -> None:
         lang = SyntheticLanguage(recipe.language_seed)
         self.train_people, self.test_people = split_people(lang.world)
         docs = lang.documents(recipe.documents, seed=1, sentences_per_document=recipe.sentences_per_document)
@@ -173,21 +251,24 @@ class TextToTextData:
         self.vocab = Vocabulary(every)
         self.content_words = [w for w in self.vocab.words[len(SPECIALS) + NUM_SENTINELS:]]
 
-    def pretraining_batches(self, objective: str, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
+    def pretraining_batches(self, objective: str, batch_size: int,
+                            seed: int | None = None) -> Callable[[int], dict[str, torch.Tensor]]:
         """Batch i: packed inputs (:func:`pack`) drawn at random, each corrupted by ``objective``, all from
-        generator(objective, i); random spans rolled when the recipe says so."""
+        :func:`pretraining_stream`; random spans rolled when the recipe says so."""
         def batch_fn(i: int) -> dict[str, torch.Tensor]:
-            g = generator("ch09 pretraining", objective, i)
+            g = pretraining_stream("ch09 pretraining", objective, seed, i)
             picks = torch.randint(len(self.packed), (batch_size,), generator=g).tolist()
             pairs = [apply_objective(objective, self.packed[j], vocabulary=self.content_words, generator=g,
                                      random_roll=self.random_roll) for j in picks]
             return batch_of(pairs, self.vocab)
         return batch_fn
 
-    def noising_batches(self, noising: str, batch_size: int) -> Callable[[int], dict[str, torch.Tensor]]:
-        """Batch i: documents corrupted by BART's ``noising`` (:func:`bart_corrupt`); the target is the document."""
+    def noising_batches(self, noising: str, batch_size: int,
+                        seed: int | None = None) -> Callable[[int], dict[str, torch.Tensor]]:
+        """Batch i: documents corrupted by BART's ``noising`` (:func:`bart_corrupt`); the target is the document;
+        drawn from :func:`pretraining_stream`."""
         def batch_fn(i: int) -> dict[str, torch.Tensor]:
-            g = generator("ch09 bart", noising, i)
+            g = pretraining_stream("ch09 bart", noising, seed, i)
             picks = torch.randint(len(self.documents), (batch_size,), generator=g).tolist()
             return batch_of([(bart_corrupt(noising, self.documents[j], g), self.documents[j]) for j in picks],
                             self.vocab)
@@ -202,6 +283,12 @@ class TextToTextData:
             picks = torch.randint(len(pool), (batch_size,), generator=g).tolist()
             return batch_of([pool[j] for j in picks], self.vocab)
         return batch_fn
+
+
+def pretraining_stream(purpose: str, objective: str, seed: int | None, i: int) -> torch.Generator:
+    """The generator of pretraining batch ``i``: one stream per objective when pretraining does not vary
+    (``seed`` None, the quick profile's one run per objective), one per objective and seed when it does."""
+    return generator(purpose, objective, i) if seed is None else generator(purpose, objective, seed, i)
 
 
 def pack(documents: Sequence[Sequence[str]], length: int) -> list[list[str]]:
@@ -289,7 +376,7 @@ def model_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return model(**batch).loss
 
 
-def tiny_t5(recipe: Recipe, vocab_size: int, seed: int = 0) -> T5ForConditionalGeneration:
+def tiny_t5(recipe: Chapter09Config, vocab_size: int, seed: int = 0) -> T5ForConditionalGeneration:
     """The recipe's T5, initialised from ``seed``, without dropout (short runs on tiny data gain nothing from it)."""
     torch.manual_seed(seed_of("ch09 model", seed))
     return T5ForConditionalGeneration(T5Config(
@@ -355,7 +442,7 @@ def _schedule(steps: int, lr: float) -> TrainConfig:
     return TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, schedule="linear", num_threads=1)
 
 
-def finetune_and_score(model: Seq2Seq, data: TextToTextData, recipe: Recipe, seed: int = 0) -> dict[str, float]:
+def finetune_and_score(model: Seq2Seq, data: TextToTextData, recipe: Chapter09Config, seed: int = 0) -> dict[str, float]:
     """Fine-tune ``model`` in place on the task mixture drawn by ``seed``; :func:`task_score` per task on the test.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
@@ -366,33 +453,44 @@ def finetune_and_score(model: Seq2Seq, data: TextToTextData, recipe: Recipe, see
         return {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
 
 
-def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq], pretraining: Callable[[int], dict] | None,
-                           data: TextToTextData, recipe: Recipe,
+def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq],
+                           pretraining: Callable[[int | None], Callable[[int], dict]] | None,
+                           data: TextToTextData, recipe: Chapter09Config,
                            probe: Callable[[Seq2Seq], dict] | None = None) -> tuple[dict, Seq2Seq]:
-    """One row of an objectives table: pretrain ``make_model(0)`` on ``pretraining``'s batches once, then per
-    seed of the recipe fine-tune a copy of it with that seed's batches and score it. Without pretraining each
-    seed also draws its own initialisation, ``make_model(seed)``.
+    """One row of an objectives table, one run per seed of the recipe: fine-tune with that seed's batches and
+    score. ``pretraining(seed)`` gives the pretraining batches: with ``recipe.seed_varies == "fine-tuning"``
+    one model, ``make_model(0)``, is pretrained once on ``pretraining(None)`` and each seed fine-tunes a copy of
+    it; with ``"pretraining"`` each seed pretrains its own, ``make_model(seed)`` on ``pretraining(seed)``.
+    Without pretraining (``pretraining`` None) each seed draws its own initialisation, ``make_model(seed)``.
 
     Returns ``({"pretrain_loss", "seed_scores": [{task: score} per seed], "scores": {task: mean over seeds},
     "names_written": [:func:`unseen_names_written` per seed]}, the last fine-tuned model)``; with a ``probe``,
-    the run also holds ``"probe"``: what it returns for the pretrained model, before fine-tuning.
+    the run also holds ``"probe"``: what it returns for the first pretrained model, before fine-tuning (whose
+    last loss is ``"pretrain_loss"``).
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    pretrain_loss, pretrained = None, None
-    if pretraining is not None:
-        pretrained = make_model(0)
-        pretrain_loss = train(pretrained, pretraining, model_loss, _schedule(recipe.pretrain_steps, recipe.lr)).loss[-1]
-    probed = {} if probe is None or pretrained is None else {"probe": probe(pretrained)}
-    seed_scores, names = [], []
+    def pretrained(seed: int | None) -> tuple[Seq2Seq, float]:
+        model = make_model(0 if seed is None else seed)
+        history = train(model, pretraining(seed), model_loss, _schedule(recipe.pretrain_steps, recipe.lr))
+        return model, history.loss[-1]
+
+    shared = pretrained(None) if pretraining is not None and recipe.seed_varies == "fine-tuning" else None
+    first, seed_scores, names = None, [], []
     for seed in recipe.seeds:
-        model = make_model(seed) if pretrained is None else copy.deepcopy(pretrained)
+        if pretraining is None:
+            model, loss = make_model(seed), None
+        elif shared is not None:
+            model, loss = copy.deepcopy(shared[0]), shared[1]
+        else:
+            model, loss = pretrained(seed)
+        if first is None:
+            first = {"pretrain_loss": loss, **({} if probe is None or loss is None else {"probe": probe(model)})}
         seed_scores.append(finetune_and_score(model, data, recipe, seed))
         with torch.no_grad():
             names.append(unseen_names_written(model, data))
     mean = {t: sum(s[t] for s in seed_scores) / len(seed_scores) for t in TASKS}
-    return {"pretrain_loss": pretrain_loss, **probed, "seed_scores": seed_scores, "scores": mean,
-            "names_written": names}, model
+    return {**first, "seed_scores": seed_scores, "scores": mean, "names_written": names}, model
 
 
 def mean_task_score(run: dict, tasks: Sequence[str] = TASKS) -> list[float]:
@@ -409,34 +507,32 @@ def mean_task_score(run: dict, tasks: Sequence[str] = TASKS) -> list[float]:
     return [sum(scores[t] for t in tasks) / len(tasks) for scores in run["seed_scores"]]
 
 
-def objective_runs(recipe: Recipe | None = None) -> dict:
+@cached_call
+def objective_runs(recipe: Chapter09Config) -> dict:
     """T5's objectives table in shape: for each objective of the recipe (and for no pretraining), a tiny T5
     pretrained with it, then fine-tuned on the four tasks at once per seed; :func:`task_score` per task on
     unseen names (:func:`pretrain_then_finetune`); each pretrained model is probed by :func:`hidden_word_accuracy`
     before fine-tuning (the row without pretraining has no ``"probe"``).
 
     Returns ``{"runs": {objective: {"pretrain_loss", "probe", "seed_scores", "scores"}}, "bias": {encoder, decoder
-    curves of the random-spans model, after fine-tuning on the last seed}, "offsets": [...]}``, cached as JSON.
+    curves of the random-spans model, after fine-tuning on the last seed}, "offsets": [...], "tasks": TASKS}``,
+    cached as JSON under a name made of the call (:func:`lecture_lib.cache.cached_call`).
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    recipe = recipe or chapter_config()
     offsets = range(-40, 41)
-
-    def compute() -> dict:
-        data = TextToTextData(recipe)
-        runs, bias = {}, None
-        for objective in ("no pretraining", *recipe.objectives):
-            batches = None if objective == "no pretraining" else data.pretraining_batches(objective, recipe.batch_size)
-            runs[objective], model = pretrain_then_finetune(
-                lambda seed: tiny_t5(recipe, len(data.vocab), seed), batches, data, recipe,
-                probe=lambda pretrained, objective=objective: hidden_word_accuracy(pretrained, data, objective,
-                                                                                   recipe.probe_documents))
-            if objective == "random_spans":
-                bias = bias_by_offset(model, offsets)
-        return {"runs": runs, "bias": bias, "offsets": list(offsets)}
-
-    return cached_json("t5-objectives", {"recipe": asdict(recipe), "tasks": TASKS}, compute)
+    data = TextToTextData(recipe)
+    runs, bias = {}, None
+    for objective in ("no pretraining", *recipe.objectives):
+        batches = None if objective == "no pretraining" else functools.partial(data.pretraining_batches, objective,
+                                                                               recipe.batch_size)
+        runs[objective], model = pretrain_then_finetune(
+            lambda seed: tiny_t5(recipe, len(data.vocab), seed), batches, data, recipe,
+            probe=lambda pretrained, objective=objective: hidden_word_accuracy(pretrained, data, objective,
+                                                                               recipe.probe_documents))
+        if objective == "random_spans":
+            bias = bias_by_offset(model, offsets)
+    return {"runs": runs, "bias": bias, "offsets": list(offsets), "tasks": list(TASKS)}
 
 
 def gains_in_standard_errors(runs: dict, task: str = "question", n: int = 100,
@@ -493,14 +589,24 @@ def mass_style_lengths(documents: Sequence[Sequence[str]]) -> dict[str, float]:
             "masked": masks / words}
 
 
+def noising_parts(noising: str) -> list[str]:
+    """The noising functions of ``noising``, BART's names joined by "+"; a name not in :data:`NOISING` is an error.
+
+    >>> noising_parts("text_infilling+sentence_permutation")
+    ['text_infilling', 'sentence_permutation']
+    """
+    parts = noising.split("+")
+    if any(p not in NOISING for p in parts):
+        raise ValueError(f"expected noising functions from {sorted(NOISING)} joined by '+', got {noising!r}")
+    return parts
+
+
 def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list[str]:
     """A document corrupted by one of BART's functions, or two joined by "+" (sentence permutation first).
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
-    parts = noising.split("+")
-    if any(p not in NOISING for p in parts):
-        raise ValueError(f"expected noising functions from {sorted(NOISING)} joined by '+', got {noising!r}")
+    parts = noising_parts(noising)
     out = sentence_permutation(words, generator=g) if "sentence_permutation" in parts else list(words)
     for part in (p for p in parts if p != "sentence_permutation"):
         masked = {"mask_token": "<M>"} if part in ("token_masking", "text_infilling") else {}
@@ -508,7 +614,7 @@ def bart_corrupt(noising: str, words: Sequence[str], g: torch.Generator) -> list
     return out
 
 
-def tiny_bart(recipe: Recipe, vocab_size: int, seed: int = 0) -> BartForConditionalGeneration:
+def tiny_bart(recipe: Chapter09Config, vocab_size: int, seed: int = 0) -> BartForConditionalGeneration:
     """A BART of the recipe's sizes on the chapter's vocabulary (pad 0; </s> 1 ends and starts decoding).
 
     Every matrix and the embedding are drawn from N(0, σ²) with σ = ``recipe.bart_init_std``, by default
@@ -564,33 +670,31 @@ def most_frequent_answers(model: Seq2Seq, data: TextToTextData) -> dict[str, tup
     return out
 
 
-def noising_runs(recipe: Recipe | None = None) -> dict:
+@cached_call
+def noising_runs(recipe: Chapter09Config) -> dict:
     """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned per
     seed and scored as :func:`objective_runs` does.
 
-    Returns ``{noising: {"pretrain_loss", "seed_scores", "scores"}}``, cached as JSON.
+    Returns ``{"runs": {noising: {"pretrain_loss", "seed_scores", "scores", "names_written"}}, "tasks": TASKS}``,
+    cached as JSON under a name made of the call.
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
-    recipe = recipe or chapter_config()
-
-    def compute() -> dict:
-        data = TextToTextData(recipe)
-        runs = {}
-        for name in recipe.noisings:
-            runs[name], _ = pretrain_then_finetune(lambda seed: tiny_bart(recipe, len(data.vocab), seed),
-                                                   data.noising_batches(name, recipe.batch_size), data, recipe)
-        return runs
-
-    return cached_json("bart-noising", {"recipe": asdict(recipe), "tasks": TASKS}, compute)
+    data = TextToTextData(recipe)
+    runs = {}
+    for name in recipe.noisings:
+        runs[name], _ = pretrain_then_finetune(lambda seed: tiny_bart(recipe, len(data.vocab), seed),
+                                               functools.partial(data.noising_batches, name, recipe.batch_size),
+                                               data, recipe)
+    return {"runs": runs, "tasks": list(TASKS)}
 
 
-def majority_baseline(recipe: Recipe | None = None) -> dict[str, float]:
+def majority_baseline(recipe: Chapter09Config) -> dict[str, float]:
     """The score (:func:`task_score`) of always answering a task's most frequent training target: the one to beat.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    data = TextToTextData(recipe or chapter_config())
+    data = TextToTextData(recipe)
     out = {}
     for task in TASKS:
         targets = [tuple(b) for _, b in data.train[task]]

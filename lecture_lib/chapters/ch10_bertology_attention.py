@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
@@ -24,11 +24,11 @@ from lecture_lib.analysis.attention_parser import (
     single_head_uas,
 )
 from lecture_lib.analysis.attention_stats import attention_maps
-from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns
+from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns, voita_classes
 from lecture_lib.analysis.head_importance import GatedLoss, head_importance
 from lecture_lib.analysis.syntactic_heads import DIRECTIONS, align_words, word_attention, word_membership
 from lecture_lib.chapters import course_language
-from lecture_lib.config import build_config
+from lecture_lib.config import FieldError, Range, build_config, check_fields
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import Sentence
@@ -36,7 +36,8 @@ from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
 from lecture_lib.models.bert import BertModel
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult, masked_lm_counts
-from lecture_lib.profile import pick
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import generator, module_device, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 
@@ -47,39 +48,121 @@ DEPENDENCY_RELATIONS = ("nsubj", "obj", "det", "amod", "case", "obl", "cop", "au
 
 
 @dataclass
-class AttentionChapterConfig:
+class Chapter10Config:
     """The chapter's sizes: documentation pairs for the statistics, synthetic sentences for syntax and for
     the masked-LM score, random pruning orders, and the latency batch.
 
     Taught in: 10_bertology_attention ("Two models and their inputs").
     """
 
-    pairs: int = 48  # sentence pairs of the documentation, for where attention goes
-    max_length: int = 64  # pieces per pair, [CLS] and [SEP]s included
-    syntax_sentences: int = 150  # synthetic sentences with gold trees
-    mlm_sentences: int = 512  # held-out synthetic sentences, masked, for importance and pruning
-    random_orders: int = 3  # random pruning orders averaged
-    latency_batch: int = 32
-    latency_repeats: int = 5
-    seeds: tuple[int, ...] = (0, 1, 2)  # the samples the no-op test, the parser and the pruning curves repeat on
-    no_op_pairs: int = 16  # documentation pairs per seed, for the no-op test
-    parser_train: int = 100  # of the syntax sentences, those that fit the parser (the rest score it)
+    pairs: int = field(metadata=Range(1).rule())  # sentence pairs of the documentation, for where attention goes
+    max_length: int = field(metadata=Range(3).rule())  # pieces per pair, [CLS] and [SEP]s included
+    syntax_sentences: int = field(metadata=Range(2).rule())  # synthetic sentences with gold trees
+    mlm_sentences: int = field(metadata=Range(1).rule())  # held-out synthetic sentences, masked, for importance
+    random_orders: int = field(metadata=Range(1).rule())  # random pruning orders averaged
+    latency_batch: int = field(metadata=Range(1).rule())
+    latency_repeats: int = field(metadata=Range(1).rule())
+    seeds: tuple[int, ...] = (0, 1, 2)  # the samples the claims repeat on (profile.claim_seeds() in chapter_config)
+    no_op_pairs: int = field(default=16, metadata=Range(1).rule())  # documentation pairs per seed, no-op test
+    parser_train: int = field(default=100, metadata=Range(1).rule())  # syntax sentences that fit the parser
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.parser_train >= self.syntax_sentences:
+            raise FieldError(["parser_train", "syntax_sentences"], f"expected fewer parser_train sentences than "
+                             f"syntax_sentences, to score the parser on the rest, got {self.parser_train} of "
+                             f"{self.syntax_sentences}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise FieldError(["seeds"], f"expected distinct seeds, at least one, got {list(self.seeds)}")
 
-# ``quick``: 48 pairs (about 3,000 pieces) through MiniLM, 150 synthetic sentences for the syntactic heads,
-# 256 masked sentences for the importance of chapter 05's 16 heads. ``full``: ten times the text.
-QUICK = dict()
-FULL = dict(pairs=512, max_length=128, syntax_sentences=2000, mlm_sentences=2048, random_orders=10,
-            latency_batch=64, latency_repeats=10)
+
+# ``full``: ten times the text, and more random orders and latency calls.
+QUICK = dict(pairs=48, max_length=64, syntax_sentences=150, mlm_sentences=512, random_orders=3, latency_batch=32,
+             latency_repeats=5)
+FULL = dict(pairs=512, max_length=128, syntax_sentences=2000, mlm_sentences=2048, random_orders=10, latency_batch=64,
+            latency_repeats=10)
 
 
-def chapter_config(**overrides) -> AttentionChapterConfig:
-    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``.
+def chapter_config(**overrides) -> Chapter10Config:
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`), the claims' seeds
+    (:func:`lecture_lib.profile.claim_seeds`), and ``overrides``.
 
     Taught in: 10_bertology_attention ("Two models and their inputs").
     """
-    return build_config(AttentionChapterConfig, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(Chapter10Config, pick(quick=QUICK, full=FULL), {"seeds": claim_seeds(), **overrides})
+
+
+DOCUMENTATION_PAIRS = "the documentation's sentence pairs of section 1"
+CLAIMS = (
+    Rule("10-attention-parked-on-special-tokens", "much attention is parked on a special token",
+         paper="over half of the attention of BERT-base's middle layers on [SEP], much of the early layers' on [CLS]",
+         source="Clark et al. (2019), Figure 2", metric="the largest layer mean of the attention to [CLS] and [SEP]",
+         data="MiniLM on " + DOCUMENTATION_PAIRS, compared="MiniLM", baseline=0.3, seeds=Seeds("none", 1)),
+    Rule("10-no-op-attention", "attention parked on a special token is a no-op: its gradient is small",
+         paper="attention to [SEP] high in layers 5–10, its gradient small there", source="Clark et al. (2019), "
+         "Figure 3", metric="share of |∂L/∂a| on [CLS], in the heads with at least half their attention on it",
+         data="MiniLM's sentence-similarity loss on 16 documentation pairs per sample",
+         compared="the gradient share", baseline="the attention share", higher=False, factor=4,
+         seeds=Seeds("data sample")),
+    Rule("10-early-heads-broad", "the first layer's heads are the broadest", paper="broad heads in the early layers",
+         source="Clark et al. (2019), Figure 2", metric="mean entropy of the attention rows (nats)",
+         data="MiniLM on " + DOCUMENTATION_PAIRS, compared="layer 0", baseline="the broadest other layer",
+         seeds=Seeds("none", 1)),
+    Demonstration("10-heterogeneous-fewer-than-half", "fewer than half of the maps are heterogeneous (not comparable "
+                  "here)", paper="fewer than half of BERT-base's maps heterogeneous, by a classifier trained on 400 "
+                  "hand-labelled maps", source="Kovaleva et al. (2019), Figure 2",
+                  shows="the five patterns' shares under a 0.5 threshold rule on distilled MiniLM; not comparable "
+                        "with the paper's trained classifier on BERT-base fine-tuned on GLUE, so not judged"),
+    Rule("10-positional-heads", "positional heads exist", paper="heads whose argmax is at ±1 for at least 90% of "
+         "tokens", source="Voita et al. (2019), section 5", metric="the best head's share of queries whose argmax "
+         "is the previous token", data="MiniLM on " + DOCUMENTATION_PAIRS, compared="MiniLM's best head",
+         baseline=0.9, seeds=Seeds("none", 1)),
+    Rule("10-rare-token-head", "a rare-token head exists", paper="a head whose argmax falls on the sentence's "
+         "rarest token", source="Voita et al. (2019), section 5", metric="the best of the 72 heads' share of queries "
+         "whose argmax is the sentence's rarest word", data="MiniLM on " + DOCUMENTATION_PAIRS,
+         compared="MiniLM's best head", baseline="the same maximum over the 72 heads with the words' frequencies "
+         "shuffled within each sentence (one shuffle per seed)", factor=2, seeds=Seeds("data sample")),
+    Rule("10-syntactic-heads", "single heads track single relations better than fixed offsets",
+         paper="det 94.3 against 51.7, nsubj 58.5 against 45.5", source="Clark et al. (2019), Table 1",
+         metric="accuracy of the best head minus that of the best fixed offset, the lower of det and nsubj",
+         data="MiniLM on 150 synthetic sentences with gold trees", compared="MiniLM's best heads", baseline=0.1,
+         seeds=Seeds("none", 1)),
+    Rule("10-attention-parser-beats-baseline", "a parser from attention alone beats the right-branching tree",
+         paper="UAS 61 (attention only) and 34.5 (best head) against 26.3 (right-branching)",
+         source="Clark et al. (2019), section 5", metric="UAS", data="the held-out synthetic sentences of a "
+         "random split", compared="the attention-only probe on MiniLM", baseline="the right-branching tree",
+         margin=0.1, seeds=Seeds("probe fit")),
+    Rule("10-few-heads-matter-alone", "removing one head changes the score little",
+         paper="8 of 96 encoder heads change BLEU significantly when removed alone", source="Michel et al. (2019), "
+         "section 3", metric="the largest change of masked-LM accuracy from removing one of the 16 heads",
+         data="the course BERT on 512 held-out masked synthetic sentences", compared="the course BERT",
+         baseline=0.05, higher=False, seeds=Seeds("none", 1),
+         gates=(Gate("the course BERT with all heads", "most-frequent-token guess", 0.05),)),
+    Rule("10-importance-order-beats-random", "pruning by importance beats pruning at random",
+         paper="the importance curve above the random curve", source="Michel et al. (2019), Figure 3",
+         metric="masked-LM accuracy averaged over the pruning curve", data="the course BERT on held-out masked "
+         "synthetic sentences (each seed its own sentences, masks and random orders)",
+         compared="least important first (raw importance)", baseline="random order", margin=0.01,
+         seeds=Seeds("data sample")),
+    Rule("10-task-importance-concentrated", "on a fine-tuned task, fewer heads carry the importance (a proxy for "
+         "pruning many heads without loss)", paper="40% of BERT's heads pruned on MNLI without noticeable loss",
+         source="Michel et al. (2019), Figure 4", metric="proxy, no head pruned: the share of the total importance "
+         "held by the top quarter of the heads", data="the course BERT, 16 heads",
+         compared="importance under the loss of acceptability, fine-tuned", baseline="importance under the "
+         "masked-LM loss", margin=0.02, seeds=Seeds("fine-tuning"),
+         gates=(Gate("acceptability, fine-tuned (test MCC)", "chance", 0.1),)),
+    Demonstration("10-pruning-speeds-inference", "pruning half the heads speeds inference",
+                  paper="up to 17% faster at large batch", source="Michel et al. (2019), section 6",
+                  shows="timings on a shared CPU, printed and not judged"),
+)
+CHECKS = (
+    Check("10-masking-is-pruning", "masking a head equals zeroing its value slice and pruning it",
+          source="the arithmetic of multi-head attention", reference="0 (largest difference of the last hidden "
+          "states, zeroed values and pruned against masked)", tolerance=1e-5),
+    Check("10-importance-is-output-times-gradient", "importance |∂L/∂ξ_h| is the head's output times its gradient",
+          source="Michel et al. (2019), section 4.1", reference="0 (largest difference in float64)", tolerance=1e-8),
+)
 
 
 def load_minilm() -> tuple[BertModel, WordPieceTokenizer]:
@@ -100,7 +183,7 @@ def course_bert() -> PretrainResult:
     return course_language.synthetic_pretrained_bert(course_language.chapter_config())
 
 
-def documentation_pairs(tokenizer: WordPieceTokenizer, config: AttentionChapterConfig) -> dict[str, torch.Tensor]:
+def documentation_pairs(tokenizer: WordPieceTokenizer, config: Chapter10Config) -> dict[str, torch.Tensor]:
     """Pairs of consecutive sentences of the Python documentation, ``[CLS] A [SEP] B [SEP]``, that fit
     ``max_length``, from documents drawn at random: ``input_ids``, ``token_type_ids``, ``attention_mask``
     and ``special_tokens_mask`` (True on [CLS] and [SEP] only), right-padded to the longest pair.
@@ -122,6 +205,35 @@ def documentation_pairs(tokenizer: WordPieceTokenizer, config: AttentionChapterC
     attention_mask = pad_ids([[1] * len(row) for row in ids], 0)
     return dict(input_ids=input_ids, token_type_ids=pad_ids(types, 0), attention_mask=attention_mask,
                 special_tokens_mask=pad_ids(special, 0).bool())
+
+
+def shuffled_within_rows(values: torch.Tensor, keep: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``values`` (B, T) with the entries where ``keep`` is True permuted at random within each row, the others
+    left in place: token identities shuffled among a sentence's words.
+
+    >>> shuffled_within_rows(torch.tensor([[1, 2, 3, 4]]), torch.tensor([[False, True, True, True]]),
+    ...                      torch.Generator().manual_seed(0))[0, 0].item()
+    1
+    """
+    out = values.clone()
+    for row in range(values.shape[0]):
+        where = keep[row].nonzero().flatten()
+        out[row, where] = values[row, where[torch.randperm(len(where), generator=generator)]]
+    return out
+
+
+def rare_token_null(attentions: torch.Tensor, attention_mask: torch.Tensor, special: torch.Tensor,
+                    frequency: torch.Tensor, seed: int) -> float:
+    """The null of the rare-token head: the largest share over all heads of queries whose argmax falls on the
+    sentence's rarest word (:func:`~lecture_lib.analysis.head_classes.voita_classes`' ``rare``) when the words'
+    frequencies are shuffled within each sentence (``generator("ch10 rare null", seed)``), so that the "rarest"
+    word is a word drawn at random. A head that tracks rare words must beat the best of all heads at that.
+
+    Taught in: 10_bertology_attention ("Confident, positional and rare-token heads").
+    """
+    words = attention_mask.bool() & ~special
+    shuffled = shuffled_within_rows(frequency, words, generator("ch10 rare null", seed))
+    return float(voita_classes(attentions, attention_mask, special, shuffled).rare.max())
 
 
 def token_frequencies(tokenizer: WordPieceTokenizer) -> torch.Tensor:
@@ -230,19 +342,21 @@ def gated_task_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask:
 
 
 def task_importance(course: PretrainResult, task_name: str, config: FinetuneConfig, *, batches: int = 4,
-                    batch_size: int = 64) -> torch.Tensor:
+                    batch_size: int = 64) -> tuple[torch.Tensor, dict[str, float]]:
     """Michel et al.'s importance as they measured it, on a fine-tuned task: a copy of ``course``'s encoder
     fine-tuned on chapter 05's ``task_name`` with ``config``, its heads scored by |∂L/∂ξ_h| of that task's loss
-    on ``batches`` training batches; raw, (layers, heads). ``course`` is left as it was.
+    on ``batches`` training batches; raw, (layers, heads); beside it the fine-tuned model's test scores (what it
+    learned). ``course`` is left as it was.
 
     Taught in: 10_bertology_attention ("Pruning by importance").
     """
     task = course_language.build_tasks(course.tokenizer)[task_name]
-    tuned = finetune(task, new_head(task, course.model.bert, config), config).model.eval()
+    result = finetune(task, new_head(task, course.model.bert, config), config)
+    tuned = result.model.eval()
     device = module_device(tuned)  # where fine-tuning left it: the GPU when there is one
     data = [to_device(task.train.batch(torch.arange(i, i + batch_size)), device)
             for i in range(0, batches * batch_size, batch_size)]
-    return head_importance(tuned, data, gated_task_loss, normalize=False)
+    return head_importance(tuned, data, gated_task_loss, normalize=False), result.scores
 
 
 def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]], head_mask: torch.Tensor) -> float:

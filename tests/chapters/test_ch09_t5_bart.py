@@ -7,6 +7,8 @@ import torch
 from lecture_lib.chapters import ch09_t5_bart
 from lecture_lib.chapters.ch09_t5_bart import (
     ANSWER_TASKS,
+    CHECKS,
+    CLAIMS,
     TASKS,
     TextToTextData,
     bart_corrupt,
@@ -24,6 +26,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
     noising_runs,
     objective_runs,
     pack,
+    pretrain_then_finetune,
     span_corruption_lengths,
     text_to_text,
     tiny_bart,
@@ -77,7 +80,7 @@ def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypa
         assert set(probe) == {"accuracy", "unigram", "per_text"} and 0 <= probe["accuracy"] <= 1
     assert all(len(run["names_written"]) == 2 for run in results["runs"].values())
     assert objective_runs(recipe) == results  # read back from the cache
-    bart = noising_runs(recipe)
+    bart = noising_runs(recipe)["runs"]
     assert set(bart) == set(recipe.noisings) and all(run["pretrain_loss"] is not None for run in bart.values())
     assert all(len(run["seed_scores"]) == 2 for run in bart.values())
 
@@ -262,3 +265,48 @@ def test_mean_task_score_averages_the_tasks_named():
     assert mean_task_score(run, ANSWER_TASKS) == [pytest.approx(0.3)]
     with pytest.raises(ValueError, match="expected tasks"):
         mean_task_score(run, ("summaries",))
+
+
+@pytest.mark.parametrize("varies, pretrainings", [("fine-tuning", [None]), ("pretraining", [0, 1])])
+def test_the_seeds_vary_what_the_config_says(varies, pretrainings):
+    """One pretraining shared by the seeds' fine-tunings (the quick profile), or one pretraining per seed: the
+    runs a claim about a pretraining objective needs."""
+    recipe = chapter_config(**TINY, pretrain_steps=1, finetune_steps=1, seeds=(0, 1), seed_varies=varies)
+    data = TextToTextData(recipe)
+    asked, models = [], []
+
+    def pretraining(seed):
+        asked.append(seed)
+        return data.pretraining_batches("random_spans", recipe.batch_size, seed)
+
+    def make_model(seed):
+        models.append(seed)
+        return tiny_t5(recipe, len(data.vocab), seed)
+
+    run, _ = pretrain_then_finetune(make_model, pretraining, data, recipe)
+    assert asked == pretrainings and models == [0 if seed is None else seed for seed in pretrainings]
+    assert len(run["seed_scores"]) == 2 and run["pretrain_loss"] is not None
+
+
+def test_the_pretraining_streams_differ_by_seed_and_the_shared_one_is_unseeded():
+    data = TextToTextData(chapter_config(**TINY))
+    first = [data.pretraining_batches("random_spans", 4, seed)(0)["input_ids"] for seed in (None, 0, 1)]
+    assert not torch.equal(first[1], first[2])
+    assert torch.equal(first[0], data.pretraining_batches("random_spans", 4)(0)["input_ids"])
+
+
+def test_the_config_refuses_what_it_cannot_run():
+    for overrides, name in ((dict(noisings=("token_masking+shuffling",)), "noisings"),
+                            (dict(objectives=("mass",)), "objectives"), (dict(seeds=(0, 0)), "seeds"),
+                            (dict(seed_varies="data"), "seed_varies"), (dict(pretrain_steps=0), "pretrain_steps")):
+        with pytest.raises(ValueError, match=f"^{name}: expected"):
+            chapter_config(**overrides)
+
+
+def test_the_claims_about_objectives_vary_pretraining_and_say_why_quick_cannot():
+    rules = [claim for claim in CLAIMS if hasattr(claim, "seeds")]
+    assert {rule.key for rule in rules} == {"09-denoising-beats-no-pretraining", "09-span-corruption-matches-bert-style",
+                                            "09-infilling-beats-rotation"}
+    assert all(rule.seeds.kind == "pretraining" and rule.quick for rule in rules)
+    assert all(gate.floor == "most-frequent-token guess" for rule in rules for gate in rule.gates)
+    assert len(CHECKS) == 6

@@ -22,6 +22,8 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     mlm_loss,
     parser_scores,
     pattern_fractions,
+    rare_token_null,
+    shuffled_within_rows,
     similarity_forward,
     similarity_pairs,
     summed_row_attention,
@@ -237,15 +239,16 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
     course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     config = FinetuneConfig(steps=2, batch_size=8, seed=3)
-    scores = task_importance(course, "acceptability", config, batches=1, batch_size=8)
+    scores, tuned_scores = task_importance(course, "acceptability", config, batches=1, batch_size=8)
+    assert set(tuned_scores) == {"accuracy", "mcc"}
     assert scores.shape == (2, 4) and bool((scores >= 0).all()) and float(scores.sum()) > 0
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     task = build_tasks(tokenizer)["acceptability"]
     tuned = finetune(task, new_head(task, model.bert, config), config).model.eval()
     expected = head_importance(tuned, [task.train.batch(torch.arange(8))], gated_task_loss, normalize=False)
     torch.testing.assert_close(scores, expected)
-    other = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1,
-                            batch_size=8)
+    other, _ = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1,
+                               batch_size=8)
     assert not torch.equal(scores, other)  # the seed decides the fine-tuning
 
 
@@ -258,6 +261,33 @@ def test_task_importance_scores_the_heads_where_fine_tuning_left_the_model():
                                           num_attention_heads=4, intermediate_size=32))
     course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     with FakeAccelerator():
-        scores = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8), batches=1,
-                                 batch_size=8)
+        scores, _ = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8), batches=1,
+                                    batch_size=8)
     assert scores.shape == (2, 4)
+
+
+def test_shuffling_within_rows_permutes_the_kept_entries_only():
+    values = torch.arange(24).reshape(3, 8)
+    keep = torch.rand(3, 8, generator=torch.Generator().manual_seed(1)) < 0.6
+    out = shuffled_within_rows(values, keep, torch.Generator().manual_seed(0))
+    assert torch.equal(out[~keep], values[~keep])
+    for row in range(3):
+        assert sorted(out[row][keep[row]].tolist()) == sorted(values[row][keep[row]].tolist())
+    assert not torch.equal(out, values)
+
+
+def test_the_rare_token_null_finds_no_head_on_a_word_drawn_at_random():
+    """A head that always looks at the rarest word scores 1 on the real frequencies; with them shuffled, its
+    argmax falls on the "rarest" word about once in n, and so does every head's: the null is near 1/n."""
+    batch, length, words = 200, 12, 10  # [CLS] w1..w10 [SEP]
+    special = torch.zeros(batch, length, dtype=torch.bool)
+    special[:, [0, -1]] = True
+    mask = torch.ones(batch, length, dtype=torch.long)
+    frequency = torch.randint(1, 1000, (batch, length), generator=torch.Generator().manual_seed(0))
+    rarest = frequency.masked_fill(special, 10 ** 6).argmin(-1)
+    attentions = torch.zeros(batch, 1, 2, length, length)
+    attentions[torch.arange(batch), 0, 0, :, rarest] = 1.0  # head 0: every query on the rarest word
+    attentions[:, 0, 1, :, 1] = 1.0  # head 1: every query on the first word
+    assert head_classes.voita_classes(attentions, mask, special, frequency).rare.max() == 1.0
+    null = rare_token_null(attentions, mask, special, frequency, seed=0)
+    assert abs(null - 1 / words) < 0.08
