@@ -212,8 +212,8 @@ CLAIMS = (
 CHECKS = (
     Check("02-constant-path-length", "self-attention needs O(1) sequential operations and path length, "
           "recurrence O(n)", source=f"{VASWANI}, Table 1",
-          reference="the same path for self-attention at every n, and a GRU path that grows by n (the GRU's path "
-                    "minus n, at every n, is its value at the first n)"),
+          reference="the same path for self-attention at every n, and a GRU path that grows linearly in n (the same "
+                    "operations per added position between every two n)"),
     Check("02-attention-ignores-order", "attention without positions ignores order", source=f"{VASWANI}, section 3.5",
           reference="0, the largest difference between SA(PX) and P·SA(X)", tolerance=1e-5),
     ParameterCount("02-base-parameters", "the base Transformer", source=f"{VASWANI}, Table 3", paper="65M"),
