@@ -52,6 +52,8 @@ from torch import nn
 from lecture_lib import plots, profile
 from lecture_lib.attention import MultiHeadAttention, causal_mask, padding_mask
 from lecture_lib.chapters.ch02_transformer import (
+    chapter_config,
+    decoder_gradient_norms,
     free_order_experiment,
     greedy_against_beam,
     reversal_experiment,
@@ -72,7 +74,7 @@ from lecture_lib.decoding import (
     sequences_equal,
 )
 from lecture_lib.measure import time_call
-from lecture_lib.metrics import corpus_bleu
+from lecture_lib.metrics import corpus_bleu, seed_summary
 from lecture_lib.models.transformer import (
     DecoderLayer,
     EncoderLayer,
@@ -440,11 +442,13 @@ print(f"our reversal model: {ours_count:,} parameters ({cfg.encoder_layers}+{cfg
 show_reproduction("ch02-base-parameters", "Vaswani et al. (2017), Table 3: parameters of the base Transformer",
                   ["model", "ours (our formula)", "paper"],
                   [["base: 6+6 layers, d_model 512, d_ff 2048, 37,000 shared tokens", f"{base_count / 1e6:.1f}M", "65M"]],
-                  note="Reproduced to within 5% (asserted); the formula is checked against our module's count.")
+                  note=f"{abs(base_count / 65e6 - 1):.0%} off the paper's figure: rounded to the paper's precision, our "
+                       "count is not 65M, and \"What we saw\" lists the check as failing. Our formula, checked against "
+                       "our module's count, shares one embedding table and adds no learned positions; the paper does "
+                       "not say how it counted.")
 
 # %%
 assert ours_count == parameter_count(cfg.vocab_size, cfg.d_model, cfg.ffn_dim, cfg.encoder_layers)
-assert abs(base_count / 65e6 - 1) < 0.05
 
 # %% [markdown]
 # Our count for the base model is within 3% of the paper's 65M.
@@ -524,17 +528,7 @@ plots.layer_norm_placement_diagram()
 plt.show()
 
 # %%
-batch = exp.task.train_batch(exp.task.batch_size, step=0)
-
-
-def decoder_gradient_norms(norm_first):
-    seed_everything(0)
-    deep = Transformer(replace(cfg, norm_first=norm_first, encoder_layers=6, decoder_layers=6))
-    seq2seq_loss(deep, batch).backward()
-    return [layer.ffn.fc2.weight.grad.norm().item() for layer in deep.decoder.layers]
-
-
-gradient_norms = {"post-LN": decoder_gradient_norms(False), "pre-LN": decoder_gradient_norms(True)}
+gradient_norms = {"post-LN": decoder_gradient_norms(exp, False, seed=0), "pre-LN": decoder_gradient_norms(exp, True, seed=0)}
 harsh_runs = {name: train_experiment(stability_experiment(norm_first))[1]
               for name, norm_first in (("post-LN", False), ("pre-LN", True))}
 
@@ -661,10 +655,10 @@ assert max(history.lr) == history.lr[exp.train.warmup_steps - 1]  # the peak is 
 # the mirrored one.
 
 # %%
-shown = exp.task.test_batch(200, seed=1)
+held_out_strings = exp.task.test_batch(200, seed=1)
 with torch.no_grad():
-    weights = model(shown.src, shown.tgt_in, need_weights=True).cross_attentions  # per layer (B, H, T, S)
-lengths = (shown.src != PAD).sum(dim=1)
+    weights = model(held_out_strings.src, held_out_strings.tgt_in, need_weights=True).cross_attentions  # per layer (B, H, T, S)
+lengths = (held_out_strings.src != PAD).sum(dim=1)
 
 
 def antidiagonal_rate(attn):
@@ -677,8 +671,8 @@ rates = {(layer, head): antidiagonal_rate(w[:, head]) for layer, w in enumerate(
 best_layer, best_head = max(rates, key=rates.get)
 example = int(lengths.argmax())
 n = int(lengths[example])
-symbols = [str(t - NUM_SPECIAL) for t in shown.src[example, :n].tolist()]
-outputs = [str(t - NUM_SPECIAL) for t in shown.tgt_out[example, :n].tolist()] + ["</s>"]
+symbols = [str(t - NUM_SPECIAL) for t in held_out_strings.src[example, :n].tolist()]
+outputs = [str(t - NUM_SPECIAL) for t in held_out_strings.tgt_out[example, :n].tolist()] + ["</s>"]
 num_layers, num_heads = len(weights), weights[0].shape[1]
 fig, axes = plt.subplots(num_layers, num_heads + 1, figsize=(3.2 * (num_heads + 1), 3.2 * num_layers), squeeze=False)
 for layer, w in enumerate(weights):
@@ -750,7 +744,7 @@ def greedy_by_hand(model, src, max_len):
     return prefix[0, 1:].tolist()
 
 
-one = shown.src[example : example + 1, :n]
+one = held_out_strings.src[example : example + 1, :n]
 with torch.no_grad():
     by_hand = greedy_by_hand(model, one, n + 1)
 library_tokens, library_score = greedy_decode(model, one, n + 1)
@@ -778,8 +772,8 @@ def compare_decoders(weights_at_step, batch, beam_width=4):
 
 
 early_step = next(step for step, m in history.evals if m["exact_match"] >= 0.3)
-early = compare_decoders(snapshots[early_step], shown)
-final = compare_decoders(snapshots[eval_steps[-1]], shown)
+early = compare_decoders(snapshots[early_step], held_out_strings)
+final = compare_decoders(snapshots[eval_steps[-1]], held_out_strings)
 for name, result in ((f"step {early_step}", early), (f"step {eval_steps[-1]}", final)):
     print(f"{name}: exact match greedy {result['greedy'].float().mean():.3f}, beam {result['beam'].float().mean():.3f};"
           f" mean log-probability greedy {result['greedy_scores'].mean():.3f}, beam {result['beam_scores'].mean():.3f}")
@@ -789,7 +783,7 @@ gain = early["beam_scores"] - early["greedy_scores"]
 print(f"\nstrings beam search got right and greedy got wrong at step {early_step}: {len(beam_only)}")
 case = max(beam_only, key=lambda i: gain[i].item(), default=None)  # the largest gain in log-probability
 if case is not None:
-    print(f"  source {show(shown.src[case].tolist())}")
+    print(f"  source {show(held_out_strings.src[case].tolist())}")
     print(f"  greedy {show(early['greedy_tokens'][case].tolist()):<22} log-probability {early['greedy_scores'][case]:.3f}")
     print(f"  beam   {show(early['beams'][case].tokens):<22} log-probability {early['beam_scores'][case]:.3f}")
 
@@ -808,7 +802,7 @@ assert final["beam"].float().mean() >= 0.95
 snapshot = Transformer(cfg).eval()
 snapshot.load_state_dict(snapshots[early_step])
 trace = []
-found = beam_search_one(snapshot, shown.src[case : case + 1], 3, shown.tgt_out.shape[1], trace=trace)[0]
+found = beam_search_one(snapshot, held_out_strings.src[case : case + 1], 3, held_out_strings.tgt_out.shape[1], trace=trace)[0]
 print(f"beam of 3: {show(found.tokens)}  log-probability {found.score:.3f}")
 plots.beam_search_diagram(trace, lambda token: show([token]), children=2)
 plt.show()
@@ -1021,7 +1015,7 @@ assert alignment_rates[-1] >= 0.9
 
 # %%
 profile.expect(15, "Training three free-order translators, then decoding 100 sentences each, greedily and with beams")
-free_seeds = [0, 1, 2]
+free_seeds = list(chapter_config().seeds)
 free_runs = {}
 for seed in free_seeds:
     run = free_order_experiment(seed)
@@ -1037,9 +1031,8 @@ for seed, c in free_runs.items():
           f"{len(c.differing):>9} of {len(c.greedy)} {c.beam_more_probable:>11} of {len(c.differing)}")
 free_bleu = {name: torch.tensor([c.bleu[name] for c in free_runs.values()]) for name in ("greedy", "beam")}
 free_gain = free_bleu["beam"] - free_bleu["greedy"]
-print(f"mean ± standard deviation over the seeds: greedy {free_bleu['greedy'].mean():.1f} ± "
-      f"{free_bleu['greedy'].std():.1f}, beam {free_bleu['beam'].mean():.1f} ± {free_bleu['beam'].std():.1f}, "
-      f"beam - greedy {free_gain.mean():+.1f} ± {free_gain.std():.1f}")
+print(f"over the seeds: greedy {seed_summary(free_bleu['greedy'].tolist(), '.1f')}, beam "
+      f"{seed_summary(free_bleu['beam'].tolist(), '.1f')}, beam - greedy {seed_summary(free_gain.tolist(), '.1f')}")
 
 first = free_runs[free_seeds[0]]
 held_out_free = free_task.test_pairs(100, seed=1)
@@ -1080,85 +1073,106 @@ assert math.isclose(first.bleu["greedy"], corpus_bleu(
 #
 # ## What we saw
 #
-# Made by the cell below from this run's numbers; each verdict follows the rule in its last column.
+# The cell below passes this run's numbers to the rules declared before the run in `CLAIMS` and `CHECKS` of
+# `lecture_lib.chapters.ch02_transformer`, which compute each verdict. A claim about trained models is judged on
+# three training runs, so the cell trains the reversal model, the translator and the harsh runs again on the seeds
+# the sections above did not use.
 
 # %%
-from lecture_lib.reproductions import Claim, direction, holds, mechanism_only, show_claims  # noqa: E402
+from lecture_lib.chapters.ch02_transformer import CHECKS, CLAIMS  # noqa: E402
+from lecture_lib.reproductions import checked, measured, show_what_we_saw, shown  # noqa: E402
 
-recurrent_path = [chain_lengths[n]["recurrent"][0] for n in ns]
-attention_path = [chain_lengths[n]["self-attention"][0] for n in ns]
-show_claims("ch02-what-we-saw", "What we saw: chapter 02, quick profile", [
-    Claim("02-constant-path-length", "self-attention needs $O(1)$ sequential operations and path length, "
-          "recurrence $O(n)$", "Vaswani et al. (2017), Table 1",
-          f"path from input 1 to output $n$ for $n$ = {ns}: GRU {recurrent_path}, self-attention {attention_path} "
-          "operations (section 1)",
-          holds(len(set(attention_path)) == 1 and recurrent_path == sorted(set(recurrent_path)),
-                "self-attention's path the same at every $n$, the GRU's growing with $n$")),
-    Claim("02-attention-ignores-order", "attention without positions ignores order",
-          "Vaswani et al. (2017), section 3.5", "$SA(PX) = P\\,SA(X)$ to float precision (section 2)",
-          mechanism_only("asserted equal in section 2")),
-    Claim("02-learned-positions-as-good", "sinusoids and learned positions do about equally well",
-          "Vaswani et al. (2017), Table 3 row E: 25.7 vs 25.8 dev BLEU",
-          f"not re-run here (exercise 1); rows {untrained_rows[0]} to {untrained_rows[-1]} of a learned table got "
-          "no gradient from length-8 sequences (section 4)",
-          mechanism_only("the comparison is exercise 1; section 4 shows why learned rows stop at the training "
-                         "lengths")),
-    Claim("02-base-parameters", "the base model's size", "65M parameters (Vaswani et al., 2017, Table 3)",
-          f"{base_count / 1e6:.1f}M by our formula, checked on our model's {ours_count:,} (section 7)",
-          holds(abs(base_count / 65e6 - 1) < 0.05, "within 5% of 65M")),
-    Claim("02-post-ln-gradients-grow", "at initialisation post-LN's gradients grow towards the output, pre-LN's "
-          "stay of one order", "Xiong et al. (2020), section 3",
-          f"top/bottom decoder gradient: post-LN ×{post[-1] / post[0]:.1f}, pre-LN max/min ×{max(pre) / min(pre):.1f} "
-          "(section 9)",
-          holds(post[-1] > 3 * post[0] and max(pre) < 3 * min(pre),
-                "post-LN top/bottom over 3, pre-LN max/min under 3, seed 0")),
-    Claim("02-pre-ln-needs-no-warmup", "pre-LN trains without warm-up, post-LN does worse",
-          "Xiong et al. (2020), Figure 3",
-          "mean loss of the last 20 steps without warm-up: " + ", ".join(
-              f"{name} {loss:.3f}" for name, loss in final_loss.items()) + " (section 9)",
-          direction([final_loss["pre-LN"]], [final_loss["post-LN"]], seeds=[0], higher=False,
-                    rule="pre-LN's loss below post-LN's")),
-    Claim("02-recipe-trains", "label smoothing and warm-up train the model",
-          "$\\varepsilon_{ls} = 0.1$, 4000 warm-up steps, 27.3 BLEU EN-DE (base)",
-          f"reversal exact match {accuracy[-1]:.3f} on unseen strings, final loss {history.loss[-1]:.3f} against "
-          f"the smoothing floor {floor:.3f} (section 10)",
-          mechanism_only("the recipe trains (exact match ≥ 0.95 asserted); no run without it to compare")),
-    Claim("02-heads-learn-alignments", "attention heads learn alignments", "Vaswani et al. (2017), attention "
-          "visualisations",
-          f"reversal: the best head (layer {best_layer + 1}, head {best_head + 1}) on the mirrored position at "
-          f"{rates[best_layer, best_head]:.0%} of steps (section 11)",
-          holds(rates[best_layer, best_head] >= 0.9, f"one head ≥ 90% on the alignment, seed {exp.seed}")),
-    Claim("02-beam-finds-more-probable", "beam search finds more probable outputs",
-          "beam size 4 (Vaswani et al., 2017); Wu et al. (2016)",
-          f"mean log-probability at step {early_step}: greedy {early['greedy_scores'].mean():.3f}, beam "
-          f"{early['beam_scores'].mean():.3f} (section 12)",
-          direction([early["beam_scores"].mean().item()], [early["greedy_scores"].mean().item()], seeds=[exp.seed],
-                    rule="beam's mean log-probability above greedy's at the early snapshot")),
-    Claim("02-transformer-translates", "the Transformer translates",
-          "Table 2: BLEU 27.3 EN-DE and 38.1 EN-FR (base), 28.4 and 41.8 (big), newstest2014",
-          f"synthetic head-final language, {len(held_out)} held-out sentences: BLEU {bleu['greedy']:.1f} greedy "
-          f"against {bleu['copy the source']:.1f} for copying the source; last layer's cross-attention on the "
-          f"aligned word for {alignment_rates[-1]:.0%} of target words (section 13)",
-          direction([bleu["greedy"]], [bleu["copy the source"]], seeds=[translation.seed], margin=50,
-                    rule="greedy BLEU over copying's by more than 50")),
-    Claim("02-beam-search-helps", "a beam of 4 translates better than greedy decoding",
-          "Vaswani et al. (2017), section 6.1: beam size 4, length penalty 0.6",
-          f"two right orders, a quarter of the training sentences, {len(first.greedy)} held-out sentences: BLEU beam "
-          f"{free_bleu['beam'].mean():.1f} ± {free_bleu['beam'].std():.1f} vs greedy {free_bleu['greedy'].mean():.1f} "
-          f"± {free_bleu['greedy'].std():.1f} over seeds {free_seeds}; outputs differ on "
-          f"{sum(len(c.differing) for c in free_runs.values())} of {sum(len(c.greedy) for c in free_runs.values())}, "
-          f"beam's more probable on {sum(c.beam_more_probable for c in free_runs.values())} of them (section 14; "
-          f"on section 13's solved task {len(different)} of {len(held_out)} differ)",
-          direction(free_bleu["beam"].tolist(), free_bleu["greedy"].tolist(), seeds=free_seeds,
-                    rule="beam's BLEU above greedy's")),
-])
+seeds = list(chapter_config().seeds)
+if set(seeds) - {0}:
+    profile.expect(25 * len(set(seeds) - {0}), "Training the reversal model, the translator and the harsh runs on "
+                   "the seeds the sections above did not use")
+
+
+def best_head_rate(m):
+    with torch.no_grad():
+        heads = m(held_out_strings.src, held_out_strings.tgt_in, need_weights=True).cross_attentions
+    return max(antidiagonal_rate(w[:, h]) for w in heads for h in range(w.shape[1]))
+
+
+def reversal_run(seed):
+    m = train_experiment(replace(exp, seed=seed))[0].cpu().eval()
+    return best_head_rate(m), greedy_exact_match(m, test).float().mean().item()
+
+
+def translation_bleu(seed):
+    m = train_experiment(translation_experiment(seed=seed))[0].cpu().eval()
+    tokens, _ = greedy_decode(m, held_out_batch.src, max_len)
+    return corpus_bleu([words_until_end(task, row) for row in tokens], references)
+
+
+def harsh_loss(norm_first, seed):
+    return sum(train_experiment(stability_experiment(norm_first, seed))[1].loss[-20:]) / 20
+
+
+norms = {s: gradient_norms if s == 0 else {name: decoder_gradient_norms(exp, name == "pre-LN", s)
+                                            for name in ("post-LN", "pre-LN")} for s in seeds}
+growth = {name: [norms[s][name][-1] / norms[s][name][0] for s in seeds] for name in ("post-LN", "pre-LN")}
+harsh = {s: final_loss if s == 0 else {name: harsh_loss(name == "pre-LN", s) for name in ("post-LN", "pre-LN")}
+         for s in seeds}
+heads = {s: (rates[best_layer, best_head], accuracy[-1]) if s == 0 else reversal_run(s) for s in seeds}
+translated = {s: bleu["greedy"] if s == 0 else translation_bleu(s) for s in seeds}
+per_seed = "; ".join
+gru_path = [chain_lengths[n]["recurrent"][0] for n in ns]
+path_growth = [(b - a) / (m - n) for a, b, n, m in zip(gru_path, gru_path[1:], ns, ns[1:])]
+show_what_we_saw("ch02-what-we-saw", "What we saw: chapter 02", CLAIMS, {
+    "02-learned-positions-as-good": shown(
+        f"rows {untrained_rows[0]} to {untrained_rows[-1]} of a learned table got no gradient from length-8 sequences "
+        "(section 4)"),
+    "02-post-ln-gradients-grow": measured(
+        "top/bottom decoder gradient, post-LN against pre-LN: "
+        + per_seed(f"seed {s} ×{a:.1f} vs ×{b:.1f}" for s, a, b in zip(seeds, *growth.values())) + " (section 9)",
+        growth["post-LN"], growth["pre-LN"], seeds=seeds, seed_kind="training"),
+    "02-pre-ln-needs-no-warmup": measured(
+        "loss of the last 20 steps, pre-LN against post-LN: "
+        + per_seed(f"seed {s} {harsh[s]['pre-LN']:.3f} vs {harsh[s]['post-LN']:.3f}" for s in seeds) + " (section 9)",
+        [harsh[s]["pre-LN"] for s in seeds], [harsh[s]["post-LN"] for s in seeds], seeds=seeds, seed_kind="training"),
+    "02-recipe-trains": shown(
+        f"reversal exact match {accuracy[-1]:.3f} on unseen strings, final loss {history.loss[-1]:.3f} against the "
+        f"smoothing floor {floor:.3f} (section 10)"),
+    "02-heads-learn-alignments": measured(
+        "the best head on the mirrored position: " + per_seed(f"seed {s} {heads[s][0]:.0%}" for s in seeds)
+        + " (section 11)", [heads[s][0] for s in seeds], seeds=seeds, seed_kind="training",
+        gates={"exact match of greedy decoding": ([heads[s][1] for s in seeds],
+                                                  [exp.task.num_symbols ** -exp.task.min_len] * len(seeds))}),
+    "02-beam-finds-more-probable": shown(
+        f"mean log-probability at step {early_step}: greedy {early['greedy_scores'].mean():.3f}, beam "
+        f"{early['beam_scores'].mean():.3f} (section 12)"),
+    "02-transformer-translates": measured(
+        f"greedy BLEU against {bleu['copy the source']:.1f} for copying the source: "
+        + per_seed(f"seed {s} {translated[s]:.1f}" for s in seeds) + " (section 13)",
+        [translated[s] for s in seeds], [bleu["copy the source"]] * len(seeds), seeds=seeds, seed_kind="training"),
+    "02-beam-search-helps": measured(
+        "BLEU beam against greedy: " + per_seed(f"seed {s} {c.bleu['beam']:.1f} vs {c.bleu['greedy']:.1f}"
+                                               for s, c in free_runs.items())
+        + f"; outputs differ on {sum(len(c.differing) for c in free_runs.values())} of "
+        f"{sum(len(c.greedy) for c in free_runs.values())} (section 14; on section 13's solved task {len(different)} "
+        f"of {len(held_out)} differ)", free_bleu["beam"].tolist(), free_bleu["greedy"].tolist(), seeds=free_seeds,
+        seed_kind="training"),
+}, CHECKS, {
+    "02-constant-path-length": checked(
+        f"path from input 1 to output n for n = {ns}: GRU {gru_path}, self-attention "
+        f"{[chain_lengths[n]['self-attention'][0] for n in ns]} operations (section 1)",
+        [chain_lengths[n]["self-attention"][0] for n in ns] + path_growth,
+        [chain_lengths[ns[0]]["self-attention"][0]] * len(ns) + [path_growth[0]] * len(path_growth)),
+    "02-attention-ignores-order": checked(
+        f"largest difference {(out_of_shuffled - out[:, perm]).abs().max().item():.1e} (section 2)",
+        (out_of_shuffled - out[:, perm]).abs().max().item(), 0.0),
+    "02-base-parameters": checked(f"{base_count / 1e6:.1f}M by our formula, checked on our model's {ours_count:,} "
+                                  "(section 7)", base_count),
+});
 
 # %% [markdown]
 # On fully trained models of both tasks, beam search and greedy decoding agree almost always. On a task with
 # two right orders and a model that has not solved it, they part often, and beam search almost always finds the
-# more probable output: beam search matters in proportion to the model's doubt. Section 14 prints how much it
-# gains in BLEU, and how steady the gain is over the seeds. The paper's Table 1 comparison of layers reproduced
-# exactly where it counts operations.
+# more probable output: beam search matters in proportion to the model's doubt. Whether the more probable output
+# also scores higher BLEU is the claim the table judges on every seed, and a gain on average is not a gain on
+# every seed. The parameter count is a check on arithmetic: the paper does not say how it counted, and our
+# formula lands near its 65M without rounding to it.
 #
 # <details><summary>What did not carry over</summary>
 #

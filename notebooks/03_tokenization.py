@@ -53,7 +53,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import BertTokenizer
 
 from lecture_lib import profile
-from lecture_lib.chapters.ch03_tokenization import tokenization_experiment
+from lecture_lib.chapters.ch03_tokenization import chapter_config
 from lecture_lib.data.corpus import corpus_stats, load_corpus, split_corpus
 from lecture_lib.data.minilm import bert_uncased_vocab_file
 from lecture_lib.plots import plot_grouped_bars
@@ -78,7 +78,7 @@ from lecture_lib.tokenization.byte_level import byte_ids, to_standin, train_merg
 from lecture_lib.tokenization.wordpiece import likelihood_gain
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
-exp = tokenization_experiment()
+exp = chapter_config()
 print(exp)
 
 # %% [markdown]
@@ -230,18 +230,18 @@ assert learn_bpe(dictionary, 3) == merges  # the library's version agrees
 
 # %%
 paper_merges = learn_bpe(dictionary, 10, end_of_word="</w>")
-lecture_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
+worked_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
                   ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
 show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the dictionary "
                   "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "worked by hand"],
                   [[i + 1, f"`{' '.join(ours)}`", f"`{' '.join(theirs)}`"] for i, (ours, theirs) in
-                   enumerate(zip(paper_merges, lecture_merges, strict=True))],
+                   enumerate(zip(paper_merges, worked_merges, strict=True))],
                   note="Reproduced exactly (asserted), ties broken by the pair seen first.")
 for word in ["lowest", "newer", "wider", "slow"]:
     print(f"{word:8s} -> {apply_bpe(word, paper_merges, end_of_word='</w>')}")
 
 # %%
-assert paper_merges == lecture_merges
+assert paper_merges == worked_merges
 assert apply_bpe("lowest", paper_merges, end_of_word="</w>") == ["low", "est</w>"]
 
 # %% [markdown]
@@ -602,48 +602,43 @@ assert singles == sorted(singles) and singles[0] < singles[-1], "more merges, mo
 # %% [markdown]
 # ## What we saw
 #
-# Made by the cell below from this run's results; each verdict follows the rule in its last column.
+# The cell below passes this run's numbers to the rules declared before the run in `CLAIMS` and `CHECKS` of
+# `lecture_lib.chapters.ch03_tokenization`, which compute each verdict.
 
 # %%
-from lecture_lib.reproductions import Claim, holds, mechanism_only, show_claims  # noqa: E402
+from lecture_lib.chapters.ch03_tokenization import CHECKS, CLAIMS  # noqa: E402
+from lecture_lib.reproductions import checked, measured, show_what_we_saw, shown  # noqa: E402
 
-shorter = {name: all(a["tokens_per_word"] > b["tokens_per_word"] for a, b in zip(rows, rows[1:]))
-           for name, rows in (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows))}
-show_claims("ch03-what-we-saw", "What we saw: chapter 03", [
-    Claim("03-bpe-compresses", "BPE compresses by replacing frequent pairs",
-          "Gage (1994); the lecture: aaabdaaabac → ZabdZabac → ZYdZYac",
-          " → ".join(["aaabdaaabac", *(text for text, _ in compress("aaabdaaabac", 2))]) + " (section 3)",
-          holds([text for text, _ in compress("aaabdaaabac", 2)] == ["ZabdZabac", "ZYdZYac"],
-                "the lecture's two steps, exactly")),
-    Claim("03-bpe-learns-subwords", "BPE learns subwords from a word dictionary",
-          "Sennrich et al. (2016), Algorithm 1: es, est, lo on the lecture's dictionary; with `</w>`, ten merges "
-          "ending in `w i`",
-          "first merges " + ", ".join(a + b for a, b in merges) + f"; with `</w>` {len(paper_merges)} merges, the last "
-          f"`{' '.join(paper_merges[-1])}` (section 4)",
-          holds(merges == [("e", "s"), ("es", "t"), ("l", "o")] and paper_merges == lecture_merges,
-                "the lecture's merges, in order")),
-    Claim("03-vocabulary-sizes", "vocabulary sizes used in practice",
-          "Sennrich et al. (2016): 89,500 merges; BERT: 30,522 WordPiece units; GPT-2: 50,257 tokens",
-          f"ours: {exp.bpe_vocab_size:,} byte-level units on a far smaller corpus (section 5)",
-          mechanism_only("sizes, set by the corpus; nothing to compare")),
-    Claim("03-byte-level-no-unknowns", "byte-level BPE has no unknown tokens", "Radford et al. (2019)",
-          f"{len(test_texts)} held-out documents and {len(awkward)} awkward strings decode exactly (section 5)",
-          holds(all(bpe.decode(bpe.encode(t)) == t for t in test_texts + awkward), "every one round-trips")),
-    Claim("03-trainer-equals-reference", "our BPE trainer equals the reference", "Hugging Face `tokenizers`",
-          f"{identical} of {len(hf_merges)} merges identical, and every held-out encoding (section 6)",
-          holds(ours_merges == hf_merges, "identical merges, in order")),
-    Claim("03-wordpiece-equals-bert", "our WordPiece equals BERT's",
-          "`transformers`' `BertTokenizer` on bert-base-uncased's vocabulary",
-          f"{sum(a == b for a, b in zip(ours, theirs))} of {len(theirs)} texts tokenized identically (section 7)",
-          holds(ours == theirs, "identical tokens on every text")),
-    Claim("03-bigger-vocabulary-shorter-text", "larger vocabularies give shorter sequences",
-          "the lecture's budget argument",
-          "held-out tokens per word: " + "; ".join(
-              f"{name} {rows[0]['tokens_per_word']:.2f} at {rows[0]['vocab_size']:,} → {rows[-1]['tokens_per_word']:.2f}"
-              f" at {rows[-1]['vocab_size']:,}" for name, rows in (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows)))
-          + " (section 9)",
-          holds(all(shorter.values()), "each larger vocabulary shorter, for both algorithms")),
-])
+curves = (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows))
+drops = [a["tokens_per_word"] - b["tokens_per_word"] for _, rows in curves for a, b in zip(rows, rows[1:])]
+gage = [text for text, _ in compress("aaabdaaabac", 2)]
+round_trips = sum(bpe.decode(bpe.encode(t)) == t for t in test_texts + awkward)
+show_what_we_saw("ch03-what-we-saw", "What we saw: chapter 03", CLAIMS, {
+    "03-vocabulary-sizes": shown(f"{exp.bpe_vocab_size:,} byte-level units on a far smaller corpus (section 5)"),
+    "03-bigger-vocabulary-shorter-text": measured(
+        "held-out tokens per word: " + "; ".join(
+            f"{name} {rows[0]['tokens_per_word']:.2f} at {rows[0]['vocab_size']:,} → {rows[-1]['tokens_per_word']:.2f}"
+            f" at {rows[-1]['vocab_size']:,}" for name, rows in curves)
+        + f"; least drop between neighbouring sizes {min(drops):.3f} (section 9)", min(drops), seeds=[0],
+        seed_kind="none"),
+}, CHECKS, {
+    "03-bpe-compresses": checked(" → ".join(["aaabdaaabac", *gage]) + " (section 3)",
+                                 sum(a == b for a, b in zip(gage, ["ZabdZabac", "ZYdZYac"])), 2),
+    "03-bpe-learns-subwords": checked(
+        "first merges " + ", ".join(a + b for a, b in merges) + f"; with `</w>` {len(paper_merges)} merges, the last "
+        f"`{' '.join(paper_merges[-1])}` (section 4)",
+        [sum(a == b for a, b in zip(merges, [("e", "s"), ("es", "t"), ("l", "o")])),
+         sum(a == b for a, b in zip(paper_merges, worked_merges))], [3, len(worked_merges)]),
+    "03-byte-level-no-unknowns": checked(
+        f"{round_trips} of {len(test_texts)} held-out documents and {len(awkward)} awkward strings decode exactly "
+        "(section 5)", round_trips, len(test_texts) + len(awkward)),
+    "03-trainer-equals-reference": checked(
+        f"{identical} of {len(hf_merges)} merges identical, and every held-out encoding (section 6)", identical,
+        max(len(ours_merges), len(hf_merges))),
+    "03-wordpiece-equals-bert": checked(
+        f"{sum(a == b for a, b in zip(ours, theirs))} of {len(theirs)} texts tokenized identically (section 7)",
+        sum(a == b for a, b in zip(ours, theirs)), len(theirs)),
+});
 
 # %% [markdown]
 # <details><summary>What did not carry over</summary>

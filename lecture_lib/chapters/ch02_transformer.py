@@ -10,7 +10,7 @@ Taught in: 02_transformer ("Training", "Post-LN or pre-LN", "A task with structu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable
 
@@ -25,7 +25,8 @@ from lecture_lib.data.toy import EOS, Seq2SeqBatch
 from lecture_lib.decoding import EncoderDecoder, Hypothesis, beam_search, beam_search_one, greedy_decode
 from lecture_lib.metrics import corpus_bleu
 from lecture_lib.models.transformer import Transformer, TransformerConfig
-from lecture_lib.profile import pick
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
 from lecture_lib.runtime import seed_everything
 from lecture_lib.train import History, TrainConfig, train
 
@@ -55,42 +56,84 @@ class Experiment:
     seed: int = 0
 
 
-# The reversal run's sizes by profile: the task's strings, the model, the optimisation.
-QUICK = dict(task=dict(num_symbols=10, max_len=8),
-             model=dict(d_model=64, encoder_layers=2, decoder_layers=2, ffn_dim=128),
-             train=dict(steps=400, lr=3e-3, warmup_steps=50, eval_every=50))
-FULL = dict(task=dict(num_symbols=20, max_len=16),
-            model=dict(d_model=256, encoder_layers=4, decoder_layers=4, ffn_dim=1024),
-            train=dict(steps=4000, lr=1e-3, warmup_steps=400, eval_every=250))
+@dataclass(frozen=True)
+class Chapter02Config:
+    """The chapter's sizes: the reversal task's strings, the model, the optimisation, the translation run's
+    sentences and steps, the harsh runs' steps, and the seeds of the claims' runs (``$LECTURE_SEEDS``).
+
+    Taught in: 02_transformer ("Training").
+    """
+
+    num_symbols: int
+    max_len: int
+    d_model: int
+    layers: int  # in the encoder and in the decoder
+    ffn_dim: int
+    train: TrainConfig
+    translation_max_words: int
+    translation_steps: int
+    stability_steps: int
+    seeds: tuple[int, ...] = field(default_factory=claim_seeds)
+
+    def __post_init__(self) -> None:
+        for name in ("num_symbols", "d_model", "layers", "ffn_dim", "translation_steps", "stability_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: expected at least 1, got {getattr(self, name)}")
+        if self.max_len < REVERSAL_MIN_LEN:
+            raise ValueError(f"max_len: expected at least the shortest string's {REVERSAL_MIN_LEN}, got {self.max_len}")
+        if self.translation_max_words < 4:
+            raise ValueError(f"translation_max_words: expected at least 4 (a sentence), got {self.translation_max_words}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: expected distinct seeds, at least one, got {self.seeds}")
 
 
-def reversal_experiment(**model_overrides: Any) -> Experiment:
-    """The chapter's run at the active profile's size (:data:`QUICK` or :data:`FULL`): a small model that
-    reverses symbol strings, its vocabulary and longest sequence (string, BOS and EOS) the task's;
-    ``model_overrides`` change the model.
+REVERSAL_MIN_LEN = 3
+QUICK = dict(num_symbols=10, max_len=8, d_model=64, layers=2, ffn_dim=128,
+             train=dict(steps=400, lr=3e-3, warmup_steps=50, eval_every=50, schedule="inverse_sqrt"),
+             translation_max_words=16, translation_steps=300, stability_steps=100)
+FULL = dict(num_symbols=20, max_len=16, d_model=256, layers=4, ffn_dim=1024,
+            train=dict(steps=4000, lr=1e-3, warmup_steps=400, eval_every=250, schedule="inverse_sqrt"),
+            translation_max_words=20, translation_steps=3000, stability_steps=1000)
+
+
+def chapter_config(**overrides: Any) -> Chapter02Config:
+    """The chapter's sizes for the active profile (:data:`QUICK` or :data:`FULL`, see :mod:`lecture_lib.profile`),
+    with ``overrides``: ``chapter_config(train=dict(steps=100), seeds=(0,))``.
+
+    Taught in: 02_transformer ("Training").
+    """
+    return build_config(Chapter02Config, pick(quick=QUICK, full=FULL), overrides)
+
+
+def reversal_experiment(config: Chapter02Config | None = None, **model_overrides: Any) -> Experiment:
+    """The chapter's run at ``config``'s size (default :func:`chapter_config`): a small model that reverses symbol
+    strings, its vocabulary and longest sequence (string, BOS and EOS) the task's; ``model_overrides`` change the
+    model.
 
     Taught in: 02_transformer ("The whole model", "Training").
     """
-    sizes = pick(quick=QUICK, full=FULL)
-    task = ReversalTask(min_len=3, **sizes["task"])
+    config = config or chapter_config()
+    task = ReversalTask(min_len=REVERSAL_MIN_LEN, num_symbols=config.num_symbols, max_len=config.max_len)
     fixed = dict(vocab_size=task.vocab_size, num_attention_heads=4, dropout=0.0, max_position_embeddings=task.max_len + 2)
-    model = build_config(TransformerConfig, fixed, sizes["model"], model_overrides)
-    return Experiment(task, model, build_config(TrainConfig, sizes["train"], dict(schedule="inverse_sqrt")))
+    sizes = dict(d_model=config.d_model, encoder_layers=config.layers, decoder_layers=config.layers,
+                 ffn_dim=config.ffn_dim)
+    return Experiment(task, build_config(TransformerConfig, fixed, sizes, model_overrides), config.train)
 
 
-def translation_experiment(**model_overrides: Any) -> Experiment:
-    """The chapter's second run: translating the synthetic language into a head-final one, with the
-    reversal run's model sizes and schedule.
+def translation_experiment(config: Chapter02Config | None = None, seed: int = 0, **model_overrides: Any) -> Experiment:
+    """The chapter's second run, with seed ``seed``: translating the synthetic language into a head-final one,
+    with the reversal run's model sizes and schedule.
 
     Taught in: 02_transformer ("A task with structure: translation").
     """
-    task = TranslationTask(max_words=pick(quick=16, full=20))
-    exp = reversal_experiment(vocab_size=task.vocab_size, max_position_embeddings=2 * task.max_words,
+    config = config or chapter_config()
+    task = TranslationTask(max_words=config.translation_max_words)
+    exp = reversal_experiment(config, vocab_size=task.vocab_size, max_position_embeddings=2 * task.max_words,
                               **model_overrides)
-    return replace(exp, task=task, train=replace(exp.train, steps=pick(quick=300, full=3000), eval_every=0))
+    return replace(exp, task=task, seed=seed, train=replace(exp.train, steps=config.translation_steps, eval_every=0))
 
 
-def free_order_experiment(seed: int = 0) -> Experiment:
+def free_order_experiment(seed: int = 0, config: Chapter02Config | None = None) -> Experiment:
     """The translation run made harder for decoding: :class:`FreeOrderTranslationTask`, whose references put
     the object phrase first in half of the sentences (a coin the source does not show, so the model must spread
     its probability over two right orders), trained with seed ``seed`` for half of :func:`translation_experiment`'s
@@ -99,19 +142,82 @@ def free_order_experiment(seed: int = 0) -> Experiment:
 
     Taught in: 02_transformer ("Where beam search pays: two right orders").
     """
-    exp = translation_experiment()
+    exp = translation_experiment(config)
     task = FreeOrderTranslationTask(max_words=exp.task.max_words, batch_size=exp.task.batch_size // 2)
     return replace(exp, task=task, seed=seed, train=replace(exp.train, steps=exp.train.steps // 2))
 
 
-def stability_experiment(norm_first: bool) -> Experiment:
-    """The chapter's run made harsh: no warm-up, the learning rate starts at 1e-2; post-LN or pre-LN.
+def stability_experiment(norm_first: bool, seed: int = 0, config: Chapter02Config | None = None) -> Experiment:
+    """The chapter's run made harsh, with seed ``seed``: no warm-up, the learning rate starts at 1e-2; post-LN or
+    pre-LN.
 
     Taught in: 02_transformer ("Post-LN or pre-LN").
     """
-    exp = reversal_experiment(norm_first=norm_first)
-    harsh = replace(exp.train, steps=pick(quick=100, full=1000), lr=1e-2, warmup_steps=0)  # lr 1e-2 / sqrt(step)
-    return replace(exp, train=harsh)
+    config = config or chapter_config()
+    exp = reversal_experiment(config, norm_first=norm_first)
+    harsh = replace(exp.train, steps=config.stability_steps, lr=1e-2, warmup_steps=0)  # lr 1e-2 / sqrt(step)
+    return replace(exp, seed=seed, train=harsh)
+
+
+def decoder_gradient_norms(exp: Experiment, norm_first: bool, seed: int) -> list[float]:
+    """The gradient norm of each decoder layer's second feed-forward matrix, at initialisation with seed ``seed``,
+    in a 6+6-layer version of ``exp``'s model (post-LN, or pre-LN with ``norm_first``), on one training batch.
+
+    Taught in: 02_transformer ("Post-LN or pre-LN").
+    """
+    seed_everything(seed)
+    deep = Transformer(replace(exp.model, norm_first=norm_first, encoder_layers=6, decoder_layers=6))
+    seq2seq_loss(deep, exp.task.train_batch(exp.task.batch_size, step=0, seed=seed)).backward()
+    return [layer.ffn.fc2.weight.grad.norm().item() for layer in deep.decoder.layers]
+
+
+VASWANI = "Vaswani et al. (2017)"
+CLAIMS = (
+    Demonstration("02-learned-positions-as-good", "sinusoids and learned positions do about equally well",
+                  paper="25.7 vs 25.8 dev BLEU", source=f"{VASWANI}, Table 3 row E",
+                  shows="why a learned table's rows stop at the training lengths (the comparison is exercise 1)"),
+    Rule("02-post-ln-gradients-grow", "at initialisation post-LN's gradients grow towards the output, pre-LN's "
+         "stay of one order", paper="post-LN's gradient norm grows with the layer index, pre-LN's stays level",
+         source="Xiong et al. (2020), section 3 and Figure 3",
+         metric="gradient norm of the top decoder layer's W₂ over the bottom layer's",
+         data="a 6+6-layer model at initialisation, one training batch", compared="post-LN", baseline="pre-LN",
+         seeds=Seeds("training")),
+    Rule("02-pre-ln-needs-no-warmup", "pre-LN trains without warm-up, post-LN does worse",
+         paper="pre-LN without warm-up trains faster than post-LN with it", source="Xiong et al. (2020), Figure 3",
+         metric="mean training loss of the last 20 steps", data="reversal, no warm-up, learning rate 1e-2/√step",
+         compared="pre-LN", baseline="post-LN", higher=False, seeds=Seeds("training")),
+    Demonstration("02-recipe-trains", "label smoothing and warm-up train the model",
+                  paper="label smoothing ε = 0.1, 4000 warm-up steps, 27.3 BLEU EN-DE (base)",
+                  source=f"{VASWANI}, section 5", shows="the recipe trains the reversal model; no run without it"),
+    Rule("02-heads-learn-alignments", "attention heads learn alignments", paper="heads that follow the alignment",
+         source=f"{VASWANI}, attention visualisations", metric="share of output steps whose strongest source "
+         "position is the mirrored one, for the best cross-attention head", data="200 held-out reversal strings",
+         compared="the best head", baseline=0.9, seeds=Seeds("training"),
+         gates=(Gate("exact match of greedy decoding", "chance", 0.5),)),
+    Demonstration("02-beam-finds-more-probable", "beam search finds more probable outputs",
+                  paper="beam size 4", source=f"{VASWANI}, section 6.1; Wu et al. (2016)",
+                  shows="beam's mean log-probability beside greedy decoding's on a half-trained model, the search "
+                        "doing what it is for"),
+    Rule("02-transformer-translates", "the Transformer translates",
+         paper="BLEU 27.3 EN-DE and 38.1 EN-FR (base), 28.4 and 41.8 (big), newstest2014",
+         source=f"{VASWANI}, Table 2", metric="corpus BLEU of greedy decoding",
+         data="100 held-out sentences of the synthetic head-final language", compared="the Transformer",
+         baseline="copying the source", margin=50, seeds=Seeds("training")),
+    Rule("02-beam-search-helps", "a beam of 4 translates better than greedy decoding",
+         paper="beam size 4 and length penalty 0.6 for the reported BLEU", source=f"{VASWANI}, section 6.1",
+         metric="corpus BLEU against both right orders",
+         data="100 held-out sentences of the free-order translation task", compared="beam of 4",
+         baseline="greedy decoding", seeds=Seeds("training")),
+)
+CHECKS = (
+    Check("02-constant-path-length", "self-attention needs O(1) sequential operations and path length, "
+          "recurrence O(n)", source=f"{VASWANI}, Table 1",
+          reference="the same path for self-attention at every n, and a GRU path that grows linearly in n (the same "
+                    "operations per added position between every two n)"),
+    Check("02-attention-ignores-order", "attention without positions ignores order", source=f"{VASWANI}, section 3.5",
+          reference="0, the largest difference between SA(PX) and P·SA(X)", tolerance=1e-5),
+    ParameterCount("02-base-parameters", "the base Transformer", source=f"{VASWANI}, Table 3", paper="65M"),
+)
 
 
 def train_experiment(

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Sequence
 
 import torch
 
-from lecture_lib.cache import Deferred, cached_json
+from lecture_lib.cache import Deferred, cached_call, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, merge_dicts
 from lecture_lib.data.synthetic import Person, SyntheticLanguage
@@ -52,7 +52,8 @@ from lecture_lib.pretraining import (
     left_to_right_loss,
 )
 from lecture_lib.pretraining import main as pretraining_main
-from lecture_lib.profile import current, pick
+from lecture_lib.profile import claim_seeds, current, pick
+from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
 from lecture_lib.runtime import parallel_map, seed_of
 from lecture_lib.train import cpu_threads
 
@@ -188,15 +189,18 @@ def _domain_encoders(text: str) -> tuple[PretrainResult, PretrainResult] | Pretr
     return general, further_pretrained_bert(general, progress=False)
 
 
+# The masking ablation's runs: the synthetic language's model and data, fewer steps each.
+ABLATION_QUICK = dict(pretrain=dict(train=dict(steps=150, warmup_steps=15, eval_every=0)))
+ABLATION_FULL = dict(pretrain=dict(train=dict(steps=2000, warmup_steps=200, eval_every=0)))
+
+
 def ablation_config(**overrides) -> course_language.CourseLanguageConfig:
-    """The masking ablation's runs: the synthetic language's model and data, fewer steps each (150 quick, 2,000
-    full).
+    """The masking ablation's runs (:data:`ABLATION_QUICK` or :data:`ABLATION_FULL` over :func:`synthetic_config`),
+    with ``overrides``.
 
     Taught in: 04_bert_pretraining ("The masking ablation").
     """
-    steps = pick(quick=150, full=2000)
-    shorter = dict(pretrain=dict(train=dict(steps=steps, warmup_steps=steps // 10, eval_every=0)))
-    return synthetic_config(**merge_dicts(shorter, overrides))
+    return synthetic_config(**merge_dicts(pick(quick=ABLATION_QUICK, full=ABLATION_FULL), overrides))
 
 
 def small_pretrained_bert(config: PretrainConfig | None = None, *, progress: bool = True) -> PretrainResult:
@@ -230,27 +234,27 @@ def masking_ablation(config: course_language.CourseLanguageConfig | None = None,
     the model: ``[MASK]`` (the pretraining condition BERT optimises for), ``same`` (the true token, as
     every token is at fine-tuning time: can the model still say what is there?) and ``random`` (a wrong
     token to correct); plus ``unigram``, the most frequent token's accuracy on the same positions. Cached
-    as JSON, keyed by the recipe.
+    as JSON, named from the call.
 
     Taught in: 04_bert_pretraining ("The masking ablation").
     """
-    config = _with_pretrain(config or ablation_config(), dict(pairs=None))
+    return _masking_ablation(_with_pretrain(config or ablation_config(), dict(pairs=None)), tuple(rules),
+                             progress=progress)
 
-    def run() -> dict:
-        corpus = course_language.synthetic_pretraining_data(config)
-        results = {}
-        for rule in rules:
-            model = course_language.synthetic_pretrained_bert(_with_pretrain(config, dict(masking=rule)), progress=progress).model
-            with cpu_threads(config.pretrain.train.num_threads):
-                results[rule] = {probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
-                                 for probe, strategy in PROBES.items()}
-        labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in corpus.eval_batches()])
-        results["unigram"] = float((labels == corpus.most_frequent_token()).float().mean())
-        return results
 
-    recipe = {"config": asdict(config), "rules": list(rules),
-              "probes": {probe: asdict(strategy) for probe, strategy in PROBES.items()}}
-    return cached_json("masking-ablation", recipe, run)
+@cached_call(ignore=("progress",))
+def _masking_ablation(config: course_language.CourseLanguageConfig, rules: tuple[str, ...], progress: bool = True) -> dict:
+    corpus = course_language.synthetic_pretraining_data(config)
+    results = {}
+    for rule in rules:
+        model = course_language.synthetic_pretrained_bert(_with_pretrain(config, dict(masking=rule)),
+                                                          progress=progress).model
+        with cpu_threads(config.pretrain.train.num_threads):
+            results[rule] = {probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
+                             for probe, strategy in PROBES.items()}
+    labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in corpus.eval_batches()])
+    results["unigram"] = float((labels == corpus.most_frequent_token()).float().mean())
+    return results
 
 
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
@@ -317,19 +321,6 @@ def best_left_to_right_tags(examples: Sequence[TaggingExample]) -> list[list[str
     return [[*e.tags[:3], f"B-{kind}", *[f"I-{kind}"] * (len(e.tags) - 5), "O"] for e in examples]
 
 
-def mean_and_range(scores: Sequence[float]) -> tuple[float, float]:
-    """The mean of a row's scores over its seeds, and their range (largest minus smallest).
-
-    >>> mean_and_range([0.5, 0.75, 0.625])
-    (0.625, 0.25)
-
-    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
-    """
-    if not scores:
-        raise ValueError("expected at least one score")
-    return sum(scores) / len(scores), max(scores) - min(scores)
-
-
 def downstream_tasks(tokenizer, config: course_language.CourseLanguageConfig) -> dict[str, Task]:
     """The tables' two tagging tasks (:data:`DOWNSTREAM_TASKS`), trained on sentences about some people and
     tested on sentences about others, encoded by ``tokenizer``: chapter 05's *context entities* (surnames that
@@ -385,11 +376,15 @@ def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, c
     return scores
 
 
+@cached_call(ignore=("progress",))
 def _table_row(config: course_language.CourseLanguageConfig, language_model: str | None, names: tuple[str, ...],
-               progress: bool) -> dict:
+               progress: bool = False) -> dict:
     """One row of Tables 5 and 6 (a job of :func:`pretraining_ablations`): pretrain (cached; ``None``: no
     pretraining, the same network from random weights), score the masked LM on held-out text, fine-tune on the
-    tasks ``names`` of :func:`downstream_tasks`."""
+    tasks ``names`` of :func:`downstream_tasks`. Cached as JSON, named from the call.
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
     if language_model is None:  # the masked LM's vocabulary: every row's tokenizer cuts the same words alike
         tasks = downstream_tasks(synthetic_bert(config, progress=progress).tokenizer, config)
         return {"downstream": downstream_scores({name: tasks[name] for name in names}, config.pretrain.model, config)}
@@ -432,34 +427,105 @@ def pretraining_ablations(config: course_language.CourseLanguageConfig | None = 
     ``downstream`` entity F1 per fine-tuning seed (:func:`downstream_scores`) on context entities, and on
     right-context entities too for the rows the notebook compares there (:data:`BOTH_TASKS_ROWS`),
     and for a masked LM its held-out ``mlm_loss``, ``mask_accuracy`` and ``unigram_at_masks`` (at the positions
-    showing ``[MASK]``), and ``parameters``. The rows run in the workers of
-    :func:`~lecture_lib.runtime.parallel_map`; cached as JSON, keyed by the recipe.
+    showing ``[MASK]``), and ``parameters``. Each row is cached on its own, named from its call; the rows not yet
+    cached run in the workers of :func:`~lecture_lib.cache.compute_all`.
 
     Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size", "Bidirectional or left to right").
     """
     config = config or synthetic_config()
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
+    context = DOWNSTREAM_TASKS[:1]
+    jobs = {("objectives", name): (_with_pretrain(config, dict(pairs=pairs)), lm,
+                                   DOWNSTREAM_TASKS if name in BOTH_TASKS_ROWS else context)
+            for name, (pairs, lm) in TABLE5_ROWS.items()}
+    jobs[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS)
+    jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context) for size in sizes}
+    rows = compute_all(_table_row, list(jobs.values()), workers=workers, desc="pretraining rows")
+    tables = {"objectives": {}, "sizes": {}}
+    for (table, name), row in zip(jobs, rows):
+        tables[table][name] = row
+    return tables
 
-    def run() -> dict:
-        context = DOWNSTREAM_TASKS[:1]
-        jobs = {("objectives", name): (_with_pretrain(config, dict(pairs=pairs)), lm,
-                                       DOWNSTREAM_TASKS if name in BOTH_TASKS_ROWS else context, False)
-                for name, (pairs, lm) in TABLE5_ROWS.items()}
-        jobs[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS, False)
-        jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context, False)
-                 for size in sizes}
-        unique = {repr(job): job for job in jobs.values()}  # Table 6's largest row may be Table 5's first
-        rows = dict(zip(unique, parallel_map(_table_row, list(unique.values()), workers=workers,
-                                             desc="pretraining rows")))
-        tables = {"objectives": {}, "sizes": {}}
-        for (table, name), job in jobs.items():
-            tables[table][name] = rows[repr(job)]
-        return tables
 
-    recipe = {"config": asdict(config), "rows": TABLE5_ROWS, "sizes": sizes, "tasks": DOWNSTREAM_TASKS,
-              "both": BOTH_TASKS_ROWS,
-              "verbs": VISIT_VERBS, "suffixes": COMPANY_SUFFIXES, "labels": NER_LABELS}
-    return cached_json("pretraining-ablations", recipe, run)
+def pretraining_seeds() -> tuple[int, ...]:
+    """The pretraining seeds of the claims about a pretraining recipe (Tables 5 and 6, section 7's models): every
+    seed of ``$LECTURE_SEEDS`` in the full profile, the first alone in the quick one, where those claims show as
+    mechanism only (:data:`ONE_PRETRAINING_RUN`).
+
+    Taught in: 04_bert_pretraining ("What we saw").
+    """
+    return pick(quick=claim_seeds()[:1], full=claim_seeds())
+
+
+DEVLIN = "Devlin et al. (2019)"
+ONE_PRETRAINING_RUN = ("one pretraining run per row in the quick profile (the fine-tuning seeds do not vary what the "
+                       "claim is about)")
+TABLE_F1 = "entity F1 on context entities with held-out names, the mean of 3 fine-tuning seeds"
+F1_MARGIN = 0.01  # one point of F1: a smaller difference is not called a gain
+LEARNED = 0.05  # five points of F1 over the same network from random weights: the row learned from pretraining
+CLAIMS = (
+    Demonstration("04-mlm-selection-rates", "MLM selects 15% and replaces 80/10/10", paper="15%; 80/10/10",
+                  source=f"{DEVLIN}, section 3.1", shows="our rule's rates, counted over 200k tokens"),
+    Demonstration("04-dynamic-masking", "dynamic masking is as good as static or better",
+                  paper="SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9", source="Liu et al. (2019), Table 1",
+                  shows="the distinct masks each rule gives a sentence in 12 epochs; no run with each"),
+    Rule("04-pretraining-teaches-context-english", "pretraining teaches context (English text)",
+         paper="BERT-base's held-out MLM perplexity 3.99", source=f"{DEVLIN}, Table 6",
+         metric="accuracy at [MASK]", data="held-out Python documentation", compared="the pretrained BERT",
+         baseline="the most-frequent-token guess", factor=2, seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+    Rule("04-pretraining-teaches-context", "pretraining teaches context (the synthetic language)",
+         paper="BERT-base's held-out MLM perplexity 3.99", source=f"{DEVLIN}, Table 6",
+         metric="accuracy at [MASK]", data="held-out documents of the synthetic language",
+         compared="the pretrained BERT", baseline="the most-frequent-token guess", factor=2,
+         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+    Demonstration("04-mask-only-hurts-features", "always [MASK] (100/0/0) hurts the feature-based use",
+                  paper="NER feature-based 94.0 (100/0/0) vs 94.9 (80/10/10)", source=f"{DEVLIN}, Table 8",
+                  shows="what each rule's model names when shown the true token: 100/0/0 never asks its head about "
+                        "a visible token, so it sits at the frequency level by construction; the feature-based "
+                        "task itself is not run"),
+    Rule("04-nsp-helps", "NSP helps downstream", paper="No NSP −0.5 MNLI, −3.5 QNLI", source=f"{DEVLIN}, Table 5",
+         metric=TABLE_F1, data="the synthetic language", compared="MLM + NSP", baseline="No NSP", margin=F1_MARGIN,
+         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN,
+         gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("No NSP", "no pretraining", LEARNED))),
+    Demonstration("04-bidirectional-beats-left-to-right", "a left-to-right LM is worse downstream where the answer "
+                  "depends on the words to its right", paper="LTR & No NSP −10.7 SQuAD, −9.2 MRPC, −2.3 MNLI",
+                  source=f"{DEVLIN}, Table 5",
+                  shows="a tagger fine-tuned with a causal mask cannot read the word on its right: its F1 on "
+                        "right-context entities is bounded by the left-side-only ceiling, which the fine-tuning "
+                        "mask decides, not the pretraining objective"),
+    Rule("04-bigger-lowers-perplexity", "bigger models reach lower held-out perplexity",
+         paper="5.84 (3 layers) … 3.23 (24 layers)", source=f"{DEVLIN}, Table 6",
+         metric="held-out MLM loss, its least drop from one size to the next larger",
+         data="the synthetic language, equal steps", compared="the least drop", baseline=0.0,
+         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+    Rule("04-bigger-is-better-downstream", "bigger models score higher downstream",
+         paper="MNLI-m 77.9 (3 layers, H = 768) … 86.6 (24 layers, H = 1024)", source=f"{DEVLIN}, Table 6",
+         metric=f"{TABLE_F1}, its least gain from one size to the next larger", data="the synthetic language, equal "
+         "steps", compared="the least gain", baseline=0.0, seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN,
+         gates=(Gate("the weakest size", "no pretraining", LEARNED),)),
+    Rule("04-pretraining-pays-downstream", "pretraining pays downstream", paper="every GLUE task above pre-BERT "
+         "models trained on the task alone", source=f"{DEVLIN}, Tables 1 and 6", metric=TABLE_F1,
+         data="the synthetic language", compared="MLM + NSP", baseline="no pretraining", margin=F1_MARGIN,
+         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+    Demonstration("04-bidirectional-leaks", "a bidirectional LM cannot be trained left to right",
+                  paper="each word would see itself", source=f"{DEVLIN}, section 3.1",
+                  shows="the held-out next-token loss of a full-attention model with the answer in view against "
+                        "hidden: it learns to copy"),
+    Rule("04-contextual-vectors-separate-senses", "contextual vectors separate word senses",
+         paper="occurrences of a word in the same sense lie closer", source="Peters et al. (2018); Ethayarajh (2019)",
+         metric="mean cosine of one word's last-layer vectors",
+         data="six sentences, three for each of two senses of one word", compared="pairs of the same sense",
+         baseline="pairs of different senses", seeds=Seeds("none", 1)),
+    Demonstration("04-pretraining-cost", "pretraining BERT-base costs thousands of dollars",
+                  paper="64 V100 for 79 h, 1,507 kWh, 3,751–12,571 USD", source="Strubell et al. (2019), Table 3",
+                  shows="the arithmetic of the paper's figures: BERT-base's FLOPs in V100-hours at 30% utilisation"),
+)
+CHECKS = (
+    ParameterCount("04-base-parameters", "BERT-base", source=f"{DEVLIN}, section 3", paper="110M"),
+    Check("04-model-matches-transformers", "a layer is attention and a feed-forward, each with a residual and "
+          "LayerNorm; the MLM decoder is the embedding table", source=f"{DEVLIN}; Vaswani et al. (2017)",
+          reference="0, the largest difference to `transformers`' BertModel", tolerance=1e-5),
+)
 
 
 def main(argv: list[str] | None = None) -> PretrainResult:

@@ -1,10 +1,13 @@
 import math
 from dataclasses import replace
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from lecture_lib.chapters.ch02_transformer import (
+    chapter_config,
+    decoder_gradient_norms,
     free_order_experiment,
     greedy_against_beam,
     initial_position_tables,
@@ -12,6 +15,7 @@ from lecture_lib.chapters.ch02_transformer import (
     length_penalty_changes,
     reversal_experiment,
     seq2seq_loss,
+    stability_experiment,
     train_experiment,
     translation_experiment,
 )
@@ -42,6 +46,27 @@ def test_loss_is_label_smoothed_cross_entropy_over_real_tokens():
     expected = ((1 - eps) * nll + eps * uniform)[real].mean()
     torch.testing.assert_close(seq2seq_loss(model, batch, label_smoothing=eps), expected)
 
+
+
+@pytest.mark.parametrize("overrides, field", [(dict(max_len=2), "max_len"), (dict(layers=0), "layers"),
+                                              (dict(seeds=(1, 1)), "seeds"), (dict(stability_steps=0), "stability")])
+def test_the_config_refuses_sizes_that_make_no_run(overrides, field):
+    with pytest.raises(ValueError, match=field):
+        chapter_config(**overrides)
+
+
+def test_the_claims_seeds_come_from_lecture_seeds(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
+    assert chapter_config().seeds == (3, 4, 5)
+    assert [stability_experiment(True, seed).seed for seed in (3, 4)] == [3, 4]
+    assert translation_experiment(seed=4).seed == 4
+
+
+def test_decoder_gradient_norms_are_one_per_layer_and_vary_with_the_seed():
+    exp = reversal_experiment(d_model=16, ffn_dim=32)
+    norms = [decoder_gradient_norms(exp, False, seed) for seed in (0, 0, 1)]
+    assert len(norms[0]) == 6 and all(n > 0 for n in norms[0])
+    assert norms[0] == norms[1] and norms[0] != norms[2]
 
 def _small_experiment(seed):
     exp = reversal_experiment(d_model=16, ffn_dim=32, encoder_layers=1, decoder_layers=1, dropout=0.1)

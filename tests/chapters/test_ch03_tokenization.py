@@ -7,9 +7,9 @@ import pytest
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 from lecture_lib.chapters.ch03_tokenization import (
+    chapter_config,
     letter_punctuation_merges,
     replay_against_greedy,
-    tokenization_experiment,
 )
 from lecture_lib.data.corpus import split_corpus
 from lecture_lib.tokenization import ByteLevelBPE, bpe_curve, count_words, learn_bpe
@@ -22,14 +22,24 @@ WHITE_SPACE = r"\S+|\s+"
 
 def test_profiles_pick_the_sizes(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    quick = tokenization_experiment()
+    quick = chapter_config()
     monkeypatch.setenv("LECTURE_PROFILE", "full")
-    full = tokenization_experiment()
+    full = chapter_config()
     assert quick.bpe_vocab_size < full.bpe_vocab_size and quick.wordpiece_vocab_size < full.wordpiece_vocab_size
     for exp in (quick, full):
         assert max(exp.bpe_curve_sizes) == exp.bpe_vocab_size and min(exp.bpe_curve_sizes) == 256
         assert max(exp.wordpiece_curve_sizes) == exp.wordpiece_vocab_size
 
+
+
+@pytest.mark.parametrize("overrides, field", [(dict(bpe_curve_sizes=(256, 512)), "bpe_curve_sizes"),
+                                              (dict(wordpiece_curve_sizes=(3000, 1000)), "wordpiece_curve_sizes"),
+                                              (dict(bpe_curve_sizes=(128, 4096)), "bpe_curve_sizes"),
+                                              (dict(comparison_documents=0), "comparison_documents")])
+def test_the_config_refuses_curves_that_do_not_rise_to_the_vocabulary(monkeypatch, overrides, field):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    with pytest.raises(ValueError, match=field):
+        chapter_config(**overrides)
 
 @pytest.fixture(scope="module")
 def corpus():

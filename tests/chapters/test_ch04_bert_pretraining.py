@@ -31,6 +31,7 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     mask_accuracy_on,
     masking_ablation,
     pretraining_ablations,
+    pretraining_seeds,
     right_context_entity_examples,
     sense_similarities,
     small_pretrained_bert,
@@ -69,6 +70,14 @@ def test_profiles_pick_the_sizes(monkeypatch):
     assert shorter.pretrain.train.steps < quick.pretrain.train.steps
     assert shorter.pretrain.model == quick.pretrain.model and shorter.documents == quick.documents
 
+
+
+def test_pretraining_seeds_are_lecture_seeds_in_full_and_the_first_alone_in_quick(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    assert pretraining_seeds() == (3, 4, 5)
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    assert pretraining_seeds() == (3,)
 
 def test_masking_ablation_trains_one_cached_model_per_rule(monkeypatch, tmp_path):
     config = _tiny(monkeypatch, tmp_path)
