@@ -36,7 +36,6 @@ from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import ch08_electra as ch08
 from lecture_lib.chapters import ch09_t5_bart as ch09
-from lecture_lib.chapters import ch11_bertology_probing as ch11
 from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
@@ -118,26 +117,6 @@ ENTRY_POINTS = {
         {"fraction": 0.5, "run": ch08.Run("BERT (MLM)", 0.25, 10, 1.0, [], {}, {}), "electra_head": True}),
     "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch09.noising_runs": (ch09.noising_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
-    "ch11.layerwise_probing": (
-        ch11.layerwise_probing,
-        lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
-                     config=ch11.chapter_config()),
-        {"model_name": "course-bert", "tasks": ch11.PROBING_TASKS[:1]}),
-    "ch11.knowledge_probing": (
-        ch11.knowledge_probing,
-        lambda: dict(course=SimpleNamespace(model=tiny_encoder(), tokenizer=tiny_tokenizer()),
-                     config=ch11.chapter_config()),
-        {"course": SimpleNamespace(model=BertModel(tiny_encoder().config), tokenizer=tiny_tokenizer())}),
-    "ch11.structural_probing": (
-        ch11.structural_probing,
-        lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
-                     config=ch11.chapter_config()),
-        {"model_name": "course-bert", "rank_sweep": True, "depth": False}),
-    "ch11.edge_probing": (
-        ch11.edge_probing,
-        lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
-                     config=ch11.chapter_config()),
-        {"model_name": "course-bert", "tasks": ch11.EDGE_TASKS[:1], "sweep": False}),
     "ch12.fine_tuned_teacher": (
         ch12.fine_tuned_teacher,
         lambda: dict(pretrained=result("synthetic-bert-0"), task=SimpleNamespace(name="acceptability"),
@@ -167,7 +146,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
                                                    "phrases it does not read depend on it",
     **{("ch05.cached_finetune_from", field): "the model is cached, and scored afresh on the test set of every call"
        for field in ("task.test.*", "task.test_examples")},
-    ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
     **{(entry, "config.batch_sizes"): "Table 3's rows, trained by batch_size_runs"
        for entry in ("ch06.format_run", "ch06.scheme_run", "ch06.scratch_run")},
     **{(entry, "config.seeds"): "seeded_runs gives each run one of the seeds as its pretrain.seed, which is in the key"
@@ -225,7 +203,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch06, ch07, ch08, ch09, ch11, ch12, course_language):
+    for module in (ch04, ch05, ch06, ch07, ch08, ch09, ch12, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)

@@ -371,7 +371,8 @@ def test_only_chapters_and_bench_pick_sizes_by_profile():
 # Names that several modules define on purpose, one per module of a kind: a runnable module's command line, and
 # a chapter's sizes (ARCHITECTURE.md: chapters/chNN_name.py holds QUICK, FULL and chapter_config).
 CONVENTIONS = {"main": "lecture_lib/", "QUICK": "lecture_lib/chapters/", "FULL": "lecture_lib/chapters/",
-               "chapter_config": "lecture_lib/chapters/"}
+               "chapter_config": "lecture_lib/chapters/", "CLAIMS": "lecture_lib/chapters/",
+               "CHECKS": "lecture_lib/chapters/"}
 
 
 def _public_definitions(path: Path) -> list[str]:
