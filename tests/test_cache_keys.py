@@ -36,7 +36,6 @@ from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import ch08_electra as ch08
 from lecture_lib.chapters import ch09_t5_bart as ch09
-from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
 from lecture_lib.finetuning.finetune import FinetuneConfig, Task
 from lecture_lib.finetuning.peft import bitfit
@@ -117,15 +116,6 @@ ENTRY_POINTS = {
         {"fraction": 0.5, "run": ch08.Run("BERT (MLM)", 0.25, 10, 1.0, [], {}, {}), "electra_head": True}),
     "ch09.objective_runs": (ch09.objective_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
     "ch09.noising_runs": (ch09.noising_runs, lambda: dict(recipe=ch09.chapter_config()), {}),
-    "ch12.fine_tuned_teacher": (
-        ch12.fine_tuned_teacher,
-        lambda: dict(pretrained=result("synthetic-bert-0"), task=SimpleNamespace(name="acceptability"),
-                     config=ch12.chapter_config()),
-        {"pretrained": result("synthetic-bert-1"), "task": SimpleNamespace(name="entailment")}),
-    "ch12.distilled_student": (
-        ch12.distilled_student,
-        lambda: dict(pretrained=result("synthetic-bert-0"), recipe=ch12.StudentRecipe(), config=ch12.chapter_config()),
-        {"pretrained": result("synthetic-bert-1")}),
 }
 
 # (entry point, input) -> why changing that input cannot change what the entry point caches. An input is a
@@ -165,15 +155,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     **{("ch08.finetune_scores", field): "the run's recipe (variant, generator size and every pretraining field) is "
                                         "in the key, and these follow from it or name other runs"
        for field in ("run.steps", "run.flops", "config.generator_size", "config.variants", "config.generator_sizes")},
-    **{("ch12.fine_tuned_teacher", f"config.{field}"): "the teacher is fine-tuned with config.finetune on the task "
-                                                       "passed in (its name is in the key)"
-       for field in ("task", "distill_*", "mlm_probability", "qat_bits", "bits", "sparsities", "latency_repeats",
-                     "dark_knowledge_*", "ablation_seeds", "seed")},
-    **{("ch12.distilled_student", f"config.{field}"): "distillation reads the distill_*, mlm_* and seed fields and "
-                                                      "finetune.fused, all in the key; these belong to other sections"
-       for field in ("task", "finetune.steps", "finetune.batch_size", "finetune.lr", "finetune.warmup_fraction",
-                     "finetune.dropout", "finetune.num_threads", "finetune.seed", "qat_bits", "bits", "sparsities",
-                     "latency_repeats", "dark_knowledge_*", "ablation_seeds")},
 }
 
 
@@ -203,7 +184,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch05, ch06, ch07, ch08, ch09, ch12, course_language):
+    for module in (ch04, ch05, ch06, ch07, ch08, ch09, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)
