@@ -872,7 +872,7 @@ per_seed_list = "; ".join
 minilm_at = {task: summaries["MiniLM", task] for task in PROBING_TASKS}
 above_majority = {ABOVE_MAJORITY.format(task): (minilm_at[task]["at_best"].tolist(), minilm_at[task]["majority"].tolist())
                   for task in PROBING_TASKS}
-context_gates = {ABOVE_MAJORITY.format(task): above_majority[ABOVE_MAJORITY.format(task)] for task in CONTEXT_TASKS}
+context_gates = {gate: above_majority[gate] for gate in map(ABOVE_MAJORITY.format, CONTEXT_TASKS)}
 context_min_gap = torch.stack([context_gap[task] for task in CONTEXT_TASKS]).min(0).values.tolist()
 twin_context_gap = torch.stack([twin_gap[task] for task in CONTEXT_TASKS]).min(0).values.tolist()
 controls = {task: per_seed(probing["MiniLM"][task], "control")[:, minilm_at[task]["best"]].mean().item()
@@ -941,7 +941,8 @@ show_what_we_saw("ch11-what-we-saw", "What we saw: chapter 11", CLAIMS, {
     "11-pipeline-order": measured(
         "MiniLM's best layer per seed: " + ", ".join(f"{task} {best_per_seed[task]}" for task in PROBING_TASKS)
         + " (section 3)", [min(layers) for layers in zip(*(best_per_seed[task] for task in CONTEXT_TASKS))],
-        best_per_seed["pos"], seeds=seeds, seed_kind="probe fit", gates=above_majority),
+        best_per_seed["pos"], seeds=seeds, seed_kind="probe fit",
+        gates={gate: above_majority[gate] for gate in map(ABOVE_MAJORITY.format, ("pos", *CONTEXT_TASKS))}),
     "11-trees-are-distances": measured(
         f"UUAS at MiniLM's best layer: {seeds_of(tree_uuas, '.1%')}; right-branching {right_branching:.1%} "
         "(section 4)", tree_uuas, [right_branching] * len(seeds), seeds=seeds, seed_kind="probe fit"),

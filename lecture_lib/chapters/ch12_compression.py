@@ -428,7 +428,7 @@ def latencies(models: dict[str, nn.Module], task: Task, batch_size: int, repeats
 
 # ---------------------------------------------------------------- the claims, declared before the run
 
-TASK = "acceptability: accuracy (%) on the test sentences"
+TASK = "the acceptability test sentences"
 GATE_POINTS = 5.0  # points of accuracy a model must gain over its floor to count as having learned the task
 DISTILLED = "the distilled student (triple loss)"
 CLAIMS = (
