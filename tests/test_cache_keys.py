@@ -32,8 +32,6 @@ import torch
 from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import ch07_albert as ch07
-from lecture_lib.chapters import ch11_bertology_probing as ch11
-from lecture_lib.chapters import ch12_compression as ch12
 from lecture_lib.chapters import course_language
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.tokenization import WordPieceTokenizer
@@ -73,35 +71,6 @@ ENTRY_POINTS = {
                                                   lambda: dict(config=course_language.chapter_config()), {}),
     "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config().pairs,
                                                       data=ch07.DiaryPairs(ch07.chapter_config().pairs)), {}),
-    "ch11.layerwise_probing": (
-        ch11.layerwise_probing,
-        lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
-                     config=ch11.chapter_config()),
-        {"model_name": "course-bert", "tasks": ch11.PROBING_TASKS[:1]}),
-    "ch11.knowledge_probing": (
-        ch11.knowledge_probing,
-        lambda: dict(course=SimpleNamespace(model=tiny_encoder(), tokenizer=tiny_tokenizer()),
-                     config=ch11.chapter_config()),
-        {"course": SimpleNamespace(model=BertModel(tiny_encoder().config), tokenizer=tiny_tokenizer())}),
-    "ch11.structural_probing": (
-        ch11.structural_probing,
-        lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
-                     config=ch11.chapter_config()),
-        {"model_name": "course-bert", "rank_sweep": True, "depth": False}),
-    "ch11.edge_probing": (
-        ch11.edge_probing,
-        lambda: dict(model_name="minilm", model=tiny_encoder(), tokenizer=tiny_tokenizer(),
-                     config=ch11.chapter_config()),
-        {"model_name": "course-bert", "tasks": ch11.EDGE_TASKS[:1], "sweep": False}),
-    "ch12.fine_tuned_teacher": (
-        ch12.fine_tuned_teacher,
-        lambda: dict(pretrained=result("synthetic-bert-0"), task=SimpleNamespace(name="acceptability"),
-                     config=ch12.chapter_config()),
-        {"pretrained": result("synthetic-bert-1"), "task": SimpleNamespace(name="entailment")}),
-    "ch12.distilled_student": (
-        ch12.distilled_student,
-        lambda: dict(pretrained=result("synthetic-bert-0"), recipe=ch12.StudentRecipe(), config=ch12.chapter_config()),
-        {"pretrained": result("synthetic-bert-1")}),
 }
 
 # (entry point, input) -> why changing that input cannot change what the entry point caches. An input is a
@@ -114,16 +83,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
     **{(entry, f"config.{field}"): _PRETRAINING_ONLY for field in _TASK_FIELDS
        for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert",
                      "ch04.pretrained_row")},
-    ("ch11.layerwise_probing", "PROBING_TASKS"): "the list of valid task names, checked before anything is cached",
-    **{("ch12.fine_tuned_teacher", f"config.{field}"): "the teacher is fine-tuned with config.finetune on the task "
-                                                       "passed in (its name is in the key)"
-       for field in ("task", "distill_*", "mlm_probability", "qat_bits", "bits", "sparsities", "latency_repeats",
-                     "dark_knowledge_*", "ablation_seeds", "seed")},
-    **{("ch12.distilled_student", f"config.{field}"): "distillation reads the distill_*, mlm_* and seed fields and "
-                                                      "finetune.fused, all in the key; these belong to other sections"
-       for field in ("task", "finetune.steps", "finetune.batch_size", "finetune.lr", "finetune.warmup_fraction",
-                     "finetune.dropout", "finetune.num_threads", "finetune.seed", "qat_bits", "bits", "sparsities",
-                     "latency_repeats", "dark_knowledge_*", "ablation_seeds")},
 }
 
 
@@ -153,7 +112,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         asked.append(name)
         return result(name, config=config)
 
-    for module in (ch04, ch07, ch11, ch12, course_language):
+    for module in (ch04, ch07, course_language):
         for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)

@@ -235,7 +235,7 @@ def test_ours_in_tex_is_refused():
 
 # Chapters whose "What we saw" is still built in the notebook by the old Claim/holds/direction/mechanism_only path.
 # A chapter's helper removes it from here when its module declares CLAIMS; when the set is empty, the old path goes.
-NOT_YET_DECLARED = {"11", "12"}
+NOT_YET_DECLARED: set[str] = set()
 DECLARATIONS = ("Rule", "Demonstration", "Check", "ParameterCount", "Gate", "Seeds")
 OLD_VERDICTS = ("Claim", "holds", "direction", "mechanism_only", "Verdict", "judge")
 

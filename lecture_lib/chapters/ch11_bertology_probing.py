@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import random
 from collections import defaultdict
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import torch
@@ -48,7 +48,7 @@ from lecture_lib.analysis.word_senses import (
     sense_sentences,
 )
 from lecture_lib.analysis.word_vectors import word_vectors
-from lecture_lib.cache import cached_json, fingerprint
+from lecture_lib.cache import cached_call
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import (
@@ -64,7 +64,8 @@ from lecture_lib.data.treebank import EDGE_TASKS, edge_examples
 from lecture_lib.models.bert import BertModel
 from lecture_lib.objectives.masking import replace_selected, select_positions
 from lecture_lib.pretraining import PretrainResult
-from lecture_lib.profile import pick
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import generator, seed_of
 from lecture_lib.tokenization.wordpiece import pad_ids
 
@@ -78,57 +79,72 @@ ANISOTROPY_WORDS = 200  # random words whose mean pairwise cosine is the anisotr
 
 
 @dataclass
-class ProbingChapterConfig:
+class Chapter11Config:
     """The chapter's sizes: synthetic sentences to train and test the probes on, optimisation steps of the
-    probes, the structural probe's rank and the ranks swept, and the sentences and facts of the cloze probes.
+    probes, the structural probe's rank and the ranks swept, and the sentences and facts of the cloze probes;
+    ``seeds`` are the claims' seeds (:func:`~lecture_lib.profile.claim_seeds`), each a run of the probes (held-out
+    word types, control labels, initialisations), of the further pretraining and of the data samples.
 
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
     """
 
-    train_sentences: int = 300
-    test_sentences: int = 150
-    probe_steps: int = 100  # full-batch Adam steps of each probing classifier
-    structural_steps: int = 100  # ... and of each structural probe
+    train_sentences: int
+    test_sentences: int
+    probe_steps: int  # full-batch Adam steps of each probing classifier
+    structural_steps: int  # ... and of each structural probe
+    ranks: tuple[int, ...]  # the structural probe's ranks swept at the best layer
+    edge_train_sentences: int  # the first training sentences, the edge probes' training set
+    edge_steps: int  # full-batch Adam steps of each edge probe
+    agreement_per_bucket: int  # sentences per number of attractors (0 to attractor_chain)
+    knowledge_steps: int  # further-pretraining steps on the knowledge text
     structural_rank: int = 64
-    ranks: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
-    edge_train_sentences: int = 150  # the first training sentences, the edge probes' training set
-    edge_steps: int = 40  # full-batch Adam steps of each edge probe,
-    edge_lr: float = 0.02  # ... their learning rate,
+    edge_lr: float = 0.02  # the edge probes' learning rate,
     edge_mix_lr: float = 0.2  # ... and that of the scalar mix's logits
     edge_projection: int = 16  # width of the edge probes' span projection
-    agreement_per_bucket: int = 150  # sentences per number of attractors (0 to attractor_chain)
     attractor_chain: int = 2  # prepositional phrases between the subject and its verb
-    seed: int = 0
+    seed: int = 0  # of the treebank and the random twin
     knowledge_people: int = 8  # people per frequency bucket of the knowledge text
     knowledge_free: float = 0.25  # free sentences of the grammar per fact sentence in it
-    knowledge_steps: int = 500  # further-pretraining steps on it,
-    knowledge_batch: int = 32  # ... sentences per step,
-    knowledge_lr: float = 4e-3  # ... and the learning rate
-    seeds: tuple[int, ...] = (0, 1, 2)  # of the held-out word types, control labels and probes (section 3)
+    knowledge_batch: int = 32  # sentences per further-pretraining step,
+    knowledge_lr: float = 4e-3  # ... and its learning rate
+    seeds: tuple[int, ...] = field(default_factory=claim_seeds)
     held_out: float = 1 / 3  # share of word types left out of the probes' training words
 
+    def __post_init__(self) -> None:
+        counts = ("train_sentences", "test_sentences", "probe_steps", "structural_steps", "edge_train_sentences",
+                  "edge_steps", "agreement_per_bucket", "knowledge_steps", "structural_rank", "edge_projection",
+                  "attractor_chain", "knowledge_people", "knowledge_batch")
+        for name in counts:
+            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
+                raise ValueError(f"{name}: expected a whole number >= 1, got {getattr(self, name)!r}")
+        if self.edge_train_sentences > self.train_sentences:
+            raise ValueError(f"edge_train_sentences: expected at most train_sentences ({self.train_sentences}), "
+                             f"got {self.edge_train_sentences}")
+        if not self.ranks or min(self.ranks) < 1:
+            raise ValueError(f"ranks: expected ranks >= 1, got {self.ranks!r}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: expected distinct seeds, at least one, got {self.seeds!r}")
+        if not 0 < self.held_out < 1:
+            raise ValueError(f"held_out: expected a share in (0, 1), got {self.held_out!r}")
 
-# ``quick``: 300 training and 150 test sentences (about 2,500 and 1,250 words), 100 steps per probe, ranks up
-# to 128; the edge probes train on the first 150 training sentences for 40 steps each (35 of them on MiniLM,
-# about 6 s of one CPU thread); the knowledge text is further pretrained on for 500 steps of 32 sentences
-# per seed. ``full``: ten times the sentences, three times the steps, ranks up to 256, 1,000 agreement
-# sentences per bucket, edge probes on all 3,000 training sentences for 300 steps, 1,500 knowledge steps.
-QUICK = dict()
+
+QUICK = dict(train_sentences=300, test_sentences=150, probe_steps=100, structural_steps=100,
+             ranks=(1, 2, 4, 8, 16, 32, 64, 128), edge_train_sentences=150, edge_steps=40, agreement_per_bucket=150,
+             knowledge_steps=500)
 FULL = dict(train_sentences=3000, test_sentences=1500, probe_steps=300, structural_steps=300,
-            edge_train_sentences=3000, edge_steps=300,
-            ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256), edge_train_sentences=3000, edge_steps=300,
             agreement_per_bucket=1000, knowledge_steps=1500)
 
 
-def chapter_config(**overrides) -> ProbingChapterConfig:
+def chapter_config(**overrides) -> Chapter11Config:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides``.
 
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
     """
-    return build_config(ProbingChapterConfig, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(Chapter11Config, pick(quick=QUICK, full=FULL), overrides)
 
 
-def treebank(config: ProbingChapterConfig) -> tuple[list[Sentence], list[Sentence]]:
+def treebank(config: Chapter11Config) -> tuple[list[Sentence], list[Sentence]]:
     """Training and test sentences of chapter 05's language, each drawn with a seed of its own.
 
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
@@ -147,12 +163,12 @@ def random_twin(model: BertModel, seed: int) -> BertModel:
         return BertModel(model.config).eval()
 
 
-def word_labels(sentence: Sentence, task: str) -> list[tuple[int, str]]:
+def word_labels(sentence: Sentence, task: str, roles: Sequence[str] = ROLES) -> list[tuple[int, str]]:
     """(word index, gold label) pairs a probing task reads from a sentence: ``pos`` every word's UPOS tag,
     ``deprel`` every word's dependency label, ``entity`` every word's BIO entity tag, ``negated`` whether
     the main clause is negated, read at the root word only; and the two tasks whose label the word's type
-    does not decide (:data:`CONTEXT_TASKS`): ``role``, the grammatical role (``nsubj``, ``obj``, ``obl`` or
-    ``nmod``) of every common noun and the first word of every name, and ``number``, the number of the noun
+    does not decide (:data:`CONTEXT_TASKS`): ``role``, the grammatical role (one of ``roles``: ``nsubj``, ``obj``,
+    ``obl`` or ``nmod``) of every common noun and the first word of every name, and ``number``, the number of the noun
     that a number-neutral word belongs to (``the`` and adjectives: the noun they modify; a copula's
     adjective: its subject; a relative ``who`` or ``that`` and a relative clause's past-tense verb: the noun
     the clause modifies).
@@ -167,7 +183,7 @@ def word_labels(sentence: Sentence, task: str) -> list[tuple[int, str]]:
         return [(sentence.heads.index(0), str(sentence.negated))]
     if task == "role":
         return [(i, label) for i, (pos, label) in enumerate(zip(sentence.pos, sentence.deprels))
-                if pos in ("NOUN", "PROPN") and label in ROLES]
+                if pos in ("NOUN", "PROPN") and label in roles]
     if task == "number":
         return [(i, sentence.number[_noun_of(sentence, i)]) for i in range(len(sentence))
                 if _number_neutral(sentence, i)]
@@ -219,8 +235,8 @@ def word_type_baseline(train: Sequence[Sentence], test: Sequence[Sentence], task
     return sum(answers) / len(answers)
 
 
-def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
-              task: str) -> tuple[list[torch.Tensor], list[str], list[str]]:
+def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str,
+              roles: Sequence[str] = ROLES) -> tuple[list[torch.Tensor], list[str], list[str]]:
     """A task's examples: one (N, H) matrix per layer, the N gold labels, and the N words (lower-cased,
     for the control task).
 
@@ -228,14 +244,14 @@ def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence],
     """
     rows, labels, words = [], [], []
     for v, sentence in zip(vectors, sentences, strict=True):
-        for index, label in word_labels(sentence, task):
+        for index, label in word_labels(sentence, task, roles):
             rows.append(v[:, index])
             labels.append(label)
             words.append(sentence.words[index].lower())
     return list(torch.stack(rows, 1)), labels, words
 
 
-def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConfig,
+def _probe_task(train: tuple, test: tuple, task: str, config: Chapter11Config,
                 model_name: str, rank: int | None = None) -> list[ProbeScore]:
     """Layer-wise task and control probes of one task; labels are numbered over train and test together."""
     (x_train, y_train, w_train), (x_test, y_test, w_test) = train, test
@@ -252,11 +268,11 @@ def _probe_task(train: tuple, test: tuple, task: str, config: ProbingChapterConf
 
 def probe_at_layer(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
                    sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str, layer: int,
-                   config: ProbingChapterConfig, *, rank: int | None = None, steps: int | None = None,
+                   config: Chapter11Config, *, rank: int | None = None, steps: int | None = None,
                    model_name: str = "minilm") -> ProbeScore:
     """Exercises 1 and 2 of chapter 11: section 3's task and control probes on one layer, with a probe of
     rank ``rank`` (:func:`~lecture_lib.analysis.probes.linear_probe`'s W = A B, A of ``rank`` columns) or
-    trained for ``steps`` instead of :attr:`~ProbingChapterConfig.probe_steps`. ``vectors`` are the
+    trained for ``steps`` instead of :attr:`~Chapter11Config.probe_steps`. ``vectors`` are the
     treebank's (train, test) word vectors, ``sentences`` its (train, test) sentences.
     """
     train, test = (([x[layer]], y, w) for x, y, w in (task_data(v, split, task)
@@ -279,7 +295,7 @@ def held_out_types(words: Sequence[str], seed: int, share: float = 1 / 3) -> set
     return {types[i] for i in order[:round(share * len(types))]}
 
 
-def held_out_probes(train: tuple, test: tuple, task: str, config: ProbingChapterConfig, model_name: str,
+def held_out_probes(train: tuple, test: tuple, task: str, config: Chapter11Config, model_name: str,
                     seed: int) -> dict:
     """Task and control probes on every layer, trained on the training words whose type is *not* in
     :func:`held_out_types` and scored on the test words whose type *is*: a probe that memorised words
@@ -309,30 +325,25 @@ def held_out_probes(train: tuple, test: tuple, task: str, config: ProbingChapter
                 train_words=int(seen_rows.sum()), test_words=int(scored.sum()))
 
 
-def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
+@cached_call(ignore=("vectors",))
+def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11Config,
                       tasks: Sequence[str] = PROBING_TASKS,
                       vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict[str, list[dict]]:
-    """For each task, one :func:`held_out_probes` per seed of :attr:`~ProbingChapterConfig.seeds` (the
+    """For each task, one :func:`held_out_probes` per seed of :attr:`~Chapter11Config.seeds` (the
     treebank is the same; each seed holds out other word types and draws other control labels and probes);
-    computed once per (model, recipe) and cached, keyed by the recipe, the model's weights and the
-    tokenizer's vocabulary (:func:`~lecture_lib.cache.fingerprint`); ``model_name`` names the cache file and
-    seeds the probes. ``vectors`` are the treebank's word vectors when the caller has them already (else
-    computed).
+    cached under the call (the model and the tokenizer by their weights and vocabulary, :data:`ROLES` read
+    here); ``model_name`` seeds the probes. ``vectors`` are the treebank's word vectors when the caller has them
+    already (else computed).
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
-    def run() -> dict:
-        train, test = treebank(config)
-        splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
-        out = {}
-        for task in tasks:
-            data = [task_data(v, split, task) for v, split in zip(splits, (train, test))]
-            out[task] = [held_out_probes(data[0], data[1], task, config, model_name, seed) for seed in config.seeds]
-        return out
-
-    recipe = {"config": asdict(config), "tasks": list(tasks), "roles": list(ROLES), "model": fingerprint(model),
-              "tokenizer": fingerprint(tokenizer)}
-    return cached_json(f"ch11-probing-{model_name}", recipe, run)
+    train, test = treebank(config)
+    splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+    out = {}
+    for task in tasks:
+        data = [task_data(v, split, task, ROLES) for v, split in zip(splits, (train, test))]
+        out[task] = [held_out_probes(data[0], data[1], task, config, model_name, seed) for seed in config.seeds]
+    return out
 
 
 def _kept(sentence: Sentence) -> torch.Tensor:
@@ -342,9 +353,9 @@ def _kept(sentence: Sentence) -> torch.Tensor:
 
 def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Sequence[torch.Tensor],
                       train: Sequence[Sentence], test: Sequence[Sentence], rank: int, steps: int,
-                      seed: int, depth: bool = True) -> dict:
+                      seed: int, depth: bool = True, shown: int = SHOWN_TREES) -> dict:
     """Fit a distance probe (and, with ``depth``, a depth probe) of rank ``rank`` on one layer's (W, H)
-    vectors per sentence and score them on the test sentences: UUAS, DSpr, the first :data:`SHOWN_TREES` predicted trees
+    vectors per sentence and score them on the test sentences: UUAS, DSpr, the first ``shown`` predicted trees
     (edges among the kept words), and root% and NSpr; punctuation is left out.
 
     Taught in: 11_bertology_probing ("The structural probe").
@@ -359,7 +370,7 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
     scores = dict(uuas=uuas(trees, [gold_edges(s.heads, k.tolist()) for s, k in zip(test, kept)]),
                   dspr=length_averaged_spearman(predicted, [tree_distances(s.heads)[k][:, k]
                                                             for s, k in zip(test, kept)]),
-                  trees=[sorted(t) for t in trees[:SHOWN_TREES]])
+                  trees=[sorted(t) for t in trees[:shown]])
     if depth:
         probe = fit_structural_probe(StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
                                      train_vectors, [tree_depths(s.heads) for s in train], steps)
@@ -371,37 +382,33 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
     return scores
 
 
-def structural_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
+@cached_call(ignore=("vectors",))
+def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11Config,
                        rank_sweep: bool = False, depth: bool = True,
-                       vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
+                       vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None, seed: int = 0) -> dict:
     """The structural probe on every layer (``layers``: one dict of scores per layer, see
     :func:`structural_scores`; the depth probe too with ``depth``) and, with ``rank_sweep``, the distance
-    probe over :attr:`~ProbingChapterConfig.ranks` at the layer of best UUAS (``ranks``: rank -> scores);
-    ``vectors`` are the treebank's word vectors when the caller has them already (else computed); cached per
-    (model, recipe).
+    probe over :attr:`~Chapter11Config.ranks` at the layer of best UUAS (``ranks``: rank -> scores), each probe
+    initialised from ``seed``; ``vectors`` are the treebank's word vectors when the caller has them already
+    (else computed); cached under the call.
 
     Taught in: 11_bertology_probing ("The structural probe").
     """
-    def run() -> dict:
-        train, test = treebank(config)
-        splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
+    train, test = treebank(config)
+    splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
 
-        def at(layer: int, rank: int, with_depth: bool) -> dict:
-            return structural_scores([v[layer] for v in splits[0]], [v[layer] for v in splits[1]], train, test,
-                                     rank, config.structural_steps, seed_of(config.seed, layer, rank), with_depth)
+    def at(layer: int, rank: int, with_depth: bool) -> dict:
+        return structural_scores([v[layer] for v in splits[0]], [v[layer] for v in splits[1]], train, test,
+                                 rank, config.structural_steps, seed_of(seed, layer, rank), with_depth, SHOWN_TREES)
 
-        layers = len(splits[0][0])
-        out = dict(layers=[at(layer, config.structural_rank, depth)
-                           for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
-        if rank_sweep:
-            best = max(range(layers), key=lambda layer: out["layers"][layer]["uuas"])
-            out.update(best_layer=best, ranks={str(rank): at(best, rank, False)
-                                               for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")})
-        return out
-
-    recipe = {"config": asdict(config), "sweep": rank_sweep, "depth": depth, "model": fingerprint(model),
-              "tokenizer": fingerprint(tokenizer), "shown_trees": SHOWN_TREES}
-    return cached_json(f"ch11-structural-{model_name}", recipe, run)
+    layers = len(splits[0][0])
+    out = dict(layers=[at(layer, config.structural_rank, depth)
+                       for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
+    if rank_sweep:
+        best = max(range(layers), key=lambda layer: out["layers"][layer]["uuas"])
+        out.update(best_layer=best, ranks={str(rank): at(best, rank, False)
+                                           for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")})
+    return out
 
 
 # ---------------------------------------------------------------- edge probing on spans
@@ -425,13 +432,14 @@ def span_batch(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], t
 
 
 def edge_scores(train: SpanBatch, test: SpanBatch, labels: tuple[torch.Tensor, torch.Tensor], num_classes: int,
-                layers: range, config: ProbingChapterConfig, seed_keys: tuple) -> dict:
-    """Fit one edge probe on the mix of ``layers``; its test accuracy and its mixing weights.
+                layers: range, config: Chapter11Config, seed_keys: tuple) -> dict:
+    """Fit one edge probe on the mix of ``layers``, initialised from ``seed_keys``; its test accuracy and its
+    mixing weights.
 
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
     probe = EdgeProbe(layers, train.words.shape[-1], train.spans.shape[1], num_classes, config.edge_projection,
-                      generator=generator("ch11 edge", *seed_keys, config.seed))
+                      generator=generator("ch11 edge", *seed_keys))
     fit_full_batch(probe, train, labels[0], config.edge_steps, config.edge_lr,
                    parameters=probe.parameter_groups(config.edge_mix_lr))
     return dict(accuracy=probe_accuracy(probe, test, labels[1]), weights=probe.mix_weights().tolist(),
@@ -455,47 +463,44 @@ def standardised_span_batches(vectors: tuple[Sequence[torch.Tensor], Sequence[to
     return x_train, x_test, ids, (y_train, y_test), names
 
 
-def edge_probing(model_name: str, model: nn.Module, tokenizer, config: ProbingChapterConfig,
+@cached_call(ignore=("vectors",))
+def edge_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11Config,
                  tasks: Sequence[str] = EDGE_TASKS, sweep: bool = True,
-                 vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict:
+                 vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None, seed: int = 0) -> dict:
     """Per task: the number of training and test examples, the majority label's share of the test examples,
     and the edge probe on the mix of all layers (``mix``: accuracy, mixing weights, gamma); with ``sweep``
     the accuracies of the cumulative probes ``P^(0)..P^(L)`` too (``cumulative``; the last is ``mix``) and of
-    the probe on each single layer (``single``).
-    The probes train on the first :attr:`~ProbingChapterConfig.edge_train_sentences` of the treebank's
+    the probe on each single layer (``single``). Every probe is initialised from ``seed``.
+    The probes train on the first :attr:`~Chapter11Config.edge_train_sentences` of the treebank's
     training sentences; word vectors are standardised per layer with the training words' statistics.
     ``vectors`` are the treebank's word vectors when the caller has them already (else computed); cached
-    per (model, recipe).
+    under the call.
 
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
-    def run() -> dict:
-        train, test = treebank(config)
-        train = train[:config.edge_train_sentences]
-        train_vectors, test_vectors = vectors or [word_vectors(model, tokenizer, [s.words for s in split])
-                                                  for split in (train, test)]
-        out = {}
-        for task in tqdm(tasks, desc=f"{model_name}: edge probes"):
-            x_train, x_test, labels, (y_train, y_test), names = standardised_span_batches(
-                (train_vectors, test_vectors), (train, test), task)
-            layers = x_train.words.shape[0]
+    train, test = treebank(config)
+    train = train[:config.edge_train_sentences]
+    train_vectors, test_vectors = vectors or [word_vectors(model, tokenizer, [s.words for s in split])
+                                              for split in (train, test)]
+    out = {}
+    for task in tqdm(tasks, desc=f"{model_name}: edge probes"):
+        x_train, x_test, labels, (y_train, y_test), names = standardised_span_batches(
+            (train_vectors, test_vectors), (train, test), task)
+        layers = x_train.words.shape[0]
 
-            def at(top: int) -> dict:  # the probe P^(top), on the mix of layers 0..top
-                return edge_scores(x_train, x_test, labels, len(names), range(top + 1), config,
-                                   (model_name, task, top))
+        def at(top: int) -> dict:  # the probe P^(top), on the mix of layers 0..top
+            return edge_scores(x_train, x_test, labels, len(names), range(top + 1), config,
+                               (model_name, task, top, seed))
 
-            row = dict(examples=[len(y_train), len(y_test)],
-                       majority=max(map(y_test.count, set(y_test))) / len(y_test), mix=at(layers - 1))
-            if sweep:
-                row["cumulative"] = [at(top)["accuracy"] for top in range(layers - 1)] + [row["mix"]["accuracy"]]
-                row["single"] = [edge_scores(x_train, x_test, labels, len(names), range(layer, layer + 1), config,
-                                             (model_name, task, "single", layer))["accuracy"] for layer in range(layers)]
-            out[task] = row
-        return out
-
-    recipe = {"config": asdict(config), "tasks": list(tasks), "sweep": sweep, "model": fingerprint(model),
-              "tokenizer": fingerprint(tokenizer)}
-    return cached_json(f"ch11-edge-{model_name}", recipe, run)
+        row = dict(examples=[len(y_train), len(y_test)],
+                   majority=max(map(y_test.count, set(y_test))) / len(y_test), mix=at(layers - 1))
+        if sweep:
+            row["cumulative"] = [at(top)["accuracy"] for top in range(layers - 1)] + [row["mix"]["accuracy"]]
+            row["single"] = [edge_scores(x_train, x_test, labels, len(names), range(layer, layer + 1), config,
+                                         (model_name, task, "single", layer, seed))["accuracy"]
+                             for layer in range(layers)]
+        out[task] = row
+    return out
 
 
 # ---------------------------------------------------------------- cloze probes of the course's BERT
@@ -516,15 +521,15 @@ def attractors(sentence: Sentence, agreement: Agreement) -> int:
     return sum(sentence.pos[i] in ("NOUN", "PROPN") and sentence.number[i] not in ("", number) for i in between)
 
 
-def agreement_sentences(config: ProbingChapterConfig) -> list[Sentence]:
-    """:attr:`~ProbingChapterConfig.agreement_per_bucket` sentences for every number of attractors from 0 to
-    :attr:`~ProbingChapterConfig.attractor_chain` (:meth:`~lecture_lib.data.synthetic.SyntheticLanguage.attractor_sentence`:
-    the same shape and length in every bucket), drawn with a seed of their own.
+def agreement_sentences(config: Chapter11Config, seed: int) -> list[Sentence]:
+    """:attr:`~Chapter11Config.agreement_per_bucket` sentences for every number of attractors from 0 to
+    :attr:`~Chapter11Config.attractor_chain` (:meth:`~lecture_lib.data.synthetic.SyntheticLanguage.attractor_sentence`:
+    the same shape and length in every bucket), drawn with ``seed`` (one data sample per seed).
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
     language = SyntheticLanguage(course_language.chapter_config().language_seed)
-    rng = random.Random(seed_of("ch11 agreement", config.seed))
+    rng = random.Random(seed_of("ch11 agreement", seed))
     return [language.attractor_sentence(rng, count, config.attractor_chain)
             for count in range(config.attractor_chain + 1) for _ in range(config.agreement_per_bucket)]
 
@@ -561,22 +566,23 @@ KNOWLEDGE_QUERIES = {("lives_in", False): "{} lives in ___ .", ("lives_in", True
                      ("works_for", False): "{} works for ___ .", ("works_for", True): "{} does not work for ___ ."}
 
 
-def knowledge_text(config: ProbingChapterConfig, seed: int) -> tuple[dict[str, list[Fact]], list[Sentence]]:
+def knowledge_text(config: Chapter11Config, seed: int, frequencies: dict[str, int] = KNOWLEDGE_FREQUENCIES
+                   ) -> tuple[dict[str, list[Fact]], list[Sentence]]:
     """A small world's facts with controlled frequencies, and a text that states them: for each bucket of
-    :data:`KNOWLEDGE_FREQUENCIES`, :attr:`~ProbingChapterConfig.knowledge_people` people of the course's world
+    ``frequencies`` (:data:`KNOWLEDGE_FREQUENCIES`), :attr:`~Chapter11Config.knowledge_people` people of the course's world
     (drawn with ``seed``) whose two facts (where they live, whom they work for) are each told that many
     times, in the language's varied affirmative wordings; free sentences of the grammar naming the same people
-    are mixed in, :attr:`~ProbingChapterConfig.knowledge_free` of them per fact sentence. Returns the facts per bucket and the shuffled sentences.
+    are mixed in, :attr:`~Chapter11Config.knowledge_free` of them per fact sentence. Returns the facts per bucket and the shuffled sentences.
 
     Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
     language = SyntheticLanguage(course_language.chapter_config().language_seed)
     rng = random.Random(seed_of("ch11 knowledge", seed))
-    people = rng.sample(language.world.people, config.knowledge_people * len(KNOWLEDGE_FREQUENCIES))
+    people = rng.sample(language.world.people, config.knowledge_people * len(frequencies))
     facts = {bucket: [f for p in people[i * config.knowledge_people:(i + 1) * config.knowledge_people]
-                      for f in language.world.facts(p)] for i, bucket in enumerate(KNOWLEDGE_FREQUENCIES)}
+                      for f in language.world.facts(p)] for i, bucket in enumerate(frequencies)}
     text = [language.fact_sentence(fact, rng) for bucket, told in facts.items() for fact in told
-            for _ in range(KNOWLEDGE_FREQUENCIES[bucket])]
+            for _ in range(frequencies[bucket])]
     text += [language.grammar_sentence(rng, people=people) for _ in range(round(config.knowledge_free * len(text)))]
     rng.shuffle(text)
     return facts, text
@@ -599,11 +605,11 @@ def name_pieces(tokenizer, sentence: Sentence) -> tuple[list[int], list[list[int
     return ids + [tokenizer.sep_token_id], names
 
 
-def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], config: ProbingChapterConfig,
+def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], config: Chapter11Config,
                      seed: int) -> nn.Module:
     """A copy of ``model`` (a BERT with an MLM head) trained further on ``text`` with masked LM:
-    :attr:`~ProbingChapterConfig.knowledge_steps` AdamW steps on batches of
-    :attr:`~ProbingChapterConfig.knowledge_batch` sentences drawn at random with ``seed``. Each piece is
+    :attr:`~Chapter11Config.knowledge_steps` AdamW steps on batches of
+    :attr:`~Chapter11Config.knowledge_batch` sentences drawn at random with ``seed``. Each piece is
     selected with BERT's 15% and, as in ERNIE's entity masking (Sun et al. 2019), every name with a
     probability of a half, all its pieces together; the selected pieces are replaced 80/10/10.
 
@@ -633,8 +639,9 @@ def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], conf
     return model.eval()
 
 
-def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], text: Sequence[Sentence]) -> dict:
-    """Per bucket of facts: LAMA's precision at 1 of the affirmative query (:data:`KNOWLEDGE_QUERIES`), the
+def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], text: Sequence[Sentence],
+                     queries: dict[tuple[str, bool], str] = KNOWLEDGE_QUERIES) -> dict:
+    """Per bucket of facts: LAMA's precision at 1 of the affirmative query (``queries``: :data:`KNOWLEDGE_QUERIES`), the
     frequency baseline's (each relation's object stated most often in ``text`` answers every query of it),
     the true object's P@1 in the negated query, and the share of facts whose top candidate the negation
     leaves ``unchanged`` (Ettinger 2020). Candidates are all the world's cities or organisations.
@@ -652,7 +659,7 @@ def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], 
         for fact in told:
             candidates = candidates_for(fact.relation)
             for negated in (False, True):
-                left, right = KNOWLEDGE_QUERIES[fact.relation, negated].format(fact.subject).split("___")
+                left, right = queries[fact.relation, negated].format(fact.subject).split("___")
                 scores = cloze_scores(model, tokenizer, left.strip(), right.strip(), candidates)
                 top[negated].append(candidates[int(scores.argmax())])
         n = len(told)
@@ -663,27 +670,27 @@ def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], 
     return out
 
 
-def knowledge_probing(course: PretrainResult, config: ProbingChapterConfig) -> list[dict]:
-    """For every seed of :attr:`~ProbingChapterConfig.seeds`: the course's BERT further pretrained on that
+def knowledge_probing(course: PretrainResult, config: Chapter11Config) -> list[dict]:
+    """For every seed of :attr:`~Chapter11Config.seeds`: the course's BERT further pretrained on that
     seed's :func:`knowledge_text`, and its :func:`knowledge_scores` before (``before``) and after (``after``);
-    cached per (model, recipe).
+    cached under the model's weights, the tokenizer's vocabulary and the config (:func:`knowledge_runs`).
 
     Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
-    def run() -> list[dict]:
-        out = []
-        for seed in config.seeds:
-            facts, text = knowledge_text(config, seed)
-            trained = further_pretrain(course.model, course.tokenizer, text, config, seed)
-            out.append(dict(sentences=len(text),
-                            before=knowledge_scores(course.model, course.tokenizer, facts, text),
-                            after=knowledge_scores(trained, course.tokenizer, facts, text)))
-        return out
+    return knowledge_runs(course.model, course.tokenizer, config)
 
-    recipe = {"config": asdict(config), "frequencies": KNOWLEDGE_FREQUENCIES,
-              "queries": {f"{r} {n}": q for (r, n), q in KNOWLEDGE_QUERIES.items()},
-              "model": fingerprint(course.model), "tokenizer": fingerprint(course.tokenizer)}
-    return cached_json("ch11-knowledge", recipe, run)
+
+@cached_call
+def knowledge_runs(model: nn.Module, tokenizer, config: Chapter11Config) -> list[dict]:
+    """:func:`knowledge_probing` of a model with an MLM head and its tokenizer (:data:`KNOWLEDGE_FREQUENCIES` and
+    :data:`KNOWLEDGE_QUERIES` read here, so in the cache name)."""
+    out = []
+    for seed in config.seeds:
+        facts, text = knowledge_text(config, seed, KNOWLEDGE_FREQUENCIES)
+        trained = further_pretrain(model, tokenizer, text, config, seed)
+        out.append(dict(sentences=len(text), before=knowledge_scores(model, tokenizer, facts, text, KNOWLEDGE_QUERIES),
+                        after=knowledge_scores(trained, tokenizer, facts, text, KNOWLEDGE_QUERIES)))
+    return out
 
 
 @dataclass
@@ -723,3 +730,80 @@ def sense_measures(model: nn.Module, tokenizer, seed: int) -> tuple[dict[str, Se
                                        max(map(labels.count, set(labels))) / len(labels),
                                        similarity.tolist(), (similarity - baseline).tolist())
     return measures, baseline.tolist()
+
+
+# ---------------------------------------------------------------- the claims, declared before the run
+
+# Tenney, Das and Pavlick's pipeline, in the edge tasks the chapter probes (negation is not one of theirs)
+SYNTACTIC_EDGE_TASKS = ("dependency", "constituent")
+SEMANTIC_EDGE_TASKS = ("entity", "relation", "coreference")
+HELD_OUT = "the test words of held-out types, MiniLM"
+ABOVE_MAJORITY = "{} at MiniLM's best layer (chance: the majority label's share)"
+MIX_ACCURACY = "the mix's accuracy on {} (mean; no pretraining: the random twin's)"
+CONTEXT_GATES = tuple(Gate(ABOVE_MAJORITY.format(task), "chance", 0.05) for task in CONTEXT_TASKS)
+CLAIMS = (
+    Rule("11-context-tasks-peak-above-layer-0", "tasks that need the context are read best above layer 0",
+         paper="lexical properties peak low, contextual ones in middle layers", source="Tenney et al. (2019); "
+         "Liu et al. (2019), Figure 5", metric="probe accuracy", data=HELD_OUT,
+         compared="the best layer's gain over layer 0, the smaller of role and number", baseline=0.0, margin=0.1,
+         seeds=Seeds("probe fit"), gates=CONTEXT_GATES),
+    Demonstration("11-selectivity-held-out-types", "with held-out word types the control task fails",
+                  paper="selectivity = task accuracy − control accuracy", source="Hewitt and Liang (2019)",
+                  shows="the control probe at the majority label's share on unseen types, by construction: a probe "
+                        "cannot know the random label of a word it never saw"),
+    Rule("11-selectivity-from-pretraining", "the random twin reads the contextual tasks worse than the trained model",
+         paper="random-encoder baselines below the trained encoders", source="Hewitt and Liang (2019); Tenney et al. "
+         "(2019), Table 2", metric="probe accuracy at the best layer", data=HELD_OUT,
+         compared="MiniLM minus its random twin (no pretraining), the smaller of role and number", baseline=0.0,
+         margin=0.05, seeds=Seeds("probe fit"), gates=CONTEXT_GATES),
+    Rule("11-pipeline-order", "part of speech is read lowest, then roles and agreement (the pipeline's order)",
+         paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
+         source="Tenney, Das and Pavlick (2019), Figure 1", metric="layer of the best probe accuracy", data=HELD_OUT,
+         compared="the lower of role's and number's best layers", baseline="part of speech's best layer",
+         seeds=Seeds("probe fit"),
+         gates=(Gate(ABOVE_MAJORITY.format("pos"), "chance", 0.05), *CONTEXT_GATES)),
+    Rule("11-trees-are-distances", "parse trees are distances in a projection of the vectors",
+         paper="BERT-base layer 7: UUAS 79.8", source="Hewitt and Manning (2019), Table 1", metric="UUAS",
+         data="the test sentences, MiniLM's best layer, probe of rank 64", compared="the structural probe",
+         baseline="right-branching trees", margin=0.2, seeds=Seeds("probe fit")),
+    Rule("11-trees-are-low-rank", "a low-rank projection is enough",
+         paper="UUAS flat from rank 64 on, 65.9 at rank 8", source="Hewitt and Manning (2019), Figure 2",
+         metric="UUAS points lost", data="the test sentences, MiniLM's best layer",
+         compared="the best rank's UUAS minus the best of ranks ≤ 16", baseline=0.02, higher=False,
+         seeds=Seeds("probe fit")),
+    Rule("11-semantics-above-syntax", "the layers follow the classical pipeline: semantics above syntax",
+         paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
+         source="Tenney, Das and Pavlick (2019), Figure 1", metric="centre of gravity of the scalar mix, in layers",
+         data="edge probes on MiniLM's layers 0–6", compared=f"the mean of {', '.join(SEMANTIC_EDGE_TASKS)}",
+         baseline=f"the mean of {', '.join(SYNTACTIC_EDGE_TASKS)}", seeds=Seeds("probe fit"),
+         gates=tuple(Gate(MIX_ACCURACY.format(", ".join(tasks)), "no pretraining", 0.05)
+                     for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS))),
+    Rule("11-agreement-across-attractors", "a BERT agrees verbs with subjects across attractors",
+         paper="well over 90% right with attractors", source="Goldberg (2019)",
+         metric="share of sentences whose right verb form is preferred",
+         data="sentences with one or two attractors, the course's BERT", compared="the course's BERT",
+         baseline=0.9, seeds=Seeds("data sample"),
+         gates=(Gate("the course's BERT without an attractor", "chance", 0.05),)),
+    Rule("11-knowledge-above-frequency", "a masked LM stores facts it read often",
+         paper="BERT-large P@1 32.3 on T-REx, far above the frequency baseline",
+         source="Petroni et al. (2019), Table 2", metric="P@1", data="facts stated 30 times in the knowledge text",
+         compared="the course's BERT after further pretraining", baseline="the frequency baseline", margin=0.1,
+         seeds=Seeds("pretraining")),
+    Rule("11-negation-changes-prediction", "negation leaves BERT's prediction unchanged",
+         paper="BERT completes negated and affirmative probes alike", source="Ettinger (2020)",
+         metric="share of facts whose top candidate the negation leaves unchanged",
+         data="facts stated 30 times in the knowledge text", compared="the course's BERT after further pretraining",
+         baseline=0.5, seeds=Seeds("pretraining"),
+         gates=(Gate("P@1 of the affirmative queries", "most-frequent-token guess", 0.05),)),
+    Rule("11-senses-cluster", "contextual vectors cluster by sense", paper="k-NN word sense disambiguation",
+         source="Wiedemann et al. (2019)", metric="leave-one-out k-NN sense accuracy",
+         data="20 occurrences of each of bank, play and restrain",
+         compared="MiniLM's best layer, the smallest lead over layer 0, the majority sense and the random twin",
+         baseline=0.0, margin=0.15, seeds=Seeds("data sample")),
+    Rule("11-deeper-is-more-context-specific", "deeper layers are more context-specific",
+         paper="self-similarity minus the anisotropy baseline falls in upper layers",
+         source="Ethayarajh (2019), Figure 2", metric="self-similarity minus the anisotropy baseline",
+         data="20 occurrences of each of bank, play and restrain, MiniLM",
+         compared="the smallest fall from layer 0 to the lowest layer above it", baseline=0.0, margin=0.1,
+         seeds=Seeds("data sample")),
+)

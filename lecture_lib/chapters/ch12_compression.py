@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.cache import cached, key
+from lecture_lib.cache import cached_build
 from lecture_lib.chapters import course_language
 from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
@@ -40,56 +41,73 @@ from lecture_lib.models.distilbert import (
 from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult, masked_lm_counts
-from lecture_lib.profile import pick
+from lecture_lib.profile import claim_seeds, pick
+from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 from lecture_lib.train import TrainConfig, train
 
 
 @dataclass
-class CompressionChapterConfig:
-    """The chapter's sizes: the task, the distillation text and budget, the sweeps, the latency batch.
+class Chapter12Config:
+    """The chapter's sizes: the task, the distillation text and budget, the sweeps, the latency batch; ``seeds``
+    are the claims' seeds (:func:`~lecture_lib.profile.claim_seeds`), each a distillation run with its fine-tuning
+    and a fine-tuning of the teacher (for the int8 rows).
+
+    The task is acceptability: entailment is solved at 100% by every model here, so it cannot tell them apart.
 
     Taught in: 12_compression ("The teacher and its task").
     """
 
-    task: str = "acceptability"
+    distill_sentences: int  # unlabelled sentences of the synthetic language
+    distill_steps: int
+    distill_batch: int
+    distill_lr: float
+    qat_bits: tuple[int, ...]  # bits of the quantization-aware fine-tunings
+    latency_repeats: int
+    dark_knowledge_steps: int | None  # fine-tuning steps of the dark-knowledge runs; None: the teacher's
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(steps=150, batch_size=32, lr=1e-3,
                                                                              num_threads=1, fused=True))
-    distill_sentences: int = 6000  # unlabelled sentences of the synthetic language
-    distill_steps: int = 300
-    distill_batch: int = 32
-    distill_lr: float = 2e-3
+    task: str = "acceptability"
     mlm_probability: float = 0.15
-    qat_bits: tuple[int, ...] = (8, 4)
     bits: tuple[int, ...] = (8, 6, 4, 3, 2, 1)
     sparsities: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-    latency_repeats: int = 20
     dark_knowledge_examples: tuple[int, ...] = (64, 256)  # labelled examples, soft against hard labels
-    dark_knowledge_steps: int | None = None  # their fine-tuning steps; None: the teacher's
-    ablation_seeds: tuple[int, ...] = (0, 1, 2)  # seeds of the distillation ablations and of the int8 teachers
+    seeds: tuple[int, ...] = field(default_factory=claim_seeds)
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        for name in ("distill_sentences", "distill_steps", "distill_batch", "latency_repeats"):
+            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
+                raise ValueError(f"{name}: expected a whole number >= 1, got {getattr(self, name)!r}")
+        if not self.distill_lr > 0:
+            raise ValueError(f"distill_lr: expected a learning rate > 0, got {self.distill_lr!r}")
+        if not 0 < self.mlm_probability < 1:
+            raise ValueError(f"mlm_probability: expected a share in (0, 1), got {self.mlm_probability!r}")
+        for name in ("bits", "qat_bits"):
+            if not getattr(self, name) or not all(1 <= b <= 8 for b in getattr(self, name)):
+                raise ValueError(f"{name}: expected bit widths from 1 to 8, got {getattr(self, name)!r}")
+        if not self.sparsities or not all(0 < p < 1 for p in self.sparsities):
+            raise ValueError(f"sparsities: expected shares in (0, 1), got {self.sparsities!r}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: expected distinct seeds, at least one, got {self.seeds!r}")
 
-# ``quick``: chapter 05's quick BERT (4 layers, H = 64) as the teacher, fine-tuned on acceptability (entailment is
-# solved at 100% by every model here, so it cannot tell them apart) for 150 steps of 32; students distilled for 100
-# steps of 32 sentences at a peak learning rate of 3e-3 (200 steps at 2e-3 ranked the students alike on seed 0, in
-# twice the time); the dark-knowledge runs fine-tuned for 50 steps; quantization-aware training at 8 bits only.
-# Every run uses AdamW's fused kernel (the same updates up to rounding; on a CPU, about 12% faster here).
-# ``full``: chapter 05's full BERT (6 layers, H = 256), 2,000 fine-tuning and 3,000 distillation steps,
-# quantization-aware training at 8 and 4 bits.
-QUICK = dict(distill_steps=100, distill_lr=3e-3, dark_knowledge_steps=50, qat_bits=(8,))
-FULL = dict(finetune=dict(steps=2000, batch_size=32, lr=2e-4), distill_sentences=50_000, distill_steps=3000,
-            distill_batch=64, distill_lr=5e-4, latency_repeats=50)
+
+# the quick profile's students are distilled at 3e-3 (200 steps at 2e-3 ranked them alike on seed 0, in twice the
+# time); every run uses AdamW's fused kernel (the same updates up to rounding; on a CPU, about 12% faster here)
+QUICK = dict(distill_sentences=6000, distill_steps=100, distill_batch=32, distill_lr=3e-3, qat_bits=(8,),
+             latency_repeats=20, dark_knowledge_steps=50)
+FULL = dict(distill_sentences=50_000, distill_steps=3000, distill_batch=64, distill_lr=5e-4, qat_bits=(8, 4),
+            latency_repeats=50, dark_knowledge_steps=None, finetune=dict(steps=2000, batch_size=32, lr=2e-4))
 
 
-def chapter_config(**overrides) -> CompressionChapterConfig:
+def chapter_config(**overrides) -> Chapter12Config:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`), with ``overrides`` (``finetune`` a dict of
     changes to the teacher's default budget, as in the tables).
 
     Taught in: 12_compression ("The teacher and its task").
     """
-    return build_config(CompressionChapterConfig, pick(quick=QUICK, full=FULL), overrides)
+    return build_config(Chapter12Config, pick(quick=QUICK, full=FULL), overrides)
 
 
 # ---------------------------------------------------------------- the teacher
@@ -103,7 +121,7 @@ def course_teacher() -> PretrainResult:
     return course_language.synthetic_pretrained_bert(course_language.chapter_config())
 
 
-def chapter_task(tokenizer: WordPieceTokenizer, config: CompressionChapterConfig) -> Task:
+def chapter_task(tokenizer: WordPieceTokenizer, config: Chapter12Config) -> Task:
     """The task of chapter 05 named by ``config.task``, its people split as there.
 
     Taught in: 12_compression ("The teacher and its task").
@@ -121,27 +139,26 @@ def without_segments(task: Task) -> Task:
     return dataclasses.replace(task, train=strip(task.train), test=strip(task.test))
 
 
-def _cached_model(name: str, build: Callable[[], nn.Module], cls: type) -> nn.Module:
-    return cached(name, lambda path: build().save_pretrained(path), cls.from_pretrained)
-
-
-def fine_tuned_teacher(pretrained: PretrainResult, task: Task, config: CompressionChapterConfig) -> nn.Module:
+def fine_tuned_teacher(pretrained: PretrainResult, task: Task, config: Chapter12Config) -> nn.Module:
     """The pretrained BERT fine-tuned on the task with the chapter's budget (cached), in eval mode.
 
     Taught in: 12_compression ("The teacher and its task").
     """
-    recipe = {"pretrained": pretrained.path.name, "task": task.name, "finetune": asdict(config.finetune)}
+    return _fine_tuned_teacher(pretrained.model, task, task.name, config.finetune).eval()
 
-    def build() -> nn.Module:
-        return finetune(task, new_head(task, pretrained.model.bert, config.finetune), config.finetune).model
 
-    return _cached_model(f"ch12-teacher-{key(recipe)}", build, BertForSequenceClassification).eval()
+@cached_build(load=BertForSequenceClassification.from_pretrained, ignore=("task",))
+def _fine_tuned_teacher(path: Path, pretrained: BertForPreTraining, task: Task, task_name: str,
+                        tune: FinetuneConfig) -> None:
+    """:func:`fine_tuned_teacher`, saved at ``path``: named by the pretrained weights, the task's name (its data
+    follows from the name and the pretrained model's tokenizer) and the fine-tuning config."""
+    finetune(task, new_head(task, pretrained.bert, tune), tune).model.save_pretrained(path)
 
 
 # ---------------------------------------------------------------- distillation
 
 
-def distillation_text(tokenizer: WordPieceTokenizer, config: CompressionChapterConfig) -> dict[str, torch.Tensor]:
+def distillation_text(tokenizer: WordPieceTokenizer, config: Chapter12Config) -> dict[str, torch.Tensor]:
     """Single sentences of the synthetic language, ``[CLS] s [SEP]``, right-padded: ``input_ids``,
     ``attention_mask`` and ``special_tokens_mask`` (True on [CLS], [SEP] and padding). Built once per
     tokenizer, size and seed, and shared by every student (read, never written).
@@ -162,7 +179,7 @@ def _framed_sentences(tokenizer: WordPieceTokenizer, count: int, seed: int) -> d
 
 
 def _masked_batches(text: dict[str, torch.Tensor], tokenizer: WordPieceTokenizer,
-                    config: CompressionChapterConfig) -> Callable[[int], dict[str, torch.Tensor]]:
+                    config: Chapter12Config) -> Callable[[int], dict[str, torch.Tensor]]:
     """``batch_fn(step)``: a seeded draw of sentences, freshly masked each step (dynamic masking, no NSP)."""
     n = text["input_ids"].shape[0]
 
@@ -215,7 +232,7 @@ class StudentRecipe:
 
 
 def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
-                      config: CompressionChapterConfig) -> DistilBertForMaskedLM | AlbertForMaskedLM:
+                      config: Chapter12Config) -> DistilBertForMaskedLM | AlbertForMaskedLM:
     """A student with half the teacher's layers, distilled on the synthetic language's sentences (cached).
 
     ``from_teacher``: initialised from every other teacher layer (:func:`distilbert_from_bert`), else at
@@ -225,38 +242,63 @@ def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
 
     Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
-    teacher = pretrained.model
-    recipe_dict = {"pretrained": pretrained.path.name, "recipe": asdict(recipe), "fused": config.finetune.fused,
-                   "config": {k: v for k, v in asdict(config).items() if k.startswith(("distill", "mlm", "seed"))}}
+    build = _distilbert_student if recipe.embedding_size is None else _albert_student
+    return build(pretrained.model, pretrained.tokenizer, recipe, config).eval()
 
-    def build() -> nn.Module:
-        seed_everything(config.seed)
-        layers = max(1, teacher.config.num_hidden_layers // 2)
-        if recipe.embedding_size is not None:
-            student = albert_from_bert(teacher, recipe.embedding_size, recipe.shared_layer)
-        elif recipe.from_teacher:
-            student = distilbert_from_bert(teacher)
-        else:
-            sizes = {}
-            if recipe.width != 1.0:
-                dim = int(teacher.config.hidden_size * recipe.width)
-                sizes = dict(dim=dim, hidden_dim=int(teacher.config.intermediate_size * recipe.width),
-                             n_heads=max(1, dim // 16))
-            student = DistilBertForMaskedLM(distilbert_config(teacher.config, layers, **sizes))
-        text = distillation_text(pretrained.tokenizer, config)
-        train_config = TrainConfig(steps=config.distill_steps, lr=config.distill_lr, schedule="linear",
-                                   warmup_steps=config.distill_steps // 10, num_threads=1,
-                                   fused=config.finetune.fused)
-        train(student, _masked_batches(text, pretrained.tokenizer, config),
-              distillation_objective(teacher, recipe.loss), train_config)
-        return student
 
-    cls = DistilBertForMaskedLM if recipe.embedding_size is None else AlbertForMaskedLM
-    return _cached_model(f"ch12-student-{key(recipe_dict)}", build, cls).eval()
+@cached_build(load=DistilBertForMaskedLM.from_pretrained)
+def _distilbert_student(path: Path, teacher: BertForPreTraining, tokenizer: WordPieceTokenizer,
+                        recipe: StudentRecipe, config: Chapter12Config) -> None:
+    """A DistilBERT-style student of :func:`distilled_student`, saved at ``path``."""
+    seed_everything(config.seed)
+    if recipe.from_teacher:
+        student = distilbert_from_bert(teacher)
+    else:
+        sizes = {}
+        if recipe.width != 1.0:
+            dim = int(teacher.config.hidden_size * recipe.width)
+            sizes = dict(dim=dim, hidden_dim=int(teacher.config.intermediate_size * recipe.width),
+                         n_heads=max(1, dim // 16))
+        student = DistilBertForMaskedLM(distilbert_config(teacher.config, _student_layers(teacher), **sizes))
+    _distil(student, teacher, tokenizer, recipe, config).save_pretrained(path)
+
+
+@cached_build(load=AlbertForMaskedLM.from_pretrained)
+def _albert_student(path: Path, teacher: BertForPreTraining, tokenizer: WordPieceTokenizer,
+                    recipe: StudentRecipe, config: Chapter12Config) -> None:
+    """An ALBERT-style student of :func:`distilled_student`, saved at ``path``."""
+    seed_everything(config.seed)
+    student = albert_from_bert(teacher, recipe.embedding_size, recipe.shared_layer)
+    _distil(student, teacher, tokenizer, recipe, config).save_pretrained(path)
+
+
+def _student_layers(teacher: BertForPreTraining) -> int:
+    return max(1, teacher.config.num_hidden_layers // 2)
+
+
+def _distil(student: nn.Module, teacher: BertForPreTraining, tokenizer: WordPieceTokenizer, recipe: StudentRecipe,
+            config: Chapter12Config) -> nn.Module:
+    """``student`` trained on the distillation text towards ``teacher`` with ``recipe``'s loss."""
+    text = distillation_text(tokenizer, config)
+    train_config = TrainConfig(steps=config.distill_steps, lr=config.distill_lr, schedule="linear",
+                               warmup_steps=config.distill_steps // 10, num_threads=1, fused=config.finetune.fused)
+    train(student, _masked_batches(text, tokenizer, config), distillation_objective(teacher, recipe.loss), train_config)
+    return student
+
+
+def scratch_student(pretrained: PretrainResult, config: Chapter12Config) -> DistilBertForMaskedLM:
+    """The students' shape (half the teacher's layers) with random weights drawn with ``config.seed``, neither
+    pretrained nor distilled: fine-tuned on the task (:func:`student_on_task`), it is the floor "no
+    pretraining" every student must beat.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    seed_everything(config.seed)
+    return DistilBertForMaskedLM(distilbert_config(pretrained.model.config, _student_layers(pretrained.model)))
 
 
 def student_on_task(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task,
-                    config: CompressionChapterConfig) -> nn.Module:
+                    config: Chapter12Config) -> nn.Module:
     """The student's encoder with a new classifier, fine-tuned on the task as the teacher was (a DistilBERT
     without segment ids: it has no segment table).
 
@@ -274,7 +316,7 @@ def student_on_task(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Ta
 
 
 def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Module, task: Task, examples: int,
-                        soft: bool, config: CompressionChapterConfig, temperature: float = 2.0) -> nn.Module:
+                        soft: bool, config: Chapter12Config, temperature: float = 2.0) -> nn.Module:
     """The student fine-tuned on the first ``examples`` training examples only, on their true labels (``soft``
     False: cross-entropy) or on the fine-tuned teacher's soft targets at ``temperature`` (Hinton et al.'s
     setting: the same few inputs, richer targets). Same steps and learning rate either way.
@@ -315,7 +357,7 @@ def kept_squared_norm(table: torch.Tensor, embedding_size: int) -> float:
     return float(squares[:embedding_size].sum() / squares.sum())
 
 
-def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config: CompressionChapterConfig,
+def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config: Chapter12Config,
                        batches: int = 8) -> float:
     """The share of masked tokens a masked-LM (the pretrained teacher, a student) predicts right, in percent,
     on ``batches`` batches of the distillation text drawn and masked with a seed no distillation run uses.
@@ -331,7 +373,7 @@ def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config
 # ---------------------------------------------------------------- quantization-aware training
 
 
-def qat_model(pretrained: PretrainResult, task: Task, bits: int, config: CompressionChapterConfig) -> nn.Module:
+def qat_model(pretrained: PretrainResult, task: Task, bits: int, config: Chapter12Config) -> nn.Module:
     """Q8BERT's recipe: fine-tune the pretrained BERT on the task with every linear layer fake-quantized to
     ``bits`` (:class:`~lecture_lib.compression.quantization.FakeQuantLinear`), from the same start and with the
     same budget as the float teacher. Returned in eval mode (input ranges frozen); not cached across sessions
@@ -382,3 +424,61 @@ def latencies(models: dict[str, nn.Module], task: Task, batch_size: int, repeats
             return interleaved_medians(calls, repeats=repeats, warmup=3)
     finally:
         torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------- the claims, declared before the run
+
+TASK = "the acceptability test sentences"
+GATE_POINTS = 5.0  # points of accuracy a model must gain over its floor to count as having learned the task
+DISTILLED = "the distilled student (triple loss)"
+CLAIMS = (
+    Demonstration("12-temperature-softens", "a temperature raises the small probabilities of the soft targets",
+                  paper="softer distributions at higher T", source="Hinton et al. (2015), section 2",
+                  shows="the entropy of one prediction of the teacher at T = 1, 2, 4"),
+    Rule("12-student-keeps-most", "a distilled student with half the layers keeps most of the teacher's score",
+         paper="DistilBERT keeps 97% of BERT-base's GLUE score (the Primer's Table 1: 90%)",
+         source="Sanh et al. (2019), Table 1", metric="accuracy (%)", data=TASK, compared=DISTILLED,
+         baseline="the teacher fine-tuned with the same seed", factor=0.9, seeds=Seeds("pretraining"),
+         gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),)),
+    Rule("12-teacher-init-helps", "initialising the student from the teacher's layers helps",
+         paper="−3.69 GLUE macro-score from a random initialisation", source="Sanh et al. (2019), Table 4",
+         metric="accuracy (%)", data=TASK, compared=DISTILLED,
+         baseline="the same distillation from random weights", seeds=Seeds("pretraining"),
+         gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),)),
+    Rule("12-distillation-beats-copy", "distilling the copied student beats fine-tuning the copy alone",
+         paper="the distilled DistilBERT keeps 97% of BERT-base (the copy alone is not reported)",
+         source="Sanh et al. (2019), section 3", metric="accuracy (%)", data=TASK, compared=DISTILLED,
+         baseline="the copied student fine-tuned without distillation", seeds=Seeds("pretraining"),
+         gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),
+                Gate("the copied student", "no pretraining", GATE_POINTS))),
+    Rule("12-sharing-keeps-score", "sharing one layer with a small embedding keeps the score",
+         paper="ALBERT-base ×9 smaller, 97% of BERT-base", source="Lan et al. (2020) via the Primer's Table 1",
+         metric="accuracy points lost", data=TASK,
+         compared="the teacher fine-tuned with the same seed minus the ALBERT-style student", baseline=3.0,
+         higher=False, seeds=Seeds("pretraining"), gates=(Gate("the ALBERT-style student", "no pretraining",
+                                                                GATE_POINTS),)),
+    Rule("12-int8-loses-little", "8-bit quantization loses almost nothing",
+         paper="at most 1.32% relative (RTE)", source="Zafrir et al. (2019), Q8BERT, Table 1",
+         metric="accuracy points lost", data=TASK,
+         compared="the float teacher minus its int8 copy (per channel, integer products)", baseline=2.0,
+         higher=False, seeds=Seeds("fine-tuning"), gates=(Gate("the float teacher", "chance", GATE_POINTS),)),
+    Rule("12-int8-per-tensor-close-to-float", "symmetric per-tensor int8 (Q8BERT's scheme) is close to float",
+         paper="0.00–1.32% relative reduction over eight GLUE tasks and SQuAD",
+         source="Zafrir et al. (2019), Q8BERT, Table 1", metric="accuracy points apart", data=TASK,
+         compared="the float teacher against its int8 copy per tensor, either way", baseline=2.0, higher=False,
+         seeds=Seeds("fine-tuning"), gates=(Gate("the float teacher", "chance", GATE_POINTS),)),
+    Rule("12-few-bits-lose", "at ultra-low precision, rounding without retraining loses the task",
+         paper="direct 2-bit quantization collapses; Q-BERT needs group-wise mixed precision",
+         source="Shen et al. (2020), Q-BERT, Table 1", metric="accuracy points lost", data=TASK,
+         compared="the float teacher minus its weights rounded to 2 bits", baseline=10.0,
+         seeds=Seeds("fine-tuning"), gates=(Gate("the float teacher", "chance", GATE_POINTS),)),
+    Demonstration("12-structured-pruning-is-faster", "only structured pruning is faster on dense kernels",
+                  paper="fewer heads and layers run faster; sparse weights need sparse kernels",
+                  source="Michel et al. (2019); Gordon et al. (2020)",
+                  shows="one run's timings at batch 32 (a rerun prints others; timings are never judged)"),
+)
+CHECKS = (
+    Check("12-t-squared-keeps-gradients", "the soft loss's gradients shrink as 1/T²; multiplying by T² keeps them",
+          source="Hinton et al. (2015), section 2",
+          reference="×1 with T² and ×1/4 without, the gradient norm's change from T = 4 to T = 8", tolerance=0.05),
+)

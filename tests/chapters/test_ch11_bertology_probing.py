@@ -9,8 +9,9 @@ import torch
 from lecture_lib.analysis.word_vectors import word_vectors
 from lecture_lib.chapters.ch11_bertology_probing import (
     KNOWLEDGE_FREQUENCIES,
+    QUICK,
     ROLES,
-    ProbingChapterConfig,
+    Chapter11Config,
     agreement_sentences,
     attractors,
     further_pretrain,
@@ -123,8 +124,8 @@ def test_the_word_type_baseline_answers_each_word_with_its_types_most_frequent_t
 
 
 def test_agreement_sentences_fill_every_attractor_bucket(many_sentences):
-    config = ProbingChapterConfig(agreement_per_bucket=40)
-    sentences = agreement_sentences(config)
+    config = Chapter11Config(**{**QUICK, "agreement_per_bucket": 40})
+    sentences = agreement_sentences(config, seed=0)
     counts = [attractors(s, s.agreement[-1]) for s in sentences]
     assert counts == [k for k in range(config.attractor_chain + 1) for _ in range(40)]
     for s in sentences:
@@ -141,7 +142,7 @@ def test_held_out_types_leave_a_share_of_the_types_out_and_the_control_falls_to_
     labels = [str(int(x)) for x in torch.randint(2, (600,), generator=g)]
     identity = torch.randn(30, 8, generator=g)[[i % 30 for i in range(600)]]
     x = torch.cat([torch.tensor([[float(y)] for y in labels]) * 3, identity, torch.randn(600, 4, generator=g)], 1)
-    config = ProbingChapterConfig(probe_steps=100)
+    config = Chapter11Config(**QUICK)
     out = held_out_probes(([x[:400]], labels[:400], words[:400]), ([x[400:]], labels[400:], words[400:]), "toy",
                           config, "toy", seed=0)
     [layer] = out["layers"]
@@ -150,7 +151,7 @@ def test_held_out_types_leave_a_share_of_the_types_out_and_the_control_falls_to_
 
 
 def test_the_knowledge_text_states_each_fact_as_often_as_its_bucket_says():
-    config = ProbingChapterConfig(knowledge_people=3)
+    config = Chapter11Config(**QUICK, knowledge_people=3)
     facts, text = knowledge_text(config, seed=0)
     assert list(facts) == list(KNOWLEDGE_FREQUENCIES) and all(len(f) == 6 for f in facts.values())
     stated = [s.fact for s in text if s.fact is not None]
@@ -178,7 +179,7 @@ def test_name_pieces_find_every_name_and_further_pretraining_leaves_the_model_al
     model = BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=16, num_hidden_layers=1,
                                           num_attention_heads=2, intermediate_size=32)).eval()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    trained = further_pretrain(model, tokenizer, sentences, ProbingChapterConfig(knowledge_steps=3), seed=0)
+    trained = further_pretrain(model, tokenizer, sentences, Chapter11Config(**{**QUICK, "knowledge_steps": 3}), seed=0)
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     assert not trained.training and not torch.equal(trained.state_dict()[next(iter(before))], before[next(iter(before))])
 
@@ -245,7 +246,7 @@ def test_span_batch_stacks_the_sentences_and_shifts_their_spans(sentences):
 def minilm_treebank(minilm):
     """MiniLM's word vectors of the quick profile's treebank (300 training, 150 test sentences): ~2 s."""
 
-    config = ProbingChapterConfig()  # the quick profile's sizes, whatever LECTURE_PROFILE says
+    config = Chapter11Config(**QUICK)  # the quick profile's sizes, whatever LECTURE_PROFILE says
     model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
     sentences = treebank(config)
     with torch.no_grad():
@@ -286,3 +287,14 @@ def test_exercise_3_rank_8_holds_nearly_the_whole_tree(minilm_treebank):
                                     config.structural_steps, seed_of(config.seed, 3, rank), depth=False)["uuas"]
             for rank in (8, 64)}
     assert abs(uuas[8] - 0.91) < 0.02 and abs(uuas[64] - 0.95) < 0.02 and 0.01 < uuas[64] - uuas[8] < 0.07, uuas
+
+
+def test_the_config_refuses_sizes_that_cannot_run_and_takes_the_claims_seeds(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
+    assert Chapter11Config(**QUICK).seeds == (3, 4, 5)
+    with pytest.raises(ValueError, match="edge_train_sentences: expected at most train_sentences"):
+        Chapter11Config(**{**QUICK, "edge_train_sentences": QUICK["train_sentences"] + 1})
+    with pytest.raises(ValueError, match="probe_steps: expected a whole number >= 1, got 0"):
+        Chapter11Config(**{**QUICK, "probe_steps": 0})
+    with pytest.raises(ValueError, match="held_out: expected a share"):
+        Chapter11Config(**QUICK, held_out=1.0)

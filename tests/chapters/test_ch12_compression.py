@@ -1,6 +1,7 @@
 """Chapter 12's glue: the distillation text, the objective on a tiny teacher, segment-free tasks."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from lecture_lib.chapters.ch12_compression import (
     distillation_text,
     kept_squared_norm,
     masked_word_accuracy,
+    scratch_student,
     seeded,
     without_segments,
 )
@@ -208,3 +210,25 @@ def test_exercise_4_the_factorised_table_keeps_the_top_e_squared_singular_values
         sizes[e] = model_bytes(student)
     assert abs(shares[4] - 0.22) < 0.02 and abs(shares[16] - 0.67) < 0.02 and shares[32] == pytest.approx(1.0)
     assert sizes[4] < sizes[16] < sizes[32] < model_bytes(teacher)
+
+
+def test_the_config_refuses_sizes_that_cannot_run_and_takes_the_claims_seeds(monkeypatch):
+    monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
+    assert chapter_config().seeds == (3, 4, 5)
+    with pytest.raises(ValueError, match="distill_steps: expected a whole number >= 1, got 0"):
+        chapter_config(distill_steps=0)
+    with pytest.raises(ValueError, match="bits: expected bit widths from 1 to 8"):
+        chapter_config(bits=(9,))
+    with pytest.raises(ValueError, match="sparsities: expected shares in"):
+        chapter_config(sparsities=(1.0,))
+
+
+def test_the_scratch_student_has_the_students_shape_and_its_seeds_weights(tokenizer):
+    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=4,
+                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    pretrained = SimpleNamespace(model=teacher)
+    a, b, c = (scratch_student(pretrained, seeded(chapter_config(), seed)) for seed in (0, 0, 1))
+    assert a.config.n_layers == 2 and a.config.dim == 32
+    weight = "distilbert.encoder.layer.0.attention.self.query.weight"
+    assert torch.equal(a.state_dict()[weight], b.state_dict()[weight])
+    assert not torch.equal(a.state_dict()[weight], c.state_dict()[weight])
