@@ -450,7 +450,7 @@ def pretraining_ablations(config: course_language.CourseLanguageConfig | None = 
 def pretraining_seeds() -> tuple[int, ...]:
     """The pretraining seeds of the claims about a pretraining recipe (Tables 5 and 6, section 7's models): every
     seed of ``$LECTURE_SEEDS`` in the full profile, the first alone in the quick one, where those claims show as
-    mechanism only (:data:`ONE_PRETRAINING_RUN`).
+    mechanism only (:data:`_ONE_PRETRAINING_RUN`).
 
     Taught in: 04_bert_pretraining ("What we saw").
     """
@@ -458,7 +458,7 @@ def pretraining_seeds() -> tuple[int, ...]:
 
 
 DEVLIN = "Devlin et al. (2019)"
-ONE_PRETRAINING_RUN = ("one pretraining run per row in the quick profile (the fine-tuning seeds do not vary what the "
+_ONE_PRETRAINING_RUN = ("one pretraining run per row in the quick profile (the fine-tuning seeds do not vary what the "
                        "claim is about)")
 TABLE_F1 = "entity F1 on context entities with held-out names, the mean of 3 fine-tuning seeds"
 F1_MARGIN = 0.01  # one point of F1: a smaller difference is not called a gain
@@ -472,12 +472,12 @@ CLAIMS = (
     Rule("04-pretraining-teaches-context-english", "pretraining teaches context (English text)",
          paper="BERT-base's held-out MLM perplexity 3.99", source=f"{DEVLIN}, Table 6",
          metric="accuracy at [MASK]", data="held-out Python documentation", compared="the pretrained BERT",
-         baseline="the most-frequent-token guess", factor=2, seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+         baseline="the most-frequent-token guess", factor=2, seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
     Rule("04-pretraining-teaches-context", "pretraining teaches context (the synthetic language)",
          paper="BERT-base's held-out MLM perplexity 3.99", source=f"{DEVLIN}, Table 6",
          metric="accuracy at [MASK]", data="held-out documents of the synthetic language",
          compared="the pretrained BERT", baseline="the most-frequent-token guess", factor=2,
-         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
     Demonstration("04-mask-only-hurts-features", "always [MASK] (100/0/0) hurts the feature-based use",
                   paper="NER feature-based 94.0 (100/0/0) vs 94.9 (80/10/10)", source=f"{DEVLIN}, Table 8",
                   shows="what each rule's model names when shown the true token: 100/0/0 never asks its head about "
@@ -485,7 +485,7 @@ CLAIMS = (
                         "task itself is not run"),
     Rule("04-nsp-helps", "NSP helps downstream", paper="No NSP −0.5 MNLI, −3.5 QNLI", source=f"{DEVLIN}, Table 5",
          metric=TABLE_F1, data="the synthetic language", compared="MLM + NSP", baseline="No NSP", margin=F1_MARGIN,
-         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN,
+         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN,
          gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("No NSP", "no pretraining", LEARNED))),
     Demonstration("04-bidirectional-beats-left-to-right", "a left-to-right LM is worse downstream where the answer "
                   "depends on the words to its right", paper="LTR & No NSP −10.7 SQuAD, −9.2 MRPC, −2.3 MNLI",
@@ -497,16 +497,16 @@ CLAIMS = (
          paper="5.84 (3 layers) … 3.23 (24 layers)", source=f"{DEVLIN}, Table 6",
          metric="held-out MLM loss, its least drop from one size to the next larger",
          data="the synthetic language, equal steps", compared="the least drop", baseline=0.0,
-         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
     Rule("04-bigger-is-better-downstream", "bigger models score higher downstream",
          paper="MNLI-m 77.9 (3 layers, H = 768) … 86.6 (24 layers, H = 1024)", source=f"{DEVLIN}, Table 6",
          metric=f"{TABLE_F1}, its least gain from one size to the next larger", data="the synthetic language, equal "
-         "steps", compared="the least gain", baseline=0.0, seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN,
+         "steps", compared="the least gain", baseline=0.0, seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN,
          gates=(Gate("the weakest size", "no pretraining", LEARNED),)),
     Rule("04-pretraining-pays-downstream", "pretraining pays downstream", paper="every GLUE task above pre-BERT "
          "models trained on the task alone", source=f"{DEVLIN}, Tables 1 and 6", metric=TABLE_F1,
          data="the synthetic language", compared="MLM + NSP", baseline="no pretraining", margin=F1_MARGIN,
-         seeds=Seeds("pretraining"), quick=ONE_PRETRAINING_RUN),
+         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
     Demonstration("04-bidirectional-leaks", "a bidirectional LM cannot be trained left to right",
                   paper="each word would see itself", source=f"{DEVLIN}, section 3.1",
                   shows="the held-out next-token loss of a full-attention model with the answer in view against "

@@ -61,33 +61,33 @@ VARIANTS = ("ELECTRA", "ELECTRA 15%", "Replace MLM", "All-Tokens MLM", "BERT")
 MAIN_SCORE = {"acceptability": "mcc", "entailment": "accuracy", "ner": "f1", "qa": "f1"}
 
 SCORE = "fine-tuned score (chapter 05's tasks of the profile: NER F1 in quick)"
-HELD_OUT = "held-out sentences of chapter 05's synthetic language, each model pretrained at the same FLOPs"
+_HELD_OUT = "held-out sentences of chapter 05's synthetic language, each model pretrained at the same FLOPs"
 ABOVE_SCRATCH = 0.02  # a pretrained row must beat the same network fine-tuned from random weights by this much
 CLAIMS = (
     Rule("08-electra-beats-mlm-at-matched-compute", "ELECTRA beats masked LM at the same compute, most clearly at "
          "small budgets", paper="ELECTRA-Small 74.1 … 79.9 at 6.25 … 100% of its compute; BERT-Small 75.1 at 100% "
          "(GLUE); the gap widest at small budgets (Figure 1)", source="Clark et al. (2020), Table 1",
          metric="ELECTRA's fine-tuned score minus masked LM's, at the worst of the checkpoints below the whole "
-         "budget", data=HELD_OUT, compared="ELECTRA's lead", baseline=0.0, seeds=Seeds("pretraining"),
+         "budget", data=_HELD_OUT, compared="ELECTRA's lead", baseline=0.0, seeds=Seeds("pretraining"),
          gates=(Gate("ELECTRA at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH),
                 Gate("masked LM at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH))),
     Rule("08-electra-beats-electra-15pct", "the loss on every token beats the loss on the masked 15%",
          paper="ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)", source="Clark et al. (2020), Table 5", metric=SCORE,
-         data=HELD_OUT, compared="ELECTRA", baseline="ELECTRA 15%", seeds=Seeds("pretraining"),
+         data=_HELD_OUT, compared="ELECTRA", baseline="ELECTRA 15%", seeds=Seeds("pretraining"),
          gates=(Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA 15%", "no pretraining", ABOVE_SCRATCH))),
     Rule("08-all-tokens-is-most-of-the-gain", "learning from all tokens is most of ELECTRA's gain over BERT",
          paper="ELECTRA 85.0, All-Tokens MLM 84.3, BERT 82.2 (GLUE)", source="Clark et al. (2020), Table 5",
-         metric=SCORE, data=HELD_OUT, compared="All-Tokens MLM", baseline="the midpoint of ELECTRA and BERT",
+         metric=SCORE, data=_HELD_OUT, compared="All-Tokens MLM", baseline="the midpoint of ELECTRA and BERT",
          seeds=Seeds("pretraining"),
          gates=(Gate("All-Tokens MLM", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH),
                 Gate("BERT", "no pretraining", ABOVE_SCRATCH))),
     Rule("08-replace-mlm-beats-bert", "never showing [MASK] helps a little: Replace MLM above BERT",
          paper="Replace MLM 82.4, BERT 82.2 (GLUE)", source="Clark et al. (2020), Table 5", metric=SCORE,
-         data=HELD_OUT, compared="Replace MLM", baseline="BERT", seeds=Seeds("pretraining"),
+         data=_HELD_OUT, compared="Replace MLM", baseline="BERT", seeds=Seeds("pretraining"),
          gates=(Gate("Replace MLM", "no pretraining", ABOVE_SCRATCH), Gate("BERT", "no pretraining", ABOVE_SCRATCH))),
     Rule("08-small-generator-beats-unigram", "a small learned generator beats a unigram one",
          paper="best at 1/4–1/2 of the discriminator's width, the unigram generator lower (GLUE)",
-         source="Clark et al. (2020), Figure 3", metric=SCORE, data=HELD_OUT,
+         source="Clark et al. (2020), Figure 3", metric=SCORE, data=_HELD_OUT,
          compared="ELECTRA with the chapter's generator", baseline="ELECTRA with the unigram generator",
          seeds=Seeds("pretraining"), quick="one pretraining run per generator in the quick profile (sweep_seeds=1)",
          gates=(Gate("ELECTRA with the chapter's generator", "no pretraining", ABOVE_SCRATCH),

@@ -124,31 +124,31 @@ BART_PAPER_ROWS = {
 
 # The claims, declared before the run. The objective claims are about pretraining: they vary the pretraining seed,
 # which only the full profile does (seed_varies="pretraining"); the quick profile pretrains once per objective.
-ONE_PRETRAINING_RUN = "one pretraining run per objective in the quick profile (its seeds vary fine-tuning only)"
+_ONE_PRETRAINING_RUN = "one pretraining run per objective in the quick profile (its seeds vary fine-tuning only)"
 ALL_TASKS = "100 unseen-name examples of each of the four tasks"
-ABOVE_MAJORITY = 0.05  # a gate: a row that answers every input alike scores the majority answer at best
+_ABOVE_MAJORITY = 0.05  # a gate: a row that answers every input alike scores the majority answer at best
 CLAIMS = (
     Rule("09-denoising-beats-no-pretraining", "denoising pretraining beats no pretraining",
          paper="GLUE 83.28, CNN/DM ROUGE-2 19.24, SQuAD EM 80.88 against 66.22, 17.60 and 50.31 without pretraining",
          source="Raffel et al. (2020), Table 1", metric="mean over the tasks of exact match (token F1 for facts)", data=ALL_TASKS,
          compared="each denoising objective (BERT-style and random spans, the lower of the two)",
          baseline="no pretraining", margin=0.01, seeds=Seeds("pretraining"),
-         gates=tuple(Gate(name, "most-frequent-token guess", ABOVE_MAJORITY)
+         gates=tuple(Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY)
                      for name in ("BERT-style", "random spans", "no pretraining")),
-         quick=ONE_PRETRAINING_RUN),
+         quick=_ONE_PRETRAINING_RUN),
     Rule("09-span-corruption-matches-bert-style", "span corruption does about as well as BERT-style",
          paper="GLUE 83.49 (random spans) against 82.96 (BERT-style)", source="Raffel et al. (2020), Tables 4 and 7",
          metric="mean over the tasks of exact match (token F1 for facts)", data=ALL_TASKS, compared="random spans", baseline="BERT-style", factor=0.95,
          seeds=Seeds("pretraining"),
-         gates=tuple(Gate(name, "most-frequent-token guess", ABOVE_MAJORITY) for name in ("random spans", "BERT-style")),
-         quick=ONE_PRETRAINING_RUN),
+         gates=tuple(Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY) for name in ("random spans", "BERT-style")),
+         quick=_ONE_PRETRAINING_RUN),
     Rule("09-infilling-beats-rotation", "text infilling pretrains far better than document rotation",
          paper="SQuAD F1 90.8 (text infilling) against 77.2 (document rotation)", source="Lewis et al. (2020), Table 1",
          metric="exact match", data="the question task (our SQuAD), 100 unseen-name questions",
          compared="text infilling", baseline="document rotation", seeds=Seeds("pretraining"),
-         gates=tuple(Gate(name, "most-frequent-token guess", ABOVE_MAJORITY)
+         gates=tuple(Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY)
                      for name in ("text infilling", "document rotation")),
-         quick=ONE_PRETRAINING_RUN),
+         quick=_ONE_PRETRAINING_RUN),
     Demonstration("09-t5-architecture", "no 1/√d, RMS norm, bias in block 0; T5 1.0's tied output scaled by d^-1/2, "
                   "T5 1.1's untied and gated", paper="the model of section 2.1",
                   source="Raffel et al. (2020), section 2.1; transformers' T5",

@@ -737,14 +737,14 @@ def sense_measures(model: nn.Module, tokenizer, seed: int) -> tuple[dict[str, Se
 # Tenney, Das and Pavlick's pipeline, in the edge tasks the chapter probes (negation is not one of theirs)
 SYNTACTIC_EDGE_TASKS = ("dependency", "constituent")
 SEMANTIC_EDGE_TASKS = ("entity", "relation", "coreference")
-HELD_OUT = "the test words of held-out types, MiniLM"
+_HELD_OUT = "the test words of held-out types, MiniLM"
 ABOVE_MAJORITY = "{} at MiniLM's best layer (chance: the majority label's share)"
 MIX_ACCURACY = "the mix's accuracy on {} (mean; no pretraining: the random twin's)"
 CONTEXT_GATES = tuple(Gate(ABOVE_MAJORITY.format(task), "chance", 0.05) for task in CONTEXT_TASKS)
 CLAIMS = (
     Rule("11-context-tasks-peak-above-layer-0", "tasks that need the context are read best above layer 0",
          paper="lexical properties peak low, contextual ones in middle layers", source="Tenney et al. (2019); "
-         "Liu et al. (2019), Figure 5", metric="probe accuracy", data=HELD_OUT,
+         "Liu et al. (2019), Figure 5", metric="probe accuracy", data=_HELD_OUT,
          compared="the best layer's gain over layer 0, the smaller of role and number", baseline=0.0, margin=0.1,
          seeds=Seeds("probe fit"), gates=CONTEXT_GATES),
     Demonstration("11-selectivity-held-out-types", "with held-out word types the control task fails",
@@ -753,12 +753,12 @@ CLAIMS = (
                         "cannot know the random label of a word it never saw"),
     Rule("11-selectivity-from-pretraining", "the random twin reads the contextual tasks worse than the trained model",
          paper="random-encoder baselines below the trained encoders", source="Hewitt and Liang (2019); Tenney et al. "
-         "(2019), Table 2", metric="probe accuracy at the best layer", data=HELD_OUT,
+         "(2019), Table 2", metric="probe accuracy at the best layer", data=_HELD_OUT,
          compared="MiniLM minus its random twin (no pretraining), the smaller of role and number", baseline=0.0,
          margin=0.05, seeds=Seeds("probe fit"), gates=CONTEXT_GATES),
     Rule("11-pipeline-order", "part of speech is read lowest, then roles and agreement (the pipeline's order)",
          paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
-         source="Tenney, Das and Pavlick (2019), Figure 1", metric="layer of the best probe accuracy", data=HELD_OUT,
+         source="Tenney, Das and Pavlick (2019), Figure 1", metric="layer of the best probe accuracy", data=_HELD_OUT,
          compared="the lower of role's and number's best layers", baseline="part of speech's best layer",
          seeds=Seeds("probe fit"),
          gates=(Gate(ABOVE_MAJORITY.format("pos"), "chance", 0.05), *CONTEXT_GATES)),
