@@ -29,8 +29,14 @@ from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
 # Chromium's own background traffic (updates, sync, Google lookups) is not the book's: switch it off.
-CHROMIUM_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-quic", "--no-first-run", "--disable-gpu"]
+CHROMIUM_FLAGS = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-gpu",
+]
 INSIDE_SCHEMES = ("data:", "blob:", "about:")
 
 
@@ -115,8 +121,9 @@ def screenshot_name(page: str) -> str:
 def book_pages(root: Path) -> list[Path]:
     """The pages a reader opens: every HTML page except Sphinx's generated index and search pages."""
     skip = {"genindex.html", "search.html", "py-modindex.html"}
-    return sorted(p for p in root.rglob("*.html")
-                  if p.name not in skip and not p.relative_to(root).parts[0].startswith("_"))
+    return sorted(
+        p for p in root.rglob("*.html") if p.name not in skip and not p.relative_to(root).parts[0].startswith("_")
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -144,8 +151,10 @@ def main(argv: list[str]) -> int:
     if failed:
         print(f"browser check: {failed} of {len(pages)} pages failed", file=sys.stderr)
         return 1
-    print(f"browser check: {len(pages)} pages opened in Chromium, no script error, nothing requested outside "
-          f"the book; screenshots in {screenshots}")
+    print(
+        f"browser check: {len(pages)} pages opened in Chromium, no script error, nothing requested outside "
+        f"the book; screenshots in {screenshots}"
+    )
     return 0
 
 

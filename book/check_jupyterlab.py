@@ -41,8 +41,10 @@ _spec.loader.exec_module(check_browser)
 
 RAW_MYST = ("{glue", ":::{")
 # JupyterLab's settings for the check: every cell in the page, so that each one can be inspected; no news toast.
-SETTINGS = {"notebook-extension/tracker": {"windowingMode": "none"},
-            "apputils-extension/notification": {"fetchNews": "false"}}
+SETTINGS = {
+    "notebook-extension/tracker": {"windowingMode": "none"},
+    "apputils-extension/notification": {"fetchNews": "false"},
+}
 
 
 def has_details(notebook: Path) -> bool:
@@ -65,11 +67,23 @@ def jupyter_lab(folder: Path, timeout: float = 120) -> Iterator[tuple[str, str]]
         path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(folder / ".ws"),
-               JUPYTER_CONFIG_DIR=str(folder / ".config"))
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(folder / ".ws"),
+        JUPYTER_CONFIG_DIR=str(folder / ".config"),
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={folder}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if os.geteuid() == 0:
         command.append("--allow-root")
     log = (folder / ".server.log").open("w")
@@ -103,8 +117,12 @@ def check_notebook(browser, base: str, token: str, name: str, screenshots: Path)
     page.wait_for_timeout(1000)  # the rest of the cells render
     problems = []
     rendered = page.locator(".jp-MarkdownCell .jp-RenderedMarkdown")
-    raw = [f"a markdown cell shows {marker!r}: {text.strip()[:80]!r}" for text in rendered.all_inner_texts()
-           for marker in RAW_MYST if marker in text]
+    raw = [
+        f"a markdown cell shows {marker!r}: {text.strip()[:80]!r}"
+        for text in rendered.all_inner_texts()
+        for marker in RAW_MYST
+        if marker in text
+    ]
     problems += raw[:5]
     details = page.locator(".jp-MarkdownCell .jp-RenderedMarkdown details").first
     if details.count() == 0:
@@ -146,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     args.screenshots.mkdir(parents=True, exist_ok=True)
     failed = 0
     with tempfile.TemporaryDirectory() as folder, jupyter_lab(Path(folder)) as (base, token), sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=check_browser.CHROMIUM, headless=True,
-                                    args=["--no-sandbox", *check_browser.CHROMIUM_FLAGS])
+        browser = p.chromium.launch(
+            executable_path=check_browser.CHROMIUM, headless=True, args=["--no-sandbox", *check_browser.CHROMIUM_FLAGS]
+        )
         for notebook in notebooks:
             shutil.copy(notebook, Path(folder) / notebook.name)
             problems = check_notebook(browser, base, token, notebook.name, args.screenshots)

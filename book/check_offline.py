@@ -16,8 +16,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 LOADING_ATTRIBUTES = {
-    "script": "src", "link": "href", "img": "src", "iframe": "src", "source": "src",
-    "video": "src", "audio": "src", "embed": "src", "object": "data",
+    "script": "src",
+    "link": "href",
+    "img": "src",
+    "iframe": "src",
+    "source": "src",
+    "video": "src",
+    "audio": "src",
+    "embed": "src",
+    "object": "data",
 }
 
 

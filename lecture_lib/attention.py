@@ -321,7 +321,9 @@ class MultiHeadAttention(nn.Module):
         PyTorch keeps the three input projections stacked in one (3E, E) matrix; we split it.
         """
         if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
-            raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim, no bias_k/bias_v, no add_zero_attn")
+            raise ValueError(
+                "only nn.MultiheadAttention with kdim = vdim = embed_dim, no bias_k/bias_v, no add_zero_attn"
+            )
         bias = module.in_proj_bias is not None
         ours = cls(module.embed_dim, module.num_heads, module.dropout, bias=bias)
         ours.to(device=module.in_proj_weight.device, dtype=module.in_proj_weight.dtype)

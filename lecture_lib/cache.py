@@ -88,8 +88,12 @@ def key(recipe: Any) -> str:
     sorted keys, together with the Python version (it decides the embedded corpus), the torch version
     and the cache :data:`CACHE_FORMAT`. The same recipe gives the same key in every process (no ``hash()``).
     """
-    stamped = {"recipe": recipe, "python": list(sys.version_info[:3]), "torch": torch.__version__,
-               "format": CACHE_FORMAT}
+    stamped = {
+        "recipe": recipe,
+        "python": list(sys.version_info[:3]),
+        "torch": torch.__version__,
+        "format": CACHE_FORMAT,
+    }
     return hashlib.sha256(json.dumps(stamped, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -107,8 +111,9 @@ def fingerprint(thing: Any) -> str:
     False
     """
     digest = hashlib.sha256(type(thing).__name__.encode())
-    if isinstance(thing, torch.nn.Module) or (isinstance(thing, dict) and all(isinstance(v, torch.Tensor)
-                                                                              for v in thing.values())):
+    if isinstance(thing, torch.nn.Module) or (
+        isinstance(thing, dict) and all(isinstance(v, torch.Tensor) for v in thing.values())
+    ):
         for name, tensor in (thing.state_dict() if isinstance(thing, torch.nn.Module) else thing).items():
             data = tensor.detach().cpu().contiguous().reshape(-1)
             digest.update(f"{name} {data.dtype} {tuple(tensor.shape)}".encode())
@@ -119,8 +124,10 @@ def fingerprint(thing: Any) -> str:
         accents = getattr(thing, "strip_accents", None)
         digest.update(json.dumps([sorted(vocab.items(), key=lambda item: item[1]), casing, accents]).encode())
     else:
-        raise TypeError(f"expected a torch.nn.Module, a dict of tensors or a tokenizer with a vocabulary, got "
-                        f"{type(thing).__name__}")
+        raise TypeError(
+            f"expected a torch.nn.Module, a dict of tensors or a tokenizer with a vocabulary, got "
+            f"{type(thing).__name__}"
+        )
     return digest.hexdigest()[:16]
 
 
@@ -180,6 +187,7 @@ def cached_json(name: str, recipe: Any, run: Callable[[], Any]) -> Any:
 
     ``recipe`` must hold every value that changes the result: a value left out of it serves a stale result.
     """
+
     def build(partial: Path) -> None:
         partial.write_text(json.dumps(run(), indent=2) + "\n")
 
@@ -225,13 +233,22 @@ def cached_build(load: Callable[[Path], T], *, ignore: Sequence[str] = ()) -> Ca
     is made of the call without the path (:func:`call_recipe`); ``ignore`` and the decorated function's
     attributes are :func:`cached_call`'s.
     """
+
     def decorate(fn: Callable[..., None]) -> Callable[..., T]:
         return _cached_entry(fn, fn, load, "", ignore, takes_path=True)
+
     return decorate
 
 
-def _cached_entry(fn: Callable[..., Any], build: Callable[..., None], load: Callable[[Path], Any], suffix: str,
-                  ignore: Sequence[str], *, takes_path: bool) -> Callable[..., Any]:
+def _cached_entry(
+    fn: Callable[..., Any],
+    build: Callable[..., None],
+    load: Callable[[Path], Any],
+    suffix: str,
+    ignore: Sequence[str],
+    *,
+    takes_path: bool,
+) -> Callable[..., Any]:
     parameters = list(inspect.signature(fn).parameters)
     unknown = sorted(set(ignore) - set(parameters))
     if unknown:
@@ -253,8 +270,9 @@ def _cached_entry(fn: Callable[..., Any], build: Callable[..., None], load: Call
     return entry
 
 
-def compute_all(fn: Callable[..., T], calls: Sequence[tuple], *, workers: int | None = None,
-                desc: str | None = None) -> list[T]:
+def compute_all(
+    fn: Callable[..., T], calls: Sequence[tuple], *, workers: int | None = None, desc: str | None = None
+) -> list[T]:
     """``[fn(*call) for call in calls]`` for a cached function ``fn`` (:func:`cached_call`, :func:`cached_build`):
     the calls not yet in the cache run first, each once, in ``workers`` processes
     (:func:`~lecture_lib.runtime.parallel_map`), then every result is read from the cache here, so that a rerun
@@ -266,8 +284,12 @@ def compute_all(fn: Callable[..., T], calls: Sequence[tuple], *, workers: int | 
     calls = [tuple(call) for call in calls]
     missing = list({fn.cache_name(*call): call for call in calls if not fn.is_cached(*call)}.values())
     if missing:
-        parallel_map(_build_only, [(fn, *call) for call in missing], workers=workers,
-                     desc=desc or f"{len(missing)} runs of {fn.__qualname__}")
+        parallel_map(
+            _build_only,
+            [(fn, *call) for call in missing],
+            workers=workers,
+            desc=desc or f"{len(missing)} runs of {fn.__qualname__}",
+        )
     return [fn(*call) for call in calls]
 
 
@@ -295,8 +317,13 @@ class Deferred:
         return call_recipe(self.fn, self.args, self.kwargs)
 
 
-def call_recipe(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None, *,
-                ignore: Sequence[str] = ()) -> dict[str, Any]:
+def call_recipe(
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    ignore: Sequence[str] = (),
+) -> dict[str, Any]:
     """What a call's result depends on, as JSON: the function (:func:`describe`: its name and code), every
     argument bound to its parameter, defaults included (but those in ``ignore``), and the module constants its
     code reads (:func:`constants_read`). An argument :func:`describe` cannot name is a ``TypeError`` naming it.
@@ -314,10 +341,15 @@ def call_recipe(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[s
         bound.apply_defaults()
         arguments = bound.arguments
     where = getattr(fn, "__qualname__", type(fn).__qualname__)
-    return {"function": describe(fn, f"the function {where}"),
-            "arguments": {name: describe(value, f"argument {name!r} of {where}")
-                          for name, value in arguments.items() if name not in ignore},
-            "constants": constants_read(fn)}
+    return {
+        "function": describe(fn, f"the function {where}"),
+        "arguments": {
+            name: describe(value, f"argument {name!r} of {where}")
+            for name, value in arguments.items()
+            if name not in ignore
+        },
+        "constants": constants_read(fn),
+    }
 
 
 def constants_read(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -341,8 +373,11 @@ def constants_read(fn: Callable[..., Any]) -> dict[str, Any]:
         names |= set(code.co_names)
         todo += [const for const in code.co_consts if isinstance(const, types.CodeType)]
     scope = fn.__globals__
-    return {name: describe(scope[name], f"the constant {name}") for name in sorted(names)
-            if name in scope and _is_data(scope[name])}
+    return {
+        name: describe(scope[name], f"the constant {name}")
+        for name in sorted(names)
+        if name in scope and _is_data(scope[name])
+    }
 
 
 def _is_data(value: Any) -> bool:
@@ -382,8 +417,12 @@ def describe(value: Any, where: str = "the value") -> Any:
     if callable(getattr(value, "cache_recipe", None)):
         return {"class": _qualified(type(value)), "recipe": describe(value.cache_recipe(), where)}
     if dataclasses.is_dataclass(value):
-        return {"class": _qualified(type(value)), "fields": {
-            f.name: describe(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)}}
+        return {
+            "class": _qualified(type(value)),
+            "fields": {
+                f.name: describe(getattr(value, f.name), f"{where}.{f.name}") for f in dataclasses.fields(value)
+            },
+        }
     if isinstance(value, torch.Tensor):
         return {"tensor": fingerprint({"tensor": value})}
     if isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
@@ -391,20 +430,30 @@ def describe(value: Any, where: str = "the value") -> Any:
     if isinstance(value, dict):
         if all(isinstance(k, str) for k in value):
             return {k: describe(v, f"{where}[{k!r}]") for k, v in value.items()}
-        return {"items": sorted(([describe(k, where), describe(v, f"{where}[{k!r}]")] for k, v in value.items()),
-                                key=json.dumps)}
-    if isinstance(value, torch.nn.Module) or hasattr(value, "get_vocab") or isinstance(getattr(value, "vocab", None),
-                                                                                         dict):
+        return {
+            "items": sorted(
+                ([describe(k, where), describe(v, f"{where}[{k!r}]")] for k, v in value.items()), key=json.dumps
+            )
+        }
+    if (
+        isinstance(value, torch.nn.Module)
+        or hasattr(value, "get_vocab")
+        or isinstance(getattr(value, "vocab", None), dict)
+    ):
         return {"fingerprint": fingerprint(value)}
-    raise TypeError(f"cannot name a cached call by {where}: expected plain data, a dataclass, a model, a tokenizer, "
-                    f"a tensor, a module-level function or an object with cache_recipe(), got "
-                    f"{type(value).__qualname__}")
+    raise TypeError(
+        f"cannot name a cached call by {where}: expected plain data, a dataclass, a model, a tokenizer, "
+        f"a tensor, a module-level function or an object with cache_recipe(), got "
+        f"{type(value).__qualname__}"
+    )
 
 
 def _describe_code(value: Callable[..., Any] | type, where: str) -> dict[str, Any]:
     if "<" in value.__qualname__:  # <lambda>, <locals>: what it closes over is out of sight
-        raise TypeError(f"cannot name a cached call by {where}: {value.__qualname__} is a lambda or a local "
-                        "function; pass a module-level function, or a Deferred call of one")
+        raise TypeError(
+            f"cannot name a cached call by {where}: {value.__qualname__} is a lambda or a local "
+            "function; pass a module-level function, or a Deferred call of one"
+        )
     return {"code": _qualified(value), "digest": _code_digest(value)}
 
 
@@ -425,8 +474,12 @@ def _code_digest(fn: Callable[..., Any] | type) -> str | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node.decorator_list = []
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
 

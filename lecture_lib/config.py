@@ -122,8 +122,11 @@ def check_divisible(config: Any, whole: str, part: str, why: str = "") -> None:
     lecture_lib.config.FieldError: num_attention_heads, hidden_size: hidden_size 32 is not divisible by num_attention_heads 3
     """
     if getattr(config, whole) % getattr(config, part):
-        raise FieldError([part, whole], f"{whole} {getattr(config, whole)} is not divisible by {part} "
-                         f"{getattr(config, part)}{f' ({why})' if why else ''}")
+        raise FieldError(
+            [part, whole],
+            f"{whole} {getattr(config, whole)} is not divisible by {part} "
+            f"{getattr(config, part)}{f' ({why})' if why else ''}",
+        )
 
 
 def check_indices(config: Any, size: str, *names: str) -> None:
@@ -138,7 +141,9 @@ def check_indices(config: Any, size: str, *names: str) -> None:
     """
     for name in names:
         if not 0 <= getattr(config, name) < getattr(config, size):
-            raise FieldError([name, size], f"expected {name} in [0, {getattr(config, size)}), got {getattr(config, name)}")
+            raise FieldError(
+                [name, size], f"expected {name} in [0, {getattr(config, size)}), got {getattr(config, name)}"
+            )
 
 
 # ---------------------------------------------------------------- building a config from nested dicts
@@ -262,6 +267,7 @@ class FlagParser(argparse.ArgumentParser):
 def flag_type(parse: Callable[[str], Any], rule: Range | OneOf | None = None) -> Callable[[str], Any]:
     """An argparse ``type``: ``parse`` the text (the message of its ``ValueError`` is the error), then refuse
     a value outside ``rule``; either way one line naming the flag."""
+
     def parse_flag(text: str) -> Any:
         try:
             value = parse(text)
@@ -272,11 +278,18 @@ def flag_type(parse: Callable[[str], Any], rule: Range | OneOf | None = None) ->
         if rule is not None and not rule.allows(value):
             raise argparse.ArgumentTypeError(rule.reason(value))
         return value
+
     return parse_flag
 
 
-def add_ranged(parser: argparse.ArgumentParser | Any, flag: str, parse: Callable[[str], Any], rule: Range | OneOf,
-               help: str = "", **options: Any) -> None:
+def add_ranged(
+    parser: argparse.ArgumentParser | Any,
+    flag: str,
+    parse: Callable[[str], Any],
+    rule: Range | OneOf,
+    help: str = "",
+    **options: Any,
+) -> None:
     """``parser.add_argument(flag)`` whose value is checked against ``rule`` as it is read, and whose help
     says the rule and the default."""
     default = options.get("default")

@@ -53,8 +53,9 @@ def select_rows(state: State, index: torch.Tensor) -> State:
     return tuple(s.index_select(0, index) for s in state)
 
 
-def next_token_log_probs(model: EncoderDecoder, prefix: torch.Tensor, state: State,
-                         banned: tuple[int, ...]) -> torch.Tensor:
+def next_token_log_probs(
+    model: EncoderDecoder, prefix: torch.Tensor, state: State, banned: tuple[int, ...]
+) -> torch.Tensor:
     """log P(next token | prefix, source), (B, V), with the banned tokens at -inf.
 
     Taught in: 02_transformer ("Decoding: greedy and beam search").
@@ -74,8 +75,14 @@ def _check(src: torch.Tensor, max_len: int) -> None:
 
 @torch.no_grad()
 def greedy_decode(
-    model: EncoderDecoder, src: torch.Tensor, max_len: int, *,
-    bos: int = BOS, eos: int = EOS, pad: int = PAD, banned: tuple[int, ...] = (PAD, BOS),
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    max_len: int,
+    *,
+    bos: int = BOS,
+    eos: int = EOS,
+    pad: int = PAD,
+    banned: tuple[int, ...] = (PAD, BOS),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Feed back the most probable token at every step, for the whole batch at once.
 
@@ -134,8 +141,16 @@ class BeamStep:
 
 @torch.no_grad()
 def beam_search_one(
-    model: EncoderDecoder, src: torch.Tensor, beam_width: int, max_len: int, *, length_penalty: float = 0.0,
-    bos: int = BOS, eos: int = EOS, banned: tuple[int, ...] = (PAD, BOS), trace: list[BeamStep] | None = None,
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    beam_width: int,
+    max_len: int,
+    *,
+    length_penalty: float = 0.0,
+    bos: int = BOS,
+    eos: int = EOS,
+    banned: tuple[int, ...] = (PAD, BOS),
+    trace: list[BeamStep] | None = None,
 ) -> list[Hypothesis]:
     """Beam search for one source (1, S); returns every completed hypothesis, best first.
 
@@ -163,8 +178,13 @@ def beam_search_one(
         top_scores, top = candidates.topk(min(beam_width, allowed))
         parent, token = top // log_probs.shape[1], top % log_probs.shape[1]
         if trace is not None:
-            trace.append(BeamStep(prefix[:, 1:].tolist(), candidates.view_as(log_probs).cpu(),
-                                  list(zip(parent.tolist(), token.tolist()))))
+            trace.append(
+                BeamStep(
+                    prefix[:, 1:].tolist(),
+                    candidates.view_as(log_probs).cpu(),
+                    list(zip(parent.tolist(), token.tolist())),
+                )
+            )
         prefix = torch.cat([prefix[parent], token[:, None]], dim=1)
         ended = token == eos
         complete += [Hypothesis(p[1:].tolist(), s) for p, s in zip(prefix[ended], top_scores[ended].tolist())]
@@ -178,16 +198,27 @@ def beam_search_one(
 
 
 def beam_search(
-    model: EncoderDecoder, src: torch.Tensor, beam_width: int, max_len: int, *, length_penalty: float = 0.0,
-    bos: int = BOS, eos: int = EOS, banned: tuple[int, ...] = (PAD, BOS),
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    beam_width: int,
+    max_len: int,
+    *,
+    length_penalty: float = 0.0,
+    bos: int = BOS,
+    eos: int = EOS,
+    banned: tuple[int, ...] = (PAD, BOS),
 ) -> list[Hypothesis]:
     """The best hypothesis of :func:`beam_search_one` for each source of the batch (B, S), one at a time.
 
     Taught in: 02_transformer ("Decoding: greedy and beam search").
     """
     _check(src, max_len)
-    return [beam_search_one(model, row[None], beam_width, max_len, length_penalty=length_penalty,
-                            bos=bos, eos=eos, banned=banned)[0] for row in src]
+    return [
+        beam_search_one(
+            model, row[None], beam_width, max_len, length_penalty=length_penalty, bos=bos, eos=eos, banned=banned
+        )[0]
+        for row in src
+    ]
 
 
 def sequences_equal(predicted: torch.Tensor, target: torch.Tensor, pad: int = PAD) -> torch.Tensor:
@@ -199,8 +230,10 @@ def sequences_equal(predicted: torch.Tensor, target: torch.Tensor, pad: int = PA
     Taught in: 02_transformer ("Training").
     """
     if predicted.dim() != 2 or target.dim() != 2 or predicted.shape[0] != target.shape[0]:
-        raise ValueError(f"expected predicted and target of shape (B, n) with equal B, got "
-                         f"{tuple(predicted.shape)} and {tuple(target.shape)}")
+        raise ValueError(
+            f"expected predicted and target of shape (B, n) with equal B, got "
+            f"{tuple(predicted.shape)} and {tuple(target.shape)}"
+        )
     width = max(predicted.shape[1], target.shape[1])
     predicted = torch.nn.functional.pad(predicted, (0, width - predicted.shape[1]), value=pad)
     target = torch.nn.functional.pad(target, (0, width - target.shape[1]), value=pad)

@@ -14,8 +14,9 @@ from lecture_lib.runtime import module_device, to_device
 
 
 @torch.no_grad()
-def forward_in_batches(model: nn.Module, inputs: dict[str, torch.Tensor], names: Sequence[str], *,
-                       batch_size: int = 128, **forward_kwargs) -> dict[str, torch.Tensor | tuple[torch.Tensor, ...]]:
+def forward_in_batches(
+    model: nn.Module, inputs: dict[str, torch.Tensor], names: Sequence[str], *, batch_size: int = 128, **forward_kwargs
+) -> dict[str, torch.Tensor | tuple[torch.Tensor, ...]]:
     """The outputs ``names`` of ``model(**inputs[i:i + batch_size], **forward_kwargs)`` over every batch,
     concatenated along the batch axis on the CPU.
 
@@ -34,12 +35,15 @@ def forward_in_batches(model: nn.Module, inputs: dict[str, torch.Tensor], names:
     device = module_device(model)
     chunks: dict[str, list] = {}
     for i in range(0, count, batch_size):
-        out = model(**to_device({k: v[i:i + batch_size] for k, v in inputs.items()}, device), **forward_kwargs)
+        out = model(**to_device({k: v[i : i + batch_size] for k, v in inputs.items()}, device), **forward_kwargs)
         for name in names:
             value = getattr(out, name, None)
             if value is not None:
-                chunks.setdefault(name, []).append(value.cpu() if torch.is_tensor(value)
-                                                   else tuple(t.cpu() for t in value))
+                chunks.setdefault(name, []).append(
+                    value.cpu() if torch.is_tensor(value) else tuple(t.cpu() for t in value)
+                )
     model.train(was_training)
-    return {name: torch.cat(parts) if torch.is_tensor(parts[0]) else tuple(map(torch.cat, zip(*parts)))
-            for name, parts in chunks.items()}
+    return {
+        name: torch.cat(parts) if torch.is_tensor(parts[0]) else tuple(map(torch.cat, zip(*parts)))
+        for name, parts in chunks.items()
+    }

@@ -39,8 +39,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], *, repeats: int = 5, warmup: int = 1,
-                        device: torch.device | str = "cpu") -> dict[str, float]:
+def interleaved_medians(
+    fns: dict[str, Callable[[], object]], *, repeats: int = 5, warmup: int = 1, device: torch.device | str = "cpu"
+) -> dict[str, float]:
     """Median wall-clock seconds of each function, the functions timed in turns: A, B, A, B, ...
 
     ``warmup`` untimed rounds, then ``repeats`` timed rounds of every function in the dict's order; each call
@@ -64,7 +65,8 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], *, repeats: int = 
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def time_call(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 2,
-              device: torch.device | str = "cpu") -> float:
+def time_call(
+    fn: Callable[[], object], *, repeats: int = 5, warmup: int = 2, device: torch.device | str = "cpu"
+) -> float:
     """Median wall-clock seconds of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
     return interleaved_medians({"call": fn}, repeats=repeats, warmup=warmup, device=device)["call"]

@@ -84,8 +84,9 @@ def matthews_corrcoef(predictions: Sequence | torch.Tensor, labels: Sequence | t
     return covariance / math.sqrt(denominator) if denominator else 0.0
 
 
-def accuracy_at_masks(predictions: torch.Tensor, labels: torch.Tensor, input_ids: torch.Tensor,
-                      mask_token_id: int) -> float:
+def accuracy_at_masks(
+    predictions: torch.Tensor, labels: torch.Tensor, input_ids: torch.Tensor, mask_token_id: int
+) -> float:
     """Masked-LM accuracy over the positions whose *input* is ``[MASK]`` only.
 
     Of the positions selected for prediction, BERT's rule shows 10% unchanged: there the answer is in the
@@ -102,8 +103,10 @@ def accuracy_at_masks(predictions: torch.Tensor, labels: torch.Tensor, input_ids
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     if not predictions.shape == labels.shape == input_ids.shape:
-        raise ValueError(f"expected predictions, labels and input_ids of one shape, got {tuple(predictions.shape)}, "
-                         f"{tuple(labels.shape)} and {tuple(input_ids.shape)}")
+        raise ValueError(
+            f"expected predictions, labels and input_ids of one shape, got {tuple(predictions.shape)}, "
+            f"{tuple(labels.shape)} and {tuple(input_ids.shape)}"
+        )
     at_masks = input_ids == mask_token_id
     if not at_masks.any():
         raise ValueError(f"expected at least one [MASK] (id {mask_token_id}) in input_ids, got none")
@@ -144,7 +147,9 @@ def span_f1(true_tags: Sequence[Sequence[str]], predicted_tags: Sequence[Sequenc
     Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     if len(true_tags) != len(predicted_tags):
-        raise ValueError(f"expected as many predicted sentences as true ones, got {len(predicted_tags)} and {len(true_tags)}")
+        raise ValueError(
+            f"expected as many predicted sentences as true ones, got {len(predicted_tags)} and {len(true_tags)}"
+        )
     true, predicted = set(), set()
     for n, (t, p) in enumerate(zip(true_tags, predicted_tags)):
         if len(t) != len(p):
@@ -229,8 +234,9 @@ def squad_scores(predictions: Sequence[str], answers: Sequence[str | Sequence[st
     }
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *,
-                other_references: Sequence[Sequence[str]] = ()) -> float:
+def corpus_bleu(
+    hypotheses: Sequence[str], references: Sequence[str], *, other_references: Sequence[Sequence[str]] = ()
+) -> float:
     """Corpus BLEU on a 0-100 scale, one reference per hypothesis, computed by ``sacrebleu`` on the texts as
     they are, split at spaces (``tokenize="none"``: our words are already tokens). Each list in
     ``other_references`` is one more reference per hypothesis: an n-gram's count is then clipped by its largest
@@ -253,7 +259,9 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *,
     return sacrebleu.corpus_bleu(hypotheses, streams, tokenize="none", force=True).score
 
 
-def _check_scores(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _check_scores(
+    predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     predictions, labels = _as_list(predictions), _as_list(labels)
     _check_pair(predictions, labels)
     if len(labels) < 2:

@@ -35,9 +35,7 @@ def current() -> str:
     if not value:
         return DEFAULT
     if value not in PROFILES:
-        raise ValueError(
-            f"{ENV_VAR}={os.environ[ENV_VAR]!r} is not a known profile; expected one of {PROFILES}"
-        )
+        raise ValueError(f"{ENV_VAR}={os.environ[ENV_VAR]!r} is not a known profile; expected one of {PROFILES}")
     return value
 
 

@@ -98,8 +98,12 @@ except ImportError:
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 CLAIM_KEY = re.compile(r"^(?P<chapter>[0-9]{2})-[a-z0-9]+(?:-[a-z0-9]+)*$")
 LATEX = re.compile(r"(?<!\\)\$")  # an unescaped dollar opens TeX math, which a generated table must not hold
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, MECHANISM_ONLY = ("reproduced", "not reproduced", "inconclusive",
-                                                            "mechanism only")
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, MECHANISM_ONLY = (
+    "reproduced",
+    "not reproduced",
+    "inconclusive",
+    "mechanism only",
+)
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, MECHANISM_ONLY)
 CLAIMS_METADATA = "lecture_claims"  # the output metadata field that carries a table's claims
 CHECKS_METADATA = "lecture_checks"  # ... and its checks
@@ -147,8 +151,9 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
     return "\n".join(lines)
 
 
-def show_reproduction(key: str, caption: str, header: Sequence[str], rows: Sequence[Sequence[object]], *,
-                      note: str = "") -> None:
+def show_reproduction(
+    key: str, caption: str, header: Sequence[str], rows: Sequence[Sequence[object]], *, note: str = ""
+) -> None:
     """Display a paper-versus-ours table and record it for the book's Reproductions page.
 
     ``key`` names the table across the course (lower-case words joined by ``-``, for example
@@ -187,8 +192,10 @@ class ReproductionTable:
 
     def _repr_markdown_(self) -> str | tuple[str, dict]:
         if self.claims or self.checks:
-            return self.markdown, {CLAIMS_METADATA: [claim.as_record() for claim in self.claims],
-                                   CHECKS_METADATA: [check.as_record() for check in self.checks]}
+            return self.markdown, {
+                CLAIMS_METADATA: [claim.as_record() for claim in self.claims],
+                CHECKS_METADATA: [check.as_record() for check in self.checks],
+            }
         return self.markdown
 
     def _repr_html_(self) -> str | None:
@@ -200,10 +207,13 @@ class ReproductionTable:
 
 # --- declarations: a chapter's CLAIMS and CHECKS ---------------------------------------------------------------
 
+
 def _require_key(key: str) -> None:
     if not CLAIM_KEY.match(key):
-        raise ValueError("expected a claim key of the chapter's two digits and lower-case words joined by '-', "
-                         f"like '04-pretraining-pays-downstream', got {key!r}")
+        raise ValueError(
+            "expected a claim key of the chapter's two digits and lower-case words joined by '-', "
+            f"like '04-pretraining-pays-downstream', got {key!r}"
+        )
 
 
 def _require_text(owner: str, **texts: str) -> None:
@@ -241,9 +251,11 @@ the rule's quick field so the quick profile shows it as mechanism only
         if self.kind == "none" and self.count != 1:
             raise ValueError(f"expected one run for a deterministic measurement (kind 'none'), got {self.count}")
         if self.kind != "none" and self.count < MIN_SEEDS:
-            raise ValueError(f"expected at least {MIN_SEEDS} {SEED_KINDS[self.kind]} for a claim (COURSE_DESIGN), "
-                             f"got {self.count}: run more, or declare the rule's quick field so the quick profile "
-                             "shows it as mechanism only")
+            raise ValueError(
+                f"expected at least {MIN_SEEDS} {SEED_KINDS[self.kind]} for a claim (COURSE_DESIGN), "
+                f"got {self.count}: run more, or declare the rule's quick field so the quick profile "
+                "shows it as mechanism only"
+            )
 
     def text(self) -> str:
         if self.kind == "none":
@@ -269,8 +281,9 @@ class Gate:
     def __post_init__(self) -> None:
         _require_text("gate", model=self.model)
         if self.floor not in FLOORS:
-            raise ValueError(f"expected a gate's floor in {FLOORS} (something a trained model can fail to beat), "
-                             f"got {self.floor!r}")
+            raise ValueError(
+                f"expected a gate's floor in {FLOORS} (something a trained model can fail to beat), got {self.floor!r}"
+            )
         if not self.margin >= 0:
             raise ValueError(f"expected a gate margin ≥ 0, got {self.margin!r}")
 
@@ -318,8 +331,15 @@ class Rule:
 
     def __post_init__(self) -> None:
         _require_key(self.key)
-        _require_text(self.key, claim=self.claim, paper=self.paper, source=self.source, metric=self.metric,
-                      data=self.data, compared=self.compared)
+        _require_text(
+            self.key,
+            claim=self.claim,
+            paper=self.paper,
+            source=self.source,
+            metric=self.metric,
+            data=self.data,
+            compared=self.compared,
+        )
         if isinstance(self.baseline, str):
             _require_text(self.key, baseline=self.baseline)
         elif not isinstance(self.baseline, (int, float)) or isinstance(self.baseline, bool):
@@ -340,8 +360,10 @@ class Rule:
         if self.factor != 1:
             baseline = f"{self.factor:g} × {baseline}" if self.higher else f"{baseline} / {self.factor:g}"
         margin = f" by more than {self.margin:g}" if self.margin else ""
-        text = (f"{self.metric} on {self.data}: {self.compared} {'above' if self.higher else 'below'} {baseline}"
-                f"{margin}, {self.seeds.text()}")
+        text = (
+            f"{self.metric} on {self.data}: {self.compared} {'above' if self.higher else 'below'} {baseline}"
+            f"{margin}, {self.seeds.text()}"
+        )
         if self.gates:
             text += "; gate" + ("s: " if len(self.gates) > 1 else ": ") + "; ".join(g.text() for g in self.gates)
         if self.ceiling is not None:
@@ -488,6 +510,7 @@ def validate_declarations(claims: Sequence[Declaration], checks: Sequence[Check 
 
 # --- measured values: what a notebook passes ------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Measurement:
     """What a notebook measured for one claim: the text of "ours", and for a :class:`Rule` the values per seed."""
@@ -500,9 +523,13 @@ class Measurement:
     gates: Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
 
     def record(self) -> dict:
-        return {"values": list(self.values), "baseline": None if self.baseline is None else list(self.baseline),
-                "seeds": list(self.seeds), "seed_kind": self.seed_kind,
-                "gates": {model: {"model": list(m), "floor": list(f)} for model, (m, f) in self.gates.items()}}
+        return {
+            "values": list(self.values),
+            "baseline": None if self.baseline is None else list(self.baseline),
+            "seeds": list(self.seeds),
+            "seed_kind": self.seed_kind,
+            "gates": {model: {"model": list(m), "floor": list(f)} for model, (m, f) in self.gates.items()},
+        }
 
 
 def _per_seed(name: str, values: float | Sequence[float], seeds: Sequence[int]) -> tuple[float, ...]:
@@ -512,9 +539,15 @@ def _per_seed(name: str, values: float | Sequence[float], seeds: Sequence[int]) 
     return values
 
 
-def measured(ours: str, values: float | Sequence[float], baseline: float | Sequence[float] | None = None, *,
-             seeds: Sequence[int], seed_kind: str,
-             gates: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> Measurement:
+def measured(
+    ours: str,
+    values: float | Sequence[float],
+    baseline: float | Sequence[float] | None = None,
+    *,
+    seeds: Sequence[int],
+    seed_kind: str,
+    gates: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+) -> Measurement:
     """A :class:`Rule`'s measurement: ``ours`` as shown, the compared model's and the baseline's value per seed
     (no baseline when the rule's baseline is a fixed bar), the seeds varied and their kind, and for each gate
     (keyed by its model) the model's and the floor's values per seed.
@@ -528,11 +561,18 @@ def measured(ours: str, values: float | Sequence[float], baseline: float | Seque
         raise ValueError(f"expected a seed kind in {list(SEED_KINDS)}, got {seed_kind!r}")
     if len(set(seeds)) != len(seeds) or not seeds:
         raise ValueError(f"expected distinct seeds, at least one, got {list(seeds)}")
-    gate_values = {model: (_per_seed(f"gate {model!r}", m, seeds), _per_seed(f"the floor of {model!r}", f, seeds))
-                   for model, (m, f) in (gates or {}).items()}
-    return Measurement(ours, _per_seed("ours", values, seeds),
-                       None if baseline is None else _per_seed("the baseline", baseline, seeds), seeds, seed_kind,
-                       gate_values)
+    gate_values = {
+        model: (_per_seed(f"gate {model!r}", m, seeds), _per_seed(f"the floor of {model!r}", f, seeds))
+        for model, (m, f) in (gates or {}).items()
+    }
+    return Measurement(
+        ours,
+        _per_seed("ours", values, seeds),
+        None if baseline is None else _per_seed("the baseline", baseline, seeds),
+        seeds,
+        seed_kind,
+        gate_values,
+    )
 
 
 def shown(ours: str) -> Measurement:
@@ -562,6 +602,7 @@ def _frozen(value: float | Sequence[float] | None) -> float | tuple[float, ...] 
 
 # --- the four outcomes ------------------------------------------------------------------------------------------
 
+
 def _seed_list(seeds: Sequence[int]) -> str:
     return f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + ", ".join(map(str, seeds))
 
@@ -569,18 +610,24 @@ def _seed_list(seeds: Sequence[int]) -> str:
 def _require_seeds(rule: Rule, measurement: Measurement) -> None:
     """The seeds varied are those the rule names, as many as it needs: otherwise the claim gets no verdict."""
     if measurement.seed_kind != rule.seeds.kind:
-        raise ValueError(f"{rule.key}: the rule varies {rule.seeds.kind} seeds, got {measurement.seed_kind} seeds, "
-                         "which do not vary what the claim is about")
+        raise ValueError(
+            f"{rule.key}: the rule varies {rule.seeds.kind} seeds, got {measurement.seed_kind} seeds, "
+            "which do not vary what the claim is about"
+        )
     if len(measurement.seeds) < rule.seeds.count:
-        raise ValueError(f"{rule.key}: the rule needs {rule.seeds.count} {SEED_KINDS[rule.seeds.kind] or 'runs'}, "
-                         f"got {len(measurement.seeds)} ({_seed_list(measurement.seeds)}): run them, or declare "
-                         "quick='why' so the quick profile shows the claim as mechanism only")
+        raise ValueError(
+            f"{rule.key}: the rule needs {rule.seeds.count} {SEED_KINDS[rule.seeds.kind] or 'runs'}, "
+            f"got {len(measurement.seeds)} ({_seed_list(measurement.seeds)}): run them, or declare "
+            "quick='why' so the quick profile shows the claim as mechanism only"
+        )
     if (measurement.baseline is None) != (not isinstance(rule.baseline, str)):
-        raise ValueError(f"{rule.key}: expected baseline values per seed exactly when the baseline is a model "
-                         f"({rule.baseline!r})")
+        raise ValueError(
+            f"{rule.key}: expected baseline values per seed exactly when the baseline is a model ({rule.baseline!r})"
+        )
     if set(measurement.gates) != {gate.model for gate in rule.gates}:
-        raise ValueError(f"{rule.key}: expected values for the gates {[g.model for g in rule.gates]}, got "
-                         f"{list(measurement.gates)}")
+        raise ValueError(
+            f"{rule.key}: expected values for the gates {[g.model for g in rule.gates]}, got {list(measurement.gates)}"
+        )
 
 
 def _gate_failure(rule: Rule, measurement: Measurement) -> str:
@@ -589,8 +636,10 @@ def _gate_failure(rule: Rule, measurement: Measurement) -> str:
         model, floor = measurement.gates[gate.model]
         for seed, m, f in zip(measurement.seeds, model, floor):
             if not m > f + gate.margin:
-                return (f"{gate.model} does not beat {gate.floor} by more than {gate.margin:g} on seed {seed} "
-                        f"({m:.3g} against {f:.3g})")
+                return (
+                    f"{gate.model} does not beat {gate.floor} by more than {gate.margin:g} on seed {seed} "
+                    f"({m:.3g} against {f:.3g})"
+                )
     return ""
 
 
@@ -630,6 +679,7 @@ def judge(declaration: Declaration, measurement: Measurement) -> Verdict:
 
 # --- "What we saw": the table of claims and the list of checks -----------------------------------------------
 
+
 @dataclass(frozen=True)
 class Verdict:
     """One of :data:`VERDICTS`, the rule that gave it, and for ``inconclusive`` the reason."""
@@ -644,8 +694,10 @@ class Verdict:
         if not self.rule:
             raise ValueError("expected the rule that gives the verdict, got an empty string")
         if (self.verdict == INCONCLUSIVE) != bool(self.reason):
-            raise ValueError(f"expected a reason exactly for an inconclusive verdict, got {self.verdict!r} with "
-                             f"reason {self.reason!r}")
+            raise ValueError(
+                f"expected a reason exactly for an inconclusive verdict, got {self.verdict!r} with "
+                f"reason {self.reason!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -694,8 +746,15 @@ def holds(condition: bool, rule: str) -> Verdict:
     return Verdict(REPRODUCED if bool(condition) else NOT_REPRODUCED, rule)
 
 
-def direction(ours: Sequence[float], baseline: Sequence[float], *, seeds: Sequence[int], rule: str,
-              higher: bool = True, margin: float = 0.0) -> Verdict:
+def direction(
+    ours: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    seeds: Sequence[int],
+    rule: str,
+    higher: bool = True,
+    margin: float = 0.0,
+) -> Verdict:
     """Until chapter NN declares its claims: ``reproduced`` when ours beats the baseline by more than
     ``margin`` on every seed named.
 
@@ -704,8 +763,10 @@ def direction(ours: Sequence[float], baseline: Sequence[float], *, seeds: Sequen
     """
     ours, baseline, seeds = list(ours), list(baseline), list(seeds)
     if not seeds or not len(ours) == len(baseline) == len(seeds):
-        raise ValueError(f"expected one score of ours and of the baseline per seed, got {len(ours)} and "
-                         f"{len(baseline)} for seeds {seeds}")
+        raise ValueError(
+            f"expected one score of ours and of the baseline per seed, got {len(ours)} and "
+            f"{len(baseline)} for seeds {seeds}"
+        )
     sign = 1.0 if higher else -1.0
     won = all(sign * (a - b) > margin for a, b in zip(ours, baseline))
     named = f"on seed {seeds[0]}" if len(seeds) == 1 else f"on every seed of {', '.join(map(str, seeds))}"
@@ -732,8 +793,9 @@ def claims_table(claims: Sequence[Claim]) -> str:
     repeated = sorted({key for key in keys if keys.count(key) > 1})
     if repeated:
         raise ValueError(f"expected unique claim keys, got {repeated} more than once")
-    rows = [[c.claim, c.paper, c.ours, f"**{c.verdict.verdict}**", c.verdict.rule, c.verdict.reason or None]
-            for c in claims]
+    rows = [
+        [c.claim, c.paper, c.ours, f"**{c.verdict.verdict}**", c.verdict.rule, c.verdict.reason or None] for c in claims
+    ]
     return markdown_table(CLAIMS_HEADER, rows)
 
 
@@ -776,10 +838,16 @@ class CheckResult:
         return self.check.passes(self.measured.value, self.measured.expected)
 
     def as_record(self) -> dict:
-        return {"key": self.check.key, "statement": self.check.statement, "source": self.check.source,
-                "ours": self.measured.ours, "rule": self.check.text(), "passed": self.passed,
-                "declared": {"kind": type(self.check).__name__, **asdict(self.check)},
-                "measured": {"value": self.measured.value, "expected": self.measured.expected}}
+        return {
+            "key": self.check.key,
+            "statement": self.check.statement,
+            "source": self.check.source,
+            "ours": self.measured.ours,
+            "rule": self.check.text(),
+            "passed": self.passed,
+            "declared": {"kind": type(self.check).__name__, **asdict(self.check)},
+            "measured": {"value": self.measured.value, "expected": self.measured.expected},
+        }
 
     def line(self) -> str:
         mark = "✓ holds" if self.passed else "✗ fails"
@@ -790,13 +858,17 @@ def _matched(kind: str, declared: Sequence, measured: Mapping[str, object]) -> N
     missing = [item.key for item in declared if item.key not in measured]
     unknown = [key for key in measured if key not in {item.key for item in declared}]
     if missing or unknown:
-        raise ValueError(f"expected a measurement for every declared {kind} and no other: missing {missing}, "
-                         f"not declared {unknown}")
+        raise ValueError(
+            f"expected a measurement for every declared {kind} and no other: missing {missing}, not declared {unknown}"
+        )
 
 
-def what_we_saw(claims: Sequence[Declaration], measurements: Mapping[str, Measurement],
-                checks: Sequence[Check | ParameterCount] = (),
-                check_values: Mapping[str, Checked] | None = None) -> tuple[list[Claim], list[CheckResult]]:
+def what_we_saw(
+    claims: Sequence[Declaration],
+    measurements: Mapping[str, Measurement],
+    checks: Sequence[Check | ParameterCount] = (),
+    check_values: Mapping[str, Checked] | None = None,
+) -> tuple[list[Claim], list[CheckResult]]:
     """The rows of the table and the checks under it: each declaration judged on its measurement."""
     validate_declarations(claims, checks)
     check_values = check_values or {}
@@ -808,8 +880,17 @@ def what_we_saw(claims: Sequence[Declaration], measurements: Mapping[str, Measur
         if isinstance(item, Demonstration) and measurement.values:
             raise ValueError(f"{item.key}: a demonstration measures no outcome, got values {measurement.values}")
         declared = {"kind": type(item).__name__, **asdict(item)}
-        rows.append(Claim(item.key, item.claim, f"{item.source}: {item.paper}", measurement.ours,
-                          judge(item, measurement), declared, measurement.record()))
+        rows.append(
+            Claim(
+                item.key,
+                item.claim,
+                f"{item.source}: {item.paper}",
+                measurement.ours,
+                judge(item, measurement),
+                declared,
+                measurement.record(),
+            )
+        )
     results = [CheckResult(item, check_values[item.key]) for item in checks]
     return rows, results
 
@@ -820,19 +901,29 @@ def seeds_sentence(rows: Sequence[Claim]) -> str:
     >>> seeds_sentence([])
     'No claim of this table varies a seed.'
     """
-    seeds = sorted({seed for row in rows if row.measured.get("seed_kind", "none") != "none"
-                    for seed in row.measured["seeds"]})
+    seeds = sorted(
+        {seed for row in rows if row.measured.get("seed_kind", "none") != "none" for seed in row.measured["seeds"]}
+    )
     if not seeds:
         return "No claim of this table varies a seed."
     chapter = rows[0].chapter
-    return (f"Seeds {', '.join(map(str, seeds))}, from `LECTURE_SEEDS` (default 0,1,2). To judge every claim on "
-            f"fresh seeds, run the notebook again with `LECTURE_SEEDS=3,4,5` set: from a shell, "
-            f"`LECTURE_SEEDS=3,4,5 pytest notebooks/{chapter}_*.ipynb`.")
+    return (
+        f"Seeds {', '.join(map(str, seeds))}, from `LECTURE_SEEDS` (default 0,1,2). To judge every claim on "
+        f"fresh seeds, run the notebook again with `LECTURE_SEEDS=3,4,5` set: from a shell, "
+        f"`LECTURE_SEEDS=3,4,5 pytest notebooks/{chapter}_*.ipynb`."
+    )
 
 
-def show_what_we_saw(key: str, caption: str, claims: Sequence[Declaration], measurements: Mapping[str, Measurement],
-                     checks: Sequence[Check | ParameterCount] = (),
-                     check_values: Mapping[str, Checked] | None = None, *, note: str = "") -> None:
+def show_what_we_saw(
+    key: str,
+    caption: str,
+    claims: Sequence[Declaration],
+    measurements: Mapping[str, Measurement],
+    checks: Sequence[Check | ParameterCount] = (),
+    check_values: Mapping[str, Checked] | None = None,
+    *,
+    note: str = "",
+) -> None:
     """Display a chapter's "What we saw": its declared ``claims`` judged on the notebook's ``measurements``
     (:func:`measured`, :func:`shown`), a sentence on the seeds, and its ``checks`` listed under the table.
 
@@ -847,14 +938,17 @@ def show_what_we_saw(key: str, caption: str, claims: Sequence[Declaration], meas
     rows, results = what_we_saw(claims, measurements, checks, check_values)
     text = f"**{caption}**\n\n{claims_table(rows)}\n\n{seeds_sentence(rows)}" if rows else f"**{caption}**"
     if results:
-        text += ("\n\n**Checks** (implementation equalities, exact counts and replays; asserted in the sections "
-                 "above, not counted as claims):\n\n" + "\n".join(result.line() for result in results))
+        text += (
+            "\n\n**Checks** (implementation equalities, exact counts and replays; asserted in the sections "
+            "above, not counted as claims):\n\n" + "\n".join(result.line() for result in results)
+        )
     if note:
         text += f"\n\n{note}"
     _glue_or_display(key, ReproductionTable(text, rows, results))
 
 
 # --- reading executed notebooks: the course's fidelity figure --------------------------------------------------
+
 
 def notebook_records(notebook: dict) -> tuple[list[dict], list[dict]]:
     """The claims and the checks an executed notebook (its JSON, as a dict) shows, in order of output."""
@@ -914,9 +1008,14 @@ def verdict_counts(claims: Iterable[dict], checks: Iterable[dict] = ()) -> dict[
     unknown = set(verdicts) - set(VERDICTS)
     if unknown:
         raise ValueError(f"expected verdicts in {VERDICTS}, got {sorted(unknown)}")
-    return {"claims": len(verdicts), "reproduced": verdicts.count(REPRODUCED), "not": verdicts.count(NOT_REPRODUCED),
-            "inconclusive": verdicts.count(INCONCLUSIVE), "mechanism": verdicts.count(MECHANISM_ONLY),
-            "checks": len(list(checks))}
+    return {
+        "claims": len(verdicts),
+        "reproduced": verdicts.count(REPRODUCED),
+        "not": verdicts.count(NOT_REPRODUCED),
+        "inconclusive": verdicts.count(INCONCLUSIVE),
+        "mechanism": verdicts.count(MECHANISM_ONLY),
+        "checks": len(list(checks)),
+    }
 
 
 def summary_lines(chapters: dict[str, tuple[list[dict], list[dict]]], *, claims: bool = False) -> list[str]:
@@ -936,7 +1035,9 @@ def summary_lines(chapters: dict[str, tuple[list[dict], list[dict]]], *, claims:
         return label + " " + " ".join(f"{name}={count}" for name, count in counts.items())
 
     lines = [line(chapter, verdict_counts(cs, ks)) for chapter, (cs, ks) in chapters.items()]
-    total = verdict_counts((c for cs, _ in chapters.values() for c in cs), (k for _, ks in chapters.values() for k in ks))
+    total = verdict_counts(
+        (c for cs, _ in chapters.values() for c in cs), (k for _, ks in chapters.values() for k in ks)
+    )
     return lines + [line("total", total)]
 
 
@@ -964,14 +1065,21 @@ def unsettled(chapters: dict[str, tuple[list[dict], list[dict]]]) -> list[str]:
 
 def summary_json(chapters: dict[str, tuple[list[dict], list[dict]]]) -> str:
     """Every claim and check, each with its chapter, its declared rule and its measured values, as JSON."""
-    return json.dumps({"claims": [{"chapter": chapter, **c} for chapter, (cs, _) in chapters.items() for c in cs],
-                       "checks": [{"chapter": chapter, **k} for chapter, (_, ks) in chapters.items() for k in ks]},
-                      indent=1, ensure_ascii=False)
+    return json.dumps(
+        {
+            "claims": [{"chapter": chapter, **c} for chapter, (cs, _) in chapters.items() for c in cs],
+            "checks": [{"chapter": chapter, **k} for chapter, (_, ks) in chapters.items() for k in ks],
+        },
+        indent=1,
+        ensure_ascii=False,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lecture_lib.reproductions",
-                                     description="Count the verdicts of the claims of executed notebooks.")
+    parser = argparse.ArgumentParser(
+        prog="python -m lecture_lib.reproductions",
+        description="Count the verdicts of the claims of executed notebooks.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     summary = commands.add_parser("summary", help="verdict counts per chapter and in total")
     summary.add_argument("folder", type=Path, help="a folder of executed notebooks, e.g. _build/jupyter_execute")

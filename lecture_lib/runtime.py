@@ -143,7 +143,7 @@ def epoch_batch(step: int, rows: int, batch_size: int, *keys: str | int) -> tupl
     if not 1 <= batch_size <= rows:
         raise ValueError(f"expected batch_size in [1, {rows}], got {batch_size}")
     epoch, k = divmod(step, rows // batch_size)
-    return epoch, _epoch_order(rows, (*keys, epoch))[k * batch_size:(k + 1) * batch_size].clone()
+    return epoch, _epoch_order(rows, (*keys, epoch))[k * batch_size : (k + 1) * batch_size].clone()
 
 
 @functools.lru_cache(maxsize=8)
@@ -182,13 +182,15 @@ def _start_worker() -> None:
 
 def _pool(workers: int) -> ProcessPoolExecutor:
     if workers not in _pools:
-        _pools[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                              initializer=_start_worker)
+        _pools[workers] = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
+        )
     return _pools[workers]
 
 
-def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | None = None,
-                 desc: str | None = None) -> list:
+def parallel_map(
+    fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | None = None, desc: str | None = None
+) -> list:
     """``[fn(*job) for job in jobs]``, computed by ``workers`` processes (default :func:`cpu_workers`; with
     1, the loop runs in this process), with a progress bar; the results come back in the order of ``jobs``.
 
@@ -209,9 +211,11 @@ def parallel_map(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int 
     if min(workers, len(jobs)) <= 1:
         return [fn(*job) for job in tqdm(jobs, desc=desc)]
     if getattr(fn, "__module__", "") == "__main__" or "<" in getattr(fn, "__qualname__", ""):
-        raise ValueError(f"parallel_map needs a function that a new process can import; {fn!r} is defined in "
-                         f"__main__ (a notebook or a script) or is a lambda or a local function: move it into a "
-                         f"module, or pass workers=1")
+        raise ValueError(
+            f"parallel_map needs a function that a new process can import; {fn!r} is defined in "
+            f"__main__ (a notebook or a script) or is a lambda or a local function: move it into a "
+            f"module, or pass workers=1"
+        )
     pool = _pool(workers)
     futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
     results = [None] * len(jobs)

@@ -144,8 +144,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: torch.device | str = 
         return torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as error:
         reason = str(error).strip().split("\n")[0]
-        raise OSError(f"{path} is not a readable training checkpoint ({type(error).__name__}: {reason}); it is "
-                      f"truncated or corrupted. Delete it to restart the run from step 0.") from None
+        raise OSError(
+            f"{path} is not a readable training checkpoint ({type(error).__name__}: {reason}); it is "
+            f"truncated or corrupted. Delete it to restart the run from step 0."
+        ) from None
 
 
 def _rng_state() -> dict[str, Any]:
@@ -232,8 +234,14 @@ def train(
         return _train(model, batch_fn, loss_fn, config, evaluate, device)
 
 
-def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, config: TrainConfig,
-           evaluate: Callable[[nn.Module], dict[str, float]] | None, device: torch.device | str | None) -> History:
+def _train(
+    model: nn.Module,
+    batch_fn: Callable[[int], Batch],
+    loss_fn: LossFn,
+    config: TrainConfig,
+    evaluate: Callable[[nn.Module], dict[str, float]] | None,
+    device: torch.device | str | None,
+) -> History:
     rank, world = distributed_context()
     device = _pick_device(device, world)
     model.to(device)
@@ -254,8 +262,14 @@ def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, 
         running = torch.compile(running, backend=config.compile_backend)
     bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
     factor = SCHEDULES[config.schedule]
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, desc="training", mininterval=1.0,
-               disable=not config.progress or rank != 0)
+    bar = tqdm(
+        range(start, config.steps),
+        initial=start,
+        total=config.steps,
+        desc="training",
+        mininterval=1.0,
+        disable=not config.progress or rank != 0,
+    )
     pending: list[torch.Tensor] = []  # the steps' micro-batch losses, still on the device
 
     def read_losses() -> None:  # one wait for the device per LOG_EVERY steps, not one per step
@@ -291,10 +305,12 @@ def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, 
         pending.append(torch.stack(losses))
         history.lr.append(lr)
         done = step + 1
-        evaluating = evaluate is not None and ((config.eval_every and done % config.eval_every == 0)
-                                               or done == config.steps)
-        saving = checkpoint is not None and ((config.checkpoint_every and done % config.checkpoint_every == 0)
-                                             or done == config.steps)
+        evaluating = evaluate is not None and (
+            (config.eval_every and done % config.eval_every == 0) or done == config.steps
+        )
+        saving = checkpoint is not None and (
+            (config.checkpoint_every and done % config.checkpoint_every == 0) or done == config.steps
+        )
         if evaluating or saving or done % LOG_EVERY == 0 or done == config.steps:
             read_losses()
         if evaluating:
@@ -310,8 +326,9 @@ def _train(model: nn.Module, batch_fn: Callable[[int], Batch], loss_fn: LossFn, 
     return history
 
 
-def _state(model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig, world: int, step: int,
-           history: History) -> dict[str, Any]:
+def _state(
+    model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig, world: int, step: int, history: History
+) -> dict[str, Any]:
     return {
         "step": step,
         "model": model.state_dict(),
@@ -323,14 +340,22 @@ def _state(model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConf
     }
 
 
-def _resume(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig, world: int,
-            device: torch.device) -> tuple[int, History]:
+def _resume(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    config: TrainConfig,
+    world: int,
+    device: torch.device,
+) -> tuple[int, History]:
     state = load_checkpoint(path, map_location=device)
     expected = {name: getattr(config, name) for name in _RESUME_FIELDS}
     if state["config"] != expected or state["world_size"] != world:
-        raise ValueError(f"checkpoint {path} was written by a different run: it has {state['config']} on "
-                         f"{state['world_size']} workers, this run is {expected} on {world}; "
-                         "use another checkpoint_dir")
+        raise ValueError(
+            f"checkpoint {path} was written by a different run: it has {state['config']} on "
+            f"{state['world_size']} workers, this run is {expected} on {world}; "
+            "use another checkpoint_dir"
+        )
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     _set_rng_state(state["rng"])

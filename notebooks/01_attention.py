@@ -37,8 +37,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import math
@@ -99,8 +108,11 @@ def symbols_of(ids):
 
 
 print("source, read whole by the encoder:", " ".join(symbols_of(shown_pair.src[0])), "\n")
-for name, row in (("step", range(shown_pair.tgt_in.shape[1])), ("tgt_in", symbols_of(shown_pair.tgt_in[0])),
-                  ("tgt_out", symbols_of(shown_pair.tgt_out[0]))):
+for name, row in (
+    ("step", range(shown_pair.tgt_in.shape[1])),
+    ("tgt_in", symbols_of(shown_pair.tgt_in[0])),
+    ("tgt_out", symbols_of(shown_pair.tgt_out[0])),
+):
     print(f"{name:>10}: " + " ".join(f"{s!s:>5}" for s in row))
 
 # %%
@@ -134,18 +146,23 @@ ax_loss.legend()
 lengths = list(plain_accuracy)
 ax_acc.plot(lengths, list(plain_accuracy.values()), "o-", label="without attention")
 ax_acc.plot(lengths, list(attentive_accuracy.values()), "o-", label="with attention")
-ax_acc.set(xlabel="source length", ylabel="exact match (greedy)", ylim=(-0.02, 1.02),
-           title="Reversing held-out strings")
+ax_acc.set(
+    xlabel="source length", ylabel="exact match (greedy)", ylim=(-0.02, 1.02), title="Reversing held-out strings"
+)
 ax_acc.legend()
 plt.tight_layout()
 plt.show()
 rows = [[f"ours: reversal, length {n}", f"{plain_accuracy[n]:.2f}", f"{attentive_accuracy[n]:.2f}"] for n in lengths]
 rows.append(["paper: English→French BLEU, all test sentences (RNNencdec-50, RNNsearch-50)", "17.82", "26.75"])
-show_reproduction("ch01-bottleneck", "Bahdanau et al. (2015), Table 1 and Figure 2: an encoder-decoder with and "
-                  "without attention", ["", "without attention", "with attention"], rows,
-                  note="Ours is exact match on held-out strings. The shape reproduces (asserted): without attention "
-                       "accuracy collapses with length, with attention most of it is kept; translation quality "
-                       "itself is not measured here.")
+show_reproduction(
+    "ch01-bottleneck",
+    "Bahdanau et al. (2015), Table 1 and Figure 2: an encoder-decoder with and without attention",
+    ["", "without attention", "with attention"],
+    rows,
+    note="Ours is exact match on held-out strings. The shape reproduces (asserted): without attention "
+    "accuracy collapses with length, with attention most of it is kept; translation quality "
+    "itself is not measured here.",
+)
 
 # %% [markdown]
 # Both models handle short strings. As the strings grow, the model without attention collapses: its one
@@ -166,6 +183,7 @@ show_reproduction("ch01-bottleneck", "Bahdanau et al. (2015), Table 1 and Figure
 # it on the longest strings. Fed the gold previous tokens, a model shows what it learned; decoding greedily on
 # its own outputs, it shows what it does at inference. The gap between the two is exposure bias at work.
 
+
 # %%
 def token_accuracies(model, batch):
     """Share of target tokens right with teacher forcing (gold previous tokens) and free-running (greedy)."""
@@ -178,8 +196,10 @@ def token_accuracies(model, batch):
 
 longest = exp.max_len
 long_strings = reversal_batch(500, longest, longest, exp.num_symbols, generator("exposure bias"))
-token_accuracy = {name: token_accuracies(model, long_strings)
-                  for name, model in (("without attention", plain), ("with attention", attentive))}
+token_accuracy = {
+    name: token_accuracies(model, long_strings)
+    for name, model in (("without attention", plain), ("with attention", attentive))
+}
 for name, (forced, free) in token_accuracy.items():
     print(f"{name:>17}, length {longest}: tokens right with teacher forcing {forced:.3f}, greedy on its own {free:.3f}")
 
@@ -228,8 +248,15 @@ kernel_weights = torch.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 *
 prediction = kernel_weights @ values
 
 fig, (ax_a, ax_fit, ax_w) = plt.subplots(1, 3, figsize=(13, 3.4))
-plot_attention(ax_a, A_softmax, [str(t + 1) for t in range(6)], [str(j + 1) for j in range(6)],
-               title="running mean: A = softmax(0 + M)", xlabel="input j", ylabel="output t")
+plot_attention(
+    ax_a,
+    A_softmax,
+    [str(t + 1) for t in range(6)],
+    [str(j + 1) for j in range(6)],
+    title="running mean: A = softmax(0 + M)",
+    xlabel="input j",
+    ylabel="output t",
+)
 ax_fit.plot(keys, values, ".", label="observed (keys, values)")
 ax_fit.plot(queries, prediction, "o-", label="weighted average at the queries")
 ax_fit.plot(queries, torch.sin(queries), "k:", label="sin")
@@ -239,8 +266,10 @@ ax_w.imshow(kernel_weights, aspect="auto", cmap="viridis")
 ax_w.set(xlabel="key (observed point)", ylabel="query", title="Its weights: an attention map")
 plt.tight_layout()
 plt.show()
-print(f"kernel regression: mean squared error to sin {((prediction - torch.sin(queries)) ** 2).mean():.3f}, "
-      f"of the raw observations {((values - torch.sin(keys)) ** 2).mean():.3f}")
+print(
+    f"kernel regression: mean squared error to sin {((prediction - torch.sin(queries)) ** 2).mean():.3f}, "
+    f"of the raw observations {((values - torch.sin(keys)) ** 2).mean():.3f}"
+)
 
 # %%
 torch.testing.assert_close(A @ x, loop_mean)  # the running mean is a matrix product
@@ -293,8 +322,15 @@ predicted, greedy_alignments = attentive.greedy(batch.src, batch.src_lengths, lo
 src_symbols = [str(x - 3) for x in batch.src[0].tolist()]
 out_symbols = [str(x - 3) if x > 2 else "</s>" for x in predicted[0].tolist()]
 fig, ax = plt.subplots(figsize=(5.5, 5))
-plot_attention(ax, greedy_alignments[0], out_symbols, src_symbols, title="Alignment α of the trained model",
-               xlabel="source symbol", ylabel="output symbol (greedy)")
+plot_attention(
+    ax,
+    greedy_alignments[0],
+    out_symbols,
+    src_symbols,
+    title="Alignment α of the trained model",
+    xlabel="source symbol",
+    ylabel="output symbol (greedy)",
+)
 plt.show()
 
 # %% [markdown]
@@ -338,6 +374,7 @@ assert sum(later_steps) / len(later_steps) >= 0.8
 # states. The line below is the whole idea; the library's version adds the checks and the masks, and we make
 # sure all three agree, including PyTorch's fused kernel.
 
+
 # %%
 def attention_by_the_book(Q, K, V):
     return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1]), dim=-1) @ V
@@ -373,6 +410,7 @@ torch.testing.assert_close(weights.sum(-1), torch.ones(5))
 #
 # </details>
 
+
 # %%
 def score_statistics(d_k, scale, trials=400, n_keys=32, seed=0):
     """Variance of q.k, mean largest softmax weight, and the median gradient norm reaching the scores."""
@@ -391,13 +429,18 @@ def score_statistics(d_k, scale, trials=400, n_keys=32, seed=0):
 dims = [4, 16, 64, 256, 1024]
 unscaled = [score_statistics(d, 1.0) for d in dims]
 scaled = [score_statistics(d, 1 / math.sqrt(d)) for d in dims]
-rows = [[d, f"{var:.1f}", f"{p_raw:.3f}", f"{p_scaled:.3f}", f"{g_raw:.2e}", f"{g_scaled:.2e}"]
-        for d, (var, p_raw, g_raw), (_, p_scaled, g_scaled) in zip(dims, unscaled, scaled)]
-show_reproduction("ch01-scaled-dot-product", "Vaswani et al. (2017), footnote 4: q·k has variance d_k",
-                  ["d_k (the paper's Var(q·k))", "ours: Var(q·k)", "max p (raw)", "max p (scaled)", "grad raw",
-                   "grad scaled"], rows,
-                  note="Reproduced (asserted): the variance is within 10% of d_k; unscaled, the softmax saturates "
-                       "and a typical query's gradient is over 100 times smaller at d_k = 1024.")
+rows = [
+    [d, f"{var:.1f}", f"{p_raw:.3f}", f"{p_scaled:.3f}", f"{g_raw:.2e}", f"{g_scaled:.2e}"]
+    for d, (var, p_raw, g_raw), (_, p_scaled, g_scaled) in zip(dims, unscaled, scaled)
+]
+show_reproduction(
+    "ch01-scaled-dot-product",
+    "Vaswani et al. (2017), footnote 4: q·k has variance d_k",
+    ["d_k (the paper's Var(q·k))", "ours: Var(q·k)", "max p (raw)", "max p (scaled)", "grad raw", "grad scaled"],
+    rows,
+    note="Reproduced (asserted): the variance is within 10% of d_k; unscaled, the softmax saturates "
+    "and a typical query's gradient is over 100 times smaller at d_k = 1024.",
+)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
@@ -455,8 +498,15 @@ x = torch.randn(2, 1, 5, 8)
 _, masked_weights = scaled_dot_product_attention(x, x, x, keep_both)
 keep_prefix = prefix_lm_mask(5, 2)  # a 2-token input, then 3 output positions
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
-for ax, (title, keep) in zip(axes, [("padding", keep_padding[1, 0].expand(5, 5)), ("causal", keep_causal),
-                                    ("causal and padding", keep_both[1, 0]), ("prefix LM, prefix 2", keep_prefix)]):
+for ax, (title, keep) in zip(
+    axes,
+    [
+        ("padding", keep_padding[1, 0].expand(5, 5)),
+        ("causal", keep_causal),
+        ("causal and padding", keep_both[1, 0]),
+        ("prefix LM, prefix 2", keep_prefix),
+    ],
+):
     plot_mask(ax, keep, f"{title}: may attend")
 plt.tight_layout()
 plt.show()
@@ -536,8 +586,9 @@ with torch.no_grad():
     by_the_book = multihead_by_the_book(mha, tokens, keep)
     ours, head_weights = mha(tokens, mask=keep, need_weights=True)
     fused, _ = mha(tokens, mask=keep)  # no weights requested: PyTorch's fused kernel
-    theirs, their_weights = reference(tokens, tokens, tokens, key_padding_mask=~keep[:, 0, 0],
-                                      average_attn_weights=False)
+    theirs, their_weights = reference(
+        tokens, tokens, tokens, key_padding_mask=~keep[:, 0, 0], average_attn_weights=False
+    )
 print("parameters:", sum(p.numel() for p in mha.parameters()), "= 4(E^2 + E) =", 4 * (E * E + E))
 print("per-head weights:", tuple(head_weights.shape), "(batch, heads, queries, keys)")
 print("largest difference to nn.MultiheadAttention:", (ours - theirs).abs().max().item())
@@ -545,8 +596,9 @@ print("largest difference to nn.MultiheadAttention:", (ours - theirs).abs().max(
 fig, axes = plt.subplots(1, num_heads, figsize=(3.2 * num_heads, 3))
 positions = [str(i) for i in range(6)]
 for head, ax in enumerate(axes):  # the second sequence: 4 real tokens, then 2 padding positions
-    plot_attention(ax, head_weights[1, head], positions, positions, title=f"head {head + 1}", xlabel="key",
-                   ylabel="query")
+    plot_attention(
+        ax, head_weights[1, head], positions, positions, title=f"head {head + 1}", xlabel="key", ylabel="query"
+    )
 plt.tight_layout()
 plt.show()
 
@@ -583,6 +635,7 @@ assert head_weights[1, :, :, 4:].eq(0).all()  # no head attends to padding
 # $$m' = \max(m, \max_{j \in \text{tile}} s_j), \quad \ell' = e^{m - m'}\ell + \sum_{j \in \text{tile}} e^{s_j - m'},
 #   \quad o' = e^{m - m'} o + \sum_{j \in \text{tile}} e^{s_j - m'} v_j, \qquad \text{output} = o / \ell .$$
 
+
 # %%
 def attention_tile_by_tile(Q, K, V, tile):
     """Attention over key tiles with a running max m, sum ell and output o: O(L) numbers kept, not L x S."""
@@ -602,8 +655,10 @@ def attention_tile_by_tile(Q, K, V, tile):
 seed_everything(4)
 Q, K, V = torch.randn(64, 16), 3 * torch.randn(1000, 16), torch.randn(1000, 8)  # large scores: the max matters
 tiled = attention_tile_by_tile(Q, K, V, tile=128)
-print(f"tiles of 128 keys: kept per query {2 + V.shape[1]} numbers (m, l, o) instead of a row of {K.shape[0]}; "
-      f"largest difference to the full softmax {(tiled - attention_by_the_book(Q, K, V)).abs().max():.1e}")
+print(
+    f"tiles of 128 keys: kept per query {2 + V.shape[1]} numbers (m, l, o) instead of a row of {K.shape[0]}; "
+    f"largest difference to the full softmax {(tiled - attention_by_the_book(Q, K, V)).abs().max():.1e}"
+)
 
 # %%
 torch.testing.assert_close(tiled, attention_by_the_book(Q, K, V))  # equal up to rounding
@@ -619,8 +674,10 @@ torch.testing.assert_close(attention_tile_by_tile(Q, K, V, tile=7), attention_by
 rows = cost_by_length(cost_lengths())
 print(f"{'n':>6} {'naive ms':>9} {'fused ms':>9} {'naive MiB':>10} {'fused MiB':>10}")
 for r in rows:
-    print(f"{r['length']:>6} {r['naive_seconds'] * 1e3:>9.1f} {r['fused_seconds'] * 1e3:>9.1f} "
-          f"{r['naive_bytes'] / 2**20:>10.2f} {r['fused_bytes'] / 2**20:>10.2f}")
+    print(
+        f"{r['length']:>6} {r['naive_seconds'] * 1e3:>9.1f} {r['fused_seconds'] * 1e3:>9.1f} "
+        f"{r['naive_bytes'] / 2**20:>10.2f} {r['fused_bytes'] / 2**20:>10.2f}"
+    )
 ns = [r["length"] for r in rows]
 fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 3.6))
 ax_t.loglog(ns, [r["naive_seconds"] for r in rows], "o-", label="naive (materialises n×n)")
@@ -649,7 +706,9 @@ print(f"memory growth for the last doubling: naive x{naive_growth:.2f}, fused x{
 assert naive_growth > 3.5, "naive attention's memory should grow like n^2"
 assert fused_growth < 2.2, "fused attention's memory should grow like n"
 with torch.no_grad():
-    torch.testing.assert_close(mha(tokens, mask=keep, need_weights=False)[0], mha(tokens, mask=keep, need_weights=True)[0])
+    torch.testing.assert_close(
+        mha(tokens, mask=keep, need_weights=False)[0], mha(tokens, mask=keep, need_weights=True)[0]
+    )
 
 # %% [markdown]
 # ## 9. Sparse attention patterns
@@ -726,53 +785,97 @@ if set(seeds) - {0}:
 models = bottleneck_models(exp, seeds, trained={0: (plain, attentive)})
 by_length = {seed: [accuracy_by_length(model, exp) for model in pair] for seed, pair in models.items()}
 exposure = {seed: token_accuracies(pair[1], long_strings) for seed, pair in models.items()}
-alignment = {seed: alignment_shares(pair[1], reversal_batch(200, exp.min_len, longest, exp.num_symbols,
-                                                             torch.Generator().manual_seed(4)))
-             for seed, pair in models.items()}
+alignment = {
+    seed: alignment_shares(
+        pair[1], reversal_batch(200, exp.min_len, longest, exp.num_symbols, torch.Generator().manual_seed(4))
+    )
+    for seed, pair in models.items()
+}
 plain_long, attentive_long = ([by_length[seed][i][longest] for seed in seeds] for i in (0, 1))
-chance = [exp.num_symbols ** -exp.min_len] * len(seeds)  # exact match of a uniform guess at the shortest length
-learned = {f"{name} at the shortest length": ([by_length[seed][i][exp.min_len] for seed in seeds], chance)
-           for i, name in enumerate(("without attention", "with attention"))}
+chance = [exp.num_symbols**-exp.min_len] * len(seeds)  # exact match of a uniform guess at the shortest length
+learned = {
+    f"{name} at the shortest length": ([by_length[seed][i][exp.min_len] for seed in seeds], chance)
+    for i, name in enumerate(("without attention", "with attention"))
+}
 with_attention_learned = {"with attention at the shortest length": learned["with attention at the shortest length"]}
 per_seed = "; ".join
 variance_ratios = [var / d for d, (var, _, _) in zip(dims, unscaled)]
 pairs_added = int(sliding_window_mask(2 * n, w).sum() - window.sum())
-tile_errors = [(attention_tile_by_tile(Q, K, V, tile=t) - attention_by_the_book(Q, K, V)).abs().max().item()
-               for t in (128, 7)]
-show_what_we_saw("ch01-what-we-saw", "What we saw: chapter 01", CLAIMS, {
-    "01-attention-removes-the-bottleneck": measured(
-        f"exact match at length {longest}, without against with attention: "
-        + per_seed(f"seed {s} {a:.2f} vs {b:.2f}" for s, a, b in zip(seeds, plain_long, attentive_long))
-        + " (section 1)", attentive_long, plain_long, seeds=seeds, seed_kind="training", gates=learned),
-    "01-exposure-bias": measured(
-        f"tokens right at length {longest} with attention, teacher-forced vs greedy: "
-        + per_seed(f"seed {s} {exposure[s][0]:.3f} vs {exposure[s][1]:.3f}" for s in seeds) + " (section 1)",
-        [exposure[s][1] for s in seeds], [exposure[s][0] for s in seeds], seeds=seeds, seed_kind="training",
-        gates=with_attention_learned),
-    "01-unsupervised-alignment": measured(
-        "steps on the symbol just written: " + per_seed(f"seed {s} {alignment[s][1]:.0%}" for s in seeds)
-        + "; first step on the last symbol: " + per_seed(f"seed {s} {alignment[s][0]:.0%}" for s in seeds)
-        + " (section 3)", [alignment[s][1] for s in seeds], seeds=seeds, seed_kind="training",
-        gates=with_attention_learned),
-}, CHECKS, {
-    "01-running-mean-is-attention": checked(
-        f"largest difference {(A_softmax - A).abs().max():.1e} (section 2)", (A_softmax - A).abs().max().item(), 0.0),
-    "01-dot-products-have-variance-dk": checked(
-        f"Var(q·k)/dₖ from {min(variance_ratios):.3f} to {max(variance_ratios):.3f} for dₖ from {dims[0]} to "
-        f"{dims[-1]} (section 5)", variance_ratios, 1.0),
-    "01-scaling-keeps-gradients": checked(
-        f"at dₖ = {dims[-1]}: largest weight {unscaled[-1][1]:.3f} unscaled vs {scaled[-1][1]:.3f} scaled; median "
-        f"gradient {unscaled[-1][2]:.1e} vs {scaled[-1][2]:.1e} (section 5)", unscaled[-1][2] / scaled[-1][2], 0.0),
-    "01-fused-attention-memory-is-linear": checked(
-        f"memory growth at the last doubling of n: ×{naive_growth:.2f} naive, ×{fused_growth:.2f} fused (section 8)",
-        [naive_growth, fused_growth], [4.0, 2.0]),
-    "01-softmax-tile-by-tile": checked(
-        f"largest difference to the full softmax: {tile_errors[0]:.1e} (tiles of 128 keys), {tile_errors[1]:.1e} "
-        "(tiles of 7) (section 8)", tile_errors, 0.0),
-    "01-windows-are-linear": checked(
-        f"{int(window.sum())} pairs at n = {n}, w = {w}; doubling n adds {pairs_added} (section 9)", pairs_added,
-        n * (2 * w + 1)),
-})
+tile_errors = [
+    (attention_tile_by_tile(Q, K, V, tile=t) - attention_by_the_book(Q, K, V)).abs().max().item() for t in (128, 7)
+]
+show_what_we_saw(
+    "ch01-what-we-saw",
+    "What we saw: chapter 01",
+    CLAIMS,
+    {
+        "01-attention-removes-the-bottleneck": measured(
+            f"exact match at length {longest}, without against with attention: "
+            + per_seed(f"seed {s} {a:.2f} vs {b:.2f}" for s, a, b in zip(seeds, plain_long, attentive_long))
+            + " (section 1)",
+            attentive_long,
+            plain_long,
+            seeds=seeds,
+            seed_kind="training",
+            gates=learned,
+        ),
+        "01-exposure-bias": measured(
+            f"tokens right at length {longest} with attention, teacher-forced vs greedy: "
+            + per_seed(f"seed {s} {exposure[s][0]:.3f} vs {exposure[s][1]:.3f}" for s in seeds)
+            + " (section 1)",
+            [exposure[s][1] for s in seeds],
+            [exposure[s][0] for s in seeds],
+            seeds=seeds,
+            seed_kind="training",
+            gates=with_attention_learned,
+        ),
+        "01-unsupervised-alignment": measured(
+            "steps on the symbol just written: "
+            + per_seed(f"seed {s} {alignment[s][1]:.0%}" for s in seeds)
+            + "; first step on the last symbol: "
+            + per_seed(f"seed {s} {alignment[s][0]:.0%}" for s in seeds)
+            + " (section 3)",
+            [alignment[s][1] for s in seeds],
+            seeds=seeds,
+            seed_kind="training",
+            gates=with_attention_learned,
+        ),
+    },
+    CHECKS,
+    {
+        "01-running-mean-is-attention": checked(
+            f"largest difference {(A_softmax - A).abs().max():.1e} (section 2)", (A_softmax - A).abs().max().item(), 0.0
+        ),
+        "01-dot-products-have-variance-dk": checked(
+            f"Var(q·k)/dₖ from {min(variance_ratios):.3f} to {max(variance_ratios):.3f} for dₖ from {dims[0]} to "
+            f"{dims[-1]} (section 5)",
+            variance_ratios,
+            1.0,
+        ),
+        "01-scaling-keeps-gradients": checked(
+            f"at dₖ = {dims[-1]}: largest weight {unscaled[-1][1]:.3f} unscaled vs {scaled[-1][1]:.3f} scaled; median "
+            f"gradient {unscaled[-1][2]:.1e} vs {scaled[-1][2]:.1e} (section 5)",
+            unscaled[-1][2] / scaled[-1][2],
+            0.0,
+        ),
+        "01-fused-attention-memory-is-linear": checked(
+            f"memory growth at the last doubling of n: ×{naive_growth:.2f} naive, ×{fused_growth:.2f} fused (section 8)",
+            [naive_growth, fused_growth],
+            [4.0, 2.0],
+        ),
+        "01-softmax-tile-by-tile": checked(
+            f"largest difference to the full softmax: {tile_errors[0]:.1e} (tiles of 128 keys), {tile_errors[1]:.1e} "
+            "(tiles of 7) (section 8)",
+            tile_errors,
+            0.0,
+        ),
+        "01-windows-are-linear": checked(
+            f"{int(window.sum())} pairs at n = {n}, w = {w}; doubling n adds {pairs_added} (section 9)",
+            pairs_added,
+            n * (2 * w + 1),
+        ),
+    },
+)
 
 # %% [markdown]
 # <details><summary>What did not carry over</summary>

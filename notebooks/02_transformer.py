@@ -36,8 +36,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import math
@@ -115,6 +124,7 @@ print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # ti
 # after another. Then we time one layer, forward, as $n$ grows, for a GRU layer and a multi-head
 # self-attention layer of the same width $d$.
 
+
 # %%
 def operations_between(output, leaf):
     """(shortest, longest) chain of autograd operations from the tensor ``leaf`` to ``output``."""
@@ -141,13 +151,18 @@ def chains(n, d=16):
     for x in inputs:
         h = cell(x, h)  # h_t = f(h_{t-1}, x_t)
     attended, _ = MultiHeadAttention(d, 4)(torch.stack(inputs, dim=1))
-    return {"recurrent": operations_between(h, inputs[0]), "self-attention": operations_between(attended[:, -1], inputs[0])}
+    return {
+        "recurrent": operations_between(h, inputs[0]),
+        "self-attention": operations_between(attended[:, -1], inputs[0]),
+    }
 
 
 chain_lengths = {n: chains(n) for n in (8, 16, 32, 64)}
 print(f"{'n':>4} {'GRU: path':>10} {'sequential':>11} {'attention: path':>16} {'sequential':>11}")
 for n, c in chain_lengths.items():
-    print(f"{n:>4} {c['recurrent'][0]:>10} {c['recurrent'][1]:>11} {c['self-attention'][0]:>16} {c['self-attention'][1]:>11}")
+    print(
+        f"{n:>4} {c['recurrent'][0]:>10} {c['recurrent'][1]:>11} {c['self-attention'][0]:>16} {c['self-attention'][1]:>11}"
+    )
 
 d_model = 128
 gru = nn.GRU(d_model, d_model, batch_first=True)
@@ -156,12 +171,16 @@ layer_times = {}
 with torch.no_grad():
     for n in (16, 64, 256, 1024):
         x = torch.randn(1, n, d_model)
-        layer_times[n] = (time_call(lambda: gru(x), repeats=3, warmup=1),
-                          time_call(lambda: self_attention(x), repeats=3, warmup=1))
+        layer_times[n] = (
+            time_call(lambda: gru(x), repeats=3, warmup=1),
+            time_call(lambda: self_attention(x), repeats=3, warmup=1),
+        )
 print(f"\none layer, d = {d_model}, forward, milliseconds on this machine ({torch.get_num_threads()} thread(s)):")
 for n, (t_rnn, t_sa) in layer_times.items():
-    print(f"  n = {n:>4}: GRU {t_rnn * 1e3:7.2f} ms ({3 * n * 2 * d_model * d_model / 1e6:6.1f}M multiply-adds "
-          f"in {n} steps), self-attention {t_sa * 1e3:7.2f} ms ({(4 * n * d_model**2 + 2 * n * n * d_model) / 1e6:6.1f}M in one)")
+    print(
+        f"  n = {n:>4}: GRU {t_rnn * 1e3:7.2f} ms ({3 * n * 2 * d_model * d_model / 1e6:6.1f}M multiply-adds "
+        f"in {n} steps), self-attention {t_sa * 1e3:7.2f} ms ({(4 * n * d_model**2 + 2 * n * n * d_model) / 1e6:6.1f}M in one)"
+    )
 
 # %% [markdown]
 # The counts come out as the table says. In the GRU, the chain from input 1 to output $n$ gains the same
@@ -233,6 +252,7 @@ torch.testing.assert_close(out_of_shuffled.mean(1), out.mean(1))  # a pooled sum
 # position, the last pair ten thousand times slower. Together the hands give every position a distinct
 # reading, with values in $[-1, 1]$. We write the formula as two loops, straight from the equation, compare
 # with the library's vectorised version, and draw the 20-position by 512-dimension table.
+
 
 # %%
 def position_encoding_by_the_book(max_len, d_model):
@@ -423,6 +443,7 @@ torch.testing.assert_close(cross.sum(-1), torch.ones(1, 4, 5))  # each query's w
 plots.transformer_diagram()
 plt.show()
 
+
 # %%
 def parameter_count(vocab, d, d_ff, n_layers):
     attention, ffn, norm = 4 * (d * d + d), 2 * d * d_ff + d_ff + d, 2 * d
@@ -437,15 +458,20 @@ seed_everything(exp.seed)
 model = Transformer(cfg)
 ours_count = sum(p.numel() for p in model.parameters())
 base_count = parameter_count(37000, 512, 2048, 6)
-print(f"our reversal model: {ours_count:,} parameters ({cfg.encoder_layers}+{cfg.decoder_layers} layers, "
-      f"d_model {cfg.d_model}, d_ff {cfg.ffn_dim}, vocabulary {cfg.vocab_size})")
-show_reproduction("ch02-base-parameters", "Vaswani et al. (2017), Table 3: parameters of the base Transformer",
-                  ["model", "ours (our formula)", "paper"],
-                  [["base: 6+6 layers, d_model 512, d_ff 2048, 37,000 shared tokens", f"{base_count / 1e6:.1f}M", "65M"]],
-                  note=f"{abs(base_count / 65e6 - 1):.0%} off the paper's figure: rounded to the paper's precision, our "
-                       "count is not 65M, and \"What we saw\" lists the check as failing. Our formula, checked against "
-                       "our module's count, shares one embedding table and adds no learned positions; the paper does "
-                       "not say how it counted.")
+print(
+    f"our reversal model: {ours_count:,} parameters ({cfg.encoder_layers}+{cfg.decoder_layers} layers, "
+    f"d_model {cfg.d_model}, d_ff {cfg.ffn_dim}, vocabulary {cfg.vocab_size})"
+)
+show_reproduction(
+    "ch02-base-parameters",
+    "Vaswani et al. (2017), Table 3: parameters of the base Transformer",
+    ["model", "ours (our formula)", "paper"],
+    [["base: 6+6 layers, d_model 512, d_ff 2048, 37,000 shared tokens", f"{base_count / 1e6:.1f}M", "65M"]],
+    note=f"{abs(base_count / 65e6 - 1):.0%} off the paper's figure: rounded to the paper's precision, our "
+    'count is not 65M, and "What we saw" lists the check as failing. Our formula, checked against '
+    "our module's count, shares one embedding table and adds no learned positions; the paper does "
+    "not say how it counted.",
+)
 
 # %%
 assert ours_count == parameter_count(cfg.vocab_size, cfg.d_model, cfg.ffn_dim, cfg.encoder_layers)
@@ -476,17 +502,29 @@ assert ours_count == parameter_count(cfg.vocab_size, cfg.d_model, cfg.ffn_dim, c
 
 # %%
 seed_everything(0)
-reference = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64,
-                           batch_first=True, dtype=torch.float64).eval()
+reference = nn.Transformer(
+    d_model=32,
+    nhead=4,
+    num_encoder_layers=2,
+    num_decoder_layers=2,
+    dim_feedforward=64,
+    batch_first=True,
+    dtype=torch.float64,
+).eval()
 mirror = Transformer.from_torch(reference, vocab_size=16).eval()
 src = torch.tensor([[5, 6, 7, 8], [9, 10, PAD, PAD]])
 tgt_in = torch.tensor([[BOS, 8, 7, 6, 5], [BOS, 10, 9, PAD, PAD]])
 ours_logits = mirror(src, tgt_in).logits
-theirs_logits = mirror.lm_head(reference(
-    mirror.embed(src, mirror.encoder_positions), mirror.embed(tgt_in, mirror.decoder_positions),
-    src_key_padding_mask=src == PAD, tgt_mask=~causal_mask(5), tgt_key_padding_mask=tgt_in == PAD,
-    memory_key_padding_mask=src == PAD,
-))
+theirs_logits = mirror.lm_head(
+    reference(
+        mirror.embed(src, mirror.encoder_positions),
+        mirror.embed(tgt_in, mirror.decoder_positions),
+        src_key_padding_mask=src == PAD,
+        tgt_mask=~causal_mask(5),
+        tgt_key_padding_mask=tgt_in == PAD,
+        memory_key_padding_mask=src == PAD,
+    )
+)
 print("max |ours - torch.nn.Transformer| =", (ours_logits - theirs_logits).abs().max().item())
 
 # %%
@@ -528,9 +566,14 @@ plots.layer_norm_placement_diagram()
 plt.show()
 
 # %%
-gradient_norms = {"post-LN": decoder_gradient_norms(exp, False, seed=0), "pre-LN": decoder_gradient_norms(exp, True, seed=0)}
-harsh_runs = {name: train_experiment(stability_experiment(norm_first))[1]
-              for name, norm_first in (("post-LN", False), ("pre-LN", True))}
+gradient_norms = {
+    "post-LN": decoder_gradient_norms(exp, False, seed=0),
+    "pre-LN": decoder_gradient_norms(exp, True, seed=0),
+}
+harsh_runs = {
+    name: train_experiment(stability_experiment(norm_first))[1]
+    for name, norm_first in (("post-LN", False), ("pre-LN", True))
+}
 
 fig, (ax_grad, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.6))
 for name, norms in gradient_norms.items():
@@ -587,12 +630,16 @@ q = torch.full_like(log_p, eps / vocab).scatter(-1, small_batch.tgt_out[..., Non
 real = small_batch.tgt_out != PAD
 smoothed_by_hand = -(q * log_p).sum(dim=-1)[real].mean()
 floor = -(q[0, 0] * q[0, 0].log()).sum().item()  # entropy of q: the least this loss can be
-print(f"label-smoothed loss by hand {smoothed_by_hand.item():.4f}, library {seq2seq_loss(model, small_batch, eps).item():.4f}")
+print(
+    f"label-smoothed loss by hand {smoothed_by_hand.item():.4f}, library {seq2seq_loss(model, small_batch, eps).item():.4f}"
+)
 print(f"lowest possible loss with eps = {eps}, V = {vocab}: {floor:.3f}")
 
 paper_steps = [1, 1000, 4000, 20000, 100000]
 paper = [512**-0.5 * min(s**-0.5, s * 4000**-1.5) for s in paper_steps]
-ours_schedule = [(512 * 4000) ** -0.5 * inverse_sqrt(s - 1, 4000, 100000) for s in paper_steps]  # step s-1 counts from 0
+ours_schedule = [
+    (512 * 4000) ** -0.5 * inverse_sqrt(s - 1, 4000, 100000) for s in paper_steps
+]  # step s-1 counts from 0
 print("paper's learning rate:", [f"{v:.2e}" for v in paper])
 
 # %%
@@ -637,8 +684,10 @@ ax_acc.plot(eval_steps, accuracy, "o-")
 ax_acc.set(xlabel="step", ylabel="exact match", ylim=(-0.02, 1.02), title="Held-out strings, greedy decoding")
 plt.tight_layout()
 plt.show()
-print(f"held-out exact match after {eval_steps[-1]} steps: {accuracy[-1]:.3f}; "
-      f"final loss {history.loss[-1]:.3f} (floor {floor:.3f})")
+print(
+    f"held-out exact match after {eval_steps[-1]} steps: {accuracy[-1]:.3f}; "
+    f"final loss {history.loss[-1]:.3f} (floor {floor:.3f})"
+)
 
 # %%
 assert accuracy[-1] >= 0.95, f"exact match {accuracy[-1]:.3f} on held-out strings"
@@ -657,7 +706,9 @@ assert max(history.lr) == history.lr[exp.train.warmup_steps - 1]  # the peak is 
 # %%
 held_out_strings = exp.task.test_batch(200, seed=1)
 with torch.no_grad():
-    weights = model(held_out_strings.src, held_out_strings.tgt_in, need_weights=True).cross_attentions  # per layer (B, H, T, S)
+    weights = model(
+        held_out_strings.src, held_out_strings.tgt_in, need_weights=True
+    ).cross_attentions  # per layer (B, H, T, S)
 lengths = (held_out_strings.src != PAD).sum(dim=1)
 
 
@@ -676,12 +727,25 @@ outputs = [str(t - NUM_SPECIAL) for t in held_out_strings.tgt_out[example, :n].t
 num_layers, num_heads = len(weights), weights[0].shape[1]
 fig, axes = plt.subplots(num_layers, num_heads + 1, figsize=(3.2 * (num_heads + 1), 3.2 * num_layers), squeeze=False)
 for layer, w in enumerate(weights):
-    plot_attention(axes[layer, 0], w[example].mean(0)[: n + 1, :n], outputs, symbols,
-                   title=f"layer {layer + 1}, mean of heads", xlabel="source", ylabel="output")
+    plot_attention(
+        axes[layer, 0],
+        w[example].mean(0)[: n + 1, :n],
+        outputs,
+        symbols,
+        title=f"layer {layer + 1}, mean of heads",
+        xlabel="source",
+        ylabel="output",
+    )
     for head in range(num_heads):
-        plot_attention(axes[layer, head + 1], w[example, head, : n + 1, :n], outputs, symbols,
-                       title=f"layer {layer + 1}, head {head + 1}: {rates[layer, head]:.0%}", xlabel="source",
-                       ylabel="output")
+        plot_attention(
+            axes[layer, head + 1],
+            w[example, head, : n + 1, :n],
+            outputs,
+            symbols,
+            title=f"layer {layer + 1}, head {head + 1}: {rates[layer, head]:.0%}",
+            xlabel="source",
+            ylabel="output",
+        )
 plt.tight_layout()
 plt.show()
 print({f"layer {layer + 1} head {h + 1}": round(r, 2) for (layer, h), r in rates.items()})
@@ -727,6 +791,7 @@ assert rates[best_layer, best_head] >= 0.9, "one head should implement the rever
 plots.beam_search_diagram()
 plt.show()
 
+
 # %%
 def show(tokens):
     """Symbols as numbers counted from 0, the end token as </s>, padding dropped."""
@@ -759,6 +824,7 @@ assert by_hand == library_tokens[0].tolist()
 # held-out exact match passed 30%. We decode 200 held-out strings both ways with a beam of 4 (the paper's
 # beam size), then do the same with the final model.
 
+
 # %%
 def compare_decoders(weights_at_step, batch, beam_width=4):
     snapshot = Transformer(cfg).eval()
@@ -766,17 +832,24 @@ def compare_decoders(weights_at_step, batch, beam_width=4):
     max_len = batch.tgt_out.shape[1]
     greedy_tokens, greedy_scores = greedy_decode(snapshot, batch.src, max_len)
     beams = beam_search(snapshot, batch.src, beam_width, max_len)
-    return {"greedy": sequences_equal(greedy_tokens, batch.tgt_out), "greedy_tokens": greedy_tokens,
-            "greedy_scores": greedy_scores, "beam": sequences_equal(hypotheses_to_tensor(beams), batch.tgt_out),
-            "beams": beams, "beam_scores": torch.tensor([h.score for h in beams], dtype=torch.float64)}
+    return {
+        "greedy": sequences_equal(greedy_tokens, batch.tgt_out),
+        "greedy_tokens": greedy_tokens,
+        "greedy_scores": greedy_scores,
+        "beam": sequences_equal(hypotheses_to_tensor(beams), batch.tgt_out),
+        "beams": beams,
+        "beam_scores": torch.tensor([h.score for h in beams], dtype=torch.float64),
+    }
 
 
 early_step = next(step for step, m in history.evals if m["exact_match"] >= 0.3)
 early = compare_decoders(snapshots[early_step], held_out_strings)
 final = compare_decoders(snapshots[eval_steps[-1]], held_out_strings)
 for name, result in ((f"step {early_step}", early), (f"step {eval_steps[-1]}", final)):
-    print(f"{name}: exact match greedy {result['greedy'].float().mean():.3f}, beam {result['beam'].float().mean():.3f};"
-          f" mean log-probability greedy {result['greedy_scores'].mean():.3f}, beam {result['beam_scores'].mean():.3f}")
+    print(
+        f"{name}: exact match greedy {result['greedy'].float().mean():.3f}, beam {result['beam'].float().mean():.3f};"
+        f" mean log-probability greedy {result['greedy_scores'].mean():.3f}, beam {result['beam_scores'].mean():.3f}"
+    )
 
 beam_only = (early["beam"] & ~early["greedy"]).nonzero().flatten().tolist()
 gain = early["beam_scores"] - early["greedy_scores"]
@@ -784,7 +857,9 @@ print(f"\nstrings beam search got right and greedy got wrong at step {early_step
 case = max(beam_only, key=lambda i: gain[i].item(), default=None)  # the largest gain in log-probability
 if case is not None:
     print(f"  source {show(held_out_strings.src[case].tolist())}")
-    print(f"  greedy {show(early['greedy_tokens'][case].tolist()):<22} log-probability {early['greedy_scores'][case]:.3f}")
+    print(
+        f"  greedy {show(early['greedy_tokens'][case].tolist()):<22} log-probability {early['greedy_scores'][case]:.3f}"
+    )
     print(f"  beam   {show(early['beams'][case].tokens):<22} log-probability {early['beam_scores'][case]:.3f}")
 
 # %%
@@ -802,7 +877,9 @@ assert final["beam"].float().mean() >= 0.95
 snapshot = Transformer(cfg).eval()
 snapshot.load_state_dict(snapshots[early_step])
 trace = []
-found = beam_search_one(snapshot, held_out_strings.src[case : case + 1], 3, held_out_strings.tgt_out.shape[1], trace=trace)[0]
+found = beam_search_one(
+    snapshot, held_out_strings.src[case : case + 1], 3, held_out_strings.tgt_out.shape[1], trace=trace
+)[0]
 print(f"beam of 3: {show(found.tokens)}  log-probability {found.score:.3f}")
 plots.beam_search_diagram(trace, lambda token: show([token]), children=2)
 plt.show()
@@ -840,8 +917,10 @@ for sentence, target in task.test_pairs(3, seed=2):
     print(f"{sentence.text}\n   -> {' '.join(target)}   (source positions {head_final_alignment(sentence)})")
 alignments = [[i for i in head_final_alignment(sentence) if i >= 0] for sentence, _ in task.test_pairs(500)]
 crossing = sum(any(a > b for a, b in zip(al, al[1:])) for al in alignments) / len(alignments)
-print(f"\n{task.vocab_size} tokens in the shared vocabulary; {crossing:.0%} of held-out sentences have an "
-      f"alignment that goes back in the source")
+print(
+    f"\n{task.vocab_size} tokens in the shared vocabulary; {crossing:.0%} of held-out sentences have an "
+    f"alignment that goes back in the source"
+)
 
 # %%
 assert crossing > 0.5  # most alignments are not monotone
@@ -868,6 +947,7 @@ assert crossing > 0.5  # most alignments are not monotone
 # model of section 10, same sizes and schedule, on this task. We decode 100 held-out sentences greedily and with
 # a beam of 4.
 
+
 # %%
 def bleu_by_hand(hypotheses, references):
     matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
@@ -892,34 +972,50 @@ max_len = held_out_batch.tgt_out.shape[1] + 2
 greedy_tokens, greedy_scores = greedy_decode(translator, held_out_batch.src, max_len)
 beams = beam_search(translator, held_out_batch.src, 4, max_len)
 references = [" ".join(target) for _, target in held_out]
-outputs = {"copy the source": [sentence.text for sentence, _ in held_out],
-           "greedy": [words_until_end(task, row) for row in greedy_tokens],
-           "beam of 4": [words_until_end(task, h.tokens) for h in beams]}
+outputs = {
+    "copy the source": [sentence.text for sentence, _ in held_out],
+    "greedy": [words_until_end(task, row) for row in greedy_tokens],
+    "beam of 4": [words_until_end(task, h.tokens) for h in beams],
+}
 bleu = {name: corpus_bleu(hypotheses, references) for name, hypotheses in outputs.items()}
 print(f"final training loss {translation_history.loss[-1]:.3f} after {translation.train.steps} steps\n")
-rows = [[name, f"{bleu[name]:.1f}", sum(h == r for h, r in zip(hypotheses, references))]
-        for name, hypotheses in outputs.items()]
-rows += [["paper, base: EN-DE / EN-FR newstest2014", "27.3 / 38.1", None],
-         ["paper, big: EN-DE / EN-FR newstest2014", "28.4 / 41.8", None]]
-show_reproduction("ch02-translation-bleu", "Vaswani et al. (2017), Table 2: BLEU of the Transformer (ours: the "
-                  f"synthetic head-final language, {len(held_out)} held-out sentences)",
-                  ["decoder", "BLEU", f"exact (of {len(held_out)})"], rows,
-                  note="Not comparable in value: our language is synthetic and has one right order. What carries "
-                       "over: the trained model scores far above copying the source (asserted), and beam search finds "
-                       "outputs at least as probable as greedy decoding's (asserted).")
+rows = [
+    [name, f"{bleu[name]:.1f}", sum(h == r for h, r in zip(hypotheses, references))]
+    for name, hypotheses in outputs.items()
+]
+rows += [
+    ["paper, base: EN-DE / EN-FR newstest2014", "27.3 / 38.1", None],
+    ["paper, big: EN-DE / EN-FR newstest2014", "28.4 / 41.8", None],
+]
+show_reproduction(
+    "ch02-translation-bleu",
+    "Vaswani et al. (2017), Table 2: BLEU of the Transformer (ours: the "
+    f"synthetic head-final language, {len(held_out)} held-out sentences)",
+    ["decoder", "BLEU", f"exact (of {len(held_out)})"],
+    rows,
+    note="Not comparable in value: our language is synthetic and has one right order. What carries "
+    "over: the trained model scores far above copying the source (asserted), and beam search finds "
+    "outputs at least as probable as greedy decoding's (asserted).",
+)
 different = [i for i, (g, b) in enumerate(zip(outputs["greedy"], outputs["beam of 4"])) if g != b]
 beam_scores = torch.tensor([h.score for h in beams], dtype=torch.float64)
-print(f"\ngreedy and beam search differ on {len(different)} of {len(held_out)} sentences; mean log-probability "
-      f"greedy {greedy_scores.mean():.3f}, beam {beam_scores.mean():.3f}")
+print(
+    f"\ngreedy and beam search differ on {len(different)} of {len(held_out)} sentences; mean log-probability "
+    f"greedy {greedy_scores.mean():.3f}, beam {beam_scores.mean():.3f}"
+)
 for i in different[:2]:
-    print(f"  source    {held_out[i][0].text}\n  reference {references[i]}\n  greedy    {outputs['greedy'][i]}"
-          f"\n  beam      {outputs['beam of 4'][i]}")
+    print(
+        f"  source    {held_out[i][0].text}\n  reference {references[i]}\n  greedy    {outputs['greedy'][i]}"
+        f"\n  beam      {outputs['beam of 4'][i]}"
+    )
 
 # %%
 for name in ("greedy", "beam of 4"):  # (copying has no 4-gram right, where sacrebleu smooths the zero count)
     assert math.isclose(bleu_by_hand(outputs[name], references), bleu[name], rel_tol=1e-9)
 assert bleu["greedy"] > bleu["copy the source"] + 50
-assert (beam_scores - greedy_scores.double() > -1e-6).float().mean() >= 0.95  # beam search finds outputs at least as probable
+assert (
+    beam_scores - greedy_scores.double() > -1e-6
+).float().mean() >= 0.95  # beam search finds outputs at least as probable
 
 # %% [markdown]
 # The model learns the reordering, the particles and the agreement in a few hundred steps. On sentences it
@@ -932,12 +1028,22 @@ assert (beam_scores - greedy_scores.double() > -1e-6).float().mean() >= 0.95  # 
 example = max(range(len(held_out)), key=lambda i: len(held_out[i][0]))
 sentence, target = held_out[example]
 with torch.no_grad():
-    cross = translator(held_out_batch.src[example : example + 1, : len(sentence)],
-                       held_out_batch.tgt_in[example : example + 1, : len(target) + 1], need_weights=True).cross_attentions
+    cross = translator(
+        held_out_batch.src[example : example + 1, : len(sentence)],
+        held_out_batch.tgt_in[example : example + 1, : len(target) + 1],
+        need_weights=True,
+    ).cross_attentions
 fig, axes = plt.subplots(1, len(cross), figsize=(6.5 * len(cross), 6))
 for layer, (ax, w) in enumerate(zip(axes, cross)):
-    plot_attention(ax, w[0].mean(0), target + ["</s>"], sentence.words, title=f"layer {layer + 1}, mean of heads",
-                   xlabel="source", ylabel="target")
+    plot_attention(
+        ax,
+        w[0].mean(0),
+        target + ["</s>"],
+        sentence.words,
+        title=f"layer {layer + 1}, mean of heads",
+        xlabel="source",
+        ylabel="target",
+    )
     ax.tick_params(axis="x", labelrotation=90)
     aligned = [(i, t) for t, i in enumerate(head_final_alignment(sentence)) if i >= 0]
     ax.plot([i for i, _ in aligned], [t for _, t in aligned], "o", color="tab:red", markersize=4, label="alignment")
@@ -951,14 +1057,20 @@ with torch.no_grad():
 
 def alignment_rate(w):
     """Share of target words (particles aside) whose most attended source word is the one they translate."""
-    hits = [w[b].mean(0)[t, i] == w[b].mean(0)[t, : len(s)].max()
-            for b, (s, _) in enumerate(held_out) for t, i in enumerate(head_final_alignment(s)) if i >= 0]
+    hits = [
+        w[b].mean(0)[t, i] == w[b].mean(0)[t, : len(s)].max()
+        for b, (s, _) in enumerate(held_out)
+        for t, i in enumerate(head_final_alignment(s))
+        if i >= 0
+    ]
     return sum(hits).item() / len(hits)
 
 
 alignment_rates = [alignment_rate(w) for w in all_cross]
-print("held-out target words whose most attended source word is the aligned one, by layer:",
-      [f"{r:.1%}" for r in alignment_rates])
+print(
+    "held-out target words whose most attended source word is the aligned one, by layer:",
+    [f"{r:.1%}" for r in alignment_rates],
+)
 
 # %%
 assert alignment_rates[-1] >= 0.9
@@ -1022,17 +1134,25 @@ for seed in free_seeds:
     free_model, _ = train_experiment(run)
     free_runs[seed] = greedy_against_beam(free_model.cpu().eval(), run.task, run.task.test_pairs(100, seed=1))
 free_task = run.task
-print(f"{run.train.steps} training steps of {run.task.batch_size} sentences per seed (section 13: "
-      f"{translation.train.steps} of {task.batch_size})\n")
-print(f"{'seed':>4} {'BLEU greedy':>12} {'BLEU beam':>10} {'beam - greedy':>14} {'outputs differ':>15} "
-      f"{'beam more probable':>19}")
+print(
+    f"{run.train.steps} training steps of {run.task.batch_size} sentences per seed (section 13: "
+    f"{translation.train.steps} of {task.batch_size})\n"
+)
+print(
+    f"{'seed':>4} {'BLEU greedy':>12} {'BLEU beam':>10} {'beam - greedy':>14} {'outputs differ':>15} "
+    f"{'beam more probable':>19}"
+)
 for seed, c in free_runs.items():
-    print(f"{seed:>4} {c.bleu['greedy']:>12.1f} {c.bleu['beam']:>10.1f} {c.bleu['beam'] - c.bleu['greedy']:>+14.1f} "
-          f"{len(c.differing):>9} of {len(c.greedy)} {c.beam_more_probable:>11} of {len(c.differing)}")
+    print(
+        f"{seed:>4} {c.bleu['greedy']:>12.1f} {c.bleu['beam']:>10.1f} {c.bleu['beam'] - c.bleu['greedy']:>+14.1f} "
+        f"{len(c.differing):>9} of {len(c.greedy)} {c.beam_more_probable:>11} of {len(c.differing)}"
+    )
 free_bleu = {name: torch.tensor([c.bleu[name] for c in free_runs.values()]) for name in ("greedy", "beam")}
 free_gain = free_bleu["beam"] - free_bleu["greedy"]
-print(f"over the seeds: greedy {seed_summary(free_bleu['greedy'].tolist(), '.1f')}, beam "
-      f"{seed_summary(free_bleu['beam'].tolist(), '.1f')}, beam - greedy {seed_summary(free_gain.tolist(), '.1f')}")
+print(
+    f"over the seeds: greedy {seed_summary(free_bleu['greedy'].tolist(), '.1f')}, beam "
+    f"{seed_summary(free_bleu['beam'].tolist(), '.1f')}, beam - greedy {seed_summary(free_gain.tolist(), '.1f')}"
+)
 
 first = free_runs[free_seeds[0]]
 held_out_free = free_task.test_pairs(100, seed=1)
@@ -1040,17 +1160,25 @@ shown_cases = sorted(first.differing, key=lambda i: first.greedy_scores[i] - fir
 print(f"\nseed {free_seeds[0]}, the two differing sentences where beam search gains the most log-probability:")
 for i in shown_cases:
     sentence = held_out_free[i][0]
-    print(f"  source              {sentence.text}\n  subject first       {' '.join(free_order(sentence, False))}"
-          f"\n  object first        {' '.join(free_order(sentence, True))}"
-          f"\n  greedy {first.greedy_scores[i]:>8.3f}     {first.greedy[i]}"
-          f"\n  beam   {first.beam_scores[i]:>8.3f}     {first.beam[i]}\n")
+    print(
+        f"  source              {sentence.text}\n  subject first       {' '.join(free_order(sentence, False))}"
+        f"\n  object first        {' '.join(free_order(sentence, True))}"
+        f"\n  greedy {first.greedy_scores[i]:>8.3f}     {first.greedy[i]}"
+        f"\n  beam   {first.beam_scores[i]:>8.3f}     {first.beam[i]}\n"
+    )
 
 # %%
 for c in free_runs.values():  # on every seed, beam search finds the more probable output almost every time
     assert c.beam_more_probable >= 0.8 * len(c.differing) > 0
-assert math.isclose(first.bleu["greedy"], corpus_bleu(
-    first.greedy, [" ".join(free_order(s, False)) for s, _ in held_out_free],
-    other_references=[[" ".join(free_order(s, True)) for s, _ in held_out_free]]), rel_tol=1e-12)
+assert math.isclose(
+    first.bleu["greedy"],
+    corpus_bleu(
+        first.greedy,
+        [" ".join(free_order(s, False)) for s, _ in held_out_free],
+        other_references=[[" ".join(free_order(s, True)) for s, _ in held_out_free]],
+    ),
+    rel_tol=1e-12,
+)
 
 # %% [markdown]
 # On this task the two decoders part on a sizeable share of the sentences. On nearly all of them the beam's
@@ -1084,8 +1212,10 @@ from lecture_lib.reproductions import checked, measured, show_what_we_saw, shown
 
 seeds = list(chapter_config().seeds)
 if set(seeds) - {0}:
-    profile.expect(25 * len(set(seeds) - {0}), "Training the reversal model, the translator and the harsh runs on "
-                   "the seeds the sections above did not use")
+    profile.expect(
+        25 * len(set(seeds) - {0}),
+        "Training the reversal model, the translator and the harsh runs on the seeds the sections above did not use",
+    )
 
 
 def best_head_rate(m):
@@ -1109,62 +1239,110 @@ def harsh_loss(norm_first, seed):
     return sum(train_experiment(stability_experiment(norm_first, seed))[1].loss[-20:]) / 20
 
 
-norms = {s: gradient_norms if s == 0 else {name: decoder_gradient_norms(exp, name == "pre-LN", s)
-                                            for name in ("post-LN", "pre-LN")} for s in seeds}
+norms = {
+    s: gradient_norms
+    if s == 0
+    else {name: decoder_gradient_norms(exp, name == "pre-LN", s) for name in ("post-LN", "pre-LN")}
+    for s in seeds
+}
 growth = {name: [norms[s][name][-1] / norms[s][name][0] for s in seeds] for name in ("post-LN", "pre-LN")}
-harsh = {s: final_loss if s == 0 else {name: harsh_loss(name == "pre-LN", s) for name in ("post-LN", "pre-LN")}
-         for s in seeds}
+harsh = {
+    s: final_loss if s == 0 else {name: harsh_loss(name == "pre-LN", s) for name in ("post-LN", "pre-LN")}
+    for s in seeds
+}
 heads = {s: (rates[best_layer, best_head], accuracy[-1]) if s == 0 else reversal_run(s) for s in seeds}
 translated = {s: bleu["greedy"] if s == 0 else translation_bleu(s) for s in seeds}
 per_seed = "; ".join
 gru_path = [chain_lengths[n]["recurrent"][0] for n in ns]
 path_growth = [(b - a) / (m - n) for a, b, n, m in zip(gru_path, gru_path[1:], ns, ns[1:])]
-show_what_we_saw("ch02-what-we-saw", "What we saw: chapter 02", CLAIMS, {
-    "02-learned-positions-as-good": shown(
-        f"rows {untrained_rows[0]} to {untrained_rows[-1]} of a learned table got no gradient from length-8 sequences "
-        "(section 4)"),
-    "02-post-ln-gradients-grow": measured(
-        "top/bottom decoder gradient, post-LN against pre-LN: "
-        + per_seed(f"seed {s} ×{a:.1f} vs ×{b:.1f}" for s, a, b in zip(seeds, *growth.values())) + " (section 9)",
-        growth["post-LN"], growth["pre-LN"], seeds=seeds, seed_kind="training"),
-    "02-pre-ln-needs-no-warmup": measured(
-        "loss of the last 20 steps, pre-LN against post-LN: "
-        + per_seed(f"seed {s} {harsh[s]['pre-LN']:.3f} vs {harsh[s]['post-LN']:.3f}" for s in seeds) + " (section 9)",
-        [harsh[s]["pre-LN"] for s in seeds], [harsh[s]["post-LN"] for s in seeds], seeds=seeds, seed_kind="training"),
-    "02-recipe-trains": shown(
-        f"reversal exact match {accuracy[-1]:.3f} on unseen strings, final loss {history.loss[-1]:.3f} against the "
-        f"smoothing floor {floor:.3f} (section 10)"),
-    "02-heads-learn-alignments": measured(
-        "the best head on the mirrored position: " + per_seed(f"seed {s} {heads[s][0]:.0%}" for s in seeds)
-        + " (section 11)", [heads[s][0] for s in seeds], seeds=seeds, seed_kind="training",
-        gates={"exact match of greedy decoding": ([heads[s][1] for s in seeds],
-                                                  [exp.task.num_symbols ** -exp.task.min_len] * len(seeds))}),
-    "02-beam-finds-more-probable": shown(
-        f"mean log-probability at step {early_step}: greedy {early['greedy_scores'].mean():.3f}, beam "
-        f"{early['beam_scores'].mean():.3f} (section 12)"),
-    "02-transformer-translates": measured(
-        f"greedy BLEU against {bleu['copy the source']:.1f} for copying the source: "
-        + per_seed(f"seed {s} {translated[s]:.1f}" for s in seeds) + " (section 13)",
-        [translated[s] for s in seeds], [bleu["copy the source"]] * len(seeds), seeds=seeds, seed_kind="training"),
-    "02-beam-search-helps": measured(
-        "BLEU beam against greedy: " + per_seed(f"seed {s} {c.bleu['beam']:.1f} vs {c.bleu['greedy']:.1f}"
-                                               for s, c in free_runs.items())
-        + f"; outputs differ on {sum(len(c.differing) for c in free_runs.values())} of "
-        f"{sum(len(c.greedy) for c in free_runs.values())} (section 14; on section 13's solved task {len(different)} "
-        f"of {len(held_out)} differ)", free_bleu["beam"].tolist(), free_bleu["greedy"].tolist(), seeds=free_seeds,
-        seed_kind="training"),
-}, CHECKS, {
-    "02-constant-path-length": checked(
-        f"path from input 1 to output n for n = {ns}: GRU {gru_path}, self-attention "
-        f"{[chain_lengths[n]['self-attention'][0] for n in ns]} operations (section 1)",
-        [chain_lengths[n]["self-attention"][0] for n in ns] + path_growth,
-        [chain_lengths[ns[0]]["self-attention"][0]] * len(ns) + [path_growth[0]] * len(path_growth)),
-    "02-attention-ignores-order": checked(
-        f"largest difference {(out_of_shuffled - out[:, perm]).abs().max().item():.1e} (section 2)",
-        (out_of_shuffled - out[:, perm]).abs().max().item(), 0.0),
-    "02-base-parameters": checked(f"{base_count / 1e6:.1f}M by our formula, checked on our model's {ours_count:,} "
-                                  "(section 7)", base_count),
-});
+show_what_we_saw(
+    "ch02-what-we-saw",
+    "What we saw: chapter 02",
+    CLAIMS,
+    {
+        "02-learned-positions-as-good": shown(
+            f"rows {untrained_rows[0]} to {untrained_rows[-1]} of a learned table got no gradient from length-8 sequences "
+            "(section 4)"
+        ),
+        "02-post-ln-gradients-grow": measured(
+            "top/bottom decoder gradient, post-LN against pre-LN: "
+            + per_seed(f"seed {s} ×{a:.1f} vs ×{b:.1f}" for s, a, b in zip(seeds, *growth.values()))
+            + " (section 9)",
+            growth["post-LN"],
+            growth["pre-LN"],
+            seeds=seeds,
+            seed_kind="training",
+        ),
+        "02-pre-ln-needs-no-warmup": measured(
+            "loss of the last 20 steps, pre-LN against post-LN: "
+            + per_seed(f"seed {s} {harsh[s]['pre-LN']:.3f} vs {harsh[s]['post-LN']:.3f}" for s in seeds)
+            + " (section 9)",
+            [harsh[s]["pre-LN"] for s in seeds],
+            [harsh[s]["post-LN"] for s in seeds],
+            seeds=seeds,
+            seed_kind="training",
+        ),
+        "02-recipe-trains": shown(
+            f"reversal exact match {accuracy[-1]:.3f} on unseen strings, final loss {history.loss[-1]:.3f} against the "
+            f"smoothing floor {floor:.3f} (section 10)"
+        ),
+        "02-heads-learn-alignments": measured(
+            "the best head on the mirrored position: "
+            + per_seed(f"seed {s} {heads[s][0]:.0%}" for s in seeds)
+            + " (section 11)",
+            [heads[s][0] for s in seeds],
+            seeds=seeds,
+            seed_kind="training",
+            gates={
+                "exact match of greedy decoding": (
+                    [heads[s][1] for s in seeds],
+                    [exp.task.num_symbols**-exp.task.min_len] * len(seeds),
+                )
+            },
+        ),
+        "02-beam-finds-more-probable": shown(
+            f"mean log-probability at step {early_step}: greedy {early['greedy_scores'].mean():.3f}, beam "
+            f"{early['beam_scores'].mean():.3f} (section 12)"
+        ),
+        "02-transformer-translates": measured(
+            f"greedy BLEU against {bleu['copy the source']:.1f} for copying the source: "
+            + per_seed(f"seed {s} {translated[s]:.1f}" for s in seeds)
+            + " (section 13)",
+            [translated[s] for s in seeds],
+            [bleu["copy the source"]] * len(seeds),
+            seeds=seeds,
+            seed_kind="training",
+        ),
+        "02-beam-search-helps": measured(
+            "BLEU beam against greedy: "
+            + per_seed(f"seed {s} {c.bleu['beam']:.1f} vs {c.bleu['greedy']:.1f}" for s, c in free_runs.items())
+            + f"; outputs differ on {sum(len(c.differing) for c in free_runs.values())} of "
+            f"{sum(len(c.greedy) for c in free_runs.values())} (section 14; on section 13's solved task {len(different)} "
+            f"of {len(held_out)} differ)",
+            free_bleu["beam"].tolist(),
+            free_bleu["greedy"].tolist(),
+            seeds=free_seeds,
+            seed_kind="training",
+        ),
+    },
+    CHECKS,
+    {
+        "02-constant-path-length": checked(
+            f"path from input 1 to output n for n = {ns}: GRU {gru_path}, self-attention "
+            f"{[chain_lengths[n]['self-attention'][0] for n in ns]} operations (section 1)",
+            [chain_lengths[n]["self-attention"][0] for n in ns] + path_growth,
+            [chain_lengths[ns[0]]["self-attention"][0]] * len(ns) + [path_growth[0]] * len(path_growth),
+        ),
+        "02-attention-ignores-order": checked(
+            f"largest difference {(out_of_shuffled - out[:, perm]).abs().max().item():.1e} (section 2)",
+            (out_of_shuffled - out[:, perm]).abs().max().item(),
+            0.0,
+        ),
+        "02-base-parameters": checked(
+            f"{base_count / 1e6:.1f}M by our formula, checked on our model's {ours_count:,} (section 7)", base_count
+        ),
+    },
+)
 
 # %% [markdown]
 # On fully trained models of both tasks, beam search and greedy decoding agree almost always. On a task with

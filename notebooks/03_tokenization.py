@@ -37,8 +37,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import json
@@ -135,8 +144,10 @@ n_chars = sum(len(t) for t in test_texts)
 n_bytes = sum(len(t.encode("utf-8")) for t in test_texts)
 print(f"word vocabulary of the training text: {len(train_words):,} entries")
 print(f"held-out words not in it:            {oov:.1%}")
-print(f"held-out length: {len(test_words):,} words, {n_chars:,} characters, {n_bytes:,} bytes "
-      f"({n_bytes / len(test_words):.1f} bytes per word)")
+print(
+    f"held-out length: {len(test_words):,} words, {n_chars:,} characters, {n_bytes:,} bytes "
+    f"({n_bytes / len(test_words):.1f} bytes per word)"
+)
 
 # %%
 assert 0.02 < oov < 0.5, "even a corpus about one topic keeps meeting new words"
@@ -204,7 +215,7 @@ def bpe_by_hand(word_counts, num_merges, show=False):
         for w, n in words.items():
             out, i = [], 0
             while i < len(w):
-                if w[i:i + 2] == best:
+                if w[i : i + 2] == best:
                     out.append(best[0] + best[1])
                     i += 2
                 else:
@@ -230,13 +241,28 @@ assert learn_bpe(dictionary, 3) == merges  # the library's version agrees
 
 # %%
 paper_merges = learn_bpe(dictionary, 10, end_of_word="</w>")
-worked_merges = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
-                  ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
-show_reproduction("ch03-bpe-merges", "Sennrich et al. (2016), Algorithm 1 with `</w>` on the dictionary "
-                  "{low: 5, lower: 2, newest: 6, widest: 3}", ["merge", "ours (learn_bpe)", "worked by hand"],
-                  [[i + 1, f"`{' '.join(ours)}`", f"`{' '.join(theirs)}`"] for i, (ours, theirs) in
-                   enumerate(zip(paper_merges, worked_merges, strict=True))],
-                  note="Reproduced exactly (asserted), ties broken by the pair seen first.")
+worked_merges = [
+    ("e", "s"),
+    ("es", "t"),
+    ("est", "</w>"),
+    ("l", "o"),
+    ("lo", "w"),
+    ("n", "e"),
+    ("ne", "w"),
+    ("new", "est</w>"),
+    ("low", "</w>"),
+    ("w", "i"),
+]
+show_reproduction(
+    "ch03-bpe-merges",
+    "Sennrich et al. (2016), Algorithm 1 with `</w>` on the dictionary {low: 5, lower: 2, newest: 6, widest: 3}",
+    ["merge", "ours (learn_bpe)", "worked by hand"],
+    [
+        [i + 1, f"`{' '.join(ours)}`", f"`{' '.join(theirs)}`"]
+        for i, (ours, theirs) in enumerate(zip(paper_merges, worked_merges, strict=True))
+    ],
+    note="Reproduced exactly (asserted), ties broken by the pair seen first.",
+)
 for word in ["lowest", "newer", "wider", "slow"]:
     print(f"{word:8s} -> {apply_bpe(word, paper_merges, end_of_word='</w>')}")
 
@@ -282,20 +308,27 @@ assert apply_bpe("newer", paper_merges, end_of_word="</w>") == ["new", "e", "r",
 text = "def f(x):\n    return x ** 2  # squares, naïvely 😀"
 pieces = ByteLevelBPE().count_words([text])
 print("pre-tokenized:", [to_standin(p.encode()) for p in pieces])
-print("the space, newline and 'é' bytes:", bytes_to_unicode()[32], bytes_to_unicode()[10],
-      [bytes_to_unicode()[b] for b in "é".encode()])
+print(
+    "the space, newline and 'é' bytes:",
+    bytes_to_unicode()[32],
+    bytes_to_unicode()[10],
+    [bytes_to_unicode()[b] for b in "é".encode()],
+)
 
 t0 = time.perf_counter()
 bpe = ByteLevelBPE().train(train_texts, exp.bpe_vocab_size + 1, special_tokens=["<|endoftext|>"])  # +1: the special
 print(f"trained {len(bpe.merges)} merges on {len(train_texts)} documents in {time.perf_counter() - t0:.1f} s")
-print("first 12 merges:", [to_standin(bpe.vocab[a]) + " + " + to_standin(bpe.vocab[b])
-                           for a, b in list(bpe.merges)[:12]])
+print(
+    "first 12 merges:", [to_standin(bpe.vocab[a]) + " + " + to_standin(bpe.vocab[b]) for a, b in list(bpe.merges)[:12]]
+)
 print("longest tokens:", sorted((to_standin(t) for t in bpe.vocab), key=len)[-5:])
 
 ids = bpe.encode(text + "<|endoftext|>")
 print(bpe.convert_ids_to_tokens(ids))
-print(f"{len(text.encode())} bytes -> {len(ids)} tokens; "
-      f"decoded back exactly: {bpe.decode(ids) == text + '<|endoftext|>'}")
+print(
+    f"{len(text.encode())} bytes -> {len(ids)} tokens; "
+    f"decoded back exactly: {bpe.decode(ids) == text + '<|endoftext|>'}"
+)
 
 # %% [markdown]
 # Look at the longest tokens the trainer learned: they are not words but the borders of the plain-text tables in the
@@ -315,8 +348,16 @@ print(f"{len(text.encode())} bytes -> {len(ids)} tokens; "
 with tempfile.TemporaryDirectory() as tmp:
     bpe.save(Path(tmp) / "bpe.json")
     loaded = ByteLevelBPE.load(Path(tmp) / "bpe.json")
-awkward = ["", " ", "\x00\x01", "東京 😀👍🏽", "ΟΔΟΣ", "a" * 300, "\ud7ff\ue000\U0010ffff",
-           "<|endoftext|><|endoftext|>"]
+awkward = [
+    "",
+    " ",
+    "\x00\x01",
+    "東京 😀👍🏽",
+    "ΟΔΟΣ",
+    "a" * 300,
+    "\ud7ff\ue000\U0010ffff",
+    "<|endoftext|><|endoftext|>",
+]
 for t in test_texts + awkward:
     assert bpe.decode(bpe.encode(t)) == t
 assert bpe.encode("<|endoftext|>") == [bpe.special_tokens["<|endoftext|>"]] == [exp.bpe_vocab_size]  # the last id
@@ -330,7 +371,7 @@ def longest_prefix_first(word, vocabulary):
     while word:
         piece = max((word[:end] for end in range(1, len(word) + 1) if word[:end] in vocabulary), key=len)
         pieces.append(piece)
-        word = word[len(piece):]
+        word = word[len(piece) :]
     return pieces
 
 
@@ -367,19 +408,22 @@ assert replayed == ["a", "bc"] and longest == ["ab", "c"]  # the two rules disag
 # </details>
 
 # %% tags=["wall-clock"]
-subset = train_texts[-exp.comparison_documents:]  # docstrings: a few hundred short documents
+subset = train_texts[-exp.comparison_documents :]  # docstrings: a few hundred short documents
 word_counts = ByteLevelBPE().count_words(subset)
 comparison_merges = 150
 t0 = time.perf_counter()
-naive = learn_bpe({to_standin(w.encode()): n for w, n in word_counts.items()}, comparison_merges,
-                  tie_break="lowest_ids")
+naive = learn_bpe(
+    {to_standin(w.encode()): n for w, n in word_counts.items()}, comparison_merges, tie_break="lowest_ids"
+)
 naive_s = time.perf_counter() - t0
 t0 = time.perf_counter()
 fast = train_merges({tuple(byte_ids(w)): n for w, n in word_counts.items()}, 256 + comparison_merges)
 fast_s = time.perf_counter() - t0
 fast_vocab = ByteLevelBPE(fast).vocab
-print(f"{len(word_counts):,} distinct words, {comparison_merges} merges: naive {naive_s:.2f} s, "
-      f"incremental {fast_s:.3f} s ({naive_s / fast_s:.0f}x)")
+print(
+    f"{len(word_counts):,} distinct words, {comparison_merges} merges: naive {naive_s:.2f} s, "
+    f"incremental {fast_s:.3f} s ({naive_s / fast_s:.0f}x)"
+)
 
 # %%
 assert [(to_standin(fast_vocab[a]), to_standin(fast_vocab[b])) for a, b in fast] == naive
@@ -395,8 +439,9 @@ assert [(to_standin(fast_vocab[a]), to_standin(fast_vocab[b])) for a, b in fast]
 hf = Tokenizer(models.BPE())
 hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
 hf.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=exp.bpe_vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                              show_progress=False)
+trainer = trainers.BpeTrainer(
+    vocab_size=exp.bpe_vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+)
 t0 = time.perf_counter()
 hf.train_from_iterator(train_texts, trainer)
 print(f"tokenizers trained in {time.perf_counter() - t0:.1f} s")
@@ -452,14 +497,26 @@ if vocab_file is None:  # without the package, compare on a vocabulary we train 
 bert_tok = WordPieceTokenizer.from_vocab_file(vocab_file)
 tokens = Path(vocab_file).read_text(encoding="utf-8").splitlines()
 reference = BertTokenizer(vocab={t: i for i, t in enumerate(tokens)})
-print(f"vocabulary: {bert_tok.vocab_size:,} tokens; [CLS]={bert_tok.cls_token_id} [SEP]={bert_tok.sep_token_id} "
-      f"[MASK]={bert_tok.mask_token_id}")
+print(
+    f"vocabulary: {bert_tok.vocab_size:,} tokens; [CLS]={bert_tok.cls_token_id} [SEP]={bert_tok.sep_token_id} "
+    f"[MASK]={bert_tok.mask_token_id}"
+)
 sentence = "Tokenizers split unbelievably long words: antidisestablishmentarianism!"
 print(bert_tok.tokenize(sentence))
 print(bert_tok.encode("The [MASK] sat.", "It purred.", add_special_tokens=True))
 
-hard = ["", "  \t\n ", "Héllo Wörld Ça ÉCOLE", "東京は日本の首都です", "emoji 😀👍🏽 ❤️",
-        "ctrl\x00\x07\x1b\u200b|end", "x" * 101, "!!!???...---", "[CLS] x[MASK]y [mask]", "ΟΔΟΣ İstanbul ﬁne"]
+hard = [
+    "",
+    "  \t\n ",
+    "Héllo Wörld Ça ÉCOLE",
+    "東京は日本の首都です",
+    "emoji 😀👍🏽 ❤️",
+    "ctrl\x00\x07\x1b\u200b|end",
+    "x" * 101,
+    "!!!???...---",
+    "[CLS] x[MASK]y [mask]",
+    "ΟΔΟΣ İstanbul ﬁne",
+]
 lines = [line for t in corpus["text"][::5] for line in t.splitlines()]
 theirs = [e.tokens for e in reference.backend_tokenizer.encode_batch(hard + lines, add_special_tokens=False)]
 ours = [bert_tok.tokenize(t) for t in hard + lines]
@@ -503,21 +560,30 @@ for units, n in spelled.items():
         pair_counts[pair] += n
 N = sum(unit_counts.values())
 pairs = list(pair_counts)
-gain = likelihood_gain(np.array([pair_counts[p] for p in pairs]), np.array([unit_counts[a] for a, _ in pairs]),
-                       np.array([unit_counts[b] for _, b in pairs]), np.zeros(len(pairs), dtype=int), N,
-                       np.array([a == b for a, b in pairs]))
+gain = likelihood_gain(
+    np.array([pair_counts[p] for p in pairs]),
+    np.array([unit_counts[a] for a, _ in pairs]),
+    np.array([unit_counts[b] for _, b in pairs]),
+    np.zeros(len(pairs), dtype=int),
+    N,
+    np.array([a == b for a, b in pairs]),
+)
 by_frequency = sorted(range(len(pairs)), key=lambda i: -pair_counts[pairs[i]])[:8]
 by_likelihood = np.argsort(-gain, kind="stable")[:8]
 print(f"{'by frequency (BPE)':32s}{'by likelihood gain (WordPiece)':32s}")
 for i, j in zip(by_frequency, by_likelihood):
-    print(f"{' '.join(pairs[i]):14s} m={pair_counts[pairs[i]]:<8d}    {' '.join(pairs[j]):14s} "
-          f"m={pair_counts[pairs[j]]:<6d} ΔL={gain[j]:.0f}")
+    print(
+        f"{' '.join(pairs[i]):14s} m={pair_counts[pairs[i]]:<8d}    {' '.join(pairs[j]):14s} "
+        f"m={pair_counts[pairs[j]]:<6d} ΔL={gain[j]:.0f}"
+    )
 
 t0 = time.perf_counter()
 wp = WordPieceTokenizer.train(train_texts, exp.wordpiece_vocab_size)
 initial = 5 + 2 * len({c for w in words for c in w})
-print(f"trained {wp.vocab_size - initial} WordPiece units in {time.perf_counter() - t0:.1f} s;"
-      f" first: {wp.id_to_token[initial:initial + 12]}")
+print(
+    f"trained {wp.vocab_size - initial} WordPiece units in {time.perf_counter() - t0:.1f} s;"
+    f" first: {wp.id_to_token[initial : initial + 12]}"
+)
 print(wp.tokenize(sentence))
 
 # %% [markdown]
@@ -530,11 +596,13 @@ best = pairs[int(np.argmax(gain))]
 assert wp.id_to_token[initial] == best[0] + best[1][2:]
 with tempfile.TemporaryDirectory() as tmp:
     wp.save(Path(tmp) / "vocab.txt")
-    trained_reference = BertTokenizer(vocab={t: i for i, t in enumerate(
-        (Path(tmp) / "vocab.txt").read_text(encoding="utf-8").splitlines())})
+    trained_reference = BertTokenizer(
+        vocab={t: i for i, t in enumerate((Path(tmp) / "vocab.txt").read_text(encoding="utf-8").splitlines())}
+    )
 held_lines = [line for t in test_texts for line in t.splitlines()]
-assert [wp.tokenize(t) for t in held_lines] == \
-    [e.tokens for e in trained_reference.backend_tokenizer.encode_batch(held_lines, add_special_tokens=False)]
+assert [wp.tokenize(t) for t in held_lines] == [
+    e.tokens for e in trained_reference.backend_tokenizer.encode_batch(held_lines, add_special_tokens=False)
+]
 assert not any("[UNK]" in wp.tokenize(w) for w in words if len(w) <= 100)
 
 # %% [markdown]
@@ -557,8 +625,10 @@ wp_rows = wordpiece_curve(wp.id_to_token, test_texts, exp.wordpiece_curve_sizes)
 for name, rows in (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows)):
     print(name)
     for r in rows:
-        print(f"  {r['vocab_size']:6d} tokens: {r['tokens_per_word']:.2f} tokens/word, "
-              f"{r['bytes_per_token']:.2f} bytes/token, [UNK] {r['unknown_rate']:.2%}")
+        print(
+            f"  {r['vocab_size']:6d} tokens: {r['tokens_per_word']:.2f} tokens/word, "
+            f"{r['bytes_per_token']:.2f} bytes/token, [UNK] {r['unknown_rate']:.2%}"
+        )
 
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 plot_vocabulary_curve(ax, {"byte-level BPE": bpe_rows, "WordPiece": wp_rows})
@@ -584,10 +654,17 @@ held_words = [w for t in test_texts for w in t.split()]
 shown_sizes = [exp.bpe_curve_sizes[0], exp.bpe_curve_sizes[len(exp.bpe_curve_sizes) // 2], exp.bpe_vocab_size]
 shares = tokens_per_word_shares(bpe, held_words, shown_sizes)
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
-plot_grouped_bars(ax, ["1", "2", "3", "4", "5 or more"],
-                  {f"{size:,} tokens": [100 * x for x in row] for size, row in shares.items()}, bar_width=0.27)
-ax.set(xlabel="tokens per held-out word (byte-level BPE)", ylabel="share of held-out words (%)",
-       title="More merges: more words in one piece")
+plot_grouped_bars(
+    ax,
+    ["1", "2", "3", "4", "5 or more"],
+    {f"{size:,} tokens": [100 * x for x in row] for size, row in shares.items()},
+    bar_width=0.27,
+)
+ax.set(
+    xlabel="tokens per held-out word (byte-level BPE)",
+    ylabel="share of held-out words (%)",
+    title="More merges: more words in one piece",
+)
 ax.legend(title="vocabulary size")
 plt.tight_layout()
 plt.show()
@@ -613,32 +690,61 @@ curves = (("byte-level BPE", bpe_rows), ("WordPiece", wp_rows))
 drops = [a["tokens_per_word"] - b["tokens_per_word"] for _, rows in curves for a, b in zip(rows, rows[1:])]
 gage = [text for text, _ in compress("aaabdaaabac", 2)]
 round_trips = sum(bpe.decode(bpe.encode(t)) == t for t in test_texts + awkward)
-show_what_we_saw("ch03-what-we-saw", "What we saw: chapter 03", CLAIMS, {
-    "03-vocabulary-sizes": shown(f"{exp.bpe_vocab_size:,} byte-level units on a far smaller corpus (section 5)"),
-    "03-bigger-vocabulary-shorter-text": measured(
-        "held-out tokens per word: " + "; ".join(
-            f"{name} {rows[0]['tokens_per_word']:.2f} at {rows[0]['vocab_size']:,} → {rows[-1]['tokens_per_word']:.2f}"
-            f" at {rows[-1]['vocab_size']:,}" for name, rows in curves)
-        + f"; least drop between neighbouring sizes {min(drops):.3f} (section 9)", min(drops), seeds=[0],
-        seed_kind="none"),
-}, CHECKS, {
-    "03-bpe-compresses": checked(" → ".join(["aaabdaaabac", *gage]) + " (section 3)",
-                                 sum(a == b for a, b in zip(gage, ["ZabdZabac", "ZYdZYac"])), 2),
-    "03-bpe-learns-subwords": checked(
-        "first merges " + ", ".join(a + b for a, b in merges) + f"; with `</w>` {len(paper_merges)} merges, the last "
-        f"`{' '.join(paper_merges[-1])}` (section 4)",
-        [sum(a == b for a, b in zip(merges, [("e", "s"), ("es", "t"), ("l", "o")])),
-         sum(a == b for a, b in zip(paper_merges, worked_merges))], [3, len(worked_merges)]),
-    "03-byte-level-no-unknowns": checked(
-        f"{round_trips} of {len(test_texts)} held-out documents and {len(awkward)} awkward strings decode exactly "
-        "(section 5)", round_trips, len(test_texts) + len(awkward)),
-    "03-trainer-equals-reference": checked(
-        f"{identical} of {len(hf_merges)} merges identical, and every held-out encoding (section 6)", identical,
-        max(len(ours_merges), len(hf_merges))),
-    "03-wordpiece-equals-bert": checked(
-        f"{sum(a == b for a, b in zip(ours, theirs))} of {len(theirs)} texts tokenized identically (section 7)",
-        sum(a == b for a, b in zip(ours, theirs)), len(theirs)),
-});
+show_what_we_saw(
+    "ch03-what-we-saw",
+    "What we saw: chapter 03",
+    CLAIMS,
+    {
+        "03-vocabulary-sizes": shown(f"{exp.bpe_vocab_size:,} byte-level units on a far smaller corpus (section 5)"),
+        "03-bigger-vocabulary-shorter-text": measured(
+            "held-out tokens per word: "
+            + "; ".join(
+                f"{name} {rows[0]['tokens_per_word']:.2f} at {rows[0]['vocab_size']:,} → {rows[-1]['tokens_per_word']:.2f}"
+                f" at {rows[-1]['vocab_size']:,}"
+                for name, rows in curves
+            )
+            + f"; least drop between neighbouring sizes {min(drops):.3f} (section 9)",
+            min(drops),
+            seeds=[0],
+            seed_kind="none",
+        ),
+    },
+    CHECKS,
+    {
+        "03-bpe-compresses": checked(
+            " → ".join(["aaabdaaabac", *gage]) + " (section 3)",
+            sum(a == b for a, b in zip(gage, ["ZabdZabac", "ZYdZYac"])),
+            2,
+        ),
+        "03-bpe-learns-subwords": checked(
+            "first merges "
+            + ", ".join(a + b for a, b in merges)
+            + f"; with `</w>` {len(paper_merges)} merges, the last "
+            f"`{' '.join(paper_merges[-1])}` (section 4)",
+            [
+                sum(a == b for a, b in zip(merges, [("e", "s"), ("es", "t"), ("l", "o")])),
+                sum(a == b for a, b in zip(paper_merges, worked_merges)),
+            ],
+            [3, len(worked_merges)],
+        ),
+        "03-byte-level-no-unknowns": checked(
+            f"{round_trips} of {len(test_texts)} held-out documents and {len(awkward)} awkward strings decode exactly "
+            "(section 5)",
+            round_trips,
+            len(test_texts) + len(awkward),
+        ),
+        "03-trainer-equals-reference": checked(
+            f"{identical} of {len(hf_merges)} merges identical, and every held-out encoding (section 6)",
+            identical,
+            max(len(ours_merges), len(hf_merges)),
+        ),
+        "03-wordpiece-equals-bert": checked(
+            f"{sum(a == b for a, b in zip(ours, theirs))} of {len(theirs)} texts tokenized identically (section 7)",
+            sum(a == b for a, b in zip(ours, theirs)),
+            len(theirs),
+        ),
+    },
+)
 
 # %% [markdown]
 # <details><summary>What did not carry over</summary>

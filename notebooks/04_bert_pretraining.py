@@ -35,8 +35,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import math
@@ -209,11 +218,16 @@ if minilm is not None:
     encoder = BertModel.from_pretrained(minilm)  # all-MiniLM-L6-v2: BERT's architecture, 6 layers, H = 384
     print(f"MiniLM found at {minilm}: {encoder.config.num_hidden_layers} layers, H = {encoder.config.hidden_size}")
 
+
 # %%
 def input_table(tokenizer: WordPieceTokenizer, a: str, b: str) -> tuple[list[int], list[int]]:
     ids, segments, _ = tokenizer.frame(tokenizer.encode(a), tokenizer.encode(b))
-    rows = {"Input": tokenizer.convert_ids_to_tokens(ids), "Token id": ids,
-            "Segment": ["A" if s == 0 else "B" for s in segments], "Position": list(range(len(ids)))}
+    rows = {
+        "Input": tokenizer.convert_ids_to_tokens(ids),
+        "Token id": ids,
+        "Segment": ["A" if s == 0 else "B" for s in segments],
+        "Position": list(range(len(ids))),
+    }
     for name, values in rows.items():
         print(f"{name:>9} | " + " ".join(f"{v!s:>7}" for v in values))
     return ids, segments
@@ -221,8 +235,10 @@ def input_table(tokenizer: WordPieceTokenizer, a: str, b: str) -> tuple[list[int
 
 if minilm is not None:
     ids, segments = input_table(real_tokenizer, "my dog is cute", "he likes playing")
-    print("\nthe slide writes play ##ing; this vocabulary has 'playing' whole, but not every word:",
-          real_tokenizer.tokenize("he likes snowboarding"))
+    print(
+        "\nthe slide writes play ##ing; this vocabulary has 'playing' whole, but not every word:",
+        real_tokenizer.tokenize("he likes snowboarding"),
+    )
 
 # %% [markdown]
 # The sum, written out with the model's own embedding tables, against the model's embedding layer:
@@ -232,11 +248,18 @@ if encoder is not None:
     tables = encoder.embeddings
     input_ids, token_type_ids = torch.tensor([ids]), torch.tensor([segments])
     positions = torch.arange(len(ids))
-    parts = {"token $T_{x_i}$": tables.word_embeddings.weight[input_ids[0]],
-             "segment $S_{s_i}$": tables.token_type_embeddings.weight[token_type_ids[0]],
-             "position $P_i$": tables.position_embeddings.weight[positions]}
-    by_hand = F.layer_norm(sum(parts.values()), (encoder.config.hidden_size,), tables.LayerNorm.weight,
-                           tables.LayerNorm.bias, encoder.config.layer_norm_eps)
+    parts = {
+        "token $T_{x_i}$": tables.word_embeddings.weight[input_ids[0]],
+        "segment $S_{s_i}$": tables.token_type_embeddings.weight[token_type_ids[0]],
+        "position $P_i$": tables.position_embeddings.weight[positions],
+    }
+    by_hand = F.layer_norm(
+        sum(parts.values()),
+        (encoder.config.hidden_size,),
+        tables.LayerNorm.weight,
+        tables.LayerNorm.bias,
+        encoder.config.layer_norm_eps,
+    )
     with torch.no_grad():
         by_model = tables(input_ids, token_type_ids)[0]
     fig, axes = plt.subplots(1, 4, figsize=(13, 3))
@@ -273,11 +296,16 @@ seed_everything(0)
 tiny = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 reference = transformers.BertModel(tiny.to_hf(attn_implementation="eager")).eval()
 ours = BertModel.from_hf(reference).eval()
-pair = dict(input_ids=torch.randint(1, 100, (2, 9)), token_type_ids=(torch.arange(9) > 4).long().repeat(2, 1),
-            attention_mask=torch.tensor([[1] * 9, [1] * 6 + [0] * 3]))
+pair = dict(
+    input_ids=torch.randint(1, 100, (2, 9)),
+    token_type_ids=(torch.arange(9) > 4).long().repeat(2, 1),
+    attention_mask=torch.tensor([[1] * 9, [1] * 6 + [0] * 3]),
+)
 mine, hf = ours(**pair, output_attentions=True), reference(**pair, output_attentions=True)
-gap = max((mine.last_hidden_state - hf.last_hidden_state).abs().max(),
-          max((a - b).abs().max() for a, b in zip(mine.attentions, hf.attentions)))
+gap = max(
+    (mine.last_hidden_state - hf.last_hidden_state).abs().max(),
+    max((a - b).abs().max() for a, b in zip(mine.attentions, hf.attentions)),
+)
 print(f"largest difference from transformers (hidden states, attention weights): {gap:.1e}")
 
 # %%
@@ -306,6 +334,7 @@ assert gap < 1e-5
 # \mathrm{softmax}\big(\tanh(h_{[\mathrm{CLS}]} W_p + b_p)\, W_{\mathrm{nsp}} + b_{\mathrm{nsp}}\big)$.
 # Written with nothing but the weight tensors, on `transformers`' own `BertForPreTraining` (random
 # weights) and on our copy of it:
+
 
 # %%
 def linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -347,10 +376,14 @@ with torch.no_grad():
         h = bert_layer(layer, h, keep)
     mlm_by_hand, nsp_by_hand = pretraining_heads(ours_pretraining, h)
     library, reference_out = ours_pretraining(**pair), reference_pretraining(**pair)
-gaps = {"MLM logits": (mlm_by_hand[keep], library.prediction_logits[keep], reference_out.prediction_logits[keep]),
-        "NSP logits": (nsp_by_hand, library.seq_relationship_logits, reference_out.seq_relationship_logits)}
+gaps = {
+    "MLM logits": (mlm_by_hand[keep], library.prediction_logits[keep], reference_out.prediction_logits[keep]),
+    "NSP logits": (nsp_by_hand, library.seq_relationship_logits, reference_out.seq_relationship_logits),
+}
 for name, (by_hand, lib, ref) in gaps.items():
-    print(f"{name}: by hand vs library {(by_hand - lib).abs().max():.1e}, vs transformers {(by_hand - ref).abs().max():.1e}")
+    print(
+        f"{name}: by hand vs library {(by_hand - lib).abs().max():.1e}, vs transformers {(by_hand - ref).abs().max():.1e}"
+    )
 
 # %%
 for by_hand, lib, ref in gaps.values():
@@ -376,6 +409,7 @@ assert ours_pretraining.cls.predictions.decoder.weight is ours_pretraining.bert.
 #
 # A naive version, one position at a time, next to the library's vectorised one:
 
+
 # %%
 def naive_mask(ids: list[int], special: list[bool], mask_id: int, vocab_size: int, rng: random.Random):
     masked, labels = list(ids), [IGNORE_INDEX] * len(ids)
@@ -394,10 +428,12 @@ def naive_mask(ids: list[int], special: list[bool], mask_id: int, vocab_size: in
 def rates(ids, masked, labels) -> dict[str, float]:
     ids, masked, labels = map(torch.as_tensor, (ids, masked, labels))
     selected = labels != IGNORE_INDEX
-    return {"selected": selected.float().mean().item(),
-            "[MASK]": (masked[selected] == 4).float().mean().item(),
-            "random": ((masked != ids) & (masked != 4))[selected].float().mean().item(),
-            "same": (masked == ids)[selected].float().mean().item()}
+    return {
+        "selected": selected.float().mean().item(),
+        "[MASK]": (masked[selected] == 4).float().mean().item(),
+        "random": ((masked != ids) & (masked != 4))[selected].float().mean().item(),
+        "same": (masked == ids)[selected].float().mean().item(),
+    }
 
 
 g = torch.Generator().manual_seed(0)
@@ -422,9 +458,14 @@ if minilm is not None:
     example_ids, _, _ = real_tokenizer.frame(real_tokenizer.encode("my dog is hairy"))
     example = torch.tensor([example_ids] * 10)
     special = torch.isin(example, torch.tensor(real_tokenizer.special_token_ids))
-    masked, labels = mask_tokens(example, mask_token_id=real_tokenizer.mask_token_id,
-                                 vocab_size=real_tokenizer.vocab_size, special_tokens_mask=special,
-                                 mlm_probability=0.3, generator=torch.Generator().manual_seed(4))
+    masked, labels = mask_tokens(
+        example,
+        mask_token_id=real_tokenizer.mask_token_id,
+        vocab_size=real_tokenizer.vocab_size,
+        special_tokens_mask=special,
+        mlm_probability=0.3,
+        generator=torch.Generator().manual_seed(4),
+    )
     for row, label in zip(masked, labels):
         predict = [t for t, y in zip(real_tokenizer.convert_ids_to_tokens(example_ids), label) if y != IGNORE_INDEX]
         print(f"{real_tokenizer.decode(row.tolist()):<40} predict: {predict}")
@@ -454,8 +495,7 @@ rows = data.train["input_ids"][:1].repeat(1, 1)
 options = dict(mask_token_id=tokenizer.mask_token_id, vocab_size=tokenizer.vocab_size, seed=0)
 schemes = {
     "static (BERT, 1 copy)": MaskedDataset(rows, data.train["special_tokens_mask"][:1], dynamic=False, **options),
-    "static, 4 copies": MaskedDataset(rows, data.train["special_tokens_mask"][:1], dynamic=False, copies=4,
-                                      **options),
+    "static, 4 copies": MaskedDataset(rows, data.train["special_tokens_mask"][:1], dynamic=False, copies=4, **options),
     "dynamic (RoBERTa)": MaskedDataset(rows, data.train["special_tokens_mask"][:1], dynamic=True, **options),
 }
 epochs = 12
@@ -495,6 +535,7 @@ assert distinct == {"static (BERT, 1 copy)": 1, "static, 4 copies": 4, "dynamic 
 # replace B by sentences from another document. When the pair is too long, the longer segment loses one
 # token at a time (from its front or its back at random) so that both survive.
 
+
 # %%
 def show(pair) -> None:
     label = "NotNext" if pair.label == NOT_NEXT else "IsNext"
@@ -509,17 +550,22 @@ show(next(p for p in corpus_pairs if p.label == NOT_NEXT))
 
 labels = data.train["next_sentence_label"]
 lengths = data.train["attention_mask"].sum(1)
-print(f"\nall training documents: {len(labels)} pairs, {labels.float().mean():.1%} NotNext, "
-      f"{lengths.float().mean():.1f} of at most {config.data.seq_len} positions used on average")
+print(
+    f"\nall training documents: {len(labels)} pairs, {labels.float().mean():.1%} NotNext, "
+    f"{lengths.float().mean():.1f} of at most {config.data.seq_len} positions used on average"
+)
 print("truncating A (12 tokens) and B (5 tokens) to 10:", truncate_pair(list(range(12)), list(range(100, 105)), 10))
-print("the same, front or back at random:           ",
-      truncate_pair(list(range(12)), list(range(100, 105)), 10, random.Random(0)))
+print(
+    "the same, front or back at random:           ",
+    truncate_pair(list(range(12)), list(range(100, 105)), 10, random.Random(0)),
+)
 
 # %%
 assert 0.45 < labels.float().mean() < 0.55
 assert int(lengths.max()) <= config.data.seq_len
-assert all(len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + len(p.tokens_b) <= budget
-           for p in corpus_pairs)
+assert all(
+    len(p.tokens_a) >= 1 and len(p.tokens_b) >= 1 and len(p.tokens_a) + len(p.tokens_b) <= budget for p in corpus_pairs
+)
 
 # %% [markdown]
 # ## 7. Pretraining a small BERT
@@ -553,12 +599,18 @@ copy_or_frequent = torch.where(shown == tokenizer.mask_token_id, frequent, shown
 not_next = data.test["next_sentence_label"].float().mean().item()
 majority = max(not_next, 1 - not_next)
 print(f"Python documentation, {tokenizer.vocab_size} tokens, most frequent '{tokenizer.id_to_token[frequent]}'")
-print(f"  over all selected positions: MLM accuracy {final['mlm_accuracy']:.1%}; copy-or-most-frequent "
-      f"{(copy_or_frequent == selected).float().mean():.1%}")
-print(f"  at [MASK] positions only:    MLM accuracy {at_masks['mask_accuracy']:.1%}; most frequent token "
-      f"{at_masks['unigram_at_masks']:.1%} (x{at_masks['mask_accuracy'] / at_masks['unigram_at_masks']:.2f})")
-print(f"  MLM perplexity {math.exp(final['mlm_loss']):.0f} over {tokenizer.vocab_size} tokens; "
-      f"NSP accuracy {final['nsp_accuracy']:.1%} (majority label {majority:.1%})")
+print(
+    f"  over all selected positions: MLM accuracy {final['mlm_accuracy']:.1%}; copy-or-most-frequent "
+    f"{(copy_or_frequent == selected).float().mean():.1%}"
+)
+print(
+    f"  at [MASK] positions only:    MLM accuracy {at_masks['mask_accuracy']:.1%}; most frequent token "
+    f"{at_masks['unigram_at_masks']:.1%} (x{at_masks['mask_accuracy'] / at_masks['unigram_at_masks']:.2f})"
+)
+print(
+    f"  MLM perplexity {math.exp(final['mlm_loss']):.0f} over {tokenizer.vocab_size} tokens; "
+    f"NSP accuracy {final['nsp_accuracy']:.1%} (majority label {majority:.1%})"
+)
 
 fill_probes = ["return a [MASK] of the keys .", "the [MASK] is raised if the file does not exist ."]
 for text in fill_probes:
@@ -587,13 +639,16 @@ synthetic_data = synthetic_pretraining_data(synthetic)
 language_model, language_tokenizer = synthetic_result.model, synthetic_result.tokenizer
 language_eval = synthetic_data.eval_batches()
 language_final = synthetic_result.history.evals[-1][1]
-language_at_masks = evaluate_at_masks(language_model, language_eval, language_tokenizer.mask_token_id,
-                                      synthetic_data.most_frequent_token())
+language_at_masks = evaluate_at_masks(
+    language_model, language_eval, language_tokenizer.mask_token_id, synthetic_data.most_frequent_token()
+)
 ratio = language_at_masks["mask_accuracy"] / language_at_masks["unigram_at_masks"]
-print(f"synthetic language, {language_tokenizer.vocab_size} tokens: at [MASK] positions "
-      f"{language_at_masks['mask_accuracy']:.1%} against {language_at_masks['unigram_at_masks']:.1%} for "
-      f"'{language_tokenizer.id_to_token[synthetic_data.most_frequent_token()]}' (x{ratio:.2f}); "
-      f"MLM perplexity {math.exp(language_final['mlm_loss']):.1f}; NSP accuracy {language_final['nsp_accuracy']:.1%}")
+print(
+    f"synthetic language, {language_tokenizer.vocab_size} tokens: at [MASK] positions "
+    f"{language_at_masks['mask_accuracy']:.1%} against {language_at_masks['unigram_at_masks']:.1%} for "
+    f"'{language_tokenizer.id_to_token[synthetic_data.most_frequent_token()]}' (x{ratio:.2f}); "
+    f"MLM perplexity {math.exp(language_final['mlm_loss']):.1f}; NSP accuracy {language_final['nsp_accuracy']:.1%}"
+)
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
 for ax, (name, run) in zip(axes, (("Python documentation", result), ("synthetic language", synthetic_result))):
@@ -615,8 +670,9 @@ plt.show()
 world = SyntheticLanguage(synthetic.language_seed).world
 people = world.people[:3]
 context_pairs = [(f"{p.name} [MASK] in {p.city} .", f"{p.name} [MASK] for {p.employer} .") for p in people]
-context_pairs.append((f"{people[0].name} is [MASK] by {people[0].employer} .",
-                      f"{people[0].name} [MASK] in {people[0].city} ."))
+context_pairs.append(
+    (f"{people[0].name} is [MASK] by {people[0].employer} .", f"{people[0].name} [MASK] in {people[0].city} .")
+)
 expected_words = [("lives", "works")] * len(people) + [("employed", "lives")]
 top_words = []
 for pair_texts in context_pairs:
@@ -655,26 +711,52 @@ assert top_words == expected_words  # and changes it to the right word
 # random token to correct. There is no fine-tuning in this table; the probes stand in for it.
 
 # %%
-paper_rows = [(84.2, 95.4, 94.9), (84.3, 94.9, 94.0), (84.1, 95.2, 94.6), (84.4, 95.2, 94.7), (83.7, 94.8, 94.6),
-              (83.6, 94.9, 94.6)]  # Table 8's rows in order: 80/10/10, 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100
+paper_rows = [
+    (84.2, 95.4, 94.9),
+    (84.3, 94.9, 94.0),
+    (84.1, 95.2, 94.6),
+    (84.4, 95.2, 94.7),
+    (83.7, 94.8, 94.6),
+    (83.6, 94.9, 94.6),
+]  # Table 8's rows in order: 80/10/10, 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100
 paper = {strategy.name: row for strategy, row in zip(ABLATION_STRATEGIES, paper_rows, strict=True)}
 profile.expect(10, "Two pretraining runs, one per masking rule (the first time; then they load from the cache)")
 ablation = masking_ablation(ablation_config())
 unigram_level = ablation.pop("unigram")
 show_reproduction(
-    "ch04-bert-table8", "Paper (Devlin et al., 2019), Table 8: the masking rule, MNLI and NER dev scores; "
+    "ch04-bert-table8",
+    "Paper (Devlin et al., 2019), Table 8: the masking rule, MNLI and NER dev scores; "
     "ours: held-out accuracy of two MLM-only models on the synthetic language, by what the positions show",
-    ["MASK/SAME/RND", "MNLI (paper)", "NER fine-tuned (paper)", "NER feature-based (paper)",
-     *(f"shown {probe} (ours)" for probe in PROBES)],
-    [[name, *(f"{x:.1f}" for x in numbers), *(f"{ablation[name][p]:.1%}" if name in ablation else None for p in PROBES)]
-     for name, numbers in paper.items()]
+    [
+        "MASK/SAME/RND",
+        "MNLI (paper)",
+        "NER fine-tuned (paper)",
+        "NER feature-based (paper)",
+        *(f"shown {probe} (ours)" for probe in PROBES),
+    ],
+    [
+        [
+            name,
+            *(f"{x:.1f}" for x in numbers),
+            *(f"{ablation[name][p]:.1%}" if name in ablation else None for p in PROBES),
+        ]
+        for name, numbers in paper.items()
+    ]
     + [["most frequent token", None, None, None, *[f"{unigram_level:.1%}"] * len(PROBES)]],
     note="At [MASK] the two rules are alike; shown the true token, only 80/10/10 names it. The mechanism behind "
-         "the paper's feature-based column reproduces; no ranking of its six rules is claimed.")
+    "the paper's feature-based column reproduces; no ranking of its six rules is claimed.",
+)
 
 fig, ax = plt.subplots(figsize=(8, 3))
-plot_grouped_bars(ax, list(ablation), {f"true token shown as {probe if probe != 'same' else 'itself'}":
-                                       [ablation[n][probe] for n in ablation] for probe in PROBES}, bar_width=0.27)
+plot_grouped_bars(
+    ax,
+    list(ablation),
+    {
+        f"true token shown as {probe if probe != 'same' else 'itself'}": [ablation[n][probe] for n in ablation]
+        for probe in PROBES
+    },
+    bar_width=0.27,
+)
 ax.axhline(unigram_level, color="grey", ls=":", label="most frequent token")
 ax.set_xlabel("pretraining rule MASK/SAME/RND")
 ax.set_ylabel("held-out accuracy")
@@ -722,8 +804,10 @@ table_config = synthetic_config()
 ablations = pretraining_ablations(table_config)
 objectives, sizes = ablations["objectives"], ablations["sizes"]
 seeds, budget = list(table_config.seeds), table_config.seeded_finetune
-print(f"every row: {table_config.pretrain.train.steps} pretraining steps of {table_config.pretrain.train.batch_size} "
-      f"sequences; fine-tuned {budget.steps} steps of {budget.batch_size} at learning rate {budget.lr:g}, seeds {seeds}")
+print(
+    f"every row: {table_config.pretrain.train.steps} pretraining steps of {table_config.pretrain.train.batch_size} "
+    f"sequences; fine-tuned {budget.steps} steps of {budget.batch_size} at learning rate {budget.lr:g}, seeds {seeds}"
+)
 
 
 def f1(row: dict, task: str = "context entities") -> list[float]:
@@ -733,32 +817,63 @@ def f1(row: dict, task: str = "context entities") -> list[float]:
 for name, row in objectives.items():
     print(f"{name:<17} context entities F1 {seed_summary(f1(row))} (seeds: {', '.join(f'{x:.3f}' for x in f1(row))})")
 
-paper_table5 = {"BERT (MLM + NSP)": (84.4, 88.4, 86.7, 92.7, 88.5), "No NSP": (83.9, 84.9, 86.5, 92.6, 87.9),
-                "LTR & No NSP": (82.1, 84.3, 77.5, 92.1, 77.8), "+ BiLSTM": (82.1, 84.1, 75.7, 91.6, 84.9)}
+paper_table5 = {
+    "BERT (MLM + NSP)": (84.4, 88.4, 86.7, 92.7, 88.5),
+    "No NSP": (83.9, 84.9, 86.5, 92.6, 87.9),
+    "LTR & No NSP": (82.1, 84.3, 77.5, 92.1, 77.8),
+    "+ BiLSTM": (82.1, 84.1, 75.7, 91.6, 84.9),
+}
 show_reproduction(
-    "ch04-bert-table5", "Paper (Devlin et al., 2019), Table 5: the pretraining tasks, BERT-base dev scores; ours: "
+    "ch04-bert-table5",
+    "Paper (Devlin et al., 2019), Table 5: the pretraining tasks, BERT-base dev scores; ours: "
     "held-out accuracy at [MASK] and context-entity F1 after fine-tuning (mean ± standard deviation over the "
     "fine-tuning seeds), on the synthetic language",
     ["row", "MNLI-m", "QNLI", "MRPC", "SST-2", "SQuAD", "accuracy at [MASK] (ours)", "context entities F1 (ours)"],
-    [[name, *([f"{x:.1f}" for x in paper_table5[name]] if name in paper_table5 else [None] * 5),
-      f"{objectives[name]['mask_accuracy']:.1%}" if "mask_accuracy" in objectives.get(name, {}) else None,
-      seed_summary(f1(objectives[name])) if name in objectives else "(not run)"]
-     for name in [*paper_table5, "No pretraining"]],
+    [
+        [
+            name,
+            *([f"{x:.1f}" for x in paper_table5[name]] if name in paper_table5 else [None] * 5),
+            f"{objectives[name]['mask_accuracy']:.1%}" if "mask_accuracy" in objectives.get(name, {}) else None,
+            seed_summary(f1(objectives[name])) if name in objectives else "(not run)",
+        ]
+        for name in [*paper_table5, "No pretraining"]
+    ],
     note="Accuracy at [MASK] is for the masked LMs only: a left-to-right LM is not trained to fill a blank. "
-         "The verdicts are in \"What we saw\".")
+    'The verdicts are in "What we saw".',
+)
 
-paper_table6 = {(3, 768, 12): (5.84, 77.9, 79.8, 88.4), (6, 768, 3): (5.24, 80.6, 82.2, 90.7),
-                (6, 768, 12): (4.68, 81.9, 84.8, 91.3), (12, 768, 12): (3.99, 84.4, 86.7, 92.9),
-                (12, 1024, 16): (3.54, 85.7, 86.9, 93.3), (24, 1024, 16): (3.23, 86.6, 87.8, 93.7)}
+paper_table6 = {
+    (3, 768, 12): (5.84, 77.9, 79.8, 88.4),
+    (6, 768, 3): (5.24, 80.6, 82.2, 90.7),
+    (6, 768, 12): (4.68, 81.9, 84.8, 91.3),
+    (12, 768, 12): (3.99, 84.4, 86.7, 92.9),
+    (12, 1024, 16): (3.54, 85.7, 86.9, 93.3),
+    (24, 1024, 16): (3.23, 86.6, 87.8, 93.7),
+}
 show_reproduction(
-    "ch04-bert-table6", "Paper (Devlin et al., 2019), Table 6: model size against held-out MLM perplexity and "
+    "ch04-bert-table6",
+    "Paper (Devlin et al., 2019), Table 6: model size against held-out MLM perplexity and "
     "dev scores; ours: the same sweep at small scale on the synthetic language, at equal steps",
     ["", "L/H/A", "parameters", "LM perplexity", "MNLI-m", "MRPC", "SST-2", "context entities F1"],
-    [["paper", f"{layers}/{width}/{heads}", None, f"{ppl:.2f}", f"{mnli:.1f}", f"{mrpc:.1f}", f"{sst:.1f}", None]
-     for (layers, width, heads), (ppl, mnli, mrpc, sst) in paper_table6.items()]
-    + [["ours", name, f"{row['parameters'] / 1e3:.0f}k", f"{math.exp(row['mlm_loss']):.2f}", None, None, None,
-        seed_summary(f1(row))] for name, row in sizes.items()],
-    note="Every size is pretrained for the same steps on the same batches; the verdicts are in \"What we saw\".")
+    [
+        ["paper", f"{layers}/{width}/{heads}", None, f"{ppl:.2f}", f"{mnli:.1f}", f"{mrpc:.1f}", f"{sst:.1f}", None]
+        for (layers, width, heads), (ppl, mnli, mrpc, sst) in paper_table6.items()
+    ]
+    + [
+        [
+            "ours",
+            name,
+            f"{row['parameters'] / 1e3:.0f}k",
+            f"{math.exp(row['mlm_loss']):.2f}",
+            None,
+            None,
+            None,
+            seed_summary(f1(row)),
+        ]
+        for name, row in sizes.items()
+    ],
+    note='Every size is pretrained for the same steps on the same batches; the verdicts are in "What we saw".',
+)
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.3))
 names = list(objectives)
@@ -774,8 +889,7 @@ parameters = [row["parameters"] for row in by_size]
 axes[1].plot(parameters, [math.exp(row["mlm_loss"]) for row in by_size], marker="o", label="held-out MLM perplexity")
 axes[1].set_ylabel("held-out MLM perplexity")
 twin = axes[1].twinx()
-twin.plot(parameters, [mean(f1(row)) for row in by_size], marker="s", color="C1",
-          label="context entities F1")
+twin.plot(parameters, [mean(f1(row)) for row in by_size], marker="s", color="C1", label="context entities F1")
 twin.set_ylabel("context entities F1")
 for name, row in sizes.items():
     axes[1].annotate(name, (row["parameters"], math.exp(row["mlm_loss"])), fontsize=8)
@@ -842,17 +956,23 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 
 # %%
 # The left-to-right tagger's view: its output at "Weber" is the same whatever follows; the bidirectional one's is not.
-place, company = (torch.tensor([language_tokenizer.frame(language_tokenizer.encode(text))[0]])
-                  for text in ("Anna Berg visits Weber .", "Anna Berg visits Weber Foods ."))
+place, company = (
+    torch.tensor([language_tokenizer.frame(language_tokenizer.encode(text))[0]])
+    for text in ("Anna Berg visits Weber .", "Anna Berg visits Weber Foods .")
+)
 weber = len(language_tokenizer.encode("Anna Berg visits Weber"))  # its last piece, after [CLS]
 tag_logits = {}
-for direction_name, head in (("left to right", left_to_right_head(BertForTokenClassification)),
-                             ("bidirectional", BertForTokenClassification)):
+for direction_name, head in (
+    ("left to right", left_to_right_head(BertForTokenClassification)),
+    ("bidirectional", BertForTokenClassification),
+):
     tagger = head.from_encoder(language_model.bert, 7).eval()
     with torch.no_grad():
         tag_logits[direction_name] = [tagger(ids).logits[0, weber] for ids in (place, company)]
-    print(f"{direction_name:>13}: output at 'Weber' changed by the next word: "
-          f"{(tag_logits[direction_name][0] - tag_logits[direction_name][1]).abs().max():.2f}")
+    print(
+        f"{direction_name:>13}: output at 'Weber' changed by the next word: "
+        f"{(tag_logits[direction_name][0] - tag_logits[direction_name][1]).abs().max():.2f}"
+    )
 
 lang = SyntheticLanguage(table_config.language_seed)
 for example in right_context_entity_examples(lang, 3, seed=5):
@@ -861,28 +981,40 @@ right_task = downstream_tasks(language_tokenizer, table_config)["right-context e
 ceiling = span_f1([e.tags for e in right_task.test_examples], best_left_to_right_tags(right_task.test_examples))["f1"]
 print(f"test set: {len(right_task.test_examples)} sentences; the best left-side-only tagger scores F1 {ceiling:.3f}")
 
-one_batch = synthetic_data.with_config(replace(table_config.pretrain, objective=replace(
-    table_config.pretrain.objective, pairs=None))).batch(0)
+one_batch = synthetic_data.with_config(
+    replace(table_config.pretrain, objective=replace(table_config.pretrain.objective, pairs=None))
+).batch(0)
 predicted_mlm = int((one_batch["labels"] != IGNORE_INDEX).sum())
 predicted_ltr = int(one_batch["attention_mask"][:, 1:].sum())
 seq_len = one_batch["input_ids"].shape[1]
-flops_mlm = training_flops_per_token(table_config.pretrain.model, seq_len, masked_fraction=predicted_mlm / one_batch["attention_mask"].sum().item())
+flops_mlm = training_flops_per_token(
+    table_config.pretrain.model, seq_len, masked_fraction=predicted_mlm / one_batch["attention_mask"].sum().item()
+)
 flops_ltr = training_flops_per_token(table_config.pretrain.model, seq_len)
-print(f"predicted tokens per step: masked LM {predicted_mlm}, left-to-right {predicted_ltr} "
-      f"(×{predicted_ltr / predicted_mlm:.1f}); training FLOPs per token: ×{flops_ltr / flops_mlm:.2f} for the left-to-right LM")
+print(
+    f"predicted tokens per step: masked LM {predicted_mlm}, left-to-right {predicted_ltr} "
+    f"(×{predicted_ltr / predicted_mlm:.1f}); training FLOPs per token: ×{flops_ltr / flops_mlm:.2f} for the left-to-right LM"
+)
 
 rows_compared = ("No NSP", "LTR & No NSP", "No pretraining")
 show_reproduction(
-    "ch04-bidirectional", "Paper (Devlin et al., 2019), Table 5: the masked LM against a left-to-right LM, both "
+    "ch04-bidirectional",
+    "Paper (Devlin et al., 2019), Table 5: the masked LM against a left-to-right LM, both "
     "without NSP; ours: entity F1 after fine-tuning (mean ± standard deviation over the fine-tuning seeds), the left-to-right model "
     "fine-tuned left to right",
     ["row", "SQuAD F1 (paper)", "MRPC (paper)", "context entities (ours)", "right-context entities (ours)"],
-    [[name, *([f"{paper_table5[name][4]:.1f}", f"{paper_table5[name][2]:.1f}"] if name in paper_table5 else [None] * 2),
-      seed_summary(f1(objectives[name])), seed_summary(f1(objectives[name], "right-context entities"))]
-     for name in rows_compared]
+    [
+        [
+            name,
+            *([f"{paper_table5[name][4]:.1f}", f"{paper_table5[name][2]:.1f}"] if name in paper_table5 else [None] * 2),
+            seed_summary(f1(objectives[name])),
+            seed_summary(f1(objectives[name], "right-context entities")),
+        ]
+        for name in rows_compared
+    ]
     + [["best left-side-only tagger", None, None, None, f"{ceiling:.3f}"]],
-    note="Right-context entities: the tag of a place or company word is told by the word after it.");
-
+    note="Right-context entities: the tag of a place or company word is told by the word after it.",
+)
 # %% [markdown]
 # Each number measures one thing. On the *right-context* task the masked LM tags nearly everything right, and
 # so does the same network from random weights: the task needs no knowledge a fine-tuning set does not teach,
@@ -920,6 +1052,7 @@ assert all(score <= ceiling + 1e-9 for score in left_to_right)
 # the word to predict is in its input: the leak of section 1. Below, a BERT trained for 100 steps to predict
 # the *next* token with full attention, on the synthetic language:
 
+
 # %%
 def leaky_next_token_loss(model: BertForPreTraining, batch: dict) -> torch.Tensor:
     """A next-token loss with full attention: position i can read token i + 1, the answer."""
@@ -937,11 +1070,15 @@ leak_history = train(leaky, synthetic_data.with_config(leak_config).batch, leaky
 mask_id = language_tokenizer.mask_token_id
 leaky.eval()
 with torch.no_grad():  # held-out next-token loss as trained (the answer in view), and left to right
-    seen = sum(leaky_next_token_loss(leaky, to_device(b, module_device(leaky))).item()
-               * int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
+    seen = sum(
+        leaky_next_token_loss(leaky, to_device(b, module_device(leaky))).item() * int(b["attention_mask"][:, 1:].sum())
+        for b in language_eval
+    )
     seen /= sum(int(b["attention_mask"][:, 1:].sum()) for b in language_eval)
 unseen = evaluate_left_to_right(leaky, language_eval, mask_id)["lm_loss"]
-print(f"full attention, next-token loss, {leak_run.steps} steps: training {leak_history.loss[0]:.2f} -> {leak_history.loss[-1]:.2f}")
+print(
+    f"full attention, next-token loss, {leak_run.steps} steps: training {leak_history.loss[0]:.2f} -> {leak_history.loss[-1]:.2f}"
+)
 print(f"held out, with the next token in view: loss {seen:.2f}; with it hidden (causal mask): {unseen:.2f}")
 
 # %% [markdown]
@@ -978,8 +1115,14 @@ if minilm is not None:
     sentences = list(BANK_SENTENCES)
 else:  # the small BERT of section 7, with a word that the documentation uses in two senses
     word, vector_model, vector_tokenizer = "set", model.base_model, tokenizer
-    sentences = ["return a set of the keys .", "the set contains unique elements .", "add an element to the set .",
-                 "set the value of the attribute .", "you can set the flag to true .", "this will set the name ."]
+    sentences = [
+        "return a set of the keys .",
+        "the set contains unique elements .",
+        "add an element to the set .",
+        "set the value of the attribute .",
+        "you can set the flag to true .",
+        "this will set the name .",
+    ]
 contextual, _ = occurrence_vectors(vector_model, vector_tokenizer, word, sentences)  # (layers + 1, 6, H)
 (word_id,) = vector_tokenizer.encode(word)
 static = vector_model.embeddings.word_embeddings.weight[word_id].detach().expand(len(sentences), -1)  # one row
@@ -1042,6 +1185,7 @@ if minilm is not None:  # the pretrained encoder separates the senses; our small
 # on CUDA some kernels (the embedding's gradient among them) add in an order that changes from run to run, so two
 # uninterrupted GPU runs may already differ in their last bits.
 
+
 # %%
 class Preempted(Exception):
     pass
@@ -1053,8 +1197,7 @@ def preempted_at_step_8(step: int) -> dict:
     return data.batch(step)
 
 
-run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear",
-                  num_threads=config.train.num_threads)
+run = TrainConfig(steps=12, lr=config.train.lr, warmup_steps=2, schedule="linear", num_threads=config.train.num_threads)
 seed_everything(1)
 uninterrupted = BertForPreTraining(config.model)
 expected = train(uninterrupted, data.batch, pretraining_loss, run, device="cpu")
@@ -1062,8 +1205,7 @@ with tempfile.TemporaryDirectory() as checkpoints:
     resumable = replace(run, checkpoint_dir=checkpoints, checkpoint_every=4)
     seed_everything(1)
     try:
-        train(BertForPreTraining(config.model), preempted_at_step_8, pretraining_loss, resumable,
-              device="cpu")
+        train(BertForPreTraining(config.model), preempted_at_step_8, pretraining_loss, resumable, device="cpu")
     except Preempted:
         print("preempted at step 8")
     seed_everything(2)
@@ -1089,18 +1231,23 @@ assert all(torch.equal(a, b) for a, b in zip(uninterrupted.parameters(), resumed
 for name, shape, length in (("BERT-base", BertConfig(), 128), ("our small BERT", config.model, 64)):
     dense = training_flops_per_token(shape, length)
     sparse = training_flops_per_token(shape, length, masked_fraction=0.15)
-    print(f"{name}: {dense / 1e6:.2f} MFLOP per token, {sparse / 1e6:.2f} with the MLM head on masked positions "
-          f"({1 - sparse / dense:.0%} saved)")
+    print(
+        f"{name}: {dense / 1e6:.2f} MFLOP per token, {sparse / 1e6:.2f} with the MLM head on masked positions "
+        f"({1 - sparse / dense:.0%} saved)"
+    )
 
 batch = data.batch(0)
 # output_attentions=True takes the written-out attention: PyTorch's counter cannot see inside the fused kernel
 with FlopCounterMode(display=False) as counter:
-    model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-          output_attentions=True).prediction_logits.sum().backward()
+    model(
+        batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], output_attentions=True
+    ).prediction_logits.sum().backward()
 model.zero_grad(set_to_none=True)
 predicted = training_flops_per_token(config.model, batch["input_ids"].shape[1]) * batch["input_ids"].numel()
-print(f"one batch forward and backward: counted {counter.get_total_flops() / 1e9:.3f} GFLOP, "
-      f"formula {predicted / 1e9:.3f} GFLOP")
+print(
+    f"one batch forward and backward: counted {counter.get_total_flops() / 1e9:.3f} GFLOP, "
+    f"formula {predicted / 1e9:.3f} GFLOP"
+)
 
 # %% [markdown]
 # `python -m lecture_lib.bench bert` times full training steps (forward, backward, AdamW) of our model
@@ -1138,17 +1285,33 @@ strubell = {"hardware": "64 V100", "hours": 79, "kWh": 1507, "lbs CO2": 1438, "d
 strubell_gpu_hours = 64 * strubell["hours"]
 print(f"BERT-base pretraining: {sum(bert_tokens.values()) / 1e9:.1f}B tokens, {bert_flops:.2e} FLOP")
 show_reproduction(
-    "ch04-pretraining-cost", "Paper (Strubell et al., 2019), Table 3: the cost of pretraining BERT-base; ours: "
+    "ch04-pretraining-cost",
+    "Paper (Strubell et al., 2019), Table 3: the cost of pretraining BERT-base; ours: "
     "the FLOP count turned into the same units",
     ["", "GPU-hours", "kWh", "lbs CO2", "dollars"],
-    [["ours (FLOPs, V100 at 30%)", f"{gpu_hours:,.0f}", f"{kwh:,.0f}", f"{kwh * lbs_per_kwh:,.0f}",
-      f"{gpu_hours * 0.74:,.0f}-{gpu_hours * 2.48:,.0f}"],
-     ["Strubell et al. (2019)", f"{strubell_gpu_hours:,}", f"{strubell['kWh']:,}", f"{strubell['lbs CO2']:,}",
-      "{:,}-{:,}".format(*strubell["dollars"])]],
+    [
+        [
+            "ours (FLOPs, V100 at 30%)",
+            f"{gpu_hours:,.0f}",
+            f"{kwh:,.0f}",
+            f"{kwh * lbs_per_kwh:,.0f}",
+            f"{gpu_hours * 0.74:,.0f}-{gpu_hours * 2.48:,.0f}",
+        ],
+        [
+            "Strubell et al. (2019)",
+            f"{strubell_gpu_hours:,}",
+            f"{strubell['kWh']:,}",
+            f"{strubell['lbs CO2']:,}",
+            "{:,}-{:,}".format(*strubell["dollars"]),
+        ],
+    ],
     note="The count needs about a twentieth of the GPU-hours the reported run used: it says what the model needs "
-         "at a good utilisation, not what one run spent.")
-print(f"their run sustained {bert_flops / (strubell_gpu_hours * 3600) / 1e12:.1f} TFLOP/s per GPU, "
-      f"{bert_flops / (strubell_gpu_hours * 3600 * peak):.1%} of the fp16 peak")
+    "at a good utilisation, not what one run spent.",
+)
+print(
+    f"their run sustained {bert_flops / (strubell_gpu_hours * 3600) / 1e12:.1f} TFLOP/s per GPU, "
+    f"{bert_flops / (strubell_gpu_hours * 3600 * peak):.1%} of the fp16 peak"
+)
 tpu_utilisation = bert_flops / (16 * 96 * 3600 * 45e12)  # the paper's own run: 16 TPU v2 chips for 4 days
 print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_utilisation:.0%} of their peak")
 
@@ -1209,14 +1372,19 @@ def with_seed(chapter_config, seed):
 def synthetic_at_masks(seed):
     run_config = with_seed(synthetic, seed)
     held_out = synthetic_pretraining_data(run_config)
-    return evaluate_at_masks(synthetic_bert(run_config).model, held_out.eval_batches(),
-                             held_out.tokenizer.mask_token_id, held_out.most_frequent_token())
+    return evaluate_at_masks(
+        synthetic_bert(run_config).model,
+        held_out.eval_batches(),
+        held_out.tokenizer.mask_token_id,
+        held_out.most_frequent_token(),
+    )
 
 
 english = {s: at_masks if s == config.seed else mask_accuracy_on(replace(config, seed=s), data) for s in runs}
 language = {s: language_at_masks if s == synthetic.pretrain.seed else synthetic_at_masks(s) for s in runs}
-tables = {s: ablations if s == table_config.pretrain.seed else pretraining_ablations(with_seed(table_config, s))
-          for s in runs}
+tables = {
+    s: ablations if s == table_config.pretrain.seed else pretraining_ablations(with_seed(table_config, s)) for s in runs
+}
 row_f1 = {s: {name: mean(f1(row)) for name, row in t["objectives"].items()} for s, t in tables.items()}
 ordered = {s: sorted(t["sizes"].values(), key=lambda row: row["parameters"]) for s, t in tables.items()}
 loss_drops = {s: min(a["mlm_loss"] - b["mlm_loss"] for a, b in zip(rows, rows[1:])) for s, rows in ordered.items()}
@@ -1227,64 +1395,107 @@ scratch_f1 = [row_f1[s]["No pretraining"] for s in runs]
 
 
 def at_masks_measured(results, text):
-    return measured(f"{text}, at [MASK] against the most frequent token: " + per_run(
-        f"seed {s} {r['mask_accuracy']:.1%} vs {r['unigram_at_masks']:.1%}" for s, r in results.items()),
-        [r["mask_accuracy"] for r in results.values()], [r["unigram_at_masks"] for r in results.values()],
-        seeds=runs, seed_kind="pretraining")
+    return measured(
+        f"{text}, at [MASK] against the most frequent token: "
+        + per_run(f"seed {s} {r['mask_accuracy']:.1%} vs {r['unigram_at_masks']:.1%}" for s, r in results.items()),
+        [r["mask_accuracy"] for r in results.values()],
+        [r["unigram_at_masks"] for r in results.values()],
+        seeds=runs,
+        seed_kind="pretraining",
+    )
 
 
 def rows_measured(compared, baseline, gates=None):
-    return measured("context entities F1 (mean of the fine-tuning seeds), " + per_run(
-        f"seed {s}: {compared} {row_f1[s][compared]:.3f}, {baseline} {row_f1[s][baseline]:.3f}" for s in runs)
-        + f" (section 9; spreads there, {len(seeds)} fine-tuning seeds)", [row_f1[s][compared] for s in runs],
-        [row_f1[s][baseline] for s in runs], seeds=runs, seed_kind="pretraining", gates=gates)
+    return measured(
+        "context entities F1 (mean of the fine-tuning seeds), "
+        + per_run(f"seed {s}: {compared} {row_f1[s][compared]:.3f}, {baseline} {row_f1[s][baseline]:.3f}" for s in runs)
+        + f" (section 9; spreads there, {len(seeds)} fine-tuning seeds)",
+        [row_f1[s][compared] for s in runs],
+        [row_f1[s][baseline] for s in runs],
+        seeds=runs,
+        seed_kind="pretraining",
+        gates=gates,
+    )
 
 
 learned = {name: ([row_f1[s][name] for s in runs], scratch_f1) for name in ("BERT (MLM + NSP)", "No NSP")}
-show_what_we_saw("ch04-what-we-saw", "What we saw: chapter 04", CLAIMS, {
-    "04-mlm-selection-rates": shown(
-        f"selected {library['selected']:.2%}, [MASK] {library['[MASK]']:.1%}, random {library['random']:.1%}, "
-        f"unchanged {library['same']:.1%} over 200k tokens (section 4)"),
-    "04-dynamic-masking": shown("distinct masks in 12 epochs: " + ", ".join(f"{name} {n}" for name, n in distinct.items())
-                                + " (section 5)"),
-    "04-pretraining-teaches-context-english": at_masks_measured(
-        english, f"Python's documentation, {len(history.loss)} steps (section 7)"),
-    "04-pretraining-teaches-context": at_masks_measured(
-        language, "the synthetic language; fill-mask picks " + ", ".join("/".join(pair) for pair in top_words)
-        + " (section 7)"),
-    "04-mask-only-hurts-features": shown(
-        "shown the true token: " + ", ".join(f"{rule} {row['same']:.1%}" for rule, row in ablation.items())
-        + f", the frequency level {unigram_level:.1%} (section 8)"),
-    "04-nsp-helps": rows_measured("BERT (MLM + NSP)", "No NSP", {"MLM + NSP": learned["BERT (MLM + NSP)"],
-                                                                  "No NSP": learned["No NSP"]}),
-    "04-bidirectional-beats-left-to-right": shown(
-        f"right-context entities F1: masked LM {seed_summary(bidirectional)}, left-to-right LM fine-tuned left to "
-        f"right {seed_summary(left_to_right)} (left-side-only ceiling {ceiling:.3f}); on context entities, decided "
-        f"mostly from the left, the left-to-right LM {seed_summary(f1(objectives['LTR & No NSP']))}, the masked LM "
-        f"{seed_summary(f1(objectives['No NSP']))} (section 9)"),
-    "04-bigger-lowers-perplexity": measured(
-        "perplexity by size, " + per_run(f"seed {s}: " + ", ".join(f"{math.exp(row['mlm_loss']):.0f}"
-                                                                   for row in ordered[s]) for s in runs)
-        + " (section 9)", [loss_drops[s] for s in runs], seeds=runs, seed_kind="pretraining"),
-    "04-bigger-is-better-downstream": measured(
-        "context entities F1 by size at equal steps, " + per_run(
-            f"seed {s}: " + ", ".join(f"{mean(f1(row)):.3f}" for row in ordered[s]) for s in runs) + " (section 9)",
-        [f1_gains[s] for s in runs], seeds=runs, seed_kind="pretraining",
-        gates={"the weakest size": ([weakest[s] for s in runs], scratch_f1)}),
-    "04-pretraining-pays-downstream": rows_measured("BERT (MLM + NSP)", "No pretraining"),
-    "04-bidirectional-leaks": shown(f"held-out next-token loss {seen:.2f} with the answer in view, {unseen:.2f} with "
-                                    "it hidden (section 10)"),
-    "04-contextual-vectors-separate-senses": measured(
-        f"'{word}' ({'all-MiniLM-L6-v2' if minilm is not None else 'the small BERT of section 7'}), last layer: "
-        f"mean cosine {within[-1]:.3f} within a sense, {across[-1]:.3f} across (section 11)", within[-1],
-        across[-1], seeds=[0], seed_kind="none"),
-    "04-pretraining-cost": shown(f"{bert_flops:.1e} FLOP: {gpu_hours:,.0f} V100-hours at 30% utilisation, against the "
-                                 f"reported run's {strubell_gpu_hours:,} (section 13)"),
-}, CHECKS, {
-    "04-base-parameters": checked(f"{count / 1e6:.1f}M, counted, equal to `transformers`' (section 3)", count),
-    "04-model-matches-transformers": checked(f"largest difference {gap:.1e}, and written by hand (section 3)",
-                                             float(gap), 0.0),
-});
+show_what_we_saw(
+    "ch04-what-we-saw",
+    "What we saw: chapter 04",
+    CLAIMS,
+    {
+        "04-mlm-selection-rates": shown(
+            f"selected {library['selected']:.2%}, [MASK] {library['[MASK]']:.1%}, random {library['random']:.1%}, "
+            f"unchanged {library['same']:.1%} over 200k tokens (section 4)"
+        ),
+        "04-dynamic-masking": shown(
+            "distinct masks in 12 epochs: " + ", ".join(f"{name} {n}" for name, n in distinct.items()) + " (section 5)"
+        ),
+        "04-pretraining-teaches-context-english": at_masks_measured(
+            english, f"Python's documentation, {len(history.loss)} steps (section 7)"
+        ),
+        "04-pretraining-teaches-context": at_masks_measured(
+            language,
+            "the synthetic language; fill-mask picks "
+            + ", ".join("/".join(pair) for pair in top_words)
+            + " (section 7)",
+        ),
+        "04-mask-only-hurts-features": shown(
+            "shown the true token: "
+            + ", ".join(f"{rule} {row['same']:.1%}" for rule, row in ablation.items())
+            + f", the frequency level {unigram_level:.1%} (section 8)"
+        ),
+        "04-nsp-helps": rows_measured(
+            "BERT (MLM + NSP)", "No NSP", {"MLM + NSP": learned["BERT (MLM + NSP)"], "No NSP": learned["No NSP"]}
+        ),
+        "04-bidirectional-beats-left-to-right": shown(
+            f"right-context entities F1: masked LM {seed_summary(bidirectional)}, left-to-right LM fine-tuned left to "
+            f"right {seed_summary(left_to_right)} (left-side-only ceiling {ceiling:.3f}); on context entities, decided "
+            f"mostly from the left, the left-to-right LM {seed_summary(f1(objectives['LTR & No NSP']))}, the masked LM "
+            f"{seed_summary(f1(objectives['No NSP']))} (section 9)"
+        ),
+        "04-bigger-lowers-perplexity": measured(
+            "perplexity by size, "
+            + per_run(f"seed {s}: " + ", ".join(f"{math.exp(row['mlm_loss']):.0f}" for row in ordered[s]) for s in runs)
+            + " (section 9)",
+            [loss_drops[s] for s in runs],
+            seeds=runs,
+            seed_kind="pretraining",
+        ),
+        "04-bigger-is-better-downstream": measured(
+            "context entities F1 by size at equal steps, "
+            + per_run(f"seed {s}: " + ", ".join(f"{mean(f1(row)):.3f}" for row in ordered[s]) for s in runs)
+            + " (section 9)",
+            [f1_gains[s] for s in runs],
+            seeds=runs,
+            seed_kind="pretraining",
+            gates={"the weakest size": ([weakest[s] for s in runs], scratch_f1)},
+        ),
+        "04-pretraining-pays-downstream": rows_measured("BERT (MLM + NSP)", "No pretraining"),
+        "04-bidirectional-leaks": shown(
+            f"held-out next-token loss {seen:.2f} with the answer in view, {unseen:.2f} with it hidden (section 10)"
+        ),
+        "04-contextual-vectors-separate-senses": measured(
+            f"'{word}' ({'all-MiniLM-L6-v2' if minilm is not None else 'the small BERT of section 7'}), last layer: "
+            f"mean cosine {within[-1]:.3f} within a sense, {across[-1]:.3f} across (section 11)",
+            within[-1],
+            across[-1],
+            seeds=[0],
+            seed_kind="none",
+        ),
+        "04-pretraining-cost": shown(
+            f"{bert_flops:.1e} FLOP: {gpu_hours:,.0f} V100-hours at 30% utilisation, against the "
+            f"reported run's {strubell_gpu_hours:,} (section 13)"
+        ),
+    },
+    CHECKS,
+    {
+        "04-base-parameters": checked(f"{count / 1e6:.1f}M, counted, equal to `transformers`' (section 3)", count),
+        "04-model-matches-transformers": checked(
+            f"largest difference {gap:.1e}, and written by hand (section 3)", float(gap), 0.0
+        ),
+    },
+)
 
 # %% [markdown]
 # BERT-base saw 128,000 tokens per step for a million steps; our quick runs see about 2,000 for a few hundred. On

@@ -41,8 +41,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import dataclasses
@@ -152,8 +161,10 @@ for person in lang.world.people[:3]:
 fact = lang.world.facts(lang.world.people[0])[1]
 wordings = {lang.fact_sentence(fact, rng).text for _ in range(30)}
 print("\none fact, several wordings:", *sorted(wordings), sep="\n  ")
-print("and its negation of another organisation:",
-      lang.fact_sentence(type(fact)(fact.relation, fact.subject, "Acme"), rng, negated=True).text)
+print(
+    "and its negation of another organisation:",
+    lang.fact_sentence(type(fact)(fact.relation, fact.subject, "Acme"), rng, negated=True).text,
+)
 
 # %% [markdown]
 # Two properties we rely on, checked on a fresh sample: every dependency analysis is a **tree** (exactly
@@ -184,10 +195,17 @@ def is_tree(heads):
 trees = sum(is_tree(s.heads) for s in sample)
 agreeing = sum(s.number[a.subject] == s.number[a.verb] for s in sample for a in s.agreement)
 verbs = sum(len(s.agreement) for s in sample)
-with_attractor = sum(any(s.pos[i] == "NOUN" and s.number[i] != s.number[s.agreement[-1].subject]
-                         for i in range(s.agreement[-1].subject + 1, s.agreement[-1].verb)) for s in sample)
-print(f"trees: {trees}/{len(sample)}; agreeing verbs: {agreeing}/{verbs}; "
-      f"main verbs across an attractor: {with_attractor / len(sample):.0%}")
+with_attractor = sum(
+    any(
+        s.pos[i] == "NOUN" and s.number[i] != s.number[s.agreement[-1].subject]
+        for i in range(s.agreement[-1].subject + 1, s.agreement[-1].verb)
+    )
+    for s in sample
+)
+print(
+    f"trees: {trees}/{len(sample)}; agreeing verbs: {agreeing}/{verbs}; "
+    f"main verbs across an attractor: {with_attractor / len(sample):.0%}"
+)
 
 # %%
 assert trees == len(sample) and agreeing == verbs
@@ -217,17 +235,23 @@ assert with_attractor > 0.1 * len(sample)
 
 # %%
 print(config.pretrain)
-profile.expect(65, "Pretraining BERT on the synthetic language, and section 8's encoders beside it "
-                   "(the first time; then they load from the cache)")
+profile.expect(
+    65,
+    "Pretraining BERT on the synthetic language, and section 8's encoders beside it "
+    "(the first time; then they load from the cache)",
+)
 start = time.perf_counter()
-pretrained, section_8_encoders = parallel_map(invoke, [(synthetic_pretrained_bert, config),
-                                                       (domain_adaptation_encoders, 1)], desc="pretraining")
+pretrained, section_8_encoders = parallel_map(
+    invoke, [(synthetic_pretrained_bert, config), (domain_adaptation_encoders, 1)], desc="pretraining"
+)
 pretrain_seconds = time.perf_counter() - start
 tokenizer = pretrained.tokenizer
 encoder = BertModel.from_pretrained(pretrained.path)  # the bare encoder, without the pretraining heads
 final = pretrained.history.evals[-1][1]
-print(f"ready in {pretrain_seconds:.1f} s; held-out MLM accuracy {final['mlm_accuracy']:.2f}, "
-      f"NSP accuracy {final['nsp_accuracy']:.2f}")
+print(
+    f"ready in {pretrain_seconds:.1f} s; held-out MLM accuracy {final['mlm_accuracy']:.2f}, "
+    f"NSP accuracy {final['nsp_accuracy']:.2f}"
+)
 print(tokenizer.tokenize("Zoltan Kowalski works for Kestrel Labs in New Harbor ."))
 
 # %%
@@ -242,10 +266,11 @@ plt.show()
 # held-out sentences whose verb is *is* or *are*, and check whether the model gives the right form the
 # higher probability, separately for sentences with and without an attractor between subject and verb.
 
+
 # %%
 def prefers_right_number(sentence):
     verb = sentence.agreement[-1].verb
-    masked = sentence.words[:verb] + ["[MASK]"] + sentence.words[verb + 1:]
+    masked = sentence.words[:verb] + ["[MASK]"] + sentence.words[verb + 1 :]
     probabilities = dict(fill_mask(pretrained.model, tokenizer, " ".join(masked), top_k=tokenizer.vocab_size)[0])
     right, wrong = sentence.words[verb], {"is": "are", "are": "is"}[sentence.words[verb]]
     return probabilities[right] > probabilities[wrong]
@@ -253,15 +278,19 @@ def prefers_right_number(sentence):
 
 def has_attractor(sentence):
     main = sentence.agreement[-1]
-    return any(sentence.pos[i] == "NOUN" and sentence.number[i] != sentence.number[main.subject]
-               for i in range(main.subject + 1, main.verb))
+    return any(
+        sentence.pos[i] == "NOUN" and sentence.number[i] != sentence.number[main.subject]
+        for i in range(main.subject + 1, main.verb)
+    )
 
 
 copular = [s for s in lang.sentences(3000, seed=3) if s.words[s.agreement[-1].verb] in ("is", "are")]
 by_kind = {kind: [prefers_right_number(s) for s in copular if has_attractor(s) == kind][:150] for kind in (False, True)}
 for kind, results in by_kind.items():
-    print(f"{'with' if kind else 'without'} an attractor: right number preferred in "
-          f"{sum(results) / len(results):.0%} of {len(results)} sentences")
+    print(
+        f"{'with' if kind else 'without'} an attractor: right number preferred in "
+        f"{sum(results) / len(results):.0%} of {len(results)} sentences"
+    )
 print(fill_mask(pretrained.model, tokenizer, "the teachers who swim near the river [MASK] small .")[0])
 
 # %% [markdown]
@@ -278,10 +307,12 @@ print(fill_mask(pretrained.model, tokenizer, "the teachers who swim near the riv
 
 # %%
 _, held_out_people = split_people(lang.world)
-knows_city = [fill_mask(pretrained.model, tokenizer, f"{p.name} lives in [MASK] .", top_k=1)[0][0][0]
-              == tokenizer.tokenize(p.city)[0] for p in held_out_people[:40]]
-print(f"city of a held-out person guessed right: {sum(knows_city) / len(knows_city):.0%} "
-      f"(chance: 1 in {len(CITIES)})")
+knows_city = [
+    fill_mask(pretrained.model, tokenizer, f"{p.name} lives in [MASK] .", top_k=1)[0][0][0]
+    == tokenizer.tokenize(p.city)[0]
+    for p in held_out_people[:40]
+]
+print(f"city of a held-out person guessed right: {sum(knows_city) / len(knows_city):.0%} (chance: 1 in {len(CITIES)})")
 
 # %%
 without, with_ = (sum(by_kind[k]) / len(by_kind[k]) for k in (False, True))
@@ -320,13 +351,21 @@ assert with_ <= without, "an attractor between subject and verb makes agreement 
 tasks = build_tasks(tokenizer, config)
 acceptability, entailment, ner, qa = (tasks[name] for name in TASK_NAMES)
 for task in tasks.values():
-    print(f"{task.name:13s} train {tuple(task.train.features['input_ids'].shape)}  "
-          f"test {tuple(task.test.features['input_ids'].shape)}  head {task.head.__name__}")
+    print(
+        f"{task.name:13s} train {tuple(task.train.features['input_ids'].shape)}  "
+        f"test {tuple(task.test.features['input_ids'].shape)}  head {task.head.__name__}"
+    )
 example = acceptability.test_examples[0]
 print("\nacceptability:", " ".join(example.words_a), "->", ["unacceptable", "acceptable"][example.label])
 example = entailment.test_examples[0]
-print("entailment:   ", " ".join(example.words_a), "||", " ".join(example.words_b), "->",
-      ["entailment", "contradiction"][example.label])
+print(
+    "entailment:   ",
+    " ".join(example.words_a),
+    "||",
+    " ".join(example.words_b),
+    "->",
+    ["entailment", "contradiction"][example.label],
+)
 example = qa.test_examples[0]
 print("qa:           ", " ".join(example.question), "||", " ".join(example.passage), "->", repr(example.answer))
 
@@ -354,10 +393,11 @@ for word, tag in zip(example.words, example.tags):
     by_hand += [NER_LABELS.index(tag)] + [-100] * (len(pieces) - 1)
 by_hand += [-100]  # [SEP]
 row = ner.test_examples.index(example)
-library = ner.test.features["labels"][row, :len(by_hand)].tolist()
-tokens = tokenizer.convert_ids_to_tokens(ner.test.features["input_ids"][row, :len(by_hand)].tolist())
+library = ner.test.features["labels"][row, : len(by_hand)].tolist()
+tokens = tokenizer.convert_ids_to_tokens(ner.test.features["input_ids"][row, : len(by_hand)].tolist())
 for token, label in zip(tokens, library):
     print(f"{token:10s} {NER_LABELS[label] if label >= 0 else '-100'}")
+
 
 # %%
 def best_span_by_hand(start_logits, end_logits, word_ids, max_tokens=8):
@@ -372,8 +412,10 @@ def best_span_by_hand(start_logits, end_logits, word_ids, max_tokens=8):
 noise = torch.Generator().manual_seed(0)
 start_logits, end_logits = torch.randn(2, *qa.test.features["input_ids"].shape, generator=noise)
 library_spans = best_spans(start_logits, end_logits, qa.test)
-hand_spans = [best_span_by_hand(s.tolist(), e.tolist(), w)
-              for s, e, w in zip(start_logits[:50], end_logits[:50], qa.test.word_ids)]
+hand_spans = [
+    best_span_by_hand(s.tolist(), e.tolist(), w)
+    for s, e, w in zip(start_logits[:50], end_logits[:50], qa.test.word_ids)
+]
 print("best spans of random scores, first five:", hand_spans[:5])
 
 # %%
@@ -433,8 +475,12 @@ for e in harder["inference"].test_examples[:3]:
 e = harder["similarity"].test_examples[0]
 print("similarity:      ", " ".join(e.words_a), "||", " ".join(e.words_b), "->", e.score)
 e = harder["choice"].test_examples[0]
-print("choice:          ", " ".join(e.context), *[f"  {'*' if k == e.label else ' '} {' '.join(c)}"
-                                                    for k, c in enumerate(e.choices)], sep="\n")
+print(
+    "choice:          ",
+    " ".join(e.context),
+    *[f"  {'*' if k == e.label else ' '} {' '.join(c)}" for k, c in enumerate(e.choices)],
+    sep="\n",
+)
 e = next(e for e in harder["unanswerable_qa"].test_examples if not e.answer)
 print("unanswerable:    ", " ".join(e.question), "||", " ".join(e.passage), "->", repr(e.answer))
 
@@ -458,6 +504,7 @@ print("unanswerable:    ", " ".join(e.question), "||", " ".join(e.passage), "->"
 # $\mathcal{L} = -\tfrac12\big(\log P(\text{start}=s^*) + \log P(\text{end}=e^*)\big)$. Below, each head
 # written out by hand on top of the encoder's outputs, beside the library's heads (proven equal to the
 # `transformers` classes in the tests).
+
 
 # %%
 def pooled_by_hand(head, batch):
@@ -486,25 +533,36 @@ with torch.no_grad():
     (S, E), (b_s, b_e) = head.qa_outputs.weight, head.qa_outputs.bias
     start, end = hidden @ S + b_s, hidden @ E + b_e  # (B, T)
     rows = torch.arange(len(start))
-    span_loss = -(start.log_softmax(-1)[rows, batch["start_positions"]]
-                  + end.log_softmax(-1)[rows, batch["end_positions"]]).mean() / 2
+    span_loss = (
+        -(
+            start.log_softmax(-1)[rows, batch["start_positions"]] + end.log_softmax(-1)[rows, batch["end_positions"]]
+        ).mean()
+        / 2
+    )
     span = (head(**batch), start, span_loss)
 
 print(f"regression loss  by hand {regression[2]:.6f}  library {regression[0].loss:.6f}")
 print(f"choice loss      by hand {multiple_choice[2]:.6f}  library {multiple_choice[0].loss:.6f}  (B, C) = {(B, C)}")
-print(f"span loss        by hand {span[2]:.6f}  library {span[0].loss:.6f}; "
-      f"{int((batch['start_positions'] == 0).sum())} of {len(rows)} questions point at [CLS]")
+print(
+    f"span loss        by hand {span[2]:.6f}  library {span[0].loss:.6f}; "
+    f"{int((batch['start_positions'] == 0).sum())} of {len(rows)} questions point at [CLS]"
+)
 
 
 # %% [markdown]
 # And the null rule, written out for one question at a time, against `best_spans` with a threshold: for
 # random scores and several thresholds, the same questions are left unanswered.
 
+
 # %%
 def answer_by_hand(start_logits, end_logits, word_ids, threshold, max_tokens=8):
     span = best_span_by_hand(start_logits, end_logits, word_ids, max_tokens)
-    best = max(start_logits[i] + end_logits[j] for i in range(len(word_ids)) for j in range(i, min(i + max_tokens, len(word_ids)))
-               if word_ids[i] >= 0 and word_ids[j] >= 0)
+    best = max(
+        start_logits[i] + end_logits[j]
+        for i in range(len(word_ids))
+        for j in range(i, min(i + max_tokens, len(word_ids)))
+        if word_ids[i] >= 0 and word_ids[j] >= 0
+    )
     return (0, 0) if start_logits[0] + end_logits[0] > best + threshold else span
 
 
@@ -513,8 +571,10 @@ start_logits, end_logits = torch.randn(2, *squad2.test.features["input_ids"].sha
 null_checks = {}
 for threshold in (-2.0, 0.0, 2.0):
     library = best_spans(start_logits, end_logits, squad2.test, null_threshold=threshold)[:50]
-    hand = [answer_by_hand(s.tolist(), e.tolist(), w, threshold)
-            for s, e, w in zip(start_logits[:50], end_logits[:50], squad2.test.word_ids)]
+    hand = [
+        answer_by_hand(s.tolist(), e.tolist(), w, threshold)
+        for s, e, w in zip(start_logits[:50], end_logits[:50], squad2.test.word_ids)
+    ]
     null_checks[threshold] = (library == hand, sum(a == b for a, b in library))
 print("threshold: (same as by hand, questions left unanswered of 50)", null_checks)
 
@@ -553,8 +613,12 @@ assert null_checks[-2.0][1] > null_checks[0.0][1] > null_checks[2.0][1]  # a hig
 # %%
 labels = [1, 1, 1, 1, 0, 0, 0, 0]
 majority = [1] * 8
-print("always 'acceptable': accuracy", sum(p == y for p, y in zip(majority, labels)) / 8,
-      " MCC", matthews_corrcoef(majority, labels))
+print(
+    "always 'acceptable': accuracy",
+    sum(p == y for p, y in zip(majority, labels)) / 8,
+    " MCC",
+    matthews_corrcoef(majority, labels),
+)
 tp, tn, fp, fn = 3, 3, 1, 1  # the predictions below
 predicted = [1, 1, 1, 0, 1, 0, 0, 0]
 by_formula = (tp * tn - fp * fn) / ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5
@@ -564,12 +628,21 @@ gold = [["B-PER", "I-PER", "O", "O", "B-LOC", "I-LOC"]]
 guess = [["B-PER", "O", "O", "O", "I-LOC", "I-LOC"]]
 gold_chunks, guessed_chunks = set(conll_chunks(gold[0])), set(conll_chunks(guess[0]))
 right = len(gold_chunks & guessed_chunks)
-by_hand = 2 * (right / len(guessed_chunks)) * (right / len(gold_chunks)) / (right / len(guessed_chunks) + right / len(gold_chunks))
+by_hand = (
+    2
+    * (right / len(guessed_chunks))
+    * (right / len(gold_chunks))
+    / (right / len(guessed_chunks) + right / len(gold_chunks))
+)
 print("\ngold chunks:", sorted(gold_chunks), " predicted chunks:", sorted(guessed_chunks))
 print("span F1:", span_f1(gold, guess), " by hand:", by_hand)
 
-print("\nnormalised:", repr(normalize_answer("The Northwind Bank.")), " F1('Northwind', 'the Northwind Bank'):",
-      round(qa_f1("Northwind", "the Northwind Bank"), 3))
+print(
+    "\nnormalised:",
+    repr(normalize_answer("The Northwind Bank.")),
+    " F1('Northwind', 'the Northwind Bank'):",
+    round(qa_f1("Northwind", "the Northwind Bank"), 3),
+)
 
 # %%
 assert matthews_corrcoef(majority, labels) == 0.0
@@ -594,18 +667,30 @@ assert qa_f1("Northwind", "the Northwind Bank") == 2 * (1 * 0.5) / 1.5  # precis
 gold_scores = [0.0, 1.5, 2.0, 3.5, 5.0, 5.0]
 predicted_scores = [0.4, 1.0, 2.9, 3.0, 4.1, 6.0]
 x, y = torch.tensor(predicted_scores), torch.tensor(gold_scores)
-r_by_formula = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()).pow(2).sum() * (y - y.mean()).pow(2).sum()).sqrt())
-print(f"Pearson {pearson_correlation(predicted_scores, gold_scores):.4f} (formula {r_by_formula:.4f}, "
-      f"scipy {scipy.stats.pearsonr(predicted_scores, gold_scores).statistic:.4f})")
-print(f"Spearman {spearman_correlation(predicted_scores, gold_scores):.4f} "
-      f"(scipy {scipy.stats.spearmanr(predicted_scores, gold_scores).statistic:.4f}); ranks of the gold scores:",
-      average_ranks(gold_scores).tolist())
+r_by_formula = float(
+    ((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()).pow(2).sum() * (y - y.mean()).pow(2).sum()).sqrt()
+)
+print(
+    f"Pearson {pearson_correlation(predicted_scores, gold_scores):.4f} (formula {r_by_formula:.4f}, "
+    f"scipy {scipy.stats.pearsonr(predicted_scores, gold_scores).statistic:.4f})"
+)
+print(
+    f"Spearman {spearman_correlation(predicted_scores, gold_scores):.4f} "
+    f"(scipy {scipy.stats.spearmanr(predicted_scores, gold_scores).statistic:.4f}); ranks of the gold scores:",
+    average_ranks(gold_scores).tolist(),
+)
 no_answer_cases = [("", ""), ("", "Oslo"), ("Oslo", ""), ("the", "")]
 print("SQuAD 2.0 F1 (prediction, gold):", {case: qa_f1(*case) for case in no_answer_cases})
 
 # %%
 assert abs(pearson_correlation(predicted_scores, gold_scores) - r_by_formula) < 1e-6
-assert abs(spearman_correlation(predicted_scores, gold_scores) - scipy.stats.spearmanr(predicted_scores, gold_scores).statistic) < 1e-12
+assert (
+    abs(
+        spearman_correlation(predicted_scores, gold_scores)
+        - scipy.stats.spearmanr(predicted_scores, gold_scores).statistic
+    )
+    < 1e-12
+)
 assert [qa_f1(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]  # "the" normalises to nothing
 assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 
@@ -638,15 +723,33 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 
 # %%
 budget = config.seeded_finetune
-task_budget = {name: budget for name in HARDER_TASK_NAMES} | {"inference": dataclasses.replace(budget, steps=3 * budget.steps)}
+task_budget = {name: budget for name in HARDER_TASK_NAMES} | {
+    "inference": dataclasses.replace(budget, steps=3 * budget.steps)
+}
 print(budget, "seeds", config.seeds, "; inference:", task_budget["inference"].steps, "steps")
 profile.expect(45, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
-main_score = {"acceptability": "mcc", "inference": "accuracy", "context_ner": "f1", "unanswerable_qa": "f1",
-              "similarity": "spearman", "choice": "accuracy"}
-keys = [(name, start_from, seed) for name in HARDER_TASK_NAMES for start_from in ("pretrained", "scratch")
-        for seed in config.seeds]
-jobs = [(harder[name], encoder if start_from == "pretrained" else encoder.config,  # a config: random weights
-         dataclasses.replace(task_budget[name], seed=seed)) for name, start_from, seed in keys]
+main_score = {
+    "acceptability": "mcc",
+    "inference": "accuracy",
+    "context_ner": "f1",
+    "unanswerable_qa": "f1",
+    "similarity": "spearman",
+    "choice": "accuracy",
+}
+keys = [
+    (name, start_from, seed)
+    for name in HARDER_TASK_NAMES
+    for start_from in ("pretrained", "scratch")
+    for seed in config.seeds
+]
+jobs = [
+    (
+        harder[name],
+        encoder if start_from == "pretrained" else encoder.config,  # a config: random weights
+        dataclasses.replace(task_budget[name], seed=seed),
+    )
+    for name, start_from, seed in keys
+]
 runs = dict(zip(keys, parallel_map(cached_finetune_from, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
 
 
@@ -657,38 +760,61 @@ def seed_scores(name, start_from, key=None):
 # a trivial baseline per task: MCC and correlations 0, a third (inference) or a quarter (choice) right,
 # and for unanswerable questions, always answering nothing scores the share of unanswerable questions
 always_nothing = sum(not e.answer for e in squad2.test_examples) / len(squad2.test_examples)
-baseline = {"acceptability": 0.0, "inference": 1 / 3, "context_ner": 0.0, "unanswerable_qa": always_nothing,
-            "similarity": 0.0, "choice": 0.25}
+baseline = {
+    "acceptability": 0.0,
+    "inference": 1 / 3,
+    "context_ner": 0.0,
+    "unanswerable_qa": always_nothing,
+    "similarity": 0.0,
+    "choice": 0.25,
+}
 for name in HARDER_TASK_NAMES:
     ours, theirs = seed_scores(name, "pretrained").tolist(), seed_scores(name, "scratch").tolist()
-    print(f"{name} ({main_score[name]}, trivial baseline {baseline[name]:.3f}): pretrained {seed_summary(ours)}, "
-          f"scratch {seed_summary(theirs)}; per seed {[round(v, 3) for v in ours]} | {[round(v, 3) for v in theirs]}")
+    print(
+        f"{name} ({main_score[name]}, trivial baseline {baseline[name]:.3f}): pretrained {seed_summary(ours)}, "
+        f"scratch {seed_summary(theirs)}; per seed {[round(v, 3) for v in ours]} | {[round(v, 3) for v in theirs]}"
+    )
 for key in ("pearson",):
-    print(f"similarity, {key}: pretrained {seed_scores('similarity', 'pretrained', key).mean():.3f}, "
-          f"scratch {seed_scores('similarity', 'scratch', key).mean():.3f}")
+    print(
+        f"similarity, {key}: pretrained {seed_scores('similarity', 'pretrained', key).mean():.3f}, "
+        f"scratch {seed_scores('similarity', 'scratch', key).mean():.3f}"
+    )
 for key in ("has_answer_f1", "no_answer_f1"):
-    print(f"unanswerable_qa, {key}: pretrained {seed_scores('unanswerable_qa', 'pretrained', key).mean():.3f}, "
-          f"scratch {seed_scores('unanswerable_qa', 'scratch', key).mean():.3f}")
+    print(
+        f"unanswerable_qa, {key}: pretrained {seed_scores('unanswerable_qa', 'pretrained', key).mean():.3f}, "
+        f"scratch {seed_scores('unanswerable_qa', 'scratch', key).mean():.3f}"
+    )
 
 # %%
 fig, (ax_scores, ax_curves) = plt.subplots(1, 2, figsize=(12, 3.8))
 for offset, (start_from, color) in zip((-0.15, 0.15), (("pretrained", "C0"), ("scratch", "C7"))):
     for i, name in enumerate(HARDER_TASK_NAMES):
         values = seed_scores(name, start_from)
-        ax_scores.bar(i + offset, values.mean(), width=0.3, color=color, alpha=0.5,
-                      label=start_from if i == 0 else None)
+        ax_scores.bar(
+            i + offset, values.mean(), width=0.3, color=color, alpha=0.5, label=start_from if i == 0 else None
+        )
         ax_scores.plot([i + offset] * len(values), values, "o", color=color, ms=4)
-ax_scores.plot(range(len(HARDER_TASK_NAMES)), [baseline[n] for n in HARDER_TASK_NAMES], "k_", ms=18,
-               label="trivial baseline")
+ax_scores.plot(
+    range(len(HARDER_TASK_NAMES)), [baseline[n] for n in HARDER_TASK_NAMES], "k_", ms=18, label="trivial baseline"
+)
 ax_scores.set_xticks(range(len(HARDER_TASK_NAMES)), [f"{n}\n({main_score[n]})" for n in HARDER_TASK_NAMES], fontsize=7)
 ax_scores.set(ylim=(-0.1, 1), title="Test scores: mean over seeds (bars), each seed (dots)")
 ax_scores.legend(fontsize=8)
 for name, color in zip(("context_ner", "similarity"), ("C0", "C1")):
     for seed in config.seeds:
-        plot_history(ax_curves, runs[name, "pretrained", seed].history, color=color,
-                     label=f"{name}, pretrained" if seed == 0 else None)
-        plot_history(ax_curves, runs[name, "scratch", seed].history, color=color, ls="--",
-                     label=f"{name}, from scratch" if seed == 0 else None)
+        plot_history(
+            ax_curves,
+            runs[name, "pretrained", seed].history,
+            color=color,
+            label=f"{name}, pretrained" if seed == 0 else None,
+        )
+        plot_history(
+            ax_curves,
+            runs[name, "scratch", seed].history,
+            color=color,
+            ls="--",
+            label=f"{name}, from scratch" if seed == 0 else None,
+        )
 ax_curves.set(xlabel="fine-tuning step", ylabel="training loss", yscale="log", title="Fine-tuning curves, every seed")
 ax_curves.legend(fontsize=8)
 plt.tight_layout()
@@ -735,45 +861,81 @@ for name in HARDER_TASK_NAMES:
 # answer, then a development set (training people, another seed) and a test set (held-out people) where most
 # do (the shares are printed). Each seed's $\tau$ is chosen on development F1 and scores the test set.
 
+
 # %%
 def squad2_split(people, seed, share):
     """Unanswerable-QA examples where a passage with an untold fact gets an unanswerable question with
     probability ``share``, and their encoding (as a test set)."""
-    examples = unanswerable_qa_examples(lang, config.test_examples, seed, people, config.people_per_passage,
-                                        config.sentences_per_passage, p_unanswerable=share)
+    examples = unanswerable_qa_examples(
+        lang,
+        config.test_examples,
+        seed,
+        people,
+        config.people_per_passage,
+        config.sentences_per_passage,
+        p_unanswerable=share,
+    )
     return examples, encode_qa(examples, tokenizer, config.max_length, allow_unanswerable=True)
 
 
 train_people = split_people(lang.world)[0]
-few_unanswerable = unanswerable_qa_examples(lang, config.train_examples, config.seed + 1, train_people,
-                                            config.people_per_passage, config.sentences_per_passage, p_unanswerable=0.15)
-squad2_train = dataclasses.replace(squad2, train=encode_qa(few_unanswerable, tokenizer, config.max_length,
-                                                           allow_unanswerable=True))
-(dev_examples, dev_set), (test_examples, test_set) = (squad2_split(people, seed, 0.75) for people, seed in
-                                                      ((train_people, config.seed + 3), (held_out_people, config.seed + 6)))
+few_unanswerable = unanswerable_qa_examples(
+    lang,
+    config.train_examples,
+    config.seed + 1,
+    train_people,
+    config.people_per_passage,
+    config.sentences_per_passage,
+    p_unanswerable=0.15,
+)
+squad2_train = dataclasses.replace(
+    squad2, train=encode_qa(few_unanswerable, tokenizer, config.max_length, allow_unanswerable=True)
+)
+(dev_examples, dev_set), (test_examples, test_set) = (
+    squad2_split(people, seed, 0.75)
+    for people, seed in ((train_people, config.seed + 3), (held_out_people, config.seed + 6))
+)
 dev = dataclasses.replace(squad2, test=dev_set, test_examples=dev_examples)
 squad2_test = dataclasses.replace(squad2, test=test_set, test_examples=test_examples)
-print("share of unanswerable questions: train {:.2f}, dev {:.2f}, test {:.2f}".format(
-    *(sum(not e.answer for e in ex) / len(ex) for ex in (few_unanswerable, dev_examples, test_examples))))
-qa_runs = parallel_map(cached_finetune_from, [(squad2_train, encoder, dataclasses.replace(budget, seed=seed))
-                                              for seed in config.seeds], desc="SQuAD 2.0 models")
+print(
+    "share of unanswerable questions: train {:.2f}, dev {:.2f}, test {:.2f}".format(
+        *(sum(not e.answer for e in ex) / len(ex) for ex in (few_unanswerable, dev_examples, test_examples))
+    )
+)
+qa_runs = parallel_map(
+    cached_finetune_from,
+    [(squad2_train, encoder, dataclasses.replace(budget, seed=seed)) for seed in config.seeds],
+    desc="SQuAD 2.0 models",
+)
 thresholds = [-6.0, -4.0, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0, 6.0]
-dev_f1 = {seed: [s["f1"] for s in null_threshold_scores(dev, run.model, thresholds)] for seed, run in zip(config.seeds, qa_runs)}
+dev_f1 = {
+    seed: [s["f1"] for s in null_threshold_scores(dev, run.model, thresholds)]
+    for seed, run in zip(config.seeds, qa_runs)
+}
 taus = {seed: thresholds[max(range(len(thresholds)), key=dev_f1[seed].__getitem__)] for seed in config.seeds}
-tuned_f1, untuned_f1 = torch.tensor([[s["f1"] for s in null_threshold_scores(squad2_test, run.model, [taus[seed], 0.0])]
-                                     for seed, run in zip(config.seeds, qa_runs)]).T
+tuned_f1, untuned_f1 = torch.tensor(
+    [
+        [s["f1"] for s in null_threshold_scores(squad2_test, run.model, [taus[seed], 0.0])]
+        for seed, run in zip(config.seeds, qa_runs)
+    ]
+).T
 always_nothing_test = sum(not e.answer for e in test_examples) / len(test_examples)
 for seed, tuned, untuned in zip(config.seeds, tuned_f1, untuned_f1):
     print(f"seed {seed}: tau chosen on dev {taus[seed]:+.1f}; test F1 {tuned:.3f} (tau = 0: {untuned:.3f})")
-print(f"over seeds: {seed_summary(tuned_f1.tolist())} against {seed_summary(untuned_f1.tolist())} at tau = 0; "
-      f"always answering nothing: {always_nothing_test:.3f}")
+print(
+    f"over seeds: {seed_summary(tuned_f1.tolist())} against {seed_summary(untuned_f1.tolist())} at tau = 0; "
+    f"always answering nothing: {always_nothing_test:.3f}"
+)
 
 fig, ax = plt.subplots(figsize=(5, 3))
 for seed in config.seeds:
     ax.plot(thresholds, dev_f1[seed], "o-", ms=3, label=f"development F1, seed {seed}")
 ax.axvline(0, color="grey", lw=0.8)
-ax.set(xlabel=r"threshold $\tau$ (answer nothing if $s_{null} > s_{best} + \tau$)", ylabel="F1",
-       title="SQuAD 2.0's null threshold")
+ax.set(
+    xlabel=r"threshold $\tau$ (answer nothing if $s_{null} > s_{best} + \tau$)",
+    ylabel="F1",
+    title="SQuAD 2.0's null threshold",
+)
 ax.legend(fontsize=8)
 plt.show()
 
@@ -826,27 +988,46 @@ assert (tuned_f1 > untuned_f1).all(), "the threshold chosen on dev should raise 
 # %%
 ner = harder["context_ner"]
 ner_dev_examples = context_ner_examples(lang, config.test_examples, config.seed + 5, held_out_people)
-ner_dev = dataclasses.replace(ner, test=encode_tagging(ner_dev_examples, tokenizer, config.max_length),
-                              test_examples=ner_dev_examples)
+ner_dev = dataclasses.replace(
+    ner, test=encode_tagging(ner_dev_examples, tokenizer, config.max_length), test_examples=ner_dev_examples
+)
 ner_features, dev_features = with_features(ner, encoder), with_features(ner_dev, encoder)
 layers, width = encoder.config.num_hidden_layers, encoder.config.hidden_size
 learning_rates = {"fine-tuning": (1e-3, 2e-3, 5e-3, 1e-2), "taggers": (1e-2, 2e-2, 5e-2, 1e-1)}
-print(f"every run: {budget.steps} steps of {budget.batch_size} sentences; learning rates tried on dev: {learning_rates}")
+print(
+    f"every run: {budget.steps} steps of {budget.batch_size} sentences; learning rates tried on dev: {learning_rates}"
+)
 profile.expect(12, "Fine-tuning at four learning rates, then 7 linear taggers at four each, on three seeds")
-fine_tuned = tuned_runs(cached_finetune_from, ner, ner_dev, budget, learning_rates["fine-tuning"], config.seeds, "f1",
-                        args=(encoder,), map_jobs=partial(parallel_map, desc="fine-tuning"))
+fine_tuned = tuned_runs(
+    cached_finetune_from,
+    ner,
+    ner_dev,
+    budget,
+    learning_rates["fine-tuning"],
+    config.seeds,
+    "f1",
+    args=(encoder,),
+    map_jobs=partial(parallel_map, desc="fine-tuning"),
+)
 projection = principal_directions(ner_features.train, "concat_last_four", layers, width)  # (4 H, H)
 taggers = {choice: {"choice": choice} for choice in FEATURE_CHOICES}
 taggers["concat_last_four_projected"] = {"choice": "concat_last_four", "projection": projection}
 halves = [list(taggers)[0::2], list(taggers)[1::2]]  # one job per worker: the features are sent once
-tagged = parallel_map(tuned_feature_taggers, [([taggers[name] for name in half], ner_features, dev_features, budget,
-                                               learning_rates["taggers"], config.seeds) for half in halves], desc="taggers")
+tagged = parallel_map(
+    tuned_feature_taggers,
+    [
+        ([taggers[name] for name in half], ner_features, dev_features, budget, learning_rates["taggers"], config.seeds)
+        for half in halves
+    ],
+    desc="taggers",
+)
 by_name = {name: runs_ for half, done in zip(halves, tagged) for name, runs_ in zip(half, done)}
 linear = {name: by_name[name] for name in taggers}  # name -> TunedRuns, in the table's order
 head_config = dataclasses.replace(budget, lr=config.head_lr)  # the BiLSTM's, and the cheap methods' (section 9)
 random_encoder = new_head(ner, encoder.config, config.finetune).base_model
-untrained = feature_tagger_run(with_features(ner, random_encoder), {"choice": "last"},
-                               dataclasses.replace(budget, lr=linear["last"].lr))
+untrained = feature_tagger_run(
+    with_features(ner, random_encoder), {"choice": "last"}, dataclasses.replace(budget, lr=linear["last"].lr)
+)
 bilstm = feature_tagger_run(ner_features, {"choice": "embeddings", "lstm_size": 64}, head_config)
 assert {len(r.history.loss) for t in [fine_tuned, *linear.values()] for r in t.results} == {budget.steps}
 
@@ -856,29 +1037,53 @@ print(f"{'recipe':28s}{'lr chosen':>10s}   dev F1 of the first seed at each lr")
 for name, runs_ in {"fine-tuning": fine_tuned, **linear}.items():
     print(f"{name:28s}{runs_.lr:10g}   {[round(v, 3) for v in runs_.dev_scores.values()]}")
 
-paper = {"embeddings": 91.0, "second_to_last": 95.6, "last": 94.9, "weighted_sum_last_four": 95.9,
-         "concat_last_four": 96.1, "weighted_sum_all": 95.5, "concat_last_four_projected": None}
+paper = {
+    "embeddings": 91.0,
+    "second_to_last": 95.6,
+    "last": 94.9,
+    "weighted_sum_last_four": 95.9,
+    "concat_last_four": 96.1,
+    "weighted_sum_all": 95.5,
+    "concat_last_four_projected": None,
+}
 
 
-rows = [[name.replace("_", " "), f"{paper[name]:.1f}" if paper[name] else "–", seed_summary(table7_f1[name].tolist(), ".1f")]
-        for name in table7_f1]
-rows += [["embeddings, BiLSTM tagger (seed 0)", "91.0", f"{100 * bilstm.scores['f1']:.1f}"],
-         ["last, never-pretrained encoder (seed 0)", "–", f"{100 * untrained.scores['f1']:.1f}"],
-         ["fine-tuning the whole network", "96.4", seed_summary(full.tolist(), ".1f")]]
+rows = [
+    [
+        name.replace("_", " "),
+        f"{paper[name]:.1f}" if paper[name] else "–",
+        seed_summary(table7_f1[name].tolist(), ".1f"),
+    ]
+    for name in table7_f1
+]
+rows += [
+    ["embeddings, BiLSTM tagger (seed 0)", "91.0", f"{100 * bilstm.scores['f1']:.1f}"],
+    ["last, never-pretrained encoder (seed 0)", "–", f"{100 * untrained.scores['f1']:.1f}"],
+    ["fine-tuning the whole network", "96.4", seed_summary(full.tolist(), ".1f")],
+]
 show_reproduction(
-    "ch05-bert-table7", "Devlin et al. (2019), Table 7: a frozen BERT's layers as features for NER (dev F1)",
-    ["features", "paper: BiLSTM on BERT-base, CoNLL-2003", "ours: linear tagger, context entities (3 seeds)"], rows,
+    "ch05-bert-table7",
+    "Devlin et al. (2019), Table 7: a frozen BERT's layers as features for NER (dev F1)",
+    ["features", "paper: BiLSTM on BERT-base, CoNLL-2003", "ours: linear tagger, context entities (3 seeds)"],
+    rows,
     note="Every row trained with the same steps and batch, each at its learning rate chosen on dev. The verdicts "
-         "(fine-tuning against the best frozen choice, the layers against the embeddings) are in 'What we saw'.");
-
+    "(fine-tuning against the best frozen choice, the layers against the embeddings) are in 'What we saw'.",
+)
 # %%
 fig, ax = plt.subplots(figsize=(10, 3.2))
 names = [*table7_f1, "fine-tuned"]
 means = [float(table7_f1[n].mean()) / 100 for n in table7_f1] + [float(full.mean()) / 100]
 spreads = [float(table7_f1[n].std()) / 100 for n in table7_f1] + [float(full.std()) / 100]
-ax.bar(range(len(names)), means, yerr=spreads, capsize=3, color=["C0"] * len(table7_f1) + ["C1"], label="ours (3 seeds)")
-ax.plot(range(len(names)), [paper[n] / 100 if paper[n] else float("nan") for n in table7_f1] + [0.964], "k_", ms=20,
-        label="BERT paper, Table 7")
+ax.bar(
+    range(len(names)), means, yerr=spreads, capsize=3, color=["C0"] * len(table7_f1) + ["C1"], label="ours (3 seeds)"
+)
+ax.plot(
+    range(len(names)),
+    [paper[n] / 100 if paper[n] else float("nan") for n in table7_f1] + [0.964],
+    "k_",
+    ms=20,
+    label="BERT paper, Table 7",
+)
 ax.plot([0], [bilstm.scores["f1"]], "r*", ms=10, label="ours, BiLSTM on the embeddings")
 ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=7)
 ax.set(ylim=(0, 1.05), ylabel="span F1", title="Frozen features or fine-tuning, at the same budget (context entities)")
@@ -887,10 +1092,12 @@ plt.show()
 layer_means = {n: float(v.mean()) for n, v in table7_f1.items() if n != "embeddings"}
 embedding_gap = min(layer_means.values()) - float(table7_f1["embeddings"].mean())
 frozen_best = max(layer_means, key=layer_means.get)
-print(f"span F1: embeddings {table7_f1['embeddings'].mean():.1f}, the Transformer layers' features "
-      f"{min(layer_means.values()):.1f} to {max(layer_means.values()):.1f}; gap {embedding_gap:.1f} points; "
-      f"best frozen: {frozen_best} {seed_summary(table7_f1[frozen_best].tolist(), '.1f')}; "
-      f"fine-tuning {seed_summary(full.tolist(), '.1f')}")
+print(
+    f"span F1: embeddings {table7_f1['embeddings'].mean():.1f}, the Transformer layers' features "
+    f"{min(layer_means.values()):.1f} to {max(layer_means.values()):.1f}; gap {embedding_gap:.1f} points; "
+    f"best frozen: {frozen_best} {seed_summary(table7_f1[frozen_best].tolist(), '.1f')}; "
+    f"fine-tuning {seed_summary(full.tolist(), '.1f')}"
+)
 
 # %% [markdown]
 # With the context taken away from the tagger, the shape of Table 7 appears. The embedding layer is far
@@ -906,10 +1113,13 @@ print(f"span F1: embeddings {table7_f1['embeddings'].mean():.1f}, the Transforme
 # learning rate, and the development sweep picks a larger one for this task (printed above).
 
 # %%
-assert all(table7_f1["embeddings"].mean() + 10 < table7_f1[c].mean() for c in table7_f1 if c != "embeddings"), \
+assert all(table7_f1["embeddings"].mean() + 10 < table7_f1[c].mean() for c in table7_f1 if c != "embeddings"), (
     "a per-token tagger on the embeddings cannot see the context that types a surname"
+)
 assert bilstm.scores["f1"] > linear["embeddings"].test_scores[0] + 0.1, "a BiLSTM builds the context itself"
-assert min(v.mean() for v in table7_f1.values()) > 100 * untrained.scores["f1"] + 20, "pretrained features beat untrained ones"
+assert min(v.mean() for v in table7_f1.values()) > 100 * untrained.scores["f1"] + 20, (
+    "pretrained features beat untrained ones"
+)
 
 
 # %% [markdown]
@@ -971,8 +1181,10 @@ held_out_words = [w for s in lang.sentences(500, seed=config.seed + 4) for w in 
 print(f"\n{'encoder':18s}{'vocabulary':>11s}{'weights':>9s}{'pieces per word':>17s}{'per surname':>13s}")
 for name, result in pretrained_on.items():
     vocabulary = result.tokenizer
-    print(f"{name:18s}{vocabulary.vocab_size:11,d}{count_parameters(result.model.bert):9,d}"
-          f"{pieces_per_word(vocabulary, held_out_words):17.2f}{pieces_per_word(vocabulary, LAST_NAMES):13.2f}")
+    print(
+        f"{name:18s}{vocabulary.vocab_size:11,d}{count_parameters(result.model.bert):9,d}"
+        f"{pieces_per_word(vocabulary, held_out_words):17.2f}{pieces_per_word(vocabulary, LAST_NAMES):13.2f}"
+    )
 shared = len(general.tokenizer.vocab.keys() & in_domain.tokenizer.vocab.keys())
 print(f"pieces in both vocabularies: {shared} of the in-domain {in_domain.tokenizer.vocab_size}")
 sentence = "Anna Weber works for Weber Foods in Kowalski ."
@@ -1000,12 +1212,16 @@ assert pieces_per_word(general.tokenizer, held_out_words) > 1.5 * pieces_per_wor
 
 # %%
 tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (config.feature_finetune, budget))
-print(f"frozen: {tagger_run.steps} steps of {tagger_run.batch_size} at lr {tagger_run.lr:g}; "
-      f"fine-tuned: {finetune_run.steps} steps of {finetune_run.batch_size} at lr {finetune_run.lr:g}")
+print(
+    f"frozen: {tagger_run.steps} steps of {tagger_run.batch_size} at lr {tagger_run.lr:g}; "
+    f"fine-tuned: {finetune_run.steps} steps of {finetune_run.batch_size} at lr {finetune_run.lr:g}"
+)
 encoders = {name: (result.model.bert, result.tokenizer) for name, result in pretrained_on.items()}
 encoders["never pretrained"] = (in_domain.config.model, in_domain.tokenizer)
-domain_jobs = [(build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"], encoder, tagger_run,
-                finetune_run) for encoder, tokenizer in encoders.values()]
+domain_jobs = [
+    (build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"], encoder, tagger_run, finetune_run)
+    for encoder, tokenizer in encoders.values()
+]
 domain_f1 = dict(zip(encoders, parallel_map(cached_frozen_and_fine_tuned, domain_jobs, desc="frozen and fine-tuned")))
 print(f"{'encoder':18s}{'frozen':>8s}{'fine-tuned':>12s}   (span F1, seed {config.seeds[0]})")
 for name, f1s in domain_f1.items():
@@ -1019,12 +1235,18 @@ for name, f1s in domain_f1.items():
 # %%
 # Beltagy et al. (2019), Table 1: (BERT-Base frozen, BERT-Base fine-tuned, SciBERT frozen, SciBERT fine-tuned)
 scibert_table1 = {
-    "BC5CDR (NER)": (85.08, 86.72, 88.73, 90.01), "JNLPBA (NER)": (74.05, 76.09, 75.77, 77.28),
-    "NCBI-disease (NER)": (84.06, 86.88, 86.39, 88.57), "EBM-NLP (PICO)": (61.44, 71.53, 68.30, 72.28),
-    "GENIA LAS (DEP)": (90.22, 90.33, 90.36, 90.43), "GENIA UAS (DEP)": (91.84, 91.89, 92.00, 91.99),
-    "ChemProt (REL)": (68.21, 79.14, 75.03, 83.64), "SciERC (NER)": (63.58, 65.24, 65.77, 67.57),
-    "SciERC (REL)": (72.74, 78.71, 75.25, 79.97), "ACL-ARC (CLS)": (62.04, 63.91, 60.74, 70.98),
-    "Paper Field (CLS)": (63.64, 65.37, 64.38, 65.71), "SciCite (CLS)": (84.31, 84.85, 85.42, 85.49),
+    "BC5CDR (NER)": (85.08, 86.72, 88.73, 90.01),
+    "JNLPBA (NER)": (74.05, 76.09, 75.77, 77.28),
+    "NCBI-disease (NER)": (84.06, 86.88, 86.39, 88.57),
+    "EBM-NLP (PICO)": (61.44, 71.53, 68.30, 72.28),
+    "GENIA LAS (DEP)": (90.22, 90.33, 90.36, 90.43),
+    "GENIA UAS (DEP)": (91.84, 91.89, 92.00, 91.99),
+    "ChemProt (REL)": (68.21, 79.14, 75.03, 83.64),
+    "SciERC (NER)": (63.58, 65.24, 65.77, 67.57),
+    "SciERC (REL)": (72.74, 78.71, 75.25, 79.97),
+    "ACL-ARC (CLS)": (62.04, 63.91, 60.74, 70.98),
+    "Paper Field (CLS)": (63.64, 65.37, 64.38, 65.71),
+    "SciCite (CLS)": (84.31, 84.85, 85.42, 85.49),
 }
 table_average = (73.58, 77.16, 76.01, 79.27)  # the table's "Average" row, as printed
 row_mean = torch.tensor(list(scibert_table1.values()), dtype=torch.float64).mean(0).tolist()
@@ -1044,27 +1266,57 @@ show_reproduction(
     "Beltagy et al. (2019), Table 1: BERT-Base vs SciBERT, frozen vs fine-tuned (mean of 12 rows; the table's "
     "Average row in brackets)",
     ["pretraining text", "paper: frozen", "paper: fine-tuned", "ours: frozen", "ours: fine-tuned"],
-    [["general: BERT-Base (Wikipedia, books) | ours: Python documentation", scibert(0), scibert(1),
-      our_f1("general", "frozen"), our_f1("general", "fine-tuned")],
-     ["in-domain from scratch: SciBERT (papers) | ours: the synthetic language", scibert(2), scibert(3),
-      our_f1("in-domain", "frozen"), our_f1("in-domain", "fine-tuned")],
-     ["general + further pretraining (Gururangan et al., 2020; not in Table 1)", "–", "–",
-      our_f1("general + further", "frozen"), our_f1("general + further", "fine-tuned")],
-     ["never pretrained (our baseline)", "–", "–", our_f1("never pretrained", "frozen"),
-      our_f1("never pretrained", "fine-tuned")]],
+    [
+        [
+            "general: BERT-Base (Wikipedia, books) | ours: Python documentation",
+            scibert(0),
+            scibert(1),
+            our_f1("general", "frozen"),
+            our_f1("general", "fine-tuned"),
+        ],
+        [
+            "in-domain from scratch: SciBERT (papers) | ours: the synthetic language",
+            scibert(2),
+            scibert(3),
+            our_f1("in-domain", "frozen"),
+            our_f1("in-domain", "fine-tuned"),
+        ],
+        [
+            "general + further pretraining (Gururangan et al., 2020; not in Table 1)",
+            "–",
+            "–",
+            our_f1("general + further", "frozen"),
+            our_f1("general + further", "fine-tuned"),
+        ],
+        [
+            "never pretrained (our baseline)",
+            "–",
+            "–",
+            our_f1("never pretrained", "frozen"),
+            our_f1("never pretrained", "fine-tuned"),
+        ],
+    ],
     note="The paper's gap is about 2 points; ours is printed below the table. Our general model saw 400 steps "
-         "of another domain, its vocabulary cuts the language's names into letters, and our task turns on names; "
-         "the verdicts are in 'What we saw'.")
-domain_gap = {mode: 100 * (domain_f1["in-domain"][mode] - domain_f1["general"][mode])
-              for mode in ("frozen", "fine-tuned")}
-print("in-domain minus general, span F1 points:", ", ".join(f"{mode} {points:.1f}" for mode, points in
-                                                            domain_gap.items()))
+    "of another domain, its vocabulary cuts the language's names into letters, and our task turns on names; "
+    "the verdicts are in 'What we saw'.",
+)
+domain_gap = {
+    mode: 100 * (domain_f1["in-domain"][mode] - domain_f1["general"][mode]) for mode in ("frozen", "fine-tuned")
+}
+print(
+    "in-domain minus general, span F1 points:", ", ".join(f"{mode} {points:.1f}" for mode, points in domain_gap.items())
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
 for offset, (mode, color) in zip((-0.2, 0.2), (("frozen", "C0"), ("fine-tuned", "C1"))):
-    ax.bar([i + offset for i in range(len(domain_f1))], [f1s[mode] for f1s in domain_f1.values()], width=0.4,
-           color=color, label=mode)
+    ax.bar(
+        [i + offset for i in range(len(domain_f1))],
+        [f1s[mode] for f1s in domain_f1.values()],
+        width=0.4,
+        color=color,
+        label=mode,
+    )
 ax.set_xticks(range(len(domain_f1)), list(domain_f1), fontsize=8)
 ax.set(ylim=(0, 1), ylabel="span F1", title="Context entities: which text the encoder was pretrained on")
 ax.legend(fontsize=8)
@@ -1131,26 +1383,38 @@ methods = {  # each turns a head into what trains; partial(f, k=v)(model) is f(m
     "adapters": partial(add_adapters, bottleneck=8),
 }
 cheap_keys = [(method, seed) for method in methods for seed in config.seeds]
-cheap_runs = parallel_map(cached_finetune_from, [(ner, encoder, dataclasses.replace(head_config, seed=seed),
-                                                  methods[method]) for method, seed in cheap_keys], desc="cheap fine-tuning")
+cheap_runs = parallel_map(
+    cached_finetune_from,
+    [(ner, encoder, dataclasses.replace(head_config, seed=seed), methods[method]) for method, seed in cheap_keys],
+    desc="cheap fine-tuning",
+)
 cheap = {k: (count_parameters(result.model), result) for k, result in zip(cheap_keys, cheap_runs)}
 for seed, result in zip(config.seeds, fine_tuned.results):  # section 7's, at the learning rate chosen on dev
     cheap["full fine-tuning", seed] = (count_parameters(result.model), result)
 total = count_parameters(runs["context_ner", "pretrained", config.seeds[0]].model, trainable_only=False)
-cheap_f1 = {m: torch.tensor([cheap[m, s][1].scores["f1"] for s in config.seeds]) for m in [*methods, "full fine-tuning"]}
+cheap_f1 = {
+    m: torch.tensor([cheap[m, s][1].scores["f1"] for s in config.seeds]) for m in [*methods, "full fine-tuning"]
+}
 counts = {m: cheap[m, config.seeds[0]][0] for m in cheap_f1}
 print(f"{'method':18s}{'trainable':>10s}{'share':>9s}   span F1")
 for method, f1 in cheap_f1.items():
-    print(f"{method:18s}{counts[method]:10,d}{counts[method] / total:9.2%}   {seed_summary(f1.tolist())}, per seed "
-          f"{[round(v, 3) for v in f1.tolist()]}")
+    print(
+        f"{method:18s}{counts[method]:10,d}{counts[method] / total:9.2%}   {seed_summary(f1.tolist())}, per seed "
+        f"{[round(v, 3) for v in f1.tolist()]}"
+    )
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.5))
 for method, f1 in cheap_f1.items():
     ax.errorbar(counts[method], f1.mean(), yerr=f1.std(), fmt="o", capsize=3)
     ax.annotate(method, (counts[method], f1.mean()), textcoords="offset points", xytext=(5, -12), fontsize=8)
-ax.set(xscale="log", xlabel="trainable parameters", ylabel="span F1 (mean ± sd over seeds)", ylim=(0, 1.05),
-       title="Context entities: what the trained weights buy")
+ax.set(
+    xscale="log",
+    xlabel="trainable parameters",
+    ylabel="span F1 (mean ± sd over seeds)",
+    ylim=(0, 1.05),
+    title="Context entities: what the trained weights buy",
+)
 plt.show()
 
 # %% [markdown]
@@ -1204,69 +1468,112 @@ def over(values):
     return seed_summary(values.tolist() if hasattr(values, "tolist") else values)
 
 
-
-
 def pretraining_win(name):
     """Section 6's pretrained and scratch scores of task ``name``, the pretrained one gated by the trivial baseline."""
     ours, theirs = seed_scores(name, "pretrained").tolist(), seed_scores(name, "scratch").tolist()
-    return measured(f"{main_score[name]}: pretrained {over(ours)}, scratch {over(theirs)} (section 6)", ours, theirs,
-                    seeds=seeds, seed_kind="fine-tuning", gates={"pretrained": (ours, [baseline[name]] * len(seeds))})
+    return measured(
+        f"{main_score[name]}: pretrained {over(ours)}, scratch {over(theirs)} (section 6)",
+        ours,
+        theirs,
+        seeds=seeds,
+        seed_kind="fine-tuning",
+        gates={"pretrained": (ours, [baseline[name]] * len(seeds))},
+    )
 
 
-seed_range = {name: float(seed_scores(name, "pretrained").max() - seed_scores(name, "pretrained").min())
-              for name in HARDER_TASK_NAMES}
+seed_range = {
+    name: float(seed_scores(name, "pretrained").max() - seed_scores(name, "pretrained").min())
+    for name in HARDER_TASK_NAMES
+}
 layer_choices = [c for c in table7_f1 if c != "embeddings"]
 weakest = [min(float(table7_f1[c][i]) for c in layer_choices) for i in range(len(seeds))]
 concat = table7_f1["concat_last_four"].tolist()
 first = [config.seeds[0]]
-further_ft, general_ft, never_ft = ([domain_f1[name]["fine-tuned"]] for name in
-                                    ("general + further", "general", "never pretrained"))
-show_what_we_saw("ch05-what-we-saw", f"What we saw: chapter 05, {profile.current()} profile", CLAIMS, {
-    "05-one-layer-per-task-shape": shown("seven heads, written out by hand and equal to transformers' classes in "
-                                         "the tests (sections 3, 4)"),
-    "05-pretraining-beats-scratch-acceptability": pretraining_win("acceptability"),
-    "05-pretraining-helps-inference": pretraining_win("inference"),
-    "05-pretraining-beats-scratch-context-ner": pretraining_win("context_ner"),
-    "05-pretraining-beats-scratch-unanswerable-qa": pretraining_win("unanswerable_qa"),
-    "05-pretraining-beats-scratch-similarity": pretraining_win("similarity"),
-    "05-pretraining-beats-scratch-choice": pretraining_win("choice"),
-    "05-small-data-is-unstable": shown("range of the pretrained model's score over the seeds: " + ", ".join(
-        f"{name} {width:.3f}" for name, width in seed_range.items()) + " (section 6)"),
-    "05-null-threshold-moves-f1": measured(
-        f"τ per seed {', '.join(f'{taus[s]:g}' for s in seeds)}; test F1 {over(tuned_f1)} against "
-        f"{over(untuned_f1)} at τ = 0; always answering nothing {always_nothing_test:.3f} (section 6)",
-        tuned_f1.tolist(), untuned_f1.tolist(), seeds=seeds, seed_kind="fine-tuning",
-        gates={"τ tuned on dev": (tuned_f1.tolist(), [always_nothing_test] * len(seeds))}),
-    "05-deeper-layers-beat-embeddings": measured(
-        "span F1 of a linear tagger: " + ", ".join(f"{c.replace('_', ' ')} {float(v.mean()):.1f}"
-                                                   for c, v in table7_f1.items()) + " (section 7)",
-        weakest, table7_f1["embeddings"].tolist(), seeds=seeds, seed_kind="probe fit",
-        gates={"the weakest Transformer-layer choice": (weakest, zeros)}),
-    "05-fine-tuning-beats-features": measured(
-        f"same steps × batch, lr chosen on dev for each: fine-tuned {seed_summary(full.tolist(), '.1f')} (lr "
-        f"{fine_tuned.lr:g}), concat last four {seed_summary(concat, '.1f')} (lr {linear['concat_last_four'].lr:g}) "
-        "(section 7)", full.tolist(), concat, seeds=seeds, seed_kind="fine-tuning",
-        gates={"fine-tuning": (full.tolist(), zeros), "concat last four": (concat, zeros)}),
-    "05-in-domain-beats-general": shown(
-        f"span F1 frozen / fine-tuned, seed {config.seeds[0]}: " + "; ".join(
-            f"{name} {r['frozen']:.3f} / {r['fine-tuned']:.3f}" for name, r in domain_f1.items()) + " (section 8)"),
-    "05-further-pretraining-helps": measured(
-        f"span F1 fine-tuned, seed {config.seeds[0]}: general + further {further_ft[0]:.3f}, general "
-        f"{general_ft[0]:.3f}, never pretrained {never_ft[0]:.3f} (section 8)", further_ft, general_ft,
-        seeds=first, seed_kind="pretraining",
-        gates={"general + further pretraining": (further_ft, never_ft), "general": (general_ft, never_ft)}),
-    "05-adapters-near-full": measured(
-        f"span F1 on held-out names: adapters {over(cheap_f1['adapters'])}, full fine-tuning "
-        f"{over(cheap_f1['full fine-tuning'])}, with {counts['adapters'] / total:.1%} of the weights (section 9)",
-        cheap_f1["adapters"].tolist(), cheap_f1["full fine-tuning"].tolist(), seeds=seeds, seed_kind="fine-tuning",
-        gates={"adapters": (cheap_f1["adapters"].tolist(), zeros)}),
-    "05-prompt-tuning-needs-scale": measured(
-        f"prompt tuning {over(cheap_f1['prompt tuning'])} against full fine-tuning "
-        f"{over(cheap_f1['full fine-tuning'])}, at one size (section 9)", cheap_f1["prompt tuning"].tolist(),
-        cheap_f1["full fine-tuning"].tolist(), seeds=seeds, seed_kind="fine-tuning",
-        gates={"prompt tuning": (cheap_f1["prompt tuning"].tolist(), zeros)}),
-});
-
+further_ft, general_ft, never_ft = (
+    [domain_f1[name]["fine-tuned"]] for name in ("general + further", "general", "never pretrained")
+)
+show_what_we_saw(
+    "ch05-what-we-saw",
+    f"What we saw: chapter 05, {profile.current()} profile",
+    CLAIMS,
+    {
+        "05-one-layer-per-task-shape": shown(
+            "seven heads, written out by hand and equal to transformers' classes in the tests (sections 3, 4)"
+        ),
+        "05-pretraining-beats-scratch-acceptability": pretraining_win("acceptability"),
+        "05-pretraining-helps-inference": pretraining_win("inference"),
+        "05-pretraining-beats-scratch-context-ner": pretraining_win("context_ner"),
+        "05-pretraining-beats-scratch-unanswerable-qa": pretraining_win("unanswerable_qa"),
+        "05-pretraining-beats-scratch-similarity": pretraining_win("similarity"),
+        "05-pretraining-beats-scratch-choice": pretraining_win("choice"),
+        "05-small-data-is-unstable": shown(
+            "range of the pretrained model's score over the seeds: "
+            + ", ".join(f"{name} {width:.3f}" for name, width in seed_range.items())
+            + " (section 6)"
+        ),
+        "05-null-threshold-moves-f1": measured(
+            f"τ per seed {', '.join(f'{taus[s]:g}' for s in seeds)}; test F1 {over(tuned_f1)} against "
+            f"{over(untuned_f1)} at τ = 0; always answering nothing {always_nothing_test:.3f} (section 6)",
+            tuned_f1.tolist(),
+            untuned_f1.tolist(),
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates={"τ tuned on dev": (tuned_f1.tolist(), [always_nothing_test] * len(seeds))},
+        ),
+        "05-deeper-layers-beat-embeddings": measured(
+            "span F1 of a linear tagger: "
+            + ", ".join(f"{c.replace('_', ' ')} {float(v.mean()):.1f}" for c, v in table7_f1.items())
+            + " (section 7)",
+            weakest,
+            table7_f1["embeddings"].tolist(),
+            seeds=seeds,
+            seed_kind="probe fit",
+            gates={"the weakest Transformer-layer choice": (weakest, zeros)},
+        ),
+        "05-fine-tuning-beats-features": measured(
+            f"same steps × batch, lr chosen on dev for each: fine-tuned {seed_summary(full.tolist(), '.1f')} (lr "
+            f"{fine_tuned.lr:g}), concat last four {seed_summary(concat, '.1f')} (lr {linear['concat_last_four'].lr:g}) "
+            "(section 7)",
+            full.tolist(),
+            concat,
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates={"fine-tuning": (full.tolist(), zeros), "concat last four": (concat, zeros)},
+        ),
+        "05-in-domain-beats-general": shown(
+            f"span F1 frozen / fine-tuned, seed {config.seeds[0]}: "
+            + "; ".join(f"{name} {r['frozen']:.3f} / {r['fine-tuned']:.3f}" for name, r in domain_f1.items())
+            + " (section 8)"
+        ),
+        "05-further-pretraining-helps": measured(
+            f"span F1 fine-tuned, seed {config.seeds[0]}: general + further {further_ft[0]:.3f}, general "
+            f"{general_ft[0]:.3f}, never pretrained {never_ft[0]:.3f} (section 8)",
+            further_ft,
+            general_ft,
+            seeds=first,
+            seed_kind="pretraining",
+            gates={"general + further pretraining": (further_ft, never_ft), "general": (general_ft, never_ft)},
+        ),
+        "05-adapters-near-full": measured(
+            f"span F1 on held-out names: adapters {over(cheap_f1['adapters'])}, full fine-tuning "
+            f"{over(cheap_f1['full fine-tuning'])}, with {counts['adapters'] / total:.1%} of the weights (section 9)",
+            cheap_f1["adapters"].tolist(),
+            cheap_f1["full fine-tuning"].tolist(),
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates={"adapters": (cheap_f1["adapters"].tolist(), zeros)},
+        ),
+        "05-prompt-tuning-needs-scale": measured(
+            f"prompt tuning {over(cheap_f1['prompt tuning'])} against full fine-tuning "
+            f"{over(cheap_f1['full fine-tuning'])}, at one size (section 9)",
+            cheap_f1["prompt tuning"].tolist(),
+            cheap_f1["full fine-tuning"].tolist(),
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates={"prompt tuning": (cheap_f1["prompt tuning"].tolist(), zeros)},
+        ),
+    },
+)
 # %% [markdown]
 # What did not carry over: absolute scores (our tasks are made up and our model is 500 times smaller than
 # BERT-base), and world knowledge: asked where the held-out people live, our model does little better than chance (section 2),
@@ -1277,13 +1584,24 @@ show_what_we_saw("ch05-what-we-saw", f"What we saw: chapter 05, {profile.current
 
 # %%
 show_reproduction(
-    "ch05-bert-tasks", "Devlin et al. (2019), Tables 1-4: fine-tuned BERT-base on each task shape",
+    "ch05-bert-tasks",
+    "Devlin et al. (2019), Tables 1-4: fine-tuned BERT-base on each task shape",
     ["our task", "benchmark", "score", "paper", "ours, pretrained", "ours, from scratch"],
-    [[name, *PAPERS[name], *(seed_summary((100 * seed_scores(name, start_from)).tolist(), ".1f")
-                             for start_from in ("pretrained", "scratch"))] for name in HARDER_TASK_NAMES],
+    [
+        [
+            name,
+            *PAPERS[name],
+            *(
+                seed_summary((100 * seed_scores(name, start_from)).tolist(), ".1f")
+                for start_from in ("pretrained", "scratch")
+            ),
+        ]
+        for name in HARDER_TASK_NAMES
+    ],
     note="One added layer per task shape; whether pretraining beats training from scratch is judged per task, "
-         "over the seeds, in \"What we saw\". Not reproduced: the absolute scores (our tasks are made up, our "
-         "model is 500 times smaller and fine-tuned for 100 steps, inference 300).")
+    'over the seeds, in "What we saw". Not reproduced: the absolute scores (our tasks are made up, our '
+    "model is 500 times smaller and fine-tuned for 100 steps, inference 300).",
+)
 print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretraining {pretrain_seconds:.0f} s of it)")
 
 # %% [markdown]

@@ -35,8 +35,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -107,8 +116,12 @@ print(config.pretrain.model)
 #   byte-level BPE of 50,265 units instead of WordPiece's 30,522.
 
 # %%
-ids = torch.tensor([[0, 31, 32, 33, 2, 1, 1],    # right-padded: <s> x x x </s> <pad> <pad>
-                    [1, 1, 0, 31, 32, 33, 2]])   # left-padded: the same tokens after two pads
+ids = torch.tensor(
+    [
+        [0, 31, 32, 33, 2, 1, 1],  # right-padded: <s> x x x </s> <pad> <pad>
+        [1, 1, 0, 31, 32, 33, 2],
+    ]
+)  # left-padded: the same tokens after two pads
 positions = position_ids_after_padding(ids, padding_idx=1)
 print(positions)
 # by hand: the running count of real tokens, times "is real", plus the padding index
@@ -122,8 +135,17 @@ assert positions[0, :5].tolist() == positions[1, 2:].tolist() == [2, 3, 4, 5, 6]
 # right padding, the sequence classifier and the round trip through `save_pretrained`).
 
 # %%
-small = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-             max_position_embeddings=20, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1)
+small = dict(
+    vocab_size=120,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=20,
+    type_vocab_size=1,
+    layer_norm_eps=1e-5,
+    pad_token_id=1,
+)
 torch.manual_seed(0)
 theirs = transformers.RobertaForMaskedLM(transformers.RobertaConfig(**small, attn_implementation="eager"))
 theirs = theirs.double().eval()
@@ -178,8 +200,7 @@ assert bpe.decode(framed) == f"<s>{a}</s></s> {b}</s>"
 # %%
 tok = corpus.tokenizer
 token_docs = tokenize_documents(tok, [[s.text for s in doc] for doc in corpus.train[:200]])
-framing = dict(length=64, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
-               pad_token_id=tok.pad_token_id)
+framing = dict(length=64, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id)
 rows = {name: format_rows(name, token_docs, **framing) for name in FORMATS}
 for name, r in rows.items():
     print(f"{name:15}", tok.decode(r["input_ids"][1][r["attention_mask"][1] == 1].tolist()))
@@ -207,26 +228,55 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 # FULL-SENTENCES is an illustrative row. The table shows the first seed of every format.
 
 # %%
-profile.expect(25, f"Pretraining {len(FORMATS) + 3 * (len(config.seeds) - 1)} BERTs (every input format, three "
-                   "on more seeds), two of them and unpretrained ones fine-tuned on question answering")
+profile.expect(
+    25,
+    f"Pretraining {len(FORMATS) + 3 * (len(config.seeds) - 1)} BERTs (every input format, three "
+    "on more seeds), two of them and unpretrained ones fine-tuned on question answering",
+)
 claimed = ("doc-sentences", "sentence-pair")
-print(f"span task: {config.task_examples} training questions, {config.test_examples} test questions, "
-      f"{config.finetune.steps} steps of {config.finetune.batch_size} at lr {config.finetune.lr}")
+print(
+    f"span task: {config.task_examples} training questions, {config.test_examples} test questions, "
+    f"{config.finetune.steps} steps of {config.finetune.batch_size} at lr {config.finetune.lr}"
+)
 format_seeds = seeded_runs(config, "format", FORMATS, compared=(*claimed, "segment-pair"), span_task=claimed)
 formats = {name: runs[config.seeds[0]] for name, runs in format_seeds.items()}
 scratch = seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])["no pretraining"]
 guess = unigram_guess(config)
-rows = [[name, "yes" if FORMATS[name] else "no", f"{row['tokens_per_row']:.1f}", row["batch_size"],
-         f"{row['mlm_accuracy']:.1%}", None if row["nsp_accuracy"] is None else f"{row['nsp_accuracy']:.1%}",
-         f"{row['qa_f1']:.3f}" if "qa_f1" in row else None, *map(str, PAPER_FORMATS[name])]
-        for name, row in formats.items()]
-rows.append(["most frequent token", None, None, None, f"{guess['tokens']:.1%}", None, None, None, None, None,
-             None])
-show_reproduction("ch06-roberta-table2", "Liu et al. (2019), Table 2: input formats, with and without NSP",
-                  ["format", "NSP", "tokens/row", "batch", "ours: MLM acc", "ours: NSP acc", "ours: QA F1",
-                   "paper: SQuAD 1.1/2.0", "paper: MNLI-m", "paper: SST-2", "paper: RACE"], rows,
-                  note=f"Seed {config.seeds[0]}. Our QA is chapter 05's, fine-tuned on the pretrained encoders of "
-                       "the two compared formats, whose seeds are printed below.")
+rows = [
+    [
+        name,
+        "yes" if FORMATS[name] else "no",
+        f"{row['tokens_per_row']:.1f}",
+        row["batch_size"],
+        f"{row['mlm_accuracy']:.1%}",
+        None if row["nsp_accuracy"] is None else f"{row['nsp_accuracy']:.1%}",
+        f"{row['qa_f1']:.3f}" if "qa_f1" in row else None,
+        *map(str, PAPER_FORMATS[name]),
+    ]
+    for name, row in formats.items()
+]
+rows.append(["most frequent token", None, None, None, f"{guess['tokens']:.1%}", None, None, None, None, None, None])
+show_reproduction(
+    "ch06-roberta-table2",
+    "Liu et al. (2019), Table 2: input formats, with and without NSP",
+    [
+        "format",
+        "NSP",
+        "tokens/row",
+        "batch",
+        "ours: MLM acc",
+        "ours: NSP acc",
+        "ours: QA F1",
+        "paper: SQuAD 1.1/2.0",
+        "paper: MNLI-m",
+        "paper: SST-2",
+        "paper: RACE",
+    ],
+    rows,
+    note=f"Seed {config.seeds[0]}. Our QA is chapter 05's, fine-tuned on the pretrained encoders of "
+    "the two compared formats, whose seeds are printed below.",
+)
+
 
 def by_seed(runs, score):
     """One row's ``score`` on each seed, in seed order."""
@@ -236,8 +286,12 @@ def by_seed(runs, score):
 for name in (*claimed, "segment-pair", "no pretraining"):
     runs = scratch if name == "no pretraining" else format_seeds[name]
     mlm = "" if name == "no pretraining" else f"MLM acc {seed_summary(by_seed(runs, 'mlm_accuracy'), '.1%')}"
-    qa = (f"QA F1 {seed_summary(by_seed(runs, 'qa_f1'))}, by seed "
-          + ", ".join(f"{v:.3f}" for v in by_seed(runs, "qa_f1")) if "qa_f1" in runs[config.seeds[0]] else "")
+    qa = (
+        f"QA F1 {seed_summary(by_seed(runs, 'qa_f1'))}, by seed "
+        + ", ".join(f"{v:.3f}" for v in by_seed(runs, "qa_f1"))
+        if "qa_f1" in runs[config.seeds[0]]
+        else ""
+    )
     print(f"{name:15} {mlm}{'; ' if mlm and qa else ''}{qa}")
 
 # %% [markdown]
@@ -267,20 +321,48 @@ for name in (*claimed, "segment-pair", "no pretraining"):
 # %%
 batch_seeds = batch_size_runs(config)
 batches = {size: runs[config.seeds[0]] for size, runs in batch_seeds.items()}
-rows = [[row["batch_size"], row["steps"], f"{row['lr']:.1e}", f"{row['perplexity']:.1f}", f"{row['mlm_accuracy']:.1%}",
-         paper[0], paper[1], f"{paper[2]:.0e}", *map(str, paper[3:])]
-        for row, paper in zip(batches.values(), PAPER_BATCH_SIZES)]
-show_reproduction("ch06-roberta-table3", "Liu et al. (2019), Table 3: bigger batches at equal compute",
-                  ["batch", "steps", "lr", "ours: ppl", "ours: MLM acc", "paper: batch", "paper: steps",
-                   "paper: lr", "paper: ppl", "paper: MNLI-m", "paper: SST-2"], rows,
-                  note="Did not reproduce at our scale (printed, not asserted): with a few hundred steps in all, "
-                       "training is limited by the number of updates, the opposite of the paper's regime of a "
-                       "million steps.")
+rows = [
+    [
+        row["batch_size"],
+        row["steps"],
+        f"{row['lr']:.1e}",
+        f"{row['perplexity']:.1f}",
+        f"{row['mlm_accuracy']:.1%}",
+        paper[0],
+        paper[1],
+        f"{paper[2]:.0e}",
+        *map(str, paper[3:]),
+    ]
+    for row, paper in zip(batches.values(), PAPER_BATCH_SIZES)
+]
+show_reproduction(
+    "ch06-roberta-table3",
+    "Liu et al. (2019), Table 3: bigger batches at equal compute",
+    [
+        "batch",
+        "steps",
+        "lr",
+        "ours: ppl",
+        "ours: MLM acc",
+        "paper: batch",
+        "paper: steps",
+        "paper: lr",
+        "paper: ppl",
+        "paper: MNLI-m",
+        "paper: SST-2",
+    ],
+    rows,
+    note="Did not reproduce at our scale (printed, not asserted): with a few hundred steps in all, "
+    "training is limited by the number of updates, the opposite of the paper's regime of a "
+    "million steps.",
+)
 sizes = list(batches)
 seen = [row["batch_size"] * row["steps"] for row in batches.values()]  # rows trained on: the compute
 assert max(seen) / min(seen) < 1.05
-print("the middle batch size has the lowest perplexity (as in the paper):",
-      min(batches, key=lambda b: batches[b]["perplexity"]) == sizes[1])
+print(
+    "the middle batch size has the lowest perplexity (as in the paper):",
+    min(batches, key=lambda b: batches[b]["perplexity"]) == sizes[1],
+)
 for size in sizes[:2]:
     print(f"batch {size}: held-out perplexity {seed_summary(by_seed(batch_seeds[size], 'perplexity'), '.1f')}")
 
@@ -319,10 +401,21 @@ else:
     token_masked, whole_masked, shown = 0, 0, {}
     for seed in range(300):
         for rule, (_, labels) in (
-                ("token rule", mask_tokens(input_ids, special_tokens_mask=word_ids < 0, mlm_probability=0.3,
-                                           generator=generator("wwm", seed), **options)),
-                ("whole-word rule", mask_whole_words(input_ids, word_ids, budget=0.3,
-                                                     generator=generator("wwm", seed), **options))):
+            (
+                "token rule",
+                mask_tokens(
+                    input_ids,
+                    special_tokens_mask=word_ids < 0,
+                    mlm_probability=0.3,
+                    generator=generator("wwm", seed),
+                    **options,
+                ),
+            ),
+            (
+                "whole-word rule",
+                mask_whole_words(input_ids, word_ids, budget=0.3, generator=generator("wwm", seed), **options),
+            ),
+        ):
             hits = int((labels[0, 10:13] != -100).sum())
             token_masked += rule == "token rule" and 0 < hits < 3
             whole_masked += rule == "whole-word rule" and 0 < hits < 3
@@ -349,15 +442,23 @@ pieces = torch.arange(300).div(3, rounding_mode="floor").expand(400, -1)  # 400 
 piece_ids = torch.randint(5, 1000, pieces.shape, generator=generator("three-piece words"))
 mixed = {}
 for replacement in ("per piece", "per unit"):
-    masked, labels = mask_whole_words(piece_ids, pieces, mask_token_id=1, vocab_size=1000, replacement=replacement,
-                                      generator=generator("whole-word replacement", replacement))
+    masked, labels = mask_whole_words(
+        piece_ids,
+        pieces,
+        mask_token_id=1,
+        vocab_size=1000,
+        replacement=replacement,
+        generator=generator("whole-word replacement", replacement),
+    )
     chosen = labels != -100
     fate = torch.where(masked == 1, 0, torch.where(masked == piece_ids, 2, 1))[chosen]  # [MASK], random, kept
     by_word = fate.view(-1, 3)  # a selected word's three pieces are three consecutive selected positions
     mixed[replacement] = (by_word != by_word[:, :1]).any(1).double().mean().item()
     shares = [(fate == k).double().mean().item() for k in range(3)]
-    print(f"{replacement:9}: pieces [MASK]/random/kept {shares[0]:.1%}/{shares[1]:.1%}/{shares[2]:.1%}, "
-          f"words with mixed pieces {mixed[replacement]:.3f}")
+    print(
+        f"{replacement:9}: pieces [MASK]/random/kept {shares[0]:.1%}/{shares[1]:.1%}/{shares[2]:.1%}, "
+        f"words with mixed pieces {mixed[replacement]:.3f}"
+    )
 assert abs(mixed["per piece"] - 0.486) < 0.03 and mixed["per unit"] < 0.005
 
 # %% [markdown]
@@ -381,8 +482,11 @@ renormalised = span_length_distribution(0.2, 10)
 geometric = 0.2 * 0.8 ** (lengths - 1).double()
 clipped = torch.cat([geometric[:9], torch.tensor([0.8**9], dtype=torch.float64)])
 draws = sample_span_lengths(100_000, generator=generator("span lengths"))
-mean = {"renormalised": float((renormalised * lengths).sum()), "clipped": float((clipped * lengths).sum()),
-        "sampled": draws.double().mean().item()}
+mean = {
+    "renormalised": float((renormalised * lengths).sum()),
+    "clipped": float((clipped * lengths).sum()),
+    "sampled": draws.double().mean().item(),
+}
 print({k: round(v, 3) for k, v in mean.items()})
 assert torch.allclose(renormalised, geometric / geometric.sum())
 assert abs(mean["renormalised"] - 3.797) < 5e-4 and abs(mean["clipped"] - 4.463) < 5e-4
@@ -407,8 +511,12 @@ plt.show()
 # with its units:
 
 # %%
-example = next(s for doc in corpus.train for s in doc  # a sentence with a two-word name and a determiner
-               if "I-PER" in s.entities and "det" in s.deprels)
+example = next(
+    s
+    for doc in corpus.train
+    for s in doc  # a sentence with a two-word name and a determiner
+    if "I-PER" in s.entities and "det" in s.deprels
+)
 for scheme in ("whole words", "named entities", "noun phrases"):
     units = word_units(example, scheme)
     groups = [" ".join(w for w, u in zip(example.words, units) if u == k) for k in range(max(units) + 1)]
@@ -434,10 +542,16 @@ for scheme, r in gold.items():
     target = (0.15 * (r["unit_ids"] >= 0).sum(-1)).round().clamp(min=1)  # each row's budget, as BERT rounds it
     longest = torch.stack([torch.bincount(units[units >= 0]).max() for units in r["unit_ids"]])
     shortfall = target - chosen.sum(-1)
-    cut = sum(len(set(chosen[i][r["unit_ids"][i] == u].tolist())) > 1
-              for i in range(len(chosen)) for u in r["unit_ids"][i].unique() if u >= 0)
+    cut = sum(
+        len(set(chosen[i][r["unit_ids"][i] == u].tolist())) > 1
+        for i in range(len(chosen))
+        for u in r["unit_ids"][i].unique()
+        if u >= 0
+    )
     runs = span_boundaries(labels)["offset"].eq(0).sum().item()
-    print(f"{scheme:15} masked {fraction:.1%}, units cut {cut}, mean masked run {chosen.sum().item() / runs:.2f} tokens")
+    print(
+        f"{scheme:15} masked {fraction:.1%}, units cut {cut}, mean masked run {chosen.sum().item() / runs:.2f} tokens"
+    )
     # a row never overshoots its budget and misses it by less than its longest unit (a draw of units or tokens
     # at 15% each would meet the budget only on average, and miss rows by more)
     assert cut == 0 and (shortfall >= 0).all() and (shortfall < longest).all()
@@ -451,12 +565,15 @@ for scheme, r in gold.items():
 
 # %%
 paper_rows = torch.arange(512).expand(100, -1)  # 100 rows of 512 one-token words
-truncation = {"our rows, 64 tokens": span_truncation(gold["geometric spans"]["unit_ids"],
-                                                     generator=generator("truncation", 64)),
-              "rows of 512 tokens": span_truncation(paper_rows, generator=generator("truncation", 512))}
+truncation = {
+    "our rows, 64 tokens": span_truncation(gold["geometric spans"]["unit_ids"], generator=generator("truncation", 64)),
+    "rows of 512 tokens": span_truncation(paper_rows, generator=generator("truncation", 512)),
+}
 for rows_name, t in truncation.items():
-    print(f"{rows_name:20} drawn {t['drawn']:.2f} words, kept {t['taken']:.2f}, cut {t['cut']:.0%} of the spans, "
-          f"longest kept {t['longest']}")
+    print(
+        f"{rows_name:20} drawn {t['drawn']:.2f} words, kept {t['taken']:.2f}, cut {t['cut']:.0%} of the spans, "
+        f"longest kept {t['longest']}"
+    )
 assert truncation["our rows, 64 tokens"]["cut"] > 3 * truncation["rows of 512 tokens"]["cut"]
 assert truncation["rows of 512 tokens"]["longest"] == 10 > truncation["our rows, 64 tokens"]["longest"]
 
@@ -475,8 +592,11 @@ assert truncation["rows of 512 tokens"]["longest"] == 10 > truncation["our rows,
 # phrases are scored on masked LM only, on the first seed (on every seed in the full profile).
 
 # %%
-profile.expect(20, f"Pretraining {len(SCHEMES) + 2 * (len(config.seeds) - 1)} BERTs (every scheme, two on more "
-                   "seeds, those two fine-tuned on question answering)")
+profile.expect(
+    20,
+    f"Pretraining {len(SCHEMES) + 2 * (len(config.seeds) - 1)} BERTs (every scheme, two on more "
+    "seeds, those two fine-tuned on question answering)",
+)
 compared = ("subword tokens", "geometric spans")
 scheme_seeds = seeded_runs(config, "scheme", SCHEMES, compared=compared, span_task=compared)
 schemes = {scheme: runs[config.seeds[0]] for scheme, runs in scheme_seeds.items()}
@@ -487,8 +607,10 @@ for scheme, row in schemes.items():
     print(f"{scheme:20} {row['mlm_accuracy']:>17.1%} {row['span_accuracy']:>16.1%} {qa}")
 print(f"{'most frequent token':20} {guess['tokens']:>17.1%} {guess['spans']:>16.1%}")
 print(f"{'no pretraining':20} {'':>17} {'':>16} {scratch[config.seeds[0]]['qa_f1']:>6.3f}")
-span_task = {name: by_seed(runs, "qa_f1") for name, runs in
-             {**{scheme: scheme_seeds[scheme] for scheme in compared}, "no pretraining": scratch}.items()}
+span_task = {
+    name: by_seed(runs, "qa_f1")
+    for name, runs in {**{scheme: scheme_seeds[scheme] for scheme in compared}, "no pretraining": scratch}.items()
+}
 for name, values in span_task.items():
     print(f"{name:20} QA F1 {seed_summary(values)}, by seed {', '.join(f'{v:.3f}' for v in values)}")
 
@@ -543,8 +665,10 @@ assert torch.allclose(out.loss, out.mlm_loss + out.sbo_loss)
 # question was measured in section 2.
 
 # %%
-sbo_seeds = {seed: scheme_run(with_seed(config, seed), "geometric spans", sbo=True, span_task=False)
-             for seed in (config.seeds if config.every_row_seeded else config.seeds[:1])}
+sbo_seeds = {
+    seed: scheme_run(with_seed(config, seed), "geometric spans", sbo=True, span_task=False)
+    for seed in (config.seeds if config.every_row_seeded else config.seeds[:1])
+}
 sbo = sbo_seeds[config.seeds[0]]
 for name, row in (("spans, one segment", schemes["geometric spans"]), ("spans + SBO, one segment", sbo)):
     print(f"{name:26} MLM acc (tokens) {row['mlm_accuracy']:.1%}, MLM acc (spans) {row['span_accuracy']:.1%}")
@@ -563,66 +687,127 @@ from lecture_lib.reproductions import checked, measured, show_what_we_saw, shown
 
 seeds = list(config.seeds)
 guesses = [unigram_guess(with_seed(config, seed)) for seed in seeds]
-floor = {"tokens": [g["tokens"] for g in guesses], "spans": [g["spans"] for g in guesses],
-         "no pretraining": by_seed(scratch, "qa_f1")}
+floor = {
+    "tokens": [g["tokens"] for g in guesses],
+    "spans": [g["spans"] for g in guesses],
+    "no pretraining": by_seed(scratch, "qa_f1"),
+}
 qa = {name: by_seed(format_seeds[name], "qa_f1") for name in claimed}
 mlm = {name: by_seed(format_seeds[name], "mlm_accuracy") for name in ("doc-sentences", "segment-pair")}
 perplexity = {size: by_seed(batch_seeds[size], "perplexity") for size in sizes[:2]}
-linguistic = [max(a, b) for a, b in zip(*(by_seed(scheme_seeds[s], "span_accuracy")
-                                           for s in ("named entities", "noun phrases")))]
-few = seeds[:len(linguistic)]  # the seeds the illustrative rows ran on
+linguistic = [
+    max(a, b) for a, b in zip(*(by_seed(scheme_seeds[s], "span_accuracy") for s in ("named entities", "noun phrases")))
+]
+few = seeds[: len(linguistic)]  # the seeds the illustrative rows ran on
 spans_masked = by_seed(scheme_seeds["geometric spans"], "span_accuracy")
 with_sbo = [sbo_seeds[seed]["span_accuracy"] for seed in sorted(sbo_seeds)]
-show_what_we_saw("ch06-what-we-saw", f"What we saw: chapter 06, {profile.current()} profile", CLAIMS, {
-    "06-doc-sentences-beat-sentence-pairs": measured(
-        f"QA F1 DOC-SENTENCES {seed_summary(qa['doc-sentences'])}, SENTENCE-PAIR {seed_summary(qa['sentence-pair'])}, "
-        f"no pretraining {seed_summary(floor['no pretraining'])} (section 2)", qa["doc-sentences"],
-        qa["sentence-pair"], seeds=seeds, seed_kind="pretraining",
-        gates={"DOC-SENTENCES": (qa["doc-sentences"], floor["no pretraining"]),
-               "SENTENCE-PAIR": (qa["sentence-pair"], floor["no pretraining"])}),
-    "06-no-nsp-matches-or-helps": measured(
-        f"held-out MLM accuracy DOC-SENTENCES {seed_summary(mlm['doc-sentences'], '.1%')}, SEGMENT-PAIR "
-        f"{seed_summary(mlm['segment-pair'], '.1%')}, most frequent token {seed_summary(floor['tokens'], '.1%')} "
-        "(section 2)", mlm["doc-sentences"], mlm["segment-pair"], seeds=seeds, seed_kind="pretraining",
-        gates={"DOC-SENTENCES (no NSP)": (mlm["doc-sentences"], floor["tokens"]),
-               "SEGMENT-PAIR (NSP)": (mlm["segment-pair"], floor["tokens"])}),
-    "06-bigger-batches": measured(
-        f"held-out perplexity batch {sizes[1]} {seed_summary(perplexity[sizes[1]], '.1f')}, batch {sizes[0]} "
-        f"{seed_summary(perplexity[sizes[0]], '.1f')} (section 3)", perplexity[sizes[1]], perplexity[sizes[0]],
-        seeds=seeds, seed_kind="pretraining",
-        gates={"the second batch size (MLM accuracy)": (by_seed(batch_seeds[sizes[1]], "mlm_accuracy"),
-                                                        floor["tokens"])}),
-    "06-whole-word-masking": shown(
-        "no bert-base-uncased vocabulary here" if vocab_file is None else
-        f"philammon masked in part by the token rule {token_masked} times, by the whole-word rule {whole_masked} "
-        "times, of 300 masks each (section 4)"),
-    "06-geometric-spans-as-good": measured(
-        f"held-out accuracy with spans masked, seed {seeds[0]}: " + ", ".join(
-            f"{scheme} {row['span_accuracy']:.1%}" for scheme, row in schemes.items())
-        + f", most frequent token {guesses[0]['spans']:.1%} (section 6)", spans_masked[:len(few)], linguistic,
-        seeds=few, seed_kind="pretraining",
-        gates={"geometric spans": (spans_masked[:len(few)], floor["spans"][:len(few)]),
-               "the better of named entities and noun phrases": (linguistic, floor["spans"][:len(few)])}),
-    "06-span-masking-helps-span-tasks": measured(
-        "QA F1 " + ", ".join(f"{name} {seed_summary(values)}" for name, values in span_task.items()) + " (section 6)",
-        span_task["geometric spans"], span_task["subword tokens"], seeds=seeds, seed_kind="pretraining",
-        gates={"geometric spans": (span_task["geometric spans"], floor["no pretraining"]),
-               "subword tokens": (span_task["subword tokens"], floor["no pretraining"])}),
-    "06-sbo-helps": measured(
-        f"held-out accuracy with spans masked, seed {', '.join(map(str, sorted(sbo_seeds)))}: with SBO "
-        + ", ".join(f"{v:.1%}" for v in with_sbo) + ", without " + ", ".join(
-            f"{v:.1%}" for v in spans_masked[:len(with_sbo)]) + " (section 7)", with_sbo,
-        spans_masked[:len(with_sbo)], seeds=sorted(sbo_seeds), seed_kind="pretraining",
-        gates={"spans + SBO": (with_sbo, floor["spans"][:len(with_sbo)]),
-               "spans": (spans_masked[:len(with_sbo)], floor["spans"][:len(with_sbo)])}),
-}, CHECKS, {
-    "06-roberta-is-bert": checked(f"largest difference in the logits {difference:.1e} (section 1)",
-                                  float(difference), 0.0),
-    "06-vocabulary-cost": checked(f"{extra[768]:,} (section 1)", extra[768]),
-    "06-vocabulary-cost-large": checked(f"{extra[1024]:,} (section 1)", extra[1024]),
-    "06-span-length-mean": checked(f"renormalised mean {mean['renormalised']:.3f}, clipped {mean['clipped']:.3f}, "
-                                   f"sampled {mean['sampled']:.3f} (section 5)", mean["renormalised"], 3.8),
-});
+show_what_we_saw(
+    "ch06-what-we-saw",
+    f"What we saw: chapter 06, {profile.current()} profile",
+    CLAIMS,
+    {
+        "06-doc-sentences-beat-sentence-pairs": measured(
+            f"QA F1 DOC-SENTENCES {seed_summary(qa['doc-sentences'])}, SENTENCE-PAIR {seed_summary(qa['sentence-pair'])}, "
+            f"no pretraining {seed_summary(floor['no pretraining'])} (section 2)",
+            qa["doc-sentences"],
+            qa["sentence-pair"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                "DOC-SENTENCES": (qa["doc-sentences"], floor["no pretraining"]),
+                "SENTENCE-PAIR": (qa["sentence-pair"], floor["no pretraining"]),
+            },
+        ),
+        "06-no-nsp-matches-or-helps": measured(
+            f"held-out MLM accuracy DOC-SENTENCES {seed_summary(mlm['doc-sentences'], '.1%')}, SEGMENT-PAIR "
+            f"{seed_summary(mlm['segment-pair'], '.1%')}, most frequent token {seed_summary(floor['tokens'], '.1%')} "
+            "(section 2)",
+            mlm["doc-sentences"],
+            mlm["segment-pair"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                "DOC-SENTENCES (no NSP)": (mlm["doc-sentences"], floor["tokens"]),
+                "SEGMENT-PAIR (NSP)": (mlm["segment-pair"], floor["tokens"]),
+            },
+        ),
+        "06-bigger-batches": measured(
+            f"held-out perplexity batch {sizes[1]} {seed_summary(perplexity[sizes[1]], '.1f')}, batch {sizes[0]} "
+            f"{seed_summary(perplexity[sizes[0]], '.1f')} (section 3)",
+            perplexity[sizes[1]],
+            perplexity[sizes[0]],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                "the second batch size (MLM accuracy)": (
+                    by_seed(batch_seeds[sizes[1]], "mlm_accuracy"),
+                    floor["tokens"],
+                )
+            },
+        ),
+        "06-whole-word-masking": shown(
+            "no bert-base-uncased vocabulary here"
+            if vocab_file is None
+            else f"philammon masked in part by the token rule {token_masked} times, by the whole-word rule {whole_masked} "
+            "times, of 300 masks each (section 4)"
+        ),
+        "06-geometric-spans-as-good": measured(
+            f"held-out accuracy with spans masked, seed {seeds[0]}: "
+            + ", ".join(f"{scheme} {row['span_accuracy']:.1%}" for scheme, row in schemes.items())
+            + f", most frequent token {guesses[0]['spans']:.1%} (section 6)",
+            spans_masked[: len(few)],
+            linguistic,
+            seeds=few,
+            seed_kind="pretraining",
+            gates={
+                "geometric spans": (spans_masked[: len(few)], floor["spans"][: len(few)]),
+                "the better of named entities and noun phrases": (linguistic, floor["spans"][: len(few)]),
+            },
+        ),
+        "06-span-masking-helps-span-tasks": measured(
+            "QA F1 "
+            + ", ".join(f"{name} {seed_summary(values)}" for name, values in span_task.items())
+            + " (section 6)",
+            span_task["geometric spans"],
+            span_task["subword tokens"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                "geometric spans": (span_task["geometric spans"], floor["no pretraining"]),
+                "subword tokens": (span_task["subword tokens"], floor["no pretraining"]),
+            },
+        ),
+        "06-sbo-helps": measured(
+            f"held-out accuracy with spans masked, seed {', '.join(map(str, sorted(sbo_seeds)))}: with SBO "
+            + ", ".join(f"{v:.1%}" for v in with_sbo)
+            + ", without "
+            + ", ".join(f"{v:.1%}" for v in spans_masked[: len(with_sbo)])
+            + " (section 7)",
+            with_sbo,
+            spans_masked[: len(with_sbo)],
+            seeds=sorted(sbo_seeds),
+            seed_kind="pretraining",
+            gates={
+                "spans + SBO": (with_sbo, floor["spans"][: len(with_sbo)]),
+                "spans": (spans_masked[: len(with_sbo)], floor["spans"][: len(with_sbo)]),
+            },
+        ),
+    },
+    CHECKS,
+    {
+        "06-roberta-is-bert": checked(
+            f"largest difference in the logits {difference:.1e} (section 1)", float(difference), 0.0
+        ),
+        "06-vocabulary-cost": checked(f"{extra[768]:,} (section 1)", extra[768]),
+        "06-vocabulary-cost-large": checked(f"{extra[1024]:,} (section 1)", extra[1024]),
+        "06-span-length-mean": checked(
+            f"renormalised mean {mean['renormalised']:.3f}, clipped {mean['clipped']:.3f}, "
+            f"sampled {mean['sampled']:.3f} (section 5)",
+            mean["renormalised"],
+            3.8,
+        ),
+    },
+)
 
 # %% [markdown]
 # Not run here: RoBERTa's Table 4 (more data, longer training) and SpanBERT's main results (its large models on

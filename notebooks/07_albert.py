@@ -33,8 +33,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 from dataclasses import replace
@@ -92,15 +101,27 @@ for name, model_config in paper_configs().items():
     counts[name] = counted
     pooler = model_config.hidden_size**2 + model_config.hidden_size
     width = getattr(model_config, "embedding_size", model_config.hidden_size)
-    rows.append([name, model_config.num_hidden_layers, model_config.hidden_size, width, f"{counted:,}",
-                 f"{counted - pooler:,}", PAPER_PARAMETERS[name]])
-show_reproduction("ch07-albert-table1", "Lan et al. (2020), Table 1: parameters of BERT and ALBERT",
-                  ["model", "L", "H", "E", "ours (exact)", "ours, no pooler", "paper"], rows,
-                  note="BERT base/large match the paper without the pooler, ALBERT base/large with it; ALBERT "
-                       "xlarge's 58.7M matches the paper's 60M only at its one printed digit, and xxlarge does not "
-                       "reproduce from the stated configuration (the paper prints 235M; we count 222.6M, as the "
-                       "transformers documentation does).");
-
+    rows.append(
+        [
+            name,
+            model_config.num_hidden_layers,
+            model_config.hidden_size,
+            width,
+            f"{counted:,}",
+            f"{counted - pooler:,}",
+            PAPER_PARAMETERS[name],
+        ]
+    )
+show_reproduction(
+    "ch07-albert-table1",
+    "Lan et al. (2020), Table 1: parameters of BERT and ALBERT",
+    ["model", "L", "H", "E", "ours (exact)", "ours, no pooler", "paper"],
+    rows,
+    note="BERT base/large match the paper without the pooler, ALBERT base/large with it; ALBERT "
+    "xlarge's 58.7M matches the paper's 60M only at its one printed digit, and xxlarge does not "
+    "reproduce from the stated configuration (the paper prints 235M; we count 222.6M, as the "
+    "transformers documentation does).",
+)
 # %% [markdown]
 # The paper's figures are rounded, and not all from one convention. BERT base and large match "no pooler,
 # $V = 30{,}000$" (108.5M → 108M, 333.6M → 334M); ALBERT base and large match "with pooler" (11.7M → 12M,
@@ -137,14 +158,23 @@ plt.show()
 
 # %%
 seed_everything(0)
-small = AlbertConfig(vocab_size=1000, embedding_size=16, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
-                     intermediate_size=256)
+small = AlbertConfig(
+    vocab_size=1000,
+    embedding_size=16,
+    hidden_size=64,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=256,
+)
 albert = AlbertModel(small)
 effective = albert.embeddings.word_embeddings.weight @ albert.encoder.embedding_hidden_mapping_in.weight.T  # (V, H)
-bert = BertModel(BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
-                            intermediate_size=256))
-ranks = {"ALBERT V×E·E×H": int(torch.linalg.matrix_rank(effective)),
-         "BERT V×H": int(torch.linalg.matrix_rank(bert.embeddings.word_embeddings.weight))}
+bert = BertModel(
+    BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=256)
+)
+ranks = {
+    "ALBERT V×E·E×H": int(torch.linalg.matrix_rank(effective)),
+    "BERT V×H": int(torch.linalg.matrix_rank(bert.embeddings.word_embeddings.weight)),
+}
 print(f"shape {tuple(effective.shape)}, E = {small.embedding_size}, H = {small.hidden_size}: ranks {ranks}")
 assert ranks == {"ALBERT V×E·E×H": 16, "BERT V×H": 64}
 
@@ -158,8 +188,16 @@ assert ranks == {"ALBERT V×E·E×H": 16, "BERT V×H": 64}
 # (section 1).
 
 # %%
-table3_paper = {(64, "not-shared"): 87, (128, "not-shared"): 89, (256, "not-shared"): 93, (768, "not-shared"): 108,
-                (64, "all-shared"): 10, (128, "all-shared"): 12, (256, "all-shared"): 16, (768, "all-shared"): 31}
+table3_paper = {
+    (64, "not-shared"): 87,
+    (128, "not-shared"): 89,
+    (256, "not-shared"): 93,
+    (768, "not-shared"): 108,
+    (64, "all-shared"): 10,
+    (128, "all-shared"): 12,
+    (256, "all-shared"): 16,
+    (768, "all-shared"): 31,
+}
 import transformers  # noqa: E402  (an independent count: transformers' own AlbertModel)
 
 POOLER = 768**2 + 768
@@ -182,11 +220,14 @@ for (width, sharing), paper in table3_paper.items():
     rows.append([width, sharing, f"{ours:,}", f"{paper}M"])
     assert ours == count_on_meta(lambda: transformers.AlbertModel(row_config.to_hf()))  # transformers counts the same
     assert near_paper(ours, paper, bert_row=(width, sharing) == (768, "not-shared"))
-show_reproduction("ch07-albert-table3-parameters", "Lan et al. (2020), Table 3: parameters of ALBERT-base by "
-                  "embedding size E", ["E", "sharing", "ours (AlbertModel)", "paper"], rows,
-                  note="Every row reproduces to the paper's rounding (the E = 768 not-shared row is BERT-base, "
-                       "counted without projection and pooler).");
-
+show_reproduction(
+    "ch07-albert-table3-parameters",
+    "Lan et al. (2020), Table 3: parameters of ALBERT-base by embedding size E",
+    ["E", "sharing", "ours (AlbertModel)", "paper"],
+    rows,
+    note="Every row reproduces to the paper's rounding (the E = 768 not-shared row is BERT-base, "
+    "counted without projection and pooler).",
+)
 # %% [markdown]
 # ## 3. Cross-layer sharing
 #
@@ -196,9 +237,12 @@ show_reproduction("ch07-albert-table3-parameters", "Lan et al. (2020), Table 3: 
 
 # %%
 layers = albert.encoder.layers()
-print("the module object at each depth, named by the first depth that uses it:",
-      [next(i for i, other in enumerate(layers) if other is layer) for layer in layers], "state-dict keys of layers:",
-      sum("albert_layer_groups" in k for k in albert.state_dict()))
+print(
+    "the module object at each depth, named by the first depth that uses it:",
+    [next(i for i, other in enumerate(layers) if other is layer) for layer in layers],
+    "state-dict keys of layers:",
+    sum("albert_layer_groups" in k for k in albert.state_dict()),
+)
 assert all(layer is layers[0] for layer in layers)
 two_groups = AlbertModel(AlbertConfig(**{**small.__dict__, "num_hidden_groups": 2})).encoder.layers()
 assert two_groups[0] is two_groups[1] and two_groups[1] is not two_groups[2]
@@ -212,18 +256,23 @@ assert two_groups[0] is two_groups[1] and two_groups[1] is not two_groups[2]
 table4_paper = {"all-shared": 31, "shared-attention": 83, "shared-ffn": 57, "not-shared": 108}
 rows = []
 for strategy, paper in table4_paper.items():
+
     def build(strategy=strategy):
         model = AlbertModel(AlbertConfig(embedding_size=768, num_hidden_groups=1 if strategy == "all-shared" else 12))
         if strategy.startswith("shared-"):
             share_across_layers(model.encoder, strategy.removeprefix("shared-"))
         return model
+
     ours = count_on_meta(build)
     rows.append([strategy, f"{ours:,}", f"{paper}M"])
     assert near_paper(ours, paper, bert_row=strategy == "not-shared")
-show_reproduction("ch07-albert-table4-parameters", "Lan et al. (2020), Table 4: parameters of ALBERT-base "
-                  "(E = 768) by what is shared", ["sharing", "ours", "paper"], rows,
-                  note="Every row reproduces to the paper's rounding.");
-
+show_reproduction(
+    "ch07-albert-table4-parameters",
+    "Lan et al. (2020), Table 4: parameters of ALBERT-base (E = 768) by what is shared",
+    ["sharing", "ours", "paper"],
+    rows,
+    note="Every row reproduces to the paper's rounding.",
+)
 # %% [markdown]
 # Does sharing cost accuracy, and does it change what the layers do? We pretrain three models of the same
 # depth (4 layers, $H = 64$, masked LM only, the same data and steps): an all-shared ALBERT with $E = 16$,
@@ -234,8 +283,10 @@ show_reproduction("ch07-albert-table4-parameters", "Lan et al. (2020), Table 4: 
 # held-out MLM accuracy, with the unigram guess as the floor. The curves are the first seed's.
 
 # %%
-profile.expect(53 * len(config.seeds_of_sharing), "Pretraining the BERT and ALBERTs of Table 3 (the first time; "
-               "then they load from the cache)")
+profile.expect(
+    53 * len(config.seeds_of_sharing),
+    "Pretraining the BERT and ALBERTs of Table 3 (the first time; then they load from the cache)",
+)
 sharing = sharing_runs(config)
 
 
@@ -244,15 +295,24 @@ def over_seeds(values):
     return seed_summary(values, ".1%") if len(values) > 1 else f"{values[0]:.1%} (seed {sharing['seeds'][0]})"
 
 
-table3_avg = {"all-shared, E=16": "79.0 (E=64)", "not-shared, E=16": "81.3 (E=64)", "not-shared, E=64 (BERT)": "82.3 (E=H)"}
-rows = [[name, f"{row['parameters']:,}", over_seeds(row["mlm_accuracy"]), table3_avg.get(name)]
-        for name, row in sharing["runs"].items()]
+table3_avg = {
+    "all-shared, E=16": "79.0 (E=64)",
+    "not-shared, E=16": "81.3 (E=64)",
+    "not-shared, E=64 (BERT)": "82.3 (E=H)",
+}
+rows = [
+    [name, f"{row['parameters']:,}", over_seeds(row["mlm_accuracy"]), table3_avg.get(name)]
+    for name, row in sharing["runs"].items()
+]
 rows.append(["unigram guess", None, over_seeds(sharing["baseline"]), None])
-show_reproduction("ch07-albert-table3-sharing", "Lan et al. (2020), Table 3: does sharing every layer cost "
-                  "accuracy?", ["run", "parameters", "ours: held-out MLM accuracy",
-                                "paper: average of GLUE/SQuAD/RACE, ALBERT-base"], rows,
-                  note="The paper's order (all-shared < not-shared < BERT) is judged in \"What we saw\"; our column "
-                       "is masked-LM accuracy after 400 steps, not fine-tuned task scores.")
+show_reproduction(
+    "ch07-albert-table3-sharing",
+    "Lan et al. (2020), Table 3: does sharing every layer cost accuracy?",
+    ["run", "parameters", "ours: held-out MLM accuracy", "paper: average of GLUE/SQuAD/RACE, ALBERT-base"],
+    rows,
+    note='The paper\'s order (all-shared < not-shared < BERT) is judged in "What we saw"; our column '
+    "is masked-LM accuracy after 400 steps, not fine-tuned task scores.",
+)
 accuracy = {name: row["mlm_accuracy"] for name, row in sharing["runs"].items()}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
 for name, per_seed in sharing["figure1"].items():
@@ -275,11 +335,15 @@ assert all(b > 2 * u for b, u in zip(bert_accuracy, sharing["baseline"]))
 
 # %%
 albert, bert = sharing["figure1"]["ALBERT"], sharing["figure1"]["BERT"]
-falls = {name: [all(b < a for a, b in zip(c["angle"], c["angle"][1:])) for c in per_seed]
-         for name, per_seed in sharing["figure1"].items()}
+falls = {
+    name: [all(b < a for a, b in zip(c["angle"], c["angle"][1:])) for c in per_seed]
+    for name, per_seed in sharing["figure1"].items()
+}
 print("angle falls at every layer (a smooth curve), per seed:", falls)
-print("last layer's angle (degrees), per seed:",
-      {name: [round(c["angle"][-1], 1) for c in per_seed] for name, per_seed in sharing["figure1"].items()})
+print(
+    "last layer's angle (degrees), per seed:",
+    {name: [round(c["angle"][-1], 1) for c in per_seed] for name, per_seed in sharing["figure1"].items()},
+)
 
 # %% [markdown]
 # ## 4. Sentence-order prediction
@@ -347,22 +411,32 @@ for diary in diaries(500, seed=0):
 # core.
 
 # %%
-profile.expect(30 * len(config.seeds), "Pretraining the models of the pair-task grid (the first time; then they load "
-               "from the cache)")
+profile.expect(
+    30 * len(config.seeds),
+    "Pretraining the models of the pair-task grid (the first time; then they load from the cache)",
+)
 grid = pair_task_grid(config)
 seeds, pair_rows, majority = grid["seeds"], grid["rows"], grid["majority"]
 paper5 = {"nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
-rows = [[f"MLM + {task.upper()}", *(seed_summary(row[column], ".1%") for column in ("mlm_accuracy", "nsp", "sop")),
-         " / ".join(str(v) for v in paper5[task])] for task, row in pair_rows.items()]
+rows = [
+    [
+        f"MLM + {task.upper()}",
+        *(seed_summary(row[column], ".1%") for column in ("mlm_accuracy", "nsp", "sop")),
+        " / ".join(str(v) for v in paper5[task]),
+    ]
+    for task, row in pair_rows.items()
+]
 rows.append(["majority label", None, f"{majority['nsp']:.1%}", f"{majority['sop']:.1%}", "None row: 52.4 / 53.3"])
-show_reproduction("ch07-albert-table5", "Lan et al. (2020), Table 5: which pair task to pretrain with "
-                  f"(seeds {', '.join(map(str, seeds))})",
-                  ["trained with", "MLM", "NSP", "SOP", "paper: MLM / NSP / SOP"], rows,
-                  note="The paper's MLM column is on Wikipedia and books, ours on the diaries, each model on "
-                       "its own held-out pairs (an SOP pair's B always names A's person and things, a random NSP "
-                       "entry does not, so the two MLM figures do not compare either): only the pair columns "
-                       "compare. Verdicts in \"What we saw\".");
-
+show_reproduction(
+    "ch07-albert-table5",
+    f"Lan et al. (2020), Table 5: which pair task to pretrain with (seeds {', '.join(map(str, seeds))})",
+    ["trained with", "MLM", "NSP", "SOP", "paper: MLM / NSP / SOP"],
+    rows,
+    note="The paper's MLM column is on Wikipedia and books, ours on the diaries, each model on "
+    "its own held-out pairs (an SOP pair's B always names A's person and things, a random NSP "
+    "entry does not, so the two MLM figures do not compare either): only the pair columns "
+    'compare. Verdicts in "What we saw".',
+)
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(8, 3), sharey=True)
 for ax, tested in zip(axes, ("nsp", "sop")):
@@ -379,8 +453,10 @@ plt.show()
 # %%
 # What each head answers: the share of held-out pairs it calls "B follows A", per seed.
 for task, row in pair_rows.items():
-    print(f"trained with {task.upper()}:", {tested: [round(share, 2) for share in shares]
-                                            for tested, shares in row["follows_share"].items()})
+    print(
+        f"trained with {task.upper()}:",
+        {tested: [round(share, 2) for share in shares] for tested, shares in row["follows_share"].items()},
+    )
 
 # %% [markdown]
 # Read the table as the paper does. Each model solves its own task. The NSP model scores the majority label on
@@ -412,62 +488,116 @@ from lecture_lib.reproductions import checked, measured, show_what_we_saw  # noq
 
 seeds = list(config.seeds)
 unigram = sharing["baseline"]
-learned = {f"{name} masked-LM accuracy": (values, unigram) for name, values in (
-    ("all-shared ALBERT", all_shared), ("not-shared ALBERT", not_shared), ("BERT", bert_accuracy))}
+learned = {
+    f"{name} masked-LM accuracy": (values, unigram)
+    for name, values in (("all-shared ALBERT", all_shared), ("not-shared ALBERT", not_shared), ("BERT", bert_accuracy))
+}
 last_angle = {name: [c["angle"][-1] for c in per_seed] for name, per_seed in sharing["figure1"].items()}
 chance = {task: [majority[task]] * len(seeds) for task in ("nsp", "sop")}
-table3_matches = [float(near_paper(encoder_parameters(AlbertConfig(
-    embedding_size=width, num_hidden_groups=12 if sharing_ == "not-shared" else 1)), paper,
-    bert_row=(width, sharing_) == (768, "not-shared"))) for (width, sharing_), paper in table3_paper.items()]
+table3_matches = [
+    float(
+        near_paper(
+            encoder_parameters(
+                AlbertConfig(embedding_size=width, num_hidden_groups=12 if sharing_ == "not-shared" else 1)
+            ),
+            paper,
+            bert_row=(width, sharing_) == (768, "not-shared"),
+        )
+    )
+    for (width, sharing_), paper in table3_paper.items()
+]
 
 
 def on_seeds(values, spec=".1%"):
     return ", ".join(f"{value:{spec}}" for value in values)
 
 
-show_what_we_saw("ch07-what-we-saw", "What we saw: chapter 07", CLAIMS, {
-    "07-sharing-costs-accuracy": measured(
-        f"held-out MLM accuracy per seed: all-shared {on_seeds(all_shared)}; not shared {on_seeds(not_shared)}; "
-        f"unigram guess {on_seeds(unigram)} (section 3)", not_shared, all_shared, seeds=sharing["seeds"],
-        seed_kind="pretraining", gates={k: learned[k] for k in list(learned)[:2]}),
-    "07-unshared-full-width-is-best": measured(
-        f"held-out MLM accuracy per seed: BERT {on_seeds(bert_accuracy)}; not-shared ALBERT {on_seeds(not_shared)} "
-        "(section 3)", bert_accuracy, not_shared, seeds=sharing["seeds"], seed_kind="pretraining",
-        gates={k: learned[k] for k in list(learned)[1:]}),
-    "07-sharing-smooths-transitions": measured(
-        f"last layer's angle per seed: ALBERT {on_seeds(last_angle['ALBERT'], '.0f')}°, BERT "
-        f"{on_seeds(last_angle['BERT'], '.0f')}°; ALBERT's angle falls at every layer on "
-        f"{sum(falls['ALBERT'])} of {len(sharing['seeds'])} seeds, BERT's on {sum(falls['BERT'])} (section 3)",
-        last_angle["ALBERT"], last_angle["BERT"], seeds=sharing["seeds"], seed_kind="pretraining",
-        gates={k: learned[k] for k in list(learned)[::2]}),
-    "07-sop-learnable": measured(
-        f"the SOP model {seed_summary(pair_rows['sop']['sop'], '.1%')} on held-out SOP pairs, majority label "
-        f"{majority['sop']:.1%} (section 4)", pair_rows["sop"]["sop"], chance["sop"], seeds=seeds,
-        seed_kind="pretraining"),
-    "07-nsp-model-fails-sop": measured(
-        f"the NSP model {seed_summary(pair_rows['nsp']['sop'], '.1%')} on SOP (majority {majority['sop']:.1%}), "
-        f"{seed_summary(pair_rows['nsp']['nsp'], '.1%')} on NSP (majority {majority['nsp']:.1%}) (section 4)",
-        [a - majority["sop"] for a in pair_rows["nsp"]["sop"]], seeds=seeds, seed_kind="pretraining",
-        gates={"the NSP model on NSP pairs": (pair_rows["nsp"]["nsp"], chance["nsp"])}),
-    "07-sop-model-transfers-to-nsp": measured(
-        f"the SOP model {seed_summary(pair_rows['sop']['nsp'], '.1%')} on NSP, majority {majority['nsp']:.1%} "
-        "(section 4)", pair_rows["sop"]["nsp"], chance["nsp"], seeds=seeds, seed_kind="pretraining",
-        gates={"the SOP model on SOP pairs": (pair_rows["sop"]["sop"], chance["sop"])}),
-}, CHECKS, {
-    "07-albert-base-parameters": checked(f"{counts['ALBERT base'] / 1e6:.1f}M, with the pooler (section 1)",
-                                         counts["ALBERT base"]),
-    "07-bert-base-parameters": checked(f"{no_pooler['BERT base'] / 1e6:.1f}M (section 1)", no_pooler["BERT base"]),
-    "07-albert-xlarge-parameters": checked(f"{counts['ALBERT xlarge'] / 1e6:.1f}M (section 1)",
-                                           counts["ALBERT xlarge"]),
-    "07-albert-xxlarge-parameters": checked(f"{counts['ALBERT xxlarge'] / 1e6:.1f}M, as `transformers`' documentation "
-                                            "lists 223M (section 1)", counts["ALBERT xxlarge"]),
-    "07-table3-parameters": checked(f"{int(sum(table3_matches))} of {len(table3_paper)} rows, each counted exactly and "
-                                    "equal to `transformers`' AlbertModel (section 2)", table3_matches, 1.0),
-    "07-factorized-rank": checked(f"rank {ranks['ALBERT V×E·E×H']} at E = {small.embedding_size}, BERT's "
-                                  f"{ranks['BERT V×H']} at H = {small.hidden_size} (section 2)",
-                                  [ranks["ALBERT V×E·E×H"], ranks["BERT V×H"]],
-                                  [small.embedding_size, small.hidden_size]),
-});
+show_what_we_saw(
+    "ch07-what-we-saw",
+    "What we saw: chapter 07",
+    CLAIMS,
+    {
+        "07-sharing-costs-accuracy": measured(
+            f"held-out MLM accuracy per seed: all-shared {on_seeds(all_shared)}; not shared {on_seeds(not_shared)}; "
+            f"unigram guess {on_seeds(unigram)} (section 3)",
+            not_shared,
+            all_shared,
+            seeds=sharing["seeds"],
+            seed_kind="pretraining",
+            gates={k: learned[k] for k in list(learned)[:2]},
+        ),
+        "07-unshared-full-width-is-best": measured(
+            f"held-out MLM accuracy per seed: BERT {on_seeds(bert_accuracy)}; not-shared ALBERT {on_seeds(not_shared)} "
+            "(section 3)",
+            bert_accuracy,
+            not_shared,
+            seeds=sharing["seeds"],
+            seed_kind="pretraining",
+            gates={k: learned[k] for k in list(learned)[1:]},
+        ),
+        "07-sharing-smooths-transitions": measured(
+            f"last layer's angle per seed: ALBERT {on_seeds(last_angle['ALBERT'], '.0f')}°, BERT "
+            f"{on_seeds(last_angle['BERT'], '.0f')}°; ALBERT's angle falls at every layer on "
+            f"{sum(falls['ALBERT'])} of {len(sharing['seeds'])} seeds, BERT's on {sum(falls['BERT'])} (section 3)",
+            last_angle["ALBERT"],
+            last_angle["BERT"],
+            seeds=sharing["seeds"],
+            seed_kind="pretraining",
+            gates={k: learned[k] for k in list(learned)[::2]},
+        ),
+        "07-sop-learnable": measured(
+            f"the SOP model {seed_summary(pair_rows['sop']['sop'], '.1%')} on held-out SOP pairs, majority label "
+            f"{majority['sop']:.1%} (section 4)",
+            pair_rows["sop"]["sop"],
+            chance["sop"],
+            seeds=seeds,
+            seed_kind="pretraining",
+        ),
+        "07-nsp-model-fails-sop": measured(
+            f"the NSP model {seed_summary(pair_rows['nsp']['sop'], '.1%')} on SOP (majority {majority['sop']:.1%}), "
+            f"{seed_summary(pair_rows['nsp']['nsp'], '.1%')} on NSP (majority {majority['nsp']:.1%}) (section 4)",
+            [a - majority["sop"] for a in pair_rows["nsp"]["sop"]],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={"the NSP model on NSP pairs": (pair_rows["nsp"]["nsp"], chance["nsp"])},
+        ),
+        "07-sop-model-transfers-to-nsp": measured(
+            f"the SOP model {seed_summary(pair_rows['sop']['nsp'], '.1%')} on NSP, majority {majority['nsp']:.1%} "
+            "(section 4)",
+            pair_rows["sop"]["nsp"],
+            chance["nsp"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={"the SOP model on SOP pairs": (pair_rows["sop"]["sop"], chance["sop"])},
+        ),
+    },
+    CHECKS,
+    {
+        "07-albert-base-parameters": checked(
+            f"{counts['ALBERT base'] / 1e6:.1f}M, with the pooler (section 1)", counts["ALBERT base"]
+        ),
+        "07-bert-base-parameters": checked(f"{no_pooler['BERT base'] / 1e6:.1f}M (section 1)", no_pooler["BERT base"]),
+        "07-albert-xlarge-parameters": checked(
+            f"{counts['ALBERT xlarge'] / 1e6:.1f}M (section 1)", counts["ALBERT xlarge"]
+        ),
+        "07-albert-xxlarge-parameters": checked(
+            f"{counts['ALBERT xxlarge'] / 1e6:.1f}M, as `transformers`' documentation lists 223M (section 1)",
+            counts["ALBERT xxlarge"],
+        ),
+        "07-table3-parameters": checked(
+            f"{int(sum(table3_matches))} of {len(table3_paper)} rows, each counted exactly and "
+            "equal to `transformers`' AlbertModel (section 2)",
+            table3_matches,
+            1.0,
+        ),
+        "07-factorized-rank": checked(
+            f"rank {ranks['ALBERT V×E·E×H']} at E = {small.embedding_size}, BERT's "
+            f"{ranks['BERT V×H']} at H = {small.hidden_size} (section 2)",
+            [ranks["ALBERT V×E·E×H"], ranks["BERT V×H"]],
+            [small.embedding_size, small.hidden_size],
+        ),
+    },
+)
 
 # %% [markdown]
 # What did not reproduce, and why. ALBERT-xxlarge's count, 222.6M, is not the paper's 235M, under any counting

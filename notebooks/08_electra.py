@@ -34,8 +34,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import time
@@ -105,8 +114,10 @@ tokens = data.tokenizer.convert_ids_to_tokens
 batch = data.batch(0)
 real = batch["attention_mask"].bool()
 chosen = batch["labels"] != IGNORE_INDEX
-print(f"one batch: {int(real.sum())} real tokens, {int(chosen.sum())} with a masked-LM loss "
-      f"({chosen.sum() / real.sum():.1%}), {int(real.sum())} with a discriminator loss (100%)")
+print(
+    f"one batch: {int(real.sum())} real tokens, {int(chosen.sum())} with a masked-LM loss "
+    f"({chosen.sum() / real.sum():.1%}), {int(real.sum())} with a discriminator loss (100%)"
+)
 
 # %%
 assert not (chosen & ~real).any() and not chosen[:, 0].any()  # only real tokens are chosen, never [CLS]
@@ -193,8 +204,16 @@ assert ((masked[library] == 4) | (masked[library] == ids[library])).all()  # [MA
 
 # %%
 torch.manual_seed(0)
-tiny = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+tiny = dict(
+    vocab_size=97,
+    embedding_size=16,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 hf_disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(**tiny)).double().eval()
 hf_gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(**tiny)).double().eval()
 ours_disc, ours_gen = ElectraForPreTraining.from_hf(hf_disc), ElectraForMaskedLM.from_hf(hf_gen)
@@ -234,8 +253,10 @@ walk = replaced_token_example(electra, config, data)
 print(f"{'original':>12s} {'generator in':>13s} {'corrupted':>12s}  label  P(replaced)")
 for t in walk:
     flag = " <-" if t["replaced"] else ""
-    print(f"{t['original']:>12s} {t['generator_input']:>13s} {t['corrupted']:>12s}  {t['replaced']:5d}  "
-          f"{t['p_replaced']:10.2f}{flag}")
+    print(
+        f"{t['original']:>12s} {t['generator_input']:>13s} {t['corrupted']:>12s}  {t['replaced']:5d}  "
+        f"{t['p_replaced']:10.2f}{flag}"
+    )
 held_out = detection_accuracy(electra, config, data)
 print({k: round(v, 3) for k, v in held_out.items()})
 
@@ -257,8 +278,12 @@ assert all(t["replaced"] == int(t["original"] != t["corrupted"]) for t in walk)
 # %%
 pair = ElectraPretrainingModel.from_config(ElectraConfig(**tiny), generator_size=0.5)
 gen_emb, disc_emb = pair.generator.electra.embeddings, pair.discriminator.electra.embeddings
-print("same module:", gen_emb is disc_emb, "| output matrix is the token table:",
-      pair.generator.generator_lm_head.weight is disc_emb.word_embeddings.weight)
+print(
+    "same module:",
+    gen_emb is disc_emb,
+    "| output matrix is the token table:",
+    pair.generator.generator_lm_head.weight is disc_emb.word_embeddings.weight,
+)
 count = sum(p.numel() for p in pair.parameters())
 separate = sum(p.numel() for p in pair.generator.parameters()) + sum(p.numel() for p in pair.discriminator.parameters())
 print(f"parameters: {count:,} in the pair, {separate:,} if the embeddings were counted twice")
@@ -286,19 +311,28 @@ for half in hf_halves:
 
 # %%
 sizes = config.model
-bert_same = BertConfig(**{k: getattr(sizes, k) for k in ("vocab_size", "hidden_size", "num_hidden_layers",
-                                                         "num_attention_heads", "intermediate_size")})
+bert_same = BertConfig(
+    **{
+        k: getattr(sizes, k)
+        for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    }
+)
 T = sizes.max_position_embeddings
-print(f"per token: masked LM (full head) {electra_training_flops_per_token(sizes, T, 'generator') / 1e6:.3f} MFLOP, "
-      f"chapter 04's BERT formula {training_flops_per_token(bert_same, T) / 1e6:.3f} MFLOP")
+print(
+    f"per token: masked LM (full head) {electra_training_flops_per_token(sizes, T, 'generator') / 1e6:.3f} MFLOP, "
+    f"chapter 04's BERT formula {training_flops_per_token(bert_same, T) / 1e6:.3f} MFLOP"
+)
 print(f"budget: {budget(config):.3e} FLOPs (ELECTRA's {config.steps} steps of {config.batch_size} x {T} tokens)")
 spent = {}
 for variant, size in (("ELECTRA", config.generator_size), ("BERT", None)):
     parts = flops_per_token(variant, config, size)
     spent[variant] = steps_for(variant, config, size) * flops_per_step(variant, config, size)
-    print(f"{variant:8s} per token " + " + ".join(f"{name} {value / 1e6:.4f}" for name, value in parts.items())
-          + f" MFLOP = {flops_per_step(variant, config, size) / 1e9:.3f} GFLOP a step; "
-          f"{steps_for(variant, config, size)} steps spend {spent[variant]:.3e} FLOPs")
+    print(
+        f"{variant:8s} per token "
+        + " + ".join(f"{name} {value / 1e6:.4f}" for name, value in parts.items())
+        + f" MFLOP = {flops_per_step(variant, config, size) / 1e9:.3f} GFLOP a step; "
+        f"{steps_for(variant, config, size)} steps spend {spent[variant]:.3e} FLOPs"
+    )
 
 # %%
 assert electra_training_flops_per_token(sizes, T, "generator") == training_flops_per_token(bert_same, T)
@@ -326,40 +360,91 @@ assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  
 # %%
 profile.expect(20, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
 electra_runs, mlm_runs = table5_runs["ELECTRA"], table5_runs["BERT"]
-curve = {"ELECTRA": seeded_scores(electra_runs, config, config.fractions),
-         "masked LM (BERT)": seeded_scores(mlm_runs, config, config.fractions)}
+curve = {
+    "ELECTRA": seeded_scores(electra_runs, config, config.fractions),
+    "masked LM (BERT)": seeded_scores(mlm_runs, config, config.fractions),
+}
 from_scratch = [mean_score(scratch_scores(seeded(config, seed))) for seed in config.seeds]
 ahead = {f: sum(e > m for e, m in zip(curve["ELECTRA"][f], curve["masked LM (BERT)"][f])) for f in config.fractions}
 show_reproduction(
-    "ch08-electra-table1", "Paper (Clark et al., 2020), Table 1: ELECTRA-Small checkpoints and BERT-Small at "
-    "ELECTRA-Small's FLOPs (GLUE dev); ours: fine-tuned " + ", ".join(config.tasks) + " score over seeds "
+    "ch08-electra-table1",
+    "Paper (Clark et al., 2020), Table 1: ELECTRA-Small checkpoints and BERT-Small at "
+    "ELECTRA-Small's FLOPs (GLUE dev); ours: fine-tuned "
+    + ", ".join(config.tasks)
+    + " score over seeds "
     + ", ".join(map(str, config.seeds)),
-    ["share of the budget", "our FLOPs", "ELECTRA (ours)", "masked LM (ours)", "seeds with ELECTRA ahead",
-     "ELECTRA-Small (paper)", "BERT-Small (paper)"],
-    [[f"{f:.4g}", f"{f * budget(config):.2e}", seed_summary(curve["ELECTRA"][f]),
-      seed_summary(curve["masked LM (BERT)"][f]), f"{ahead[f]} of {len(config.seeds)}",
-      f"{PAPER_CHECKPOINTS[f]:.1f}", f"{PAPER_BERT_SMALL}" if f == 1.0 else None] for f in config.fractions]
+    [
+        "share of the budget",
+        "our FLOPs",
+        "ELECTRA (ours)",
+        "masked LM (ours)",
+        "seeds with ELECTRA ahead",
+        "ELECTRA-Small (paper)",
+        "BERT-Small (paper)",
+    ],
+    [
+        [
+            f"{f:.4g}",
+            f"{f * budget(config):.2e}",
+            seed_summary(curve["ELECTRA"][f]),
+            seed_summary(curve["masked LM (BERT)"][f]),
+            f"{ahead[f]} of {len(config.seeds)}",
+            f"{PAPER_CHECKPOINTS[f]:.1f}",
+            f"{PAPER_BERT_SMALL}" if f == 1.0 else None,
+        ]
+        for f in config.fractions
+    ]
     + [["0 (from scratch)", "0", seed_summary(from_scratch), seed_summary(from_scratch), None, None, None]],
     note="The paper's ELECTRA-Small is ahead of BERT-Small at equal FLOPs; its Figure 1 shows the gap widest at "
-         "the small budgets. Our verdict is in \"What we saw\".")
-detection_at = {f: {seed: detection_accuracy(run, seeded(config, seed), data, fraction=f)
-                    for seed, run in electra_runs.items()} for f in config.fractions}
-text_recall = {f: [d["recall on replacements by words of the text"] for d in at.values()]
-               for f, at in detection_at.items()}
-learned_at = {f: [1 - d["discriminator loss"] / d["constant guess loss"] for d in at.values()]
-              for f, at in detection_at.items()}
+    'the small budgets. Our verdict is in "What we saw".',
+)
+detection_at = {
+    f: {seed: detection_accuracy(run, seeded(config, seed), data, fraction=f) for seed, run in electra_runs.items()}
+    for f in config.fractions
+}
+text_recall = {
+    f: [d["recall on replacements by words of the text"] for d in at.values()] for f, at in detection_at.items()
+}
+learned_at = {
+    f: [1 - d["discriminator loss"] / d["constant guess loss"] for d in at.values()] for f, at in detection_at.items()
+}
 lead = {f: [e - m for e, m in zip(curve["ELECTRA"][f], curve["masked LM (BERT)"][f])] for f in config.fractions}
-display(Markdown("**The discriminator at each checkpoint**\n\n" + markdown_table(
-    ["share of the budget", "recall on replacements", "by words of the text", "guess loss removed",
-     "ELECTRA − masked LM"],
-    [[f"{f:.4g}", seed_summary([d["recall on replacements"] for d in at.values()]), seed_summary(text_recall[f]),
-      seed_summary(learned_at[f]), seed_summary(lead[f])] for f, at in detection_at.items()])))
+display(
+    Markdown(
+        "**The discriminator at each checkpoint**\n\n"
+        + markdown_table(
+            [
+                "share of the budget",
+                "recall on replacements",
+                "by words of the text",
+                "guess loss removed",
+                "ELECTRA − masked LM",
+            ],
+            [
+                [
+                    f"{f:.4g}",
+                    seed_summary([d["recall on replacements"] for d in at.values()]),
+                    seed_summary(text_recall[f]),
+                    seed_summary(learned_at[f]),
+                    seed_summary(lead[f]),
+                ]
+                for f, at in detection_at.items()
+            ],
+        )
+    )
+)
 detection, learned = detection_at[1.0], learned_at[1.0]  # the whole run
 recall = [d["recall on replacements"] for d in detection.values()]
-print("at the end, per seed: recall on replacements", ", ".join(f"{r:.3f}" for r in recall),
-      "| accuracy on the originals", ", ".join(f"{d['accuracy on originals']:.3f}" for d in detection.values()),
-      "| held-out loss per token", ", ".join(f"{d['discriminator loss']:.3f}" for d in detection.values()),
-      "nats against a constant guess's", ", ".join(f"{d['constant guess loss']:.3f}" for d in detection.values()))
+print(
+    "at the end, per seed: recall on replacements",
+    ", ".join(f"{r:.3f}" for r in recall),
+    "| accuracy on the originals",
+    ", ".join(f"{d['accuracy on originals']:.3f}" for d in detection.values()),
+    "| held-out loss per token",
+    ", ".join(f"{d['discriminator loss']:.3f}" for d in detection.values()),
+    "nats against a constant guess's",
+    ", ".join(f"{d['constant guess loss']:.3f}" for d in detection.values()),
+)
 smaller = [f for f in config.fractions if f < 1.0]  # the smaller budgets, where Figure 1's gap is widest
 
 fig, (ax, ax_loss) = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -413,15 +498,27 @@ assert all(end > start for end, start in zip(text_recall[1.0], text_recall[confi
 profile.expect(10, "Fine-tuning the other rows of Table 5")
 table5 = {variant: seeded_scores(runs, config)[1.0] for variant, runs in table5_runs.items()}
 show_reproduction(
-    "ch08-electra-table5", "Paper (Clark et al., 2020), Table 5: the efficiency ablation at equal compute, "
-    "ELECTRA-Base (GLUE dev); ours: fine-tuned " + ", ".join(config.tasks) + " score over seeds "
+    "ch08-electra-table5",
+    "Paper (Clark et al., 2020), Table 5: the efficiency ablation at equal compute, "
+    "ELECTRA-Base (GLUE dev); ours: fine-tuned "
+    + ", ".join(config.tasks)
+    + " score over seeds "
     + ", ".join(map(str, config.seeds)),
     ["model", "our steps", "our FLOPs", "ours", "paper"],
-    [[variant, table5_runs[variant][config.seeds[0]].steps, f"{table5_runs[variant][config.seeds[0]].flops:.3e}",
-      seed_summary(table5[variant]), f"{PAPER_TABLE5[variant]:.1f}"]
-     for variant in PAPER_TABLE5 if variant in table5],
+    [
+        [
+            variant,
+            table5_runs[variant][config.seeds[0]].steps,
+            f"{table5_runs[variant][config.seeds[0]].flops:.3e}",
+            seed_summary(table5[variant]),
+            f"{PAPER_TABLE5[variant]:.1f}",
+        ]
+        for variant in PAPER_TABLE5
+        if variant in table5
+    ],
     note="The paper's reading: most of ELECTRA's gain over BERT comes from learning from all tokens (All-Tokens "
-         "MLM close to ELECTRA), less from never showing [MASK]; its verdicts are in \"What we saw\".")
+    'MLM close to ELECTRA), less from never showing [MASK]; its verdicts are in "What we saw".',
+)
 replaced_share = [d["replaced share"] for d in detection.values()]
 print("masked positions the generator replaced, per seed:", ", ".join(f"{s:.3f}" for s in replaced_share))
 
@@ -457,17 +554,32 @@ sweep_scores, sweep_detection, rows = {}, {}, []
 for size, runs in sorted(sweep.items(), key=lambda item: str(item[0])):
     sweep_scores[size] = seeded_scores(runs, config)[1.0]
     sweep_detection[size] = [detection_accuracy(run, seeded(config, seed), data) for seed, run in runs.items()]
-    rows.append([str(size), runs[config.seed].steps, over_seeds(sweep_scores[size]),
-                 over_seeds([d["generator accuracy"] for d in sweep_detection[size]]),
-                 over_seeds([d["recall on replacements"] for d in sweep_detection[size]])])
+    rows.append(
+        [
+            str(size),
+            runs[config.seed].steps,
+            over_seeds(sweep_scores[size]),
+            over_seeds([d["generator accuracy"] for d in sweep_detection[size]]),
+            over_seeds([d["recall on replacements"] for d in sweep_detection[size]]),
+        ]
+    )
 show_reproduction(
-    "ch08-electra-figure3", "Paper (Clark et al., 2020), Figure 3: the generator's size at equal compute (GLUE): "
+    "ch08-electra-figure3",
+    "Paper (Clark et al., 2020), Figure 3: the generator's size at equal compute (GLUE): "
     "best at 1/4-1/2 of the discriminator, an equal size and a unigram generator worse; ours: fine-tuned "
-    + ", ".join(config.tasks) + " score over seeds " + ", ".join(map(str, sweep_seeds)),
-    ["generator (share of the discriminator's width)", "steps", "score", "its accuracy at the masked positions",
-     "discriminator's recall on its replacements"], rows,
-    note="The paper's order (1/4 above the unigram generator) is judged in \"What we saw\".");
-
+    + ", ".join(config.tasks)
+    + " score over seeds "
+    + ", ".join(map(str, sweep_seeds)),
+    [
+        "generator (share of the discriminator's width)",
+        "steps",
+        "score",
+        "its accuracy at the masked positions",
+        "discriminator's recall on its replacements",
+    ],
+    rows,
+    note='The paper\'s order (1/4 above the unigram generator) is judged in "What we saw".',
+)
 # %% [markdown]
 # ## What we saw
 #
@@ -490,50 +602,96 @@ worst = {name: [min(points[f][i] for f in smaller) for i in range(len(seeds))] f
 worst_lead = [min(lead[f][i] for f in smaller) for i in range(len(seeds))]
 above_scratch = {name: (values, from_scratch) for name, values in table5.items()}
 budgets = " and ".join(f"{f:.0%}" for f in smaller)
-show_what_we_saw("ch08-what-we-saw", "What we saw: chapter 08", CLAIMS, {
-    "08-electra-beats-mlm-at-matched-compute": measured(
-        "; ".join(f"{f:.0%} of {budget(config):.2e} FLOPs: ELECTRA {seed_summary(curve['ELECTRA'][f])}, masked LM "
-                  f"{seed_summary(curve['masked LM (BERT)'][f])}" for f in config.fractions)
-        + f"; from scratch {seed_summary(from_scratch)}; ELECTRA's lead at the worse of {budgets}, per seed: "
-        + ", ".join(f"{x:+.3f}" for x in worst_lead) + " (section 5)",
-        worst_lead, seeds=seeds, seed_kind="pretraining",
-        gates={"ELECTRA at its worst checkpoint below the whole budget": (worst["ELECTRA"], from_scratch),
-               "masked LM at its worst checkpoint below the whole budget": (worst["masked LM (BERT)"], from_scratch)}),
-    "08-electra-beats-electra-15pct": measured(
-        f"ELECTRA {seed_summary(table5['ELECTRA'])}, ELECTRA 15% {seed_summary(table5['ELECTRA 15%'])}, from "
-        f"scratch {seed_summary(from_scratch)}; replaced share of the masked positions "
-        + ", ".join(f"{s:.3f}" for s in replaced_share) + " (section 6)", table5["ELECTRA"], table5["ELECTRA 15%"],
-        seeds=seeds, seed_kind="pretraining",
-        gates={name: above_scratch[name] for name in ("ELECTRA", "ELECTRA 15%")}),
-    "08-all-tokens-is-most-of-the-gain": measured(
-        ", ".join(f"{variant} {seed_summary(scores)}" for variant, scores in table5.items()) + " (section 6)",
-        table5["All-Tokens MLM"], midpoint, seeds=seeds, seed_kind="pretraining",
-        gates={name: above_scratch[name] for name in ("All-Tokens MLM", "ELECTRA", "BERT")}),
-    "08-replace-mlm-beats-bert": measured(
-        f"Replace MLM {seed_summary(table5['Replace MLM'])}, BERT {seed_summary(table5['BERT'])} (section 6)",
-        table5["Replace MLM"], table5["BERT"], seeds=seeds, seed_kind="pretraining",
-        gates={name: above_scratch[name] for name in ("Replace MLM", "BERT")}),
-    "08-small-generator-beats-unigram": measured(
-        "; ".join(f"{size}: score {over_seeds(scores)}, recall "
-                  f"{over_seeds([d['recall on replacements'] for d in sweep_detection[size]])}"
-                  for size, scores in sweep_scores.items()) + " (section 7)",
-        sweep_scores[config.generator_size], sweep_scores["unigram"], seeds=sweep_seeds, seed_kind="pretraining",
-        gates={"ELECTRA with the chapter's generator": (sweep_scores[config.generator_size],
-                                                        from_scratch[:len(sweep_seeds)]),
-               "ELECTRA with the unigram generator": (sweep_scores["unigram"], from_scratch[:len(sweep_seeds)])}),
-}, CHECKS, {
-    "08-all-tokens-carry-a-loss": checked(
-        f"{mlm_tokens} of {real_tokens} real tokens of a batch ({mlm_tokens / real_tokens:.1%}) carry an MLM loss, "
-        f"all {real_tokens} a discriminator loss (section 1)", [mlm_tokens, real_tokens],
-        [sum(round(0.15 * n) for n in row_lengths), real_tokens]),
-    "08-masking-as-the-code": checked(
-        "positions and labels by hand and by the library, equal (section 2); tested over thousands of rows",
-        [float(torch.equal(by_hand, library)), float(torch.equal(replaced, replaced_by_hand))], 1.0),
-    "08-matches-transformers": checked(
-        f"largest logit difference {gap_d:.1e} (discriminator), {gap_g:.1e} (generator) (section 3); every "
-        "gradient equal to 1e-9 in the tests", [float(gap_d), float(gap_g)], 0.0),
-});
-
+show_what_we_saw(
+    "ch08-what-we-saw",
+    "What we saw: chapter 08",
+    CLAIMS,
+    {
+        "08-electra-beats-mlm-at-matched-compute": measured(
+            "; ".join(
+                f"{f:.0%} of {budget(config):.2e} FLOPs: ELECTRA {seed_summary(curve['ELECTRA'][f])}, masked LM "
+                f"{seed_summary(curve['masked LM (BERT)'][f])}"
+                for f in config.fractions
+            )
+            + f"; from scratch {seed_summary(from_scratch)}; ELECTRA's lead at the worse of {budgets}, per seed: "
+            + ", ".join(f"{x:+.3f}" for x in worst_lead)
+            + " (section 5)",
+            worst_lead,
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                "ELECTRA at its worst checkpoint below the whole budget": (worst["ELECTRA"], from_scratch),
+                "masked LM at its worst checkpoint below the whole budget": (worst["masked LM (BERT)"], from_scratch),
+            },
+        ),
+        "08-electra-beats-electra-15pct": measured(
+            f"ELECTRA {seed_summary(table5['ELECTRA'])}, ELECTRA 15% {seed_summary(table5['ELECTRA 15%'])}, from "
+            f"scratch {seed_summary(from_scratch)}; replaced share of the masked positions "
+            + ", ".join(f"{s:.3f}" for s in replaced_share)
+            + " (section 6)",
+            table5["ELECTRA"],
+            table5["ELECTRA 15%"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={name: above_scratch[name] for name in ("ELECTRA", "ELECTRA 15%")},
+        ),
+        "08-all-tokens-is-most-of-the-gain": measured(
+            ", ".join(f"{variant} {seed_summary(scores)}" for variant, scores in table5.items()) + " (section 6)",
+            table5["All-Tokens MLM"],
+            midpoint,
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={name: above_scratch[name] for name in ("All-Tokens MLM", "ELECTRA", "BERT")},
+        ),
+        "08-replace-mlm-beats-bert": measured(
+            f"Replace MLM {seed_summary(table5['Replace MLM'])}, BERT {seed_summary(table5['BERT'])} (section 6)",
+            table5["Replace MLM"],
+            table5["BERT"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={name: above_scratch[name] for name in ("Replace MLM", "BERT")},
+        ),
+        "08-small-generator-beats-unigram": measured(
+            "; ".join(
+                f"{size}: score {over_seeds(scores)}, recall "
+                f"{over_seeds([d['recall on replacements'] for d in sweep_detection[size]])}"
+                for size, scores in sweep_scores.items()
+            )
+            + " (section 7)",
+            sweep_scores[config.generator_size],
+            sweep_scores["unigram"],
+            seeds=sweep_seeds,
+            seed_kind="pretraining",
+            gates={
+                "ELECTRA with the chapter's generator": (
+                    sweep_scores[config.generator_size],
+                    from_scratch[: len(sweep_seeds)],
+                ),
+                "ELECTRA with the unigram generator": (sweep_scores["unigram"], from_scratch[: len(sweep_seeds)]),
+            },
+        ),
+    },
+    CHECKS,
+    {
+        "08-all-tokens-carry-a-loss": checked(
+            f"{mlm_tokens} of {real_tokens} real tokens of a batch ({mlm_tokens / real_tokens:.1%}) carry an MLM loss, "
+            f"all {real_tokens} a discriminator loss (section 1)",
+            [mlm_tokens, real_tokens],
+            [sum(round(0.15 * n) for n in row_lengths), real_tokens],
+        ),
+        "08-masking-as-the-code": checked(
+            "positions and labels by hand and by the library, equal (section 2); tested over thousands of rows",
+            [float(torch.equal(by_hand, library)), float(torch.equal(replaced, replaced_by_hand))],
+            1.0,
+        ),
+        "08-matches-transformers": checked(
+            f"largest logit difference {gap_d:.1e} (discriminator), {gap_g:.1e} (generator) (section 3); every "
+            "gradient equal to 1e-9 in the tests",
+            [float(gap_d), float(gap_g)],
+            0.0,
+        ),
+    },
+)
 # %% [markdown]
 # What did and did not reproduce, and why. The paper's Figure 1 gap needs a discriminator that judges words by
 # their context. Ours trains for a few hundred steps of 24 sequences, what two CPU cores give a notebook:

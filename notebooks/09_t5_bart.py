@@ -37,8 +37,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import dataclasses
@@ -162,8 +171,10 @@ except ValueError as error:
 
 # %%
 num_noise, num_spans = span_counts(512)
-print(f"L = 512: {num_noise} noise tokens in {num_spans} spans; input {512 - num_noise + num_spans + 1}, "
-      f"target {num_noise + num_spans + 1} tokens")
+print(
+    f"L = 512: {num_noise} noise tokens in {num_spans} spans; input {512 - num_noise + num_spans + 1}, "
+    f"target {num_noise + num_spans + 1} tokens"
+)
 assert (num_noise, num_spans) == (77, 26)
 
 mask = random_spans_noise_mask(len(words) * 2, generator=generator("ch09 random spans"))
@@ -178,8 +189,10 @@ for seed in range(300):
     spans = noise_spans(m)
     counts.append((int(m.sum()), len(spans), bool(m[0])))
     lengths += [end - start for start, end in spans]
-print(f"300 masks of 100 tokens: noise tokens {set(c[0] for c in counts)}, spans {set(c[1] for c in counts)}, "
-      f"mean span length {sum(lengths) / len(lengths):.3f}")
+print(
+    f"300 masks of 100 tokens: noise tokens {set(c[0] for c in counts)}, spans {set(c[1] for c in counts)}, "
+    f"mean span length {sum(lengths) / len(lengths):.3f}"
+)
 assert set(counts) == {(15, 5, False)}  # round(15) tokens, round(15 / 3) spans, never the first token
 # every cut equally likely: 15 tokens cut into 5 positive lengths gives a span of length 1 with probability
 # (5 - 1) / (15 - 1) = 2/7; over 1,500 spans one standard error is 0.012 (spans of one mask are dependent: allow 0.05)
@@ -204,12 +217,16 @@ assert abs(lengths.count(1) / len(lengths) - 2 / 7) < 0.05, "span lengths should
 data = TextToTextData(recipe)
 ends = {roll: noise_at_the_end(data.documents[:2000], random_roll=roll) for roll in (False, True)}
 for roll, share in ends.items():
-    print(f"random_roll={roll!s:<5}: last word noise in {share['at_end']:.3f} of the masks (uniform placement: "
-          f"{share['uniform']:.3f}); one span in {share['one_span']:.3f}")
+    print(
+        f"random_roll={roll!s:<5}: last word noise in {share['at_end']:.3f} of the masks (uniform placement: "
+        f"{share['uniform']:.3f}); one span in {share['one_span']:.3f}"
+    )
 uniform = ends[True]["uniform"]
 end_error = (uniform * (1 - uniform) / 2000) ** 0.5  # one standard error of a share over 2,000 masks
 assert ends[False]["at_end"] == 1.0  # unrolled: the noise always ends the document
-assert abs(ends[True]["at_end"] - uniform) < 3 * end_error, "rolled masks should put noise at the end no more often than anywhere"
+assert abs(ends[True]["at_end"] - uniform) < 3 * end_error, (
+    "rolled masks should put noise at the end no more often than anywhere"
+)
 assert recipe.random_roll  # the pretraining below rolls
 
 # %% [markdown]
@@ -246,8 +263,9 @@ assert " ".join(rows["i.i.d., drop tokens"][0]) == "Thank you me to your party w
 lengths = {name: [] for name in OBJECTIVES}
 for i, doc in enumerate(data.documents[:300]):
     for name in OBJECTIVES:
-        inputs, targets = apply_objective(name, doc, vocabulary=data.content_words, generator=generator(name, i),
-                                          random_roll=True)
+        inputs, targets = apply_objective(
+            name, doc, vocabulary=data.content_words, generator=generator(name, i), random_roll=True
+        )
         lengths[name].append((len(inputs), len(targets)))
 average_text = sum(len(d) for d in data.documents[:300]) / 300
 print(f"average document: {average_text:.1f} words")
@@ -290,22 +308,27 @@ small = T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_
 torch.manual_seed(0)  # the untrained model's weights, and so its loss, the same in every run
 model = T5ForConditionalGeneration(small).eval()
 out = model(torch.tensor([[5, 6, 7, 1]]), labels=torch.tensor([[8, 9, 1]]))
-print("logits", tuple(out.logits.shape), f"loss {out.loss:.3f} (ln V = {torch.log(torch.tensor(100.)):.3f})")
+print("logits", tuple(out.logits.shape), f"loss {out.loss:.3f} (ln V = {torch.log(torch.tensor(100.0)):.3f})")
 assert model.lm_head.weight is model.shared.weight is model.decoder.embed_tokens.weight  # one matrix
 bias_tables = [name for name, _ in model.named_parameters() if "relative_attention_bias" in name]
 print("bias tables:", bias_tables)
-assert bias_tables == ["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
-                       "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+assert bias_tables == [
+    "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+    "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+]
 
 torch.manual_seed(0)
-v1_1 = T5ForConditionalGeneration(dataclasses.replace(small, feed_forward_proj="gated-gelu",
-                                                      tie_word_embeddings=False)).eval()
+v1_1 = T5ForConditionalGeneration(
+    dataclasses.replace(small, feed_forward_proj="gated-gelu", tie_word_embeddings=False)
+).eval()
 states = torch.randn(1, 3, 32, generator=generator("ch09 v1.1"))
 assert v1_1.lm_head.weight is not v1_1.shared.weight  # an output matrix of its own
 torch.testing.assert_close(v1_1.lm_logits(states), states @ v1_1.lm_head.weight.T)  # and no d^-1/2 rescale
 extra = sum(p.numel() for p in v1_1.parameters()) - sum(p.numel() for p in model.parameters())
-print(f"T5 1.1 over 1.0 at these sizes: {extra:,} more parameters (the output matrix, 100 x 32, and a second "
-      "input matrix per feed-forward, 32 x 64 in each of 4 blocks)")
+print(
+    f"T5 1.1 over 1.0 at these sizes: {extra:,} more parameters (the output matrix, 100 x 32, and a second "
+    "input matrix per feed-forward, 32 x 64 in each of 4 blocks)"
+)
 assert extra == 100 * 32 + 4 * 32 * 64
 
 # %% [markdown]
@@ -334,6 +357,7 @@ assert not masks["language model"][:4, :4].triu(1).any()  # the language model's
 # every offset beyond it. The decoder only looks back, so all 32 buckets go to the past. The table, offset
 # ranges per bucket:
 
+
 # %%
 def bucket_table(bidirectional: bool, offsets=range(-200, 201)) -> dict[int, tuple[int, int]]:
     """bucket -> (smallest, largest) offset in it, over ``offsets``."""
@@ -358,8 +382,11 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 # fine-tuned:
 
 # %%
-profile.expect(75, f"Pretraining one model per objective and fine-tuning each over {len(recipe.seeds)} seeds (the first "
-               "time; then they load from the cache)")
+profile.expect(
+    75,
+    f"Pretraining one model per objective and fine-tuning each over {len(recipe.seeds)} seeds (the first "
+    "time; then they load from the cache)",
+)
 results = objective_runs(recipe)
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
@@ -408,6 +435,7 @@ assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]]) 
 # most frequent hidden word. *Unseen names written*: after fine-tuning, the share of the facts test examples
 # whose answer writes the person's name (`unseen_names_written`), a name that only pretraining has shown.
 
+
 # %%
 def probe_cell(run):
     probe = run.get("probe")
@@ -417,25 +445,59 @@ def probe_cell(run):
 LABEL_TASKS = tuple(t for t in TASKS if t not in ANSWER_TASKS)
 runs = results["runs"]
 baseline = majority_baseline(recipe)
-header = ["objective", *TASKS, "mean over tasks", "question + facts", "unseen names written",
-          "hidden words right (pretraining)", "paper: GLUE", "CNN/DM ROUGE-2", "SQuAD EM"]
-rows = [["majority answer", *(baseline[t] for t in TASKS), sum(baseline.values()) / len(TASKS),
-         sum(baseline[t] for t in ANSWER_TASKS) / len(ANSWER_TASKS), "–", "–", "–", "–", "–"]]
-rows += [[name, *(seed_summary([s[t] for s in run["seed_scores"]]) for t in TASKS), seed_summary(mean_task_score(run)),
-          seed_summary(mean_task_score(run, ANSWER_TASKS)), seed_summary(run["names_written"]), probe_cell(run),
-          *(f"{v:.2f}" for v in PAPER_ROWS[name])] for name, run in runs.items()]
+header = [
+    "objective",
+    *TASKS,
+    "mean over tasks",
+    "question + facts",
+    "unseen names written",
+    "hidden words right (pretraining)",
+    "paper: GLUE",
+    "CNN/DM ROUGE-2",
+    "SQuAD EM",
+]
+rows = [
+    [
+        "majority answer",
+        *(baseline[t] for t in TASKS),
+        sum(baseline.values()) / len(TASKS),
+        sum(baseline[t] for t in ANSWER_TASKS) / len(ANSWER_TASKS),
+        "–",
+        "–",
+        "–",
+        "–",
+        "–",
+    ]
+]
+rows += [
+    [
+        name,
+        *(seed_summary([s[t] for s in run["seed_scores"]]) for t in TASKS),
+        seed_summary(mean_task_score(run)),
+        seed_summary(mean_task_score(run, ANSWER_TASKS)),
+        seed_summary(run["names_written"]),
+        probe_cell(run),
+        *(f"{v:.2f}" for v in PAPER_ROWS[name]),
+    ]
+    for name, run in runs.items()
+]
 show_reproduction(
-    "ch09-t5-objectives", "Paper (Raffel et al., 2020), Tables 1, 4, 5 and 7: one objective per row, then "
-    "fine-tuning on every task", header, rows,
+    "ch09-t5-objectives",
+    "Paper (Raffel et al., 2020), Tables 1, 4, 5 and 7: one objective per row, then fine-tuning on every task",
+    header,
+    rows,
     note=f"Ours: mean ± standard deviation over the {recipe.seed_varies} seeds; exact match (token F1 for facts) on 100 "
     "unseen-name examples per task; hidden words right: 512 documents, before fine-tuning. The verdicts are in "
-    "\"What we saw\".")
+    '"What we saw".',
+)
 t5_seeds = {name: mean_task_score(run) for name, run in runs.items()}
 answer_seeds = {name: mean_task_score(run, ANSWER_TASKS) for name, run in runs.items()}
 label_seeds = {name: mean_task_score(run, LABEL_TASKS) for name, run in runs.items()}
 for name, run in runs.items():
-    print(f"{name:<15} per seed: question + facts {[round(x, 3) for x in answer_seeds[name]]}, acceptability + "
-          f"entailment {[round(x, 3) for x in label_seeds[name]]}, unseen names written {run['names_written']}")
+    print(
+        f"{name:<15} per seed: question + facts {[round(x, 3) for x in answer_seeds[name]]}, acceptability + "
+        f"entailment {[round(x, 3) for x in label_seeds[name]]}, unseen names written {run['names_written']}"
+    )
 for name, run in runs.items():  # no row answers every input alike: above the majority on average
     assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 for name, run in runs.items():  # every pretraining learned more than the most frequent hidden word
@@ -455,30 +517,34 @@ assert min(runs["bert_style"]["names_written"]) > max(runs["no pretraining"]["na
 hidden = {name: run["probe"]["accuracy"] for name, run in runs.items() if "probe" in run}
 names = {name: mean_and_spread(run["names_written"])[0] for name, run in runs.items()}
 facts = {name: run["scores"]["facts"] for name, run in runs.items()}
-answer, label, mean = ({name: mean_and_spread(seeds[name])[0] for name in runs}
-                       for seeds in (answer_seeds, label_seeds, t5_seeds))
-display(Markdown(
-    f"What did each pretraining leave? BERT-style's model predicts {hidden['bert_style']:.2f} of the words it "
-    f"hides, random spans' {hidden['random_spans']:.2f} and the prefix LM's {hidden['prefix_lm']:.2f}, where always "
-    f"writing the most frequent hidden word would get {runs['random_spans']['probe']['unigram']:.2f} of random "
-    "spans' (the table gives each row's): each learned the language beyond word frequencies, and how far grows with "
-    "the steps (exercise 2 measures it at a third of them). BERT-style's decoder has also written every other word "
-    "of every document, copied from its input, the test names among them, and that skill transfers: after "
-    f"fine-tuning it writes the unseen name in {names['bert_style']:.2f} of the facts answers, no pretraining in "
-    f"{names['no pretraining']:.2f}, and on facts it scores {facts['bert_style']:.2f} against "
-    f"{facts['no pretraining']:.2f}. Random spans' decoder writes only what its input hides: it never practised "
-    f"copying, and it writes no more unseen names than no pretraining ({names['random_spans']:.2f}). What it "
-    "learned, the words around the names, still shows on the two tasks that write an answer: question and facts "
-    f"together {answer['random_spans']:.3f} against {answer['no pretraining']:.3f} without pretraining (BERT-style "
-    f"{answer['bert_style']:.3f}, the prefix LM {answer['prefix_lm']:.3f}), through the relation and the city or "
-    "employer of the triple and the answers of the questions. That is T5's Table 1 in shape, where the gain from "
-    "pretraining is largest on SQuAD (80.88 against 50.31; Raffel et al., 2020).\n\n"
-    "On the two classification tasks pretraining has nothing to pass on that fine-tuning does not teach: the input "
-    "alone decides the label, and the answer is a label word. There no denoising row is ahead: random spans scores "
-    f"{label['random_spans']:.3f} and BERT-style {label['bert_style']:.3f} against {label['no pretraining']:.3f} "
-    "without pretraining, and after 100 steps of fine-tuning entailment still swings with the seed in every row. "
-    f"Over all four tasks random spans scores {mean['random_spans']:.3f} and BERT-style {mean['bert_style']:.3f} "
-    f"against {mean['no pretraining']:.3f}."))
+answer, label, mean = (
+    {name: mean_and_spread(seeds[name])[0] for name in runs} for seeds in (answer_seeds, label_seeds, t5_seeds)
+)
+display(
+    Markdown(
+        f"What did each pretraining leave? BERT-style's model predicts {hidden['bert_style']:.2f} of the words it "
+        f"hides, random spans' {hidden['random_spans']:.2f} and the prefix LM's {hidden['prefix_lm']:.2f}, where always "
+        f"writing the most frequent hidden word would get {runs['random_spans']['probe']['unigram']:.2f} of random "
+        "spans' (the table gives each row's): each learned the language beyond word frequencies, and how far grows with "
+        "the steps (exercise 2 measures it at a third of them). BERT-style's decoder has also written every other word "
+        "of every document, copied from its input, the test names among them, and that skill transfers: after "
+        f"fine-tuning it writes the unseen name in {names['bert_style']:.2f} of the facts answers, no pretraining in "
+        f"{names['no pretraining']:.2f}, and on facts it scores {facts['bert_style']:.2f} against "
+        f"{facts['no pretraining']:.2f}. Random spans' decoder writes only what its input hides: it never practised "
+        f"copying, and it writes no more unseen names than no pretraining ({names['random_spans']:.2f}). What it "
+        "learned, the words around the names, still shows on the two tasks that write an answer: question and facts "
+        f"together {answer['random_spans']:.3f} against {answer['no pretraining']:.3f} without pretraining (BERT-style "
+        f"{answer['bert_style']:.3f}, the prefix LM {answer['prefix_lm']:.3f}), through the relation and the city or "
+        "employer of the triple and the answers of the questions. That is T5's Table 1 in shape, where the gain from "
+        "pretraining is largest on SQuAD (80.88 against 50.31; Raffel et al., 2020).\n\n"
+        "On the two classification tasks pretraining has nothing to pass on that fine-tuning does not teach: the input "
+        "alone decides the label, and the answer is a label word. There no denoising row is ahead: random spans scores "
+        f"{label['random_spans']:.3f} and BERT-style {label['bert_style']:.3f} against {label['no pretraining']:.3f} "
+        "without pretraining, and after 100 steps of fine-tuning entailment still swings with the seed in every row. "
+        f"Over all four tasks random spans scores {mean['random_spans']:.3f} and BERT-style {mean['bert_style']:.3f} "
+        f"against {mean['no pretraining']:.3f}."
+    )
+)
 
 # %% [markdown]
 # "What we saw" judges T5's claim as the paper makes it, on all four tasks: the gain on the answer tasks and its
@@ -496,10 +562,19 @@ display(Markdown(
 # (a leftover of fairseq), and starts decoding from `</s>`.
 
 # %%
-bart = BartForConditionalGeneration(BartConfig(vocab_size=100, d_model=32, encoder_layers=2, decoder_layers=2,
-                                               encoder_attention_heads=4, decoder_attention_heads=4,
-                                               encoder_ffn_dim=64, decoder_ffn_dim=64,
-                                               max_position_embeddings=64)).eval()
+bart = BartForConditionalGeneration(
+    BartConfig(
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+    )
+).eval()
 print(type(bart.model.encoder.layers[0]).__module__, type(bart.model.encoder.layers[0]).__name__)
 print("position table:", tuple(bart.model.encoder.embed_positions.weight.shape), "for 64 positions")
 assert bart.model.encoder.embed_positions.weight.shape == (66, 32)
@@ -513,13 +588,17 @@ assert type(bart.model.decoder.layers[0]).__module__ == "lecture_lib.models.tran
 # (Raffel et al., 2020, section 3.7); the released t5-small and bart-base checkpoints hold exactly the counts
 # printed, as `transformers` builds them (tested).
 
+
 # %%
 def parameter_count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())  # a tied matrix is one parameter, counted once
 
 
 with torch.device("meta"):
-    released = {"t5-small": T5ForConditionalGeneration(T5Config()), "bart-base": BartForConditionalGeneration(BartConfig())}
+    released = {
+        "t5-small": T5ForConditionalGeneration(T5Config()),
+        "bart-base": BartForConditionalGeneration(BartConfig()),
+    }
 counts = {name: parameter_count(m) for name, m in released.items()}
 print(", ".join(f"{name}: {count:,} parameters" for name, count in counts.items()))
 assert counts == {"t5-small": 60_506_624, "bart-base": 139_420_416}  # as transformers counts them (tests)
@@ -594,55 +673,78 @@ assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 
 # %%
 probe = data.finetuning_batches(64)(0)
-ratios = {std: cross_attention_ratio(tiny_bart(chapter_config(bart_init_std=std), len(data.vocab)), probe)
-          for std in (0.02, recipe.d_model ** -0.5)}
+ratios = {
+    std: cross_attention_ratio(tiny_bart(chapter_config(bart_init_std=std), len(data.vocab)), probe)
+    for std in (0.02, recipe.d_model**-0.5)
+}
 for std, ratio in ratios.items():
     print(f"init std {std:.3f}: cross-attention / residual per decoder layer", [round(s, 3) for s in ratio])
-assert max(ratios[0.02]) < 0.05 < 0.2 < min(ratios[recipe.d_model ** -0.5])  # lost beside the stream vs. heard
+assert max(ratios[0.02]) < 0.05 < 0.2 < min(ratios[recipe.d_model**-0.5])  # lost beside the stream vs. heard
 
 # %% [markdown]
 # With the width-matched initialisation, the same learning rate, warm-up and steps as the T5s:
 
 # %%
-profile.expect(40, f"Pretraining {len(recipe.noisings)} tiny BARTs and fine-tuning each over {len(recipe.seeds)} "
-               "seeds (the first time; then they load from the cache)")
+profile.expect(
+    40,
+    f"Pretraining {len(recipe.noisings)} tiny BARTs and fine-tuning each over {len(recipe.seeds)} "
+    "seeds (the first time; then they load from the cache)",
+)
 bart_runs = noising_runs(recipe)["runs"]
 header = ["BART", *TASKS, "unseen names written", "pretraining loss", "paper: SQuAD F1", "MNLI", "CNN/DM PPL"]
 rows = [["majority answer", *(baseline[t] for t in TASKS), "–", None, "–", "–", "–"]]
 paper = {name: [f"{v:.2f}" for v in values] for name, values in BART_PAPER_ROWS.items()}
-rows += [[name, *(seed_summary([s[t] for s in run["seed_scores"]]) for t in TASKS), seed_summary(run["names_written"]),
-          run["pretrain_loss"], *paper.get(name, ["–"] * 3)] for name, run in bart_runs.items()]
+rows += [
+    [
+        name,
+        *(seed_summary([s[t] for s in run["seed_scores"]]) for t in TASKS),
+        seed_summary(run["names_written"]),
+        run["pretrain_loss"],
+        *paper.get(name, ["–"] * 3),
+    ]
+    for name, run in bart_runs.items()
+]
 show_reproduction(
-    "ch09-bart-table1", "Paper (Lewis et al., 2020), Table 1: one noising function per row (base size), then "
-    "fine-tuning", header, rows,
+    "ch09-bart-table1",
+    "Paper (Lewis et al., 2020), Table 1: one noising function per row (base size), then fine-tuning",
+    header,
+    rows,
     note=f"Ours: mean ± standard deviation over the {recipe.seed_varies} seeds; exact match (token F1 for facts) on 100 "
     "unseen-name examples per task. The question column is our SQuAD: its answers are spans of one or two words. "
-    "The verdict on infilling against rotation is in \"What we saw\".")
+    'The verdict on infilling against rotation is in "What we saw".',
+)
 bart_questions = {name: [s["question"] for s in run["seed_scores"]] for name, run in bart_runs.items()}
 bart_means = {name: mean_task_score(run) for name, run in bart_runs.items()}
 for name in bart_runs:
-    print(f"{name:<18} question per seed:", [round(x, 2) for x in bart_questions[name]],
-          " mean over tasks per seed:", [round(x, 3) for x in bart_means[name]])
+    print(
+        f"{name:<18} question per seed:",
+        [round(x, 2) for x in bart_questions[name]],
+        " mean over tasks per seed:",
+        [round(x, 3) for x in bart_means[name]],
+    )
 for name, run in bart_runs.items():  # a model that answers every input alike scores the majority answer at best
     assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 
 # %% [markdown]
 # %%
 infill, rotate = "text_infilling", "document_rotation"
-display(Markdown(
-    "On the question task, the column we set beside the paper's SQuAD before the run, text infilling scores "
-    f"{mean_and_spread(bart_questions[infill])[0]:.2f} against document rotation's "
-    f"{mean_and_spread(bart_questions[rotate])[0]:.2f} exact match (per seed above; the verdict is in \"What we "
-    "saw\"). Both decoders write the whole document, so both have practised copying, the unseen names included: "
-    "after fine-tuning they write the test person's name in "
-    f"{mean_and_spread(bart_runs[infill]['names_written'])[0]:.2f} and "
-    f"{mean_and_spread(bart_runs[rotate]['names_written'])[0]:.2f} of the facts answers, and on facts, which "
-    f"rewards that copying, they score {bart_runs[infill]['scores']['facts']:.2f} and "
-    f"{bart_runs[rotate]['scores']['facts']:.2f}. What only infilling practised is writing a span of unknown length "
-    "that the input hides behind one mask, from what surrounds it; a question asks for such a span, while "
-    "rotation's decoder only had to find where the document starts. Over all four tasks: "
-    f"{mean_and_spread(bart_means[infill])[0]:.3f} against {mean_and_spread(bart_means[rotate])[0]:.3f}, with the "
-    "classification tasks swinging with the seed as in section 7."))
+display(
+    Markdown(
+        "On the question task, the column we set beside the paper's SQuAD before the run, text infilling scores "
+        f"{mean_and_spread(bart_questions[infill])[0]:.2f} against document rotation's "
+        f'{mean_and_spread(bart_questions[rotate])[0]:.2f} exact match (per seed above; the verdict is in "What we '
+        'saw"). Both decoders write the whole document, so both have practised copying, the unseen names included: '
+        "after fine-tuning they write the test person's name in "
+        f"{mean_and_spread(bart_runs[infill]['names_written'])[0]:.2f} and "
+        f"{mean_and_spread(bart_runs[rotate]['names_written'])[0]:.2f} of the facts answers, and on facts, which "
+        f"rewards that copying, they score {bart_runs[infill]['scores']['facts']:.2f} and "
+        f"{bart_runs[rotate]['scores']['facts']:.2f}. What only infilling practised is writing a span of unknown length "
+        "that the input hides behind one mask, from what surrounds it; a question asks for such a span, while "
+        "rotation's decoder only had to find where the document starts. Over all four tasks: "
+        f"{mean_and_spread(bart_means[infill])[0]:.3f} against {mean_and_spread(bart_means[rotate])[0]:.3f}, with the "
+        "classification tasks swinging with the seed as in section 7."
+    )
+)
 
 # %% [markdown]
 # The pretraining losses are not comparable with T5's: BART's decoder writes the whole document, most
@@ -671,49 +773,90 @@ weaker_denoising = [min(t5_seeds["bert_style"][i], t5_seeds["random_spans"][i]) 
 example = span_corrupt(words, noise, sentinels=["<X>", "<Y>", "<Z>"])
 differing = sum(a != b for a, b in zip([*example[0], "|", *example[1]], [*by_hand_inputs, "|", *by_hand_targets]))
 differing += abs(len(example[0]) + len(example[1]) - len(by_hand_inputs) - len(by_hand_targets))
-show_what_we_saw("ch09-what-we-saw", "What we saw: chapter 09", CLAIMS, {
-    "09-denoising-beats-no-pretraining": measured(
-        "mean over the four tasks per seed: " + "; ".join(f"{name} {per_seed(t5_seeds[name])}" for name in
-                                                          ("no pretraining", "bert_style", "random_spans"))
-        + f"; majority answer {majority[0]:.3f} (section 7)", weaker_denoising, t5_seeds["no pretraining"],
-        seeds=seeds, seed_kind=seed_kind,
-        gates={"BERT-style": (t5_seeds["bert_style"], majority), "random spans": (t5_seeds["random_spans"], majority),
-               "no pretraining": (t5_seeds["no pretraining"], majority)}),
-    "09-span-corruption-matches-bert-style": measured(
-        f"mean over the four tasks per seed: random spans {per_seed(t5_seeds['random_spans'])}, BERT-style "
-        f"{per_seed(t5_seeds['bert_style'])} (section 7)", t5_seeds["random_spans"], t5_seeds["bert_style"],
-        seeds=seeds, seed_kind=seed_kind,
-        gates={"random spans": (t5_seeds["random_spans"], majority), "BERT-style": (t5_seeds["bert_style"], majority)}),
-    "09-infilling-beats-rotation": measured(
-        f"question exact match per seed: text infilling {per_seed(bart_questions[infill])}, document rotation "
-        f"{per_seed(bart_questions[rotate])}; mean over the four tasks {per_seed(bart_means[infill])} against "
-        f"{per_seed(bart_means[rotate])} (section 9)", bart_questions[infill], bart_questions[rotate],
-        seeds=seeds, seed_kind=seed_kind,
-        gates={"text infilling": (bart_questions[infill], majority_question),
-               "document rotation": (bart_questions[rotate], majority_question)}),
-    "09-t5-architecture": shown(f"RMS norm equal to the formula; one bias table per stack; T5 1.1 adds {extra:,} "
-                                "parameters at section 5's sizes (section 5)"),
-    "09-t5-architectures-as-masks": shown("the three masks drawn; the prefix LM's pattern is the encoder-decoder's "
-                                          "(section 5)"),
-    "09-position-buckets": shown(f"the last bucket starts at offset {encoder_table[31][0]} (encoder) and "
-                                 f"{-decoder_table[31][1]} (decoder), not 128 (section 6)"),
-    "09-bart-architecture": shown("chapter 02's layers; the label read at the last </s> (section 8)"),
-    "09-bart-corruptions": shown(f"the {len(NOISING)} functions applied to a document (section 9)"),
-}, CHECKS, {
-    "09-span-corruption-example": checked(" ".join(example[0]) + " → " + " ".join(example[1]) + " (section 2)",
-                                          differing, 0),
-    "09-noise-span-counts": checked("{} noise tokens in {} spans (section 3)".format(*span_counts(512)),
-                                    list(span_counts(512)), [77, 26]),
-    "09-random-spans-not-at-the-end": checked(
-        f"last word noise in {ends[True]['at_end']:.3f} of 2,000 rolled masks against {uniform:.3f} for a uniform "
-        f"placement; {ends[False]['at_end']:.3f} unrolled (section 3)", ends[True]["at_end"], uniform),
-    "09-target-lengths": checked(
-        f"mean target: BERT-style {mean_target['bert_style']:.1f}, random spans {mean_target['random_spans']:.1f}, "
-        f"drop tokens {mean_target['drop_tokens']:.1f} words, of {average_text:.1f} (section 4)",
-        mean_target["bert_style"], average_text),
-    "09-t5-small-parameters": checked(f"{counts['t5-small'] / 1e6:.1f}M (section 8)", counts["t5-small"]),
-    "09-bart-base-parameters": checked(f"{counts['bart-base']:,} (section 8)", counts["bart-base"], 139_420_416),
-})
+show_what_we_saw(
+    "ch09-what-we-saw",
+    "What we saw: chapter 09",
+    CLAIMS,
+    {
+        "09-denoising-beats-no-pretraining": measured(
+            "mean over the four tasks per seed: "
+            + "; ".join(
+                f"{name} {per_seed(t5_seeds[name])}" for name in ("no pretraining", "bert_style", "random_spans")
+            )
+            + f"; majority answer {majority[0]:.3f} (section 7)",
+            weaker_denoising,
+            t5_seeds["no pretraining"],
+            seeds=seeds,
+            seed_kind=seed_kind,
+            gates={
+                "BERT-style": (t5_seeds["bert_style"], majority),
+                "random spans": (t5_seeds["random_spans"], majority),
+                "no pretraining": (t5_seeds["no pretraining"], majority),
+            },
+        ),
+        "09-span-corruption-matches-bert-style": measured(
+            f"mean over the four tasks per seed: random spans {per_seed(t5_seeds['random_spans'])}, BERT-style "
+            f"{per_seed(t5_seeds['bert_style'])} (section 7)",
+            t5_seeds["random_spans"],
+            t5_seeds["bert_style"],
+            seeds=seeds,
+            seed_kind=seed_kind,
+            gates={
+                "random spans": (t5_seeds["random_spans"], majority),
+                "BERT-style": (t5_seeds["bert_style"], majority),
+            },
+        ),
+        "09-infilling-beats-rotation": measured(
+            f"question exact match per seed: text infilling {per_seed(bart_questions[infill])}, document rotation "
+            f"{per_seed(bart_questions[rotate])}; mean over the four tasks {per_seed(bart_means[infill])} against "
+            f"{per_seed(bart_means[rotate])} (section 9)",
+            bart_questions[infill],
+            bart_questions[rotate],
+            seeds=seeds,
+            seed_kind=seed_kind,
+            gates={
+                "text infilling": (bart_questions[infill], majority_question),
+                "document rotation": (bart_questions[rotate], majority_question),
+            },
+        ),
+        "09-t5-architecture": shown(
+            f"RMS norm equal to the formula; one bias table per stack; T5 1.1 adds {extra:,} "
+            "parameters at section 5's sizes (section 5)"
+        ),
+        "09-t5-architectures-as-masks": shown(
+            "the three masks drawn; the prefix LM's pattern is the encoder-decoder's (section 5)"
+        ),
+        "09-position-buckets": shown(
+            f"the last bucket starts at offset {encoder_table[31][0]} (encoder) and "
+            f"{-decoder_table[31][1]} (decoder), not 128 (section 6)"
+        ),
+        "09-bart-architecture": shown("chapter 02's layers; the label read at the last </s> (section 8)"),
+        "09-bart-corruptions": shown(f"the {len(NOISING)} functions applied to a document (section 9)"),
+    },
+    CHECKS,
+    {
+        "09-span-corruption-example": checked(
+            " ".join(example[0]) + " → " + " ".join(example[1]) + " (section 2)", differing, 0
+        ),
+        "09-noise-span-counts": checked(
+            "{} noise tokens in {} spans (section 3)".format(*span_counts(512)), list(span_counts(512)), [77, 26]
+        ),
+        "09-random-spans-not-at-the-end": checked(
+            f"last word noise in {ends[True]['at_end']:.3f} of 2,000 rolled masks against {uniform:.3f} for a uniform "
+            f"placement; {ends[False]['at_end']:.3f} unrolled (section 3)",
+            ends[True]["at_end"],
+            uniform,
+        ),
+        "09-target-lengths": checked(
+            f"mean target: BERT-style {mean_target['bert_style']:.1f}, random spans {mean_target['random_spans']:.1f}, "
+            f"drop tokens {mean_target['drop_tokens']:.1f} words, of {average_text:.1f} (section 4)",
+            mean_target["bert_style"],
+            average_text,
+        ),
+        "09-t5-small-parameters": checked(f"{counts['t5-small'] / 1e6:.1f}M (section 8)", counts["t5-small"]),
+        "09-bart-base-parameters": checked(f"{counts['bart-base']:,} (section 8)", counts["bart-base"], 139_420_416),
+    },
+)
 
 # %% [markdown]
 # ## Exercises

@@ -38,8 +38,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import copy
@@ -117,12 +126,16 @@ notebook_start = time.perf_counter()
 # %%
 minilm, tokenizer = load_minilm()
 layers, heads = minilm.config.num_hidden_layers, minilm.config.num_attention_heads
-print(f"MiniLM: {layers} layers x {heads} heads, H = {minilm.config.hidden_size}, "
-      f"{sum(p.numel() for p in minilm.parameters()):,} parameters")
+print(
+    f"MiniLM: {layers} layers x {heads} heads, H = {minilm.config.hidden_size}, "
+    f"{sum(p.numel() for p in minilm.parameters()):,} parameters"
+)
 pairs = documentation_pairs(tokenizer, config)
 maps = attention_maps(minilm, pairs["input_ids"], pairs["attention_mask"], pairs["token_type_ids"])
 real = pairs["attention_mask"].bool()
-print(f"{len(maps)} pairs, {int(real.sum()):,} tokens; attention maps {tuple(maps.shape)} (pair, layer, head, query, key)")
+print(
+    f"{len(maps)} pairs, {int(real.sum()):,} tokens; attention maps {tuple(maps.shape)} (pair, layer, head, query, key)"
+)
 print("the first pair:", " ".join(tokenizer.convert_ids_to_tokens(pairs["input_ids"][0][real[0]].tolist())))
 
 # %% [markdown]
@@ -133,8 +146,12 @@ print("the first pair:", " ".join(tokenizer.convert_ids_to_tokens(pairs["input_i
 # %%
 reference = transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager").eval()
 with torch.no_grad():
-    theirs = reference(input_ids=pairs["input_ids"][:8], attention_mask=pairs["attention_mask"][:8],
-                       token_type_ids=pairs["token_type_ids"][:8], output_attentions=True).attentions
+    theirs = reference(
+        input_ids=pairs["input_ids"][:8],
+        attention_mask=pairs["attention_mask"][:8],
+        token_type_ids=pairs["token_type_ids"][:8],
+        output_attentions=True,
+    ).attentions
 torch.testing.assert_close(maps[:8], torch.stack(theirs, dim=1), atol=1e-5, rtol=1e-5)
 print("our attention maps equal transformers' (eager) for every layer and head")
 
@@ -153,8 +170,9 @@ print("our attention maps equal transformers' (eager) for every layer and head")
 # spreads evenly over $n$ tokens, 0 when it looks at one). First the two facts every statistic relies on.
 
 # %%
-torch.testing.assert_close(maps.sum(-1)[real[:, None, None].expand_as(maps[..., 0])],
-                           torch.ones(int(real.sum()) * layers * heads))
+torch.testing.assert_close(
+    maps.sum(-1)[real[:, None, None].expand_as(maps[..., 0])], torch.ones(int(real.sum()) * layers * heads)
+)
 assert (maps * ~real[:, None, None, None, :]).abs().max() == 0  # no query sends anything to padding
 print("every row sums to 1 and no weight reaches padding")
 
@@ -174,8 +192,12 @@ period, comma = tokenizer.convert_tokens_to_ids([".", ","])
 
 
 def targets_of(input_ids):
-    return {"[CLS]": input_ids == tokenizer.cls_token_id, "[SEP]": input_ids == tokenizer.sep_token_id,
-            ".": input_ids == period, ",": input_ids == comma}
+    return {
+        "[CLS]": input_ids == tokenizer.cls_token_id,
+        "[SEP]": input_ids == tokenizer.sep_token_id,
+        ".": input_ids == period,
+        ",": input_ids == comma,
+    }
 
 
 alone_ids = ids[:1, :n0]
@@ -184,8 +206,9 @@ in_batch = mass_profile(maps, targets_of(ids), first_only)
 unpadded = mass_profile(alone, targets_of(alone_ids), torch.ones_like(alone_ids, dtype=torch.bool))
 for name in in_batch:
     torch.testing.assert_close(in_batch[name], unpadded[name], atol=1e-5, rtol=1e-5)
-print(f"[CLS] mass of head 3-5 on the first pair: {by_hand:.3f}; all {len(in_batch)} statistics "
-      "unchanged without padding")
+print(
+    f"[CLS] mass of head 3-5 on the first pair: {by_hand:.3f}; all {len(in_batch)} statistics unchanged without padding"
+)
 
 # %% [markdown]
 # Now the whole sample: Clark et al.'s Figure 2, one point per head, its layer on the horizontal axis.
@@ -197,8 +220,11 @@ jitter = torch.linspace(-0.25, 0.25, heads)
 for ax, name in zip(axes.flat, ["[CLS]", "[SEP]", ".", ",", "previous", "next", "entropy"]):
     for layer in range(layers):
         ax.scatter(layer + jitter, profile10[name][layer], s=12)
-    ax.set(title=f"attention to {name}" if name != "entropy" else "entropy of the rows (nats)",
-           xlabel="layer", ylim=(0, None))
+    ax.set(
+        title=f"attention to {name}" if name != "entropy" else "entropy of the rows (nats)",
+        xlabel="layer",
+        ylim=(0, None),
+    )
 lengths = real.sum(-1).double()
 axes[1, 2].axhline(float(lengths.log().mean()), color="grey", ls="--", label="uniform over the sequence")
 axes[1, 2].legend()
@@ -244,28 +270,46 @@ for layer in range(layers):
 
 # %%
 print(f"{len(config.seeds)} samples of {config.no_op_pairs} sentence pairs")
-special = {"[CLS]": lambda b: b["input_ids"] == tokenizer.cls_token_id,
-           "[SEP]": lambda b: b["input_ids"] == tokenizer.sep_token_id}
-no_op = {seed: no_op_profile(similarity_forward(minilm), [similarity_pairs(tokenizer, seed, config.no_op_pairs,
-                                                                          config.max_length)],
-                             special, lambda b: b["attention_mask"].bool()) for seed in config.seeds}
+special = {
+    "[CLS]": lambda b: b["input_ids"] == tokenizer.cls_token_id,
+    "[SEP]": lambda b: b["input_ids"] == tokenizer.sep_token_id,
+}
+no_op = {
+    seed: no_op_profile(
+        similarity_forward(minilm),
+        [similarity_pairs(tokenizer, seed, config.no_op_pairs, config.max_length)],
+        special,
+        lambda b: b["attention_mask"].bool(),
+    )
+    for seed in config.seeds
+}
 parking = {seed: no_op[seed]["[CLS]"].mass >= 0.5 for seed in config.seeds}  # heads with half their attention on [CLS]
 print("layer  " + "  ".join(f"{name} mass / gradient share" for name in special))
 for layer in range(layers):
-    print(f"{layer:5d}  " + "  ".join(
-        f"{torch.stack([no_op[s][name].mass[layer].mean() for s in config.seeds]).mean():.3f} / "
-        f"{torch.stack([no_op[s][name].gradient[layer].mean() for s in config.seeds]).mean():.3f}        "
-        for name in special))
+    print(
+        f"{layer:5d}  "
+        + "  ".join(
+            f"{torch.stack([no_op[s][name].mass[layer].mean() for s in config.seeds]).mean():.3f} / "
+            f"{torch.stack([no_op[s][name].gradient[layer].mean() for s in config.seeds]).mean():.3f}        "
+            for name in special
+        )
+    )
 no_op_mass = [float(no_op[s]["[CLS]"].mass[parking[s]].mean()) for s in config.seeds]
 no_op_gradient = [float(no_op[s]["[CLS]"].gradient[parking[s]].mean()) for s in config.seeds]
 for seed, mass, gradient in zip(config.seeds, no_op_mass, no_op_gradient):
-    print(f"seed {seed}: {int(parking[seed].sum())} heads send >= half their attention to [CLS]: mean mass "
-          f"{mass:.3f}, mean gradient share {gradient:.4f} ({mass / gradient:.0f} times smaller)")
+    print(
+        f"seed {seed}: {int(parking[seed].sum())} heads send >= half their attention to [CLS]: mean mass "
+        f"{mass:.3f}, mean gradient share {gradient:.4f} ({mass / gradient:.0f} times smaller)"
+    )
 fig, ax = plt.subplots(figsize=(5, 3.6))
 for name, marker in zip(special, "os"):
-    ax.scatter(torch.cat([no_op[s][name].mass.flatten() for s in config.seeds]),
-               torch.cat([no_op[s][name].gradient.flatten() for s in config.seeds]), s=12, marker=marker,
-               label=name)
+    ax.scatter(
+        torch.cat([no_op[s][name].mass.flatten() for s in config.seeds]),
+        torch.cat([no_op[s][name].gradient.flatten() for s in config.seeds]),
+        s=12,
+        marker=marker,
+        label=name,
+    )
 ax.plot([0, 1], [0, 1], color="grey", ls="--", lw=1, label="gradient share = mass share")
 ax.set(xlabel="share of the attention", ylabel="share of |∂L/∂a|", title="one point per head and seed")
 ax.legend()
@@ -299,9 +343,13 @@ patterns = classify_patterns(shares)  # (pair, layer, head)
 fractions = {name: float((patterns == k).double().mean()) for k, name in enumerate(PATTERNS)}
 print("share of MiniLM's maps in each pattern:", {k: f"{v:.0%}" for k, v in fractions.items()})
 fig, axes = plt.subplots(1, len(PATTERNS), figsize=(15, 3.2))
-score = {"vertical": shares["vertical"], "diagonal": shares["diagonal"],
-         "vertical+diagonal": shares["vertical"] + shares["diagonal"], "block": shares["block"],
-         "heterogeneous": -(shares["vertical"] + shares["diagonal"] + shares["block"])}
+score = {
+    "vertical": shares["vertical"],
+    "diagonal": shares["diagonal"],
+    "vertical+diagonal": shares["vertical"] + shares["diagonal"],
+    "block": shares["block"],
+    "heterogeneous": -(shares["vertical"] + shares["diagonal"] + shares["block"]),
+}
 for k, (ax, name) in enumerate(zip(axes, PATTERNS)):
     candidates = (patterns == k) & (real.sum(-1) <= 30)[:, None, None]  # short pairs draw better
     if not candidates.any():
@@ -342,24 +390,42 @@ plt.show()
 frequency = token_frequencies(tokenizer)
 classes = voita_classes(maps, pairs["attention_mask"], pairs["special_tokens_mask"], frequency[ids])
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))
-for ax, (title, values) in zip(axes, [("confidence", classes.confidence), ("argmax on the previous token",
-                                       classes.previous), ("argmax on the rarest token", classes.rare)]):
-    plot_head_grid(ax, values, title, label="mean largest weight" if title == "confidence" else "share of queries",
-                   vmin=0)
+for ax, (title, values) in zip(
+    axes,
+    [
+        ("confidence", classes.confidence),
+        ("argmax on the previous token", classes.previous),
+        ("argmax on the rarest token", classes.rare),
+    ],
+):
+    plot_head_grid(
+        ax, values, title, label="mean largest weight" if title == "confidence" else "share of queries", vmin=0
+    )
 fig.tight_layout()
 plt.show()
 positional = classes.positional().nonzero().tolist()
 rare_layer, rare_head = (int(i) for i in torch.unravel_index(classes.rare.argmax(), classes.rare.shape))
-print("positional heads (layer, head):", positional,
-      [f"previous {classes.previous[i, h]:.1%}, next {classes.next[i, h]:.1%}" for i, h in positional])
-print(f"most confident head: {classes.confidence.max():.2f}; mean confidence per layer:",
-      [round(float(c), 2) for c in classes.confidence.mean(-1)])
-print(f"rare-token head: {rare_layer}-{rare_head}, argmax on the rarest token for {classes.rare.max():.1%} "
-      f"of tokens (a uniform guess among the words: {classes.rare_chance:.1%})")
-rare_null = [rare_token_null(maps, pairs["attention_mask"], pairs["special_tokens_mask"], frequency[ids], seed)
-             for seed in config.seeds]
-print("the best head's share with the frequencies shuffled within each sentence, per shuffle:",
-      ", ".join(f"{v:.1%}" for v in rare_null))
+print(
+    "positional heads (layer, head):",
+    positional,
+    [f"previous {classes.previous[i, h]:.1%}, next {classes.next[i, h]:.1%}" for i, h in positional],
+)
+print(
+    f"most confident head: {classes.confidence.max():.2f}; mean confidence per layer:",
+    [round(float(c), 2) for c in classes.confidence.mean(-1)],
+)
+print(
+    f"rare-token head: {rare_layer}-{rare_head}, argmax on the rarest token for {classes.rare.max():.1%} "
+    f"of tokens (a uniform guess among the words: {classes.rare_chance:.1%})"
+)
+rare_null = [
+    rare_token_null(maps, pairs["attention_mask"], pairs["special_tokens_mask"], frequency[ids], seed)
+    for seed in config.seeds
+]
+print(
+    "the best head's share with the frequencies shuffled within each sentence, per shuffle:",
+    ", ".join(f"{v:.1%}" for v in rare_null),
+)
 
 # %%
 # Voita et al. find positional heads in every model they study; so does MiniLM (the heads are printed above)
@@ -396,18 +462,37 @@ trees = [s.heads for s in sentences], [s.deprels for s in sentences]
 profile.expect(84, "Pretraining chapter 05's BERT unless notebook 05 has cached it, then finding the syntactic heads")
 course = course_bert()
 minilm_word_maps = word_maps(minilm, tokenizer, sentences)
-tables = {"MiniLM": syntactic_heads(minilm_word_maps, *trees, DEPENDENCY_RELATIONS),
-          "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS)}
+tables = {
+    "MiniLM": syntactic_heads(minilm_word_maps, *trees, DEPENDENCY_RELATIONS),
+    "course BERT": syntactic_heads(word_maps(course.model, course.tokenizer, sentences), *trees, DEPENDENCY_RELATIONS),
+}
 clark_table1 = {"nsubj": "58.5 vs 45.5", "obj": "86.8 vs 40.0 (dobj)", "det": "94.3 vs 51.7", "amod": "75.6 vs 68.3"}
-rows = [[mini.relation, mini.count, *(f"{r.layer}-{r.head} {r.direction}: {r.accuracy:.1%}" for r in (mini, ours)),
-         f"{mini.offset:+d}: {mini.baseline:.1%}", clark_table1.get(mini.relation)] for mini, ours in zip(*tables.values())]
-show_reproduction("ch10-clark-table1", "Clark et al. (2019), Table 1: the best single head against the best fixed "
-                  "offset, per dependency relation", ["relation", "arcs", "MiniLM best head", "course BERT best head",
-                                                      "offset baseline", "paper (BERT-base, PTB): head vs offset"],
-                  rows, note="For MiniLM on the synthetic language, det and nsubj must beat the best offset by more "
-                             "than 10 points (asserted); the course BERT's single heads are printed, not asserted: "
-                             "their margins change with the sample.");
-
+rows = [
+    [
+        mini.relation,
+        mini.count,
+        *(f"{r.layer}-{r.head} {r.direction}: {r.accuracy:.1%}" for r in (mini, ours)),
+        f"{mini.offset:+d}: {mini.baseline:.1%}",
+        clark_table1.get(mini.relation),
+    ]
+    for mini, ours in zip(*tables.values())
+]
+show_reproduction(
+    "ch10-clark-table1",
+    "Clark et al. (2019), Table 1: the best single head against the best fixed offset, per dependency relation",
+    [
+        "relation",
+        "arcs",
+        "MiniLM best head",
+        "course BERT best head",
+        "offset baseline",
+        "paper (BERT-base, PTB): head vs offset",
+    ],
+    rows,
+    note="For MiniLM on the synthetic language, det and nsubj must beat the best offset by more "
+    "than 10 points (asserted); the course BERT's single heads are printed, not asserted: "
+    "their margins change with the sample.",
+)
 # %%
 minilm_rows = {r.relation: r for r in tables["MiniLM"]}
 for relation in ("det", "nsubj"):
@@ -445,10 +530,13 @@ print(f"fitted on {config.parser_train} of the {len(sentences)} synthetic senten
 parsed = {seed: parser_scores(minilm_word_maps, sentences, seed, config.parser_train) for seed in config.seeds}
 print("seed  attention-only probe  best single head            right-branching")
 for seed, p in parsed.items():
-    print(f"{seed:4d}  {p.probe:20.1%}  {p.single:6.1%} ({p.single_head[1]}-{p.single_head[2]}, "
-          f"{p.single_head[0]})  {p.right_branching:8.1%}")
-uas = {name: torch.tensor([getattr(p, name) for p in parsed.values()]) for name in ("probe", "single",
-                                                                                   "right_branching")}
+    print(
+        f"{seed:4d}  {p.probe:20.1%}  {p.single:6.1%} ({p.single_head[1]}-{p.single_head[2]}, "
+        f"{p.single_head[0]})  {p.right_branching:8.1%}"
+    )
+uas = {
+    name: torch.tensor([getattr(p, name) for p in parsed.values()]) for name in ("probe", "single", "right_branching")
+}
 print(", ".join(f"{name}: {seed_summary(v.tolist(), '.1%')}" for name, v in uas.items()), "(over the splits)")
 
 # %%
@@ -496,8 +584,8 @@ def zeroed(parts):
             attention = surgery.encoder.layer[layer].attention.self
             for h in hs:
                 for part in parts:
-                    getattr(attention, part).weight[h * d:(h + 1) * d] = 0
-                    getattr(attention, part).bias[h * d:(h + 1) * d] = 0
+                    getattr(attention, part).weight[h * d : (h + 1) * d] = 0
+                    getattr(attention, part).bias[h * d : (h + 1) * d] = 0
     return surgery
 
 
@@ -514,7 +602,9 @@ torch.testing.assert_close(by_pruning[real8], masked[real8], atol=1e-5, rtol=1e-
 gap = (by_scores - masked)[real8].abs().max()
 assert gap > 1e-2
 masking_gaps = [float((other - masked)[real8].abs().max()) for other in (by_values, by_pruning)]
-print(f"mask = zeroed values = pruned (to 1e-5); zeroing queries and keys leaves the heads in: max difference {gap:.2f}")
+print(
+    f"mask = zeroed values = pruned (to 1e-5); zeroing queries and keys leaves the heads in: max difference {gap:.2f}"
+)
 
 # %% [markdown]
 # **Importance.** Michel et al. score head $h$ by how much the loss would change if its gate moved, at
@@ -537,16 +627,19 @@ mlm_batches = masked_sentences(course, synthetic_sentences(config.mlm_sentences,
 exact = copy.deepcopy(model).double()
 gates = all_heads(exact).requires_grad_()
 outputs = []
-hooks = [layer.attention.output.dense.register_forward_hook(lambda m, inputs, out: outputs.append(inputs[0]))
-         for layer in exact.bert.encoder.layer]
+hooks = [
+    layer.attention.output.dense.register_forward_hook(lambda m, inputs, out: outputs.append(inputs[0]))
+    for layer in exact.bert.encoder.layer
+]
 loss = mlm_loss(exact, mlm_batches[0], gates)
 gate_gradient, *output_gradients = torch.autograd.grad(loss, [gates, *outputs])
 for hook in hooks:
     hook.remove()
 course_layers, course_heads = gates.shape
 d = exact.config.hidden_size // course_heads
-head_times_gradient = torch.stack([(out * grad).unflatten(-1, (course_heads, d)).sum(dim=(0, 1, 3))
-                                   for out, grad in zip(outputs, output_gradients)])
+head_times_gradient = torch.stack(
+    [(out * grad).unflatten(-1, (course_heads, d)).sum(dim=(0, 1, 3)) for out, grad in zip(outputs, output_gradients)]
+)
 torch.testing.assert_close(gate_gradient, head_times_gradient, atol=1e-10, rtol=1e-8)
 identity_gap = float((gate_gradient - head_times_gradient).abs().max())
 print("∂L/∂ξ_h = Σ_t head_h · ∂L/∂head_h for all", gates.numel(), "heads")
@@ -566,19 +659,29 @@ one_head = one_head_per_layer(score, full_mask)
 masked_positions = sum(int((b["labels"] != -100).sum()) for b in mlm_batches)
 fig, axes = plt.subplots(1, 3, figsize=(15, 4))
 for ax, title, label, values in zip(
-        axes, ["importance $I_h$\n(layer-normalised)", "accuracy change\nwithout head h",
-               "accuracy with layer l\nreduced to head h"], ["importance", "change in accuracy", "accuracy"],
-        [importance, ablation - baseline_accuracy, one_head]):
+    axes,
+    [
+        "importance $I_h$\n(layer-normalised)",
+        "accuracy change\nwithout head h",
+        "accuracy with layer l\nreduced to head h",
+    ],
+    ["importance", "change in accuracy", "accuracy"],
+    [importance, ablation - baseline_accuracy, one_head],
+):
     plot_head_grid(ax, values, title, label=label, digits=2)
 fig.tight_layout()
 plt.show()
 standard_error = 100 * (baseline_accuracy * (1 - baseline_accuracy) / masked_positions) ** 0.5
-print(f"masked-LM accuracy with all 16 heads: {baseline_accuracy:.1%} on {masked_positions} masked positions "
-      f"(one standard error: {standard_error:.1f} points)")
+print(
+    f"masked-LM accuracy with all 16 heads: {baseline_accuracy:.1%} on {masked_positions} masked positions "
+    f"(one standard error: {standard_error:.1f} points)"
+)
 worst = torch.unravel_index(ablation.argmin(), ablation.shape)
-print(f"removing one head: from {ablation.min() - baseline_accuracy:+.1%} (head {int(worst[0])}-{int(worst[1])}) "
-      f"to {ablation.max() - baseline_accuracy:+.1%}; heads whose removal moves accuracy by more than 2 points: "
-      f"{int(((ablation - baseline_accuracy).abs() > 0.02).sum())} of 16")
+print(
+    f"removing one head: from {ablation.min() - baseline_accuracy:+.1%} (head {int(worst[0])}-{int(worst[1])}) "
+    f"to {ablation.max() - baseline_accuracy:+.1%}; heads whose removal moves accuracy by more than 2 points: "
+    f"{int(((ablation - baseline_accuracy).abs() > 0.02).sum())} of 16"
+)
 print("best single head kept per layer, accuracy:", [f"{v:.1%}" for v in one_head.max(-1).values])
 
 # %% [markdown]
@@ -608,27 +711,43 @@ curves = {}
 for seed in config.seeds:  # each seed: its own held-out sentences and masking, its own random orders
     batches = masked_sentences(course, synthetic_sentences(config.mlm_sentences, seed + 1), seed)
     evaluate = lambda head_mask, batches=batches: masked_lm_accuracy(model, batches, head_mask)  # noqa: E731
-    orders = {normalize: pruning_order(head_importance(model, batches, mlm_loss, normalize=normalize))
-              for normalize in (False, True)}
-    random_orders = [torch.randperm(importance.numel(), generator=generator("ch10 random pruning", seed, r))
-                     for r in range(config.random_orders)]
-    curves[seed] = [torch.tensor(pruning_curve(evaluate, orders[False], counts, full_mask)),
-                    torch.tensor(pruning_curve(evaluate, orders[True], counts, full_mask)),
-                    torch.tensor([pruning_curve(evaluate, o, counts, full_mask) for o in random_orders]).mean(0)]
+    orders = {
+        normalize: pruning_order(head_importance(model, batches, mlm_loss, normalize=normalize))
+        for normalize in (False, True)
+    }
+    random_orders = [
+        torch.randperm(importance.numel(), generator=generator("ch10 random pruning", seed, r))
+        for r in range(config.random_orders)
+    ]
+    curves[seed] = [
+        torch.tensor(pruning_curve(evaluate, orders[False], counts, full_mask)),
+        torch.tensor(pruning_curve(evaluate, orders[True], counts, full_mask)),
+        torch.tensor([pruning_curve(evaluate, o, counts, full_mask) for o in random_orders]).mean(0),
+    ]
 by_importance, by_layer_normalised, at_random = (torch.stack([c[k] for c in curves.values()]) for k in range(3))
 fig, ax = plt.subplots(figsize=(6, 3.8))
-for values, style, name in ((by_importance, "o-", "least important first"),
-                            (by_layer_normalised, "^:", "least important first, layer-normalised"),
-                            (at_random, "s--", f"random order (mean of {config.random_orders})")):
-    line, = ax.plot(fractions_pruned, values.mean(0), style, label=name)
+for values, style, name in (
+    (by_importance, "o-", "least important first"),
+    (by_layer_normalised, "^:", "least important first, layer-normalised"),
+    (at_random, "s--", f"random order (mean of {config.random_orders})"),
+):
+    (line,) = ax.plot(fractions_pruned, values.mean(0), style, label=name)
     ax.fill_between(fractions_pruned, values.min(0).values, values.max(0).values, color=line.get_color(), alpha=0.2)
-ax.set(xlabel="fraction of heads removed", ylabel="masked-LM accuracy",
-       title=f"Michel et al.'s Figure 3, in shape ({len(config.seeds)} seeds: mean and range)")
+ax.set(
+    xlabel="fraction of heads removed",
+    ylabel="masked-LM accuracy",
+    title=f"Michel et al.'s Figure 3, in shape ({len(config.seeds)} seeds: mean and range)",
+)
 ax.legend()
 plt.show()
-areas = {name: values.mean(1).tolist() for name, values in (("by importance", by_importance),
-                                                          ("layer-normalised", by_layer_normalised),
-                                                          ("random order", at_random))}
+areas = {
+    name: values.mean(1).tolist()
+    for name, values in (
+        ("by importance", by_importance),
+        ("layer-normalised", by_layer_normalised),
+        ("random order", at_random),
+    )
+}
 area_importance, area_random = areas["by importance"], areas["random order"]
 for k, seed in enumerate(config.seeds):
     print(f"seed {seed}: mean accuracy over the curve, " + ", ".join(f"{name} {v[k]:.1%}" for name, v in areas.items()))
@@ -663,8 +782,10 @@ assert all(a > r + 0.01 for a, r in zip(area_importance, area_random))
 # %%
 profile.expect(15, "Fine-tuning the course BERT on acceptability three times")
 by_mlm = head_importance(model, mlm_batches, mlm_loss, normalize=False)
-tuned_runs = {seed: task_importance(course, "acceptability", FinetuneConfig(steps=150, batch_size=32, lr=1e-3,
-                                                                            seed=seed)) for seed in config.seeds}
+tuned_runs = {
+    seed: task_importance(course, "acceptability", FinetuneConfig(steps=150, batch_size=32, lr=1e-3, seed=seed))
+    for seed in config.seeds
+}
 by_task = {seed: importance for seed, (importance, _) in tuned_runs.items()}
 task_mcc = [scores["mcc"] for _, scores in tuned_runs.values()]
 
@@ -678,17 +799,20 @@ rank_agreement = [spearman_correlation(by_mlm.flatten(), t.flatten()) for t in b
 task_top_share = [top_quarter_share(t) for t in by_task.values()]
 mlm_top_share = top_quarter_share(by_mlm)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-for ax, title, values in zip(axes, ["masked-LM loss (section 6)", f"acceptability, seed {config.seeds[0]}"],
-                             [by_mlm, by_task[config.seeds[0]]]):
+for ax, title, values in zip(
+    axes, ["masked-LM loss (section 6)", f"acceptability, seed {config.seeds[0]}"], [by_mlm, by_task[config.seeds[0]]]
+):
     plot_head_grid(ax, values / values.sum(), f"share of importance:\n{title}", label="share of importance")
 fig.tight_layout()
 plt.show()
 for seed, rho, share in zip(config.seeds, rank_agreement, task_top_share):
-    print(f"seed {seed}: Spearman with the masked-LM ranking {rho:+.2f}; top quarter's share {share:.2f} "
-          f"(masked LM {mlm_top_share:.2f})")
+    print(
+        f"seed {seed}: Spearman with the masked-LM ranking {rho:+.2f}; top quarter's share {share:.2f} "
+        f"(masked LM {mlm_top_share:.2f})"
+    )
 print("test MCC of the fine-tuned models:", ", ".join(f"{v:.2f}" for v in task_mcc))
 tuned = list(by_task.values())
-seed_agreement = [spearman_correlation(a.flatten(), b.flatten()) for i, a in enumerate(tuned) for b in tuned[i + 1:]]
+seed_agreement = [spearman_correlation(a.flatten(), b.flatten()) for i, a in enumerate(tuned) for b in tuned[i + 1 :]]
 print("Spearman between the fine-tuning seeds' rankings:", ", ".join(f"{rho:+.2f}" for rho in seed_agreement))
 
 # %%
@@ -729,20 +853,27 @@ with tempfile.TemporaryDirectory() as directory:
 assert reloaded.config.pruned_heads == half.config.pruned_heads
 with torch.no_grad():
     torch.testing.assert_close(reloaded(**probe).last_hidden_state, half(**probe).last_hidden_state)
-batch = {k: pairs[k][:config.latency_batch] for k in ("input_ids", "attention_mask", "token_type_ids")}
+batch = {k: pairs[k][: config.latency_batch] for k in ("input_ids", "attention_mask", "token_type_ids")}
 single = {k: v[:1] for k, v in batch.items()}
-calls = {(name, size): (lambda m=m, b=b: m(**b)) for name, m in (("all 72 heads", minilm), ("36 heads", half))
-         for size, b in ((len(batch["input_ids"]), batch), (1, single))}
+calls = {
+    (name, size): (lambda m=m, b=b: m(**b))
+    for name, m in (("all 72 heads", minilm), ("36 heads", half))
+    for size, b in ((len(batch["input_ids"]), batch), (1, single))
+}
 with torch.no_grad():
     medians = interleaved_medians(dict(enumerate(calls.values())), repeats=config.latency_repeats, warmup=1)
 seconds = dict(zip(calls, medians.values()))
-print(f"parameters removed: {saved:,} ({saved / sum(p.numel() for p in minilm.parameters()):.1%} of MiniLM); "
-      f"config.pruned_heads survives save and load")
+print(
+    f"parameters removed: {saved:,} ({saved / sum(p.numel() for p in minilm.parameters()):.1%} of MiniLM); "
+    f"config.pruned_heads survives save and load"
+)
 for (name, size), s in seconds.items():
     print(f"{name:13} batch {size:3d}: {s * 1000:7.1f} ms")
 time_saved = {size: 1 - seconds["36 heads", size] / seconds["all 72 heads", size] for _, size in seconds}
-print("time saved by pruning half the heads:", ", ".join(f"batch {size}: {saving:.0%}"
-                                                          for size, saving in time_saved.items()))
+print(
+    "time saved by pruning half the heads:",
+    ", ".join(f"batch {size}: {saving:.0%}" for size, saving in time_saved.items()),
+)
 
 # %% [markdown]
 # The attention sub-layer is about a third of a layer's matrix work at this length (four $H \times H$
@@ -797,58 +928,115 @@ removal_effect = float((ablation - baseline_accuracy).abs().max())
 masked_labels = Counter(label for b in mlm_batches for label in b["labels"][b["labels"] != -100].tolist())
 most_frequent_guess = masked_labels.most_common(1)[0][1] / masked_positions
 syntax_leads = {r: minilm_rows[r].accuracy - minilm_rows[r].baseline for r in ("det", "nsubj")}
-show_what_we_saw("ch10-what-we-saw", "What we saw: chapter 10", CLAIMS, {
-    "10-attention-parked-on-special-tokens": measured(
-        f"MiniLM, mean attention to [CLS] + [SEP] per layer: {listed(parked)} (section 2)", max(parked),
-        seeds=once, seed_kind="none"),
-    "10-no-op-attention": measured(
-        f"MiniLM, heads with ≥ half their attention on [CLS]: mass {listed(no_op_mass)}, gradient share "
-        f"{listed(no_op_gradient, '.4f')} (section 2)", no_op_gradient, no_op_mass, seeds=seeds,
-        seed_kind="data sample"),
-    "10-early-heads-broad": measured(
-        f"mean entropy per layer (nats): {listed(layer_entropy)} (section 2)", layer_entropy[0],
-        max(layer_entropy[1:]), seeds=once, seed_kind="none"),
-    "10-heterogeneous-fewer-than-half": shown(
-        "MiniLM under our threshold rule: " + ", ".join(f"{name} {share:.0%}" for name, share in fractions.items())
-        + " (section 3)"),
-    "10-positional-heads": measured(
-        f"best previous-token head {classes.previous.max():.1%}, best next-token head {classes.next.max():.1%}; "
-        f"positional heads {positional} (section 4)", float(classes.previous.max()), seeds=once, seed_kind="none"),
-    "10-rare-token-head": measured(
-        f"best head {rare_layer}-{rare_head} on the rarest word for {classes.rare.max():.1%} of queries; the best "
-        f"head with shuffled frequencies {listed(rare_null, '.1%')}; a uniform guess {classes.rare_chance:.1%} "
-        "(section 4)", [float(classes.rare.max())] * len(seeds), rare_null, seeds=seeds, seed_kind="data sample"),
-    "10-syntactic-heads": measured(
-        "MiniLM best head vs best offset: " + "; ".join(
-            f"{r} {minilm_rows[r].accuracy:.1%} vs {minilm_rows[r].baseline:.1%}" for r in syntax_leads)
-        + " (section 5)", min(syntax_leads.values()), seeds=once, seed_kind="none"),
-    "10-attention-parser-beats-baseline": measured(
-        f"UAS per split: probe {listed(uas['probe'].tolist(), '.1%')}; best head "
-        f"{listed(uas['single'].tolist(), '.1%')}; right-branching {listed(uas['right_branching'].tolist(), '.1%')} "
-        "(section 5)", uas["probe"].tolist(), uas["right_branching"].tolist(), seeds=seeds, seed_kind="probe fit"),
-    "10-few-heads-matter-alone": measured(
-        f"the largest change from removing one of {course_layers * course_heads} heads: {removal_effect:.1%}, from "
-        f"{baseline_accuracy:.1%}; the most frequent masked word {most_frequent_guess:.1%} (section 6)",
-        removal_effect, seeds=once, seed_kind="none",
-        gates={"the course BERT with all heads": (baseline_accuracy, most_frequent_guess)}),
-    "10-importance-order-beats-random": measured(
-        f"mean accuracy over the curve, by importance {listed(area_importance, '.1%')}, random order "
-        f"{listed(area_random, '.1%')}; the layer-normalised ranking {listed(areas['layer-normalised'], '.1%')} "
-        "(section 7)", area_importance, area_random, seeds=seeds, seed_kind="data sample"),
-    "10-task-importance-concentrated": measured(
-        f"the top quarter's share, acceptability {listed(task_top_share)} against masked LM {mlm_top_share:.2f}; "
-        f"test MCC {listed(task_mcc)} (section 7)", task_top_share, [mlm_top_share] * len(seeds), seeds=seeds,
-        seed_kind="fine-tuning", gates={"acceptability, fine-tuned (test MCC)": (task_mcc, [0.0] * len(seeds))}),
-    "10-pruning-speeds-inference": shown(
-        "time saved: " + ", ".join(f"batch {size} {saving:.0%}" for size, saving in time_saved.items())
-        + " (section 8; a rerun prints others)"),
-}, CHECKS, {
-    "10-masking-is-pruning": checked(
-        f"zeroed values {masking_gaps[0]:.1e}, pruned {masking_gaps[1]:.1e}; zeroing queries and keys leaves "
-        f"{gap:.2f} (section 6)", masking_gaps, 0.0),
-    "10-importance-is-output-times-gradient": checked(f"largest difference {identity_gap:.1e} (section 6)",
-                                                      identity_gap, 0.0),
-})
+show_what_we_saw(
+    "ch10-what-we-saw",
+    "What we saw: chapter 10",
+    CLAIMS,
+    {
+        "10-attention-parked-on-special-tokens": measured(
+            f"MiniLM, mean attention to [CLS] + [SEP] per layer: {listed(parked)} (section 2)",
+            max(parked),
+            seeds=once,
+            seed_kind="none",
+        ),
+        "10-no-op-attention": measured(
+            f"MiniLM, heads with ≥ half their attention on [CLS]: mass {listed(no_op_mass)}, gradient share "
+            f"{listed(no_op_gradient, '.4f')} (section 2)",
+            no_op_gradient,
+            no_op_mass,
+            seeds=seeds,
+            seed_kind="data sample",
+        ),
+        "10-early-heads-broad": measured(
+            f"mean entropy per layer (nats): {listed(layer_entropy)} (section 2)",
+            layer_entropy[0],
+            max(layer_entropy[1:]),
+            seeds=once,
+            seed_kind="none",
+        ),
+        "10-heterogeneous-fewer-than-half": shown(
+            "MiniLM under our threshold rule: "
+            + ", ".join(f"{name} {share:.0%}" for name, share in fractions.items())
+            + " (section 3)"
+        ),
+        "10-positional-heads": measured(
+            f"best previous-token head {classes.previous.max():.1%}, best next-token head {classes.next.max():.1%}; "
+            f"positional heads {positional} (section 4)",
+            float(classes.previous.max()),
+            seeds=once,
+            seed_kind="none",
+        ),
+        "10-rare-token-head": measured(
+            f"best head {rare_layer}-{rare_head} on the rarest word for {classes.rare.max():.1%} of queries; the best "
+            f"head with shuffled frequencies {listed(rare_null, '.1%')}; a uniform guess {classes.rare_chance:.1%} "
+            "(section 4)",
+            [float(classes.rare.max())] * len(seeds),
+            rare_null,
+            seeds=seeds,
+            seed_kind="data sample",
+        ),
+        "10-syntactic-heads": measured(
+            "MiniLM best head vs best offset: "
+            + "; ".join(f"{r} {minilm_rows[r].accuracy:.1%} vs {minilm_rows[r].baseline:.1%}" for r in syntax_leads)
+            + " (section 5)",
+            min(syntax_leads.values()),
+            seeds=once,
+            seed_kind="none",
+        ),
+        "10-attention-parser-beats-baseline": measured(
+            f"UAS per split: probe {listed(uas['probe'].tolist(), '.1%')}; best head "
+            f"{listed(uas['single'].tolist(), '.1%')}; right-branching {listed(uas['right_branching'].tolist(), '.1%')} "
+            "(section 5)",
+            uas["probe"].tolist(),
+            uas["right_branching"].tolist(),
+            seeds=seeds,
+            seed_kind="probe fit",
+        ),
+        "10-few-heads-matter-alone": measured(
+            f"the largest change from removing one of {course_layers * course_heads} heads: {removal_effect:.1%}, from "
+            f"{baseline_accuracy:.1%}; the most frequent masked word {most_frequent_guess:.1%} (section 6)",
+            removal_effect,
+            seeds=once,
+            seed_kind="none",
+            gates={"the course BERT with all heads": (baseline_accuracy, most_frequent_guess)},
+        ),
+        "10-importance-order-beats-random": measured(
+            f"mean accuracy over the curve, by importance {listed(area_importance, '.1%')}, random order "
+            f"{listed(area_random, '.1%')}; the layer-normalised ranking {listed(areas['layer-normalised'], '.1%')} "
+            "(section 7)",
+            area_importance,
+            area_random,
+            seeds=seeds,
+            seed_kind="data sample",
+        ),
+        "10-task-importance-concentrated": measured(
+            f"the top quarter's share, acceptability {listed(task_top_share)} against masked LM {mlm_top_share:.2f}; "
+            f"test MCC {listed(task_mcc)} (section 7)",
+            task_top_share,
+            [mlm_top_share] * len(seeds),
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates={"acceptability, fine-tuned (test MCC)": (task_mcc, [0.0] * len(seeds))},
+        ),
+        "10-pruning-speeds-inference": shown(
+            "time saved: "
+            + ", ".join(f"batch {size} {saving:.0%}" for size, saving in time_saved.items())
+            + " (section 8; a rerun prints others)"
+        ),
+    },
+    CHECKS,
+    {
+        "10-masking-is-pruning": checked(
+            f"zeroed values {masking_gaps[0]:.1e}, pruned {masking_gaps[1]:.1e}; zeroing queries and keys leaves "
+            f"{gap:.2f} (section 6)",
+            masking_gaps,
+            0.0,
+        ),
+        "10-importance-is-output-times-gradient": checked(
+            f"largest difference {identity_gap:.1e} (section 6)", identity_gap, 0.0
+        ),
+    },
+)
 
 # %% [markdown]
 # ## Exercises

@@ -44,8 +44,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import math
@@ -124,8 +133,7 @@ minilm, minilm_tokenizer = load_minilm()
 twin = random_twin(minilm, config.seed)
 course = course_bert()
 train, test = treebank(config)
-print(f"{len(train)} training and {len(test)} test sentences, "
-      f"{sum(map(len, train))} and {sum(map(len, test))} words")
+print(f"{len(train)} training and {len(test)} test sentences, {sum(map(len, train))} and {sum(map(len, test))} words")
 example = next(s for s in test if s.agreement and attractors(s, s.agreement[-1]))  # a verb with an attractor
 print(example.conllu())
 
@@ -143,8 +151,9 @@ ids, word_of_piece = align_words(minilm_tokenizer, example.words)
 print(minilm_tokenizer.convert_ids_to_tokens(ids))
 with torch.no_grad():
     hidden = torch.stack(minilm(torch.tensor([ids]), output_hidden_states=True).hidden_states)[:, 0]  # (7, T, H)
-by_hand = torch.stack([hidden[:, [t for t, w in enumerate(word_of_piece) if w == i]].mean(1)
-                       for i in range(len(example))], 1)
+by_hand = torch.stack(
+    [hidden[:, [t for t, w in enumerate(word_of_piece) if w == i]].mean(1) for i in range(len(example))], 1
+)
 library = word_vectors(minilm, minilm_tokenizer, [example.words])[0]
 print("word vectors:", tuple(library.shape), "(layers + 1, words, hidden)")
 torch.testing.assert_close(library, by_hand, atol=1e-5, rtol=1e-5)
@@ -184,8 +193,10 @@ plt.show()
 
 # %%
 for task in PROBING_TASKS:
-    print(f"{task:>6}: the word type's most frequent label is right for {word_type_baseline(train, test, task):.1%} "
-          "of the test words")
+    print(
+        f"{task:>6}: the word type's most frequent label is right for {word_type_baseline(train, test, task):.1%} "
+        "of the test words"
+    )
 
 # %% [markdown]
 # An accurate probe is not yet evidence that the encoder computed the property: a probe with enough capacity
@@ -198,8 +209,9 @@ for task in PROBING_TASKS:
 # %%
 train_vectors = word_vectors(minilm, minilm_tokenizer, [s.words for s in train])
 test_vectors = word_vectors(minilm, minilm_tokenizer, [s.words for s in test])
-(x_train, y_train, w_train), (x_test, y_test, w_test) = (task_data(v, split, "deprel") for v, split in
-                                                          ((train_vectors, train), (test_vectors, test)))
+(x_train, y_train, w_train), (x_test, y_test, w_test) = (
+    task_data(v, split, "deprel") for v, split in ((train_vectors, train), (test_vectors, test))
+)
 names = sorted(set(y_train) | set(y_test))
 labels = torch.tensor([names.index(y) for y in y_train + y_test])
 control = torch.tensor(control_labels(w_train + w_test, labels.tolist(), generator("ch11 demo", config.seed)))
@@ -208,12 +220,22 @@ n = len(y_train)
 label_of = {}
 assert all(label_of.setdefault(w, int(c)) == int(c) for w, c in zip(w_train + w_test, control))
 for layer in (0, 3):
-    task_probe = fit_probe(linear_probe(384, len(names), generator=generator("demo", layer)), x_train[layer],
-                           labels[:n], config.probe_steps)
-    control_probe = fit_probe(linear_probe(384, len(names), generator=generator("demo control", layer)),
-                              x_train[layer], control[:n], config.probe_steps)
-    print(f"layer {layer}: deprel {probe_accuracy(task_probe, x_test[layer], labels[n:]):.3f}, "
-          f"control {probe_accuracy(control_probe, x_test[layer], control[n:]):.3f}")
+    task_probe = fit_probe(
+        linear_probe(384, len(names), generator=generator("demo", layer)),
+        x_train[layer],
+        labels[:n],
+        config.probe_steps,
+    )
+    control_probe = fit_probe(
+        linear_probe(384, len(names), generator=generator("demo control", layer)),
+        x_train[layer],
+        control[:n],
+        config.probe_steps,
+    )
+    print(
+        f"layer {layer}: deprel {probe_accuracy(task_probe, x_test[layer], labels[n:]):.3f}, "
+        f"control {probe_accuracy(control_probe, x_test[layer], control[n:]):.3f}"
+    )
 
 # %% [markdown]
 # The control task cannot fail here: the language has a closed vocabulary of a few hundred word types, every
@@ -227,11 +249,17 @@ for layer in (0, 3):
 # treebank is the same). The runs are cached: a second run reads them back.
 
 # %%
-profile.expect(35, "Training the probes layer by layer on three encoders, three seeds (the first time; then they load from the cache)")
-probing = {"MiniLM": layerwise_probing("minilm", minilm, minilm_tokenizer, config,
-                                       vectors=(train_vectors, test_vectors)),  # section 3's, computed above
-           "course BERT": layerwise_probing("course-bert", course.model, course.tokenizer, config),
-           "random twin": layerwise_probing("random-minilm", twin, minilm_tokenizer, config)}
+profile.expect(
+    35,
+    "Training the probes layer by layer on three encoders, three seeds (the first time; then they load from the cache)",
+)
+probing = {
+    "MiniLM": layerwise_probing(
+        "minilm", minilm, minilm_tokenizer, config, vectors=(train_vectors, test_vectors)
+    ),  # section 3's, computed above
+    "course BERT": layerwise_probing("course-bert", course.model, course.tokenizer, config),
+    "random twin": layerwise_probing("random-minilm", twin, minilm_tokenizer, config),
+}
 
 
 def per_seed(runs, measure):
@@ -241,18 +269,22 @@ def per_seed(runs, measure):
 
 for model_name, tasks in probing.items():
     for task, runs in tasks.items():
-        print(f"{model_name:>11} {task:>6} (majority {sum(r['majority'] for r in runs) / len(runs):.2f}): accuracy "
-              + " ".join(f"{a:.2f}" for a in per_seed(runs, "accuracy").mean(0)) + " | control "
-              + " ".join(f"{a:.2f}" for a in per_seed(runs, "control").mean(0)))
+        print(
+            f"{model_name:>11} {task:>6} (majority {sum(r['majority'] for r in runs) / len(runs):.2f}): accuracy "
+            + " ".join(f"{a:.2f}" for a in per_seed(runs, "accuracy").mean(0))
+            + " | control "
+            + " ".join(f"{a:.2f}" for a in per_seed(runs, "control").mean(0))
+        )
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), sharey=True)
 for ax, (model_name, tasks) in zip(axes, probing.items()):
     for task, runs in tasks.items():
         accuracy, control = per_seed(runs, "accuracy"), per_seed(runs, "control")
-        line, = ax.plot(accuracy.mean(0), marker="o", label=task)
-        ax.fill_between(range(accuracy.shape[1]), accuracy.min(0).values, accuracy.max(0).values,
-                        color=line.get_color(), alpha=0.15)
+        (line,) = ax.plot(accuracy.mean(0), marker="o", label=task)
+        ax.fill_between(
+            range(accuracy.shape[1]), accuracy.min(0).values, accuracy.max(0).values, color=line.get_color(), alpha=0.15
+        )
         ax.plot(control.mean(0), ls="--", color=line.get_color())
     ax.set(xlabel="layer", title=f"{model_name}: task (solid), control (dashed)")
 axes[0].set(ylabel="accuracy on held-out word types")
@@ -264,13 +296,20 @@ plt.show()
 # The table: per task and encoder, the accuracy at layer 0 and at the best single layer (the layer of best
 # mean accuracy), the mean and the range over the seeds, and the selectivity there.
 
+
 # %%
 def summary(runs):
     accuracy, selectivity = per_seed(runs, "accuracy"), per_seed(runs, "selectivity")
     best = int(accuracy.mean(0).argmax())
-    return dict(best=best, layer0=accuracy[:, 0], at_best=accuracy[:, best], selectivity=selectivity[:, best],
-                best_per_seed=accuracy.argmax(1), best_accuracy=accuracy.max(1).values,
-                majority=torch.tensor([r["majority"] for r in runs]))
+    return dict(
+        best=best,
+        layer0=accuracy[:, 0],
+        at_best=accuracy[:, best],
+        selectivity=selectivity[:, best],
+        best_per_seed=accuracy.argmax(1),
+        best_accuracy=accuracy.max(1).values,
+        majority=torch.tensor([r["majority"] for r in runs]),
+    )
 
 
 summaries = {(model_name, task): summary(runs) for model_name, tasks in probing.items() for task, runs in tasks.items()}
@@ -278,14 +317,23 @@ show_reproduction(
     "ch11-probing",
     "Probes on held-out word types: accuracy at layer 0 and at the best layer, selectivity (Hewitt and Liang 2019)",
     ["encoder", "task", "majority", "layer 0", "best layer", "accuracy there", "selectivity there"],
-    [[model_name, task, f"{s['majority'].mean():.2f}", seed_summary(s["layer0"].tolist(), ".2f", spread="range"),
-      s["best"], seed_summary(s["at_best"].tolist(), ".2f", spread="range"),
-      seed_summary(s["selectivity"].tolist(), ".2f", spread="range")] for (model_name, task), s in summaries.items()],
+    [
+        [
+            model_name,
+            task,
+            f"{s['majority'].mean():.2f}",
+            seed_summary(s["layer0"].tolist(), ".2f", spread="range"),
+            s["best"],
+            seed_summary(s["at_best"].tolist(), ".2f", spread="range"),
+            seed_summary(s["selectivity"].tolist(), ".2f", spread="range"),
+        ]
+        for (model_name, task), s in summaries.items()
+    ],
     note="Three seeds (held-out types, control labels, probes). Hewitt and Liang (2019) report, for ELMo's "
-         "first layer on part of speech, 97.2% task and 71.2% control accuracy with the default linear probe "
-         "(selectivity 26.0); their words were mostly seen in training, so their control was easier than "
-         "ours on unseen types.");
-
+    "first layer on part of speech, 97.2% task and 71.2% control accuracy with the default linear probe "
+    "(selectivity 26.0); their words were mostly seen in training, so their control was easier than "
+    "ours on unseen types.",
+)
 # %% [markdown]
 # Read the table with the control beside each accuracy.
 #
@@ -305,16 +353,22 @@ show_reproduction(
 # The claims of the results table are computed from these runs below.
 
 # %%
-context_gap = {task: summaries["MiniLM", task]["at_best"] - summaries["MiniLM", task]["layer0"]
-               for task in CONTEXT_TASKS}
+context_gap = {
+    task: summaries["MiniLM", task]["at_best"] - summaries["MiniLM", task]["layer0"] for task in CONTEXT_TASKS
+}
 for task, gap in context_gap.items():
     s = summaries["MiniLM", task]
-    print(f"MiniLM {task}: layer 0 {seed_summary(s['layer0'].tolist(), '.2f', spread='range')}, layer {s['best']} "
-          f"{seed_summary(s['at_best'].tolist(), '.2f', spread='range')}, gap per seed {[round(g, 3) for g in gap.tolist()]}")
-twin_gap = {task: summaries["MiniLM", task]["at_best"] - summaries["random twin", task]["at_best"]
-            for task in PROBING_TASKS}
-print("MiniLM's best layer minus the random twin's, per seed:",
-      {task: [round(g, 3) for g in gap.tolist()] for task, gap in twin_gap.items()})
+    print(
+        f"MiniLM {task}: layer 0 {seed_summary(s['layer0'].tolist(), '.2f', spread='range')}, layer {s['best']} "
+        f"{seed_summary(s['at_best'].tolist(), '.2f', spread='range')}, gap per seed {[round(g, 3) for g in gap.tolist()]}"
+    )
+twin_gap = {
+    task: summaries["MiniLM", task]["at_best"] - summaries["random twin", task]["at_best"] for task in PROBING_TASKS
+}
+print(
+    "MiniLM's best layer minus the random twin's, per seed:",
+    {task: [round(g, 3) for g in gap.tolist()] for task, gap in twin_gap.items()},
+)
 best_layers = {task: summaries["MiniLM", task]["best"] for task in PROBING_TASKS}
 print("MiniLM's best layer per task:", best_layers)
 
@@ -360,15 +414,21 @@ print(distances)
 
 # %%
 profile.expect(20, "Fitting the structural probes (the first time; then they load from the cache)")
-structural = {"MiniLM": structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True,
-                                           vectors=(train_vectors, test_vectors)),
-              "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config,
-                                                depth=False)}  # only its distances are shown
+structural = {
+    "MiniLM": structural_probing(
+        "minilm", minilm, minilm_tokenizer, config, rank_sweep=True, vectors=(train_vectors, test_vectors)
+    ),
+    "course BERT": structural_probing("course-bert", course.model, course.tokenizer, config, depth=False),
+}  # only its distances are shown
 gold = [gold_edges(s.heads, [p != "PUNCT" for p in s.pos]) for s in test]
 right_branching = uuas([right_branching_edges(sum(p != "PUNCT" for p in s.pos)) for s in test], gold)
 for model_name, run in structural.items():
-    print(f"{model_name:>11}: UUAS " + " ".join(f"{r['uuas']:.2f}" for r in run["layers"])
-          + " | DSpr " + " ".join(f"{r['dspr']:.2f}" for r in run["layers"]))
+    print(
+        f"{model_name:>11}: UUAS "
+        + " ".join(f"{r['uuas']:.2f}" for r in run["layers"])
+        + " | DSpr "
+        + " ".join(f"{r['dspr']:.2f}" for r in run["layers"])
+    )
 print(f"right-branching baseline: UUAS {right_branching:.3f}")
 
 # %%
@@ -381,8 +441,12 @@ axes[0].legend()
 ranks = structural["MiniLM"]["ranks"]
 paper_ranks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 paper_uuas = [26.6, 38.9, 50.9, 65.9, 74.2, 78.0, 79.5, 79.9, 79.7, 79.7]  # BERT-base layer 7, PTB
-axes[1].plot([int(k) for k in ranks], [r["uuas"] for r in ranks.values()], marker="o",
-             label=f"MiniLM layer {structural['MiniLM']['best_layer']}, synthetic")
+axes[1].plot(
+    [int(k) for k in ranks],
+    [r["uuas"] for r in ranks.values()],
+    marker="o",
+    label=f"MiniLM layer {structural['MiniLM']['best_layer']}, synthetic",
+)
 axes[1].plot(paper_ranks, [u / 100 for u in paper_uuas], marker="s", ls="--", label="Hewitt & Manning, BERT-base 7")
 axes[1].set(xscale="log", xlabel="probe rank k", ylabel="UUAS", title="Rank of the structural probe")
 axes[1].legend()
@@ -397,8 +461,10 @@ plt.show()
 
 # %%
 best_layer = structural["MiniLM"]["best_layer"]
-shown = [(sentence, {tuple(e) for e in edges})
-         for sentence, edges in zip(test, structural["MiniLM"]["layers"][best_layer]["trees"])]
+shown = [
+    (sentence, {tuple(e) for e in edges})
+    for sentence, edges in zip(test, structural["MiniLM"]["layers"][best_layer]["trees"])
+]
 shown.sort(key=lambda pair: -len(pair[1] - gold_edges(pair[0].heads, [p != "PUNCT" for p in pair[0].pos])))
 fig, axes = plt.subplots(2, 1, figsize=(11, 4.5))
 for ax, (sentence, predicted) in zip(axes, shown):
@@ -420,23 +486,34 @@ plt.show()
 # %%
 minilm_layers = structural["MiniLM"]["layers"]
 best_scores = minilm_layers[best_layer]
+
+
 def structural_row(name, layer, scores):
-    return [name, "synthetic language", layer, f"{100 * scores['uuas']:.1f}", f"{scores['dspr']:.2f}",
-            f"{100 * scores['root']:.1f}", f"{scores['nspr']:.2f}"]
+    return [
+        name,
+        "synthetic language",
+        layer,
+        f"{100 * scores['uuas']:.1f}",
+        f"{scores['dspr']:.2f}",
+        f"{100 * scores['root']:.1f}",
+        f"{scores['nspr']:.2f}",
+    ]
 
 
 show_reproduction(
     "ch11-structural-probe",
     "Hewitt & Manning (2019), Table 1: the structural probe (UUAS and root% in %, DSpr and NSpr as correlations)",
     ["model", "data", "layer", "UUAS", "DSpr.", "Root%", "NSpr."],
-    [["BERT-base (paper)", "PTB, WSJ test", 7, "79.8", "0.85", "88.0", "0.87"],
-     structural_row("MiniLM (ours)", best_layer, best_scores),
-     structural_row("MiniLM (ours)", 0, minilm_layers[0]),
-     ["right-branching (ours)", "synthetic language", "–", f"{100 * right_branching:.1f}", "–", "–", "–"]],
+    [
+        ["BERT-base (paper)", "PTB, WSJ test", 7, "79.8", "0.85", "88.0", "0.87"],
+        structural_row("MiniLM (ours)", best_layer, best_scores),
+        structural_row("MiniLM (ours)", 0, minilm_layers[0]),
+        ["right-branching (ours)", "synthetic language", "–", f"{100 * right_branching:.1f}", "–", "–", "–"],
+    ],
     note="Reproduced in shape: a middle layer holds the most tree, layer 0 and the last layer less, and UUAS "
-         "saturates with the probe's rank as in the paper's curve. Our numbers are higher than the paper's "
-         "because the synthetic sentences are short and their trees regular: layer 0 alone gets most edges.");
-
+    "saturates with the probe's rank as in the paper's curve. Our numbers are higher than the paper's "
+    "because the synthetic sentences are short and their trees regular: layer 0 alone gets most edges.",
+)
 # %% [markdown]
 # The asserts: the best layer beats layer 0 (this run's values are in the table above); and a rank-1 probe, a
 # single direction, recovers far fewer edges than the rank where the curve flattens.
@@ -498,7 +575,7 @@ assert best_scores["uuas"] > minilm_layers[0]["uuas"] + 0.05
 
 # %%
 [(spans, label)] = edge_examples(example, "negation")
-(start, end), = spans
+((start, end),) = spans
 print(f"span {start, end}: {' '.join(example.words[start:end])!r} -> negated {label}")
 vectors = word_vectors(minilm, minilm_tokenizer, [example.words])[0]  # (7, W, 384)
 probe = EdgeProbe(range(7), 384, 1, 2, config.edge_projection, generator=generator("ch11 demo edge"))
@@ -525,13 +602,18 @@ torch.testing.assert_close(library, probe.mlp(pooled)[None], atol=1e-5, rtol=1e-
 # %%
 profile.expect(12, "Training the edge probes (the first time; then they load from the cache)")
 edge = edge_probing("minilm", minilm, minilm_tokenizer, config, vectors=(train_vectors, test_vectors))
-edge_twin = edge_probing("random-minilm", twin, minilm_tokenizer, config, tasks=("negation", "coreference"),
-                         sweep=False)
+edge_twin = edge_probing(
+    "random-minilm", twin, minilm_tokenizer, config, tasks=("negation", "coreference"), sweep=False
+)
 for task, row in edge.items():
-    print(f"{task:>11}: {row['examples'][0]:>4} training, {row['examples'][1]:>4} test examples; cumulative "
-          + " ".join(f"{a:.3f}" for a in row["cumulative"]) + " | single layers "
-          + " ".join(f"{a:.3f}" for a in row["single"]) + " | mix weights "
-          + " ".join(f"{w:.2f}" for w in row["mix"]["weights"]))
+    print(
+        f"{task:>11}: {row['examples'][0]:>4} training, {row['examples'][1]:>4} test examples; cumulative "
+        + " ".join(f"{a:.3f}" for a in row["cumulative"])
+        + " | single layers "
+        + " ".join(f"{a:.3f}" for a in row["single"])
+        + " | mix weights "
+        + " ".join(f"{w:.2f}" for w in row["mix"]["weights"])
+    )
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -541,8 +623,11 @@ axes[0].set(xlabel="layer", yticks=range(len(edge)), yticklabels=list(edge), tit
 fig.colorbar(image, ax=axes[0])
 for task, row in edge.items():
     axes[1].plot([a - row["cumulative"][0] for a in row["cumulative"]], marker="o", label=task)
-axes[1].set(xlabel="top layer l of the mix 0..l", ylabel="Score(P^(l)) − Score(P^(0))",
-            title="cumulative scoring: gain over layer 0")
+axes[1].set(
+    xlabel="top layer l of the mix 0..l",
+    ylabel="Score(P^(l)) − Score(P^(0))",
+    title="cumulative scoring: gain over layer 0",
+)
 axes[1].legend(fontsize=8)
 plt.tight_layout()
 plt.show()
@@ -555,32 +640,59 @@ plt.show()
 # layer is shown only where the mix gains at least 5 points over layer 0: a gain within the noise of a test
 # set of a few hundred examples makes $E_\Delta$ a ratio of noise.
 
+
 # %%
 def expected_or_dash(scores):
     return f"{expected_layer(scores):.1f}" if scores[-1] - scores[0] >= 0.05 else "–"
 
 
-tenney_order = {"dependency": "early (≈ constituents)", "constituent": "early", "entity": "after syntax",
-                "relation": "late", "negation": "not probed", "coreference": "last (highest)"}
-rows = [[task, f"{row['examples'][0]}/{row['examples'][1]}", f"{row['majority']:.3f}",
-         f"{row['cumulative'][0]:.3f}", f"{max(row['single']):.3f} (layer {row['single'].index(max(row['single']))})",
-         f"{row['mix']['accuracy']:.3f}",
-         f"{edge_twin[task]['mix']['accuracy']:.3f}" if task in edge_twin else "–",
-         f"{centre_of_gravity(torch.tensor(row['mix']['weights'])):.1f}", expected_or_dash(row["cumulative"]),
-         tenney_order[task]] for task, row in edge.items()]
+tenney_order = {
+    "dependency": "early (≈ constituents)",
+    "constituent": "early",
+    "entity": "after syntax",
+    "relation": "late",
+    "negation": "not probed",
+    "coreference": "last (highest)",
+}
+rows = [
+    [
+        task,
+        f"{row['examples'][0]}/{row['examples'][1]}",
+        f"{row['majority']:.3f}",
+        f"{row['cumulative'][0]:.3f}",
+        f"{max(row['single']):.3f} (layer {row['single'].index(max(row['single']))})",
+        f"{row['mix']['accuracy']:.3f}",
+        f"{edge_twin[task]['mix']['accuracy']:.3f}" if task in edge_twin else "–",
+        f"{centre_of_gravity(torch.tensor(row['mix']['weights'])):.1f}",
+        expected_or_dash(row["cumulative"]),
+        tenney_order[task],
+    ]
+    for task, row in edge.items()
+]
 show_reproduction(
     "ch11-edge-probing",
     "Tenney, Das and Pavlick (2019), Table 1 and Figure 1: edge probing with a scalar mix, where each task sits",
-    ["task", "train/test", "majority", "layer 0", "best single layer", "mix", "random twin's mix", "E_s[l]", "E_Δ[l]",
-     "Tenney et al. (BERT-large, order)"], rows,
+    [
+        "task",
+        "train/test",
+        "majority",
+        "layer 0",
+        "best single layer",
+        "mix",
+        "random twin's mix",
+        "E_s[l]",
+        "E_Δ[l]",
+        "Tenney et al. (BERT-large, order)",
+    ],
+    rows,
     note="MiniLM, 6 layers, quick profile. Reproduced: a task whose answer lies outside the span (negation) "
-         "is read from the mix and not from layer 0, nor from the random twin's mix; and the mix of the "
-         "syntactic tasks sits lower than that of negation. Not reproduced: in this closed, regular language "
-         "dependency labels, constituent types, entity types, relations and our coreference-like pairs "
-         "are nearly solved at layer 0 (the words and their positions give them away), so their expected layers are undefined, and the "
-         "pipeline's full order cannot be read from these span tasks (section 3's word tasks read it). Tenney et "
-         "al.'s per-task expected layers are not verified here.");
-
+    "is read from the mix and not from layer 0, nor from the random twin's mix; and the mix of the "
+    "syntactic tasks sits lower than that of negation. Not reproduced: in this closed, regular language "
+    "dependency labels, constituent types, entity types, relations and our coreference-like pairs "
+    "are nearly solved at layer 0 (the words and their positions give them away), so their expected layers are undefined, and the "
+    "pipeline's full order cannot be read from these span tasks (section 3's word tasks read it). Tenney et "
+    "al.'s per-task expected layers are not verified here.",
+)
 # %% [markdown]
 # * **Five of the six tasks are lexical or positional here.** The label of a gold dependency arc is given by the two
 #   words and their order (a determiner before a noun is `det`, a name before a verb its `nsubj`); a
@@ -614,8 +726,10 @@ show_reproduction(
 # %%
 negation = edge["negation"]
 centres = {task: centre_of_gravity(torch.tensor(row["mix"]["weights"])) for task, row in edge.items()}
-print(f"negation: majority {negation['majority']:.3f}, layer 0 {negation['cumulative'][0]:.3f}, "
-      f"mix {negation['mix']['accuracy']:.3f}, random twin's mix {edge_twin['negation']['mix']['accuracy']:.3f}")
+print(
+    f"negation: majority {negation['majority']:.3f}, layer 0 {negation['cumulative'][0]:.3f}, "
+    f"mix {negation['mix']['accuracy']:.3f}, random twin's mix {edge_twin['negation']['mix']['accuracy']:.3f}"
+)
 print("centres of gravity:", {task: round(c, 2) for task, c in centres.items()})
 assert all(0 <= c <= 6 for c in centres.values())
 assert negation["mix"]["accuracy"] > max(negation["majority"], negation["cumulative"][0]) + 0.04  # context
@@ -701,26 +815,48 @@ assert abs(cloze_scores(course.model, course.tokenizer, query, ".", [candidate])
 # top candidate unchanged. The knowledge text never negates a fact, as most text does not.
 
 # %%
-profile.expect(30, "Further pretraining the course's BERT on the knowledge text, three seeds (the first time; then from the cache)")
+profile.expect(
+    30, "Further pretraining the course's BERT on the knowledge text, three seeds (the first time; then from the cache)"
+)
 knowledge = knowledge_probing(course, config)
 buckets = list(KNOWLEDGE_FREQUENCIES)
 rows = []
 for bucket in buckets:
-    rows.append([bucket, KNOWLEDGE_FREQUENCIES[bucket], knowledge[0]["after"][bucket]["facts"]]
-                + [seed_summary([run[stage][bucket][measure] for run in knowledge], ".2f", spread="range")
-                   for stage, measure in (("before", "p1"), ("after", "p1"), ("after", "baseline"),
-                                          ("after", "p1_negated"), ("after", "unchanged"))])
+    rows.append(
+        [bucket, KNOWLEDGE_FREQUENCIES[bucket], knowledge[0]["after"][bucket]["facts"]]
+        + [
+            seed_summary([run[stage][bucket][measure] for run in knowledge], ".2f", spread="range")
+            for stage, measure in (
+                ("before", "p1"),
+                ("after", "p1"),
+                ("after", "baseline"),
+                ("after", "p1_negated"),
+                ("after", "unchanged"),
+            )
+        ]
+    )
 show_reproduction(
     "ch11-lama",
     "Petroni et al. (2019), LAMA, and Ettinger (2020): P@1 by how often the text stated the fact, and negation",
-    ["facts stated", "times each", "facts", "P@1 before", "P@1 after", "frequency baseline", "P@1 negated",
-     "top-1 unchanged by negation"], rows,
+    [
+        "facts stated",
+        "times each",
+        "facts",
+        "P@1 before",
+        "P@1 after",
+        "frequency baseline",
+        "P@1 negated",
+        "top-1 unchanged by negation",
+    ],
+    rows,
     note="The mean and the range over the seeds. LAMA's BERT-large reaches 32.3 P@1 on T-REx against a "
-         "frequency baseline far lower (Petroni et al. 2019, Table 2; not checked against the paper here).");
-
+    "frequency baseline far lower (Petroni et al. 2019, Table 2; not checked against the paper here).",
+)
 # %%
-frequent = {measure: [run["after"]["frequent"][measure] for run in knowledge]
-            for measure in ("p1", "baseline", "unchanged", "p1_negated")}
+frequent = {
+    measure: [run["after"]["frequent"][measure] for run in knowledge]
+    for measure in ("p1", "baseline", "unchanged", "p1_negated")
+}
 print("frequent facts per seed:", {m: [round(v, 3) for v in values] for m, values in frequent.items()})
 assert all(run["before"]["frequent"]["p1"] < min(frequent["p1"]) - 0.3 for run in knowledge)  # from the text
 
@@ -787,13 +923,19 @@ assert abs(mean_pairwise_cosine(bank)[layer].item() - sum(pairs) / len(pairs)) <
 # Now every word and every layer, for MiniLM and its random twin (about a second).
 
 # %%
-senses_of = {"MiniLM": sense_measures(minilm, minilm_tokenizer, config.seed),
-             "random twin": sense_measures(twin, minilm_tokenizer, config.seed)}
+senses_of = {
+    "MiniLM": sense_measures(minilm, minilm_tokenizer, config.seed),
+    "random twin": sense_measures(twin, minilm_tokenizer, config.seed),
+}
 for model_name, (measures, baseline) in senses_of.items():
     print(f"{model_name}: anisotropy baseline per layer " + " ".join(f"{b:.2f}" for b in baseline))
     for word, m in measures.items():
-        print(f"  {word:>8}: k-NN " + " ".join(f"{a:.2f}" for a in m.knn)
-              + " | adjusted self-similarity " + " ".join(f"{a:.2f}" for a in m.adjusted))
+        print(
+            f"  {word:>8}: k-NN "
+            + " ".join(f"{a:.2f}" for a in m.knn)
+            + " | adjusted self-similarity "
+            + " ".join(f"{a:.2f}" for a in m.adjusted)
+        )
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 for model_name, style in (("MiniLM", "-"), ("random twin", ":")):
@@ -803,8 +945,11 @@ for model_name, style in (("MiniLM", "-"), ("random twin", ":")):
         if model_name == "MiniLM":
             axes[1].plot(m.adjusted, marker="o", color=color, label=f"{word}: self-similarity − baseline")
 axes[0].axhline(0.5, color="grey", lw=0.8, label="majority sense")
-axes[0].set(xlabel="layer", ylabel=f"leave-one-out {SENSE_NEIGHBOURS}-NN accuracy",
-            title="sense accuracy: MiniLM (solid), random twin (dotted)")
+axes[0].set(
+    xlabel="layer",
+    ylabel=f"leave-one-out {SENSE_NEIGHBOURS}-NN accuracy",
+    title="sense accuracy: MiniLM (solid), random twin (dotted)",
+)
 axes[0].legend(fontsize=7)
 axes[1].plot(senses_of["MiniLM"][1], ls="--", color="grey", marker="s", label="anisotropy baseline")
 axes[1].set(xlabel="layer", ylabel="mean cosine", title="MiniLM: context-specificity")
@@ -830,24 +975,38 @@ plt.show()
 measures, baseline = senses_of["MiniLM"]
 for word, m in measures.items():
     best = max(range(len(m.knn)), key=m.knn.__getitem__)
-    print(f"{word:>8}: layer 0 {m.knn[0]:.2f}, best layer {best} {m.knn[best]:.2f}, majority {m.majority:.2f}, "
-          f"random twin at most {max(senses_of['random twin'][0][word].knn):.2f}")
+    print(
+        f"{word:>8}: layer 0 {m.knn[0]:.2f}, best layer {best} {m.knn[best]:.2f}, majority {m.majority:.2f}, "
+        f"random twin at most {max(senses_of['random twin'][0][word].knn):.2f}"
+    )
 assert baseline[-2] > 2 * baseline[0]  # anisotropy grows through the layers before the last
-rows = [["self-similarity minus the baseline falls in upper layers", "yes (BERT, ELMo, GPT-2)",
-         ", ".join(f"{w} {m.adjusted[0]:.2f} → {min(m.adjusted[1:]):.2f}" for w, m in measures.items())],
-        ["anisotropy (mean cosine of random words) grows with depth", "yes, strongly in GPT-2's last layers",
-         f"{baseline[0]:.2f} at layer 0 → {baseline[-2]:.2f} at layer {len(baseline) - 2}, "
-         f"{baseline[-1]:.2f} at the last"],
-        ["contextual vectors cluster by word sense", "Wiedemann et al. 2019: k-NN sense disambiguation",
-         ", ".join(f"{w} {max(m.knn):.2f}" for w, m in measures.items()) + " (majority 0.50)"]]
+rows = [
+    [
+        "self-similarity minus the baseline falls in upper layers",
+        "yes (BERT, ELMo, GPT-2)",
+        ", ".join(f"{w} {m.adjusted[0]:.2f} → {min(m.adjusted[1:]):.2f}" for w, m in measures.items()),
+    ],
+    [
+        "anisotropy (mean cosine of random words) grows with depth",
+        "yes, strongly in GPT-2's last layers",
+        f"{baseline[0]:.2f} at layer 0 → {baseline[-2]:.2f} at layer {len(baseline) - 2}, "
+        f"{baseline[-1]:.2f} at the last",
+    ],
+    [
+        "contextual vectors cluster by word sense",
+        "Wiedemann et al. 2019: k-NN sense disambiguation",
+        ", ".join(f"{w} {max(m.knn):.2f}" for w, m in measures.items()) + " (majority 0.50)",
+    ],
+]
 show_reproduction(
     "ch11-senses",
     "Ethayarajh (2019), Figures 1-2, and Wiedemann et al. (2019): context-specificity and sense clusters",
-    ["claim", "the papers (BERT-base and others; read qualitatively)", "MiniLM on our 60 sentences"], rows,
+    ["claim", "the papers (BERT-base and others; read qualitatively)", "MiniLM on our 60 sentences"],
+    rows,
     note="The shapes reproduce on a tiny hand-written set: the senses separate after one layer and the adjusted "
-         "self-similarity falls with depth. MiniLM's last layer is the exception to growing anisotropy, a mark of "
-         "its sentence-similarity fine-tuning. The papers' per-layer values were not read off their figures.");
-
+    "self-similarity falls with depth. MiniLM's last layer is the exception to growing anisotropy, a mark of "
+    "its sentence-similarity fine-tuning. The papers' per-layer values were not read off their figures.",
+)
 # %% [markdown]
 # ## What we saw
 #
@@ -870,38 +1029,68 @@ seeds = list(config.seeds)
 profile.expect(60, "Probing again on the seeds the sections above did not use (the first time; then from the cache)")
 per_seed_list = "; ".join
 minilm_at = {task: summaries["MiniLM", task] for task in PROBING_TASKS}
-above_majority = {ABOVE_MAJORITY.format(task): (minilm_at[task]["at_best"].tolist(), minilm_at[task]["majority"].tolist())
-                  for task in PROBING_TASKS}
+above_majority = {
+    ABOVE_MAJORITY.format(task): (minilm_at[task]["at_best"].tolist(), minilm_at[task]["majority"].tolist())
+    for task in PROBING_TASKS
+}
 context_gates = {gate: above_majority[gate] for gate in map(ABOVE_MAJORITY.format, CONTEXT_TASKS)}
 context_min_gap = torch.stack([context_gap[task] for task in CONTEXT_TASKS]).min(0).values.tolist()
 twin_context_gap = torch.stack([twin_gap[task] for task in CONTEXT_TASKS]).min(0).values.tolist()
-controls = {task: per_seed(probing["MiniLM"][task], "control")[:, minilm_at[task]["best"]].mean().item()
-            for task in PROBING_TASKS}
+controls = {
+    task: per_seed(probing["MiniLM"][task], "control")[:, minilm_at[task]["best"]].mean().item()
+    for task in PROBING_TASKS
+}
 best_per_seed = {task: minilm_at[task]["best_per_seed"].tolist() for task in PROBING_TASKS}
 
-trees = {seed: structural_probing("minilm", minilm, minilm_tokenizer, config, rank_sweep=True,
-                                  vectors=(train_vectors, test_vectors), seed=seed) for seed in seeds}
+trees = {
+    seed: structural_probing(
+        "minilm", minilm, minilm_tokenizer, config, rank_sweep=True, vectors=(train_vectors, test_vectors), seed=seed
+    )
+    for seed in seeds
+}
 tree_uuas = [max(r["uuas"] for r in trees[seed]["layers"]) for seed in seeds]
-rank_loss = [max(r["uuas"] for r in trees[seed]["ranks"].values())
-             - max(r["uuas"] for rank, r in trees[seed]["ranks"].items() if int(rank) <= 16) for seed in seeds]
+rank_loss = [
+    max(r["uuas"] for r in trees[seed]["ranks"].values())
+    - max(r["uuas"] for rank, r in trees[seed]["ranks"].items() if int(rank) <= 16)
+    for seed in seeds
+]
 
 edge_tasks = (*SYNTACTIC_EDGE_TASKS, *SEMANTIC_EDGE_TASKS)
-twin_vectors = tuple(word_vectors(twin, minilm_tokenizer, [s.words for s in split])
-                     for split in (train[:config.edge_train_sentences], test))
-mixes = {name: {seed: edge_probing(name, encoder, minilm_tokenizer, config, tasks=edge_tasks, sweep=False,
-                                   vectors=vectors, seed=seed) for seed in seeds}
-         for name, encoder, vectors in (("minilm", minilm, (train_vectors, test_vectors)),
-                                        ("random-minilm", twin, twin_vectors))}
+twin_vectors = tuple(
+    word_vectors(twin, minilm_tokenizer, [s.words for s in split])
+    for split in (train[: config.edge_train_sentences], test)
+)
+mixes = {
+    name: {
+        seed: edge_probing(
+            name, encoder, minilm_tokenizer, config, tasks=edge_tasks, sweep=False, vectors=vectors, seed=seed
+        )
+        for seed in seeds
+    }
+    for name, encoder, vectors in (
+        ("minilm", minilm, (train_vectors, test_vectors)),
+        ("random-minilm", twin, twin_vectors),
+    )
+}
 
 
 def mix_mean(name, tasks, measure):
     """Per seed, the mean over ``tasks`` of the mix's centre of gravity or accuracy."""
-    return [sum(centre_of_gravity(torch.tensor(mixes[name][seed][task]["mix"]["weights"])) if measure == "centre"
-                else mixes[name][seed][task]["mix"]["accuracy"] for task in tasks) / len(tasks) for seed in seeds]
+    return [
+        sum(
+            centre_of_gravity(torch.tensor(mixes[name][seed][task]["mix"]["weights"]))
+            if measure == "centre"
+            else mixes[name][seed][task]["mix"]["accuracy"]
+            for task in tasks
+        )
+        / len(tasks)
+        for seed in seeds
+    ]
 
 
-semantic_centre, syntactic_centre = (mix_mean("minilm", tasks, "centre")
-                                     for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS))
+semantic_centre, syntactic_centre = (
+    mix_mean("minilm", tasks, "centre") for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS)
+)
 
 agreement_rates = {}
 for seed in seeds:
@@ -910,12 +1099,20 @@ for seed in seeds:
         right[count > 0].append(preference > 0)
     agreement_rates[seed] = {attracted: sum(r) / len(r) for attracted, r in right.items()}
 
-senses_per_seed = {seed: (sense_measures(minilm, minilm_tokenizer, seed)[0],
-                          sense_measures(random_twin(minilm, seed), minilm_tokenizer, seed)[0]) for seed in seeds}
-sense_lead = [min(max(m.knn) - max(m.knn[0], m.majority, max(twins[word].knn)) for word, m in measures.items())
-              for measures, twins in senses_per_seed.values()]
-context_fall = [min(m.adjusted[0] - min(m.adjusted[1:]) for m in measures.values())
-                for measures, _ in senses_per_seed.values()]
+senses_per_seed = {
+    seed: (
+        sense_measures(minilm, minilm_tokenizer, seed)[0],
+        sense_measures(random_twin(minilm, seed), minilm_tokenizer, seed)[0],
+    )
+    for seed in seeds
+}
+sense_lead = [
+    min(max(m.knn) - max(m.knn[0], m.majority, max(twins[word].knn)) for word, m in measures.items())
+    for measures, twins in senses_per_seed.values()
+]
+context_fall = [
+    min(m.adjusted[0] - min(m.adjusted[1:]) for m in measures.values()) for measures, _ in senses_per_seed.values()
+]
 sense_measures_of = senses_per_seed[seeds[0]][0]
 
 
@@ -923,66 +1120,140 @@ def seeds_of(values, spec=".2f"):
     return per_seed_list(f"seed {seed} {value:{spec}}" for seed, value in zip(seeds, values))
 
 
-show_what_we_saw("ch11-what-we-saw", "What we saw: chapter 11", CLAIMS, {
-    "11-context-tasks-peak-above-layer-0": measured(
-        "MiniLM, held-out types: " + ", ".join(
-            f"{task} {minilm_at[task]['layer0'].mean():.2f} at layer 0, {minilm_at[task]['at_best'].mean():.2f} at "
-            f"layer {minilm_at[task]['best']}" for task in CONTEXT_TASKS)
-        + "; the smaller gain: " + seeds_of(context_min_gap) + " (section 3)",
-        context_min_gap, seeds=seeds, seed_kind="probe fit", gates=context_gates),
-    "11-selectivity-held-out-types": shown(
-        "MiniLM's control at the best layer against the majority label: " + ", ".join(
-            f"{task} {controls[task]:.2f} vs {minilm_at[task]['majority'].mean():.2f}" for task in PROBING_TASKS)
-        + " (section 3)"),
-    "11-selectivity-from-pretraining": measured(
-        "MiniLM's best-layer accuracy minus the random twin's, the smaller of role and number: "
-        + seeds_of(twin_context_gap) + " (section 3)",
-        twin_context_gap, seeds=seeds, seed_kind="probe fit", gates=context_gates),
-    "11-pipeline-order": measured(
-        "MiniLM's best layer per seed: " + ", ".join(f"{task} {best_per_seed[task]}" for task in PROBING_TASKS)
-        + " (section 3)", [min(layers) for layers in zip(*(best_per_seed[task] for task in CONTEXT_TASKS))],
-        best_per_seed["pos"], seeds=seeds, seed_kind="probe fit",
-        gates={gate: above_majority[gate] for gate in map(ABOVE_MAJORITY.format, ("pos", *CONTEXT_TASKS))}),
-    "11-trees-are-distances": measured(
-        f"UUAS at MiniLM's best layer: {seeds_of(tree_uuas, '.1%')}; right-branching {right_branching:.1%} "
-        "(section 4)", tree_uuas, [right_branching] * len(seeds), seeds=seeds, seed_kind="probe fit"),
-    "11-trees-are-low-rank": measured(
-        "UUAS lost by keeping to ranks ≤ 16: " + seeds_of(rank_loss, ".3f") + " (section 4)", rank_loss,
-        seeds=seeds, seed_kind="probe fit"),
-    "11-semantics-above-syntax": measured(
-        f"centre of gravity, {', '.join(SEMANTIC_EDGE_TASKS)} against {', '.join(SYNTACTIC_EDGE_TASKS)}: "
-        + per_seed_list(f"seed {seed} {a:.2f} vs {b:.2f}" for seed, a, b in zip(seeds, semantic_centre,
-                                                                                syntactic_centre)) + " (section 5)",
-        semantic_centre, syntactic_centre, seeds=seeds, seed_kind="probe fit",
-        gates={MIX_ACCURACY.format(", ".join(tasks)): (mix_mean("minilm", tasks, "accuracy"),
-                                                       mix_mean("random-minilm", tasks, "accuracy"))
-               for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS)}),
-    "11-agreement-across-attractors": measured(
-        "the course's BERT prefers the right form, without an attractor against with one or two: "
-        + per_seed_list(f"seed {seed} {rates[False]:.1%} vs {rates[True]:.1%}" for seed, rates in agreement_rates.items())
-        + " (section 6)", [agreement_rates[seed][True] for seed in seeds], seeds=seeds, seed_kind="data sample",
-        gates={"the course's BERT without an attractor": ([agreement_rates[seed][False] for seed in seeds],
-                                                           [0.5] * len(seeds))}),
-    "11-knowledge-above-frequency": measured(
-        f"frequent facts after further pretraining: P@1 {seeds_of(frequent['p1'])}, frequency baseline "
-        f"{seeds_of(frequent['baseline'])} (section 7)", frequent["p1"], frequent["baseline"], seeds=seeds,
-        seed_kind="pretraining"),
-    "11-negation-changes-prediction": measured(
-        f"frequent facts: top-1 unchanged by the negation for {seeds_of(frequent['unchanged'])}; the true object "
-        f"still first in {seeds_of(frequent['p1_negated'])} of negated queries (section 7)", frequent["unchanged"],
-        seeds=seeds, seed_kind="pretraining",
-        gates={"P@1 of the affirmative queries": (frequent["p1"], frequent["baseline"])}),
-    "11-senses-cluster": measured(
-        "best-layer k-NN sense accuracy: " + ", ".join(f"{word} {max(m.knn):.2f}" for word, m in
-                                                       sense_measures_of.items())
-        + "; the smallest lead: " + seeds_of(sense_lead) + " (section 8)", sense_lead, seeds=seeds,
-        seed_kind="data sample"),
-    "11-deeper-is-more-context-specific": measured(
-        "adjusted self-similarity, layer 0 → lowest: " + ", ".join(
-            f"{word} {m.adjusted[0]:.2f} → {min(m.adjusted[1:]):.2f}" for word, m in sense_measures_of.items())
-        + "; the smallest fall: " + seeds_of(context_fall) + " (section 8)", context_fall, seeds=seeds,
-        seed_kind="data sample"),
-})
+show_what_we_saw(
+    "ch11-what-we-saw",
+    "What we saw: chapter 11",
+    CLAIMS,
+    {
+        "11-context-tasks-peak-above-layer-0": measured(
+            "MiniLM, held-out types: "
+            + ", ".join(
+                f"{task} {minilm_at[task]['layer0'].mean():.2f} at layer 0, {minilm_at[task]['at_best'].mean():.2f} at "
+                f"layer {minilm_at[task]['best']}"
+                for task in CONTEXT_TASKS
+            )
+            + "; the smaller gain: "
+            + seeds_of(context_min_gap)
+            + " (section 3)",
+            context_min_gap,
+            seeds=seeds,
+            seed_kind="probe fit",
+            gates=context_gates,
+        ),
+        "11-selectivity-held-out-types": shown(
+            "MiniLM's control at the best layer against the majority label: "
+            + ", ".join(
+                f"{task} {controls[task]:.2f} vs {minilm_at[task]['majority'].mean():.2f}" for task in PROBING_TASKS
+            )
+            + " (section 3)"
+        ),
+        "11-selectivity-from-pretraining": measured(
+            "MiniLM's best-layer accuracy minus the random twin's, the smaller of role and number: "
+            + seeds_of(twin_context_gap)
+            + " (section 3)",
+            twin_context_gap,
+            seeds=seeds,
+            seed_kind="probe fit",
+            gates=context_gates,
+        ),
+        "11-pipeline-order": measured(
+            "MiniLM's best layer per seed: "
+            + ", ".join(f"{task} {best_per_seed[task]}" for task in PROBING_TASKS)
+            + " (section 3)",
+            [min(layers) for layers in zip(*(best_per_seed[task] for task in CONTEXT_TASKS))],
+            best_per_seed["pos"],
+            seeds=seeds,
+            seed_kind="probe fit",
+            gates={gate: above_majority[gate] for gate in map(ABOVE_MAJORITY.format, ("pos", *CONTEXT_TASKS))},
+        ),
+        "11-trees-are-distances": measured(
+            f"UUAS at MiniLM's best layer: {seeds_of(tree_uuas, '.1%')}; right-branching {right_branching:.1%} "
+            "(section 4)",
+            tree_uuas,
+            [right_branching] * len(seeds),
+            seeds=seeds,
+            seed_kind="probe fit",
+        ),
+        "11-trees-are-low-rank": measured(
+            "UUAS lost by keeping to ranks ≤ 16: " + seeds_of(rank_loss, ".3f") + " (section 4)",
+            rank_loss,
+            seeds=seeds,
+            seed_kind="probe fit",
+        ),
+        "11-semantics-above-syntax": measured(
+            f"centre of gravity, {', '.join(SEMANTIC_EDGE_TASKS)} against {', '.join(SYNTACTIC_EDGE_TASKS)}: "
+            + per_seed_list(
+                f"seed {seed} {a:.2f} vs {b:.2f}" for seed, a, b in zip(seeds, semantic_centre, syntactic_centre)
+            )
+            + " (section 5)",
+            semantic_centre,
+            syntactic_centre,
+            seeds=seeds,
+            seed_kind="probe fit",
+            gates={
+                MIX_ACCURACY.format(", ".join(tasks)): (
+                    mix_mean("minilm", tasks, "accuracy"),
+                    mix_mean("random-minilm", tasks, "accuracy"),
+                )
+                for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS)
+            },
+        ),
+        "11-agreement-across-attractors": measured(
+            "the course's BERT prefers the right form, without an attractor against with one or two: "
+            + per_seed_list(
+                f"seed {seed} {rates[False]:.1%} vs {rates[True]:.1%}" for seed, rates in agreement_rates.items()
+            )
+            + " (section 6)",
+            [agreement_rates[seed][True] for seed in seeds],
+            seeds=seeds,
+            seed_kind="data sample",
+            gates={
+                "the course's BERT without an attractor": (
+                    [agreement_rates[seed][False] for seed in seeds],
+                    [0.5] * len(seeds),
+                )
+            },
+        ),
+        "11-knowledge-above-frequency": measured(
+            f"frequent facts after further pretraining: P@1 {seeds_of(frequent['p1'])}, frequency baseline "
+            f"{seeds_of(frequent['baseline'])} (section 7)",
+            frequent["p1"],
+            frequent["baseline"],
+            seeds=seeds,
+            seed_kind="pretraining",
+        ),
+        "11-negation-changes-prediction": measured(
+            f"frequent facts: top-1 unchanged by the negation for {seeds_of(frequent['unchanged'])}; the true object "
+            f"still first in {seeds_of(frequent['p1_negated'])} of negated queries (section 7)",
+            frequent["unchanged"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={"P@1 of the affirmative queries": (frequent["p1"], frequent["baseline"])},
+        ),
+        "11-senses-cluster": measured(
+            "best-layer k-NN sense accuracy: "
+            + ", ".join(f"{word} {max(m.knn):.2f}" for word, m in sense_measures_of.items())
+            + "; the smallest lead: "
+            + seeds_of(sense_lead)
+            + " (section 8)",
+            sense_lead,
+            seeds=seeds,
+            seed_kind="data sample",
+        ),
+        "11-deeper-is-more-context-specific": measured(
+            "adjusted self-similarity, layer 0 → lowest: "
+            + ", ".join(
+                f"{word} {m.adjusted[0]:.2f} → {min(m.adjusted[1:]):.2f}" for word, m in sense_measures_of.items()
+            )
+            + "; the smallest fall: "
+            + seeds_of(context_fall)
+            + " (section 8)",
+            context_fall,
+            seeds=seeds,
+            seed_kind="data sample",
+        ),
+    },
+)
 
 # %% [markdown]
 # ## Exercises

@@ -34,8 +34,17 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "lecture-lib[colab] @ git+https://github.com/transformers-bert-course/course",
+        ],
+        check=True,
+    )
 
 # %% tags=["hide-input"]
 import copy
@@ -160,15 +169,19 @@ for shift, t in zip((-0.25, 0, 0.25), (1, 2, 4)):
     ax.bar(torch.arange(6) + shift, soft_targets(word_logits, t)[top], width=0.25, label=f"T = {t}")
 ax.set_xticks(range(6), words)
 ax.set_ylabel("probability")
-ax.set_title(f"the teacher's soft targets for the third word of: {text}\n"
-             f"(its surest prediction among {len(texts)} sentences)", fontsize=9)
+ax.set_title(
+    f"the teacher's soft targets for the third word of: {text}\n(its surest prediction among {len(texts)} sentences)",
+    fontsize=9,
+)
 ax.legend()
 plt.show()
 entropy = {t: float(-(soft_targets(word_logits, t) * F.log_softmax(word_logits / t, -1)).sum()) for t in (1, 2, 4)}
 print("entropy of the soft targets (nats):", {t: round(h, 2) for t, h in entropy.items()})
 top_probability = float(soft_targets(word_logits, 1).max())
-print("the top word's probability at T = 1, 2, 4:",
-      ", ".join(f"{float(soft_targets(word_logits, t).max()):.3f}" for t in (1, 2, 4)))
+print(
+    "the top word's probability at T = 1, 2, 4:",
+    ", ".join(f"{float(soft_targets(word_logits, t).max()):.3f}" for t in (1, 2, 4)),
+)
 assert entropy[1] < entropy[2] < entropy[4]  # a higher temperature always flattens
 
 # %% [markdown]
@@ -218,7 +231,10 @@ layers = student_layers(pretrained.model.config.num_hidden_layers, pretrained.mo
 print("BERT-base -> DistilBERT:", student_layers(12, 6), "| our teacher -> student:", layers)
 student0 = distilbert_from_bert(pretrained.model)
 for s, t in enumerate(layers):
-    mine, theirs = student0.distilbert.encoder.layer[s].state_dict(), pretrained.model.bert.encoder.layer[t].state_dict()
+    mine, theirs = (
+        student0.distilbert.encoder.layer[s].state_dict(),
+        pretrained.model.bert.encoder.layer[t].state_dict(),
+    )
     assert all(torch.equal(mine[k], theirs[k]) for k in theirs)  # the copy is exact
 whole = distilbert_from_bert(pretrained.model, layers=range(pretrained.model.config.num_hidden_layers)).eval()
 batch = task.test.batch(torch.arange(8))
@@ -230,8 +246,10 @@ assert torch.allclose(copy_logits, reference, atol=1e-4)
 with torch.device("meta"):
     hf_count = parameters(transformers.DistilBertModel(transformers.DistilBertConfig(**student0.config.to_dict())))
 assert parameters(student0.distilbert) == hf_count
-print(f"student encoder: {parameters(student0.distilbert):,} parameters "
-      f"(transformers' DistilBertModel at this size: {hf_count:,}); teacher encoder {parameters(pretrained.model.bert):,}")
+print(
+    f"student encoder: {parameters(student0.distilbert):,} parameters "
+    f"(transformers' DistilBertModel at this size: {hf_count:,}); teacher encoder {parameters(pretrained.model.bert):,}"
+)
 
 # %% [markdown]
 # Now the distillation runs, and DistilBERT's Table 4 ablations, each labelled as the paper labels it: the
@@ -262,12 +280,17 @@ for seed in seeds:
         on_task[name, seed] = student_on_task(distilled[name, seed], task, run)
         seed_scores[name].append(headline_score(on_task[name, seed], task))
     seed_scores["copied, not distilled"].append(headline_score(student_on_task(student0, task, run), task))
-    seed_scores["no pretraining"].append(headline_score(student_on_task(scratch_student(pretrained, run), task, run),
-                                                        task))
-students = {"triple loss": on_task["triple loss", config.seed],
-            "half width, L_ce + L_mlm": student_on_task(distilled_student(
-                pretrained, StudentRecipe(TripleLoss(alpha_cos=0), from_teacher=False, width=0.5), config), task,
-                config)}
+    seed_scores["no pretraining"].append(
+        headline_score(student_on_task(scratch_student(pretrained, run), task, run), task)
+    )
+students = {
+    "triple loss": on_task["triple loss", config.seed],
+    "half width, L_ce + L_mlm": student_on_task(
+        distilled_student(pretrained, StudentRecipe(TripleLoss(alpha_cos=0), from_teacher=False, width=0.5), config),
+        task,
+        config,
+    ),
+}
 student_scores = {name: headline_score(model, task) for name, model in students.items()}
 print(f"{'':46s} " + "  ".join(f"seed {s}" for s in seeds) + "   over the seeds")
 for name, values in seed_scores.items():
@@ -276,19 +299,24 @@ print(f"teacher {teacher_score:.1f}%, majority class {majority:.1f}%")
 assert all(min(v) > majority for v in seed_scores.values())  # every student learned something of the task
 
 # %%
-paper_delta = {"∅ − L_cos − L_mlm (without L_ce)": -2.96, "L_ce − ∅ − L_mlm (without L_cos)": -1.46,
-               "L_ce − L_cos − ∅ (without L_mlm)": -0.31, "triple loss + random weights initialization": -3.69}
+paper_delta = {
+    "∅ − L_cos − L_mlm (without L_ce)": -2.96,
+    "L_ce − ∅ − L_mlm (without L_cos)": -1.46,
+    "L_ce − L_cos − ∅ (without L_mlm)": -0.31,
+    "triple loss + random weights initialization": -3.69,
+}
 deltas = {name: [a - b for a, b in zip(seed_scores[name], seed_scores["triple loss"])] for name in paper_delta}
 show_reproduction(
     "ch12-distilbert-table4",
     "DistilBERT (Sanh et al., 2019), Table 4: ablations, change against the triple loss with teacher initialisation",
     ["ablation (the paper's label)", "paper Δ GLUE macro-score", "ours Δ accuracy over the seeds", "per seed"],
-    [[name, delta, seed_summary(deltas[name], "+.1f"), ", ".join(f"{d:+.1f}" for d in deltas[name])]
-     for name, delta in paper_delta.items()],
+    [
+        [name, delta, seed_summary(deltas[name], "+.1f"), ", ".join(f"{d:+.1f}" for d in deltas[name])]
+        for name, delta in paper_delta.items()
+    ],
     note="The paper's Δ are of its GLUE macro-score; ours of one small task's accuracy. A row reproduces where "
-         "its Δ is negative by more than its spread.",
-);
-
+    "its Δ is negative by more than its spread.",
+)
 # %% [markdown]
 # What the seeds say at this scale. The random initialisation is the one ablation that costs more than the
 # seeds' spread, as the paper's −3.69 is its largest row (the Δ per seed are printed in the table). The loss
@@ -303,8 +331,10 @@ show_reproduction(
 copied_mlm = masked_word_accuracy(student0, tokenizer, config)
 distilled_mlm = [masked_word_accuracy(distilled["triple loss", seed], tokenizer, config) for seed in seeds]
 teacher_mlm = masked_word_accuracy(pretrained.model, tokenizer, config)
-print(f"masked-word accuracy: teacher {teacher_mlm:.1f}%, copied student {copied_mlm:.1f}%, distilled (triple "
-      f"loss) " + ", ".join(f"{v:.1f}%" for v in distilled_mlm))
+print(
+    f"masked-word accuracy: teacher {teacher_mlm:.1f}%, copied student {copied_mlm:.1f}%, distilled (triple "
+    f"loss) " + ", ".join(f"{v:.1f}%" for v in distilled_mlm)
+)
 assert min(distilled_mlm) > copied_mlm + 5  # distillation restores what the dropped layers did for the MLM
 
 # %% [markdown]
@@ -326,8 +356,9 @@ assert min(distilled_mlm) > copied_mlm + 5  # distillation restores what the dro
 # %%
 print("examples   hard labels   teacher's soft targets")
 for n in config.dark_knowledge_examples:
-    hard, soft = (headline_score(soft_or_hard_labels(student0, teacher, task, n, soft, config), task)
-                  for soft in (False, True))
+    hard, soft = (
+        headline_score(soft_or_hard_labels(student0, teacher, task, n, soft, config), task) for soft in (False, True)
+    )
     print(f"{n:8d}   {hard:10.1f}%   {soft:10.1f}%")
 
 # %% [markdown]
@@ -363,18 +394,25 @@ U, S, Vh = torch.linalg.svd(W, full_matrices=False)
 A, B = U[:, :embedding_size] * S[:embedding_size], Vh[:embedding_size]  # (V, E), (E, H)
 assert torch.allclose(albert0.albert.embeddings.word_embeddings.weight, A, atol=1e-5)  # the library's table
 error, eckart_young = float(torch.linalg.matrix_norm(W - A @ B)), float(S[embedding_size:].pow(2).sum().sqrt())
-print(f"token table {tuple(W.shape)} -> {tuple(A.shape)} x {tuple(B.shape)}: error {error:.4f}, "
-      f"Eckart-Young {eckart_young:.4f}; {float(S[:embedding_size].pow(2).sum() / S.pow(2).sum()):.0%} of the "
-      f"squared norm kept")
+print(
+    f"token table {tuple(W.shape)} -> {tuple(A.shape)} x {tuple(B.shape)}: error {error:.4f}, "
+    f"Eckart-Young {eckart_young:.4f}; {float(S[:embedding_size].pow(2).sum() / S.pow(2).sum()):.0%} of the "
+    f"squared norm kept"
+)
 assert abs(error - eckart_young) < 1e-3 * eckart_young  # the best rank-E table
 shared = albert0.albert.encoder.layers()
 assert all(layer is shared[0] for layer in shared)  # one module, applied at every depth
 x = torch.randn(2, 7, W.shape[1], generator=g)
 with torch.no_grad():  # the shared layer computes what the teacher's layer does
-    assert torch.allclose(shared[0](x, None, False)[0],
-                          pretrained.model.bert.encoder.layer[albert_recipe.shared_layer](x, None, False)[0], atol=1e-6)
-print(f"ALBERT-style encoder: {parameters(albert0.albert):,} parameters "
-      f"(the teacher's {parameters(pretrained.model.bert):,})")
+    assert torch.allclose(
+        shared[0](x, None, False)[0],
+        pretrained.model.bert.encoder.layer[albert_recipe.shared_layer](x, None, False)[0],
+        atol=1e-6,
+    )
+print(
+    f"ALBERT-style encoder: {parameters(albert0.albert):,} parameters "
+    f"(the teacher's {parameters(pretrained.model.bert):,})"
+)
 
 # %% [markdown]
 # Distilled (about 4 s on one CPU core the first time), then fine-tuned on the task with the teacher's budget
@@ -383,14 +421,23 @@ print(f"ALBERT-style encoder: {parameters(albert0.albert):,} parameters "
 # %%
 albert_student = student_on_task(distilled_student(pretrained, albert_recipe, config), task, config)
 albert_score = headline_score(albert_student, task)
-albert_scores = [headline_score(student_on_task(distilled_student(pretrained, albert_recipe, seeded(config, seed)),
-                                                task, seeded(config, seed)), task) for seed in seeds]
-print(f"ALBERT-style student: {albert_score:.1f}% ({100 * albert_score / teacher_score:.1f}% of the teacher); "
-      f"{parameters(albert_student):,} parameters against the teacher's {parameters(teacher):,}; per seed "
-      + ", ".join(f"{v:.1f}%" for v in albert_scores))
+albert_scores = [
+    headline_score(
+        student_on_task(distilled_student(pretrained, albert_recipe, seeded(config, seed)), task, seeded(config, seed)),
+        task,
+    )
+    for seed in seeds
+]
+print(
+    f"ALBERT-style student: {albert_score:.1f}% ({100 * albert_score / teacher_score:.1f}% of the teacher); "
+    f"{parameters(albert_student):,} parameters against the teacher's {parameters(teacher):,}; per seed "
+    + ", ".join(f"{v:.1f}%" for v in albert_scores)
+)
 same_work = latencies({"teacher": teacher, "ALBERT-style": albert_student}, task, 32, config.latency_repeats)
-print("one forward pass of 32 test sentences, one thread:",
-      ", ".join(f"{name} {1e3 * seconds:.2f} ms" for name, seconds in same_work.items()))
+print(
+    "one forward pass of 32 test sentences, one thread:",
+    ", ".join(f"{name} {1e3 * seconds:.2f} ms" for name, seconds in same_work.items()),
+)
 
 # %% [markdown]
 # A quarter of the teacher's parameters, no accuracy lost, and no time saved: the four layers still run, each of the
@@ -425,8 +472,9 @@ assert torch.equal(by_hand, round_trip(W, 8))
 for per_channel in (False, True):
     q = quantize(W, 8, per_channel)
     assert bool(((q.dequantize() - W).abs() <= q.scale / 2 + 1e-8).all())
-errors = {bits: [float((round_trip(W, bits, pc) - W).pow(2).mean().sqrt()) for pc in (False, True)]
-          for bits in config.bits}
+errors = {
+    bits: [float((round_trip(W, bits, pc) - W).pow(2).mean().sqrt()) for pc in (False, True)] for bits in config.bits
+}
 print("bits  RMS error per tensor  per channel")
 for bits, (tensor_error, channel_error) in errors.items():
     print(f"{bits:4d}  {tensor_error:.2e}            {channel_error:.2e}")
@@ -446,9 +494,11 @@ assert torch.equal(int8_matmul(a, b), a.to(torch.int32) @ b.to(torch.int32))
 int8_teacher = replace_linears(copy.deepcopy(teacher), Int8Linear).eval()
 int8_score = headline_score(int8_teacher, task)
 embeddings_bytes = sum(p.numel() * 4 for p in teacher.bert.embeddings.parameters())
-print(f"int8 (dynamic, integer products): {int8_score:.1f}% (float teacher {teacher_score:.1f}%); "
-      f"{model_bytes(int8_teacher):,} bytes against {model_bytes(teacher):,} "
-      f"(embeddings kept in float32: {embeddings_bytes:,} bytes)")
+print(
+    f"int8 (dynamic, integer products): {int8_score:.1f}% (float teacher {teacher_score:.1f}%); "
+    f"{model_bytes(int8_teacher):,} bytes against {model_bytes(teacher):,} "
+    f"(embeddings kept in float32: {embeddings_bytes:,} bytes)"
+)
 
 # %% [markdown]
 # **Per tensor, as Q8BERT does it.** Our layer above uses the finer scheme: a scale per output channel and per
@@ -459,6 +509,7 @@ print(f"int8 (dynamic, integer products): {int8_score:.1f}% (float teacher {teac
 # teachers fine-tuned with different seeds, and measure the accuracy and how far the logits move,
 # $\lVert \hat y - y\rVert / \lVert y \rVert$ over the test set.
 
+
 # %%
 def test_logits(model):
     features = {k: v for k, v in task.test.batch(torch.arange(len(labels))).items() if k != "labels"}
@@ -466,10 +517,13 @@ def test_logits(model):
         return model(**features).logits
 
 
-schemes = {"int8 per channel (ours)": lambda m: replace_linears(copy.deepcopy(m), Int8Linear).eval(),
-           "int8 per tensor (Q8BERT)": lambda m: replace_linears(copy.deepcopy(m), lambda layer: Int8Linear(
-               layer, per_channel=False)).eval(),
-           "int8 torch.ao dynamic": torch_dynamic_int8}
+schemes = {
+    "int8 per channel (ours)": lambda m: replace_linears(copy.deepcopy(m), Int8Linear).eval(),
+    "int8 per tensor (Q8BERT)": lambda m: replace_linears(
+        copy.deepcopy(m), lambda layer: Int8Linear(layer, per_channel=False)
+    ).eval(),
+    "int8 torch.ao dynamic": torch_dynamic_int8,
+}
 float_scores, two_bit_scores = [], []
 int8_scores, logit_errors = {name: [] for name in schemes}, {name: [] for name in schemes}
 for seed in seeds:
@@ -486,8 +540,12 @@ for seed in seeds:
 print(f"{'':26s} " + "  ".join(f"seed {s}" for s in seeds) + "   relative logit error")
 print(f"{'float32':26s} " + "  ".join(f"{v:6.1f}" for v in float_scores))
 for name, values in int8_scores.items():
-    print(f"{name:26s} " + "  ".join(f"{v:6.1f}" for v in values) + "   "
-          + ", ".join(f"{e:.3f}" for e in logit_errors[name]))
+    print(
+        f"{name:26s} "
+        + "  ".join(f"{v:6.1f}" for v in values)
+        + "   "
+        + ", ".join(f"{e:.3f}" for e in logit_errors[name])
+    )
 per_tensor = int8_scores["int8 per tensor (Q8BERT)"]
 
 # %% [markdown]
@@ -531,21 +589,31 @@ assert abs(bit_scores[8] - teacher_score) <= 2.0
 # %%
 qat_scores = {bits: headline_score(qat_model(pretrained, task, bits, config), task) for bits in config.qat_bits}
 post_training = {8: int8_score, **{bits: bit_scores[bits] for bits in config.qat_bits if bits != 8}}
-rows = [[f"acceptability{'' if bits == 8 else f', {bits} bits'} (ours)", "accuracy", round(teacher_score, 1),
-         round(post_training[bits], 1), round(qat_scores[bits], 1),
-         f"{100 * (teacher_score - qat_scores[bits]) / teacher_score:.2f}%"] for bits in config.qat_bits]
-rows += [["CoLA (Q8BERT)", "MCC", 58.48, "–", 58.48, "0.00%"],
-         ["SST-2 (Q8BERT)", "accuracy", 92.36, "–", 92.24, "0.13%"],
-         ["RTE (Q8BERT)", "accuracy", 69.7, "–", 68.78, "1.32%"]]
+rows = [
+    [
+        f"acceptability{'' if bits == 8 else f', {bits} bits'} (ours)",
+        "accuracy",
+        round(teacher_score, 1),
+        round(post_training[bits], 1),
+        round(qat_scores[bits], 1),
+        f"{100 * (teacher_score - qat_scores[bits]) / teacher_score:.2f}%",
+    ]
+    for bits in config.qat_bits
+]
+rows += [
+    ["CoLA (Q8BERT)", "MCC", 58.48, "–", 58.48, "0.00%"],
+    ["SST-2 (Q8BERT)", "accuracy", 92.36, "–", 92.24, "0.13%"],
+    ["RTE (Q8BERT)", "accuracy", 69.7, "–", 68.78, "1.32%"],
+]
 show_reproduction(
     "ch12-q8bert",
     "Q8BERT (Zafrir et al., 2019): BERT-base against 8-bit quantization-aware training, relative reduction",
-    ["task", "metric", "float", "post-training", "quantization-aware", "relative reduction"], rows,
+    ["task", "metric", "float", "post-training", "quantization-aware", "relative reduction"],
+    rows,
     note="Q8BERT's point reproduces: at 8 bits, rounding the trained model loses nothing here. The quantization-"
-         "aware runs are new fine-tunings (single seeds), so they differ from the float teacher by what any "
-         "fine-tuning run does, a few points either way, and can land above it.",
-);
-
+    "aware runs are new fine-tunings (single seeds), so they differ from the float teacher by what any "
+    "fine-tuning run does, a few points either way, and can land above it.",
+)
 # %% [markdown]
 # ## 6. Pruning
 #
@@ -570,13 +638,15 @@ print({s: round(v, 1) for s, v in sparsity_scores.items()})
 # **Structured**: remove whole heads (the least important by Michel et al.'s gate gradient, chapter 10), whole
 # feed-forward neurons (smallest ‖W₁[i]‖·‖W₂[:, i]‖), or whole layers. The matrices shrink, and so does the time.
 
+
 # %%
 def gated_loss(model, batch, head_mask):
     return model(**batch, head_mask=head_mask).loss
 
 
-importance = head_importance(teacher, [task.train.batch(torch.arange(i, i + 64)) for i in range(0, 256, 64)],
-                             gated_loss)
+importance = head_importance(
+    teacher, [task.train.batch(torch.arange(i, i + 64)) for i in range(0, 256, 64)], gated_loss
+)
 head_cut = heads_to_prune(importance, 0.4)
 heads_pruned = copy.deepcopy(teacher)
 heads_pruned.prune_heads(head_cut)
@@ -591,8 +661,10 @@ structured_scores = {name: headline_score(model.eval(), task) for name, model in
 for name, model in structured.items():
     print(f"{name:20s} {structured_scores[name]:5.1f}%  parameters {parameters(model):,}")
 layers_kept = list(range(0, teacher.config.num_hidden_layers, 2))
-print(f"the same layers {layers_kept} copied from the pretrained model and fine-tuned (section 3): "
-      + ", ".join(f"{v:.1f}%" for v in seed_scores["copied, not distilled"]))
+print(
+    f"the same layers {layers_kept} copied from the pretrained model and fine-tuned (section 3): "
+    + ", ".join(f"{v:.1f}%" for v in seed_scores["copied, not distilled"])
+)
 
 # %% [markdown]
 # Removing every other layer collapses the accuracy towards the majority class (printed above), while the
@@ -615,8 +687,9 @@ print(f"the same layers {layers_kept} copied from the pretrained model and fine-
 # neurons removed, and PyTorch's own dynamic int8 layer for reference.
 
 # %% tags=["wall-clock"]
-speed = latencies({"teacher": teacher, "50% magnitude-pruned": magnitude_50, **structured}, task, 32,
-                  config.latency_repeats)
+speed = latencies(
+    {"teacher": teacher, "50% magnitude-pruned": magnitude_50, **structured}, task, 32, config.latency_repeats
+)
 speed = {name: speed["teacher"] / seconds for name, seconds in speed.items() if name != "teacher"}
 for name, ratio in speed.items():
     print(f"{name:22s} speed-up ×{ratio:.2f}")
@@ -645,18 +718,38 @@ plt.show()
 # %% tags=["wall-clock"]
 teacher_bytes = model_bytes(teacher)
 pruned_linears = [m for m in magnitude_50.modules() if isinstance(m, torch.nn.Linear)]
-sparse_bytes = (teacher_bytes - sum(4 * m.weight.numel() for m in pruned_linears)
-                + sum(csr_bytes(m.weight.detach()) for m in pruned_linears))  # the linear weights stored as CSR
-print(f"50% magnitude-pruned: {sparse_bytes:,} bytes with the linear weights in compressed sparse rows, "
-      f"{teacher_bytes:,} dense: ×{teacher_bytes / sparse_bytes:.2f}")
+sparse_bytes = (
+    teacher_bytes
+    - sum(4 * m.weight.numel() for m in pruned_linears)
+    + sum(csr_bytes(m.weight.detach()) for m in pruned_linears)
+)  # the linear weights stored as CSR
+print(
+    f"50% magnitude-pruned: {sparse_bytes:,} bytes with the linear weights in compressed sparse rows, "
+    f"{teacher_bytes:,} dense: ×{teacher_bytes / sparse_bytes:.2f}"
+)
 table = [
     ("teacher (BERT, 4 layers)", teacher, teacher_bytes, teacher_score, "BERT4"),
-    ("DistilBERT-style student", students["triple loss"], model_bytes(students["triple loss"]),
-     student_scores["triple loss"], "BERT2"),
-    ("½-width distilled student", students["half width, L_ce + L_mlm"],
-     model_bytes(students["half width, L_ce + L_mlm"]), student_scores["half width, L_ce + L_mlm"], "BERT2†"),
-    (f"ALBERT-style sharing, E = {embedding_size}", albert_student, model_bytes(albert_student), albert_score,
-     "BERT4**"),
+    (
+        "DistilBERT-style student",
+        students["triple loss"],
+        model_bytes(students["triple loss"]),
+        student_scores["triple loss"],
+        "BERT2",
+    ),
+    (
+        "½-width distilled student",
+        students["half width, L_ce + L_mlm"],
+        model_bytes(students["half width, L_ce + L_mlm"]),
+        student_scores["half width, L_ce + L_mlm"],
+        "BERT2†",
+    ),
+    (
+        f"ALBERT-style sharing, E = {embedding_size}",
+        albert_student,
+        model_bytes(albert_student),
+        albert_score,
+        "BERT4**",
+    ),
     ("int8, post-training", int8_teacher, model_bytes(int8_teacher), int8_score, "BERT4"),
     ("int8, quantization-aware", None, model_bytes(int8_teacher), qat_scores[8], "BERT4"),
     ("4-bit weights", None, model_bytes(teacher, weight_bits=4), bit_scores[4], "BERT4"),
@@ -667,32 +760,35 @@ timed = latencies({name: model for name, model, *_ in table if model is not None
 rows = []
 for name, model, size, value, shape in table:
     speedup = f"×{timed[table[0][0]] / timed[name]:.1f}" if model is not None else "–"
-    rows.append([name, f"×{teacher_bytes / size:.1f}", f"{100 * value / teacher_score:.0f}%", speedup, shape,
-                 "acceptability"])
+    rows.append(
+        [name, f"×{teacher_bytes / size:.1f}", f"{100 * value / teacher_score:.0f}%", speedup, shape, "acceptability"]
+    )
 show_reproduction(
     "ch12-primer-table1",
     "Primer in BERTology (Rogers et al., 2020), Table 1, in its columns: our compressions of a 4-layer BERT",
-    ["model", "compression", "performance", "speed-up", "model", "evaluation"], rows,
+    ["model", "compression", "performance", "speed-up", "model", "evaluation"],
+    rows,
     note="† the hidden size is halved; ** the embedding dimension is reduced, and one layer serves all four. "
-         "Compression counts stored bytes against the float32 teacher (embeddings in float32 throughout). Speed-ups "
-         "are one machine's, at batch 1 on one thread, where a small model's time is mostly Python overhead: halving "
-         "the layers shows, integer kernels called from Python do not, and sharing a layer saves no computation.",
+    "Compression counts stored bytes against the float32 teacher (embeddings in float32 throughout). Speed-ups "
+    "are one machine's, at batch 1 on one thread, where a small model's time is mostly Python overhead: halving "
+    "the layers shows, integer kernels called from Python do not, and sharing a layer saves no computation.",
 )
 show_reproduction(
     "ch12-primer-table1-paper",
     "Primer in BERTology (Rogers et al., 2020), Table 1 (excerpt): against BERT-base",
     ["model", "compression", "performance", "speed-up", "model", "evaluation"],
-    [["DistilBERT", "×2.5", "90%", "×1.6", "BERT6", "All GLUE tasks"],
-     ["TinyBERT", "×7.5", "96%", "×9.4", "BERT4*†", "All GLUE tasks"],
-     ["BERT6-PKD", "×1.6", "97%", "×1.9", "BERT6", "No WNLI, CoLA and STS-B"],
-     ["Q-BERT", "×13", "99%", "–", "BERT12", "MNLI, SST-2"],
-     ["Q8BERT", "×4", "99%", "–", "BERT12", "All GLUE tasks"],
-     ["ALBERT-base", "×9", "97%", "×5.6", "BERT12**", "MNLI, SST-2"]],
+    [
+        ["DistilBERT", "×2.5", "90%", "×1.6", "BERT6", "All GLUE tasks"],
+        ["TinyBERT", "×7.5", "96%", "×9.4", "BERT4*†", "All GLUE tasks"],
+        ["BERT6-PKD", "×1.6", "97%", "×1.9", "BERT6", "No WNLI, CoLA and STS-B"],
+        ["Q-BERT", "×13", "99%", "–", "BERT12", "MNLI, SST-2"],
+        ["Q8BERT", "×4", "99%", "–", "BERT12", "All GLUE tasks"],
+        ["ALBERT-base", "×9", "97%", "×5.6", "BERT12**", "MNLI, SST-2"],
+    ],
     note="DistilBERT's own paper says 110M → 66M parameters (×1.66), 97% of BERT-base's GLUE score and 60% faster "
-         "(Table 3: 668 s against 410 s on CPU); the Primer prints ×2.5, 90%, ×1.6: both are as printed, under "
-         "different definitions. ALBERT's ×5.6 is training throughput against BERT-large, not inference speed.",
-);
-
+    "(Table 3: 668 s against 410 s on CPU); the Primer prints ×2.5, 90%, ×1.6: both are as printed, under "
+    "different definitions. ALBERT's ×5.6 is training throughput against BERT-large, not inference speed.",
+)
 # %% [markdown]
 # ## What we saw
 #
@@ -712,54 +808,101 @@ def listed(values):
 floor = {"no pretraining": seed_scores["no pretraining"], "chance": [majority] * len(seeds)}
 per_channel = int8_scores["int8 per channel (ours)"]
 teacher_learned = {"the float teacher": (float_scores, floor["chance"])}
-show_what_we_saw("ch12-what-we-saw", "What we saw: chapter 12", CLAIMS, {
-    "12-temperature-softens": shown(
-        "entropy of the teacher's prediction at T = 1, 2, 4: " + ", ".join(f"{h:.2f}" for h in entropy.values())
-        + f" nats; top probability {top_probability:.3f} at T = 1 (section 2)"),
-    "12-student-keeps-most": measured(
-        f"triple loss {listed(seed_scores['triple loss'])}% against teachers of the same seeds "
-        f"{listed(float_scores)}%; no pretraining {listed(floor['no pretraining'])}% (sections 3 and 4)",
-        seed_scores["triple loss"], float_scores, seeds=seeds, seed_kind="pretraining",
-        gates={DISTILLED: (seed_scores["triple loss"], floor["no pretraining"])}),
-    "12-teacher-init-helps": measured(
-        f"triple loss {listed(seed_scores['triple loss'])}%, from a random initialisation "
-        f"{listed(seed_scores['triple loss + random weights initialization'])}% (section 3)",
-        seed_scores["triple loss"], seed_scores["triple loss + random weights initialization"], seeds=seeds,
-        seed_kind="pretraining", gates={DISTILLED: (seed_scores["triple loss"], floor["no pretraining"])}),
-    "12-distillation-beats-copy": measured(
-        f"triple loss {listed(seed_scores['triple loss'])}%, copied and fine-tuned "
-        f"{listed(seed_scores['copied, not distilled'])}%; masked words: distilled {listed(distilled_mlm)}%, "
-        f"copied {copied_mlm:.1f}% (section 3)", seed_scores["triple loss"], seed_scores["copied, not distilled"],
-        seeds=seeds, seed_kind="pretraining",
-        gates={DISTILLED: (seed_scores["triple loss"], floor["no pretraining"]),
-               "the copied student": (seed_scores["copied, not distilled"], floor["no pretraining"])}),
-    "12-sharing-keeps-score": measured(
-        f"{listed(albert_scores)}% against teachers of the same seeds {listed(float_scores)}%, "
-        f"×{teacher_bytes / model_bytes(albert_student):.1f} smaller (sections 3, 4 and 7)",
-        [t - a for t, a in zip(float_scores, albert_scores)], seeds=seeds, seed_kind="pretraining",
-        gates={"the ALBERT-style student": (albert_scores, floor["no pretraining"])}),
-    "12-int8-loses-little": measured(
-        f"int8 per channel {listed(per_channel)}% against float {listed(float_scores)}% (section 4)",
-        [f - q for f, q in zip(float_scores, per_channel)], seeds=seeds, seed_kind="fine-tuning",
-        gates=teacher_learned),
-    "12-int8-per-tensor-close-to-float": measured(
-        f"float {listed(float_scores)}%, per tensor {listed(per_tensor)}%, per channel {listed(per_channel)}%"
-        + (f", torch.ao {listed(int8_scores['int8 torch.ao dynamic'])}%" if int8_scores["int8 torch.ao dynamic"]
-           else "") + " (section 4)", [abs(f - q) for f, q in zip(float_scores, per_tensor)], seeds=seeds,
-        seed_kind="fine-tuning", gates=teacher_learned),
-    "12-few-bits-lose": measured(
-        f"weights rounded to 2 bits {listed(two_bit_scores)}% against float {listed(float_scores)}%; the teacher's "
-        "sweep: " + ", ".join(f"{b} bits {v:.1f}%" for b, v in bit_scores.items())
-        + f" (majority {majority:.1f}%, section 4)", [f - q for f, q in zip(float_scores, two_bit_scores)],
-        seeds=seeds, seed_kind="fine-tuning", gates=teacher_learned),
-    "12-structured-pruning-is-faster": shown(
-        "the speed-ups at batch 32: " + ", ".join(f"{name} ×{ratio:.2f}" for name, ratio in speed.items())
-        + " (section 6)"),
-}, CHECKS, {
-    "12-t-squared-keeps-gradients": checked(
-        f"gradient norm from T = 4 to 8: ×{norms[8][0] / norms[4][0]:.2f} with T², ×{norms[8][1] / norms[4][1]:.2f} "
-        "without (section 2)", [norms[8][0] / norms[4][0], norms[8][1] / norms[4][1]], [1.0, 0.25]),
-})
+show_what_we_saw(
+    "ch12-what-we-saw",
+    "What we saw: chapter 12",
+    CLAIMS,
+    {
+        "12-temperature-softens": shown(
+            "entropy of the teacher's prediction at T = 1, 2, 4: "
+            + ", ".join(f"{h:.2f}" for h in entropy.values())
+            + f" nats; top probability {top_probability:.3f} at T = 1 (section 2)"
+        ),
+        "12-student-keeps-most": measured(
+            f"triple loss {listed(seed_scores['triple loss'])}% against teachers of the same seeds "
+            f"{listed(float_scores)}%; no pretraining {listed(floor['no pretraining'])}% (sections 3 and 4)",
+            seed_scores["triple loss"],
+            float_scores,
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={DISTILLED: (seed_scores["triple loss"], floor["no pretraining"])},
+        ),
+        "12-teacher-init-helps": measured(
+            f"triple loss {listed(seed_scores['triple loss'])}%, from a random initialisation "
+            f"{listed(seed_scores['triple loss + random weights initialization'])}% (section 3)",
+            seed_scores["triple loss"],
+            seed_scores["triple loss + random weights initialization"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={DISTILLED: (seed_scores["triple loss"], floor["no pretraining"])},
+        ),
+        "12-distillation-beats-copy": measured(
+            f"triple loss {listed(seed_scores['triple loss'])}%, copied and fine-tuned "
+            f"{listed(seed_scores['copied, not distilled'])}%; masked words: distilled {listed(distilled_mlm)}%, "
+            f"copied {copied_mlm:.1f}% (section 3)",
+            seed_scores["triple loss"],
+            seed_scores["copied, not distilled"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                DISTILLED: (seed_scores["triple loss"], floor["no pretraining"]),
+                "the copied student": (seed_scores["copied, not distilled"], floor["no pretraining"]),
+            },
+        ),
+        "12-sharing-keeps-score": measured(
+            f"{listed(albert_scores)}% against teachers of the same seeds {listed(float_scores)}%, "
+            f"×{teacher_bytes / model_bytes(albert_student):.1f} smaller (sections 3, 4 and 7)",
+            [t - a for t, a in zip(float_scores, albert_scores)],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={"the ALBERT-style student": (albert_scores, floor["no pretraining"])},
+        ),
+        "12-int8-loses-little": measured(
+            f"int8 per channel {listed(per_channel)}% against float {listed(float_scores)}% (section 4)",
+            [f - q for f, q in zip(float_scores, per_channel)],
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates=teacher_learned,
+        ),
+        "12-int8-per-tensor-close-to-float": measured(
+            f"float {listed(float_scores)}%, per tensor {listed(per_tensor)}%, per channel {listed(per_channel)}%"
+            + (
+                f", torch.ao {listed(int8_scores['int8 torch.ao dynamic'])}%"
+                if int8_scores["int8 torch.ao dynamic"]
+                else ""
+            )
+            + " (section 4)",
+            [abs(f - q) for f, q in zip(float_scores, per_tensor)],
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates=teacher_learned,
+        ),
+        "12-few-bits-lose": measured(
+            f"weights rounded to 2 bits {listed(two_bit_scores)}% against float {listed(float_scores)}%; the teacher's "
+            "sweep: "
+            + ", ".join(f"{b} bits {v:.1f}%" for b, v in bit_scores.items())
+            + f" (majority {majority:.1f}%, section 4)",
+            [f - q for f, q in zip(float_scores, two_bit_scores)],
+            seeds=seeds,
+            seed_kind="fine-tuning",
+            gates=teacher_learned,
+        ),
+        "12-structured-pruning-is-faster": shown(
+            "the speed-ups at batch 32: "
+            + ", ".join(f"{name} ×{ratio:.2f}" for name, ratio in speed.items())
+            + " (section 6)"
+        ),
+    },
+    CHECKS,
+    {
+        "12-t-squared-keeps-gradients": checked(
+            f"gradient norm from T = 4 to 8: ×{norms[8][0] / norms[4][0]:.2f} with T², ×{norms[8][1] / norms[4][1]:.2f} "
+            "without (section 2)",
+            [norms[8][0] / norms[4][0], norms[8][1] / norms[4][1]],
+            [1.0, 0.25],
+        ),
+    },
+)
 
 # %% [markdown]
 # ## Exercises

@@ -24,10 +24,15 @@ MISSING_DEVICE = f"cuda:{torch.cuda.device_count()}" if torch.cuda.is_available(
 
 def run_command(module: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """``python -m module args`` in ``cwd``, importing this checkout, with an empty cache under ``cwd``."""
-    env = {**os.environ, "PYTHONPATH": str(SOURCE_ROOT), "LECTURE_CACHE": str(cwd / "cache"),
-           "LECTURE_PROFILE": "quick"}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SOURCE_ROOT),
+        "LECTURE_CACHE": str(cwd / "cache"),
+        "LECTURE_PROFILE": "quick",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def assert_refused(status: int, err: str, out: str, flag: str, reason: str = "") -> None:
@@ -80,6 +85,7 @@ def trap_pretraining(monkeypatch, tmp_path: Path) -> Path:
 
 def recipe_passed_to_pretrain(monkeypatch, main, argv: list[str]):
     """The config that ``main(argv)`` hands to ``pretraining.pretrain`` (stopped there: nothing trains)."""
+
     class Captured(Exception):
         pass
 

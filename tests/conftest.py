@@ -70,8 +70,10 @@ def network_guard():
     attempts: list[str] = []
 
     def refuse(what: str, host) -> None:
-        message = (f"tests run offline: {what} {host!r} was refused (allowed: 127.0.0.0/8, ::1, localhost, unix "
-                   f"sockets). Read a local file or a package's data instead (see tests/conftest.py).")
+        message = (
+            f"tests run offline: {what} {host!r} was refused (allowed: 127.0.0.0/8, ::1, localhost, unix "
+            f"sockets). Read a local file or a package's data instead (see tests/conftest.py)."
+        )
         attempts.append(message)
         raise NetworkAccessInTests(message)
 
@@ -81,6 +83,7 @@ def network_guard():
             if host is not None:
                 refuse(f"socket.{name} to", host)
             return original(self, *args)
+
         return method
 
     def guarded_lookup(name: str, original):
@@ -88,6 +91,7 @@ def network_guard():
             if not _is_local(host):
                 refuse(f"socket.{name} of", host)
             return original(host, *args, **kwargs)
+
         return lookup
 
     def guarded_create_connection(original):
@@ -95,6 +99,7 @@ def network_guard():
             if not _is_local(address[0]):
                 refuse("socket.create_connection to", address[0])
             return original(address, *args, **kwargs)
+
         return create_connection
 
     with pytest.MonkeyPatch.context() as patch:

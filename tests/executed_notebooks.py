@@ -59,8 +59,11 @@ NOTEBOOK_ORDER = ("05", "07", "06", "09", "11", "10", "12", "08", "04", "02", "0
 
 
 def pytest_addoption(parser):
-    parser.addoption("--skip-executed", action="store_true",
-                     help="deselect the notebooks whose outputs are in the book's jupyter-cache (make book)")
+    parser.addoption(
+        "--skip-executed",
+        action="store_true",
+        help="deselect the notebooks whose outputs are in the book's jupyter-cache (make book)",
+    )
 
 
 # --- The stamp: what else decides a notebook's outputs -------------------------------------------------------
@@ -124,8 +127,11 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=[item for item in items if _notebook_of(item) in cached])
         items[:] = [item for item in items if _notebook_of(item) not in cached]
     notebooks = dict.fromkeys(item.parent for item in items if _notebook_of(item) is not None)
-    items += [NotebookCheck.from_parent(notebook, name=name, check=check)
-              for notebook in notebooks for name, check in NOTEBOOK_CHECKS.items()]
+    items += [
+        NotebookCheck.from_parent(notebook, name=name, check=check)
+        for notebook in notebooks
+        for name, check in NOTEBOOK_CHECKS.items()
+    ]
     items.sort(key=_rank)  # stable: a notebook's cells keep their order, and its checks come after them
 
 
@@ -198,11 +204,15 @@ def pytest_runtest_protocol(item, nextitem):
 def _executed(notebook_file):
     """The notebook as nbval read it, each code cell given the outputs nbval received; None if a cell did not run
     (it failed, or was deselected)."""
-    outputs = {id(cell_item.cell): cell_item.test_outputs for cell_item in notebook_file.session.items
-               if cell_item.parent is notebook_file and hasattr(cell_item, "test_outputs")}
+    outputs = {
+        id(cell_item.cell): cell_item.test_outputs
+        for cell_item in notebook_file.session.items
+        if cell_item.parent is notebook_file and hasattr(cell_item, "test_outputs")
+    }
     executed = copy.deepcopy(notebook_file.nb)
-    code_cells = [(cell, original) for cell, original in zip(executed.cells, notebook_file.nb.cells)
-                  if cell.cell_type == "code"]
+    code_cells = [
+        (cell, original) for cell, original in zip(executed.cells, notebook_file.nb.cells) if cell.cell_type == "code"
+    ]
     if any(outputs.get(id(original)) is None for _, original in code_cells):
         return None
     for count, (cell, original) in enumerate(code_cells, start=1):
@@ -234,19 +244,25 @@ def _rerun_prints_the_same(path: Path, executed) -> None:
     if report.failure:
         pytest.fail(f"the second execution failed at cell {report.failure.index}:\n{report.failure.traceback}")
     differences = notebook_checks.rerun_differences(executed, report.notebook)
-    assert not differences, (f"{path.name}: a second execution, from the filled $LECTURE_CACHE, printed other text "
-                             "(seed each model and draw where it is made; tag a cell that prints timings "
-                             f"'{notebook_checks.WALL_CLOCK}'):\n" + "\n".join(differences))
+    assert not differences, (
+        f"{path.name}: a second execution, from the filled $LECTURE_CACHE, printed other text "
+        "(seed each model and draw where it is made; tag a cell that prints timings "
+        f"'{notebook_checks.WALL_CLOCK}'):\n" + "\n".join(differences)
+    )
 
 
 def _no_unprinted_result_in_prose(path: Path, executed) -> None:
     quotes = notebook_checks.unquoted_results(executed)
-    assert not quotes, (f"{path.name}: numbers in the prose that this run did not print (print them from their "
-                        "cell, cite the paper in their sentence, or rephrase):\n" + "\n".join(map(str, quotes)))
+    assert not quotes, (
+        f"{path.name}: numbers in the prose that this run did not print (print them from their "
+        "cell, cite the paper in their sentence, or rephrase):\n" + "\n".join(map(str, quotes))
+    )
 
 
-NOTEBOOK_CHECKS = {"rerun-prints-the-same": _rerun_prints_the_same,
-                   "no-unprinted-result-in-prose": _no_unprinted_result_in_prose}
+NOTEBOOK_CHECKS = {
+    "rerun-prints-the-same": _rerun_prints_the_same,
+    "no-unprinted-result-in-prose": _no_unprinted_result_in_prose,
+}
 
 
 def _store(notebook_file) -> None:
@@ -259,8 +275,9 @@ def _store(notebook_file) -> None:
     with _cache() as cache:
         if STAMP.read_text() != notebook_file.config.stash[_STAMP]:
             return  # the code changed since this session started: these outputs are not the code's any more
-        cache.cache_notebook_bundle(CacheBundleIn(executed, str(Path(str(notebook_file.fspath)))),
-                                    check_validity=False, overwrite=True)
+        cache.cache_notebook_bundle(
+            CacheBundleIn(executed, str(Path(str(notebook_file.fspath)))), check_validity=False, overwrite=True
+        )
 
 
 # --- Each notebook's time ----------------------------------------------------------------------------------
@@ -272,8 +289,9 @@ _check_seconds: Counter = Counter()  # check name -> seconds, all notebooks toge
 def pytest_runtest_logreport(report):
     path, _, name = report.nodeid.partition("::")
     if path.endswith(".ipynb"):
-        (_check_seconds if name in NOTEBOOK_CHECKS else _seconds)[name if name in NOTEBOOK_CHECKS else
-                                                                  Path(path).stem] += report.duration
+        (_check_seconds if name in NOTEBOOK_CHECKS else _seconds)[
+            name if name in NOTEBOOK_CHECKS else Path(path).stem
+        ] += report.duration
 
 
 def pytest_terminal_summary(terminalreporter):

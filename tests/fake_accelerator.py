@@ -34,8 +34,13 @@ import lecture_lib.runtime
 MISMATCH = "Expected all tensors to be on the same device"
 _MOVES = {torch.Tensor.to, torch.Tensor.cpu, torch.Tensor.cuda}
 # Cross-device copies are allowed, and so is what nn.Module.to does to swap a parameter's data.
-_COPIES = {torch.Tensor.copy_, torch.Tensor.__setitem__, torch._has_compatible_shallow_copy_type,
-           torch.Tensor.data.__set__, torch.Tensor.grad.__set__}
+_COPIES = {
+    torch.Tensor.copy_,
+    torch.Tensor.__setitem__,
+    torch._has_compatible_shallow_copy_type,
+    torch.Tensor.data.__set__,
+    torch.Tensor.grad.__set__,
+}
 # A packed sequence keeps its batch sizes (and pad_packed_sequence its lengths) on the host, by design.
 _PACKING = {torch._pack_padded_sequence, torch._pad_packed_sequence}
 _GETTERS = {torch.Tensor.device.__get__, torch.Tensor.is_cuda.__get__, torch.Tensor.is_cpu.__get__}
@@ -103,8 +108,10 @@ class FakeAccelerator(TorchFunctionMode):
             grad = func(*args)
             return self._mark(grad) if grad is not None and self.on_device(args[0]) else grad
         if func == torch.Tensor.numpy and self.on_device(args[0]):
-            raise TypeError(f"can't convert {self.device.type} device type tensor to numpy. "
-                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+            raise TypeError(
+                f"can't convert {self.device.type} device type tensor to numpy. "
+                "Use Tensor.cpu() to copy the tensor to host memory first."
+            )
         if func in _MOVES:
             return self._move(func, args[0], list(args[1:]), kwargs)
         if func in _PACKING:
@@ -121,14 +128,19 @@ class FakeAccelerator(TorchFunctionMode):
             strays = [] if ours else [t for t in tensors[1:] if self.on_device(t)]
         else:
             ours = [t for t in tensors if self.on_device(t)]
-            strays = [t for t in tensors if not self.on_device(t) and t.dim() > 0 and t.numel() > 0
-                      and _key(t) not in self._host]
+            strays = [
+                t
+                for t in tensors
+                if not self.on_device(t) and t.dim() > 0 and t.numel() > 0 and _key(t) not in self._host
+            ]
             if not ours or func in _COPIES:
                 strays = []
         if strays:
-            raise RuntimeError(f"{MISMATCH}, but found at least two devices, {self.device} and cpu! "
-                               f"(in {getattr(func, '__qualname__', func)}: a tensor of shape "
-                               f"{tuple(strays[0].shape)} on the other device; simulated by tests/fake_accelerator.py)")
+            raise RuntimeError(
+                f"{MISMATCH}, but found at least two devices, {self.device} and cpu! "
+                f"(in {getattr(func, '__qualname__', func)}: a tensor of shape "
+                f"{tuple(strays[0].shape)} on the other device; simulated by tests/fake_accelerator.py)"
+            )
         result = func(*args, **kwargs)
         if made_here or (ours and func not in _COPIES):
             self._mark(result)

@@ -57,8 +57,7 @@ def text_outputs(notebook) -> list[tuple[int, str]]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
                 printed.append(output["text"])
-            elif "data" in output and not any(mime.startswith("image/") or "widget" in mime
-                                              for mime in output["data"]):
+            elif "data" in output and not any(mime.startswith("image/") or "widget" in mime for mime in output["data"]):
                 shown.append(output["data"].get("text/markdown") or output["data"].get("text/plain") or "")
         text = _DURATION.sub("# s", _ADDRESS.sub(" at 0x…", "".join(printed) + "\n".join(shown)))
         if WALL_CLOCK in cell.get("metadata", {}).get("tags", []):
@@ -81,19 +80,47 @@ def rerun_differences(first, second) -> list[str]:
 
 # --- No quoted result without its run ----------------------------------------------------------------------
 
-_QUOTE = re.compile(r"(?<![\w.])[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:\s?%|×|\s+times\b|(?:M|k|B)\b|\s(?:million|billion)\b)?"
-                    r"(?!\d)")
+_QUOTE = re.compile(
+    r"(?<![\w.])[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:\s?%|×|\s+times\b|(?:M|k|B)\b|\s(?:million|billion)\b)?"
+    r"(?!\d)"
+)
 _UNITS = {"M": 1e6, "million": 1e6, "k": 1e3, "B": 1e9, "billion": 1e9}
-_SPELLED = re.compile(r"\b(?:twice|thrice|(?:two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|"
-                      r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)(?:[- ]fold| times))\b",
-                      re.IGNORECASE)
-_WORDS = {"twice": 2, "thrice": 3, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-          "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-          "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000}
+_SPELLED = re.compile(
+    r"\b(?:twice|thrice|(?:two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)(?:[- ]fold| times))\b",
+    re.IGNORECASE,
+)
+_WORDS = {
+    "twice": 2,
+    "thrice": 3,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "thousand": 1000,
+}
 _CITATION = re.compile(r"et al\.|\b[A-Z][\w-]+(?: and [A-Z][\w-]+)?(?:, | \()(?:19|20)\d\d[a-z]?\b")
 _NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+(?=[A-Z(*])"
-                           r"|\n\s*\n|\n\|")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;])(?<!\bal\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)\s+(?=[A-Z(*])"
+    r"|\n\s*\n|\n\|"
+)
 _PRINTED = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -148,7 +175,7 @@ def _accounted(quote: str, printed: set[float]) -> bool:
     digits = len(text.partition(".")[2])
     value = abs(float(text))
     scales = (1, 100) if percent else (1, 1 / _UNITS[unit]) if unit else (1,)
-    half_unit = 0.5 * 10 ** -digits + 1e-9  # a printed 61.25 may be quoted as 61.2 or 61.3
+    half_unit = 0.5 * 10**-digits + 1e-9  # a printed 61.25 may be quoted as 61.2 or 61.3
     return any(abs(abs(number) * scale - value) <= half_unit for number in printed for scale in scales)
 
 

@@ -40,20 +40,33 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TARGETS = {"lesson": 3000, "summary": 400, "paragraph": 150, "sentence": 25, "pointers": 4,
-           "history": 0, "absent": 0, "myst": 0}
+TARGETS = {
+    "lesson": 3000,
+    "summary": 400,
+    "paragraph": 150,
+    "sentence": 25,
+    "pointers": 4,
+    "history": 0,
+    "absent": 0,
+    "myst": 0,
+}
 
 # Phrases counted over the whole chapter, one pattern per target.
 FLAGGED = {
     "pointers": re.compile(
         r"\b(?:printed|shown|reported|listed)\s+(?:under|above|below|beside|in)\s+(?:the\s+)?"
         r"(?:section|§|table|cell|plot|figure|walk|share|column)"
-        r"|\bsection \d+'s\b|\(section \d+\)|\bthe (?:table|plot|figure|column) (?:under|below|above) section", re.I),
+        r"|\bsection \d+'s\b|\(section \d+\)|\bthe (?:table|plot|figure|column) (?:under|below|above) section",
+        re.I,
+    ),
     "history": re.compile(
         r"first (?:version|draft) of|previous version|earlier version|trial runs?\b|in our trials|we tried\b"
-        r"|this issue\b|the issue of this|this session|a later session|TODO|FIXME", re.I),
+        r"|this issue\b|the issue of this|this session|a later session|TODO|FIXME",
+        re.I,
+    ),
     "absent": re.compile(
-        r"seed deck|lecture deck|the slides?\b|chapter notes|the seeds?'s? (?:deck|example)|seed 00\d", re.I),
+        r"seed deck|lecture deck|the slides?\b|chapter notes|the seeds?'s? (?:deck|example)|seed 00\d", re.I
+    ),
     "myst": re.compile(r"\{glue(?::text|:figure)?\}|^:::\{|\{admonition\}|\{(?:doc|ref|numref)\}`", re.M),
 }
 
@@ -84,8 +97,11 @@ def paragraphs(text: str) -> list[str]:
     and fence lines are not prose."""
     found = []
     for block in re.split(r"\n\s*\n", _DISPLAY_BLOCK.sub("\n\n", text)):
-        lines = [line.strip() for line in block.splitlines()
-                 if line.strip() and not line.lstrip().startswith(_NOT_PROSE_LINE)]
+        lines = [
+            line.strip()
+            for line in block.splitlines()
+            if line.strip() and not line.lstrip().startswith(_NOT_PROSE_LINE)
+        ]
         if lines:
             found.append(" ".join(lines))
     return found
@@ -110,9 +126,9 @@ def chapter_parts(cells: list[str]) -> dict[str, str]:
             current = "summary"
         heading = _EXERCISES.search(text)
         if heading:
-            parts[current].append(text[:heading.start()])
+            parts[current].append(text[: heading.start()])
             current = "exercises"
-            text = text[heading.end():]
+            text = text[heading.end() :]
         parts[current].append(text)
     return {name: "\n\n".join(texts) for name, texts in parts.items()}
 
@@ -137,8 +153,9 @@ class ProseStats:
 
     def misses(self) -> dict[str, str]:
         """Each missed target with its measure against the limit, e.g. ``{"sentence": "27.6 > 25"}``."""
-        return {name: f"{getattr(self, name)} > {limit}" for name, limit in TARGETS.items()
-                if getattr(self, name) > limit}
+        return {
+            name: f"{getattr(self, name)} > {limit}" for name, limit in TARGETS.items() if getattr(self, name) > limit
+        }
 
 
 def markdown_cells(notebook: Path) -> list[str]:
@@ -169,8 +186,7 @@ def measure(notebook: Path) -> ProseStats:
     )
 
 
-COLUMNS = ("lesson", "summary", "exercises", "folded", "paragraph", "sentence", "pointers", "history", "absent",
-           "myst")
+COLUMNS = ("lesson", "summary", "exercises", "folded", "paragraph", "sentence", "pointers", "history", "absent", "myst")
 
 
 def table(rows: list[ProseStats]) -> str:
@@ -197,8 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path, help="output-free .ipynb files (other files are skipped)")
     parser.add_argument("--show", metavar="NN", help="list chapter NN's long paragraphs and flagged phrases")
-    parser.add_argument("--still-missing", action="store_true",
-                        help="print only the STILL_MISSING table of tests/test_prose.py, as measured now")
+    parser.add_argument(
+        "--still-missing",
+        action="store_true",
+        help="print only the STILL_MISSING table of tests/test_prose.py, as measured now",
+    )
     args = parser.parse_args(argv)
     rows = [measure(path) for path in sorted(args.notebooks) if path.suffix == ".ipynb"]
     if not rows:

@@ -120,9 +120,18 @@ def test_sdpa_dropout_statistics():
 @pytest.mark.parametrize(
     "args, match",
     [
-        ((torch.randn(4), torch.randn(3, 4), torch.randn(3, 4)), r"expected q of shape \(..., length, dim\), got \(4,\)"),
-        ((torch.randn(2, 5, 8), torch.randn(2, 7, 6), torch.randn(2, 7, 4)), r"same last dim d_k.*\(2, 5, 8\).*\(2, 7, 6\)"),
-        ((torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 6, 4)), r"same length S.*\(2, 7, 8\).*\(2, 6, 4\)"),
+        (
+            (torch.randn(4), torch.randn(3, 4), torch.randn(3, 4)),
+            r"expected q of shape \(..., length, dim\), got \(4,\)",
+        ),
+        (
+            (torch.randn(2, 5, 8), torch.randn(2, 7, 6), torch.randn(2, 7, 4)),
+            r"same last dim d_k.*\(2, 5, 8\).*\(2, 7, 6\)",
+        ),
+        (
+            (torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 6, 4)),
+            r"same length S.*\(2, 7, 8\).*\(2, 6, 4\)",
+        ),
         ((torch.randn(2, 5, 8), torch.randn(3, 7, 8), torch.randn(3, 7, 4)), r"same leading"),
         ((torch.randn(1, 2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 7, 4)), r"equal rank"),
         ((torch.ones(2, 5, 8, dtype=torch.long),) * 3, r"floating-point q"),
@@ -185,8 +194,12 @@ def test_mha_matches_torch_cross_attention_with_causal_and_padding(need_weights)
     keep = causal_mask(5) & padding_mask([5, 3], 5)  # (B, 1, 5, 5)
     out, weights = ours(query, memory, memory, mask=keep, need_weights=need_weights)
     ref_out, ref_weights = reference(
-        query, memory, memory, attn_mask=~causal_mask(5),  # PyTorch's module: True = may NOT attend
-        key_padding_mask=torch.tensor([[False] * 5, [False] * 3 + [True] * 2]), average_attn_weights=False,
+        query,
+        memory,
+        memory,
+        attn_mask=~causal_mask(5),  # PyTorch's module: True = may NOT attend
+        key_padding_mask=torch.tensor([[False] * 5, [False] * 3 + [True] * 2]),
+        average_attn_weights=False,
     )
     torch.testing.assert_close(out, ref_out)
     if need_weights:
@@ -232,7 +245,9 @@ def test_masks_against_loops():
 
 
 def test_causal_mask_equals_torch_subsequent_mask():
-    torch.testing.assert_close(additive_mask(causal_mask(6)), nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float32))
+    torch.testing.assert_close(
+        additive_mask(causal_mask(6)), nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float32)
+    )
 
 
 def test_padding_mask_and_errors():

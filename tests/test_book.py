@@ -28,7 +28,9 @@ def test_external_scripts_styles_and_images_are_flagged(tmp_path):
 
 
 def test_a_clean_page_passes(tmp_path):
-    (tmp_path / "index.html").write_text('<script src="_static/mathjax/tex-chtml-full.js"></script><a href="https://x.org">x</a>')
+    (tmp_path / "index.html").write_text(
+        '<script src="_static/mathjax/tex-chtml-full.js"></script><a href="https://x.org">x</a>'
+    )
     assert check_offline.main([str(tmp_path)]) == 0
 
 
@@ -62,14 +64,16 @@ def test_the_executed_copy_replaces_the_output_free_one_myst_nb_writes_in_cache_
     cache, folder = tmp_path / "cache", tmp_path / "jupyter_execute"
     (folder / "notebooks").mkdir(parents=True)
     printed = nbformat.v4.new_output("stream", name="stdout", text="2\n")
-    get_cache(str(cache)).cache_notebook_bundle(CacheBundleIn(notebook("print(1 + 1)", [printed]), "a.ipynb"),
-                                                check_validity=False)
+    get_cache(str(cache)).cache_notebook_bundle(
+        CacheBundleIn(notebook("print(1 + 1)", [printed]), "a.ipynb"), check_validity=False
+    )
     nbformat.write(notebook("print(1 + 1)"), folder / "notebooks" / "a.ipynb")
     nbformat.write(notebook("print(2 + 2)"), folder / "notebooks" / "b.ipynb")
     for docname in ("notebooks/a", "notebooks/b", "book/intro"):
         config = SimpleNamespace(output_folder=str(folder), execution_mode="cache", execution_cache_path=str(cache))
-        executed_copies.write_executed_copy(SimpleNamespace(env=SimpleNamespace(mystnb_config=config,
-                                                                                docname=docname)), None)
+        executed_copies.write_executed_copy(
+            SimpleNamespace(env=SimpleNamespace(mystnb_config=config, docname=docname)), None
+        )
     assert nbformat.read(folder / "notebooks" / "a.ipynb", 4).cells[1].outputs[0].text == "2\n"
     assert nbformat.read(folder / "notebooks" / "b.ipynb", 4).cells[1].outputs == []
     assert not (folder / "book").exists()
@@ -94,7 +98,10 @@ def test_each_page_says_which_profile_produced_it(monkeypatch):
     for _ in range(2):
         profile_note.add_profile_note(None, document, "notebooks/08_electra")
     assert [child.astext() for child in section.children] == [
-        "08 ELECTRA", "Built with the full profile (LECTURE_PROFILE=full).", "The lesson."]
+        "08 ELECTRA",
+        "Built with the full profile (LECTURE_PROFILE=full).",
+        "The lesson.",
+    ]
     empty = new_document("empty")
     profile_note.add_profile_note(None, empty, "book/empty")
     assert empty.children == []
@@ -116,8 +123,11 @@ def test_the_jupyterlab_check_picks_chapters_with_a_fold(tmp_path, capsys):
 
     def notebook(name, markdown, code="x = 1"):
         path = tmp_path / name
-        path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": markdown},
-                                              {"cell_type": "code", "source": code}]}))
+        path.write_text(
+            json.dumps(
+                {"cells": [{"cell_type": "markdown", "source": markdown}, {"cell_type": "code", "source": code}]}
+            )
+        )
         return path
 
     assert check_jupyterlab.has_details(notebook("a.ipynb", ["1. Why?\n", "\n", "<details><summary>Hint</summary>"]))

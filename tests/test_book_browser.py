@@ -11,12 +11,13 @@ spec = importlib.util.spec_from_file_location("check_browser", ROOT / "book" / "
 check_browser = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check_browser)
 
-needs_browser = pytest.mark.skipif(check_browser.why_skipped() is not None,
-                                   reason=f"browser check cannot run here: {check_browser.why_skipped()}")
+needs_browser = pytest.mark.skipif(
+    check_browser.why_skipped() is not None, reason=f"browser check cannot run here: {check_browser.why_skipped()}"
+)
 
 PAGES = {
     "clean.html": '<html><head><script src="_static/ok.js"></script></head><body><h1>fine</h1>'
-                  '<a href="https://example.org">a link is only followed when clicked</a></body></html>',
+    '<a href="https://example.org">a link is only followed when clicked</a></body></html>',
     "throws.html": "<html><body><script>undefinedFunction();</script></body></html>",
     "web.html": '<html><body><img src="https://example.org/picture.png"></body></html>',
     "fetches.html": "<html><body><script>fetch('https://example.org/data.json').catch(() => {});</script></body></html>",

@@ -103,8 +103,12 @@ print(cached("slow.txt", build, lambda p: p.read_text()))
 def test_two_processes_wanting_the_same_result_build_it_once(tmp_path):
     log = tmp_path / "builds.log"
     env = {**os.environ, "LECTURE_CACHE": str(cache_root())}
-    workers = [subprocess.Popen([sys.executable, "-c", BUILD_IN_ANOTHER_PROCESS, str(log)], env=env,
-                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD_IN_ANOTHER_PROCESS, str(log)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [worker.communicate(timeout=120)[0].strip() for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0]
     assert outputs == ["built", "built"]
@@ -130,11 +134,18 @@ def test_atomic_write_keeps_the_old_content_when_writing_fails(tmp_path, monkeyp
 
 def test_keys_are_the_same_in_another_process_under_another_hash_seed():
     config = PretrainConfig.from_dict(dict(train=dict(steps=3), objective=dict(pairs=None)))
-    code = ("import json, sys; from lecture_lib.cache import key; "
-            "print(key(json.loads(sys.stdin.read())))")
-    keys = {subprocess.run([sys.executable, "-c", code], input=json.dumps(asdict(config)), capture_output=True,
-                           text=True, check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
-            for seed in ("1", "2")}
+    code = "import json, sys; from lecture_lib.cache import key; print(key(json.loads(sys.stdin.read())))"
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(asdict(config)),
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
     assert keys == {key(asdict(config))}
     assert len(key(asdict(config))) == 16 and int(key(asdict(config)), 16) >= 0
     assert key({"b": 1, "a": [1, 2]}) == key({"a": [1, 2], "b": 1})  # dict order does not matter, list order does
@@ -161,8 +172,11 @@ def test_keys_change_with_every_leaf_of_the_recipe_and_with_the_versions(monkeyp
         keys.add(key(changed))
     assert len(keys) == len(leaves) + 1  # every change gives a new key
 
-    for owner, name, value in ((cache, "CACHE_FORMAT", 99), (cache.torch, "__version__", "0.0"),
-                               (cache.sys, "version_info", (2, 7, 18))):
+    for owner, name, value in (
+        (cache, "CACHE_FORMAT", 99),
+        (cache.torch, "__version__", "0.0"),
+        (cache.sys, "version_info", (2, 7, 18)),
+    ):
         with monkeypatch.context() as patch:
             patch.setattr(owner, name, value)
             assert key(base) not in keys

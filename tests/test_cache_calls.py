@@ -55,8 +55,12 @@ def _root(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cache"))
 
 
-configs = st.builds(Outer, steps=st.integers(0, 5), sizes=st.tuples(st.integers(0, 3), st.integers(0, 3)),
-                    inner=st.builds(Inner, rate=st.sampled_from([0.1, 0.2, 1.0]), name=st.sampled_from("ab")))
+configs = st.builds(
+    Outer,
+    steps=st.integers(0, 5),
+    sizes=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    inner=st.builds(Inner, rate=st.sampled_from([0.1, 0.2, 1.0]), name=st.sampled_from("ab")),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -116,8 +120,11 @@ def test_an_argument_that_cannot_be_named_is_a_type_error_naming_it():
 
 def test_the_code_is_in_the_name_but_not_its_docstring_or_comments(tmp_path, monkeypatch):
     body = "def run(x):\n    {doc}\n    return x + {k}  # {comment}\n"
-    for name, doc, k, comment in (("one", '"""Doc."""', 1, "a"), ("two", '"""Other doc."""', 1, "b"),
-                                  ("three", '"""Doc."""', 2, "a")):
+    for name, doc, k, comment in (
+        ("one", '"""Doc."""', 1, "a"),
+        ("two", '"""Other doc."""', 1, "b"),
+        ("three", '"""Doc."""', 2, "a"),
+    ):
         (tmp_path / f"code_{name}.py").write_text(body.format(doc=doc, k=k, comment=comment))
     monkeypatch.syspath_prepend(str(tmp_path))
     one, two, three = (__import__(f"code_{name}").run for name in ("one", "two", "three"))
@@ -126,11 +133,20 @@ def test_the_code_is_in_the_name_but_not_its_docstring_or_comments(tmp_path, mon
 
 
 def test_equal_calls_get_equal_names_in_another_process_under_another_hash_seed():
-    script = ("from tests.test_cache_calls import scaled, Outer, Inner; "
-              "print(scaled.cache_name(Outer(inner=Inner(name='b')), 2, True))")
-    names = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                            env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout.strip()
-             for seed in ("1", "2")}
+    script = (
+        "from tests.test_cache_calls import scaled, Outer, Inner; "
+        "print(scaled.cache_name(Outer(inner=Inner(name='b')), 2, True))"
+    )
+    names = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
     assert names == {scaled.cache_name(Outer(inner=Inner(name="b")), 2, True)}
 
 

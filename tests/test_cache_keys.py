@@ -42,8 +42,16 @@ CACHE_CALLS = ("cached", "cached_json", "cached_pretraining")
 
 def tiny_encoder() -> BertModel:
     torch.manual_seed(0)
-    return BertModel(BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=16, max_position_embeddings=16))
+    return BertModel(
+        BertConfig(
+            vocab_size=30,
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=16,
+            max_position_embeddings=16,
+        )
+    )
 
 
 def tiny_tokenizer() -> WordPieceTokenizer:
@@ -61,34 +69,63 @@ ENTRY_POINTS = {
     "ch04.small_pretrained_bert": (ch04.small_pretrained_bert, lambda: dict(config=ch04.chapter_config()), {}),
     "ch04.further_pretrained_bert": (
         ch04.further_pretrained_bert,
-        lambda: dict(general=result("bert-general", config=ch04.chapter_config(), model=tiny_encoder()),
-                     config=ch04.further_pretraining_config()),
-        {}),
-    "ch04.pretrained_row": (ch04.pretrained_row, lambda: dict(config=ch04.synthetic_config(),
-                                                               language_model="left-to-right"),
-                            {"language_model": "masked"}),
-    "course_language.synthetic_pretrained_bert": (course_language.synthetic_pretrained_bert,
-                                                  lambda: dict(config=course_language.chapter_config()), {}),
-    "ch07.pretrained": (ch07.pretrained, lambda: dict(config=ch07.chapter_config().pairs,
-                                                      data=ch07.DiaryPairs(ch07.chapter_config().pairs)), {}),
+        lambda: dict(
+            general=result("bert-general", config=ch04.chapter_config(), model=tiny_encoder()),
+            config=ch04.further_pretraining_config(),
+        ),
+        {},
+    ),
+    "ch04.pretrained_row": (
+        ch04.pretrained_row,
+        lambda: dict(config=ch04.synthetic_config(), language_model="left-to-right"),
+        {"language_model": "masked"},
+    ),
+    "course_language.synthetic_pretrained_bert": (
+        course_language.synthetic_pretrained_bert,
+        lambda: dict(config=course_language.chapter_config()),
+        {},
+    ),
+    "ch07.pretrained": (
+        ch07.pretrained,
+        lambda: dict(config=ch07.chapter_config().pairs, data=ch07.DiaryPairs(ch07.chapter_config().pairs)),
+        {},
+    ),
 }
 
 # (entry point, input) -> why changing that input cannot change what the entry point caches. An input is a
 # configuration field's dotted path ("config.train.steps", "*" for any rest of it), an argument's name or a module
 # constant's name.
 _PRETRAINING_ONLY = "pretraining reads the pretraining recipe and the language's documents, not the tasks' settings"
-_TASK_FIELDS = ("finetune.*", "table_finetune.*", "tagger_finetune.*", "train_examples", "test_examples", "head_lr",
-                "max_length", "people_per_passage", "sentences_per_passage", "seed", "seeds")
+_TASK_FIELDS = (
+    "finetune.*",
+    "table_finetune.*",
+    "tagger_finetune.*",
+    "train_examples",
+    "test_examples",
+    "head_lr",
+    "max_length",
+    "people_per_passage",
+    "sentences_per_passage",
+    "seed",
+    "seeds",
+)
 NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
-    **{(entry, f"config.{field}"): _PRETRAINING_ONLY for field in _TASK_FIELDS
-       for entry in ("course_language.synthetic_pretrained_bert", "ch04.further_pretrained_bert",
-                     "ch04.pretrained_row")},
+    **{
+        (entry, f"config.{field}"): _PRETRAINING_ONLY
+        for field in _TASK_FIELDS
+        for entry in (
+            "course_language.synthetic_pretrained_bert",
+            "ch04.further_pretrained_bert",
+            "ch04.pretrained_row",
+        )
+    },
 }
 
 
 def exempt(entry: str, label: str) -> bool:
-    return any(entry == exempt_entry and fnmatch.fnmatchcase(label, pattern)
-               for exempt_entry, pattern in NOT_IN_THE_RESULT)
+    return any(
+        entry == exempt_entry and fnmatch.fnmatchcase(label, pattern) for exempt_entry, pattern in NOT_IN_THE_RESULT
+    )
 
 
 # --- Calling an entry point with the cache replaced by a recorder --------------------------------------------
@@ -104,6 +141,7 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
 
     def cached_json(name, recipe, run):
         from lecture_lib.cache import key
+
         asked.append(f"{name}-{key(recipe)}")
         return mock.MagicMock()
 
@@ -113,7 +151,11 @@ def cache_names(monkeypatch, call, inputs: dict) -> tuple[str, ...]:
         return result(name, config=config)
 
     for module in (ch04, ch07, course_language):
-        for name, stub in (("cached", cached), ("cached_json", cached_json), ("cached_pretraining", cached_pretraining)):
+        for name, stub in (
+            ("cached", cached),
+            ("cached_json", cached_json),
+            ("cached_pretraining", cached_pretraining),
+        ):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, stub)
     call(**inputs)
@@ -138,7 +180,9 @@ def _candidates(value):
     if isinstance(value, str):
         return [value + "-other"]
     if isinstance(value, (tuple, list)):
-        return [value[:-1], value[1:], type(value)(list(value) * 2)] if len(value) > 1 else [type(value)(list(value) * 2)]
+        return (
+            [value[:-1], value[1:], type(value)(list(value) * 2)] if len(value) > 1 else [type(value)(list(value) * 2)]
+        )
     if isinstance(value, (set, frozenset)):
         return [type(value)(sorted(value)[:-1])] if len(value) > 1 else [type(value)(set(value) | {"other"})]
     if isinstance(value, dict):  # every value changed (a table keyed by profile changes in the active one too)
@@ -191,9 +235,13 @@ def constants_read(function) -> set[str]:
     module = inspect.getmodule(function)
     tree = ast.parse(Path(module.__file__).read_text())
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    defined = {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-               for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-               if isinstance(target, ast.Name) and target.id.isupper()}
+    defined = {
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id.isupper()
+    }
     found, seen, todo = set(), set(), [function.__name__]
     while todo:
         name = todo.pop()
@@ -251,9 +299,11 @@ def test_every_input_that_changes_the_result_changes_the_cache_name(entry, monke
                 except (ValueError, TypeError, KeyError):
                     continue  # the changed table is refused before anything is cached: no stale hit possible
             check(constant, names)
-    assert not unseen, (f"{entry}: changing these leaves the cache names as they were, so the cache would return "
-                        f"a stale result (add them to the recipe, or say in NOT_IN_THE_RESULT why they cannot "
-                        f"change it):\n" + "\n".join(unseen))
+    assert not unseen, (
+        f"{entry}: changing these leaves the cache names as they were, so the cache would return "
+        f"a stale result (add them to the recipe, or say in NOT_IN_THE_RESULT why they cannot "
+        f"change it):\n" + "\n".join(unseen)
+    )
 
 
 def test_every_cached_entry_point_is_listed():
@@ -264,8 +314,15 @@ def test_every_cached_entry_point_is_listed():
     for path in CHAPTERS.glob("*.py"):
         module = f"lecture_lib.chapters.{path.stem}"
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and any(
-                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in CACHE_CALLS
-                    + ("_cached_model",) for n in ast.walk(node)):
+            if (
+                isinstance(node, ast.FunctionDef)
+                and not node.name.startswith("_")
+                and any(
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name)
+                    and n.func.id in CACHE_CALLS + ("_cached_model",)
+                    for n in ast.walk(node)
+                )
+            ):
                 calling.add((module, node.name))
     assert calling - listed == set(), f"cached entry points missing from ENTRY_POINTS: {sorted(calling - listed)}"

@@ -13,7 +13,8 @@ def test_the_checked_in_svg_is_what_the_script_draws(tmp_path):
     drawn = tmp_path / "chapter_map.svg"
     chapter_map.write_svg(drawn)
     assert drawn.read_bytes() == chapter_map.SVG.read_bytes(), (
-        "book/chapter_map.svg is out of date: run `.venv/bin/python book/chapter_map.py` and commit it")
+        "book/chapter_map.svg is out of date: run `.venv/bin/python book/chapter_map.py` and commit it"
+    )
 
 
 def test_every_chapter_is_placed_and_each_arrow_points_forward():
@@ -23,8 +24,12 @@ def test_every_chapter_is_placed_and_each_arrow_points_forward():
     backward = {(need, ch) for ch, needs in chapter_map.READ_FIRST.items() for need in needs if need >= ch}
     assert not backward, f"a chapter can only build on an earlier one: {backward}"
     # a chapter sits below each chapter it builds on, so that every arrow points down the page
-    above = {(need, ch) for ch, needs in chapter_map.READ_FIRST.items() for need in needs
-             if chapter_map.PLACES[need][1] <= chapter_map.PLACES[ch][1]}
+    above = {
+        (need, ch)
+        for ch, needs in chapter_map.READ_FIRST.items()
+        for need in needs
+        if chapter_map.PLACES[need][1] <= chapter_map.PLACES[ch][1]
+    }
     assert not above, above
 
 

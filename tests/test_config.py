@@ -33,11 +33,14 @@ class Copy:
     steps: int = field(default=3, metadata=same_rule_as(Recipe, "steps"))
 
 
-@pytest.mark.parametrize("values, expected", [
-    (dict(steps=0), "steps: expected a value >= 1, got 0"),
-    (dict(share=1.0), "share: expected a value in (0, 1) (a part of the whole), got 1.0"),
-    (dict(pairs="rtd"), "pairs: expected one of nsp, sop, got 'rtd'"),
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        (dict(steps=0), "steps: expected a value >= 1, got 0"),
+        (dict(share=1.0), "share: expected a value in (0, 1) (a part of the whole), got 1.0"),
+        (dict(pairs="rtd"), "pairs: expected one of nsp, sop, got 'rtd'"),
+    ],
+)
 def test_a_field_outside_its_rule_is_refused_by_name(values, expected):
     with pytest.raises(FieldError) as error:
         Recipe(**values)
@@ -85,7 +88,9 @@ def test_a_chapter_config_is_its_table_then_the_overrides_field_by_field():
 
 
 def test_a_bad_override_is_refused_naming_the_field_and_its_path():
-    with pytest.raises(ValueError, match=r"unknown Study fields \['documnets'\]; expected some of \['recipe', 'documents'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown Study fields \['documnets'\]; expected some of \['recipe', 'documents'\]"
+    ):
         build_config(Study, dict(documnets=1))
     with pytest.raises(FieldError, match=r"^recipe.steps: expected a value >= 1, got 0$"):
         build_config(Study, dict(recipe=dict(steps=0)))

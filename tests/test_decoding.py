@@ -23,7 +23,6 @@ SYMBOLS = (3, 4)
 VOCAB = 3 + len(SYMBOLS)
 
 
-
 class TableModel:
     """P(next | last token) from a fixed table: a Markov chain posing as an encoder-decoder (the protocol only)."""
 
@@ -42,8 +41,14 @@ class TableModel:
 
 
 # BOS -> 3 (0.6) or 4 (0.4); after 3 the mass spreads over three tokens; after 4, EOS is certain.
-GARDEN_PATH = {BOS: {3: 0.6, 4: 0.4}, 3: {5: 0.34, 6: 0.33, 7: 0.33}, 4: {EOS: 1.0}, 5: {EOS: 1.0}, 6: {EOS: 1.0},
-               7: {EOS: 1.0}}
+GARDEN_PATH = {
+    BOS: {3: 0.6, 4: 0.4},
+    3: {5: 0.34, 6: 0.33, 7: 0.33},
+    4: {EOS: 1.0},
+    5: {EOS: 1.0},
+    6: {EOS: 1.0},
+    7: {EOS: 1.0},
+}
 
 
 def test_beam_search_beats_greedy_on_a_garden_path():
@@ -84,8 +89,16 @@ def test_max_len_stops_unfinished_hypotheses_and_finished_rows_are_padded():
 
 def _random_model(seed):
     torch.manual_seed(seed)
-    config = TransformerConfig(vocab_size=VOCAB, d_model=8, encoder_layers=1, decoder_layers=1, num_attention_heads=2,
-                               ffn_dim=16, max_position_embeddings=8, dropout=0.0)
+    config = TransformerConfig(
+        vocab_size=VOCAB,
+        d_model=8,
+        encoder_layers=1,
+        decoder_layers=1,
+        num_attention_heads=2,
+        ffn_dim=16,
+        max_position_embeddings=8,
+        dropout=0.0,
+    )
     model = Transformer(config).double().eval()
     with torch.no_grad():
         model.lm_head.weight.mul_(3.0)  # sharper next-token distributions than at initialisation
@@ -114,8 +127,7 @@ def test_beam_as_wide_as_the_search_space_finds_the_exhaustive_optimum(length_pe
         model, src = _random_model(seed), torch.tensor([[3, 4, 4, 3]])
         scored = [(_sequence_log_prob(model, src, h) / len(h) ** length_penalty, h) for h in everything]
         best_score, best = max(scored)
-        found = beam_search(model, src, beam_width=len(everything), max_len=max_len,
-                            length_penalty=length_penalty)[0]
+        found = beam_search(model, src, beam_width=len(everything), max_len=max_len, length_penalty=length_penalty)[0]
         assert found.tokens == best
         assert found.ranking_score(length_penalty) == pytest.approx(best_score, abs=1e-9)
         greedy = greedy_decode(model, src, max_len)[0][0]
@@ -167,7 +179,10 @@ def test_helpers_and_errors():
     state = (torch.arange(3), torch.arange(6).view(3, 2))
     picked = select_rows(state, torch.tensor([2, 2, 0]))
     assert picked[0].tolist() == [2, 2, 0] and picked[1].tolist() == [[4, 5], [4, 5], [0, 1]]
-    assert sequences_equal(torch.tensor([[5, EOS, PAD], [5, 6, EOS]]), torch.tensor([[5, EOS], [5, EOS]])).tolist() == [True, False]
+    assert sequences_equal(torch.tensor([[5, EOS, PAD], [5, 6, EOS]]), torch.tensor([[5, EOS], [5, EOS]])).tolist() == [
+        True,
+        False,
+    ]
     assert hypotheses_to_tensor([Hypothesis([3, EOS], 0.0), Hypothesis([4], 0.0)]).tolist() == [[3, EOS], [4, PAD]]
     model = TableModel(GARDEN_PATH)
     with pytest.raises(ValueError, match=r"expected source ids of shape \(B, S\), got \(3,\)"):

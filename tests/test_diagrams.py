@@ -19,33 +19,127 @@ matplotlib.use("Agg")
 # The names each diagram must show, as the notebook that uses it writes them (a renamed module or symbol in a
 # notebook should be renamed here and in the diagram).
 EXPECTED_LABELS = {
-    "seq2seq_attention_diagram": ["$h_1$", "$s_t$", "tgt_in", "$e^t_i = s_t^\\top h_i$", "$\\alpha^t$",
-                                  "$a_t = \\sum_i \\alpha^t_i h_i$", "$[a_t; s_t]$", "softmax"],
-    "multi_head_attention_diagram": ["q_proj", "k_proj", "v_proj", "out_proj", "head 1", "head 4", "d = E / h",
-                                     "concatenate", "MultiHead(Q, K, V)"],
-    "transformer_diagram": ["embed_tokens", "encoder_positions", "decoder_positions", "self_attn", "masked self_attn",
-                            "encoder_attn", "cross-attention", "ffn", "self_attn_layer_norm",
-                            "encoder_attn_layer_norm", "ffn_layer_norm", "encoder_layers", "decoder_layers",
-                            "memory M", "lm_head", "tgt_in", "post-LN"],
-    "encoder_block_diagram": ["EncoderLayer", "self_attn", "self_attn_layer_norm", "ffn", "ffn_layer_norm", "fc1",
-                              "fc2", "d_model", "d_ff"],
-    "decoder_block_diagram": ["DecoderLayer", "masked self_attn", "encoder_attn", "encoder_attn_layer_norm",
-                              "causal mask", "memory M", "ffn_layer_norm"],
-    "layer_norm_placement_diagram": ["post-LN", "pre-LN", "Vaswani et al., 2017", "Xiong et al., 2020",
-                                     "\\mathrm{LayerNorm}(x + F(x))", "x + F(\\mathrm{LayerNorm}(x))",
-                                     "final layer_norm", "residual stream"],
+    "seq2seq_attention_diagram": [
+        "$h_1$",
+        "$s_t$",
+        "tgt_in",
+        "$e^t_i = s_t^\\top h_i$",
+        "$\\alpha^t$",
+        "$a_t = \\sum_i \\alpha^t_i h_i$",
+        "$[a_t; s_t]$",
+        "softmax",
+    ],
+    "multi_head_attention_diagram": [
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "out_proj",
+        "head 1",
+        "head 4",
+        "d = E / h",
+        "concatenate",
+        "MultiHead(Q, K, V)",
+    ],
+    "transformer_diagram": [
+        "embed_tokens",
+        "encoder_positions",
+        "decoder_positions",
+        "self_attn",
+        "masked self_attn",
+        "encoder_attn",
+        "cross-attention",
+        "ffn",
+        "self_attn_layer_norm",
+        "encoder_attn_layer_norm",
+        "ffn_layer_norm",
+        "encoder_layers",
+        "decoder_layers",
+        "memory M",
+        "lm_head",
+        "tgt_in",
+        "post-LN",
+    ],
+    "encoder_block_diagram": [
+        "EncoderLayer",
+        "self_attn",
+        "self_attn_layer_norm",
+        "ffn",
+        "ffn_layer_norm",
+        "fc1",
+        "fc2",
+        "d_model",
+        "d_ff",
+    ],
+    "decoder_block_diagram": [
+        "DecoderLayer",
+        "masked self_attn",
+        "encoder_attn",
+        "encoder_attn_layer_norm",
+        "causal mask",
+        "memory M",
+        "ffn_layer_norm",
+    ],
+    "layer_norm_placement_diagram": [
+        "post-LN",
+        "pre-LN",
+        "Vaswani et al., 2017",
+        "Xiong et al., 2020",
+        "\\mathrm{LayerNorm}(x + F(x))",
+        "x + F(\\mathrm{LayerNorm}(x))",
+        "final layer_norm",
+        "residual stream",
+    ],
     "beam_search_diagram": ["Beam search, width 2", "<s>", "</s>", "pruned", "step 1"],
-    "bert_pretraining_diagram": ["[CLS]", "[SEP]", "[MASK]", "NSP head", "IsNext / NotNext", "MLM head", "C",
-                                 "$T_1$", "softmax($C\\,W^\\top$)", "softmax($T_i W^\\top$)", "$S\\cdot T_i$",
-                                 "$E\\cdot T_j$", "initialise"],
-    "albert_diagram": ["word_embeddings", "V × H", "V × E", "E × H", "embedding_hidden_mapping_in", "AlbertLayer",
-                       "23.0M", "3.8M"],
-    "electra_diagram": ["$x^\\mathrm{masked}$", "$x^\\mathrm{corrupt}$", "[MASK]", "generator $p_G$", "discriminator D",
-                        "original", "replaced", "$L_\\mathrm{MLM}$", "$\\lambda L_\\mathrm{Disc}$",
-                        "\\hat x_i \\sim p_G(x_i \\mid x^\\mathrm{masked})"],
+    "bert_pretraining_diagram": [
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "NSP head",
+        "IsNext / NotNext",
+        "MLM head",
+        "C",
+        "$T_1$",
+        "softmax($C\\,W^\\top$)",
+        "softmax($T_i W^\\top$)",
+        "$S\\cdot T_i$",
+        "$E\\cdot T_j$",
+        "initialise",
+    ],
+    "albert_diagram": [
+        "word_embeddings",
+        "V × H",
+        "V × E",
+        "E × H",
+        "embedding_hidden_mapping_in",
+        "AlbertLayer",
+        "23.0M",
+        "3.8M",
+    ],
+    "electra_diagram": [
+        "$x^\\mathrm{masked}$",
+        "$x^\\mathrm{corrupt}$",
+        "[MASK]",
+        "generator $p_G$",
+        "discriminator D",
+        "original",
+        "replaced",
+        "$L_\\mathrm{MLM}$",
+        "$\\lambda L_\\mathrm{Disc}$",
+        "\\hat x_i \\sim p_G(x_i \\mid x^\\mathrm{masked})",
+    ],
     "span_corruption_diagram": ["<X>", "<Y>", "<Z>", "inputs", "targets", "noise", "Thank", "inviting"],
-    "bert_input_diagram": ["Input", "token $T_{x_i}$", "segment $S_{s_i}$", "position $P_i$", "LayerNorm(sum)",
-                           "$S_A$", "$S_B$", "$P_{9}$", "[CLS]", "playing"],
+    "bert_input_diagram": [
+        "Input",
+        "token $T_{x_i}$",
+        "segment $S_{s_i}$",
+        "position $P_i$",
+        "LayerNorm(sum)",
+        "$S_A$",
+        "$S_B$",
+        "$P_{9}$",
+        "[CLS]",
+        "playing",
+    ],
 }
 DIAGRAMS = sorted(EXPECTED_LABELS)
 
@@ -79,8 +173,11 @@ def test_text_stays_on_the_page_inside_its_box_and_clear_of_other_text(drawn):
     renderer = fig.canvas.get_renderer()
     page = fig.bbox.padded(1)
     extents = [(t.get_text(), t.get_window_extent(renderer)) for t in _texts(fig)]
-    outside = [text for text, extent in extents if not (page.contains(extent.x0, extent.y0)
-                                                        and page.contains(extent.x1, extent.y1))]
+    outside = [
+        text
+        for text, extent in extents
+        if not (page.contains(extent.x0, extent.y0) and page.contains(extent.x1, extent.y1))
+    ]
     assert not outside, f"{name}: text off the page: {outside}"
 
     boxes = [p.get_window_extent(renderer) for p in fig.findobj(FancyBboxPatch) if p.get_facecolor()[3] > 0]
@@ -88,13 +185,18 @@ def test_text_stays_on_the_page_inside_its_box_and_clear_of_other_text(drawn):
     for text, extent in extents:
         centre = ((extent.x0 + extent.x1) / 2, (extent.y0 + extent.y1) / 2)
         for b in boxes:
-            if b.contains(*centre) and not (b.padded(1).contains(extent.x0, extent.y0)
-                                            and b.padded(1).contains(extent.x1, extent.y1)):
+            if b.contains(*centre) and not (
+                b.padded(1).contains(extent.x0, extent.y0) and b.padded(1).contains(extent.x1, extent.y1)
+            ):
                 overflowing.append(text)
     assert not overflowing, f"{name}: text wider or taller than its box: {overflowing}"
 
-    overlapping = [(a, b) for i, (a, ea) in enumerate(extents) for b, eb in extents[i + 1:]
-                   if ea.shrunk(0.95, 0.8).overlaps(eb.shrunk(0.95, 0.8))]
+    overlapping = [
+        (a, b)
+        for i, (a, ea) in enumerate(extents)
+        for b, eb in extents[i + 1 :]
+        if ea.shrunk(0.95, 0.8).overlaps(eb.shrunk(0.95, 0.8))
+    ]
     assert not overlapping, f"{name}: text on text: {overlapping}"
 
 
@@ -115,8 +217,16 @@ class _NextTokenTable:
 
 
 def test_the_beam_tree_highlights_the_best_hypothesis_the_search_returned_and_greys_what_it_pruned():
-    model = _NextTokenTable({BOS: {3: 0.6, 4: 0.4}, 3: {5: 0.34, 6: 0.33, 7: 0.33}, 4: {EOS: 1.0}, 5: {EOS: 1.0},
-                             6: {EOS: 1.0}, 7: {EOS: 1.0}})
+    model = _NextTokenTable(
+        {
+            BOS: {3: 0.6, 4: 0.4},
+            3: {5: 0.34, 6: 0.33, 7: 0.33},
+            4: {EOS: 1.0},
+            5: {EOS: 1.0},
+            6: {EOS: 1.0},
+            7: {EOS: 1.0},
+        }
+    )
     trace = []
     best = beam_search_one(model, torch.zeros(1, 1, dtype=torch.long), beam_width=2, max_len=5, trace=trace)[0]
     fig = plots.beam_search_diagram(trace, lambda t: "</s>" if t == EOS else f"w{t}", children=3)

@@ -9,7 +9,9 @@ import pytest
 
 import lecture_lib
 
-MODULES = sorted(m.name for m in pkgutil.walk_packages(lecture_lib.__path__, "lecture_lib.") if not m.name.endswith("__main__"))
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(lecture_lib.__path__, "lecture_lib.") if not m.name.endswith("__main__")
+)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -18,16 +18,18 @@ class Tagger(nn.Module):
 
     def forward(self, input_ids, attention_mask, output_hidden_states=False):
         hidden = self.dropout(self.embed(input_ids)) * attention_mask[..., None]
-        return SimpleNamespace(logits=self.out(hidden),
-                               hidden_states=(hidden, hidden * 2) if output_hidden_states else None)
+        return SimpleNamespace(
+            logits=self.out(hidden), hidden_states=(hidden, hidden * 2) if output_hidden_states else None
+        )
 
 
 def test_batches_give_the_outputs_of_one_forward_pass_in_eval_mode():
     torch.manual_seed(0)
     model = Tagger().train()
     inputs = {"input_ids": torch.randint(20, (10, 5)), "attention_mask": torch.randint(2, (10, 5))}
-    out = forward_in_batches(model, inputs, ("logits", "hidden_states", "start_logits"), batch_size=4,
-                             output_hidden_states=True)
+    out = forward_in_batches(
+        model, inputs, ("logits", "hidden_states", "start_logits"), batch_size=4, output_hidden_states=True
+    )
     assert model.training  # the mode it was in is restored
     reference = model.eval()(**inputs, output_hidden_states=True)  # one batch of all 10, dropout off
     assert set(out) == {"logits", "hidden_states"}  # start_logits: not returned by this model

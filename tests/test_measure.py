@@ -18,8 +18,6 @@ def test_time_call_is_a_median_of_positive_times():
     assert time_call(lambda: torch.randn(100, 100) @ torch.randn(100, 100), repeats=3, warmup=1) > 0
 
 
-
-
 def test_interleaved_medians_alternates_calls_and_takes_medians(monkeypatch):
     clock = [0.0]
     calls = []
@@ -31,6 +29,7 @@ def test_interleaved_medians_alternates_calls_and_takes_medians(monkeypatch):
         def run():
             calls.append(name)
             clock[0] += next(left)
+
         return run
 
     # One warm-up call each (its duration, 100 s, must not count), then three timed rounds.

@@ -163,7 +163,6 @@ def test_bad_input_is_rejected():
         qa_f1("Oslo", [])
 
 
-
 def _bleu_by_hand(hypotheses, reference_sets):
     """Papineni et al. (2002), one or more references per hypothesis: each n-gram clipped by its largest count
     in any reference, and r the sum of the reference lengths closest to each hypothesis' (the shorter on a tie)."""
@@ -173,10 +172,10 @@ def _bleu_by_hand(hypotheses, reference_sets):
         hyp_len += len(h)
         ref_len += min((abs(len(r) - len(h)), len(r)) for r in refs)[1]
         for n in range(1, 5):
-            h_grams = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+            h_grams = Counter(tuple(h[i : i + n]) for i in range(len(h) - n + 1))
             most = Counter()
             for r in refs:
-                most |= Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))  # | keeps the larger count
+                most |= Counter(tuple(r[i : i + n]) for i in range(len(r) - n + 1))  # | keeps the larger count
             matches[n - 1] += sum((h_grams & most).values())
             totals[n - 1] += max(len(h) - n + 1, 0)
     brevity = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
@@ -187,10 +186,13 @@ def test_corpus_bleu_is_papinenis_formula():
     rng = random.Random(0)
     words = "a b c d e f g".split()
     references = [" ".join(rng.choices(words, k=rng.randint(6, 12))) for _ in range(50)]
-    hypotheses = [" ".join(w if rng.random() < 0.8 else rng.choice(words) for w in r.split()[: rng.randint(5, 12)])
-                  for r in references]
-    assert math.isclose(corpus_bleu(hypotheses, references), _bleu_by_hand(hypotheses, [[r] for r in references]),
-                        rel_tol=1e-9)
+    hypotheses = [
+        " ".join(w if rng.random() < 0.8 else rng.choice(words) for w in r.split()[: rng.randint(5, 12)])
+        for r in references
+    ]
+    assert math.isclose(
+        corpus_bleu(hypotheses, references), _bleu_by_hand(hypotheses, [[r] for r in references]), rel_tol=1e-9
+    )
     assert math.isclose(corpus_bleu(references, references), 100.0)
     assert math.isclose(corpus_bleu(["x . y z"], ["x . y z"]), 100.0)  # tokens are taken as they are, "." included
     with pytest.raises(ValueError, match="as many"):
@@ -202,10 +204,15 @@ def test_corpus_bleu_with_other_references_clips_by_the_best_reference():
     words = "a b c d e f g".split()
     first = [" ".join(rng.choices(words, k=rng.randint(6, 12))) for _ in range(50)]
     second = [" ".join(reversed(r.split()[: rng.randint(5, 12)])) for r in first]
-    hypotheses = [" ".join(w if rng.random() < 0.8 else rng.choice(words) for w in rng.choice(pair).split())
-                  for pair in zip(first, second)]
-    assert math.isclose(corpus_bleu(hypotheses, first, other_references=[second]),
-                        _bleu_by_hand(hypotheses, list(zip(first, second))), rel_tol=1e-9)
+    hypotheses = [
+        " ".join(w if rng.random() < 0.8 else rng.choice(words) for w in rng.choice(pair).split())
+        for pair in zip(first, second)
+    ]
+    assert math.isclose(
+        corpus_bleu(hypotheses, first, other_references=[second]),
+        _bleu_by_hand(hypotheses, list(zip(first, second))),
+        rel_tol=1e-9,
+    )
     assert corpus_bleu(hypotheses, first, other_references=[first]) == corpus_bleu(hypotheses, first)
     assert math.isclose(corpus_bleu(second, first, other_references=[second]), 100.0)
     with pytest.raises(ValueError, match="as many"):
@@ -266,10 +273,12 @@ def test_squad2_unanswerable_questions_score_as_the_official_script():
 @pytest.mark.parametrize("values", [[0.5, 0.6, 0.7], [0.61, 0.65, 0.73, 0.7], [1.0, 3.0]])
 def test_seed_summary_names_its_spread_and_the_number_of_seeds(values):
     import statistics
+
     mean, sd = statistics.mean(values), statistics.stdev(values)
     assert seed_summary(values) == f"{mean:.3f} ± {sd:.3f} (sd, {len(values)} seeds)"
-    assert seed_summary(values, ".1%", spread="range") == (f"{mean:.1%} (range {min(values):.1%}–{max(values):.1%}, "
-                                                           f"{len(values)} seeds)")
+    assert seed_summary(values, ".1%", spread="range") == (
+        f"{mean:.1%} (range {min(values):.1%}–{max(values):.1%}, {len(values)} seeds)"
+    )
 
 
 def test_seed_summary_refuses_one_seed_and_an_unknown_spread():

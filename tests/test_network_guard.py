@@ -37,13 +37,17 @@ def test_datagrams_to_a_remote_address_are_refused(network_guard):
         _refused_at_once(lambda: sock.sendto(b"x", ("8.8.8.8", 53)), network_guard)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: socket.create_connection(UNANSWERED, timeout=3),
-    lambda: socket.create_connection(("example.com", 443), timeout=3),
-    lambda: socket.getaddrinfo("example.com", 443),
-    lambda: socket.gethostbyname("example.com"),
-    lambda: urllib.request.urlopen("https://example.com", timeout=3),
-], ids=["create_connection-address", "create_connection-name", "getaddrinfo", "gethostbyname", "urlopen"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: socket.create_connection(UNANSWERED, timeout=3),
+        lambda: socket.create_connection(("example.com", 443), timeout=3),
+        lambda: socket.getaddrinfo("example.com", 443),
+        lambda: socket.gethostbyname("example.com"),
+        lambda: urllib.request.urlopen("https://example.com", timeout=3),
+    ],
+    ids=["create_connection-address", "create_connection-name", "getaddrinfo", "gethostbyname", "urlopen"],
+)
 def test_remote_names_and_addresses_are_refused_before_any_lookup(call, network_guard):
     _refused_at_once(call, network_guard)
 

@@ -6,7 +6,11 @@ import pytest
 
 from tests.notebook_checks import WALL_CLOCK, rerun_differences, unquoted_results
 
-new_code_cell, new_markdown, new_output = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell, nbformat.v4.new_output
+new_code_cell, new_markdown, new_output = (
+    nbformat.v4.new_code_cell,
+    nbformat.v4.new_markdown_cell,
+    nbformat.v4.new_output,
+)
 
 
 def printing(text: str, source: str = "print(...)", tags=()):
@@ -23,41 +27,56 @@ def quoted(prose: str, printed: str = "", source: str = "x = 1") -> list[str]:
     return [quote.number for quote in unquoted_results(notebook(printing(printed, source), new_markdown(prose)))]
 
 
-@pytest.mark.parametrize("prose, printed, flagged", [
-    # the issue's findings: prose quoting what the build no longer printed
-    ("With attention the accuracy is 0.81 to 0.83 at length 14.", "length 14: 0.7712", ["0.81", "0.83"]),
-    ("Greedy BLEU is 98.1 to 98.3 on 200 held-out sentences, about 98.", "greedy BLEU 95.6 on 100 sentences",
-     ["98.1", "98.3"]),
-    ("The masking rates give 0.38/0.52 and 0.24/0.36.", "| 0.41 | 0.50 |\n| 0.21 | 0.343 |",
-     ["0.38", "0.52", "0.24", "0.36"]),
-    ("The pruned model is forty times smaller.", "compression ×16", ["forty times"]),
-    ("Pruning saves 39% at batch 1.", "saved 23% at batch 32", ["39%"]),
-    # what the course writes correctly
-    ("With attention the accuracy is 0.77 at length 14.", "length 14: 0.7712", []),
-    ("The selection covers 33.8% of the words.", "share 0.338", []),
-    ("BERT-base has 108.5M parameters.", "parameters: 108,543,744", []),
-    ("Fine-tuning takes 2.4× longer.", "ratio 2.41", []),
-])
+@pytest.mark.parametrize(
+    "prose, printed, flagged",
+    [
+        # the issue's findings: prose quoting what the build no longer printed
+        ("With attention the accuracy is 0.81 to 0.83 at length 14.", "length 14: 0.7712", ["0.81", "0.83"]),
+        (
+            "Greedy BLEU is 98.1 to 98.3 on 200 held-out sentences, about 98.",
+            "greedy BLEU 95.6 on 100 sentences",
+            ["98.1", "98.3"],
+        ),
+        (
+            "The masking rates give 0.38/0.52 and 0.24/0.36.",
+            "| 0.41 | 0.50 |\n| 0.21 | 0.343 |",
+            ["0.38", "0.52", "0.24", "0.36"],
+        ),
+        ("The pruned model is forty times smaller.", "compression ×16", ["forty times"]),
+        ("Pruning saves 39% at batch 1.", "saved 23% at batch 32", ["39%"]),
+        # what the course writes correctly
+        ("With attention the accuracy is 0.77 at length 14.", "length 14: 0.7712", []),
+        ("The selection covers 33.8% of the words.", "share 0.338", []),
+        ("BERT-base has 108.5M parameters.", "parameters: 108,543,744", []),
+        ("Fine-tuning takes 2.4× longer.", "ratio 2.41", []),
+    ],
+)
 def test_a_quoted_result_must_be_one_the_run_printed(prose, printed, flagged):
     assert quoted(prose, printed) == flagged
 
 
-@pytest.mark.parametrize("prose", [
-    "Devlin et al. (2019) report 84.6 on MNLI-m.",
-    "On MNLI-m BERT-base scores 84.6 (Devlin et al., 2019, Table 1).",
-    "Liu et al.'s (2019) Table 1 gives 78.3 → 78.7.",
-    "Call `mask(p=0.15)` to select 15% of the tokens.",
-    "The scale is $0.02 \\cdot \\sqrt{64} = 0.16$.",
-    "## Exercises\n\nExpect a mean run of about 1.79 tokens.",
-])
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Devlin et al. (2019) report 84.6 on MNLI-m.",
+        "On MNLI-m BERT-base scores 84.6 (Devlin et al., 2019, Table 1).",
+        "Liu et al.'s (2019) Table 1 gives 78.3 → 78.7.",
+        "Call `mask(p=0.15)` to select 15% of the tokens.",
+        "The scale is $0.02 \\cdot \\sqrt{64} = 0.16$.",
+        "## Exercises\n\nExpect a mean run of about 1.79 tokens.",
+    ],
+)
 def test_cited_code_mathematics_and_exercises_are_not_prose_quotes(prose):
     assert quoted(prose, "nothing", source="p = 0.15") == []
 
 
-@pytest.mark.parametrize("prose", [
-    "After 2000 steps it reaches 0.93.",  # a capitalised word and a year-like number are not a citation
-    "The paper's gap is 5 points, ours 0.93.",  # "the paper" alone does not exempt our number beside it
-])
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "After 2000 steps it reaches 0.93.",  # a capitalised word and a year-like number are not a citation
+        "The paper's gap is 5 points, ours 0.93.",  # "the paper" alone does not exempt our number beside it
+    ],
+)
 def test_what_is_not_a_citation(prose):
     assert quoted(prose, "0.81") == ["0.93"]
 

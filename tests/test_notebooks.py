@@ -53,7 +53,8 @@ def test_notebook_opens_with_title_colab_link_and_install_cell(source):
     # The book leaves the install cell out and folds the import cell (its output, e.g. the profile, stays).
     assert install.metadata.get("tags") == ["remove-cell"], f"{source.name}: tag the install cell remove-cell"
     assert imports.cell_type == "code" and imports.metadata.get("tags") == ["hide-input"], (
-        f"{source.name}: tag the import cell hide-input")
+        f"{source.name}: tag the import cell hide-input"
+    )
 
 
 def test_readme_lists_every_notebook_with_a_colab_badge():
@@ -67,12 +68,17 @@ def test_readme_lists_every_notebook_with_a_colab_badge():
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_notebook_never_silences_a_progress_bar(source):
     assert not re.search(r"\bprogress\s*=\s*False", source.read_text()), (
-        f"{source.name}: keep the progress bars (a student waiting on a silent cell cannot tell it from a hang)")
+        f"{source.name}: keep the progress bars (a student waiting on a silent cell cannot tell it from a hang)"
+    )
 
 
 def test_progress_bars_are_widgets_in_jupyter():
     """tqdm.auto draws a widget in Jupyter and Colab; plain tqdm writes text to stderr, shown red there."""
     files = sorted((ROOT / "lecture_lib").rglob("*.py")) + SOURCES
-    plain = [f"{path.relative_to(ROOT)}: {line.strip()}" for path in files for line in path.read_text().splitlines()
-             if re.match(r"\s*(from tqdm import|import tqdm\b|from tqdm\.(std|notebook) import)", line)]
+    plain = [
+        f"{path.relative_to(ROOT)}: {line.strip()}"
+        for path in files
+        for line in path.read_text().splitlines()
+        if re.match(r"\s*(from tqdm import|import tqdm\b|from tqdm\.(std|notebook) import)", line)
+    ]
     assert not plain, f"import tqdm.auto's tqdm instead: {plain}"

@@ -28,8 +28,9 @@ def _lock() -> dict[str, str]:
 
 def test_every_dependency_is_pinned_except_torch():
     project = PYPROJECT["project"]
-    wanted = project["dependencies"] + [r for extra in ("colab", "notebooks", "test", "book")
-                                        for r in project["optional-dependencies"][extra]]
+    wanted = project["dependencies"] + [
+        r for extra in ("colab", "notebooks", "test", "book") for r in project["optional-dependencies"][extra]
+    ]
     missing = {_name(r) for r in wanted} - set(_lock()) - {"torch"}
     assert not missing, f"requirements.lock lacks {sorted(missing)}: regenerate it"
     assert "torch" not in _lock(), "torch is installed by the Makefile's TORCH variable, not the lock"
@@ -55,7 +56,7 @@ def _recipe(target: str) -> list[str]:
     lines = MAKEFILE.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
     recipe = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("\t"):
             break
         recipe.append(line.strip())
@@ -64,8 +65,9 @@ def _recipe(target: str) -> list[str]:
 
 def _expand(value: str) -> str:
     """`$(NAME)` replaced by the value the Makefile gives NAME (`NAME ?= value`, `NAME := value`)."""
-    return re.sub(r"\$\((\w+)\)", lambda m: re.search(rf"^{m.group(1)}\s*[?:]?=\s*(\S+)", MAKEFILE, re.M).group(1),
-                  value)
+    return re.sub(
+        r"\$\((\w+)\)", lambda m: re.search(rf"^{m.group(1)}\s*[?:]?=\s*(\S+)", MAKEFILE, re.M).group(1), value
+    )
 
 
 def test_make_test_runs_on_both_cores_one_notebook_per_worker():
@@ -73,12 +75,17 @@ def test_make_test_runs_on_both_cores_one_notebook_per_worker():
     workers = re.search(r"\s-n\s*(\S+)", command)
     assert workers and workers.group(1) in ("2", "auto", "logical"), f"`make test` should run 2 workers: {command}"
     assert re.search(r"--dist[ =](loadfile|loadgroup|loadscope)\b", command), (
-        f"each notebook's cells must stay on one worker (--dist loadfile): {command}")
+        f"each notebook's cells must stay on one worker (--dist loadfile): {command}"
+    )
     assert "pytest-xdist" in {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["test"]}
 
 
 def test_ci_runs_the_readme_test_command():
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == ["make test"]
     assert "make test" in (ROOT / "README.md").read_text()
 
@@ -89,11 +96,12 @@ def _optional_imports(tree) -> set:
 
     optional = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(isinstance(h.type, ast.Name) and h.type.id in ("ImportError",
-                                                                                              "ModuleNotFoundError")
-                                             for h in node.handlers):
-            optional |= {n for statement in node.body for n in ast.walk(statement)
-                         if isinstance(n, (ast.Import, ast.ImportFrom))}
+        if isinstance(node, ast.Try) and any(
+            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError") for h in node.handlers
+        ):
+            optional |= {
+                n for statement in node.body for n in ast.walk(statement) if isinstance(n, (ast.Import, ast.ImportFrom))
+            }
     return optional
 
 

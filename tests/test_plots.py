@@ -101,8 +101,16 @@ def test_dependency_arcs_join_each_head_to_its_dependent(ax):
     words, heads, labels, tags = ["the", "nurse", "walks"], [2, 3, 0], ["det", "nsubj", "root"], ["DET", "NOUN", "VERB"]
     assert plot_dependencies(ax, words, heads, labels, tags=tags) is ax
     texts = {(t.get_text(), tuple(np.round(t.get_position(), 2))) for t in ax.texts}
-    assert {("the", (0, 0)), ("nurse", (1, 0)), ("walks", (2, 0)), ("DET", (0, -0.35)), ("VERB", (2, -0.35)),
-            ("root", (2, 2.7)), ("det", (0.5, 0.6)), ("nsubj", (1.5, 0.6))} <= texts
+    assert {
+        ("the", (0, 0)),
+        ("nurse", (1, 0)),
+        ("walks", (2, 0)),
+        ("DET", (0, -0.35)),
+        ("VERB", (2, -0.35)),
+        ("root", (2, 2.7)),
+        ("det", (0.5, 0.6)),
+        ("nsubj", (1.5, 0.6)),
+    } <= texts
     arcs = [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
     spans = sorted((float(min(a.get_xdata())), float(max(a.get_xdata())), float(max(a.get_ydata()))) for a in arcs)
     np.testing.assert_allclose(spans, [(0, 1, 0.55), (1, 2, 0.55)], atol=1e-3)
@@ -119,9 +127,20 @@ def test_merge_tree_draws_each_piece_at_the_rank_of_its_merge(ax):
     assert plot_merge_tree(ax, "lowest", merges, end_of_word="</w>") is ax
     nodes = {(t.get_text(), t.get_position()[1]) for t in ax.texts}
     rank = {pair: i + 1 for i, pair in enumerate(merges)}
-    assert nodes == {("l", 0), ("o", 0), ("w", 0), ("e", 0), ("s", 0), ("t", 0), ("</w>", 0),
-                     ("es", rank[("e", "s")]), ("est", rank[("es", "t")]), ("est</w>", rank[("est", "</w>")]),
-                     ("lo", rank[("l", "o")]), ("low", rank[("lo", "w")])}
+    assert nodes == {
+        ("l", 0),
+        ("o", 0),
+        ("w", 0),
+        ("e", 0),
+        ("s", 0),
+        ("t", 0),
+        ("</w>", 0),
+        ("es", rank[("e", "s")]),
+        ("est", rank[("es", "t")]),
+        ("est</w>", rank[("est", "</w>")]),
+        ("lo", rank[("l", "o")]),
+        ("low", rank[("lo", "w")]),
+    }
     bold = {t.get_text() for t in ax.texts if t.get_fontweight() == "bold"}
     assert bold == {"low", "est</w>"}  # apply_bpe's answer
     assert len(ax.get_lines()) == 2 * 5  # each of the five merges joins two children to its node

@@ -46,8 +46,11 @@ from tests.command_line import (
     trap_pretraining,
 )
 
-TINY = dict(model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
-            data=dict(seq_len=32, eval_pairs=64), train=dict(batch_size=8, steps=3, warmup_steps=1, eval_every=0))
+TINY = dict(
+    model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
+    data=dict(seq_len=32, eval_pairs=64),
+    train=dict(batch_size=8, steps=3, warmup_steps=1, eval_every=0),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -115,8 +118,12 @@ def test_evaluate_and_fill_mask_agree_with_transformers(real_vocab_data, minilm)
     hf_tokenizer = transformers.BertTokenizerFast(str(minilm / "vocab.txt"))
     masked_lm = transformers.BertForMaskedLM(hf.config).eval()
     missing, unexpected = masked_lm.load_state_dict(hf.state_dict(), strict=False)
-    assert not missing and set(unexpected) == {"bert.pooler.dense.weight", "bert.pooler.dense.bias",
-                                               "cls.seq_relationship.weight", "cls.seq_relationship.bias"}
+    assert not missing and set(unexpected) == {
+        "bert.pooler.dense.weight",
+        "bert.pooler.dense.bias",
+        "cls.seq_relationship.weight",
+        "cls.seq_relationship.bias",
+    }
     pipe = transformers.pipeline("fill-mask", model=masked_lm, tokenizer=hf_tokenizer, device="cpu")
     text = "the function returns a [MASK] of the values."
     theirs = [(r["token_str"].replace(" ", ""), r["score"]) for r in pipe(text, top_k=5)]
@@ -162,8 +169,12 @@ def test_the_left_to_right_lm_equals_transformers_causal_bert(real_vocab_data):
     with torch.no_grad():
         ours = left_to_right_logits(model, batch)
         targets = text.masked_fill(batch["attention_mask"] == 0, IGNORE_INDEX)
-        theirs = decoder(input_ids=text, attention_mask=batch["attention_mask"],
-                         token_type_ids=batch["token_type_ids"], labels=targets)
+        theirs = decoder(
+            input_ids=text,
+            attention_mask=batch["attention_mask"],
+            token_type_ids=batch["token_type_ids"],
+            labels=targets,
+        )
         real = batch["attention_mask"].bool()
         torch.testing.assert_close(ours[real], theirs.logits[real], atol=1e-4, rtol=1e-4)
         assert left_to_right_loss(model, batch).item() == pytest.approx(theirs.loss.item(), rel=1e-4)
@@ -181,19 +192,38 @@ def test_the_left_to_right_lm_equals_transformers_causal_bert(real_vocab_data):
 
 def _flags(values: dict, prefix: str = "") -> list[str]:
     """``{"train": {"steps": 3}}`` as ``["--train.steps=3"]``."""
-    return [flag for name, value in values.items() for flag in
-            (_flags(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"--{prefix}{name}={value}"])]
+    return [
+        flag
+        for name, value in values.items()
+        for flag in (_flags(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"--{prefix}{name}={value}"])
+    ]
 
 
 def test_command_line_writes_a_checkpoint_transformers_reads_and_resumes(tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["--out", str(out), "--profile", "quick", "--no-progress", "--checkpoint-every", "2",
-            *_flags(merge_dicts(TINY, dict(data=dict(vocab_size=600)))), "--objective.pairs", "none"]
+    argv = [
+        "--out",
+        str(out),
+        "--profile",
+        "quick",
+        "--no-progress",
+        "--checkpoint-every",
+        "2",
+        *_flags(merge_dicts(TINY, dict(data=dict(vocab_size=600)))),
+        "--objective.pairs",
+        "none",
+    ]
     result = main(argv)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["steps"] == 3 and "mlm_accuracy" in summary and "nsp_accuracy" not in summary
-    assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "vocab.txt", "history.json",
-                                                "pretrain_config.json", "checkpoint"}
+    assert {p.name for p in out.iterdir()} >= {
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+        "history.json",
+        "pretrain_config.json",
+        "checkpoint",
+    }
     assert result.tokenizer.vocab_size == 600 and len(result.history.loss) == 3
     assert result.config.objective.pairs is None and result.config.model.hidden_size == 16
 
@@ -219,8 +249,12 @@ def test_command_line_has_one_flag_per_leaf_and_keeps_the_other_defaults(monkeyp
     help_text = capsys.readouterr().out
     assert help_text.startswith("usage: python -m lecture_lib.chapters.ch04_bert_pretraining")
     flat = " ".join(help_text.split())  # each flag's rule, where it has one, then its default
-    for shown in ("--train.steps INT >= 1; default: 400", "--objective.mlm_probability FLOAT in [0, 1]; default: 0.15",
-                  "--objective.pairs STR|none one of nsp, sop; default: nsp", "--objective.dynamic_masking BOOL default"):
+    for shown in (
+        "--train.steps INT >= 1; default: 400",
+        "--objective.mlm_probability FLOAT in [0, 1]; default: 0.15",
+        "--objective.pairs STR|none one of nsp, sop; default: nsp",
+        "--objective.dynamic_masking BOOL default",
+    ):
         assert shown in flat
     leaves = [".".join(path) for path, _ in config_leaves()]
     assert len(leaves) == len(set(leaves)) > 25
@@ -228,12 +262,33 @@ def test_command_line_has_one_flag_per_leaf_and_keeps_the_other_defaults(monkeyp
     assert "--model.vocab_size" not in help_text and "--model.max_position_embeddings" not in help_text
 
     recipe = recipe_passed_to_pretrain(
-        monkeypatch, main, ["--out", "x", "--model.hidden_size", "24", "--train.steps", "7", "--objective.pairs",
-                            "none", "--train.num_threads", "none", "--objective.dynamic_masking", "false", "--seed", "5"])
+        monkeypatch,
+        main,
+        [
+            "--out",
+            "x",
+            "--model.hidden_size",
+            "24",
+            "--train.steps",
+            "7",
+            "--objective.pairs",
+            "none",
+            "--train.num_threads",
+            "none",
+            "--objective.dynamic_masking",
+            "false",
+            "--seed",
+            "5",
+        ],
+    )
     expected = chapter_config()
-    expected = replace(expected, seed=5, model=replace(expected.model, hidden_size=24),
-                       train=replace(expected.train, steps=7, num_threads=None),
-                       objective=replace(expected.objective, pairs=None, dynamic_masking=False))
+    expected = replace(
+        expected,
+        seed=5,
+        model=replace(expected.model, hidden_size=24),
+        train=replace(expected.train, steps=7, num_threads=None),
+        objective=replace(expected.objective, pairs=None, dynamic_masking=False),
+    )
     assert recipe == expected
 
 
@@ -290,12 +345,21 @@ def test_bad_configs_raise():
 BAD_INPUT = [
     (["--train.steps", "-5"], "--train.steps", "expected a value >= 1, got -5"),
     (["--objective.mlm_probability", "1.5"], "--objective.mlm_probability", "expected a value in [0, 1], got 1.5"),
-    (["--data.seq_len", "0"], "--data.seq_len",
-     "expected a value >= 5 ([CLS], two [SEP] and a token per segment), got 0"),
-    (["--model.num_attention_heads", "5"], "--model.num_attention_heads",
-     "hidden_size 64 is not divisible by num_attention_heads 5"),
-    (["--model.hidden_size", "30", "--model.num_attention_heads", "4"],
-     "--model.num_attention_heads and --model.hidden_size", "hidden_size 30 is not divisible"),
+    (
+        ["--data.seq_len", "0"],
+        "--data.seq_len",
+        "expected a value >= 5 ([CLS], two [SEP] and a token per segment), got 0",
+    ),
+    (
+        ["--model.num_attention_heads", "5"],
+        "--model.num_attention_heads",
+        "hidden_size 64 is not divisible by num_attention_heads 5",
+    ),
+    (
+        ["--model.hidden_size", "30", "--model.num_attention_heads", "4"],
+        "--model.num_attention_heads and --model.hidden_size",
+        "hidden_size 30 is not divisible",
+    ),
     (["--train.lr", "abc"], "--train.lr", "invalid float value: 'abc'"),
     (["--train.num_threads", "abc"], "--train.num_threads", "invalid int or none value: 'abc'"),
     (["--objective.masking", "80/20/10"], "--objective.masking", "expected non-negative fractions"),
@@ -334,11 +398,13 @@ def test_the_output_folder_is_checked_before_any_work(trapped, capsys):
     write_recipe(chapter_config(seed=1), trapped / "other")
     (trapped / "broken").mkdir()
     (trapped / "broken" / "pretrain_config.json").write_text("{cut sho")
-    rows = [("notes.txt/run", "notes.txt/run is under notes.txt, which is a file"),
-            ("notes.txt", "notes.txt is a file, not a folder"),
-            ("mixed", "mixed holds data.csv, which this command does not write: choose a new or empty folder"),
-            ("other", "other holds a run of another recipe (seed 1 there, 0 here): give its flags to resume it"),
-            ("broken", "broken/pretrain_config.json is not a recipe this command wrote")]
+    rows = [
+        ("notes.txt/run", "notes.txt/run is under notes.txt, which is a file"),
+        ("notes.txt", "notes.txt is a file, not a folder"),
+        ("mixed", "mixed holds data.csv, which this command does not write: choose a new or empty folder"),
+        ("other", "other holds a run of another recipe (seed 1 there, 0 here): give its flags to resume it"),
+        ("broken", "broken/pretrain_config.json is not a recipe this command wrote"),
+    ]
     if Path("/sys").is_dir():  # read-only even for root: a write is tried, not the permissions read
         rows.append(("/sys/lecture-run", "cannot write in /sys: "))
     for out, reason in rows:
@@ -348,8 +414,7 @@ def test_the_output_folder_is_checked_before_any_work(trapped, capsys):
         main(["--out", "other", "--seed", "1"])
 
 
-def test_a_run_says_its_recipe_before_training_so_a_rerun_resumes_or_refuses(real_vocab_data, tmp_path,
-                                                                              monkeypatch):
+def test_a_run_says_its_recipe_before_training_so_a_rerun_resumes_or_refuses(real_vocab_data, tmp_path, monkeypatch):
     config, out = real_vocab_data.config, tmp_path / "run"
     monkeypatch.setattr(pretraining_run, "train", trap)  # a kill at the first step
     with pytest.raises(Built):
@@ -360,8 +425,9 @@ def test_a_run_says_its_recipe_before_training_so_a_rerun_resumes_or_refuses(rea
         check_output_folder(out, replace(config, train=replace(config.train, steps=4)))
 
 
-ALBERT_TINY = merge_dicts(TINY, dict(model=dict(model_type="albert", embedding_size=8, num_hidden_layers=2),
-                                     objective=dict(pairs="sop")))
+ALBERT_TINY = merge_dicts(
+    TINY, dict(model=dict(model_type="albert", embedding_size=8, num_hidden_layers=2), objective=dict(pairs="sop"))
+)
 
 
 def test_an_albert_pretrains_with_sentence_order_pairs_and_reloads(real_vocab_data, tmp_path):

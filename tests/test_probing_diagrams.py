@@ -14,8 +14,18 @@ def test_the_probe_diagram_shows_a_frozen_encoder_a_probe_on_one_layer_and_the_s
     fig = probe_diagram()
     fig.canvas.draw()
     texts = " | ".join(t.get_text() for t in test_diagrams._texts(fig))
-    for want in ("frozen encoder", "layer 0", "layer 4", "linear probe", "softmax($W h + b$)", "$h^{(\\ell)}_w$",
-                 "$B(h_i - h_j)$", "d_T(i, j)", "structural probe", "kind"):
+    for want in (
+        "frozen encoder",
+        "layer 0",
+        "layer 4",
+        "linear probe",
+        "softmax($W h + b$)",
+        "$h^{(\\ell)}_w$",
+        "$B(h_i - h_j)$",
+        "d_T(i, j)",
+        "structural probe",
+        "kind",
+    ):
         assert want in texts, f"{want!r} missing from {texts}"
     test_diagrams.test_text_stays_on_the_page_inside_its_box_and_clear_of_other_text(("probe_diagram", fig))
     matplotlib.pyplot.close(fig)

@@ -30,12 +30,16 @@ def test_environment_overrides(monkeypatch, value, expected):
 
 def test_unknown_profile_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "fast")
-    with pytest.raises(ValueError, match=r"LECTURE_PROFILE='fast' is not a known profile; expected one of \('quick', 'full'\)"):
+    with pytest.raises(
+        ValueError, match=r"LECTURE_PROFILE='fast' is not a known profile; expected one of \('quick', 'full'\)"
+    ):
         profile.current()
 
 
-@pytest.mark.parametrize("seconds, spoken", [(3, "10 s"), (24, "20 s"), (25, "30 s"), (86, "90 s"), (95, "1.5 min"),
-                                            (135, "2.5 min"), (260, "4.5 min")])
+@pytest.mark.parametrize(
+    "seconds, spoken",
+    [(3, "10 s"), (24, "20 s"), (25, "30 s"), (86, "90 s"), (95, "1.5 min"), (135, "2.5 min"), (260, "4.5 min")],
+)
 def test_expect_says_the_quick_time_rounded(monkeypatch, capsys, seconds, spoken):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     profile.expect(seconds, "Training")
@@ -50,8 +54,9 @@ def test_expect_does_not_claim_a_time_for_the_full_profile(monkeypatch, capsys):
         profile.expect(0, "Training")
 
 
-@pytest.mark.parametrize("value, expected", [(None, (0, 1, 2)), ("", (0, 1, 2)), ("3,4,5", (3, 4, 5)),
-                                             (" 7 , 0 ", (7, 0)), ("11", (11,))])
+@pytest.mark.parametrize(
+    "value, expected", [(None, (0, 1, 2)), ("", (0, 1, 2)), ("3,4,5", (3, 4, 5)), (" 7 , 0 ", (7, 0)), ("11", (11,))]
+)
 def test_claim_seeds_come_from_lecture_seeds_else_0_1_2(monkeypatch, value, expected):
     if value is None:
         monkeypatch.delenv("LECTURE_SEEDS", raising=False)
@@ -63,8 +68,10 @@ def test_claim_seeds_come_from_lecture_seeds_else_0_1_2(monkeypatch, value, expe
 @pytest.mark.parametrize("value", ["a,b", "1,,2", "-1,2", "1.5", "3;4", "1,2,"])
 def test_claim_seeds_refuse_what_is_not_a_list_of_non_negative_integers(monkeypatch, value):
     monkeypatch.setenv("LECTURE_SEEDS", value)
-    with pytest.raises(ValueError, match=r"expected comma-separated non-negative integers like 3,4,5, got "
-                                         + repr(value).replace(".", r"\.")):
+    with pytest.raises(
+        ValueError,
+        match=r"expected comma-separated non-negative integers like 3,4,5, got " + repr(value).replace(".", r"\."),
+    ):
         profile.claim_seeds()
 
 

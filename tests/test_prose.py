@@ -37,11 +37,15 @@ def test_chapter_meets_its_prose_targets(notebook):
     missed = row.misses()
     listed = STILL_MISSING.get(notebook.stem[:2], set())
     new = {name: text for name, text in missed.items() if name not in listed}
-    assert not new, (f"{notebook.name} misses {new} (targets {prose.TARGETS}); "
-                     f"`.venv/bin/python -m tests.prose --show {notebook.stem[:2]} notebooks/*.ipynb` lists the passages")
+    assert not new, (
+        f"{notebook.name} misses {new} (targets {prose.TARGETS}); "
+        f"`.venv/bin/python -m tests.prose --show {notebook.stem[:2]} notebooks/*.ipynb` lists the passages"
+    )
     met = listed - set(missed)
-    assert not met, (f"{notebook.name} now meets {sorted(met)}: remove them from STILL_MISSING[{notebook.stem[:2]!r}] "
-                     "in tests/test_prose.py so that they stay met")
+    assert not met, (
+        f"{notebook.name} now meets {sorted(met)}: remove them from STILL_MISSING[{notebook.stem[:2]!r}] "
+        "in tests/test_prose.py so that they stay met"
+    )
 
 
 def test_still_missing_names_only_chapters_and_targets_that_exist():
@@ -59,8 +63,14 @@ def test_the_worked_example_of_the_docstring():
 
 def _notebook(tmp_path, *cells):
     path = tmp_path / "99_example.ipynb"
-    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": text} for text in cells]
-                                + [{"cell_type": "code", "source": "x = '{glue:text}`not prose`'"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [{"cell_type": "markdown", "source": text} for text in cells]
+                + [{"cell_type": "code", "source": "x = '{glue:text}`not prose`'"}]
+            }
+        )
+    )
     return path
 
 

@@ -51,7 +51,11 @@ ROWS = [["ours", 0.91234, "92.4"], ["a|b", None, float("nan")]]
 
 def test_table_has_a_header_a_rule_and_one_line_per_row():
     assert markdown_table(HEADER, ROWS).splitlines() == [
-        "| model | F1 | paper |", "|---|---|---|", "| ours | 0.912 | 92.4 |", "| a\\|b | – | – |"]
+        "| model | F1 | paper |",
+        "|---|---|---|",
+        "| ours | 0.912 | 92.4 |",
+        "| a\\|b | – | – |",
+    ]
 
 
 def test_table_parses_as_the_cells_it_was_given():
@@ -60,11 +64,14 @@ def test_table_parses_as_the_cells_it_was_given():
     assert cells == ["model", "F1", "paper", "ours", "0.912", "92.4", "a|b", "–", "–"]
 
 
-@pytest.mark.parametrize("header, rows, message", [
-    ([], [], "empty header"),
-    (HEADER, [["ours", 0.9]], "row 0 has 2 cells, expected 3"),
-    (HEADER, [["ours", 0.9, "1"], ["ours", 0.9, "1", "extra"]], "row 1 has 4 cells, expected 3"),
-])
+@pytest.mark.parametrize(
+    "header, rows, message",
+    [
+        ([], [], "empty header"),
+        (HEADER, [["ours", 0.9]], "row 0 has 2 cells, expected 3"),
+        (HEADER, [["ours", 0.9, "1"], ["ours", 0.9, "1", "extra"]], "row 1 has 4 cells, expected 3"),
+    ],
+)
 def test_bad_tables_are_refused(header, rows, message):
     with pytest.raises(ValueError, match=message):
         markdown_table(header, rows)
@@ -80,8 +87,9 @@ def test_without_myst_nb_the_table_is_shown_as_markdown(monkeypatch):
     shown = []
     monkeypatch.setitem(sys.modules, "myst_nb", None)  # as in Colab: importing it fails
     monkeypatch.setattr(reproductions, "display", shown.append)
-    assert show_reproduction("ch99-test", "Paper (Author, 2020), Table 1", HEADER, ROWS[:1], note="It reproduced.") \
-        is None  # a cell that ends with the call shows the table once
+    assert (
+        show_reproduction("ch99-test", "Paper (Author, 2020), Table 1", HEADER, ROWS[:1], note="It reproduced.") is None
+    )  # a cell that ends with the call shows the table once
     text = "**Paper (Author, 2020), Table 1**\n\n" + markdown_table(HEADER, ROWS[:1]) + "\n\nIt reproduced."
     assert [m.data for m in shown] == [text]
 
@@ -95,11 +103,15 @@ def test_the_html_rendering_is_the_markdown_table():
 
 def test_an_executed_notebook_carries_the_glued_table():
     """What myst-nb reads from the executed notebook: an output named by the key, with HTML and Markdown."""
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from lecture_lib.reproductions import show_reproduction"),
-        nbformat.v4.new_code_cell('show_reproduction("ch99-glued", "Paper (Author, 2020), Table 2", ["a", "b"], '
-                                  '[["ours", 0.5]], note="Half of it.");'),
-    ])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from lecture_lib.reproductions import show_reproduction"),
+            nbformat.v4.new_code_cell(
+                'show_reproduction("ch99-glued", "Paper (Author, 2020), Table 2", ["a", "b"], '
+                '[["ours", 0.5]], note="Half of it.");'
+            ),
+        ]
+    )
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     outputs = notebook.cells[1].outputs
     assert len(outputs) == 1, outputs
@@ -110,6 +122,7 @@ def test_an_executed_notebook_carries_the_glued_table():
 
 
 # --- the page ------------------------------------------------------------------------------------------------
+
 
 def test_keys_are_read_from_calls_in_order():
     source = 'x = 1\nshow_reproduction("ch01-a", "A", h, r)\nshow_reproduction(\n    "ch01-b",\n    "B", h, r)\n'
@@ -128,13 +141,16 @@ def reproduction_keys(source):
 def test_page_pastes_each_key_from_its_notebook(tmp_path):
     (tmp_path / "01_first.py").write_text('# # 01 · First\nshow_reproduction("ch01-x", c, h, r)\n')
     (tmp_path / "02_none.py").write_text("# # 02 · No table\n")
-    (tmp_path / "03_third.py").write_text('# # 03 · Third\nshow_reproduction("ch03-y", c, h, r)\n'
-                                          'show_reproduction("ch03-z", c, h, r)\n')
+    (tmp_path / "03_third.py").write_text(
+        '# # 03 · Third\nshow_reproduction("ch03-y", c, h, r)\nshow_reproduction("ch03-z", c, h, r)\n'
+    )
     page = _page().page_sections(tmp_path)
     assert page.count("## ") == 2 and "## 01 · First" in page and "No table" not in page
     assert re.findall(r":::\{glue:any\} (\S+)\n:doc: (\S+)", page) == [
-        ("ch01-x", "../notebooks/01_first.ipynb"), ("ch03-y", "../notebooks/03_third.ipynb"),
-        ("ch03-z", "../notebooks/03_third.ipynb")]
+        ("ch01-x", "../notebooks/01_first.ipynb"),
+        ("ch03-y", "../notebooks/03_third.ipynb"),
+        ("ch03-z", "../notebooks/03_third.ipynb"),
+    ]
 
 
 def test_a_key_used_twice_is_an_error(tmp_path):
@@ -147,8 +163,14 @@ def test_a_key_used_twice_is_an_error(tmp_path):
 def test_every_table_of_the_course_reaches_the_page():
     """Each chapter's keys are unique, start with its number, and are pasted from its own notebook."""
     chapters = _page().reproductions_by_chapter(ROOT / "notebooks")
-    assert {"01_attention", "02_transformer", "03_tokenization", "06_roberta_spanbert", "07_albert",
-            "10_bertology_attention"} <= set(chapters)
+    assert {
+        "01_attention",
+        "02_transformer",
+        "03_tokenization",
+        "06_roberta_spanbert",
+        "07_albert",
+        "10_bertology_attention",
+    } <= set(chapters)
     page = _page().page_sections(ROOT / "notebooks")
     for stem, keys in chapters.items():
         assert all(key.startswith(f"ch{stem[:2]}-") for key in keys), (stem, keys)
@@ -161,18 +183,26 @@ def test_every_table_of_the_course_reaches_the_page():
 
 
 def claim(key="01-attention-keeps-long-strings", verdict=None):
-    return Claim(key, "attention keeps long strings", "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)", "0.77 vs 0.05",
-                 verdict or holds(True, "with attention above without"))
+    return Claim(
+        key,
+        "attention keeps long strings",
+        "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
+        "0.77 vs 0.05",
+        verdict or holds(True, "with attention above without"),
+    )
 
 
-@pytest.mark.parametrize("ours, baseline, higher, margin, expected", [
-    ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], True, 0.0, "reproduced"),
-    ([0.8, 0.1, 0.9], [0.1, 0.2, 0.3], True, 0.0, "not reproduced"),   # one seed against the paper is enough
-    ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], False, 0.0, "not reproduced"),  # lower is better: ours lost
-    ([2.0, 2.1], [2.5, 2.6], False, 0.0, "reproduced"),
-    ([0.5, 0.5], [0.45, 0.3], True, 0.1, "not reproduced"),             # seed 0 wins by less than the margin
-    ([0.5], [0.5], True, 0.0, "not reproduced"),                          # a tie is not the paper's direction
-])
+@pytest.mark.parametrize(
+    "ours, baseline, higher, margin, expected",
+    [
+        ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], True, 0.0, "reproduced"),
+        ([0.8, 0.1, 0.9], [0.1, 0.2, 0.3], True, 0.0, "not reproduced"),  # one seed against the paper is enough
+        ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], False, 0.0, "not reproduced"),  # lower is better: ours lost
+        ([2.0, 2.1], [2.5, 2.6], False, 0.0, "reproduced"),
+        ([0.5, 0.5], [0.45, 0.3], True, 0.1, "not reproduced"),  # seed 0 wins by less than the margin
+        ([0.5], [0.5], True, 0.0, "not reproduced"),  # a tie is not the paper's direction
+    ],
+)
 def test_direction_must_hold_on_every_seed_named(ours, baseline, higher, margin, expected):
     verdict = direction(ours, baseline, seeds=range(len(ours)), rule="ours ahead", higher=higher, margin=margin)
     assert verdict.verdict == expected
@@ -208,23 +238,32 @@ def test_a_claim_needs_a_computed_verdict():
 
 
 def test_claims_table_has_one_row_per_claim_with_its_verdict_and_rule():
-    rows = [claim("01-a"), claim("01-b", mechanism_only("running mean = softmax")),
-            claim("01-c", holds(False, "x > y"))]
+    rows = [
+        claim("01-a"),
+        claim("01-b", mechanism_only("running mean = softmax")),
+        claim("01-c", holds(False, "x > y")),
+    ]
     lines = claims_table(rows).splitlines()
     assert lines[0] == "| claim | the paper | ours | verdict | the rule | reason |" and len(lines) == 5
-    assert [line.split(" | ")[3] for line in lines[2:]] == ["**reproduced**", "**mechanism only**",
-                                                           "**not reproduced**"]
+    assert [line.split(" | ")[3] for line in lines[2:]] == [
+        "**reproduced**",
+        "**mechanism only**",
+        "**not reproduced**",
+    ]
     assert lines[3].endswith("| running mean = softmax | – |")
     with pytest.raises(ValueError, match=r"expected unique claim keys, got \['01-a'\]"):
         claims_table([claim("01-a"), claim("01-a")])
 
 
-@pytest.mark.parametrize("key, claims, message", [
-    ("ch01-what-we-saw", [], "all start with the chapter number"),
-    ("ch02-what-we-saw", [claim("01-a")], "all start with the chapter number"),
-    ("ch01-what-we-saw", [claim("01-a"), claim("02-b")], "all start with the chapter number"),
-    ("Ch01", [claim("01-a")], "expected a key of lower-case words"),
-])
+@pytest.mark.parametrize(
+    "key, claims, message",
+    [
+        ("ch01-what-we-saw", [], "all start with the chapter number"),
+        ("ch02-what-we-saw", [claim("01-a")], "all start with the chapter number"),
+        ("ch01-what-we-saw", [claim("01-a"), claim("02-b")], "all start with the chapter number"),
+        ("Ch01", [claim("01-a")], "expected a key of lower-case words"),
+    ],
+)
 def test_bad_claim_tables_are_refused(key, claims, message):
     with pytest.raises(ValueError, match=message):
         show_claims(key, "What we saw", claims)
@@ -237,31 +276,61 @@ def test_without_myst_nb_the_claims_are_shown_and_carried(monkeypatch):
     assert show_claims("ch01-what-we-saw", "What we saw", [claim("01-a")], note="Scale differs.") is None
     markdown, metadata = shown[0]._repr_markdown_()
     assert markdown == "**What we saw**\n\n" + claims_table([claim("01-a")]) + "\n\nScale differs."
-    assert metadata == {"lecture_checks": [], "lecture_claims": [{
-        "key": "01-a", "claim": "attention keeps long strings", "paper": "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
-        "ours": "0.77 vs 0.05", "verdict": "reproduced", "rule": "with attention above without", "reason": ""}]}
+    assert metadata == {
+        "lecture_checks": [],
+        "lecture_claims": [
+            {
+                "key": "01-a",
+                "claim": "attention keeps long strings",
+                "paper": "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
+                "ours": "0.77 vs 0.05",
+                "verdict": "reproduced",
+                "rule": "with attention above without",
+                "reason": "",
+            }
+        ],
+    }
 
 
 def test_an_executed_notebook_carries_its_claims():
     """Executed by a kernel, glued by myst-nb: the output's metadata holds the claims the summary counts."""
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from lecture_lib.reproductions import Claim, direction, mechanism_only, show_claims\n"
-        "show_claims('ch04-what-we-saw', 'What we saw', [\n"
-        "    Claim('04-a', 'c', 'p', 'o', direction([0.5, 0.6], [0.4, 0.7], seeds=[0, 1], rule='r')),\n"
-        "    Claim('04-b', 'c', 'p', 'o', mechanism_only('m'))]);")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "from lecture_lib.reproductions import Claim, direction, mechanism_only, show_claims\n"
+                "show_claims('ch04-what-we-saw', 'What we saw', [\n"
+                "    Claim('04-a', 'c', 'p', 'o', direction([0.5, 0.6], [0.4, 0.7], seeds=[0, 1], rule='r')),\n"
+                "    Claim('04-b', 'c', 'p', 'o', mechanism_only('m'))]);"
+            )
+        ]
+    )
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     outputs = notebook.cells[0].outputs
     assert len(outputs) == 1 and outputs[0]["metadata"]["scrapbook"]["name"] == "ch04-what-we-saw"
     assert "| c | p | o | **not reproduced** | r, on every seed of 0, 1 | – |" in outputs[0]["data"]["text/markdown"]
     assert [(c["key"], c["verdict"]) for c in notebook_claims(notebook)] == [
-        ("04-a", "not reproduced"), ("04-b", "mechanism only")]
+        ("04-a", "not reproduced"),
+        ("04-b", "mechanism only"),
+    ]
 
 
 def executed_notebook(path, *claims, checks=(), glued=True):
     """A notebook as the book's execution leaves it: a table output whose metadata carries the claims."""
-    records = [{"key": key, "claim": "c", "paper": "p", "ours": "o", "verdict": verdict, "rule": "r",
-                "reason": "why" if verdict == "inconclusive" else ""} for key, verdict in claims]
-    metadata = {"text/markdown": {"lecture_claims": records, "lecture_checks": [{"key": key, "passed": True} for key in checks]}}
+    records = [
+        {
+            "key": key,
+            "claim": "c",
+            "paper": "p",
+            "ours": "o",
+            "verdict": verdict,
+            "rule": "r",
+            "reason": "why" if verdict == "inconclusive" else "",
+        }
+        for key, verdict in claims
+    ]
+    metadata = {
+        "text/markdown": {"lecture_claims": records, "lecture_checks": [{"key": key, "passed": True} for key in checks]}
+    }
     if glued:
         metadata["scrapbook"] = {"name": f"ch{path.name[:2]}-what-we-saw", "mime_prefix": ""}
     output = nbformat.v4.new_output("display_data", data={"text/markdown": "| table |"}, metadata=metadata)
@@ -274,18 +343,33 @@ def executed_notebook(path, *claims, checks=(), glued=True):
 @pytest.fixture
 def executed(tmp_path):
     folder = tmp_path / "jupyter_execute"
-    executed_notebook(folder / "notebooks" / "01_attention.ipynb", ("01-a", "reproduced"), ("01-b", "mechanism only"),
-                      ("01-c", "reproduced"), checks=["01-d", "01-e"])
-    executed_notebook(folder / "notebooks" / "02_transformer.ipynb", ("02-a", "not reproduced"),
-                      ("02-b", "reproduced"), ("02-c", "inconclusive"), glued=False)  # JupyterLab: no glue, still counted
+    executed_notebook(
+        folder / "notebooks" / "01_attention.ipynb",
+        ("01-a", "reproduced"),
+        ("01-b", "mechanism only"),
+        ("01-c", "reproduced"),
+        checks=["01-d", "01-e"],
+    )
+    executed_notebook(
+        folder / "notebooks" / "02_transformer.ipynb",
+        ("02-a", "not reproduced"),
+        ("02-b", "reproduced"),
+        ("02-c", "inconclusive"),
+        glued=False,
+    )  # JupyterLab: no glue, still counted
     executed_notebook(folder / "notebooks" / "03_tokenization.ipynb")
     (folder / "reproductions.ipynb").write_text("{}")  # not a chapter: ignored
     return folder
 
 
 def run_summary(*args):
-    result = subprocess.run([sys.executable, "-m", "lecture_lib.reproductions", "summary", *map(str, args)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "lecture_lib.reproductions", "summary", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     return result.returncode, result.stdout.splitlines(), result.stderr
 
 
@@ -293,16 +377,31 @@ TOTAL = "total claims=6 reproduced=3 not=1 inconclusive=1 mechanism=1 checks=2"
 
 
 def test_summary_prints_a_line_per_chapter_and_a_total(executed):
-    assert run_summary(executed) == (0, [
-        "01 claims=3 reproduced=2 not=0 inconclusive=0 mechanism=1 checks=2",
-        "02 claims=3 reproduced=1 not=1 inconclusive=1 mechanism=0 checks=0",
-        "03 claims=0 reproduced=0 not=0 inconclusive=0 mechanism=0 checks=0", TOTAL], "")
+    assert run_summary(executed) == (
+        0,
+        [
+            "01 claims=3 reproduced=2 not=0 inconclusive=0 mechanism=1 checks=2",
+            "02 claims=3 reproduced=1 not=1 inconclusive=1 mechanism=0 checks=0",
+            "03 claims=0 reproduced=0 not=0 inconclusive=0 mechanism=0 checks=0",
+            TOTAL,
+        ],
+        "",
+    )
 
 
 def test_summary_lists_the_claims(executed):
-    assert run_summary(executed, "--claims") == (0, [
-        "01 01-a reproduced", "01 01-b mechanism only", "01 01-c reproduced", "02 02-a not reproduced",
-        "02 02-b reproduced", "02 02-c inconclusive"], "")
+    assert run_summary(executed, "--claims") == (
+        0,
+        [
+            "01 01-a reproduced",
+            "01 01-b mechanism only",
+            "01 01-c reproduced",
+            "02 02-a not reproduced",
+            "02 02-b reproduced",
+            "02 02-c inconclusive",
+        ],
+        "",
+    )
 
 
 def test_summary_json_gives_every_claim_and_check_with_its_chapter(executed):
@@ -334,11 +433,22 @@ def test_main_prints_what_the_command_prints(executed, capsys):
 
 def test_the_page_counts_verdicts_per_chapter_and_in_total(executed):
     rows = _page().count_rows(reproductions.chapter_records(executed))
-    assert rows == [["01", "3", "2", "0", "0", "1", "2"], ["02", "3", "1", "1", "1", "0", "0"],
-                    ["03", "0", "0", "0", "0", "0", "0"], ["total", "6", "3", "1", "1", "1", "2"]]
+    assert rows == [
+        ["01", "3", "2", "0", "0", "1", "2"],
+        ["02", "3", "1", "1", "1", "0", "0"],
+        ["03", "0", "0", "0", "0", "0", "0"],
+        ["total", "6", "3", "1", "1", "1", "2"],
+    ]
     table = _page().table_node(_page().COUNT_COLUMNS, rows)
     assert [entry.astext() for entry in table.findall(_page().nodes.entry)][:7] == [
-        "chapter", "claims", "reproduced", "not reproduced", "inconclusive", "mechanism only", "checks"]
+        "chapter",
+        "claims",
+        "reproduced",
+        "not reproduced",
+        "inconclusive",
+        "mechanism only",
+        "checks",
+    ]
     assert len(list(table.findall(_page().nodes.row))) == 5
 
 

@@ -40,17 +40,22 @@ def test_seed_is_sha256_of_the_json_list_of_keys():
     digest = hashlib.sha256(b'["reversal",0,3]').digest()
     assert seed_of("reversal", 0, 3) == int.from_bytes(digest[:8], "big") >> 1
     assert 0 <= seed_of("reversal", 0, 3) < 2**63
-    assert torch.equal(torch.rand(5, generator=generator("reversal", 0, 3)),
-                       torch.rand(5, generator=torch.Generator().manual_seed(seed_of("reversal", 0, 3))))
+    assert torch.equal(
+        torch.rand(5, generator=generator("reversal", 0, 3)),
+        torch.rand(5, generator=torch.Generator().manual_seed(seed_of("reversal", 0, 3))),
+    )
 
 
-@pytest.mark.parametrize("keys, other", [
-    (("a", 1), ("a1",)),
-    ((1, 23), (12, 3)),
-    (("a", 1), ("a", "1")),
-    (("reversal", 0, 1), ("reversal", 1, 0)),
-    (("reversal", 0), ("reversal", 0, 0)),
-])
+@pytest.mark.parametrize(
+    "keys, other",
+    [
+        (("a", 1), ("a1",)),
+        ((1, 23), (12, 3)),
+        (("a", 1), ("a", "1")),
+        (("reversal", 0, 1), ("reversal", 1, 0)),
+        (("reversal", 0), ("reversal", 0, 0)),
+    ],
+)
 def test_different_keys_give_different_streams(keys, other):
     assert seed_of(*keys) != seed_of(*other)
     assert not torch.equal(torch.rand(8, generator=generator(*keys)), torch.rand(8, generator=generator(*other)))
@@ -69,7 +74,7 @@ def test_no_keys_is_refused():
 
 def test_parallel_map_keeps_the_order_of_the_jobs():
     jobs = [(2, k) for k in range(7)]
-    assert parallel_map(pow, jobs, workers=2) == parallel_map(pow, jobs, workers=1) == [2 ** k for k in range(7)]
+    assert parallel_map(pow, jobs, workers=2) == parallel_map(pow, jobs, workers=1) == [2**k for k in range(7)]
     assert parallel_map(pow, [], workers=2) == []
 
 
@@ -104,8 +109,11 @@ def test_to_device_moves_every_tensor_of_nested_containers_and_dataclasses():
     from lecture_lib.data.toy import make_batch
 
     Pair = namedtuple("Pair", "a b")
-    batch = {"seq": make_batch([torch.tensor([5, 6])], [torch.tensor([7])]),
-             "pairs": [Pair(torch.ones(2), "name")], "step": 3}
+    batch = {
+        "seq": make_batch([torch.tensor([5, 6])], [torch.tensor([7])]),
+        "pairs": [Pair(torch.ones(2), "name")],
+        "step": 3,
+    }
     moved = to_device(batch, "meta")
     assert moved["seq"].src.device.type == "meta" and moved["seq"].tgt_out.device.type == "meta"
     assert isinstance(moved["pairs"][0], Pair) and moved["pairs"][0].a.device.type == "meta"
@@ -130,7 +138,6 @@ def test_epoch_batch_shows_each_row_once_an_epoch_in_a_new_order_each_epoch():
     assert torch.equal(epoch_batch(4, 10, 3, "test order", 0)[1], epochs[1][1][1])  # any step, any time
     with pytest.raises(ValueError, match=r"expected batch_size in \[1, 10\], got 11"):
         epoch_batch(0, 10, 11, "test order", 0)
-
 
 
 def test_invoke_lets_one_parallel_map_run_different_functions():

@@ -34,7 +34,9 @@ def _relative(path: Path) -> str:
 
 def _docstring_nodes(tree: ast.Module) -> list[ast.Constant]:
     """The string constants that are docstrings: of the module, of every class and of every function."""
-    owners = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    owners = [tree] + [
+        n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
     found = []
     for owner in owners:
         first = owner.body[0] if owner.body else None
@@ -80,7 +82,7 @@ def _references(source: str, name: str) -> tuple[list[Reference], list[str]]:
             line = _LINE.match(text, start)
             if line is None:
                 snippet = " ".join(text[start:].split())[:100]
-                problems.append(f"{where}: expected `Taught in: NN_name (\"Heading\", ...), ... .`, got `{snippet}`")
+                problems.append(f'{where}: expected `Taught in: NN_name ("Heading", ...), ... .`, got `{snippet}`')
                 continue
             for ref in re.finditer(_REFERENCE, line.group("refs")):
                 headings = tuple(re.findall(r'"([^"\n]*)"', ref.group("headings") or ""))
@@ -116,23 +118,31 @@ def test_every_taught_in_names_an_existing_notebook_and_heading():
             if ref.notebook not in headings:
                 broken.append(f"{ref.where}: no notebook notebooks/{ref.notebook}.py (have {sorted(headings)})")
                 continue
-            broken += [f'{ref.where}: {ref.notebook} has no heading "{h}"' for h in ref.headings
-                       if h not in headings[ref.notebook]]
+            broken += [
+                f'{ref.where}: {ref.notebook} has no heading "{h}"'
+                for h in ref.headings
+                if h not in headings[ref.notebook]
+            ]
     assert found > 100, f"expected the package's ~190 'Taught in' references, parsed {found}: is the parser broken?"
     assert not broken, "stale or malformed 'Taught in' references:\n" + "\n".join(broken)
 
 
 def test_the_taught_in_parser_reads_every_form():
     """The forms the package uses, and the mistakes the check above must catch, on a module written here."""
-    source = ('"""Doc.\n\nTaught in: 01_attention ("A", "B, with comma"), 02_transformer,\n'
-              '04_bert_pretraining ("C").\n"""\n\n\n'
-              'def f():\n    """Taught in: 03_tokenization."""\n\n\n'
-              'def g():\n    """Taught in: 05_bert_finetuning ("D")"""\n'
-              '# Taught in: a comment, not a docstring\n')
+    source = (
+        '"""Doc.\n\nTaught in: 01_attention ("A", "B, with comma"), 02_transformer,\n'
+        '04_bert_pretraining ("C").\n"""\n\n\n'
+        'def f():\n    """Taught in: 03_tokenization."""\n\n\n'
+        'def g():\n    """Taught in: 05_bert_finetuning ("D")"""\n'
+        "# Taught in: a comment, not a docstring\n"
+    )
     references, problems = _references(source, "example.py")
     assert [(r.notebook, r.headings) for r in references] == [
-        ("01_attention", ("A", "B, with comma")), ("02_transformer", ()), ("04_bert_pretraining", ("C",)),
-        ("03_tokenization", ())]
+        ("01_attention", ("A", "B, with comma")),
+        ("02_transformer", ()),
+        ("04_bert_pretraining", ("C",)),
+        ("03_tokenization", ()),
+    ]
     assert len(problems) == 2 and "got `Taught in: 05_bert_finetuning" in problems[0] and "outside" in problems[1]
 
 
@@ -147,8 +157,11 @@ IDEA_PACKAGES = ("models", "objectives", "finetuning", "analysis", "compression"
 
 def test_every_idea_module_says_which_notebook_teaches_it():
     """Each public module of the idea packages (and pretraining/) carries a module-level "Taught in" line."""
-    modules = [p for p in MODULES if not p.name.startswith("_") and
-               (p.parent.name in IDEA_PACKAGES or p.parent.name == "pretraining")]
+    modules = [
+        p
+        for p in MODULES
+        if not p.name.startswith("_") and (p.parent.name in IDEA_PACKAGES or p.parent.name == "pretraining")
+    ]
     assert modules
     missing = [_relative(p) for p in modules if TAUGHT_IN not in (ast.get_docstring(ast.parse(p.read_text())) or "")]
     assert not missing, f"modules without a module-level 'Taught in' line: {missing}"
@@ -194,14 +207,26 @@ def _in_package(*folders: str) -> list[Path]:
 
 
 # Core modules, used by three or more chapters (ARCHITECTURE.md's first line), and the building blocks beside them.
-CORE = _lib("profile", "runtime", "train", "measure", "metrics", "decoding", "attention", "cache", "plots", "labels",
-            "inference")
+CORE = _lib(
+    "profile",
+    "runtime",
+    "train",
+    "measure",
+    "metrics",
+    "decoding",
+    "attention",
+    "cache",
+    "plots",
+    "labels",
+    "inference",
+)
 # What analysis/, compression/ and finetuning/ may import: models, metrics and the core; the tokenizers, data,
 # and the objectives (parameter-free idea modules: DistilBERT's distillation runs the MLM objective); and each
 # other (pruning ranks heads by analysis' importance). Never the pretraining-chapter glue: lecture_lib.pretraining,
 # lecture_lib.chapters, lecture_lib.bench.
-DOWNSTREAM_MAY_IMPORT = CORE + _lib("models", "tokenization", "data", "objectives", "analysis", "compression",
-                                    "finetuning")
+DOWNSTREAM_MAY_IMPORT = CORE + _lib(
+    "models", "tokenization", "data", "objectives", "analysis", "compression", "finetuning"
+)
 
 
 def _violations(paths: list[Path], allowed=None, forbidden=None) -> list[str]:
@@ -267,10 +292,14 @@ def test_no_chapter_imports_another_chapter():
     exercises' answers (chapters/solutions/ under its own name), and no other chapter (an earlier chapter's module
     would make it a floor of the others, a later one a cycle in the reading order); the shared module and the
     answers import no chapter."""
-    bad = [f"{_relative(path)} imports {module}"
-           for path in _in_package("chapters") for module in sorted(_imports(path))
-           if _within(module, _lib("chapters")) and module != "lecture_lib.chapters"
-           and not _within(module, _chapters_it_may_import(path))]
+    bad = [
+        f"{_relative(path)} imports {module}"
+        for path in _in_package("chapters")
+        for module in sorted(_imports(path))
+        if _within(module, _lib("chapters"))
+        and module != "lecture_lib.chapters"
+        and not _within(module, _chapters_it_may_import(path))
+    ]
     assert not bad, f"a chapter imports {SHARED_CHAPTER} and its own answers in {SOLUTIONS}, no other chapter: {bad}"
 
 
@@ -288,8 +317,10 @@ def _base_origins(tree: ast.Module) -> dict[str, str]:
     origins = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
-            origins |= {(a.asname or a.name.partition(".")[0]): (a.name if a.asname else a.name.partition(".")[0])
-                        for a in node.names}
+            origins |= {
+                (a.asname or a.name.partition(".")[0]): (a.name if a.asname else a.name.partition(".")[0])
+                for a in node.names
+            }
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             origins |= {(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names}
     return origins
@@ -309,28 +340,38 @@ def _library_subclasses(source: str) -> dict[str, str]:
             dotted = origins.get(head, head) + (f".{rest}" if rest else "")
             if head in found:
                 found[node.name] = f"{name}, a {found[head]}"
-            elif _within(dotted, ("torch.nn",)) or (_within(dotted, ("lecture_lib",))
-                                                   and not _within(dotted, _lib("chapters"))):
+            elif _within(dotted, ("torch.nn",)) or (
+                _within(dotted, ("lecture_lib",)) and not _within(dotted, _lib("chapters"))
+            ):
                 found[node.name] = dotted
     return found
 
 
 def test_chapters_define_no_models_tasks_or_objectives():
-    bad = [f"{_relative(path)}: {cls}({base})" for path in _in_package("chapters") if not _is_solution(path)
-           for cls, base in _library_subclasses(path.read_text()).items()]
-    assert not bad, ("a subclass of nn.Module or of a library class is library logic: move it to its role "
-                     f"(models/, data/, objectives/, finetuning/ ...) and import it in the chapter: {bad}")
+    bad = [
+        f"{_relative(path)}: {cls}({base})"
+        for path in _in_package("chapters")
+        if not _is_solution(path)
+        for cls, base in _library_subclasses(path.read_text()).items()
+    ]
+    assert not bad, (
+        "a subclass of nn.Module or of a library class is library logic: move it to its role "
+        f"(models/, data/, objectives/, finetuning/ ...) and import it in the chapter: {bad}"
+    )
 
 
 def test_the_library_subclass_detector_sees_through_aliases_and_local_bases():
-    source = ("import torch\nfrom torch import nn\nfrom torch.nn import Module as M\nfrom dataclasses import dataclass\n"
-              "from lecture_lib.data.seq2seq_tasks import TranslationTask\nfrom lecture_lib.chapters import course_language\n"
-              "class A(nn.Module): pass\nclass B(A): pass\nclass C(M): pass\nclass D(torch.nn.Linear): pass\n"
-              "class E(TranslationTask): pass\nclass F(course_language.CourseLanguageConfig): pass\nclass G: pass\n"
-              "@dataclass\nclass H(G): pass\n")
+    source = (
+        "import torch\nfrom torch import nn\nfrom torch.nn import Module as M\nfrom dataclasses import dataclass\n"
+        "from lecture_lib.data.seq2seq_tasks import TranslationTask\nfrom lecture_lib.chapters import course_language\n"
+        "class A(nn.Module): pass\nclass B(A): pass\nclass C(M): pass\nclass D(torch.nn.Linear): pass\n"
+        "class E(TranslationTask): pass\nclass F(course_language.CourseLanguageConfig): pass\nclass G: pass\n"
+        "@dataclass\nclass H(G): pass\n"
+    )
     found = _library_subclasses(source)
     assert list(found) == ["A", "B", "C", "D", "E"], found
     assert found["B"] == "A, a torch.nn.Module" and found["E"] == "lecture_lib.data.seq2seq_tasks.TranslationTask"
+
 
 def test_notebooks_never_import_bench():
     assert NOTEBOOK_SOURCES
@@ -359,8 +400,11 @@ def _pick_calls(path: Path) -> list[str]:
 
 def test_only_chapters_and_bench_pick_sizes_by_profile():
     """A chapter's sizes live in chapters/chNN_name.py (benchmarks' in bench/): the only callers of profile.pick."""
-    elsewhere = [p for p in MODULES + NOTEBOOK_SOURCES
-                 if p.parent not in (PACKAGE / "chapters", PACKAGE / "bench") and p != PACKAGE / "profile.py"]
+    elsewhere = [
+        p
+        for p in MODULES + NOTEBOOK_SOURCES
+        if p.parent not in (PACKAGE / "chapters", PACKAGE / "bench") and p != PACKAGE / "profile.py"
+    ]
     bad = [line for path in elsewhere for line in _pick_calls(path)]
     assert not bad, f"profile.pick outside lecture_lib/chapters and lecture_lib/bench: {bad}"
     assert _pick_calls(PACKAGE / "chapters" / "ch01_attention.py"), "the pick detector finds nothing: is it broken?"
@@ -377,16 +421,25 @@ HAND_NAMING = {"cached", "cached_json", "cached_json_path"}
 def _hand_named_cache_calls(path: Path) -> list[str]:
     """``file:line`` of every call of a hand-naming function of ``lecture_lib.cache`` (imported or as ``cache.f``)."""
     tree = ast.parse(path.read_text())
-    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                and node.module == "lecture_lib.cache" for alias in node.names if alias.name in HAND_NAMING}
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "lecture_lib.cache"
+        for alias in node.names
+        if alias.name in HAND_NAMING
+    }
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
         by_name = isinstance(func, ast.Name) and func.id in imported
-        by_module = (isinstance(func, ast.Attribute) and func.attr in HAND_NAMING and isinstance(func.value, ast.Name)
-                     and func.value.id == "cache")
+        by_module = (
+            isinstance(func, ast.Attribute)
+            and func.attr in HAND_NAMING
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "cache"
+        )
         if by_name or by_module:
             found.append(f"{path.name}:{node.lineno}")
     return found
@@ -401,8 +454,10 @@ def test_no_chapter_names_a_cache_entry_by_hand():
 
 def test_the_hand_naming_detector_finds_both_spellings(tmp_path):
     source = tmp_path / "ch99_example.py"
-    source.write_text("from lecture_lib import cache\nfrom lecture_lib.cache import cached_json as cj\n"
-                      "cj('a', {}, f)\ncache.cached_json_path('b', {})\ncache.cached_call(f)\n")
+    source.write_text(
+        "from lecture_lib import cache\nfrom lecture_lib.cache import cached_json as cj\n"
+        "cj('a', {}, f)\ncache.cached_json_path('b', {})\ncache.cached_call(f)\n"
+    )
     assert [line.rsplit(":", 1)[1] for line in _hand_named_cache_calls(source)] == ["3", "4"]
 
 
@@ -411,9 +466,14 @@ def test_the_hand_naming_detector_finds_both_spellings(tmp_path):
 # Names that several modules define on purpose, one per module of a kind: a runnable module's command line, and
 # a chapter's sizes (ARCHITECTURE.md: chapters/chNN_name.py holds QUICK, FULL and chapter_config) and its declared
 # claims and checks (lecture_lib.reproductions: CLAIMS and CHECKS).
-CONVENTIONS = {"main": "lecture_lib/", "QUICK": "lecture_lib/chapters/", "FULL": "lecture_lib/chapters/",
-               "chapter_config": "lecture_lib/chapters/", "CLAIMS": "lecture_lib/chapters/",
-               "CHECKS": "lecture_lib/chapters/"}
+CONVENTIONS = {
+    "main": "lecture_lib/",
+    "QUICK": "lecture_lib/chapters/",
+    "FULL": "lecture_lib/chapters/",
+    "chapter_config": "lecture_lib/chapters/",
+    "CLAIMS": "lecture_lib/chapters/",
+    "CHECKS": "lecture_lib/chapters/",
+}
 
 
 def _public_definitions(path: Path) -> list[str]:

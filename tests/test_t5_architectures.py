@@ -22,8 +22,11 @@ def test_each_cell_says_which_attention_reads_the_key():
             for key in range(n + m):
                 in_x = query < n
                 if name == "encoder-decoder":
-                    expected = (SELF if key < n else NONE) if in_x else (CROSS if key < n else
-                                                                          DECODER_SELF if key <= query else NONE)
+                    expected = (
+                        (SELF if key < n else NONE)
+                        if in_x
+                        else (CROSS if key < n else DECODER_SELF if key <= query else NONE)
+                    )
                 elif name == "language model":
                     expected = SELF if key <= query else NONE
                 else:  # prefix LM: the input fully visible, the target causal

@@ -289,8 +289,14 @@ def test_cpu_threads_are_set_for_the_run_and_restored():
 
 
 def test_bad_configs_raise():
-    for kwargs in (dict(steps=0), dict(steps=1, grad_accum=0), dict(steps=1, schedule="cosine"),
-                   dict(steps=1, precision="fp16"), dict(steps=1, checkpoint_every=-1), dict(steps=1, num_threads=0)):
+    for kwargs in (
+        dict(steps=0),
+        dict(steps=1, grad_accum=0),
+        dict(steps=1, schedule="cosine"),
+        dict(steps=1, precision="fp16"),
+        dict(steps=1, checkpoint_every=-1),
+        dict(steps=1, num_threads=0),
+    ):
         with pytest.raises(ValueError):
             TrainConfig(**kwargs)
 
@@ -320,11 +326,21 @@ dist.destroy_process_group()
 
 def test_distributed_data_parallel_on_two_gloo_processes_equals_one_process(tmp_path):
     script = tmp_path / "ddp_run.py"
-    script.write_text(textwrap.dedent(DDP_SCRIPT.format(tests=str(ROOT / "tests"), accum=1,
-                                                        ckpt=str(tmp_path / "ckpt"), out=str(tmp_path / "out"))))
+    script.write_text(
+        textwrap.dedent(
+            DDP_SCRIPT.format(
+                tests=str(ROOT / "tests"), accum=1, ckpt=str(tmp_path / "ckpt"), out=str(tmp_path / "out")
+            )
+        )
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                          str(script)], env=env, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     rank0, rank1 = (torch.load(tmp_path / f"out.{r}", weights_only=True) for r in (0, 1))
 

@@ -32,43 +32,64 @@ SEEDS = [0, 1, 2]
 
 
 def rule(**changes):
-    fields = dict(key="04-nsp-helps", claim="NSP helps downstream", paper="−3.5 QNLI", source="Devlin et al. (2019), "
-                  "Table 5", metric="F1", data="held-out names", compared="MLM + NSP", baseline="MLM only",
-                  margin=0.01, seeds=Seeds("pretraining"), gates=(Gate("MLM only", "no pretraining", 0.05),))
+    fields = dict(
+        key="04-nsp-helps",
+        claim="NSP helps downstream",
+        paper="−3.5 QNLI",
+        source="Devlin et al. (2019), Table 5",
+        metric="F1",
+        data="held-out names",
+        compared="MLM + NSP",
+        baseline="MLM only",
+        margin=0.01,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("MLM only", "no pretraining", 0.05),),
+    )
     return Rule(**{**fields, **changes})
 
 
 def run(ours, baseline, gate=(0.5, 0.5, 0.5), floor=(0.3, 0.3, 0.3), **changes):
-    return judge(rule(**changes), measured("o", ours, baseline, seeds=SEEDS, seed_kind="pretraining",
-                                           gates={"MLM only": (gate, floor)}))
+    return judge(
+        rule(**changes),
+        measured("o", ours, baseline, seeds=SEEDS, seed_kind="pretraining", gates={"MLM only": (gate, floor)}),
+    )
 
 
 # --- the declarations -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: Gate("MLM only", "", 0.05), "expected a gate's floor in"),
-    (lambda: Gate("MLM only", "the paper's score", 0.05), "expected a gate's floor in"),
-    (lambda: Gate("MLM only", "chance", -0.1), "expected a gate margin"),
-    (lambda: Seeds("pretraining", 1), "expected at least 3 pretraining runs"),
-    (lambda: Seeds("epochs"), "expected a seed kind"),
-    (lambda: Seeds("none", 3), "expected one run for a deterministic"),
-    (lambda: rule(key="4-nsp"), "expected a claim key"),
-    (lambda: rule(metric="Var$(q\\cdot k)$"), "TeX math"),
-    (lambda: rule(paper=""), "expected a non-empty paper"),
-    (lambda: rule(margin=-1), "expected margin ≥ 0"),
-    (lambda: rule(gates=(Gate("a", "chance", 0), Gate("a", "uniform", 0))), "one gate per model"),
-    (lambda: ParameterCount("02-x", "base", "Vaswani et al. (2017)", "65 million"), "as printed"),
-])
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Gate("MLM only", "", 0.05), "expected a gate's floor in"),
+        (lambda: Gate("MLM only", "the paper's score", 0.05), "expected a gate's floor in"),
+        (lambda: Gate("MLM only", "chance", -0.1), "expected a gate margin"),
+        (lambda: Seeds("pretraining", 1), "expected at least 3 pretraining runs"),
+        (lambda: Seeds("epochs"), "expected a seed kind"),
+        (lambda: Seeds("none", 3), "expected one run for a deterministic"),
+        (lambda: rule(key="4-nsp"), "expected a claim key"),
+        (lambda: rule(metric="Var$(q\\cdot k)$"), "TeX math"),
+        (lambda: rule(paper=""), "expected a non-empty paper"),
+        (lambda: rule(margin=-1), "expected margin ≥ 0"),
+        (lambda: rule(gates=(Gate("a", "chance", 0), Gate("a", "uniform", 0))), "one gate per model"),
+        (lambda: ParameterCount("02-x", "base", "Vaswani et al. (2017)", "65 million"), "as printed"),
+    ],
+)
 def test_bad_declarations_are_refused(make, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         make()
 
 
 def test_the_rule_text_is_rendered_from_the_declaration():
-    assert rule().text() == ("F1 on held-out names: MLM + NSP above MLM only by more than 0.01, on each of 3 "
-                             "pretraining runs; gate: MLM only above no pretraining by more than 0.05")
-    assert rule(baseline=2.0, factor=3, higher=False, gates=()).text().startswith("F1 on held-out names: MLM + NSP "
-                                                                                   "below 2 / 3 by more than 0.01")
+    assert rule().text() == (
+        "F1 on held-out names: MLM + NSP above MLM only by more than 0.01, on each of 3 "
+        "pretraining runs; gate: MLM only above no pretraining by more than 0.05"
+    )
+    assert (
+        rule(baseline=2.0, factor=3, higher=False, gates=())
+        .text()
+        .startswith("F1 on held-out names: MLM + NSP below 2 / 3 by more than 0.01")
+    )
 
 
 def test_a_chapter_declares_each_key_once_and_of_one_chapter():
@@ -81,12 +102,16 @@ def test_a_chapter_declares_each_key_once_and_of_one_chapter():
 
 # --- the four outcomes ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ours, baseline, gate, expected", [
-    ([0.6, 0.7, 0.6], [0.5, 0.5, 0.5], [0.5] * 3, "reproduced"),
-    ([0.6, 0.505, 0.6], [0.5, 0.5, 0.5], [0.5] * 3, "not reproduced"),  # seed 1 wins by less than the margin
-    ([0.4, 0.4, 0.4], [0.5, 0.5, 0.5], [0.5] * 3, "not reproduced"),
-    ([0.6, 0.7, 0.6], [0.5, 0.5, 0.5], [0.5, 0.34, 0.5], "inconclusive"),  # MLM only ≈ no pretraining on seed 1
-])
+
+@pytest.mark.parametrize(
+    "ours, baseline, gate, expected",
+    [
+        ([0.6, 0.7, 0.6], [0.5, 0.5, 0.5], [0.5] * 3, "reproduced"),
+        ([0.6, 0.505, 0.6], [0.5, 0.5, 0.5], [0.5] * 3, "not reproduced"),  # seed 1 wins by less than the margin
+        ([0.4, 0.4, 0.4], [0.5, 0.5, 0.5], [0.5] * 3, "not reproduced"),
+        ([0.6, 0.7, 0.6], [0.5, 0.5, 0.5], [0.5, 0.34, 0.5], "inconclusive"),  # MLM only ≈ no pretraining on seed 1
+    ],
+)
 def test_judge_gives_one_of_four_outcomes(ours, baseline, gate, expected):
     verdict = run(ours, baseline, gate)
     assert verdict.verdict == expected and verdict.rule == rule().text()
@@ -95,7 +120,8 @@ def test_judge_gives_one_of_four_outcomes(ours, baseline, gate, expected):
 
 def test_an_inconclusive_row_says_which_gate_failed_where():
     assert run([0.6] * 3, [0.5] * 3, [0.5, 0.34, 0.5]).reason == (
-        "MLM only does not beat no pretraining by more than 0.05 on seed 1 (0.34 against 0.3)")
+        "MLM only does not beat no pretraining by more than 0.05 on seed 1 (0.34 against 0.3)"
+    )
 
 
 def test_rows_at_the_ceiling_cannot_be_ranked():
@@ -109,27 +135,41 @@ def test_a_fixed_bar_and_a_factor():
     assert judge(bar, measured("o", [0.9, 0.85, 0.81], seeds=SEEDS, seed_kind="training")).verdict == "reproduced"
     assert judge(bar, measured("o", [0.9, 0.8, 0.81], seeds=SEEDS, seed_kind="training")).verdict == "not reproduced"
     twice = rule(factor=2, margin=0.0, gates=())
-    assert judge(twice, measured("o", [0.3] * 3, [0.12, 0.14, 0.149], seeds=SEEDS, seed_kind="pretraining")
-                 ).verdict == "reproduced"
-    assert judge(twice, measured("o", [0.3] * 3, [0.12, 0.15, 0.1], seeds=SEEDS, seed_kind="pretraining")
-                 ).verdict == "not reproduced"
+    assert (
+        judge(twice, measured("o", [0.3] * 3, [0.12, 0.14, 0.149], seeds=SEEDS, seed_kind="pretraining")).verdict
+        == "reproduced"
+    )
+    assert (
+        judge(twice, measured("o", [0.3] * 3, [0.12, 0.15, 0.1], seeds=SEEDS, seed_kind="pretraining")).verdict
+        == "not reproduced"
+    )
 
 
 def test_seeds_that_do_not_vary_the_claim_give_no_verdict():
     with pytest.raises(ValueError, match="varies pretraining seeds, got fine-tuning seeds"):
-        judge(rule(), measured("o", [0.6] * 3, [0.5] * 3, seeds=SEEDS, seed_kind="fine-tuning",
-                               gates={"MLM only": ([0.5] * 3, [0.3] * 3)}))
+        judge(
+            rule(),
+            measured(
+                "o",
+                [0.6] * 3,
+                [0.5] * 3,
+                seeds=SEEDS,
+                seed_kind="fine-tuning",
+                gates={"MLM only": ([0.5] * 3, [0.3] * 3)},
+            ),
+        )
     with pytest.raises(ValueError, match=r"needs 3 pretraining runs, got 1 \(seed 0\).*quick="):
-        judge(rule(), measured("o", 0.6, 0.5, seeds=[0], seed_kind="pretraining",
-                               gates={"MLM only": (0.5, 0.3)}))
+        judge(rule(), measured("o", 0.6, 0.5, seeds=[0], seed_kind="pretraining", gates={"MLM only": (0.5, 0.3)}))
 
 
 def test_the_measurement_must_match_the_declaration():
     with pytest.raises(ValueError, match="expected values for the gates"):
         judge(rule(), measured("o", [0.6] * 3, [0.5] * 3, seeds=SEEDS, seed_kind="pretraining"))
     with pytest.raises(ValueError, match="baseline values per seed exactly when"):
-        judge(rule(), measured("o", [0.6] * 3, seeds=SEEDS, seed_kind="pretraining",
-                               gates={"MLM only": ([0.5] * 3, [0.3] * 3)}))
+        judge(
+            rule(),
+            measured("o", [0.6] * 3, seeds=SEEDS, seed_kind="pretraining", gates={"MLM only": ([0.5] * 3, [0.3] * 3)}),
+        )
     with pytest.raises(ValueError, match=r"one value of ours per seed \[0, 1, 2\], got 2"):
         measured("o", [0.6] * 2, [0.5] * 3, seeds=SEEDS, seed_kind="pretraining")
 
@@ -152,11 +192,23 @@ def test_a_demonstration_is_mechanism_only():
 
 # --- checks -----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ours, paper, matches", [
-    (109_482_240, "110M", True), (63_100_000, "65M", False), (58_700_000, "60M", True), (64_600_000, "65M", True),
-    (335_141_888, "340M", True), (11_683_584, "12M", True), (17_700_000, "18M", True), (1_340_000_000, "1.3B", True),
-    (12_460_000, "12.5M", True), (12_440_000, "12.5M", False), (223_000_000, "235M", False),
-])
+
+@pytest.mark.parametrize(
+    "ours, paper, matches",
+    [
+        (109_482_240, "110M", True),
+        (63_100_000, "65M", False),
+        (58_700_000, "60M", True),
+        (64_600_000, "65M", True),
+        (335_141_888, "340M", True),
+        (11_683_584, "12M", True),
+        (17_700_000, "18M", True),
+        (1_340_000_000, "1.3B", True),
+        (12_460_000, "12.5M", True),
+        (12_440_000, "12.5M", False),
+        (223_000_000, "235M", False),
+    ],
+)
 def test_one_rule_for_parameter_counts(ours, paper, matches):
     assert parameter_count_matches(ours, paper) is matches
     assert ParameterCount("02-x", "base", "s", paper).passes(ours) is matches
@@ -176,9 +228,17 @@ CHECKS = (ParameterCount("04-base-parameters", "BERT-base", "Devlin et al. (2019
 
 
 def measurements(**changes):
-    values = {"04-nsp-helps": measured("0.6 vs 0.5", [0.6] * 3, [0.5] * 3, seeds=SEEDS, seed_kind="pretraining",
-                                       gates={"MLM only": ([0.5] * 3, [0.3] * 3)}),
-              "04-mlm-rates": shown("15.0% selected")}
+    values = {
+        "04-nsp-helps": measured(
+            "0.6 vs 0.5",
+            [0.6] * 3,
+            [0.5] * 3,
+            seeds=SEEDS,
+            seed_kind="pretraining",
+            gates={"MLM only": ([0.5] * 3, [0.3] * 3)},
+        ),
+        "04-mlm-rates": shown("15.0% selected"),
+    }
     return {**values, **changes}
 
 
@@ -186,9 +246,14 @@ def show(monkeypatch, claims=CLAIMS, values=None, checks=CHECKS, check_values=No
     displayed = []
     monkeypatch.setitem(sys.modules, "myst_nb", None)
     monkeypatch.setattr(reproductions, "display", displayed.append)
-    result = show_what_we_saw("ch04-what-we-saw", "What we saw", claims, measurements() if values is None else values,
-                              checks, {"04-base-parameters": checked("109.5M", 109_482_240)} if check_values is None
-                              else check_values)
+    result = show_what_we_saw(
+        "ch04-what-we-saw",
+        "What we saw",
+        claims,
+        measurements() if values is None else values,
+        checks,
+        {"04-base-parameters": checked("109.5M", 109_482_240)} if check_values is None else check_values,
+    )
     assert result is None  # a cell that ends with the call shows the table once
     return displayed[0]._repr_markdown_()
 
@@ -197,19 +262,27 @@ def test_the_table_shows_the_outcomes_the_seeds_and_the_checks(monkeypatch):
     markdown, metadata = show(monkeypatch)
     lines = markdown.splitlines()
     assert lines[2] == "| claim | the paper | ours | verdict | the rule | reason |"
-    assert lines[4].startswith("| NSP helps downstream | Devlin et al. (2019), Table 5: −3.5 QNLI | 0.6 vs 0.5 | "
-                               "**reproduced** | F1 on held-out names")
+    assert lines[4].startswith(
+        "| NSP helps downstream | Devlin et al. (2019), Table 5: −3.5 QNLI | 0.6 vs 0.5 | "
+        "**reproduced** | F1 on held-out names"
+    )
     assert "| **mechanism only** | shows the rates; no outcome measured | – |" in lines[5]
     assert "Seeds 0, 1, 2, from `LECTURE_SEEDS` (default 0,1,2)" in markdown
     assert "`LECTURE_SEEDS=3,4,5 pytest notebooks/04_*.ipynb`" in markdown
-    assert markdown.endswith("- BERT-base has 110M parameters (Devlin et al. (2019)): 109.5M; our count rounded to "
-                             "the paper's printed precision equals 110M: **✓ holds**")
+    assert markdown.endswith(
+        "- BERT-base has 110M parameters (Devlin et al. (2019)): 109.5M; our count rounded to "
+        "the paper's printed precision equals 110M: **✓ holds**"
+    )
     record = metadata["lecture_claims"][0]
     assert record["declared"]["seeds"] == {"kind": "pretraining", "count": 3}
     assert list(record["declared"]["gates"]) == [{"model": "MLM only", "floor": "no pretraining", "margin": 0.05}]
-    assert record["measured"] == {"values": [0.6] * 3, "baseline": [0.5] * 3, "seeds": SEEDS,
-                                  "seed_kind": "pretraining", "gates": {"MLM only": {"model": [0.5] * 3,
-                                                                                     "floor": [0.3] * 3}}}
+    assert record["measured"] == {
+        "values": [0.6] * 3,
+        "baseline": [0.5] * 3,
+        "seeds": SEEDS,
+        "seed_kind": "pretraining",
+        "gates": {"MLM only": {"model": [0.5] * 3, "floor": [0.3] * 3}},
+    }
     assert metadata["lecture_checks"][0]["passed"] is True
 
 
@@ -268,8 +341,10 @@ def test_a_declared_chapter_is_shown_by_its_notebook_from_measured_values_only()
         assert "show_what_we_saw(" in code and "show_claims(" not in code, chapter
         declared = {item.key for item in (*module.CLAIMS, *getattr(module, "CHECKS", ()))}
         passed = set(re.findall(rf'"({chapter}-[a-z0-9]+(?:-[a-z0-9]+)*)"', code))
-        assert passed == declared, f"{chapter}: keys passed but not declared {sorted(passed - declared)}, " \
-                                   f"declared but not shown {sorted(declared - passed)}"
+        assert passed == declared, (
+            f"{chapter}: keys passed but not declared {sorted(passed - declared)}, "
+            f"declared but not shown {sorted(declared - passed)}"
+        )
         assert all(key.startswith(f"{chapter}-") for key in declared), chapter
 
 

@@ -44,9 +44,11 @@ def reproduction_keys(source: str, name: str) -> list[str]:
     keys = [m.group("key") for m in KEYED_CALL.finditer(source)]
     calls = len(CALL.findall(source))
     if calls != len(keys):
-        raise ValueError(f"{name}: expected every show_reproduction/show_claims/show_what_we_saw call to name its key "
-                         "as a literal, "
-                         f"got {calls} calls and {len(keys)} literal keys")
+        raise ValueError(
+            f"{name}: expected every show_reproduction/show_claims/show_what_we_saw call to name its key "
+            "as a literal, "
+            f"got {calls} calls and {len(keys)} literal keys"
+        )
     return keys
 
 
@@ -88,10 +90,13 @@ def append_tables(app, docname: str, source: list[str]) -> None:
 
 def count_rows(chapters: dict[str, tuple[list[dict], list[dict]]]) -> list[list[str]]:
     """The rows of the course's figure: one per chapter (claims per outcome, checks) and a total."""
-    rows = [[chapter] + [str(n) for n in verdict_counts(claims, checks).values()]
-            for chapter, (claims, checks) in chapters.items()]
-    total = verdict_counts((c for claims, _ in chapters.values() for c in claims),
-                           (k for _, checks in chapters.values() for k in checks))
+    rows = [
+        [chapter] + [str(n) for n in verdict_counts(claims, checks).values()]
+        for chapter, (claims, checks) in chapters.items()
+    ]
+    total = verdict_counts(
+        (c for claims, _ in chapters.values() for c in claims), (k for _, checks in chapters.values() for k in checks)
+    )
     return rows + [["total"] + [str(n) for n in total.values()]]
 
 
@@ -127,12 +132,15 @@ def insert_counts(app, doctree, docname: str) -> None:
         logger.warning(f"reproductions: no executed notebooks under {executed}, the verdict counts are missing")
         return
     section = next(iter(doctree.findall(nodes.section)))
-    intro = nodes.paragraph(text="Claims of each chapter's \u201cWhat we saw\u201d, by the outcome its code computed "
-                                 "from this build's runs by the rules its chapter module declares, and the checks "
-                                 "listed apart:")
+    intro = nodes.paragraph(
+        text="Claims of each chapter's \u201cWhat we saw\u201d, by the outcome its code computed "
+        "from this build's runs by the rules its chapter module declares, and the checks "
+        "listed apart:"
+    )
     lines = unsettled(chapters)
-    heading = nodes.paragraph(text=f"Not reproduced, inconclusive, or a check that fails ({len(lines)}), with the "
-                                   "reason:")
+    heading = nodes.paragraph(
+        text=f"Not reproduced, inconclusive, or a check that fails ({len(lines)}), with the reason:"
+    )
     listing = nodes.bullet_list()
     for line in lines:
         item = nodes.list_item()

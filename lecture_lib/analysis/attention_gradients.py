@@ -36,8 +36,9 @@ class NoOpProfile:
     gradient: torch.Tensor
 
 
-def row_shares(weights: torch.Tensor, gradient: torch.Tensor, target: torch.Tensor,
-               query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def row_shares(
+    weights: torch.Tensor, gradient: torch.Tensor, target: torch.Tensor, query: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sums over the queries of one layer, each (heads,): (Σ_i mass on S, Σ_i gradient share on S, number of
     rows counted). ``weights``, ``gradient``: (B, heads, T, T); ``target`` (B, T) True on S's keys;
     ``query`` (B, T) True on the rows to count; rows whose gradient is all zero are left out of both sums.
@@ -57,9 +58,12 @@ def row_shares(weights: torch.Tensor, gradient: torch.Tensor, target: torch.Tens
     return (mass * counted).sum((0, 2)), (share * counted).sum((0, 2)), counted.sum((0, 2))
 
 
-def no_op_profile(forward: AttentionForward, batches: Iterable[dict[str, torch.Tensor]],
-                  targets: dict[str, Callable[[dict[str, torch.Tensor]], torch.Tensor]],
-                  query: Callable[[dict[str, torch.Tensor]], torch.Tensor]) -> dict[str, NoOpProfile]:
+def no_op_profile(
+    forward: AttentionForward,
+    batches: Iterable[dict[str, torch.Tensor]],
+    targets: dict[str, Callable[[dict[str, torch.Tensor]], torch.Tensor]],
+    query: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+) -> dict[str, NoOpProfile]:
     """A :class:`NoOpProfile` per target over ``batches``, from one backward pass per batch:
     ``forward(batch)`` gives the loss and the attention weights, ``targets[name](batch)`` the keys S (B, T)
     and ``query(batch)`` the rows counted (B, T), e.g. the real tokens.
@@ -73,8 +77,9 @@ def no_op_profile(forward: AttentionForward, batches: Iterable[dict[str, torch.T
         rows = query(batch).to(weights[0].device)
         for name, target in targets.items():
             keys = target(batch).to(weights[0].device)
-            sums = torch.stack([torch.stack(row_shares(w.detach(), g, keys, rows)).double().cpu()
-                                for w, g in zip(weights, gradients)])  # (layers, 3, heads)
+            sums = torch.stack(
+                [torch.stack(row_shares(w.detach(), g, keys, rows)).double().cpu() for w, g in zip(weights, gradients)]
+            )  # (layers, 3, heads)
             totals[name] = totals[name] + sums if name in totals else sums
     if not totals or not all(bool((t[:, 2] > 0).all()) for t in totals.values()):
         raise ValueError("expected every head to receive a gradient on at least one query row")

@@ -101,13 +101,15 @@ def attachment_score(predicted: Sequence[Sequence[int]], heads: Sequence[Sequenc
     return right / total
 
 
-def _padded_problem(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]]
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _padded_problem(
+    word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """All sentences at once: features (N, W, W, F) padded with zeros, a candidate mask (N, W, W) (real, off
     the diagonal) and the gold 0-based heads (N, W), -100 on the roots and the padding."""
     width = max(m.shape[-1] for m in word_maps)
-    features = torch.zeros(len(word_maps), width, width, 2 * word_maps[0].shape[0] * word_maps[0].shape[1],
-                           dtype=word_maps[0].dtype)
+    features = torch.zeros(
+        len(word_maps), width, width, 2 * word_maps[0].shape[0] * word_maps[0].shape[1], dtype=word_maps[0].dtype
+    )
     candidates = torch.zeros(len(word_maps), width, width, dtype=torch.bool)
     gold = torch.full((len(word_maps), width), -100)
     for n, (word_map, sentence_heads) in enumerate(zip(word_maps, heads, strict=True)):
@@ -119,8 +121,9 @@ def _padded_problem(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[
     return features, candidates, gold
 
 
-def fit_attention_parser(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]], *, steps: int = 100,
-                         lr: float = 0.1) -> torch.Tensor:
+def fit_attention_parser(
+    word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]], *, steps: int = 100, lr: float = 0.1
+) -> torch.Tensor:
     """Clark et al.'s attention-only probe: the weights (2·L·H,) of :func:`head_features` that minimise the
     mean cross-entropy of the gold heads of the non-root words, from zero (so deterministic), full-batch Adam.
 

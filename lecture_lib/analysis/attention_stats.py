@@ -16,8 +16,12 @@ import torch
 from torch import nn
 
 
-def attention_maps(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                   token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+def attention_maps(
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    token_type_ids: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Every head's attention weights, (B, layers, heads, T, T), of a BERT (bare or with a head), in eval mode.
 
     Taught in: 10_bertology_attention ("Where attention goes").
@@ -101,8 +105,9 @@ def attention_entropy(attentions: torch.Tensor, queries: torch.Tensor) -> torch.
     return query_mean(row_entropy(attentions), _queries(attentions, queries))
 
 
-def mass_profile(attentions: torch.Tensor, targets: dict[str, torch.Tensor],
-                 queries: torch.Tensor) -> dict[str, torch.Tensor]:
+def mass_profile(
+    attentions: torch.Tensor, targets: dict[str, torch.Tensor], queries: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Clark et al.'s Figure 2 as data: the mass on each named set of tokens (``targets``, e.g. [CLS], [SEP],
     "." and ","), on the previous and the next token, and the entropy, each (layers, heads).
 

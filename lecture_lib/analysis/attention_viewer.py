@@ -19,8 +19,18 @@ from typing import Sequence
 import torch
 
 # one colour per head, cycled (red, green, blue triples)
-HEAD_COLOURS = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
-                (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207))
+HEAD_COLOURS = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+)
 
 
 def head_colours(heads: int) -> list[tuple[int, int, int]]:
@@ -37,6 +47,7 @@ def head_colours(heads: int) -> list[tuple[int, int, int]]:
     if heads <= len(HEAD_COLOURS):
         return list(HEAD_COLOURS[:heads])
     return [tuple(round(255 * c) for c in colorsys.hsv_to_rgb(h / heads, 0.75, 0.85)) for h in range(heads)]
+
 
 _SCRIPT = """
 (function () {
@@ -80,8 +91,9 @@ _SCRIPT = """
 """
 
 
-def attention_html(tokens: Sequence[str], attentions: torch.Tensor, *, layers: Sequence[int] | None = None,
-                   title: str = "") -> str:
+def attention_html(
+    tokens: Sequence[str], attentions: torch.Tensor, *, layers: Sequence[int] | None = None, title: str = ""
+) -> str:
     """A viewer for one sentence: ``tokens`` (T) and its maps (layers, heads, T, T); choose the layer in a
     menu, hover a token to shade every token by the weight it receives from it, one row per head.
 
@@ -94,8 +106,9 @@ def attention_html(tokens: Sequence[str], attentions: torch.Tensor, *, layers: S
     Taught in: 10_bertology_attention ("An attention viewer").
     """
     if attentions.dim() != 4 or attentions.shape[-2:] != (len(tokens), len(tokens)):
-        raise ValueError(f"expected attentions of shape (layers, heads, {len(tokens)}, {len(tokens)}), "
-                         f"got {tuple(attentions.shape)}")
+        raise ValueError(
+            f"expected attentions of shape (layers, heads, {len(tokens)}, {len(tokens)}), got {tuple(attentions.shape)}"
+        )
     layers = list(range(attentions.shape[0])) if layers is None else list(layers)
     if len(layers) != attentions.shape[0]:
         raise ValueError(f"expected {attentions.shape[0]} layer names, got {len(layers)}")
@@ -108,12 +121,16 @@ def attention_html(tokens: Sequence[str], attentions: torch.Tensor, *, layers: S
     }
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # no "</script>" inside the JSON
     element = "attention-viewer-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
-    style = (f"#{element} .rows > div {{ white-space: nowrap; overflow-x: auto }} "  # a row never wraps
-             f"#{element} .token {{ display: inline-block; padding: 0 2px; margin: 1px 0; border-radius: 2px; "
-             f"font: 11px monospace; cursor: default }} #{element} .label {{ display: inline-block; "
-             f"width: 4em; font: 11px sans-serif }}")
+    style = (
+        f"#{element} .rows > div {{ white-space: nowrap; overflow-x: auto }} "  # a row never wraps
+        f"#{element} .token {{ display: inline-block; padding: 0 2px; margin: 1px 0; border-radius: 2px; "
+        f"font: 11px monospace; cursor: default }} #{element} .label {{ display: inline-block; "
+        f"width: 4em; font: 11px sans-serif }}"
+    )
     script = _SCRIPT % {"id": json.dumps(element), "data": payload}
-    return (f'<div id="{element}"><style>{style}</style>'
-            f'<div style="font: 13px sans-serif; margin-bottom: 4px">{html.escape(title)} '
-            f'<select></select> hover a token to see where each head attends from it</div>'
-            f'<div class="rows"></div></div><script>{script}</script>')
+    return (
+        f'<div id="{element}"><style>{style}</style>'
+        f'<div style="font: 13px sans-serif; margin-bottom: 4px">{html.escape(title)} '
+        f"<select></select> hover a token to see where each head attends from it</div>"
+        f'<div class="rows"></div></div><script>{script}</script>'
+    )

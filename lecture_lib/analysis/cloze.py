@@ -23,8 +23,9 @@ from torch.nn.utils.rnn import pad_sequence
 from lecture_lib.tokenization import WordPieceTokenizer
 
 
-def cloze_scores(model: nn.Module, tokenizer: WordPieceTokenizer, left: str, right: str,
-                 candidates: Sequence[str]) -> torch.Tensor:
+def cloze_scores(
+    model: nn.Module, tokenizer: WordPieceTokenizer, left: str, right: str, candidates: Sequence[str]
+) -> torch.Tensor:
     """The score of each candidate for the blank between ``left`` and ``right``: the summed log-probability
     of its pieces, with one ``[MASK]`` per piece (see the module's docstring); (len(candidates),).
     ``model`` is a BERT with an MLM head returning ``prediction_logits``.
@@ -77,8 +78,9 @@ def frequency_baseline(answers: Sequence[Hashable]) -> tuple[Hashable, float]:
     return answer, count / len(answers)
 
 
-def form_preference(model: nn.Module, tokenizer: WordPieceTokenizer, words: Sequence[str], index: int,
-                    alternative: str) -> float:
+def form_preference(
+    model: nn.Module, tokenizer: WordPieceTokenizer, words: Sequence[str], index: int, alternative: str
+) -> float:
     """Goldberg's agreement test: with word ``index`` masked, ``log p(words[index]) - log p(alternative)``
     (each by :func:`cloze_scores`). Positive: the model prefers the form the sentence has. The masked input
     does not depend on which form the sentence had, so a sentence and its twin with ``alternative`` in
@@ -88,6 +90,6 @@ def form_preference(model: nn.Module, tokenizer: WordPieceTokenizer, words: Sequ
     """
     if not 0 <= index < len(words):
         raise ValueError(f"expected a word index in [0, {len(words)}), got {index}")
-    left, right = " ".join(words[:index]), " ".join(words[index + 1:])
+    left, right = " ".join(words[:index]), " ".join(words[index + 1 :])
     scores = cloze_scores(model, tokenizer, left, right, [words[index], alternative])
     return (scores[0] - scores[1]).item()

@@ -60,7 +60,9 @@ def span_windows(spans: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
     if spans.shape[-1] != 2 or spans.numel() == 0:
-        raise ValueError(f"expected spans as a non-empty (..., 2) tensor of [start, end), got shape {tuple(spans.shape)}")
+        raise ValueError(
+            f"expected spans as a non-empty (..., 2) tensor of [start, end), got shape {tuple(spans.shape)}"
+        )
     start, end = spans[..., 0], spans[..., 1]
     for bad, problem in ((end <= start, "end > start"), ((start < 0) | (end > length), f"0 <= start, end <= {length}")):
         if bad.any():
@@ -153,8 +155,16 @@ class EdgeProbe(nn.Module):
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
 
-    def __init__(self, layers: range, hidden_size: int, spans: int, num_classes: int,
-                 projection: int = 32, hidden: int = 64, generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        layers: range,
+        hidden_size: int,
+        spans: int,
+        num_classes: int,
+        projection: int = 32,
+        hidden: int = 64,
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(layers, range) or layers.step != 1 or not layers:
             raise ValueError(f"expected the mixed layers as a non-empty range with step 1, got {layers!r}")
@@ -180,7 +190,7 @@ class EdgeProbe(nn.Module):
     def forward(self, batch: SpanBatch) -> torch.Tensor:
         if batch.spans.shape[1] != len(self.scorers):
             raise ValueError(f"expected {len(self.scorers)} spans per example, got {batch.spans.shape[1]}")
-        mixed = scalar_mix(batch.words[self.layers.start:self.layers.stop], self.mix_logits, self.gamma)
+        mixed = scalar_mix(batch.words[self.layers.start : self.layers.stop], self.mix_logits, self.gamma)
         projected = self.projection(mixed)
         pooled = [pool_spans(projected, scorer, batch.spans[:, k]) for k, scorer in enumerate(self.scorers)]
         return self.mlp(torch.cat(pooled, -1))

@@ -11,8 +11,9 @@ from lecture_lib.models.bert import BertForPreTraining
 from lecture_lib.tokenization import WordPieceTokenizer
 
 
-def fill_mask(model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: str,
-              top_k: int = 5) -> list[list[tuple[str, float]]]:
+def fill_mask(
+    model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: str, top_k: int = 5
+) -> list[list[tuple[str, float]]]:
     """For each ``[MASK]`` in ``text``: the ``top_k`` (token, probability) predictions of the MLM head.
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
@@ -27,6 +28,4 @@ def fill_mask(model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: st
         logits = model(input_ids, token_type_ids=torch.tensor([types], device=input_ids.device)).prediction_logits
     probabilities = logits[0, positions].softmax(-1)  # (masks, V)
     top = probabilities.topk(top_k, dim=-1)
-    return [list(zip(tokenizer.convert_ids_to_tokens(i.tolist()), p.tolist()))
-            for p, i in zip(top.values, top.indices)]
-
+    return [list(zip(tokenizer.convert_ids_to_tokens(i.tolist()), p.tolist())) for p, i in zip(top.values, top.indices)]

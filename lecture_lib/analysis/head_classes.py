@@ -40,8 +40,12 @@ def _per_sentence_mean(values: torch.Tensor, queries: torch.Tensor) -> torch.Ten
     return (values * weights).sum(-1) / weights.sum(-1).clamp(min=1)
 
 
-def pattern_shares(attentions: torch.Tensor, attention_mask: torch.Tensor, special: torch.Tensor,
-                   token_type_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def pattern_shares(
+    attentions: torch.Tensor,
+    attention_mask: torch.Tensor,
+    special: torch.Tensor,
+    token_type_ids: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
     """The vertical, diagonal and block shares of every map, (B, layers, heads) each.
 
     ``special`` (B, T) is True on [CLS] and [SEP]; ``token_type_ids`` the segments (one segment if omitted).
@@ -58,8 +62,10 @@ def pattern_shares(attentions: torch.Tensor, attention_mask: torch.Tensor, speci
     to_words = attentions * queries[:, None, None, None, :].to(attentions.dtype)  # [CLS], [SEP] are vertical's
     diagonal = offset_weights(to_words, -1) + offset_weights(to_words, 1)
     block = (attentions * same[:, None, None].to(attentions.dtype)).sum(-1)
-    return {name: _per_sentence_mean(values, queries)
-            for name, values in (("vertical", vertical), ("diagonal", diagonal), ("block", block))}
+    return {
+        name: _per_sentence_mean(values, queries)
+        for name, values in (("vertical", vertical), ("diagonal", diagonal), ("block", block))
+    }
 
 
 def classify_patterns(shares: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -105,8 +111,9 @@ class VoitaClasses:
         return torch.maximum(self.previous, self.next) >= threshold
 
 
-def voita_classes(attentions: torch.Tensor, attention_mask: torch.Tensor, special: torch.Tensor,
-                  frequency: torch.Tensor) -> VoitaClasses:
+def voita_classes(
+    attentions: torch.Tensor, attention_mask: torch.Tensor, special: torch.Tensor, frequency: torch.Tensor
+) -> VoitaClasses:
     """Voita et al.'s measures of every head over a batch of sentences.
 
     ``special`` (B, T) is True on [CLS] and [SEP]; ``frequency`` (B, T) holds each token's count in a

@@ -33,8 +33,14 @@ def all_heads(model: nn.Module) -> torch.Tensor:
     return torch.ones(config.num_hidden_layers, config.num_attention_heads, dtype=first.dtype, device=first.device)
 
 
-def head_importance(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]], loss: GatedLoss, *,
-                    normalize: bool = True, at: torch.Tensor | None = None) -> torch.Tensor:
+def head_importance(
+    model: nn.Module,
+    batches: Iterable[dict[str, torch.Tensor]],
+    loss: GatedLoss,
+    *,
+    normalize: bool = True,
+    at: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Michel et al.'s I_h, (layers, heads): the mean over ``batches`` of |∂L/∂ξ_h| at ξ = 1 (or at the gates
     ``at``, a head mask of pruned heads), in eval mode.
 
@@ -99,8 +105,7 @@ def pruning_order(importance: torch.Tensor) -> torch.Tensor:
     return importance.flatten().argsort(stable=True)
 
 
-def pruning_curve(evaluate: Evaluate, order: torch.Tensor, counts: Sequence[int],
-                  mask: torch.Tensor) -> list[float]:
+def pruning_curve(evaluate: Evaluate, order: torch.Tensor, counts: Sequence[int], mask: torch.Tensor) -> list[float]:
     """The score with the first ``n`` heads of ``order`` masked, for each ``n`` in ``counts``.
 
     Taught in: 10_bertology_attention ("Pruning by importance").

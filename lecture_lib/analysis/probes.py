@@ -23,16 +23,20 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 
-def linear_probe(hidden_size: int, num_classes: int, rank: int | None = None,
-                 generator: torch.Generator | None = None) -> nn.Module:
+def linear_probe(
+    hidden_size: int, num_classes: int, rank: int | None = None, generator: torch.Generator | None = None
+) -> nn.Module:
     """``W h + b`` with ``W`` (C, H), or, with ``rank`` k, ``A (B h) + b`` with ``B`` (k, H) and ``A`` (C, k).
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
     if rank is not None and not 1 <= rank <= hidden_size:
         raise ValueError(f"expected a rank in [1, {hidden_size}], got {rank}")
-    layers = [nn.Linear(hidden_size, rank, bias=False), nn.Linear(rank, num_classes)] if rank else [
-        nn.Linear(hidden_size, num_classes)]
+    layers = (
+        [nn.Linear(hidden_size, rank, bias=False), nn.Linear(rank, num_classes)]
+        if rank
+        else [nn.Linear(hidden_size, num_classes)]
+    )
     return initialised(nn.Sequential(*layers), generator)
 
 
@@ -44,7 +48,7 @@ def initialised(module: nn.Module, generator: torch.Generator | None) -> nn.Modu
     """
     for layer in module.modules():
         if isinstance(layer, nn.Linear):
-            bound = layer.in_features ** -0.5
+            bound = layer.in_features**-0.5
             with torch.no_grad():
                 layer.weight.uniform_(-bound, bound, generator=generator)
                 if layer.bias is not None:
@@ -52,8 +56,14 @@ def initialised(module: nn.Module, generator: torch.Generator | None) -> nn.Modu
     return module
 
 
-def fit_probe(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor, steps: int = 150,
-              lr: float = 0.01, weight_decay: float = 0.0) -> nn.Module:
+def fit_probe(
+    probe: nn.Module,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    steps: int = 150,
+    lr: float = 0.01,
+    weight_decay: float = 0.0,
+) -> nn.Module:
     """Train ``probe`` on (N, H) features and (N,) labels: ``steps`` full-batch Adam steps on the
     cross-entropy. The features are standardised with the training set's mean and standard deviation first
     (folded into the probe, which then reads raw vectors), so one learning rate suits every layer.
@@ -67,16 +77,24 @@ def fit_probe(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor, st
     return nn.Sequential(Standardise(mean, std), probe)
 
 
-def fit_full_batch(model: nn.Module, inputs, labels: torch.Tensor, steps: int, lr: float = 0.01,
-                   weight_decay: float = 0.0, parameters=None) -> nn.Module:
+def fit_full_batch(
+    model: nn.Module,
+    inputs,
+    labels: torch.Tensor,
+    steps: int,
+    lr: float = 0.01,
+    weight_decay: float = 0.0,
+    parameters=None,
+) -> nn.Module:
     """``steps`` full-batch Adam steps on the cross-entropy of ``model(inputs)`` (N, C) against the (N,)
     ``labels``; ``inputs`` is whatever ``model`` reads (a feature matrix, or spans with their word vectors).
     ``parameters`` (default: all of ``model``'s) may be Adam's parameter groups, to give some their own rate.
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
-    optimizer = torch.optim.Adam(model.parameters() if parameters is None else parameters, lr=lr,
-                                 weight_decay=weight_decay)
+    optimizer = torch.optim.Adam(
+        model.parameters() if parameters is None else parameters, lr=lr, weight_decay=weight_decay
+    )
     for _ in range(steps):
         optimizer.zero_grad()
         F.cross_entropy(model(inputs), labels).backward()
@@ -140,9 +158,17 @@ class ProbeScore:
         return self.accuracy - self.control
 
 
-def probe_layers(train: Sequence[torch.Tensor], test: Sequence[torch.Tensor], labels: tuple[torch.Tensor, torch.Tensor],
-                 control: tuple[torch.Tensor, torch.Tensor], num_classes: int, generator: torch.Generator,
-                 rank: int | None = None, steps: int = 150, description: str = "layers") -> list[ProbeScore]:
+def probe_layers(
+    train: Sequence[torch.Tensor],
+    test: Sequence[torch.Tensor],
+    labels: tuple[torch.Tensor, torch.Tensor],
+    control: tuple[torch.Tensor, torch.Tensor],
+    num_classes: int,
+    generator: torch.Generator,
+    rank: int | None = None,
+    steps: int = 150,
+    description: str = "layers",
+) -> list[ProbeScore]:
     """One probe per layer for the task and one for its control: ``train`` and ``test`` hold a (N, H) matrix
     per layer; ``labels`` and ``control`` are (train, test) label vectors.
 

@@ -109,8 +109,9 @@ def gold_edges(heads: Sequence[int], keep: Sequence[bool] | None = None) -> set[
     """
     keep = [True] * len(heads) if keep is None else list(keep)
     new_index = {old: new for new, old in enumerate(i for i, k in enumerate(keep) if k)}
-    return {tuple(sorted((new_index[i], new_index[h - 1]))) for i, h in enumerate(heads)
-            if h and keep[i] and keep[h - 1]}
+    return {
+        tuple(sorted((new_index[i], new_index[h - 1]))) for i, h in enumerate(heads) if h and keep[i] and keep[h - 1]
+    }
 
 
 def uuas(predicted: Sequence[set[tuple[int, int]]], gold: Sequence[set[tuple[int, int]]]) -> float:
@@ -133,8 +134,9 @@ def right_branching_edges(n: int) -> set[tuple[int, int]]:
     return {(i, i + 1) for i in range(n - 1)}
 
 
-def length_averaged_spearman(predicted: Sequence[torch.Tensor], gold: Sequence[torch.Tensor],
-                             min_length: int = 5, max_length: int = 50) -> float:
+def length_averaged_spearman(
+    predicted: Sequence[torch.Tensor], gold: Sequence[torch.Tensor], min_length: int = 5, max_length: int = 50
+) -> float:
     """Hewitt and Manning's DSpr / NSpr: Spearman's rho between each predicted row and its gold row (a word's
     distances to all words, or a sentence's depths), averaged over the sentences of each length in
     [min_length, max_length], then over lengths. Rows are (n,) depths or (n, n) distances per sentence.
@@ -158,8 +160,9 @@ class StructuralProbe(nn.Module):
     Taught in: 11_bertology_probing ("The structural probe").
     """
 
-    def __init__(self, hidden_size: int, rank: int, depth: bool = False,
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self, hidden_size: int, rank: int, depth: bool = False, generator: torch.Generator | None = None
+    ) -> None:
         super().__init__()
         self.depth = depth
         self.proj = nn.Parameter(torch.empty(rank, hidden_size).uniform_(-0.05, 0.05, generator=generator))
@@ -192,7 +195,7 @@ def pad_sentences(rows: Sequence[torch.Tensor], square: bool = False) -> tuple[t
     mask = torch.zeros(len(rows), width, dtype=torch.bool)
     for i, r in enumerate(rows):
         out[(i, *[slice(0, n) for n in r.shape])] = r
-        mask[i, :len(r)] = True
+        mask[i, : len(r)] = True
     return out, mask
 
 
@@ -207,8 +210,14 @@ def structural_loss(predicted: torch.Tensor, gold: torch.Tensor, mask: torch.Ten
     return (error / pairs.flatten(1).sum(-1)).mean()
 
 
-def fit_structural_probe(probe: StructuralProbe, hidden: Sequence[torch.Tensor], targets: Sequence[torch.Tensor],
-                         steps: int = 200, lr: float = 0.01, description: str | None = None) -> StructuralProbe:
+def fit_structural_probe(
+    probe: StructuralProbe,
+    hidden: Sequence[torch.Tensor],
+    targets: Sequence[torch.Tensor],
+    steps: int = 200,
+    lr: float = 0.01,
+    description: str | None = None,
+) -> StructuralProbe:
     """Fit ``probe`` to gold distances (or depths) of every sentence: full-batch Adam on
     :func:`structural_loss`; ``hidden`` holds a (W_s, H) matrix per sentence.
 

@@ -103,8 +103,9 @@ def _arcs(heads: Sequence[int], deprels: Sequence[str], relation: str) -> list[t
     return [(i, h - 1) for i, (h, d) in enumerate(zip(heads, deprels)) if d == relation and h > 0]
 
 
-def head_hits(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]], deprels: Sequence[Sequence[str]],
-              relation: str) -> tuple[torch.Tensor, int]:
+def head_hits(
+    word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]], deprels: Sequence[Sequence[str]], relation: str
+) -> tuple[torch.Tensor, int]:
     """For each direction, layer and head, how many arcs of ``relation`` its argmax gets right:
     (2, layers, heads) counts, and the number of arcs. ``word_maps`` are (layers, heads, W, W) per sentence.
 
@@ -120,8 +121,9 @@ def head_hits(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]],
     return hits, total
 
 
-def offset_baseline(heads: Sequence[Sequence[int]], deprels: Sequence[Sequence[str]],
-                    relation: str) -> tuple[int, float]:
+def offset_baseline(
+    heads: Sequence[Sequence[int]], deprels: Sequence[Sequence[str]], relation: str
+) -> tuple[int, float]:
     """The fixed offset k that best predicts the relation's other end (the word k after the dependent, or, if
     better, the word k after the head), as (signed offset, accuracy); the offset is counted from the word
     the prediction starts at, so the two directions' offsets have opposite signs.
@@ -143,8 +145,12 @@ def offset_baseline(heads: Sequence[Sequence[int]], deprels: Sequence[Sequence[s
     return offset, count / total
 
 
-def syntactic_heads(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[int]],
-                    deprels: Sequence[Sequence[str]], relations: Sequence[str]) -> list[RelationScore]:
+def syntactic_heads(
+    word_maps: Sequence[torch.Tensor],
+    heads: Sequence[Sequence[int]],
+    deprels: Sequence[Sequence[str]],
+    relations: Sequence[str],
+) -> list[RelationScore]:
     """Clark et al.'s Table 1: for each relation that occurs, its best head against the best offset.
 
     Taught in: 10_bertology_attention ("Syntactic heads").
@@ -156,7 +162,16 @@ def syntactic_heads(word_maps: Sequence[torch.Tensor], heads: Sequence[Sequence[
             continue
         direction, layer, head = (int(i) for i in torch.unravel_index(hits.argmax(), hits.shape))
         offset, baseline = offset_baseline(heads, deprels, relation)
-        rows.append(RelationScore(relation, total, layer, head, DIRECTIONS[direction],
-                                  int(hits[direction, layer, head]) / total, offset, baseline))
+        rows.append(
+            RelationScore(
+                relation,
+                total,
+                layer,
+                head,
+                DIRECTIONS[direction],
+                int(hits[direction, layer, head]) / total,
+                offset,
+                baseline,
+            )
+        )
     return rows
-

@@ -36,8 +36,9 @@ def sense_sentences() -> dict[str, dict[str, list[str]]]:
     return {word: senses for word, senses in json.loads(text).items() if not word.startswith("_")}
 
 
-def occurrence_vectors(model: nn.Module, tokenizer: PieceTokenizer, word: str,
-                       sentences: Sequence[str]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def occurrence_vectors(
+    model: nn.Module, tokenizer: PieceTokenizer, word: str, sentences: Sequence[str]
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The vectors of ``word``'s occurrence in each of ``sentences`` (words separated by spaces), (L + 1, N, H),
     and every sentence's word vectors (L + 1, W, H), for the anisotropy baseline.
 

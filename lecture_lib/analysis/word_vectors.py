@@ -34,8 +34,9 @@ def piece_means(hidden: torch.Tensor, word_of_piece: Sequence[int]) -> torch.Ten
     return (member / member.sum(-1, keepdim=True)) @ hidden
 
 
-def word_vectors(model: nn.Module, tokenizer: PieceTokenizer, sentences: Sequence[Sequence[str]],
-                 batch_size: int = 64) -> list[torch.Tensor]:
+def word_vectors(
+    model: nn.Module, tokenizer: PieceTokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64
+) -> list[torch.Tensor]:
     """Each sentence's word vectors at every layer, (L + 1, W, H), layer 0 the embeddings; ``sentences``
     are lists of words. ``model`` is a bare BERT or one with a head (its ``base_model`` is used), run in
     eval mode without gradients.
@@ -48,12 +49,12 @@ def word_vectors(model: nn.Module, tokenizer: PieceTokenizer, sentences: Sequenc
     out = []
     with torch.no_grad():
         for start in range(0, len(sentences), batch_size):
-            aligned = [align_words(tokenizer, words) for words in sentences[start:start + batch_size]]
+            aligned = [align_words(tokenizer, words) for words in sentences[start : start + batch_size]]
             ids = [torch.tensor(piece_ids) for piece_ids, _ in aligned]
             input_ids = pad_sequence(ids, batch_first=True, padding_value=0)  # any id: the mask hides it
             attention_mask = pad_sequence([torch.ones_like(i) for i in ids], batch_first=True)
             hidden = torch.stack(encoder(input_ids, attention_mask, output_hidden_states=True).hidden_states, 1)
             for row, (piece_ids, word_of_piece) in enumerate(aligned):
-                out.append(piece_means(hidden[row, :, :len(piece_ids)], word_of_piece))
+                out.append(piece_means(hidden[row, :, : len(piece_ids)], word_of_piece))
     encoder.train(was_training)
     return out

@@ -17,8 +17,11 @@ def main(argv: list[str]) -> None:
     names = available()
     if not argv or argv[0] not in names:  # one line, exit status 2, as the benchmarks' own flags
         got = repr(argv[0]) if argv else "nothing"
-        print(f"python -m lecture_lib.bench: error: NAME: expected one of {', '.join(names)}, got {got} "
-              "(usage: python -m lecture_lib.bench NAME [ARGS]; NAME --help lists its flags)", file=sys.stderr)
+        print(
+            f"python -m lecture_lib.bench: error: NAME: expected one of {', '.join(names)}, got {got} "
+            "(usage: python -m lecture_lib.bench NAME [ARGS]; NAME --help lists its flags)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     importlib.import_module(f"lecture_lib.bench.{argv[0]}").main(argv[1:])
 

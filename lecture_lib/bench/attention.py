@@ -17,8 +17,15 @@ from lecture_lib.measure import interleaved_medians
 from lecture_lib.runtime import default_device
 
 
-def compare_multihead(batch: int = 8, length: int = 256, width: int = 256, heads: int = 8, repeats: int = 20,
-                      device: torch.device | str = "cpu", seed: int = 0) -> dict[str, float]:
+def compare_multihead(
+    batch: int = 8,
+    length: int = 256,
+    width: int = 256,
+    heads: int = 8,
+    repeats: int = 20,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+) -> dict[str, float]:
     """Median forward+backward seconds of ours vs ``nn.MultiheadAttention`` with identical weights.
 
     Both run in training mode without returning attention weights (PyTorch: ``need_weights=False``),
@@ -33,10 +40,14 @@ def compare_multihead(batch: int = 8, length: int = 256, width: int = 256, heads
         def run():
             out = module(x, x, x, **kwargs)[0]
             out.backward(torch.ones_like(out))
+
         return run
 
-    runs = {"ours": step(ours), "torch": step(theirs, need_weights=False),
-            "torch_with_weights": step(theirs, need_weights=True)}
+    runs = {
+        "ours": step(ours),
+        "torch": step(theirs, need_weights=False),
+        "torch_with_weights": step(theirs, need_weights=True),
+    }
     return interleaved_medians(runs, repeats=repeats, warmup=1, device=device)
 
 
@@ -55,5 +66,7 @@ def main(argv: list[str]) -> None:
     print("naive vs fused scaled dot-product attention, 4 heads of 64, forward+backward:")
     print(f"  {'length':>6} {'naive ms':>9} {'fused ms':>9} {'naive MiB':>10} {'fused MiB':>10}")
     for row in cost_by_length(cost_lengths(), device=device):
-        print(f"  {row['length']:>6} {row['naive_seconds'] * 1e3:>9.2f} {row['fused_seconds'] * 1e3:>9.2f}"
-              f" {row['naive_bytes'] / 2**20:>10.2f} {row['fused_bytes'] / 2**20:>10.2f}")
+        print(
+            f"  {row['length']:>6} {row['naive_seconds'] * 1e3:>9.2f} {row['fused_seconds'] * 1e3:>9.2f}"
+            f" {row['naive_bytes'] / 2**20:>10.2f} {row['fused_bytes'] / 2**20:>10.2f}"
+        )

@@ -52,28 +52,42 @@ SIZES = {
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
 }
 # dense bf16 FLOP/s from the vendors' data sheets; the first name contained in the device's name is taken
-PEAK_BF16_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "A100": 312e12,
-                   "L4": 121e12, "A10": 125e12}
+PEAK_BF16_FLOPS = {
+    "H100 PCIe": 756e12,
+    "H100 NVL": 835e12,
+    "H100": 989e12,
+    "H200": 989e12,
+    "A100": 312e12,
+    "L4": 121e12,
+    "A10": 125e12,
+}
 
 
-def random_pretraining_batch(config: BertConfig, batch_size: int, seq_len: int, device: torch.device,
-                             min_len: int | None = None) -> dict[str, torch.Tensor]:
+def random_pretraining_batch(
+    config: BertConfig, batch_size: int, seq_len: int, device: torch.device, min_len: int | None = None
+) -> dict[str, torch.Tensor]:
     """Random pairs masked with the 80/10/10 rule: a quarter of them padded to 3/4 length, or with ``min_len``
     every length drawn uniformly from [min_len, seq_len] (the padding unpadding saves)."""
     g = generator("bench pretraining batch")
     ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=g)
     attention_mask = torch.ones_like(ids)
     if min_len is None:
-        attention_mask[: batch_size // 4, 3 * seq_len // 4:] = 0
+        attention_mask[: batch_size // 4, 3 * seq_len // 4 :] = 0
     else:
         lengths = torch.randint(min_len, seq_len + 1, (batch_size, 1), generator=g)
         attention_mask = (torch.arange(seq_len)[None, :] < lengths).long()
     ids[attention_mask == 0] = 0
     token_type_ids = (torch.arange(seq_len) >= seq_len // 2).long().expand(batch_size, -1).clone()
-    masked, labels = mask_tokens(ids, mask_token_id=4, vocab_size=config.vocab_size,
-                                 special_tokens_mask=attention_mask == 0, generator=g)
-    batch = dict(input_ids=masked, attention_mask=attention_mask, token_type_ids=token_type_ids, labels=labels,
-                 next_sentence_label=torch.randint(2, (batch_size,), generator=g))
+    masked, labels = mask_tokens(
+        ids, mask_token_id=4, vocab_size=config.vocab_size, special_tokens_mask=attention_mask == 0, generator=g
+    )
+    batch = dict(
+        input_ids=masked,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        labels=labels,
+        next_sentence_label=torch.randint(2, (batch_size,), generator=g),
+    )
     return {k: v.to(device) for k, v in batch.items()}
 
 
@@ -94,20 +108,29 @@ def setups(args: argparse.Namespace) -> list[Setup]:
     """The rows: ours against transformers' best configuration, or with ``--table`` the techniques one at a time."""
     fused = args.fused_optimizer
     if not args.table:
-        rows = [Setup("ours", compile=args.compile, fused_optimizer=fused),
-                Setup("ours, dense head", masked_only=False, compile=args.compile, fused_optimizer=fused)]
+        rows = [
+            Setup("ours", compile=args.compile, fused_optimizer=fused),
+            Setup("ours, dense head", masked_only=False, compile=args.compile, fused_optimizer=fused),
+        ]
         if args.unpad:
             rows.append(Setup("ours, unpadded", unpad=True, compile=args.compile, fused_optimizer=fused))
         return rows + [Setup("transformers", transformers=True, compile=args.compile, fused_optimizer=fused)]
     plain = Setup("ours, none of them", masked_only=False, fused_attention=False, fused_optimizer=False)
     # fused attention before unpadding: on CUDA the unpadded attention is a fused (flash) kernel whatever the row
-    steps = [("+ MLM head on masked positions", "masked_only"), ("+ fused attention", "fused_attention"),
-             ("+ unpadding", "unpad"), ("+ torch.compile", "compile"), ("+ fused AdamW", "fused_optimizer")]
+    steps = [
+        ("+ MLM head on masked positions", "masked_only"),
+        ("+ fused attention", "fused_attention"),
+        ("+ unpadding", "unpad"),
+        ("+ torch.compile", "compile"),
+        ("+ fused AdamW", "fused_optimizer"),
+    ]
     rows = [plain]
     for name, field in steps:
         rows.append(Setup(**{**rows[-1].__dict__, "name": name, field: True}))
-    return rows + [Setup("transformers", transformers=True),
-                   Setup("transformers, compiled", transformers=True, compile=True)]
+    return rows + [
+        Setup("transformers", transformers=True),
+        Setup("transformers, compiled", transformers=True, compile=True),
+    ]
 
 
 def found_before_the_step(batch: dict[str, torch.Tensor], setup: Setup) -> dict[str, object]:
@@ -137,21 +160,34 @@ def parse_flags(argv: list[str]) -> argparse.Namespace:
     """The flags, each checked as it is read (sizes, steps, an existing device), and ``--min-len`` against
     ``--seq-len``: one line naming the flag, exit status 2, before any model or batch is built."""
     parser = FlagParser(prog="python -m lecture_lib.bench bert")
-    parser.add_argument("--device", type=flag_type(existing_device), default="cpu",
-                        help="cpu, cuda, cuda:1, mps: one this machine has; default: cpu")
+    parser.add_argument(
+        "--device",
+        type=flag_type(existing_device),
+        default="cpu",
+        help="cpu, cuda, cuda:1, mps: one this machine has; default: cpu",
+    )
     parser.add_argument("--size", choices=sorted(SIZES), default="mini")
     add_ranged(parser, "--batch-size", int, Range(1), "sequences per batch", default=16)
     positions = BertConfig.max_position_embeddings
     add_ranged(parser, "--seq-len", int, Range(8, positions), "positions per sequence", default=128)
-    add_ranged(parser, "--min-len", int, Range(1), "lengths uniform in [MIN_LEN, seq-len] (default: a quarter "
-               "of the sequences padded to 3/4 length)")
+    add_ranged(
+        parser,
+        "--min-len",
+        int,
+        Range(1),
+        "lengths uniform in [MIN_LEN, seq-len] (default: a quarter of the sequences padded to 3/4 length)",
+    )
     add_ranged(parser, "--steps", int, Range(1), "timed steps per model (after 2 warm-up steps)", default=6)
     parser.add_argument("--compile", action="store_true", help="torch.compile both models")
     parser.add_argument("--compile-backend", default="inductor", help="e.g. aot_eager for a quick CPU check")
     parser.add_argument("--unpad", action="store_true", help="add a row: ours with unpadding")
     parser.add_argument("--table", action="store_true", help="the techniques one at a time, then transformers")
-    parser.add_argument("--no-fused-optimizer", dest="fused_optimizer", action="store_false",
-                        help="PyTorch's default AdamW instead of the fused one")
+    parser.add_argument(
+        "--no-fused-optimizer",
+        dest="fused_optimizer",
+        action="store_false",
+        help="PyTorch's default AdamW instead of the fused one",
+    )
     add_ranged(parser, "--peak-tflops", float, Range(0, open=True), "peak dense bf16 TFLOP/s of the GPU, for MFU")
     add_ranged(parser, "--threads", int, Range(1), "CPU threads (default: PyTorch's choice)")
     args = parser.parse_args(argv)
@@ -194,6 +230,7 @@ def main(argv: list[str]) -> None:
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+
         return run
 
     rows = setups(args)
@@ -204,12 +241,16 @@ def main(argv: list[str]) -> None:
     rate = {name: tokens / t for name, t in seconds.items()}
     best = max((s.name for s in rows if s.transformers), key=rate.get)
     peak = peak_flops(args, device)
-    print(f"BertForPreTraining, {args.size} ({config.num_hidden_layers} layers, H={config.hidden_size}, "
-          f"V={config.vocab_size}), batch {args.batch_size} x {args.seq_len} ({tokens} real tokens), "
-          f"{device.type}{', bf16 autocast' if cuda else ', fp32'}"
-          f"{f', compile backend {args.compile_backend}' if any(s.compile for s in rows) else ''}")
-    print(f"  threads: {torch.get_num_threads()}; median of {args.steps} steps; MFU over "
-          + (f"{peak / 1e12:.0f} TFLOP/s dense bf16" if peak else "an unknown peak (pass --peak-tflops)"))
+    print(
+        f"BertForPreTraining, {args.size} ({config.num_hidden_layers} layers, H={config.hidden_size}, "
+        f"V={config.vocab_size}), batch {args.batch_size} x {args.seq_len} ({tokens} real tokens), "
+        f"{device.type}{', bf16 autocast' if cuda else ', fp32'}"
+        f"{f', compile backend {args.compile_backend}' if any(s.compile for s in rows) else ''}"
+    )
+    print(
+        f"  threads: {torch.get_num_threads()}; median of {args.steps} steps; MFU over "
+        + (f"{peak / 1e12:.0f} TFLOP/s dense bf16" if peak else "an unknown peak (pass --peak-tflops)")
+    )
     print(f"  {'':>32} {'tokens/s':>10} {'/ ' + best:>26} {'MFU':>6}")
     for s in rows:
         mfu = f"{rate[s.name] * flops / tokens / peak:6.1%}" if peak else f"{'-':>6}"

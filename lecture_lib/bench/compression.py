@@ -30,8 +30,12 @@ def linear_variants(in_features: int = 768, out_features: int = 3072, seed: int 
         sparse.weight.mul_(magnitude_masks([dense.weight], 0.5)[0])
         narrow.weight.copy_(dense.weight[: out_features // 2])
         narrow.bias.copy_(dense.bias[: out_features // 2])
-    variants = {"float32": dense, "int8 (ours)": Int8Linear(dense), "50% zero weights": sparse,
-                "50% of neurons removed": narrow}
+    variants = {
+        "float32": dense,
+        "int8 (ours)": Int8Linear(dense),
+        "50% zero weights": sparse,
+        "50% of neurons removed": narrow,
+    }
     wrapped = torch_dynamic_int8(nn.Sequential(dense))
     if wrapped is not None:
         variants["int8 (torch.ao, reference)"] = wrapped
@@ -51,8 +55,10 @@ def main(argv: list[str]) -> None:
     add_ranged(parser, "--tokens", int, Range(1), "tokens per forward pass", default=128)
     add_ranged(parser, "--repeats", int, Range(1), "timed repeats", default=20)
     args = parser.parse_args(argv)
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}; a 768 x 3072 linear layer, "
-          f"{args.tokens} tokens, forward only (median):")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}; a 768 x 3072 linear layer, "
+        f"{args.tokens} tokens, forward only (median):"
+    )
     times = time_variants(args.tokens, args.repeats)
     for name, seconds in times.items():
         print(f"  {name:28s} {seconds * 1e3:8.3f} ms   speed-up x{times['float32'] / seconds:.2f}")

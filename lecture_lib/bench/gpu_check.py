@@ -63,21 +63,25 @@ def kernel_environment(device: str, cache: str | os.PathLike) -> dict[str, str]:
     return env
 
 
-def check_notebook(path: str | os.PathLike, env: dict[str, str], *, slow: float = SLOW_SECONDS,
-                   cell_timeout: int = 1800) -> NotebookReport:
+def check_notebook(
+    path: str | os.PathLike, env: dict[str, str], *, slow: float = SLOW_SECONDS, cell_timeout: int = 1800
+) -> NotebookReport:
     """Run the code cells of the notebook at ``path`` in order in a fresh kernel; stop at the first that fails."""
     try:  # the test extra's nbval brings them; `make gpu-check` installs it
         import nbformat
         from nbclient import NotebookClient
         from nbclient.exceptions import CellExecutionError
     except ImportError as error:
-        raise SystemExit(f"gpu_check runs notebooks with nbclient and nbformat ({error}); "
-                         "install the test extra: pip install -e '.[test]'") from None
+        raise SystemExit(
+            f"gpu_check runs notebooks with nbclient and nbformat ({error}); "
+            "install the test extra: pip install -e '.[test]'"
+        ) from None
 
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, timeout=cell_timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook, timeout=cell_timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     report = NotebookReport(path.stem, notebook=notebook)
     start = time.perf_counter()
     with client.setup_kernel(env=env, cwd=str(path.parent)):
@@ -123,21 +127,34 @@ def device_name(device: str) -> str:
 
 def main(argv: list[str]) -> None:
     parser = FlagParser(prog="python -m lecture_lib.bench gpu_check", description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=flag_type(existing_notebook),
-                        help="notebooks to run (default: every notebooks/NN_*.ipynb)")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
-                        help="cuda (default; refused without a GPU) or cpu (the same check on the CPU)")
+    parser.add_argument(
+        "notebooks",
+        nargs="*",
+        type=flag_type(existing_notebook),
+        help="notebooks to run (default: every notebooks/NN_*.ipynb)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("cuda", "cpu"),
+        default="cuda",
+        help="cuda (default; refused without a GPU) or cpu (the same check on the CPU)",
+    )
     add_ranged(parser, "--slow", float, Range(0), "print cells slower than this many seconds", default=SLOW_SECONDS)
     parser.add_argument("--no-tests", action="store_true", help="skip the CUDA-only tests")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device: no CUDA GPU is visible to PyTorch here, so there is nothing to check on one; run it "
-                     "on a machine with a GPU, or the same check on the CPU: make gpu-check DEVICE=cpu")
+        parser.error(
+            "--device: no CUDA GPU is visible to PyTorch here, so there is nothing to check on one; run it "
+            "on a machine with a GPU, or the same check on the CPU: make gpu-check DEVICE=cpu"
+        )
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     cache = tempfile.mkdtemp(prefix="lecture-gpu-check-")
     env = kernel_environment(args.device, cache)
-    print(f"gpu_check: {len(notebooks)} notebooks, quick profile, on {device_name(args.device)} "
-          f"(torch {torch.__version__}), empty cache {cache}", flush=True)
+    print(
+        f"gpu_check: {len(notebooks)} notebooks, quick profile, on {device_name(args.device)} "
+        f"(torch {torch.__version__}), empty cache {cache}",
+        flush=True,
+    )
     failed = []
     try:
         for path in notebooks:
@@ -148,11 +165,28 @@ def main(argv: list[str]) -> None:
         tests = 0
         if not args.no_tests:
             print(f"\nthe CUDA-only tests (pytest -k {CUDA_TESTS}):", flush=True)
-            tests = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests"), "-k", CUDA_TESTS, "-q",
-                                    "-p", "no:cacheprovider", "-rs"], cwd=ROOT, env=env).returncode
+            tests = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    str(ROOT / "tests"),
+                    "-k",
+                    CUDA_TESTS,
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-rs",
+                ],
+                cwd=ROOT,
+                env=env,
+            ).returncode
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    print(f"\ngpu_check: {len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran without a failing cell"
-          + (f"; failed: {', '.join(failed)}" if failed else "") + ("; the CUDA-only tests failed" if tests else ""))
+    print(
+        f"\ngpu_check: {len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran without a failing cell"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+        + ("; the CUDA-only tests failed" if tests else "")
+    )
     if failed or tests:
         sys.exit(1)

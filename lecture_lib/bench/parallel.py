@@ -33,15 +33,21 @@ def section6_jobs() -> list[tuple]:
     pretrained = synthetic_pretrained_bert(config, progress=False)
     encoder = BertModel.from_pretrained(pretrained.path)
     tasks = build_harder_tasks(pretrained.tokenizer, config)
-    return [(tasks[name], start, dataclasses.replace(config.seeded_finetune, seed=seed))
-            for name in HARDER_TASK_NAMES for start in (encoder, encoder.config) for seed in config.seeds]
+    return [
+        (tasks[name], start, dataclasses.replace(config.seeded_finetune, seed=seed))
+        for name in HARDER_TASK_NAMES
+        for start in (encoder, encoder.config)
+        for seed in config.seeds
+    ]
 
 
 def same_results(ours: list[FinetuneResult], theirs: list[FinetuneResult]) -> bool:
     """Every score and every tensor of every state dict equal, bit for bit."""
-    return all(a.scores == b.scores and all(torch.equal(x, y) for x, y in
-                                            zip(a.model.state_dict().values(), b.model.state_dict().values()))
-               for a, b in zip(ours, theirs, strict=True))
+    return all(
+        a.scores == b.scores
+        and all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+        for a, b in zip(ours, theirs, strict=True)
+    )
 
 
 def loop_and_workers(jobs: list[tuple], workers: int) -> dict:
@@ -61,8 +67,10 @@ def main(argv: list[str]) -> None:
     add_ranged(parser, "--jobs", int, Range(1), "fine-tunings, the first of section 6's", default=36)
     add_ranged(parser, "--workers", int, Range(1), "worker processes", default=cpu_workers())
     args = parser.parse_args(argv)
-    jobs = section6_jobs()[:args.jobs]
+    jobs = section6_jobs()[: args.jobs]
     result = loop_and_workers(jobs, args.workers)
-    print(f"{len(jobs)} fine-tunings of notebook 05's section 6: loop {result['loop']:.1f} s, "
-          f"{args.workers} workers {result['workers']:.1f} s, speed-up x{result['loop'] / result['workers']:.2f}; "
-          f"same weights and scores: {result['same']}")
+    print(
+        f"{len(jobs)} fine-tunings of notebook 05's section 6: loop {result['loop']:.1f} s, "
+        f"{args.workers} workers {result['workers']:.1f} s, speed-up x{result['loop'] / result['workers']:.2f}; "
+        f"same weights and scores: {result['same']}"
+    )

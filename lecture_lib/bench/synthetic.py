@@ -32,5 +32,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rate = sentences_per_second(args.sentences, args.repeats)
-    print(f"synthetic language, {args.sentences:,} sentences, median of {args.repeats}: "
-          f"{rate:,.0f} sentences/s on one core (target >= 10,000)")
+    print(
+        f"synthetic language, {args.sentences:,} sentences, median of {args.repeats}: "
+        f"{rate:,.0f} sentences/s on one core (target >= 10,000)"
+    )

@@ -37,8 +37,9 @@ def hf_byte_level_trainer(vocab_size: int):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
     return tokenizer, trainer
 
 
@@ -48,14 +49,23 @@ def compare_trainers(texts: list[str], merges: int) -> dict[str, float]:
     id_words = {tuple(byte_ids(w)): n for w, n in counts.items()}
     standin_words = {to_standin(w.encode("utf-8")): n for w, n in counts.items()}
     result: dict = {}
-    incremental = time_call(lambda: result.__setitem__("ours", train_merges(id_words, 256 + merges)),
-                            repeats=1, warmup=0)
-    naive = time_call(lambda: result.__setitem__("naive", learn_bpe(standin_words, len(result["ours"]),
-                                                                    tie_break="lowest_ids")), repeats=1, warmup=0)
+    incremental = time_call(
+        lambda: result.__setitem__("ours", train_merges(id_words, 256 + merges)), repeats=1, warmup=0
+    )
+    naive = time_call(
+        lambda: result.__setitem__("naive", learn_bpe(standin_words, len(result["ours"]), tie_break="lowest_ids")),
+        repeats=1,
+        warmup=0,
+    )
     vocab = ByteLevelBPE(result["ours"]).vocab
     ours = [(to_standin(vocab[a]), to_standin(vocab[b])) for a, b in result["ours"]]
-    return {"words": len(counts), "merges": len(ours), "naive_s": naive, "ours_s": incremental,
-            "same_merges": ours == result["naive"]}
+    return {
+        "words": len(counts),
+        "merges": len(ours),
+        "naive_s": naive,
+        "ours_s": incremental,
+        "same_merges": ours == result["naive"],
+    }
 
 
 def compare_with_tokenizers(texts: list[str], merges: int, repeats: int) -> dict[str, float]:
@@ -65,15 +75,25 @@ def compare_with_tokenizers(texts: list[str], merges: int, repeats: int) -> dict
     hf, trainer = hf_byte_level_trainer(256 + merges)
     hf_train = time_call(lambda: hf.train_from_iterator(texts, trainer), repeats=1, warmup=0)
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    cold = time_call(lambda: [fresh.encode(t) for fresh in [ByteLevelBPE(list(ours.merges))] for t in texts],
-                     repeats=repeats, warmup=0)  # a new tokenizer each time: its cache of pieces starts empty
+    cold = time_call(
+        lambda: [fresh.encode(t) for fresh in [ByteLevelBPE(list(ours.merges))] for t in texts],
+        repeats=repeats,
+        warmup=0,
+    )  # a new tokenizer each time: its cache of pieces starts empty
     ours_encode = time_call(lambda: [ours.encode(t) for t in texts], repeats=repeats, warmup=1)
     hf_encode = time_call(lambda: [hf.encode(t) for t in texts], repeats=repeats, warmup=1)
     hf_batch = time_call(lambda: hf.encode_batch(texts), repeats=repeats, warmup=1)
     same = [ours.encode(t) for t in texts] == [e.ids for e in hf.encode_batch(texts)]
-    return {"ours_train_s": ours_train, "hf_train_s": hf_train, "megabytes": megabytes,
-            "ours_mb_s": megabytes / ours_encode, "ours_cold_mb_s": megabytes / cold, "hf_mb_s": megabytes / hf_encode,
-            "hf_batch_mb_s": megabytes / hf_batch, "same_ids": same}
+    return {
+        "ours_train_s": ours_train,
+        "hf_train_s": hf_train,
+        "megabytes": megabytes,
+        "ours_mb_s": megabytes / ours_encode,
+        "ours_cold_mb_s": megabytes / cold,
+        "hf_mb_s": megabytes / hf_encode,
+        "hf_batch_mb_s": megabytes / hf_batch,
+        "same_ids": same,
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -88,17 +108,23 @@ def main(argv: list[str]) -> None:
     t = compare_trainers(texts, args.merges)
     print(f"\n1. trainer, {t['merges']} merges from {t['words']:,} distinct pre-tokenized words")
     print(f"   naive recount every merge : {t['naive_s']:8.2f} s")
-    print(f"   incremental (ours)        : {t['ours_s']:8.2f} s   -> {t['naive_s'] / t['ours_s']:.0f}x faster "
-          f"(target >= 20x); same merges: {t['same_merges']}")
+    print(
+        f"   incremental (ours)        : {t['ours_s']:8.2f} s   -> {t['naive_s'] / t['ours_s']:.0f}x faster "
+        f"(target >= 20x); same merges: {t['same_merges']}"
+    )
 
     h = compare_with_tokenizers(texts, args.merges, args.repeats)
     print(f"\n2. whole training (pre-tokenize + count + {args.merges} merges)")
     print(f"   ours                      : {h['ours_train_s']:8.2f} s")
-    print(f"   tokenizers (Rust)         : {h['hf_train_s']:8.2f} s   -> ours takes "
-          f"{h['ours_train_s'] / h['hf_train_s']:.1f}x as long (target within 10x)")
+    print(
+        f"   tokenizers (Rust)         : {h['hf_train_s']:8.2f} s   -> ours takes "
+        f"{h['ours_train_s'] / h['hf_train_s']:.1f}x as long (target within 10x)"
+    )
     print(f"\n3. encoding {h['megabytes']:.2f} MB (median of {args.repeats}); identical ids: {h['same_ids']}")
     print(f"   ours, empty piece cache   : {h['ours_cold_mb_s']:8.2f} MB/s")
     print(f"   ours, warm piece cache    : {h['ours_mb_s']:8.2f} MB/s")
     for name, key in (("tokenizers, one call/text", "hf_mb_s"), ("tokenizers, encode_batch ", "hf_batch_mb_s")):
-        print(f"   {name} : {h[key]:8.2f} MB/s   -> {h[key] / h['ours_cold_mb_s']:.1f}x ours with an empty cache, "
-              f"{h[key] / h['ours_mb_s']:.1f}x ours warm")
+        print(
+            f"   {name} : {h[key]:8.2f} MB/s   -> {h[key] / h['ours_cold_mb_s']:.1f}x ours with an empty cache, "
+            f"{h[key] / h['ours_mb_s']:.1f}x ours warm"
+        )

@@ -51,8 +51,15 @@ class TorchSeq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> Seq2SeqOutput:
         pad = self.config.pad_token_id
         causal = ~causal_mask(tgt_in.shape[1], device=src.device)
-        out = self.stack(self.embed(src), self.embed(tgt_in), tgt_mask=causal, src_key_padding_mask=src == pad,
-                         tgt_key_padding_mask=tgt_in == pad, memory_key_padding_mask=src == pad, tgt_is_causal=True)
+        out = self.stack(
+            self.embed(src),
+            self.embed(tgt_in),
+            tgt_mask=causal,
+            src_key_padding_mask=src == pad,
+            tgt_key_padding_mask=tgt_in == pad,
+            memory_key_padding_mask=src == pad,
+            tgt_is_causal=True,
+        )
         return Seq2SeqOutput(out @ self.embed_tokens.weight.T)  # (B, T, V), tied output projection
 
 
@@ -61,14 +68,22 @@ def models_with_equal_weights(config: TransformerConfig, device: torch.device | 
 
     Taught in: 02_transformer ("Checking against PyTorch").
     """
-    stack = nn.Transformer(config.d_model, config.num_attention_heads, config.encoder_layers, config.decoder_layers,
-                           config.ffn_dim, config.dropout, batch_first=True)
+    stack = nn.Transformer(
+        config.d_model,
+        config.num_attention_heads,
+        config.encoder_layers,
+        config.decoder_layers,
+        config.ffn_dim,
+        config.dropout,
+        batch_first=True,
+    )
     ours = Transformer.from_torch(stack, config.vocab_size, max_position_embeddings=config.max_position_embeddings)
     return ours.to(device), TorchSeq2Seq(ours, stack).to(device)
 
 
-def tokens_per_second(config: TransformerConfig, batch: Seq2SeqBatch, repeats: int = 20,
-                      device: torch.device | str = "cpu", seed: int = 0) -> dict[str, float]:
+def tokens_per_second(
+    config: TransformerConfig, batch: Seq2SeqBatch, repeats: int = 20, device: torch.device | str = "cpu", seed: int = 0
+) -> dict[str, float]:
     """Training tokens (real source + target tokens) per second of one AdamW step, ours and PyTorch's.
 
     The two models' steps alternate so that a slow moment of a shared machine hits both.
@@ -85,10 +100,13 @@ def tokens_per_second(config: TransformerConfig, batch: Seq2SeqBatch, repeats: i
             seq2seq_loss(model, batch, label_smoothing=0.1).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+
         return run
 
-    runs = {name: step(model.train(), torch.optim.AdamW(model.parameters(), lr=1e-4))
-            for name, model in (("ours", ours), ("torch", theirs))}
+    runs = {
+        name: step(model.train(), torch.optim.AdamW(model.parameters(), lr=1e-4))
+        for name, model in (("ours", ours), ("torch", theirs))
+    }
     seconds = interleaved_medians(runs, repeats=repeats, warmup=2, device=device)
     return {name: tokens / t for name, t in seconds.items()}
 
@@ -101,8 +119,11 @@ def settings() -> list[tuple[str, TransformerConfig, Seq2SeqBatch]]:
     chapter = reversal_experiment()
     chapter_batch = chapter.task.train_batch(chapter.task.batch_size, step=0)
     wide_task = ReversalTask(num_symbols=1000, min_len=16, max_len=pick(quick=32, full=64))
-    wide = replace(TransformerConfig(vocab_size=wide_task.vocab_size, max_position_embeddings=wide_task.max_len + 2),
-                   encoder_layers=pick(quick=2, full=6), decoder_layers=pick(quick=2, full=6))
+    wide = replace(
+        TransformerConfig(vocab_size=wide_task.vocab_size, max_position_embeddings=wide_task.max_len + 2),
+        encoder_layers=pick(quick=2, full=6),
+        decoder_layers=pick(quick=2, full=6),
+    )
     wide_batch = wide_task.train_batch(pick(quick=16, full=64), step=0)
     return [("chapter model", chapter.model, chapter_batch), ("paper widths", wide, wide_batch)]
 
@@ -116,8 +137,10 @@ def main(argv: list[str]) -> None:
     print("training step (forward + backward + AdamW), median over interleaved repeats:")
     for name, config, batch in settings():
         tps = tokens_per_second(config, batch, repeats=args.repeats, device=device)
-        print(f"  {name}: d_model {config.d_model}, {config.encoder_layers}+{config.decoder_layers} layers, "
-              f"{config.num_attention_heads} heads, ffn {config.ffn_dim}, batch {tuple(batch.src.shape)}")
+        print(
+            f"  {name}: d_model {config.d_model}, {config.encoder_layers}+{config.decoder_layers} layers, "
+            f"{config.num_attention_heads} heads, ffn {config.ffn_dim}, batch {tuple(batch.src.shape)}"
+        )
         print(f"    ours  {tps['ours']:>10.0f} tokens/s")
         print(f"    torch {tps['torch']:>10.0f} tokens/s")
         print(f"    ratio ours / torch = {tps['ours'] / tps['torch']:.3f}  (target >= 1.0)")

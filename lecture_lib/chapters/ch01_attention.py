@@ -68,8 +68,9 @@ def bottleneck_experiment(**overrides) -> BottleneckExperiment:
 
 def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq2SeqBatch]:
     """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from ``generator("reversal", seed, i)``."""
-    return lambda i: reversal_batch(exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols,
-                                    generator("reversal", seed, i))
+    return lambda i: reversal_batch(
+        exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols, generator("reversal", seed, i)
+    )
 
 
 def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
@@ -78,29 +79,40 @@ def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int =
     :class:`AdditiveAttentionSeq2Seq` (exercise 1)."""
     seed_everything(seed)
     vocab_size = NUM_SPECIAL + exp.num_symbols
-    model = (AdditiveAttentionSeq2Seq(vocab_size, exp.hidden_size) if attention == "additive"
-             else RNNSeq2Seq(vocab_size, exp.hidden_size, attention))
+    model = (
+        AdditiveAttentionSeq2Seq(vocab_size, exp.hidden_size)
+        if attention == "additive"
+        else RNNSeq2Seq(vocab_size, exp.hidden_size, attention)
+    )
     history = train(model, reversal_stream(exp, seed), rnn_seq2seq_loss, TrainConfig(steps=exp.steps, lr=exp.lr))
     return model.cpu(), history
 
 
-def accuracy_by_length(model: RNNSeq2Seq, exp: BottleneckExperiment, per_length: int = 200,
-                       seed: int = 0) -> dict[int, float]:
+def accuracy_by_length(
+    model: RNNSeq2Seq, exp: BottleneckExperiment, per_length: int = 200, seed: int = 0
+) -> dict[int, float]:
     """Exact-match rate of greedy decoding on fresh strings of each length min_len..max_len."""
     strings = generator("reversal by length", seed)
     return {
-        n: rnn_greedy_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, strings)).float().mean().item()
+        n: rnn_greedy_exact_match(model, reversal_batch(per_length, n, n, exp.num_symbols, strings))
+        .float()
+        .mean()
+        .item()
         for n in range(exp.min_len, exp.max_len + 1)
     }
 
 
-
-def bottleneck_models(exp: BottleneckExperiment, seeds: list[int],
-                      trained: dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]) -> dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]:
+def bottleneck_models(
+    exp: BottleneckExperiment, seeds: list[int], trained: dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]
+) -> dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]:
     """The models without and with attention for every seed of ``seeds``: those already ``trained`` (seed ->
     models) are reused, the others are trained by :func:`train_reversal`."""
-    return {seed: trained[seed] if seed in trained else
-            (train_reversal(False, exp, seed)[0], train_reversal(True, exp, seed)[0]) for seed in seeds}
+    return {
+        seed: trained[seed]
+        if seed in trained
+        else (train_reversal(False, exp, seed)[0], train_reversal(True, exp, seed)[0])
+        for seed in seeds
+    }
 
 
 def alignment_shares(model: RNNSeq2Seq, strings: Seq2SeqBatch) -> tuple[float, float]:
@@ -117,44 +129,92 @@ def alignment_shares(model: RNNSeq2Seq, strings: Seq2SeqBatch) -> tuple[float, f
 
 LEARNED_SHORT_STRINGS = "{} at the shortest length"  # a gate: the model learned the task where it is easy
 CLAIMS = (
-    Rule("01-attention-removes-the-bottleneck",
-         "an encoder-decoder without attention degrades with length, one with attention much less",
-         paper="English→French BLEU 17.82 (RNNencdec-50) against 26.75 (RNNsearch-50), the gap widening on long "
-               "sentences (Figure 2)", source="Bahdanau et al. (2015), Table 1",
-         metric="exact match of greedy decoding", data="200 held-out strings of the longest training length",
-         compared="with attention", baseline="without attention", margin=0.3, seeds=Seeds("training"),
-         gates=(Gate(LEARNED_SHORT_STRINGS.format("without attention"), "chance", 0.5),
-                Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5))),
-    Rule("01-exposure-bias", "teacher forcing trains on gold prefixes; inference, on the model's own, is worse",
-         paper="the train/inference mismatch of teacher forcing", source="Williams and Zipser (1989); Ranzato et "
-         "al. (2016), section 1", metric="tokens right", data="500 held-out strings of the longest training length",
-         compared="with attention, decoding greedily on its own prefixes", baseline="the same, fed the gold prefixes",
-         higher=False, margin=0.03, seeds=Seeds("training"),
-         gates=(Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),)),
-    Rule("01-unsupervised-alignment", "attention learns alignments without supervision",
-         paper="near-monotone alignments of English and French words", source="Bahdanau et al. (2015), Figure 3",
-         metric="share of decoding steps t ≥ 1 that look hardest at the symbol just written",
-         data="200 held-out strings of every training length", compared="with attention", baseline=0.8,
-         seeds=Seeds("training"), gates=(Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),)),
+    Rule(
+        "01-attention-removes-the-bottleneck",
+        "an encoder-decoder without attention degrades with length, one with attention much less",
+        paper="English→French BLEU 17.82 (RNNencdec-50) against 26.75 (RNNsearch-50), the gap widening on long "
+        "sentences (Figure 2)",
+        source="Bahdanau et al. (2015), Table 1",
+        metric="exact match of greedy decoding",
+        data="200 held-out strings of the longest training length",
+        compared="with attention",
+        baseline="without attention",
+        margin=0.3,
+        seeds=Seeds("training"),
+        gates=(
+            Gate(LEARNED_SHORT_STRINGS.format("without attention"), "chance", 0.5),
+            Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),
+        ),
+    ),
+    Rule(
+        "01-exposure-bias",
+        "teacher forcing trains on gold prefixes; inference, on the model's own, is worse",
+        paper="the train/inference mismatch of teacher forcing",
+        source="Williams and Zipser (1989); Ranzato et al. (2016), section 1",
+        metric="tokens right",
+        data="500 held-out strings of the longest training length",
+        compared="with attention, decoding greedily on its own prefixes",
+        baseline="the same, fed the gold prefixes",
+        higher=False,
+        margin=0.03,
+        seeds=Seeds("training"),
+        gates=(Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),),
+    ),
+    Rule(
+        "01-unsupervised-alignment",
+        "attention learns alignments without supervision",
+        paper="near-monotone alignments of English and French words",
+        source="Bahdanau et al. (2015), Figure 3",
+        metric="share of decoding steps t ≥ 1 that look hardest at the symbol just written",
+        data="200 held-out strings of every training length",
+        compared="with attention",
+        baseline=0.8,
+        seeds=Seeds("training"),
+        gates=(Gate(LEARNED_SHORT_STRINGS.format("with attention"), "chance", 0.5),),
+    ),
 )
 CHECKS = (
-    Check("01-running-mean-is-attention", "a uniform causal attention is the running mean",
-          source="Nadaraya (1964), Watson (1964)", reference="the running-mean matrix (1/t on the first t entries)",
-          tolerance=1e-6),
-    Check("01-dot-products-have-variance-dk", "unscaled dot products of unit-variance vectors have variance dₖ",
-          source="Vaswani et al. (2017), footnote 4", reference="1 (Var(q·k)/dₖ, at every dₖ)", tolerance=0.1),
-    Check("01-scaling-keeps-gradients", "unscaled, the softmax saturates and its gradient vanishes",
-          source="Vaswani et al. (2017), section 3.2.1",
-          reference="0 (the unscaled scores' median gradient over the scaled ones', at the largest dₖ)",
-          tolerance=0.01),
-    Check("01-fused-attention-memory-is-linear", "attention's memory is quadratic, fused kernels make it linear",
-          source="Rabe and Staats (2021); Dao et al. (2022)",
-          reference="×4 naive and ×2 fused, the memory's growth at the last doubling of n", tolerance=0.5),
-    Check("01-softmax-tile-by-tile", "the softmax can be computed tile by tile with a running maximum and sum",
-          source="Milakov and Gimelshein (2018); Dao et al. (2022)",
-          reference="0 (the largest difference to the full softmax, tiles of 128 and of 7 keys)", tolerance=1e-5),
-    Check("01-windows-are-linear", "windows make attention linear in n", source="Beltagy et al. (2020)",
-          reference="n(2w+1), the pairs that doubling n adds to a window of w"),
+    Check(
+        "01-running-mean-is-attention",
+        "a uniform causal attention is the running mean",
+        source="Nadaraya (1964), Watson (1964)",
+        reference="the running-mean matrix (1/t on the first t entries)",
+        tolerance=1e-6,
+    ),
+    Check(
+        "01-dot-products-have-variance-dk",
+        "unscaled dot products of unit-variance vectors have variance dₖ",
+        source="Vaswani et al. (2017), footnote 4",
+        reference="1 (Var(q·k)/dₖ, at every dₖ)",
+        tolerance=0.1,
+    ),
+    Check(
+        "01-scaling-keeps-gradients",
+        "unscaled, the softmax saturates and its gradient vanishes",
+        source="Vaswani et al. (2017), section 3.2.1",
+        reference="0 (the unscaled scores' median gradient over the scaled ones', at the largest dₖ)",
+        tolerance=0.01,
+    ),
+    Check(
+        "01-fused-attention-memory-is-linear",
+        "attention's memory is quadratic, fused kernels make it linear",
+        source="Rabe and Staats (2021); Dao et al. (2022)",
+        reference="×4 naive and ×2 fused, the memory's growth at the last doubling of n",
+        tolerance=0.5,
+    ),
+    Check(
+        "01-softmax-tile-by-tile",
+        "the softmax can be computed tile by tile with a running maximum and sum",
+        source="Milakov and Gimelshein (2018); Dao et al. (2022)",
+        reference="0 (the largest difference to the full softmax, tiles of 128 and of 7 keys)",
+        tolerance=1e-5,
+    ),
+    Check(
+        "01-windows-are-linear",
+        "windows make attention linear in n",
+        source="Beltagy et al. (2020)",
+        reference="n(2w+1), the pairs that doubling n adds to a window of w",
+    ),
 )
 
 
@@ -168,11 +228,19 @@ def _forward_backward(attend, q, k, v):
         out = attend(q, k, v)
         out.backward(torch.ones_like(out))
         return out
+
     return run
 
 
-def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, repeats: int = 3,
-                   device: torch.device | str = "cpu", seed: int = 0) -> list[dict[str, float]]:
+def cost_by_length(
+    lengths: list[int],
+    *,
+    heads: int = 4,
+    head_dim: int = 64,
+    repeats: int = 3,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+) -> list[dict[str, float]]:
     """Forward+backward seconds and activation bytes of naive vs fused attention, one row per length.
 
     Naive: :func:`lecture_lib.attention.scaled_dot_product_attention`, which builds the (n, n) score
@@ -181,17 +249,18 @@ def cost_by_length(lengths: list[int], *, heads: int = 4, head_dim: int = 64, re
     draws = generator("attention cost", seed)
     rows = []
     for n in lengths:
-        q, k, v = (torch.randn(1, heads, n, head_dim, generator=draws).to(device).requires_grad_()
-                   for _ in range(3))
+        q, k, v = (torch.randn(1, heads, n, head_dim, generator=draws).to(device).requires_grad_() for _ in range(3))
         naive = _forward_backward(lambda *t: scaled_dot_product_attention(*t)[0], q, k, v)
         fused = _forward_backward(lambda *t: F.scaled_dot_product_attention(*t), q, k, v)
-        rows.append({
-            "length": n,
-            "naive_seconds": time_call(naive, repeats=repeats, warmup=1, device=device),
-            "fused_seconds": time_call(fused, repeats=repeats, warmup=1, device=device),
-            "naive_bytes": saved_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)[0]),
-            "fused_bytes": saved_tensor_bytes(lambda: F.scaled_dot_product_attention(q, k, v)),
-        })
+        rows.append(
+            {
+                "length": n,
+                "naive_seconds": time_call(naive, repeats=repeats, warmup=1, device=device),
+                "fused_seconds": time_call(fused, repeats=repeats, warmup=1, device=device),
+                "naive_bytes": saved_tensor_bytes(lambda: scaled_dot_product_attention(q, k, v)[0]),
+                "fused_bytes": saved_tensor_bytes(lambda: F.scaled_dot_product_attention(q, k, v)),
+            }
+        )
     return rows
 
 
@@ -218,8 +287,9 @@ def neighbour_heads(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(heads, dim=-1)
 
 
-def single_head_error(d: int = 4, n: int = 8, *, neighbours_only: bool = False, steps: int = 300, batch: int = 64,
-                      seed: int = 0) -> float:
+def single_head_error(
+    d: int = 4, n: int = 8, *, neighbours_only: bool = False, steps: int = 300, batch: int = 64, seed: int = 0
+) -> float:
     """Exercise 3 of chapter 01: train one head (W^Q, W^K, W^V of width 2d) towards (x_{i-1}, x_{i+1}) at
     positions 1..n-2 of independent N(0, I) inputs; return its relative squared error on fresh inputs,
     Σ‖out - target‖² / Σ‖target‖². Its output W^V Σ_j α_ij x_j spans d of the target's 2d dimensions: ≥ 0.5.

@@ -38,8 +38,12 @@ def seq2seq_loss(model: Transformer, batch: Seq2SeqBatch, label_smoothing: float
     Taught in: 02_transformer ("Training").
     """
     logits = model(batch.src, batch.tgt_in).logits  # (B, T, V)
-    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_token_id,
-                           label_smoothing=label_smoothing)
+    return F.cross_entropy(
+        logits.flatten(0, 1),
+        batch.tgt_out.flatten(),
+        ignore_index=model.config.pad_token_id,
+        label_smoothing=label_smoothing,
+    )
 
 
 @dataclass
@@ -82,18 +86,36 @@ class Chapter02Config:
         if self.max_len < REVERSAL_MIN_LEN:
             raise ValueError(f"max_len: expected at least the shortest string's {REVERSAL_MIN_LEN}, got {self.max_len}")
         if self.translation_max_words < 4:
-            raise ValueError(f"translation_max_words: expected at least 4 (a sentence), got {self.translation_max_words}")
+            raise ValueError(
+                f"translation_max_words: expected at least 4 (a sentence), got {self.translation_max_words}"
+            )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds: expected distinct seeds, at least one, got {self.seeds}")
 
 
 REVERSAL_MIN_LEN = 3
-QUICK = dict(num_symbols=10, max_len=8, d_model=64, layers=2, ffn_dim=128,
-             train=dict(steps=400, lr=3e-3, warmup_steps=50, eval_every=50, schedule="inverse_sqrt"),
-             translation_max_words=16, translation_steps=300, stability_steps=100)
-FULL = dict(num_symbols=20, max_len=16, d_model=256, layers=4, ffn_dim=1024,
-            train=dict(steps=4000, lr=1e-3, warmup_steps=400, eval_every=250, schedule="inverse_sqrt"),
-            translation_max_words=20, translation_steps=3000, stability_steps=1000)
+QUICK = dict(
+    num_symbols=10,
+    max_len=8,
+    d_model=64,
+    layers=2,
+    ffn_dim=128,
+    train=dict(steps=400, lr=3e-3, warmup_steps=50, eval_every=50, schedule="inverse_sqrt"),
+    translation_max_words=16,
+    translation_steps=300,
+    stability_steps=100,
+)
+FULL = dict(
+    num_symbols=20,
+    max_len=16,
+    d_model=256,
+    layers=4,
+    ffn_dim=1024,
+    train=dict(steps=4000, lr=1e-3, warmup_steps=400, eval_every=250, schedule="inverse_sqrt"),
+    translation_max_words=20,
+    translation_steps=3000,
+    stability_steps=1000,
+)
 
 
 def chapter_config(**overrides: Any) -> Chapter02Config:
@@ -114,9 +136,12 @@ def reversal_experiment(config: Chapter02Config | None = None, **model_overrides
     """
     config = config or chapter_config()
     task = ReversalTask(min_len=REVERSAL_MIN_LEN, num_symbols=config.num_symbols, max_len=config.max_len)
-    fixed = dict(vocab_size=task.vocab_size, num_attention_heads=4, dropout=0.0, max_position_embeddings=task.max_len + 2)
-    sizes = dict(d_model=config.d_model, encoder_layers=config.layers, decoder_layers=config.layers,
-                 ffn_dim=config.ffn_dim)
+    fixed = dict(
+        vocab_size=task.vocab_size, num_attention_heads=4, dropout=0.0, max_position_embeddings=task.max_len + 2
+    )
+    sizes = dict(
+        d_model=config.d_model, encoder_layers=config.layers, decoder_layers=config.layers, ffn_dim=config.ffn_dim
+    )
     return Experiment(task, build_config(TransformerConfig, fixed, sizes, model_overrides), config.train)
 
 
@@ -128,8 +153,9 @@ def translation_experiment(config: Chapter02Config | None = None, seed: int = 0,
     """
     config = config or chapter_config()
     task = TranslationTask(max_words=config.translation_max_words)
-    exp = reversal_experiment(config, vocab_size=task.vocab_size, max_position_embeddings=2 * task.max_words,
-                              **model_overrides)
+    exp = reversal_experiment(
+        config, vocab_size=task.vocab_size, max_position_embeddings=2 * task.max_words, **model_overrides
+    )
     return replace(exp, task=task, seed=seed, train=replace(exp.train, steps=config.translation_steps, eval_every=0))
 
 
@@ -173,49 +199,103 @@ def decoder_gradient_norms(exp: Experiment, norm_first: bool, seed: int) -> list
 
 VASWANI = "Vaswani et al. (2017)"
 CLAIMS = (
-    Demonstration("02-learned-positions-as-good", "sinusoids and learned positions do about equally well",
-                  paper="25.7 vs 25.8 dev BLEU", source=f"{VASWANI}, Table 3 row E",
-                  shows="why a learned table's rows stop at the training lengths (the comparison is exercise 1)"),
-    Rule("02-post-ln-gradients-grow", "at initialisation post-LN's gradients grow towards the output, pre-LN's "
-         "stay of one order", paper="post-LN's gradient norm grows with the layer index, pre-LN's stays level",
-         source="Xiong et al. (2020), section 3 and Figure 3",
-         metric="gradient norm of the top decoder layer's W₂ over the bottom layer's",
-         data="a 6+6-layer model at initialisation, one training batch", compared="post-LN", baseline="pre-LN",
-         seeds=Seeds("training")),
-    Rule("02-pre-ln-needs-no-warmup", "pre-LN trains without warm-up, post-LN does worse",
-         paper="pre-LN without warm-up trains faster than post-LN with it", source="Xiong et al. (2020), Figure 3",
-         metric="mean training loss of the last 20 steps", data="reversal, no warm-up, learning rate 1e-2/√step",
-         compared="pre-LN", baseline="post-LN", higher=False, seeds=Seeds("training")),
-    Demonstration("02-recipe-trains", "label smoothing and warm-up train the model",
-                  paper="label smoothing ε = 0.1, 4000 warm-up steps, 27.3 BLEU EN-DE (base)",
-                  source=f"{VASWANI}, section 5", shows="the recipe trains the reversal model; no run without it"),
-    Rule("02-heads-learn-alignments", "attention heads learn alignments", paper="heads that follow the alignment",
-         source=f"{VASWANI}, attention visualisations", metric="share of output steps whose strongest source "
-         "position is the mirrored one, for the best cross-attention head", data="200 held-out reversal strings",
-         compared="the best head", baseline=0.9, seeds=Seeds("training"),
-         gates=(Gate("exact match of greedy decoding", "chance", 0.5),)),
-    Demonstration("02-beam-finds-more-probable", "beam search finds more probable outputs",
-                  paper="beam size 4", source=f"{VASWANI}, section 6.1; Wu et al. (2016)",
-                  shows="beam's mean log-probability beside greedy decoding's on a half-trained model, the search "
-                        "doing what it is for"),
-    Rule("02-transformer-translates", "the Transformer translates",
-         paper="BLEU 27.3 EN-DE and 38.1 EN-FR (base), 28.4 and 41.8 (big), newstest2014",
-         source=f"{VASWANI}, Table 2", metric="corpus BLEU of greedy decoding",
-         data="100 held-out sentences of the synthetic head-final language", compared="the Transformer",
-         baseline="copying the source", margin=50, seeds=Seeds("training")),
-    Rule("02-beam-search-helps", "a beam of 4 translates better than greedy decoding",
-         paper="beam size 4 and length penalty 0.6 for the reported BLEU", source=f"{VASWANI}, section 6.1",
-         metric="corpus BLEU against both right orders",
-         data="100 held-out sentences of the free-order translation task", compared="beam of 4",
-         baseline="greedy decoding", seeds=Seeds("training")),
+    Demonstration(
+        "02-learned-positions-as-good",
+        "sinusoids and learned positions do about equally well",
+        paper="25.7 vs 25.8 dev BLEU",
+        source=f"{VASWANI}, Table 3 row E",
+        shows="why a learned table's rows stop at the training lengths (the comparison is exercise 1)",
+    ),
+    Rule(
+        "02-post-ln-gradients-grow",
+        "at initialisation post-LN's gradients grow towards the output, pre-LN's stay of one order",
+        paper="post-LN's gradient norm grows with the layer index, pre-LN's stays level",
+        source="Xiong et al. (2020), section 3 and Figure 3",
+        metric="gradient norm of the top decoder layer's W₂ over the bottom layer's",
+        data="a 6+6-layer model at initialisation, one training batch",
+        compared="post-LN",
+        baseline="pre-LN",
+        seeds=Seeds("training"),
+    ),
+    Rule(
+        "02-pre-ln-needs-no-warmup",
+        "pre-LN trains without warm-up, post-LN does worse",
+        paper="pre-LN without warm-up trains faster than post-LN with it",
+        source="Xiong et al. (2020), Figure 3",
+        metric="mean training loss of the last 20 steps",
+        data="reversal, no warm-up, learning rate 1e-2/√step",
+        compared="pre-LN",
+        baseline="post-LN",
+        higher=False,
+        seeds=Seeds("training"),
+    ),
+    Demonstration(
+        "02-recipe-trains",
+        "label smoothing and warm-up train the model",
+        paper="label smoothing ε = 0.1, 4000 warm-up steps, 27.3 BLEU EN-DE (base)",
+        source=f"{VASWANI}, section 5",
+        shows="the recipe trains the reversal model; no run without it",
+    ),
+    Rule(
+        "02-heads-learn-alignments",
+        "attention heads learn alignments",
+        paper="heads that follow the alignment",
+        source=f"{VASWANI}, attention visualisations",
+        metric="share of output steps whose strongest source "
+        "position is the mirrored one, for the best cross-attention head",
+        data="200 held-out reversal strings",
+        compared="the best head",
+        baseline=0.9,
+        seeds=Seeds("training"),
+        gates=(Gate("exact match of greedy decoding", "chance", 0.5),),
+    ),
+    Demonstration(
+        "02-beam-finds-more-probable",
+        "beam search finds more probable outputs",
+        paper="beam size 4",
+        source=f"{VASWANI}, section 6.1; Wu et al. (2016)",
+        shows="beam's mean log-probability beside greedy decoding's on a half-trained model, the search "
+        "doing what it is for",
+    ),
+    Rule(
+        "02-transformer-translates",
+        "the Transformer translates",
+        paper="BLEU 27.3 EN-DE and 38.1 EN-FR (base), 28.4 and 41.8 (big), newstest2014",
+        source=f"{VASWANI}, Table 2",
+        metric="corpus BLEU of greedy decoding",
+        data="100 held-out sentences of the synthetic head-final language",
+        compared="the Transformer",
+        baseline="copying the source",
+        margin=50,
+        seeds=Seeds("training"),
+    ),
+    Rule(
+        "02-beam-search-helps",
+        "a beam of 4 translates better than greedy decoding",
+        paper="beam size 4 and length penalty 0.6 for the reported BLEU",
+        source=f"{VASWANI}, section 6.1",
+        metric="corpus BLEU against both right orders",
+        data="100 held-out sentences of the free-order translation task",
+        compared="beam of 4",
+        baseline="greedy decoding",
+        seeds=Seeds("training"),
+    ),
 )
 CHECKS = (
-    Check("02-constant-path-length", "self-attention needs O(1) sequential operations and path length, "
-          "recurrence O(n)", source=f"{VASWANI}, Table 1",
-          reference="the same path for self-attention at every n, and a GRU path that grows linearly in n (the same "
-                    "operations per added position between every two n)"),
-    Check("02-attention-ignores-order", "attention without positions ignores order", source=f"{VASWANI}, section 3.5",
-          reference="0, the largest difference between SA(PX) and P·SA(X)", tolerance=1e-5),
+    Check(
+        "02-constant-path-length",
+        "self-attention needs O(1) sequential operations and path length, recurrence O(n)",
+        source=f"{VASWANI}, Table 1",
+        reference="the same path for self-attention at every n, and a GRU path that grows linearly in n (the same "
+        "operations per added position between every two n)",
+    ),
+    Check(
+        "02-attention-ignores-order",
+        "attention without positions ignores order",
+        source=f"{VASWANI}, section 3.5",
+        reference="0, the largest difference between SA(PX) and P·SA(X)",
+        tolerance=1e-5,
+    ),
     ParameterCount("02-base-parameters", "the base Transformer", source=f"{VASWANI}, Table 3", paper="65M"),
 )
 
@@ -270,8 +350,14 @@ class DecoderComparison:
         return sum(bool(self.beam_scores[i] > self.greedy_scores[i]) for i in self.differing)
 
 
-def greedy_against_beam(model: EncoderDecoder, task: TranslationTask, pairs: list[tuple[Sentence, list[str]]], *,
-                     beam_width: int = 4, length_penalty: float = 0.6) -> DecoderComparison:
+def greedy_against_beam(
+    model: EncoderDecoder,
+    task: TranslationTask,
+    pairs: list[tuple[Sentence, list[str]]],
+    *,
+    beam_width: int = 4,
+    length_penalty: float = 0.6,
+) -> DecoderComparison:
     """Decode the sources of ``pairs`` greedily and with a beam of ``beam_width`` ranked by score / length^α
     (α = ``length_penalty``; Vaswani et al. used 4 and 0.6), and score both by corpus BLEU against every
     translation that ``task.references`` accepts (multi-reference BLEU).
@@ -287,10 +373,13 @@ def greedy_against_beam(model: EncoderDecoder, task: TranslationTask, pairs: lis
     greedy = [words_until_end(task, row) for row in greedy_tokens]
     beam = [words_until_end(task, h.tokens) for h in beams]
     references = list(zip(*[[" ".join(r) for r in task.references(sentence)] for sentence, _ in pairs]))
-    bleu = {name: corpus_bleu(outputs, references[0], other_references=references[1:])
-            for name, outputs in (("greedy", greedy), ("beam", beam))}
-    return DecoderComparison(greedy, beam, greedy_scores.double(),
-                             torch.tensor([h.score for h in beams], dtype=torch.float64), bleu)
+    bleu = {
+        name: corpus_bleu(outputs, references[0], other_references=references[1:])
+        for name, outputs in (("greedy", greedy), ("beam", beam))
+    }
+    return DecoderComparison(
+        greedy, beam, greedy_scores.double(), torch.tensor([h.score for h in beams], dtype=torch.float64), bleu
+    )
 
 
 def initial_position_tables(exp: Experiment) -> tuple[torch.Tensor, torch.Tensor]:
@@ -309,15 +398,17 @@ def label_smoothing_floor(eps: float, vocab_size: int) -> float:
     return -right * math.log(right) - (vocab_size - 1) * (other * math.log(other) if other else 0.0)
 
 
-def length_penalty_changes(model: EncoderDecoder, src: torch.Tensor, beam_width: int,
-                           max_len: int) -> list[tuple[int, Hypothesis, Hypothesis]]:
+def length_penalty_changes(
+    model: EncoderDecoder, src: torch.Tensor, beam_width: int, max_len: int
+) -> list[tuple[int, Hypothesis, Hypothesis]]:
     """Exercise 3 of chapter 02: the sources of ``src`` (B, S) whose best beam changes between ranking by the
     sum of log-probabilities (``length_penalty=0``) and by their mean per token (``1.0``):
     ``(index, best by sum, best by mean)``."""
     changes = []
     for i, row in enumerate(src):
-        by_sum, by_mean = (beam_search_one(model, row[None], beam_width, max_len, length_penalty=alpha)[0]
-                           for alpha in (0.0, 1.0))
+        by_sum, by_mean = (
+            beam_search_one(model, row[None], beam_width, max_len, length_penalty=alpha)[0] for alpha in (0.0, 1.0)
+        )
         if by_sum.tokens != by_mean.tokens:
             changes.append((i, by_sum, by_mean))
     return changes

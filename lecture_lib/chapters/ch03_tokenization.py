@@ -32,8 +32,10 @@ class Chapter03Config:
     comparison_documents: int  # documents for the naive-vs-incremental timing in the notebook
 
     def __post_init__(self) -> None:
-        for name, sizes, top in (("bpe_curve_sizes", self.bpe_curve_sizes, self.bpe_vocab_size),
-                                 ("wordpiece_curve_sizes", self.wordpiece_curve_sizes, self.wordpiece_vocab_size)):
+        for name, sizes, top in (
+            ("bpe_curve_sizes", self.bpe_curve_sizes, self.bpe_vocab_size),
+            ("wordpiece_curve_sizes", self.wordpiece_curve_sizes, self.wordpiece_vocab_size),
+        ):
             if list(sizes) != sorted(set(sizes)) or not sizes or sizes[-1] != top:
                 raise ValueError(f"{name}: expected increasing sizes ending at the vocabulary's {top}, got {sizes}")
         if self.bpe_curve_sizes[0] < 256:
@@ -42,11 +44,20 @@ class Chapter03Config:
             raise ValueError(f"comparison_documents: expected at least 1, got {self.comparison_documents}")
 
 
-QUICK = dict(bpe_vocab_size=4096, wordpiece_vocab_size=3000, bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096),
-             wordpiece_curve_sizes=(600, 1000, 2000, 3000), comparison_documents=300)
-FULL = dict(bpe_vocab_size=16384, wordpiece_vocab_size=8000,
-            bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096, 8192, 16384),
-            wordpiece_curve_sizes=(600, 1000, 2000, 4000, 8000), comparison_documents=1000)
+QUICK = dict(
+    bpe_vocab_size=4096,
+    wordpiece_vocab_size=3000,
+    bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096),
+    wordpiece_curve_sizes=(600, 1000, 2000, 3000),
+    comparison_documents=300,
+)
+FULL = dict(
+    bpe_vocab_size=16384,
+    wordpiece_vocab_size=8000,
+    bpe_curve_sizes=(256, 384, 512, 1024, 2048, 4096, 8192, 16384),
+    wordpiece_curve_sizes=(600, 1000, 2000, 4000, 8000),
+    comparison_documents=1000,
+)
 
 
 def chapter_config(**overrides) -> Chapter03Config:
@@ -57,30 +68,57 @@ def chapter_config(**overrides) -> Chapter03Config:
 
 SENNRICH = "Sennrich et al. (2016)"
 CLAIMS = (
-    Demonstration("03-vocabulary-sizes", "vocabulary sizes used in practice",
-                  paper="89,500 merges (Sennrich et al.); 30,522 WordPiece units (BERT); 50,257 tokens (GPT-2)",
-                  source=f"{SENNRICH}, section 4; Devlin et al. (2019); Radford et al. (2019)",
-                  shows="the size of our byte-level vocabulary, set by a far smaller corpus"),
-    Rule("03-bigger-vocabulary-shorter-text", "larger vocabularies give shorter sequences",
-         paper="the number of merges trades the vocabulary's size against the text's length in tokens",
-         source=f"{SENNRICH}, section 3.2",
-         metric="held-out tokens per word, its least drop from one vocabulary size to the next larger",
-         data="held-out documents, over both curves (byte-level BPE and WordPiece)",
-         compared="the least drop", baseline=0.0, seeds=Seeds("none", 1)),
+    Demonstration(
+        "03-vocabulary-sizes",
+        "vocabulary sizes used in practice",
+        paper="89,500 merges (Sennrich et al.); 30,522 WordPiece units (BERT); 50,257 tokens (GPT-2)",
+        source=f"{SENNRICH}, section 4; Devlin et al. (2019); Radford et al. (2019)",
+        shows="the size of our byte-level vocabulary, set by a far smaller corpus",
+    ),
+    Rule(
+        "03-bigger-vocabulary-shorter-text",
+        "larger vocabularies give shorter sequences",
+        paper="the number of merges trades the vocabulary's size against the text's length in tokens",
+        source=f"{SENNRICH}, section 3.2",
+        metric="held-out tokens per word, its least drop from one vocabulary size to the next larger",
+        data="held-out documents, over both curves (byte-level BPE and WordPiece)",
+        compared="the least drop",
+        baseline=0.0,
+        seeds=Seeds("none", 1),
+    ),
 )
 CHECKS = (
-    Check("03-bpe-compresses", "BPE compresses by replacing frequent pairs", source="Gage (1994)",
-          reference="Gage's two steps, aaabdaaabac → ZabdZabac → ZYdZYac (steps identical)"),
-    Check("03-bpe-learns-subwords", "BPE learns subwords from a word dictionary", source=f"{SENNRICH}, Algorithm 1",
-          reference="the merges worked by hand on {low: 5, lower: 2, newest: 6, widest: 3}: es, est, lo; and ten "
-                    "with </w> (merges identical, in order)"),
-    Check("03-byte-level-no-unknowns", "byte-level BPE has no unknown tokens", source="Radford et al. (2019)",
-          reference="every held-out document and awkward string decoding to itself (strings that round-trip)"),
-    Check("03-trainer-equals-reference", "our BPE trainer equals the reference",
-          source="Hugging Face `tokenizers`' BpeTrainer", reference="its merges, in order (merges identical)"),
-    Check("03-wordpiece-equals-bert", "our WordPiece equals BERT's",
-          source="`transformers`' BertTokenizer on bert-base-uncased's vocabulary",
-          reference="its tokens on every text (texts tokenized identically)"),
+    Check(
+        "03-bpe-compresses",
+        "BPE compresses by replacing frequent pairs",
+        source="Gage (1994)",
+        reference="Gage's two steps, aaabdaaabac → ZabdZabac → ZYdZYac (steps identical)",
+    ),
+    Check(
+        "03-bpe-learns-subwords",
+        "BPE learns subwords from a word dictionary",
+        source=f"{SENNRICH}, Algorithm 1",
+        reference="the merges worked by hand on {low: 5, lower: 2, newest: 6, widest: 3}: es, est, lo; and ten "
+        "with </w> (merges identical, in order)",
+    ),
+    Check(
+        "03-byte-level-no-unknowns",
+        "byte-level BPE has no unknown tokens",
+        source="Radford et al. (2019)",
+        reference="every held-out document and awkward string decoding to itself (strings that round-trip)",
+    ),
+    Check(
+        "03-trainer-equals-reference",
+        "our BPE trainer equals the reference",
+        source="Hugging Face `tokenizers`' BpeTrainer",
+        reference="its merges, in order (merges identical)",
+    ),
+    Check(
+        "03-wordpiece-equals-bert",
+        "our WordPiece equals BERT's",
+        source="`transformers`' BertTokenizer on bert-base-uncased's vocabulary",
+        reference="its tokens on every text (texts tokenized identically)",
+    ),
 )
 
 
@@ -95,8 +133,9 @@ def letter_punctuation_merges(tokenizer: ByteLevelBPE) -> list[str]:
     return [t for t in tokens if regex.search(r"\p{L}", t) and regex.search(r"[^\s\p{L}\p{N}]", t)]
 
 
-def replay_against_greedy(tokenizer: ByteLevelBPE, words: Iterable[str],
-                          greedy: Callable[[str, set[str]], list[str]]) -> dict[str, int]:
+def replay_against_greedy(
+    tokenizer: ByteLevelBPE, words: Iterable[str], greedy: Callable[[str, set[str]], list[str]]
+) -> dict[str, int]:
     """Each word encoded on its own by merge replay and by ``greedy(word in stand-ins, vocabulary)`` (section 5's
     ``longest_prefix_first``): how many words, how many the two split differently, on how many ``greedy`` gives
     more or fewer tokens, and the tokens of each rule. Exercise 3 of 03_tokenization.

@@ -66,8 +66,15 @@ from lecture_lib.train import cpu_threads
 # of 64 pairs (about 90 passes over the corpus: it is small), BERT's dropout and initialisation.
 # Unnamed fields keep the defaults of BertConfig, DataConfig, ObjectiveConfig and OptimizationConfig.
 QUICK = dict(
-    model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
-               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
+    model=dict(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=256,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.1,
+    ),
     data=dict(vocab_size=2000, seq_len=64),
     train=dict(steps=400, batch_size=16, lr=2e-3, warmup_steps=40, eval_every=100, num_threads=1),
 )
@@ -94,16 +101,27 @@ def chapter_config(**overrides) -> PretrainConfig:
 # row with this recipe and fine-tune it with chapter 05's seeded budget (100 steps of 16, three seeds). ``full``:
 # BERT-mini's width, 4 layers, 4,000 steps on 20,000 documents.
 SYNTHETIC_QUICK = dict(
-    pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
-                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
-                  data=dict(vocab_size=700, seq_len=64, eval_pairs=256),
-                  train=dict(steps=600, batch_size=32, lr=2e-3, warmup_steps=60, eval_every=100, num_threads=1)),
+    pretrain=dict(
+        model=dict(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=256,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            initializer_range=0.1,
+        ),
+        data=dict(vocab_size=700, seq_len=64, eval_pairs=256),
+        train=dict(steps=600, batch_size=32, lr=2e-3, warmup_steps=60, eval_every=100, num_threads=1),
+    ),
     documents=2000,
 )
 SYNTHETIC_FULL = dict(
-    pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
-                  data=dict(vocab_size=700, seq_len=64, eval_pairs=1024),
-                  train=dict(steps=4000, batch_size=128, lr=5e-4, warmup_steps=400, eval_every=500)),
+    pretrain=dict(
+        model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+        data=dict(vocab_size=700, seq_len=64, eval_pairs=1024),
+        train=dict(steps=4000, batch_size=128, lr=5e-4, warmup_steps=400, eval_every=500),
+    ),
     documents=20_000,
 )
 
@@ -118,7 +136,9 @@ def synthetic_config(**overrides) -> course_language.CourseLanguageConfig:
     return course_language.chapter_config(**merge_dicts(pick(quick=SYNTHETIC_QUICK, full=SYNTHETIC_FULL), overrides))
 
 
-def synthetic_bert(config: course_language.CourseLanguageConfig | None = None, *, progress: bool = True) -> PretrainResult:
+def synthetic_bert(
+    config: course_language.CourseLanguageConfig | None = None, *, progress: bool = True
+) -> PretrainResult:
     """A BERT pretrained on the synthetic language with :func:`synthetic_config`'s recipe (cached).
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
@@ -135,7 +155,9 @@ FURTHER_QUICK = dict(train=dict(steps=300, batch_size=32, warmup_steps=30, eval_
 FURTHER_FULL = dict(train=dict(steps=2000, batch_size=128, warmup_steps=200, eval_every=500))
 
 
-def further_pretraining_config(general: PretrainConfig | None = None, **overrides) -> course_language.CourseLanguageConfig:
+def further_pretraining_config(
+    general: PretrainConfig | None = None, **overrides
+) -> course_language.CourseLanguageConfig:
     """The synthetic language's documents (:func:`synthetic_config`'s) with the general model's recipe
     (``general``, default :func:`chapter_config`: its shape, vocabulary size and learning rate), the run's
     length from :data:`FURTHER_QUICK` or :data:`FURTHER_FULL`; ``overrides`` as :func:`synthetic_config`
@@ -144,13 +166,18 @@ def further_pretraining_config(general: PretrainConfig | None = None, **override
     Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
     """
     general = general or chapter_config()
-    pretrain = PretrainConfig.from_dict(config_dict(general), pick(quick=FURTHER_QUICK, full=FURTHER_FULL),
-                                        overrides.pop("pretrain", {}))
+    pretrain = PretrainConfig.from_dict(
+        config_dict(general), pick(quick=FURTHER_QUICK, full=FURTHER_FULL), overrides.pop("pretrain", {})
+    )
     return replace(synthetic_config(**overrides), pretrain=pretrain)
 
 
-def further_pretrained_bert(general: PretrainResult | None = None, config: course_language.CourseLanguageConfig | None = None, *,
-                            progress: bool = True) -> PretrainResult:
+def further_pretrained_bert(
+    general: PretrainResult | None = None,
+    config: course_language.CourseLanguageConfig | None = None,
+    *,
+    progress: bool = True,
+) -> PretrainResult:
     """Domain-adaptive pretraining: a copy of ``general`` (default :func:`small_pretrained_bert`), pretrained
     further on the synthetic language cut into ``general``'s own vocabulary (``config``, default
     :func:`further_pretraining_config` of ``general.config``). Cached, keyed by both recipes; ``general`` is
@@ -162,9 +189,12 @@ def further_pretrained_bert(general: PretrainResult | None = None, config: cours
     config = config or further_pretraining_config(general.config)
     if config.pretrain.model != general.config.model:
         raise ValueError(f"expected the general model's shape {general.config.model}, got {config.pretrain.model}")
-    return cached_pretraining(config.pretrain, Deferred(course_language.synthetic_pretraining_data, config,
-                                                        general.tokenizer),
-                              progress=progress, model=Deferred(copy.deepcopy, general.model))
+    return cached_pretraining(
+        config.pretrain,
+        Deferred(course_language.synthetic_pretraining_data, config, general.tokenizer),
+        progress=progress,
+        model=Deferred(copy.deepcopy, general.model),
+    )
 
 
 def domain_adaptation_encoders(workers: int | None = None) -> dict[str, PretrainResult]:
@@ -176,8 +206,9 @@ def domain_adaptation_encoders(workers: int | None = None) -> dict[str, Pretrain
 
     Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
     """
-    (general, further), in_domain = parallel_map(_domain_encoders, [("general",), ("in-domain",)], workers=workers,
-                                                 desc="pretraining")
+    (general, further), in_domain = parallel_map(
+        _domain_encoders, [("general",), ("in-domain",)], workers=workers, desc="pretraining"
+    )
     return {"general": general, "in-domain": in_domain, "general + further": further}
 
 
@@ -218,15 +249,22 @@ def small_pretrained_bert(config: PretrainConfig | None = None, *, progress: boo
     return cached_pretraining(config, progress=progress)
 
 
-PROBES = {"[MASK]": MaskingStrategy(1.0, 0.0, 0.0), "same": MaskingStrategy(0.0, 1.0, 0.0),
-          "random": MaskingStrategy(0.0, 0.0, 1.0)}
+PROBES = {
+    "[MASK]": MaskingStrategy(1.0, 0.0, 0.0),
+    "same": MaskingStrategy(0.0, 1.0, 0.0),
+    "random": MaskingStrategy(0.0, 0.0, 1.0),
+}
 # The rules the notebook compares: BERT's, and always [MASK], which never shows the model a real token at
 # a selected position.
 MASKING_RULES = ("80/10/10", "100/0/0")
 
 
-def masking_ablation(config: course_language.CourseLanguageConfig | None = None, *, rules: Sequence[str] = MASKING_RULES,
-                     progress: bool = True) -> dict[str, dict[str, float]]:
+def masking_ablation(
+    config: course_language.CourseLanguageConfig | None = None,
+    *,
+    rules: Sequence[str] = MASKING_RULES,
+    progress: bool = True,
+) -> dict[str, dict[str, float]]:
     """One model per masking rule (MLM only, the synthetic language; the models are cached), each probed on
     the same held-out positions in three ways.
 
@@ -238,28 +276,37 @@ def masking_ablation(config: course_language.CourseLanguageConfig | None = None,
 
     Taught in: 04_bert_pretraining ("The masking ablation").
     """
-    return _masking_ablation(_with_pretrain(config or ablation_config(), dict(pairs=None)), tuple(rules),
-                             progress=progress)
+    return _masking_ablation(
+        _with_pretrain(config or ablation_config(), dict(pairs=None)), tuple(rules), progress=progress
+    )
 
 
 @cached_call(ignore=("progress",))
-def _masking_ablation(config: course_language.CourseLanguageConfig, rules: tuple[str, ...], progress: bool = True) -> dict:
+def _masking_ablation(
+    config: course_language.CourseLanguageConfig, rules: tuple[str, ...], progress: bool = True
+) -> dict:
     corpus = course_language.synthetic_pretraining_data(config)
     results = {}
     for rule in rules:
-        model = course_language.synthetic_pretrained_bert(_with_pretrain(config, dict(masking=rule)),
-                                                          progress=progress).model
+        model = course_language.synthetic_pretrained_bert(
+            _with_pretrain(config, dict(masking=rule)), progress=progress
+        ).model
         with cpu_threads(config.pretrain.train.num_threads):
-            results[rule] = {probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
-                             for probe, strategy in PROBES.items()}
+            results[rule] = {
+                probe: evaluate(model, corpus.eval_batches(strategy))["mlm_accuracy"]
+                for probe, strategy in PROBES.items()
+            }
     labels = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in corpus.eval_batches()])
     results["unigram"] = float((labels == corpus.most_frequent_token()).float().mean())
     return results
 
 
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
-TABLE5_ROWS = {"BERT (MLM + NSP)": ("nsp", "masked"), "No NSP": (None, "masked"),
-              "LTR & No NSP": (None, "left-to-right")}
+TABLE5_ROWS = {
+    "BERT (MLM + NSP)": ("nsp", "masked"),
+    "No NSP": (None, "masked"),
+    "LTR & No NSP": (None, "left-to-right"),
+}
 # Table 6's sizes as (layers L, width H, heads A), smallest first: the last one is section 7's shape.
 TABLE6_SIZES = {"quick": ((1, 32, 2), (2, 32, 2), (2, 64, 4)), "full": ((2, 128, 2), (2, 256, 4), (4, 256, 4))}
 # The two downstream tasks of the tables, both tagging, both scored by entity F1 over the fine-tuning seeds, and the
@@ -271,9 +318,10 @@ BOTH_TASKS_ROWS = ("No NSP", "LTR & No NSP")
 VISIT_VERBS = ("visits", "visited")
 
 
-def right_context_entity_examples(lang: SyntheticLanguage, n: int, seed: int,
-                                  people: Sequence[Person] | None = None) -> list[TaggingExample]:
-    """"P visits X ." where X is named after a surname of ``people``: a place (the bare surname, ``B-LOC``) or a
+def right_context_entity_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[TaggingExample]:
+    """ "P visits X ." where X is named after a surname of ``people``: a place (the bare surname, ``B-LOC``) or a
     company (the surname and a company word, ``B-ORG I-ORG``), each with probability 1/2. Up to and including the
     surname the two readings are the same words, so the surname's tag is told only by the word on its right.
 
@@ -332,17 +380,23 @@ def downstream_tasks(tokenizer, config: course_language.CourseLanguageConfig) ->
     """
     lang = SyntheticLanguage(config.language_seed)
     train_people, test_people = split_people(lang.world)
-    tasks = {"context entities": course_language.build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"]}
-    train, test = (right_context_entity_examples(lang, n, config.seed + offset, people) for n, offset, people in
-                   ((config.train_examples, 1, train_people), (config.test_examples, 2, test_people)))
+    tasks = {
+        "context entities": course_language.build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"]
+    }
+    train, test = (
+        right_context_entity_examples(lang, n, config.seed + offset, people)
+        for n, offset, people in ((config.train_examples, 1, train_people), (config.test_examples, 2, test_people))
+    )
     encode = lambda examples: encode_tagging(examples, tokenizer, config.max_length)  # noqa: E731
-    tasks["right-context entities"] = Task("context_ner", BertForTokenClassification, len(NER_LABELS),
-                                           encode(train), encode(test), test)
+    tasks["right-context entities"] = Task(
+        "context_ner", BertForTokenClassification, len(NER_LABELS), encode(train), encode(test), test
+    )
     return tasks
 
 
-def pretrained_row(config: course_language.CourseLanguageConfig, language_model: str = "masked", *,
-                   progress: bool = True) -> PretrainResult:
+def pretrained_row(
+    config: course_language.CourseLanguageConfig, language_model: str = "masked", *, progress: bool = True
+) -> PretrainResult:
     """The synthetic language's BERT pretrained with ``config`` (cached) as a masked LM (:func:`synthetic_bert`: MLM,
     with NSP where ``config`` pairs sentences) or, with ``language_model="left-to-right"``, as a left-to-right LM:
     the same network, data and steps, each position predicting the next token through a causal mask
@@ -354,12 +408,21 @@ def pretrained_row(config: course_language.CourseLanguageConfig, language_model:
         return synthetic_bert(config, progress=progress)
     if language_model != "left-to-right":
         raise ValueError(f"expected language_model 'masked' or 'left-to-right', got {language_model!r}")
-    return cached_pretraining(config.pretrain, Deferred(course_language.synthetic_pretraining_data, config),
-                              progress=progress, loss=left_to_right_loss)
+    return cached_pretraining(
+        config.pretrain,
+        Deferred(course_language.synthetic_pretraining_data, config),
+        progress=progress,
+        loss=left_to_right_loss,
+    )
 
 
-def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: course_language.CourseLanguageConfig,
-                      *, left_to_right: bool = False) -> dict[str, list[float]]:
+def downstream_scores(
+    tasks: dict[str, Task],
+    encoder: BertModel | BertConfig,
+    config: course_language.CourseLanguageConfig,
+    *,
+    left_to_right: bool = False,
+) -> dict[str, list[float]]:
     """Entity F1 of ``encoder`` (pretrained weights, or a config for random ones) fine-tuned on each task, one score
     per fine-tuning seed of ``config.seeds`` (``config.seeded_finetune``'s budget). With ``left_to_right`` the
     tagger keeps a causal mask (:func:`~lecture_lib.models.left_to_right.left_to_right_head`), as Devlin et al.
@@ -371,14 +434,20 @@ def downstream_scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, c
     for name, task in tasks.items():
         if left_to_right:
             task = replace(task, head=left_to_right_head(task.head))
-        scores[name] = [finetune_from(task, encoder, replace(config.seeded_finetune, seed=seed)).scores["f1"]
-                        for seed in config.seeds]
+        scores[name] = [
+            finetune_from(task, encoder, replace(config.seeded_finetune, seed=seed)).scores["f1"]
+            for seed in config.seeds
+        ]
     return scores
 
 
 @cached_call(ignore=("progress",))
-def _table_row(config: course_language.CourseLanguageConfig, language_model: str | None, names: tuple[str, ...],
-               progress: bool = False) -> dict:
+def _table_row(
+    config: course_language.CourseLanguageConfig,
+    language_model: str | None,
+    names: tuple[str, ...],
+    progress: bool = False,
+) -> dict:
     """One row of Tables 5 and 6 (a job of :func:`pretraining_ablations`): pretrain (cached; ``None``: no
     pretraining, the same network from random weights), score the masked LM on held-out text, fine-tune on the
     tasks ``names`` of :func:`downstream_tasks`. Cached as JSON, named from the call.
@@ -393,33 +462,53 @@ def _table_row(config: course_language.CourseLanguageConfig, language_model: str
     tasks = {name: tasks[name] for name in names}
     row = {"parameters": sum(p.numel() for p in result.model.bert.parameters())}
     if language_model == "masked":
-        held_out = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None)), result.tokenizer)
+        held_out = course_language.synthetic_pretraining_data(
+            _with_pretrain(config, dict(pairs=None)), result.tokenizer
+        )
         batches = held_out.eval_batches()
         with cpu_threads(config.pretrain.train.num_threads):
-            row |= {**evaluate(result.model, batches),
-                    **evaluate_at_masks(result.model, batches, held_out.tokenizer.mask_token_id,
-                                        held_out.most_frequent_token())}
-    row["downstream"] = downstream_scores(tasks, result.model.bert, config,
-                                          left_to_right=language_model == "left-to-right")
+            row |= {
+                **evaluate(result.model, batches),
+                **evaluate_at_masks(
+                    result.model, batches, held_out.tokenizer.mask_token_id, held_out.most_frequent_token()
+                ),
+            }
+    row["downstream"] = downstream_scores(
+        tasks, result.model.bert, config, left_to_right=language_model == "left-to-right"
+    )
     return row
 
 
-def _with_pretrain(config: course_language.CourseLanguageConfig, objective: dict | None = None, model: dict | None = None):
+def _with_pretrain(
+    config: course_language.CourseLanguageConfig, objective: dict | None = None, model: dict | None = None
+):
     pretrain = config.pretrain
-    pretrain = replace(pretrain, objective=replace(pretrain.objective, **(objective or {})),
-                       model=replace(pretrain.model, **(model or {})))
+    pretrain = replace(
+        pretrain,
+        objective=replace(pretrain.objective, **(objective or {})),
+        model=replace(pretrain.model, **(model or {})),
+    )
     return replace(config, pretrain=pretrain)
 
 
-def _sized(config: course_language.CourseLanguageConfig, layers: int, width: int, heads: int) -> course_language.CourseLanguageConfig:
+def _sized(
+    config: course_language.CourseLanguageConfig, layers: int, width: int, heads: int
+) -> course_language.CourseLanguageConfig:
     """``config`` (MLM + NSP) with L layers of width H, A heads and a feed-forward width of 4H."""
-    return _with_pretrain(config, dict(pairs="nsp"), dict(num_hidden_layers=layers, hidden_size=width,
-                                                          num_attention_heads=heads, intermediate_size=4 * width))
+    return _with_pretrain(
+        config,
+        dict(pairs="nsp"),
+        dict(num_hidden_layers=layers, hidden_size=width, num_attention_heads=heads, intermediate_size=4 * width),
+    )
 
 
-def pretraining_ablations(config: course_language.CourseLanguageConfig | None = None, *,
-                          sizes: Sequence[tuple[int, int, int]] | None = None, workers: int | None = None,
-                          progress: bool = True) -> dict[str, dict[str, dict]]:
+def pretraining_ablations(
+    config: course_language.CourseLanguageConfig | None = None,
+    *,
+    sizes: Sequence[tuple[int, int, int]] | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+) -> dict[str, dict[str, dict]]:
     """BERT's Tables 5 and 6 in shape, on the synthetic language with section 7's recipe (default
     :func:`synthetic_config`: the same data and steps for every row). ``"objectives"``: the rows of
     :data:`TABLE5_ROWS`, and ``"No pretraining"``, the same network fine-tuned from random weights.
@@ -435,9 +524,14 @@ def pretraining_ablations(config: course_language.CourseLanguageConfig | None = 
     config = config or synthetic_config()
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
     context = DOWNSTREAM_TASKS[:1]
-    jobs = {("objectives", name): (_with_pretrain(config, dict(pairs=pairs)), lm,
-                                   DOWNSTREAM_TASKS if name in BOTH_TASKS_ROWS else context)
-            for name, (pairs, lm) in TABLE5_ROWS.items()}
+    jobs = {
+        ("objectives", name): (
+            _with_pretrain(config, dict(pairs=pairs)),
+            lm,
+            DOWNSTREAM_TASKS if name in BOTH_TASKS_ROWS else context,
+        )
+        for name, (pairs, lm) in TABLE5_ROWS.items()
+    }
     jobs[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS)
     jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context) for size in sizes}
     rows = compute_all(_table_row, list(jobs.values()), workers=workers, desc="pretraining rows")
@@ -458,73 +552,160 @@ def pretraining_seeds() -> tuple[int, ...]:
 
 
 DEVLIN = "Devlin et al. (2019)"
-_ONE_PRETRAINING_RUN = ("one pretraining run per row in the quick profile (the fine-tuning seeds do not vary what the "
-                       "claim is about)")
+_ONE_PRETRAINING_RUN = (
+    "one pretraining run per row in the quick profile (the fine-tuning seeds do not vary what the claim is about)"
+)
 TABLE_F1 = "entity F1 on context entities with held-out names, the mean of 3 fine-tuning seeds"
 F1_MARGIN = 0.01  # one point of F1: a smaller difference is not called a gain
 LEARNED = 0.05  # five points of F1 over the same network from random weights: the row learned from pretraining
 CLAIMS = (
-    Demonstration("04-mlm-selection-rates", "MLM selects 15% and replaces 80/10/10", paper="15%; 80/10/10",
-                  source=f"{DEVLIN}, section 3.1", shows="our rule's rates, counted over 200k tokens"),
-    Demonstration("04-dynamic-masking", "dynamic masking is as good as static or better",
-                  paper="SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9", source="Liu et al. (2019), Table 1",
-                  shows="the distinct masks each rule gives a sentence in 12 epochs; no run with each"),
-    Rule("04-pretraining-teaches-context-english", "pretraining teaches context (English text)",
-         paper="BERT-base's held-out MLM perplexity 3.99", source=f"{DEVLIN}, Table 6",
-         metric="accuracy at [MASK]", data="held-out Python documentation", compared="the pretrained BERT",
-         baseline="the most-frequent-token guess", factor=2, seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
-    Rule("04-pretraining-teaches-context", "pretraining teaches context (the synthetic language)",
-         paper="BERT-base's held-out MLM perplexity 3.99", source=f"{DEVLIN}, Table 6",
-         metric="accuracy at [MASK]", data="held-out documents of the synthetic language",
-         compared="the pretrained BERT", baseline="the most-frequent-token guess", factor=2,
-         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
-    Demonstration("04-mask-only-hurts-features", "always [MASK] (100/0/0) hurts the feature-based use",
-                  paper="NER feature-based 94.0 (100/0/0) vs 94.9 (80/10/10)", source=f"{DEVLIN}, Table 8",
-                  shows="what each rule's model names when shown the true token: 100/0/0 never asks its head about "
-                        "a visible token, so it sits at the frequency level by construction; the feature-based "
-                        "task itself is not run"),
-    Rule("04-nsp-helps", "NSP helps downstream", paper="No NSP −0.5 MNLI, −3.5 QNLI", source=f"{DEVLIN}, Table 5",
-         metric=TABLE_F1, data="the synthetic language", compared="MLM + NSP", baseline="No NSP", margin=F1_MARGIN,
-         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN,
-         gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("No NSP", "no pretraining", LEARNED))),
-    Demonstration("04-bidirectional-beats-left-to-right", "a left-to-right LM is worse downstream where the answer "
-                  "depends on the words to its right", paper="LTR & No NSP −10.7 SQuAD, −9.2 MRPC, −2.3 MNLI",
-                  source=f"{DEVLIN}, Table 5",
-                  shows="a tagger fine-tuned with a causal mask cannot read the word on its right: its F1 on "
-                        "right-context entities is bounded by the left-side-only ceiling, which the fine-tuning "
-                        "mask decides, not the pretraining objective"),
-    Rule("04-bigger-lowers-perplexity", "bigger models reach lower held-out perplexity",
-         paper="5.84 (3 layers) … 3.23 (24 layers)", source=f"{DEVLIN}, Table 6",
-         metric="held-out MLM loss, its least drop from one size to the next larger",
-         data="the synthetic language, equal steps", compared="the least drop", baseline=0.0,
-         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
-    Rule("04-bigger-is-better-downstream", "bigger models score higher downstream",
-         paper="MNLI-m 77.9 (3 layers, H = 768) … 86.6 (24 layers, H = 1024)", source=f"{DEVLIN}, Table 6",
-         metric=f"{TABLE_F1}, its least gain from one size to the next larger", data="the synthetic language, equal "
-         "steps", compared="the least gain", baseline=0.0, seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN,
-         gates=(Gate("the weakest size", "no pretraining", LEARNED),)),
-    Rule("04-pretraining-pays-downstream", "pretraining pays downstream", paper="every GLUE task above pre-BERT "
-         "models trained on the task alone", source=f"{DEVLIN}, Tables 1 and 6", metric=TABLE_F1,
-         data="the synthetic language", compared="MLM + NSP", baseline="no pretraining", margin=F1_MARGIN,
-         seeds=Seeds("pretraining"), quick=_ONE_PRETRAINING_RUN),
-    Demonstration("04-bidirectional-leaks", "a bidirectional LM cannot be trained left to right",
-                  paper="each word would see itself", source=f"{DEVLIN}, section 3.1",
-                  shows="the held-out next-token loss of a full-attention model with the answer in view against "
-                        "hidden: it learns to copy"),
-    Rule("04-contextual-vectors-separate-senses", "contextual vectors separate word senses",
-         paper="occurrences of a word in the same sense lie closer", source="Peters et al. (2018); Ethayarajh (2019)",
-         metric="mean cosine of one word's last-layer vectors",
-         data="six sentences, three for each of two senses of one word", compared="pairs of the same sense",
-         baseline="pairs of different senses", seeds=Seeds("none", 1)),
-    Demonstration("04-pretraining-cost", "pretraining BERT-base costs thousands of dollars",
-                  paper="64 V100 for 79 h, 1,507 kWh, 3,751–12,571 USD", source="Strubell et al. (2019), Table 3",
-                  shows="the arithmetic of the paper's figures: BERT-base's FLOPs in V100-hours at 30% utilisation"),
+    Demonstration(
+        "04-mlm-selection-rates",
+        "MLM selects 15% and replaces 80/10/10",
+        paper="15%; 80/10/10",
+        source=f"{DEVLIN}, section 3.1",
+        shows="our rule's rates, counted over 200k tokens",
+    ),
+    Demonstration(
+        "04-dynamic-masking",
+        "dynamic masking is as good as static or better",
+        paper="SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9",
+        source="Liu et al. (2019), Table 1",
+        shows="the distinct masks each rule gives a sentence in 12 epochs; no run with each",
+    ),
+    Rule(
+        "04-pretraining-teaches-context-english",
+        "pretraining teaches context (English text)",
+        paper="BERT-base's held-out MLM perplexity 3.99",
+        source=f"{DEVLIN}, Table 6",
+        metric="accuracy at [MASK]",
+        data="held-out Python documentation",
+        compared="the pretrained BERT",
+        baseline="the most-frequent-token guess",
+        factor=2,
+        seeds=Seeds("pretraining"),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Rule(
+        "04-pretraining-teaches-context",
+        "pretraining teaches context (the synthetic language)",
+        paper="BERT-base's held-out MLM perplexity 3.99",
+        source=f"{DEVLIN}, Table 6",
+        metric="accuracy at [MASK]",
+        data="held-out documents of the synthetic language",
+        compared="the pretrained BERT",
+        baseline="the most-frequent-token guess",
+        factor=2,
+        seeds=Seeds("pretraining"),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Demonstration(
+        "04-mask-only-hurts-features",
+        "always [MASK] (100/0/0) hurts the feature-based use",
+        paper="NER feature-based 94.0 (100/0/0) vs 94.9 (80/10/10)",
+        source=f"{DEVLIN}, Table 8",
+        shows="what each rule's model names when shown the true token: 100/0/0 never asks its head about "
+        "a visible token, so it sits at the frequency level by construction; the feature-based "
+        "task itself is not run",
+    ),
+    Rule(
+        "04-nsp-helps",
+        "NSP helps downstream",
+        paper="No NSP −0.5 MNLI, −3.5 QNLI",
+        source=f"{DEVLIN}, Table 5",
+        metric=TABLE_F1,
+        data="the synthetic language",
+        compared="MLM + NSP",
+        baseline="No NSP",
+        margin=F1_MARGIN,
+        seeds=Seeds("pretraining"),
+        quick=_ONE_PRETRAINING_RUN,
+        gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("No NSP", "no pretraining", LEARNED)),
+    ),
+    Demonstration(
+        "04-bidirectional-beats-left-to-right",
+        "a left-to-right LM is worse downstream where the answer depends on the words to its right",
+        paper="LTR & No NSP −10.7 SQuAD, −9.2 MRPC, −2.3 MNLI",
+        source=f"{DEVLIN}, Table 5",
+        shows="a tagger fine-tuned with a causal mask cannot read the word on its right: its F1 on "
+        "right-context entities is bounded by the left-side-only ceiling, which the fine-tuning "
+        "mask decides, not the pretraining objective",
+    ),
+    Rule(
+        "04-bigger-lowers-perplexity",
+        "bigger models reach lower held-out perplexity",
+        paper="5.84 (3 layers) … 3.23 (24 layers)",
+        source=f"{DEVLIN}, Table 6",
+        metric="held-out MLM loss, its least drop from one size to the next larger",
+        data="the synthetic language, equal steps",
+        compared="the least drop",
+        baseline=0.0,
+        seeds=Seeds("pretraining"),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Rule(
+        "04-bigger-is-better-downstream",
+        "bigger models score higher downstream",
+        paper="MNLI-m 77.9 (3 layers, H = 768) … 86.6 (24 layers, H = 1024)",
+        source=f"{DEVLIN}, Table 6",
+        metric=f"{TABLE_F1}, its least gain from one size to the next larger",
+        data="the synthetic language, equal steps",
+        compared="the least gain",
+        baseline=0.0,
+        seeds=Seeds("pretraining"),
+        quick=_ONE_PRETRAINING_RUN,
+        gates=(Gate("the weakest size", "no pretraining", LEARNED),),
+    ),
+    Rule(
+        "04-pretraining-pays-downstream",
+        "pretraining pays downstream",
+        paper="every GLUE task above pre-BERT models trained on the task alone",
+        source=f"{DEVLIN}, Tables 1 and 6",
+        metric=TABLE_F1,
+        data="the synthetic language",
+        compared="MLM + NSP",
+        baseline="no pretraining",
+        margin=F1_MARGIN,
+        seeds=Seeds("pretraining"),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Demonstration(
+        "04-bidirectional-leaks",
+        "a bidirectional LM cannot be trained left to right",
+        paper="each word would see itself",
+        source=f"{DEVLIN}, section 3.1",
+        shows="the held-out next-token loss of a full-attention model with the answer in view against "
+        "hidden: it learns to copy",
+    ),
+    Rule(
+        "04-contextual-vectors-separate-senses",
+        "contextual vectors separate word senses",
+        paper="occurrences of a word in the same sense lie closer",
+        source="Peters et al. (2018); Ethayarajh (2019)",
+        metric="mean cosine of one word's last-layer vectors",
+        data="six sentences, three for each of two senses of one word",
+        compared="pairs of the same sense",
+        baseline="pairs of different senses",
+        seeds=Seeds("none", 1),
+    ),
+    Demonstration(
+        "04-pretraining-cost",
+        "pretraining BERT-base costs thousands of dollars",
+        paper="64 V100 for 79 h, 1,507 kWh, 3,751–12,571 USD",
+        source="Strubell et al. (2019), Table 3",
+        shows="the arithmetic of the paper's figures: BERT-base's FLOPs in V100-hours at 30% utilisation",
+    ),
 )
 CHECKS = (
     ParameterCount("04-base-parameters", "BERT-base", source=f"{DEVLIN}, section 3", paper="110M"),
-    Check("04-model-matches-transformers", "a layer is attention and a feed-forward, each with a residual and "
-          "LayerNorm; the MLM decoder is the embedding table", source=f"{DEVLIN}; Vaswani et al. (2017)",
-          reference="0, the largest difference to `transformers`' BertModel", tolerance=1e-5),
+    Check(
+        "04-model-matches-transformers",
+        "a layer is attention and a feed-forward, each with a residual and "
+        "LayerNorm; the MLM decoder is the embedding table",
+        source=f"{DEVLIN}; Vaswani et al. (2017)",
+        reference="0, the largest difference to `transformers`' BertModel",
+        tolerance=1e-5,
+    ),
 )
 
 
@@ -537,14 +718,19 @@ def main(argv: list[str] | None = None) -> PretrainResult:
     return pretraining_main(argv, defaults=chapter_config, prog="python -m lecture_lib.chapters.ch04_bert_pretraining")
 
 
-
 def initial_sublayer_scale(hidden_size: int, initializer_range: float, samples: int = 4096) -> float:
     """Standard deviation of a freshly initialised layer's attention output projection (H × H, entries of standard
     deviation ``initializer_range``) applied to unit-variance vectors: about ``initializer_range`` · √H.
     Exercise 1 of 04_bert_pretraining.
     """
-    config = BertConfig(vocab_size=8, hidden_size=hidden_size, num_hidden_layers=1, num_attention_heads=1,
-                        intermediate_size=8, initializer_range=initializer_range)
+    config = BertConfig(
+        vocab_size=8,
+        hidden_size=hidden_size,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=8,
+        initializer_range=initializer_range,
+    )
     with torch.random.fork_rng(devices=[]):  # a seeded draw that leaves the caller's random state as it was
         torch.manual_seed(0)
         dense = BertModel(config).encoder.layer[0].attention.output.dense
@@ -560,17 +746,20 @@ def mask_accuracy_on(config: PretrainConfig, held_out: PretrainingData) -> dict[
     """
     model = small_pretrained_bert(config, progress=False).model
     with cpu_threads(config.train.num_threads):
-        return evaluate_at_masks(model, held_out.eval_batches(), held_out.tokenizer.mask_token_id,
-                                 held_out.most_frequent_token())
+        return evaluate_at_masks(
+            model, held_out.eval_batches(), held_out.tokenizer.mask_token_id, held_out.most_frequent_token()
+        )
 
 
 # Section 11's two senses of "bank": three sentences by a river, then three about a business.
-BANK_SENTENCES = ("we sat on the bank of the river and watched the boats .",
-                  "the river overflowed its bank after the storm .",
-                  "fish gathered near the muddy bank of the stream .",
-                  "she opened an account at the bank downtown .",
-                  "the bank raised its interest rates again .",
-                  "he asked the bank for a loan to buy a house .")
+BANK_SENTENCES = (
+    "we sat on the bank of the river and watched the boats .",
+    "the river overflowed its bank after the storm .",
+    "fish gathered near the muddy bank of the stream .",
+    "she opened an account at the bank downtown .",
+    "the bank raised its interest rates again .",
+    "he asked the bank for a loan to buy a house .",
+)
 
 
 def sense_similarities(vectors: torch.Tensor, senses: Sequence[int]) -> tuple[float, float]:
@@ -602,8 +791,9 @@ def bert_base_pretraining_flops() -> float:
     return sum(training_flops_per_token(BertConfig(), length) * n for length, n in BERT_BASE_TOKENS.items())
 
 
-def gpu_hours_and_kwh(flops: float, peak: float, utilisation: float, watts: float,
-                      pue: float = 1.0) -> tuple[float, float]:
+def gpu_hours_and_kwh(
+    flops: float, peak: float, utilisation: float, watts: float, pue: float = 1.0
+) -> tuple[float, float]:
     """GPU-hours of ``flops`` at ``utilisation`` of ``peak`` FLOP/s, and the energy in kWh at ``watts`` per GPU
     times the data centre's ``pue``: ``hours = flops / (peak · utilisation) / 3600``. Exercise 6 redoes it for
     an H100.
@@ -614,8 +804,9 @@ def gpu_hours_and_kwh(flops: float, peak: float, utilisation: float, watts: floa
     return gpu_hours, gpu_hours * watts / 1000 * pue
 
 
-def gap_neighbour_probe(batch: dict[str, torch.Tensor], special_token_ids: Sequence[int], *,
-                        delete: bool = True, pad_token_id: int = 0) -> dict[str, torch.Tensor]:
+def gap_neighbour_probe(
+    batch: dict[str, torch.Tensor], special_token_ids: Sequence[int], *, delete: bool = True, pad_token_id: int = 0
+) -> dict[str, torch.Tensor]:
     """The masking ablation's fourth probe (exercise 4 of 04_bert_pretraining): every selected position gets its
     true token back, and the tokens next to a selected position (not selected, not special) become the targets,
     each shown as itself; with ``delete`` the selected positions are removed and the rows shortened (padded
@@ -627,8 +818,9 @@ def gap_neighbour_probe(batch: dict[str, torch.Tensor], special_token_ids: Seque
     device = batch["input_ids"].device
     specials = torch.tensor(list(special_token_ids), device=device)
     rows = []
-    for ids, mask, types, labels in zip(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-                                        batch["labels"]):
+    for ids, mask, types, labels in zip(
+        batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], batch["labels"]
+    ):
         n = int(mask.sum())
         selected = labels[:n] != IGNORE_INDEX
         true = torch.where(selected, labels[:n], ids[:n])
@@ -639,10 +831,16 @@ def gap_neighbour_probe(batch: dict[str, torch.Tensor], special_token_ids: Seque
         keep = ~selected if delete else torch.ones(n, dtype=torch.bool, device=device)
         rows.append((true[keep], types[:n][keep], torch.where(target, true, IGNORE_INDEX)[keep]))
     width = batch["input_ids"].shape[1]
-    padded = lambda i, fill: torch.stack([torch.nn.functional.pad(r[i], (0, width - len(r[i])), value=fill)  # noqa: E731
-                                          for r in rows])
-    return {"input_ids": padded(0, pad_token_id), "token_type_ids": padded(1, 0), "labels": padded(2, IGNORE_INDEX),
-            "attention_mask": torch.stack([(torch.arange(width, device=device) < len(r[0])).long() for r in rows])}
+
+    def padded(i, fill):
+        return torch.stack([torch.nn.functional.pad(r[i], (0, width - len(r[i])), value=fill) for r in rows])
+
+    return {
+        "input_ids": padded(0, pad_token_id),
+        "token_type_ids": padded(1, 0),
+        "labels": padded(2, IGNORE_INDEX),
+        "attention_mask": torch.stack([(torch.arange(width, device=device) < len(r[0])).long() for r in rows]),
+    }
 
 
 if __name__ == "__main__":

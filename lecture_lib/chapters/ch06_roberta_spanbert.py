@@ -55,89 +55,182 @@ from lecture_lib.tokenization import WordPieceTokenizer
 # on chapter 05's question answering, as is the same model from random weights. In ``quick`` the other rows are
 # illustrative, on the first seed; ``full`` (a GPU) runs every row on every seed.
 QUICK = dict(
-    pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
-                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1),
-                  data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
-                  objective=dict(pairs=None),
-                  train=dict(steps=175, batch_size=12, lr=3e-3, warmup_steps=17, eval_every=0, num_threads=1)),
+    pretrain=dict(
+        model=dict(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=256,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            initializer_range=0.1,
+        ),
+        data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
+        objective=dict(pairs=None),
+        train=dict(steps=175, batch_size=12, lr=3e-3, warmup_steps=17, eval_every=0, num_threads=1),
+    ),
     documents=1500,
     batch_sizes=((6, 350, 2e-3), (12, 175, 3e-3), (48, 45, 6e-3)),
     finetune=dict(steps=75, batch_size=16, lr=1e-3, num_threads=1),
     every_row_seeded=False,
 )
 FULL = dict(
-    pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
-                  data=dict(vocab_size=1000, seq_len=128, eval_pairs=1024),
-                  objective=dict(pairs=None),
-                  train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0)),
+    pretrain=dict(
+        model=dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+        data=dict(vocab_size=1000, seq_len=128, eval_pairs=1024),
+        objective=dict(pairs=None),
+        train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0),
+    ),
     documents=20_000,
     batch_sizes=((16, 12_000, 2.5e-4), (64, 3000, 5e-4), (256, 750, 1e-3)),
-    finetune=dict(steps=1000, batch_size=32, lr=5e-4), task_examples=4000, test_examples=1000,
+    finetune=dict(steps=1000, batch_size=32, lr=5e-4),
+    task_examples=4000,
+    test_examples=1000,
     every_row_seeded=True,
 )
 
 # RoBERTa Table 3: batch size, steps, learning rate at equal compute; held-out perplexity, MNLI-m, SST-2.
-PAPER_BATCH_SIZES = ((256, "1M", 1e-4, 3.99, 84.7, 92.7), (2048, "125K", 7e-4, 3.68, 85.2, 92.9),
-                     (8192, "31K", 1e-3, 3.77, 84.6, 92.8))
+PAPER_BATCH_SIZES = (
+    (256, "1M", 1e-4, 3.99, 84.7, 92.7),
+    (2048, "125K", 7e-4, 3.68, 85.2, 92.9),
+    (8192, "31K", 1e-3, 3.77, 84.6, 92.8),
+)
 # The papers' numbers beside ours. RoBERTa Table 2 (SQuAD 1.1/2.0 F1, MNLI-m, SST-2, RACE accuracy).
-PAPER_FORMATS = {"segment-pair": ("90.4/78.7", 84.0, 92.9, 64.2), "sentence-pair": ("88.7/76.2", 82.9, 92.1, 63.0),
-                 "full-sentences": ("90.4/79.1", 84.7, 92.5, 64.8), "doc-sentences": ("90.6/79.7", 84.7, 92.7, 65.6)}
+PAPER_FORMATS = {
+    "segment-pair": ("90.4/78.7", 84.0, 92.9, 64.2),
+    "sentence-pair": ("88.7/76.2", 82.9, 92.1, 63.0),
+    "full-sentences": ("90.4/79.1", 84.7, 92.5, 64.8),
+    "doc-sentences": ("90.6/79.7", 84.7, 92.7, 65.6),
+}
 
 _FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points (F1 or accuracy) on every seed
 QUICK_ONE_SEED = "the quick profile pretrains this claim's rows on one seed (the full profile runs three)"
 CLAIMS = (
-    Rule("06-doc-sentences-beat-sentence-pairs", "whole-document inputs beat single-sentence pairs",
-         paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES) vs 76.2 (SENTENCE-PAIR)", source="Liu et al. (2019), Table 2",
-         metric="QA F1 fine-tuned on the pretrained encoder", data="questions about people unseen in fine-tuning",
-         compared="DOC-SENTENCES", baseline="SENTENCE-PAIR", seeds=Seeds("pretraining"),
-         gates=(Gate("DOC-SENTENCES", "no pretraining", _FLOOR_MARGIN),
-                Gate("SENTENCE-PAIR", "no pretraining", _FLOOR_MARGIN))),
-    Rule("06-no-nsp-matches-or-helps", "dropping NSP matches or helps",
-         paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES, no NSP) vs 78.7 (SEGMENT-PAIR, NSP)",
-         source="Liu et al. (2019), Table 2", metric="held-out masked-LM accuracy",
-         data="DOC-SENTENCES rows of held-out documents", compared="DOC-SENTENCES (no NSP)",
-         baseline="SEGMENT-PAIR (NSP)", seeds=Seeds("pretraining"),
-         gates=(Gate("DOC-SENTENCES (no NSP)", "most-frequent-token guess", _FLOOR_MARGIN),
-                Gate("SEGMENT-PAIR (NSP)", "most-frequent-token guess", _FLOOR_MARGIN))),
-    Rule("06-bigger-batches", "bigger batches at equal compute train better",
-         paper="perplexity 3.99 (batch 256) → 3.68 (2K)", source="Liu et al. (2019), Table 3",
-         metric="held-out masked-LM perplexity", data="DOC-SENTENCES rows of held-out documents",
-         compared="the second batch size", baseline="the first batch size", higher=False,
-         seeds=Seeds("pretraining"),
-         gates=(Gate("the second batch size (MLM accuracy)", "most-frequent-token guess", _FLOOR_MARGIN),)),
-    Demonstration("06-whole-word-masking", "whole-word masking never splits a word", paper="SQuAD 1.1 F1 91.0 → "
-                  "92.8 for BERT-Large", source="BERT's README (2019)",
-                  shows="how often 300 masks of each rule split philammon's three pieces"),
-    Rule("06-geometric-spans-as-good", "random geometric spans are as good as linguistic units",
-         paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 84.8 (named entities), 85.0 (noun phrases)",
-         source="Joshi et al. (2020), Table 6", metric="held-out accuracy with SpanBERT's spans masked",
-         data="DOC-SENTENCES rows of held-out documents", compared="geometric spans",
-         baseline="the better of named entities and noun phrases", seeds=Seeds("pretraining"), quick=QUICK_ONE_SEED,
-         gates=(Gate("geometric spans", "most-frequent-token guess", _FLOOR_MARGIN),
-                Gate("the better of named entities and noun phrases", "most-frequent-token guess", _FLOOR_MARGIN))),
-    Rule("06-span-masking-helps-span-tasks", "masking spans helps tasks whose answers are spans",
-         paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 83.8 (subword tokens)", source="Joshi et al. (2020), Table 6",
-         metric="QA F1 fine-tuned on the pretrained encoder", data="questions about people unseen in fine-tuning",
-         compared="geometric spans", baseline="subword tokens", seeds=Seeds("pretraining"),
-         gates=(Gate("geometric spans", "no pretraining", _FLOOR_MARGIN),
-                Gate("subword tokens", "no pretraining", _FLOOR_MARGIN))),
-    Rule("06-sbo-helps", "the span boundary objective helps", paper="SQuAD 2.0 F1 86.7 with SBO vs 85.8 without "
-         "(one segment, span masking)", source="Joshi et al. (2020), Table 7",
-         metric="held-out accuracy with SpanBERT's spans masked", data="DOC-SENTENCES rows of held-out documents",
-         compared="spans + SBO", baseline="spans", seeds=Seeds("pretraining"), quick=QUICK_ONE_SEED,
-         gates=(Gate("spans + SBO", "most-frequent-token guess", _FLOOR_MARGIN),
-                Gate("spans", "most-frequent-token guess", _FLOOR_MARGIN))),
+    Rule(
+        "06-doc-sentences-beat-sentence-pairs",
+        "whole-document inputs beat single-sentence pairs",
+        paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES) vs 76.2 (SENTENCE-PAIR)",
+        source="Liu et al. (2019), Table 2",
+        metric="QA F1 fine-tuned on the pretrained encoder",
+        data="questions about people unseen in fine-tuning",
+        compared="DOC-SENTENCES",
+        baseline="SENTENCE-PAIR",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate("DOC-SENTENCES", "no pretraining", _FLOOR_MARGIN),
+            Gate("SENTENCE-PAIR", "no pretraining", _FLOOR_MARGIN),
+        ),
+    ),
+    Rule(
+        "06-no-nsp-matches-or-helps",
+        "dropping NSP matches or helps",
+        paper="SQuAD 2.0 F1 79.7 (DOC-SENTENCES, no NSP) vs 78.7 (SEGMENT-PAIR, NSP)",
+        source="Liu et al. (2019), Table 2",
+        metric="held-out masked-LM accuracy",
+        data="DOC-SENTENCES rows of held-out documents",
+        compared="DOC-SENTENCES (no NSP)",
+        baseline="SEGMENT-PAIR (NSP)",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate("DOC-SENTENCES (no NSP)", "most-frequent-token guess", _FLOOR_MARGIN),
+            Gate("SEGMENT-PAIR (NSP)", "most-frequent-token guess", _FLOOR_MARGIN),
+        ),
+    ),
+    Rule(
+        "06-bigger-batches",
+        "bigger batches at equal compute train better",
+        paper="perplexity 3.99 (batch 256) → 3.68 (2K)",
+        source="Liu et al. (2019), Table 3",
+        metric="held-out masked-LM perplexity",
+        data="DOC-SENTENCES rows of held-out documents",
+        compared="the second batch size",
+        baseline="the first batch size",
+        higher=False,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("the second batch size (MLM accuracy)", "most-frequent-token guess", _FLOOR_MARGIN),),
+    ),
+    Demonstration(
+        "06-whole-word-masking",
+        "whole-word masking never splits a word",
+        paper="SQuAD 1.1 F1 91.0 → 92.8 for BERT-Large",
+        source="BERT's README (2019)",
+        shows="how often 300 masks of each rule split philammon's three pieces",
+    ),
+    Rule(
+        "06-geometric-spans-as-good",
+        "random geometric spans are as good as linguistic units",
+        paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 84.8 (named entities), 85.0 (noun phrases)",
+        source="Joshi et al. (2020), Table 6",
+        metric="held-out accuracy with SpanBERT's spans masked",
+        data="DOC-SENTENCES rows of held-out documents",
+        compared="geometric spans",
+        baseline="the better of named entities and noun phrases",
+        seeds=Seeds("pretraining"),
+        quick=QUICK_ONE_SEED,
+        gates=(
+            Gate("geometric spans", "most-frequent-token guess", _FLOOR_MARGIN),
+            Gate("the better of named entities and noun phrases", "most-frequent-token guess", _FLOOR_MARGIN),
+        ),
+    ),
+    Rule(
+        "06-span-masking-helps-span-tasks",
+        "masking spans helps tasks whose answers are spans",
+        paper="SQuAD 2.0 F1 85.4 (geometric spans) vs 83.8 (subword tokens)",
+        source="Joshi et al. (2020), Table 6",
+        metric="QA F1 fine-tuned on the pretrained encoder",
+        data="questions about people unseen in fine-tuning",
+        compared="geometric spans",
+        baseline="subword tokens",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate("geometric spans", "no pretraining", _FLOOR_MARGIN),
+            Gate("subword tokens", "no pretraining", _FLOOR_MARGIN),
+        ),
+    ),
+    Rule(
+        "06-sbo-helps",
+        "the span boundary objective helps",
+        paper="SQuAD 2.0 F1 86.7 with SBO vs 85.8 without (one segment, span masking)",
+        source="Joshi et al. (2020), Table 7",
+        metric="held-out accuracy with SpanBERT's spans masked",
+        data="DOC-SENTENCES rows of held-out documents",
+        compared="spans + SBO",
+        baseline="spans",
+        seeds=Seeds("pretraining"),
+        quick=QUICK_ONE_SEED,
+        gates=(
+            Gate("spans + SBO", "most-frequent-token guess", _FLOOR_MARGIN),
+            Gate("spans", "most-frequent-token guess", _FLOOR_MARGIN),
+        ),
+    ),
 )
 CHECKS = (
-    Check("06-roberta-is-bert", "our RobertaForMaskedLM gives transformers' logits on a left-padded batch",
-          source="Liu et al. (2019), section 3", reference="transformers' RobertaForMaskedLM in float64",
-          tolerance=1e-10),
-    ParameterCount("06-vocabulary-cost", "the byte-level vocabulary's extra embeddings at H = 768",
-                   source="Liu et al. (2019), section 4.4", paper="15M"),
-    ParameterCount("06-vocabulary-cost-large", "the byte-level vocabulary's extra embeddings at H = 1024",
-                   source="Liu et al. (2019), section 4.4", paper="20M"),
-    Check("06-span-length-mean", "span lengths from Geo(0.2) restricted to 1..10 have mean 3.8",
-          source="Joshi et al. (2020), section 3.1", reference="3.8 to the paper's rounding", tolerance=0.005),
+    Check(
+        "06-roberta-is-bert",
+        "our RobertaForMaskedLM gives transformers' logits on a left-padded batch",
+        source="Liu et al. (2019), section 3",
+        reference="transformers' RobertaForMaskedLM in float64",
+        tolerance=1e-10,
+    ),
+    ParameterCount(
+        "06-vocabulary-cost",
+        "the byte-level vocabulary's extra embeddings at H = 768",
+        source="Liu et al. (2019), section 4.4",
+        paper="15M",
+    ),
+    ParameterCount(
+        "06-vocabulary-cost-large",
+        "the byte-level vocabulary's extra embeddings at H = 1024",
+        source="Liu et al. (2019), section 4.4",
+        paper="20M",
+    ),
+    Check(
+        "06-span-length-mean",
+        "span lengths from Geo(0.2) restricted to 1..10 have mean 3.8",
+        source="Joshi et al. (2020), section 3.1",
+        reference="3.8 to the paper's rounding",
+        tolerance=0.005,
+    ),
 )
 
 
@@ -162,8 +255,14 @@ class Chapter06Config:
     every_row_seeded: bool = False  # also the illustrative rows on every seed (else on the first)
 
     def __post_init__(self) -> None:
-        for name in ("documents", "sentences_per_document", "held_out_documents", "task_examples", "test_examples",
-                     "passage_sentences"):
+        for name in (
+            "documents",
+            "sentences_per_document",
+            "held_out_documents",
+            "task_examples",
+            "test_examples",
+            "passage_sentences",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"expected {name} ≥ 1, got {getattr(self, name)}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -206,8 +305,13 @@ def synthetic_corpus(config: Chapter06Config) -> Corpus:
     return Corpus(train, test, tokenizer)
 
 
-def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, scheme: str,
-              seq_len: int, dependents: set[str] | None = None) -> dict[str, torch.Tensor]:
+def unit_rows(
+    documents: list[list[Sentence]],
+    tokenizer: WordPieceTokenizer,
+    scheme: str,
+    seq_len: int,
+    dependents: set[str] | None = None,
+) -> dict[str, torch.Tensor]:
     """DOC-SENTENCES rows ``[CLS] sentences [SEP]`` with ``unit_ids`` (N, T) for ``scheme``: one unit per token
     for subword tokens, per word for whole words and geometric spans (word ids), per entity or noun phrase.
 
@@ -224,19 +328,28 @@ def unit_rows(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, sc
             sentences.append(list(zip(ids, keys)))
         tokenized.append(sentences)
     segments = pack_sentences(tokenized, seq_len - 2, cross_documents=False)
-    rows = collate_segments([[t for t, _ in seg] for seg in segments], length=seq_len,
-                            cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-                            pad_token_id=tokenizer.pad_token_id)
+    rows = collate_segments(
+        [[t for t, _ in seg] for seg in segments],
+        length=seq_len,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     unit_ids = torch.full_like(rows["input_ids"], NOT_MASKABLE)
     for r, seg in enumerate(segments):
         unit_of.clear()
-        unit_ids[r, 1:len(seg) + 1] = torch.tensor([unit_of.setdefault(k, len(unit_of)) for _, k in seg])
+        unit_ids[r, 1 : len(seg) + 1] = torch.tensor([unit_of.setdefault(k, len(unit_of)) for _, k in seg])
     rows["unit_ids"] = unit_ids
     return rows
 
 
-def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokenizer, scheme: str, seq_len: int,
-                    dependents: set[str] | None = None) -> float:
+def mean_masked_run(
+    documents: list[list[Sentence]],
+    tokenizer: WordPieceTokenizer,
+    scheme: str,
+    seq_len: int,
+    dependents: set[str] | None = None,
+) -> float:
     """The mean length in tokens of a run of masked tokens when ``scheme``'s units are masked at 15% (section
     "Masking whole units" counts it; exercise 2 compares noun phrases with and without ``nmod``).
 
@@ -244,8 +357,13 @@ def mean_masked_run(documents: list[list[Sentence]], tokenizer: WordPieceTokeniz
     """
     rows = unit_rows(documents, tokenizer, scheme, seq_len, dependents)
     mask = mask_spans if scheme == "geometric spans" else mask_units
-    _, labels = mask(rows["input_ids"], rows["unit_ids"], generator=generator("budget", scheme),
-                     mask_token_id=tokenizer.mask_token_id, vocab_size=tokenizer.vocab_size)
+    _, labels = mask(
+        rows["input_ids"],
+        rows["unit_ids"],
+        generator=generator("budget", scheme),
+        mask_token_id=tokenizer.mask_token_id,
+        vocab_size=tokenizer.vocab_size,
+    )
     return (labels != IGNORE_INDEX).sum().item() / span_boundaries(labels)["offset"].eq(0).sum().item()
 
 
@@ -276,7 +394,9 @@ def span_task(config: Chapter06Config, tokenizer: WordPieceTokenizer) -> Task:
     return Task("qa", BertForQuestionAnswering, 2, train, test, test_examples)
 
 
-def span_task_scores(config: Chapter06Config, encoder: BertModel | None, tokenizer: WordPieceTokenizer) -> dict[str, float]:
+def span_task_scores(
+    config: Chapter06Config, encoder: BertModel | None, tokenizer: WordPieceTokenizer
+) -> dict[str, float]:
     """``qa_f1`` and ``qa_exact``: :func:`span_task` fine-tuned on ``encoder`` (``None``: a random encoder of the
     config's shape, no pretraining) with ``config.finetune``'s budget, seeded by the pretraining seed.
 
@@ -295,11 +415,22 @@ def _held_out(corpus: Corpus, config: Chapter06Config) -> tuple[dict[str, torch.
     rows = unit_rows(corpus.test, corpus.tokenizer, "whole words", config.pretrain.data.seq_len)
     rows = {k: v[: config.pretrain.data.eval_pairs] for k, v in rows.items()}
     tokens = PretrainingData.from_rows(config.pretrain, corpus.tokenizer, rows, rows).eval_batches()
-    masked, labels = mask_spans(rows["input_ids"], rows["unit_ids"], mask_token_id=corpus.tokenizer.mask_token_id,
-                                vocab_size=corpus.tokenizer.vocab_size, generator=generator("held-out spans"))
-    spans = [{"input_ids": masked[i:i + 128], "attention_mask": rows["attention_mask"][i:i + 128],
-              "token_type_ids": rows["token_type_ids"][i:i + 128], "labels": labels[i:i + 128]}
-             for i in range(0, len(masked), 128)]
+    masked, labels = mask_spans(
+        rows["input_ids"],
+        rows["unit_ids"],
+        mask_token_id=corpus.tokenizer.mask_token_id,
+        vocab_size=corpus.tokenizer.vocab_size,
+        generator=generator("held-out spans"),
+    )
+    spans = [
+        {
+            "input_ids": masked[i : i + 128],
+            "attention_mask": rows["attention_mask"][i : i + 128],
+            "token_type_ids": rows["token_type_ids"][i : i + 128],
+            "labels": labels[i : i + 128],
+        }
+        for i in range(0, len(masked), 128)
+    ]
     return rows, tokens, spans
 
 
@@ -331,16 +462,23 @@ def format_run(config: Chapter06Config, name: str, span_task: bool = True, progr
     pretrain_config = config.pretrain
     corpus = synthetic_corpus(config)
     tok = corpus.tokenizer
-    ids = dict(length=pretrain_config.data.seq_len, cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
-               pad_token_id=tok.pad_token_id)
-    train_docs, test_docs = (tokenize_documents(tok, [[s.text for s in doc] for doc in docs])
-                             for docs in (corpus.train, corpus.test))
+    ids = dict(
+        length=pretrain_config.data.seq_len,
+        cls_token_id=tok.cls_token_id,
+        sep_token_id=tok.sep_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    train_docs, test_docs = (
+        tokenize_documents(tok, [[s.text for s in doc] for doc in docs]) for docs in (corpus.train, corpus.test)
+    )
     rows = {f: format_rows(f, train_docs, seed=pretrain_config.seed, **ids) for f in ("segment-pair", name)}
     tokens_per_row = {f: float(r["attention_mask"].sum(1).double().mean()) for f, r in rows.items()}
     batch = round(pretrain_config.train.batch_size * tokens_per_row["segment-pair"] / tokens_per_row[name])
-    run_config = replace(pretrain_config, objective=replace(pretrain_config.objective,
-                                                            pairs="nsp" if FORMATS[name] else None),
-                         train=replace(pretrain_config.train, batch_size=batch))
+    run_config = replace(
+        pretrain_config,
+        objective=replace(pretrain_config.objective, pairs="nsp" if FORMATS[name] else None),
+        train=replace(pretrain_config.train, batch_size=batch),
+    )
     test = format_rows(name, test_docs, seed=pretrain_config.seed + 1, **ids)
     test = {k: v[: pretrain_config.data.eval_pairs] for k, v in test.items()}
     data = PretrainingData.from_rows(run_config, tok, rows[name], test)
@@ -348,9 +486,14 @@ def format_run(config: Chapter06Config, name: str, span_task: bool = True, progr
     _, tokens, _ = _held_out(corpus, config)
     scores = evaluate(result.model, tokens)
     own = result.history.evals[-1][1] if result.history.evals else {}
-    return {"mlm_accuracy": scores["mlm_accuracy"], "mlm_loss": scores["mlm_loss"],
-            "nsp_accuracy": own.get("nsp_accuracy"), "tokens_per_row": tokens_per_row[name],
-            "batch_size": batch, **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
+    return {
+        "mlm_accuracy": scores["mlm_accuracy"],
+        "mlm_loss": scores["mlm_loss"],
+        "nsp_accuracy": own.get("nsp_accuracy"),
+        "tokens_per_row": tokens_per_row[name],
+        "batch_size": batch,
+        **(span_task_scores(config, result.model.bert, tok) if span_task else {}),
+    }
 
 
 def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> dict[int, dict[int, dict[str, float]]]:
@@ -365,22 +508,34 @@ def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> d
     """
     jobs = []
     for row, (batch_size, steps, lr) in enumerate(config.batch_sizes):
-        train = replace(config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr,
-                        warmup_steps=max(1, steps // 10))
+        train = replace(
+            config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10)
+        )
         for seed in config.seeds if row < 2 or config.every_row_seeded else config.seeds[:1]:
-            jobs.append((with_seed(replace(config, pretrain=replace(config.pretrain, train=train)), seed),
-                         "doc-sentences", train == config.pretrain.train, False))
+            jobs.append(
+                (
+                    with_seed(replace(config, pretrain=replace(config.pretrain, train=train)), seed),
+                    "doc-sentences",
+                    train == config.pretrain.train,
+                    False,
+                )
+            )
     runs: dict[int, dict[int, dict[str, float]]] = {}
     for (run_config, *_), scores in zip(jobs, compute_all(format_run, jobs, workers=workers, desc="batch sizes")):
         train = run_config.pretrain.train
         runs.setdefault(train.batch_size, {})[run_config.pretrain.seed] = {
-            **scores, "steps": train.steps, "lr": train.lr, "perplexity": math.exp(scores["mlm_loss"])}
+            **scores,
+            "steps": train.steps,
+            "lr": train.lr,
+            "perplexity": math.exp(scores["mlm_loss"]),
+        }
     return runs
 
 
 @cached_call(ignore=("progress",))
-def scheme_run(config: Chapter06Config, scheme: str, sbo: bool = False, span_task: bool = True,
-               progress: bool = True) -> dict[str, float]:
+def scheme_run(
+    config: Chapter06Config, scheme: str, sbo: bool = False, span_task: bool = True, progress: bool = True
+) -> dict[str, float]:
     """One row of the masking study: pretrain on DOC-SENTENCES rows masked by ``scheme``'s units at 15% (with
     the span boundary objective when ``sbo``), no NSP; score held-out MLM with tokens masked one by one
     (``mlm_accuracy``) and with SpanBERT's spans masked (``span_accuracy``), and (``span_task``) the span task
@@ -396,24 +551,37 @@ def scheme_run(config: Chapter06Config, scheme: str, sbo: bool = False, span_tas
     corpus = synthetic_corpus(config)
     tok = corpus.tokenizer
     rows = unit_rows(corpus.train, tok, scheme, pretrain_config.data.seq_len, NOUN_PHRASE_DEPENDENTS)
-    masks = UnitMaskedDataset(rows["input_ids"], rows["unit_ids"], mask_token_id=tok.mask_token_id,
-                              vocab_size=tok.vocab_size, spans=scheme == "geometric spans",
-                              seed=pretrain_config.seed,
-                              replacement="per piece" if scheme == "whole words" else "per unit")
+    masks = UnitMaskedDataset(
+        rows["input_ids"],
+        rows["unit_ids"],
+        mask_token_id=tok.mask_token_id,
+        vocab_size=tok.vocab_size,
+        spans=scheme == "geometric spans",
+        seed=pretrain_config.seed,
+        replacement="per piece" if scheme == "whole words" else "per unit",
+    )
     test, tokens, spans = _held_out(corpus, config)
     data = PretrainingData.from_rows(pretrain_config, tok, rows, test, masks)
     # a run of masked tokens (adjacent spans merge) is never longer than the row: one position per token;
     # the weights drawn from the run's seed, whatever ran before in this process
     seed_everything(pretrain_config.seed)
-    model = (SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len) if sbo
-             else BertForPreTraining(pretrain_config.model))
+    model = (
+        SpanBertForPreTraining(pretrain_config.model, max_span_tokens=pretrain_config.data.seq_len)
+        if sbo
+        else BertForPreTraining(pretrain_config.model)
+    )
     # SpanBERT's boundary head reads the padded (B, T, H) states
-    result = pretrain(pretrain_config, data=data, model=model, progress=progress,
-                      **({} if sbo else {"loss": unpadded_loss}))
+    result = pretrain(
+        pretrain_config, data=data, model=model, progress=progress, **({} if sbo else {"loss": unpadded_loss})
+    )
     by_tokens, by_spans = evaluate(result.model, tokens), evaluate(result.model, spans)
-    return {"mlm_accuracy": by_tokens["mlm_accuracy"], "mlm_loss": by_tokens["mlm_loss"],
-            "span_accuracy": by_spans["mlm_accuracy"], "span_loss": by_spans["mlm_loss"],
-            **(span_task_scores(config, result.model.bert, tok) if span_task else {})}
+    return {
+        "mlm_accuracy": by_tokens["mlm_accuracy"],
+        "mlm_loss": by_tokens["mlm_loss"],
+        "span_accuracy": by_spans["mlm_accuracy"],
+        "span_loss": by_spans["mlm_loss"],
+        **(span_task_scores(config, result.model.bert, tok) if span_task else {}),
+    }
 
 
 @cached_call
@@ -435,9 +603,15 @@ def with_seed(config: Chapter06Config, seed: int) -> Chapter06Config:
     return replace(config, seeds=(seed,), pretrain=replace(config.pretrain, seed=seed))
 
 
-def seeded_runs(config: Chapter06Config, study: str, names: Sequence[str], compared: Sequence[str] = (), *,
-                span_task: Sequence[str] | None = None,
-                workers: int | None = None) -> dict[str, dict[int, dict[str, float]]]:
+def seeded_runs(
+    config: Chapter06Config,
+    study: str,
+    names: Sequence[str],
+    compared: Sequence[str] = (),
+    *,
+    span_task: Sequence[str] | None = None,
+    workers: int | None = None,
+) -> dict[str, dict[int, dict[str, float]]]:
     """The rows of a ``study`` ("format": :func:`format_run`, "scheme": :func:`scheme_run`, "no pretraining":
     :func:`scratch_run`, whatever the name): every name on the first seed of ``config.seeds``, the ``compared``
     ones (every one when ``config.every_row_seeded``) on every seed; ``{name: {seed: scores}}``. The rows named in
@@ -452,13 +626,16 @@ def seeded_runs(config: Chapter06Config, study: str, names: Sequence[str], compa
     tasked = names if span_task is None else span_task
     unknown = sorted((set(compared) | set(tasked)) - set(names))
     if unknown:
-        raise ValueError(f"expected the compared rows and those with the span task among {list(names)}, "
-                         f"got {unknown}")
+        raise ValueError(f"expected the compared rows and those with the span task among {list(names)}, got {unknown}")
     seeded = names if config.every_row_seeded else compared
-    runs = [(name, with_seed(config, seed)) for name in names
-            for seed in (config.seeds if name in seeded else config.seeds[:1])]
-    calls = [(run_config,) if study == "no pretraining" else (run_config, name, name in tasked)
-             for name, run_config in runs]
+    runs = [
+        (name, with_seed(config, seed))
+        for name in names
+        for seed in (config.seeds if name in seeded else config.seeds[:1])
+    ]
+    calls = [
+        (run_config,) if study == "no pretraining" else (run_config, name, name in tasked) for name, run_config in runs
+    ]
     scores = compute_all(STUDIES[study], calls, workers=workers, desc=f"{study} runs")
     rows: dict[str, dict[int, dict[str, float]]] = {}
     for (name, run_config), row in zip(runs, scores):
@@ -491,8 +668,9 @@ def unigram_guess(config: Chapter06Config) -> dict[str, float]:
 
 
 @torch.no_grad()
-def left_padding_shift(model: BertModel, input_ids: torch.Tensor, padding: int, *,
-                       arange_positions: bool = False) -> float:
+def left_padding_shift(
+    model: BertModel, input_ids: torch.Tensor, padding: int, *, arange_positions: bool = False
+) -> float:
     """max |h_t(left-padded) − h_t(unpadded)| over the real tokens of ``input_ids`` (B, T, no padding) when
     ``padding`` masked pad tokens are put before them. With ``arange`` positions (BERT's, or RoBERTa's forced
     with ``arange_positions``) every real token moves ``padding`` places; RoBERTa's own
@@ -502,8 +680,9 @@ def left_padding_shift(model: BertModel, input_ids: torch.Tensor, padding: int, 
     """
     was_training = model.training
     model.eval()
-    pads = torch.full((input_ids.shape[0], padding), model.config.pad_token_id, dtype=input_ids.dtype,
-                      device=input_ids.device)
+    pads = torch.full(
+        (input_ids.shape[0], padding), model.config.pad_token_id, dtype=input_ids.dtype, device=input_ids.device
+    )
     padded = torch.cat([pads, input_ids], dim=1)  # (B, p + T)
 
     def hidden(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -517,7 +696,7 @@ def left_padding_shift(model: BertModel, input_ids: torch.Tensor, padding: int, 
 
 
 def no_nsp_holds(formats: dict[str, dict[str, float]]) -> bool:
-    """"No NSP ≥ NSP" on one seed's :func:`format_run` rows (Liu et al., 2019, Table 2), as section 2 reads it:
+    """ "No NSP ≥ NSP" on one seed's :func:`format_run` rows (Liu et al., 2019, Table 2), as section 2 reads it:
     the best held-out MLM accuracy of the formats without NSP is at least the best of those with NSP.
 
     Exercise 3 of chapter 06 asks it of every seed of the full profile.
@@ -527,16 +706,28 @@ def no_nsp_holds(formats: dict[str, dict[str, float]]) -> bool:
     return without >= with_nsp
 
 
-def mask_chosen_per_token(input_ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
-                          generator: torch.Generator | None, strategy: MaskingStrategy) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_chosen_per_token(
+    input_ids: torch.Tensor,
+    chosen: torch.Tensor,
+    mask_token_id: int,
+    vocab_size: int,
+    generator: torch.Generator | None,
+    strategy: MaskingStrategy,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's 80/10/10 drawn for every token of the chosen spans: a drop-in for SpanBERT's once-per-span
     ``span_masking._mask_chosen`` (same arguments), under which a span of ℓ tokens keeps at least one of its
     tokens with chance 1 − 0.9^ℓ instead of 0.1.
 
     Exercise 4 of chapter 06.
     """
-    return replace_selected(input_ids, chosen >= 0, mask_token_id=mask_token_id, vocab_size=vocab_size,
-                            generator=generator, strategy=strategy)
+    return replace_selected(
+        input_ids,
+        chosen >= 0,
+        mask_token_id=mask_token_id,
+        vocab_size=vocab_size,
+        generator=generator,
+        strategy=strategy,
+    )
 
 
 def spans_showing_a_token(input_ids: torch.Tensor, masked_input_ids: torch.Tensor, chosen: torch.Tensor) -> float:

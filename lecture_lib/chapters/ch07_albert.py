@@ -45,15 +45,29 @@ from lecture_lib.train import cpu_threads
 # no dropout and N(0, 0.1) initialisation at quick's width. Unnamed fields keep the defaults of AlbertConfig
 # (ALBERT-base's), DataConfig, ObjectiveConfig and OptimizationConfig.
 ALBERT_QUICK = dict(
-    model=dict(model_type="albert", hidden_size=64, embedding_size=16, num_hidden_layers=4, num_attention_heads=4,
-               intermediate_size=256, initializer_range=0.1, classifier_dropout_prob=0.0),
+    model=dict(
+        model_type="albert",
+        hidden_size=64,
+        embedding_size=16,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=256,
+        initializer_range=0.1,
+        classifier_dropout_prob=0.0,
+    ),
     data=dict(vocab_size=1000, seq_len=64),
     objective=dict(pairs=None),
     train=dict(steps=250, batch_size=16, lr=3e-3, warmup_steps=25, eval_every=0, num_threads=1),
 )
 ALBERT_FULL = dict(
-    model=dict(model_type="albert", hidden_size=256, embedding_size=64, num_hidden_layers=6, num_attention_heads=4,
-               intermediate_size=1024),
+    model=dict(
+        model_type="albert",
+        hidden_size=256,
+        embedding_size=64,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        intermediate_size=1024,
+    ),
     data=dict(vocab_size=8000, seq_len=128),
     objective=dict(pairs=None),
     train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300, eval_every=0),
@@ -65,29 +79,63 @@ ALBERT_FULL = dict(
 # (Table 5) reads diaries (lecture_lib.data.diaries): each pair is two entries of ten words, [CLS] A [SEP] B [SEP]
 # in 23 positions, so no pair is truncated and no date cut off, over a vocabulary that holds every word whole.
 QUICK = dict(
-    sharing=merge_dicts(ALBERT_QUICK, dict(data=dict(vocab_size=600, seq_len=32, eval_pairs=256),
-                                           train=dict(steps=400, batch_size=32, lr=2e-3, warmup_steps=40))),
+    sharing=merge_dicts(
+        ALBERT_QUICK,
+        dict(
+            data=dict(vocab_size=600, seq_len=32, eval_pairs=256),
+            train=dict(steps=400, batch_size=32, lr=2e-3, warmup_steps=40),
+        ),
+    ),
     sharing_rows=((16, "all-shared"), (16, "not-shared"), (None, "not-shared")),
     sharing_seeds=1,
-    pairs=merge_dicts(ALBERT_QUICK, dict(model=dict(embedding_size=64),
-                                         data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=600),
-                                         train=dict(steps=1200, batch_size=32, lr=2e-3, warmup_steps=120))),
+    pairs=merge_dicts(
+        ALBERT_QUICK,
+        dict(
+            model=dict(embedding_size=64),
+            data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=600),
+            train=dict(steps=1200, batch_size=32, lr=2e-3, warmup_steps=120),
+        ),
+    ),
 )
 FULL = dict(
-    sharing=merge_dicts(ALBERT_FULL, dict(data=dict(vocab_size=1000, seq_len=64, eval_pairs=1024),
-                                          train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))),
-    sharing_rows=((32, "all-shared"), (32, "not-shared"), (64, "all-shared"), (64, "not-shared"),
-                  (None, "all-shared"), (None, "shared-attention"), (None, "shared-ffn"), (None, "not-shared")),
-    pairs=merge_dicts(ALBERT_FULL, dict(data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=1024),
-                                        train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300))),
+    sharing=merge_dicts(
+        ALBERT_FULL,
+        dict(
+            data=dict(vocab_size=1000, seq_len=64, eval_pairs=1024),
+            train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300),
+        ),
+    ),
+    sharing_rows=(
+        (32, "all-shared"),
+        (32, "not-shared"),
+        (64, "all-shared"),
+        (64, "not-shared"),
+        (None, "all-shared"),
+        (None, "shared-attention"),
+        (None, "shared-ffn"),
+        (None, "not-shared"),
+    ),
+    pairs=merge_dicts(
+        ALBERT_FULL,
+        dict(
+            data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=1024),
+            train=dict(steps=3000, batch_size=64, lr=5e-4, warmup_steps=300),
+        ),
+    ),
 )
 SHARINGS = ("all-shared", "shared-attention", "shared-ffn", "not-shared")
 PAIR_DIARIES = (3000, 600)  # training diaries, held-out diaries
 GRID_TASKS = ("nsp", "sop")
 
 # Table 1 of the paper, and the parameters it prints.
-PAPER_PARAMETERS = {"BERT base": "108M", "BERT large": "334M", "ALBERT base": "12M", "ALBERT large": "18M",
-                    "ALBERT xlarge": "60M", "ALBERT xxlarge": "235M"}
+PAPER_PARAMETERS = {
+    "BERT base": "108M",
+    "BERT large": "334M",
+    "ALBERT base": "12M",
+    "ALBERT large": "18M",
+    "ALBERT xlarge": "60M",
+    "ALBERT xxlarge": "235M",
+}
 
 
 @dataclass
@@ -111,20 +159,25 @@ class Chapter07Config:
         unknown = [sharing for _, sharing in self.sharing_rows if sharing not in SHARINGS]
         if unknown:
             raise ValueError(f"sharing_rows: expected sharing strategies in {SHARINGS}, got {unknown}")
-        if "all-shared" not in [sharing for _, sharing in self.sharing_rows] or (None, "not-shared") not in \
-                self.sharing_rows:
-            raise ValueError("sharing_rows: expected an all-shared row and BERT's (None, 'not-shared') row, the two "
-                             f"curves of Figure 1, got {list(self.sharing_rows)}")
+        if (
+            "all-shared" not in [sharing for _, sharing in self.sharing_rows]
+            or (None, "not-shared") not in self.sharing_rows
+        ):
+            raise ValueError(
+                "sharing_rows: expected an all-shared row and BERT's (None, 'not-shared') row, the two "
+                f"curves of Figure 1, got {list(self.sharing_rows)}"
+            )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise ValueError(f"seeds: expected distinct non-negative seeds, at least one, got {list(self.seeds)}")
         if self.sharing_seeds is not None and self.sharing_seeds < 1:
-            raise ValueError(f"sharing_seeds: expected at least one run per row (or None: every seed), got "
-                             f"{self.sharing_seeds}")
+            raise ValueError(
+                f"sharing_seeds: expected at least one run per row (or None: every seed), got {self.sharing_seeds}"
+            )
 
     @property
     def seeds_of_sharing(self) -> tuple[int, ...]:
         """The seeds the sharing runs repeat: the first :attr:`sharing_seeds` of :attr:`seeds`."""
-        return self.seeds[:self.sharing_seeds]
+        return self.seeds[: self.sharing_seeds]
 
 
 def chapter_config(**overrides) -> Chapter07Config:
@@ -148,56 +201,123 @@ def albert_config(**overrides) -> PretrainConfig:
 MLM_ACCURACY = "held-out masked-LM accuracy"
 SYNTHETIC = "held-out masked positions of chapter 05's synthetic language"
 LEARNED_TEXT = "{} masked-LM accuracy"  # a gate: the model learned the language at all
-ONE_SHARING_RUN = ("one pretraining run per row in the quick profile (sharing_seeds=1): three seeds of the three rows "
-                   "triple the notebook's longest cell")
+ONE_SHARING_RUN = (
+    "one pretraining run per row in the quick profile (sharing_seeds=1): three seeds of the three rows "
+    "triple the notebook's longest cell"
+)
 SOP_PAIRS, NSP_PAIRS = "600 held-out SOP pairs of the diaries", "600 held-out NSP pairs of the diaries"
 CLAIMS = (
-    Rule("07-sharing-costs-accuracy", "sharing every layer costs accuracy",
-         paper="all-shared 79.0 against not-shared 81.3 (E = 64, average of GLUE, SQuAD and RACE)",
-         source="Lan et al. (2020), Table 3", metric=MLM_ACCURACY, data=SYNTHETIC,
-         compared="not-shared ALBERT, E = 16", baseline="all-shared ALBERT, E = 16", seeds=Seeds("pretraining"),
-         quick=ONE_SHARING_RUN,
-         gates=(Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
-                Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01))),
-    Rule("07-unshared-full-width-is-best", "unshared at full width (BERT) is best",
-         paper="not-shared 81.3 (E = 64) against 82.3 (E = 768 = H)", source="Lan et al. (2020), Table 3",
-         metric=MLM_ACCURACY, data=SYNTHETIC, compared="BERT (not shared, E = H)",
-         baseline="not-shared ALBERT, E = 16", seeds=Seeds("pretraining"), quick=ONE_SHARING_RUN,
-         gates=(Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01),
-                Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01))),
-    Rule("07-sharing-smooths-transitions", "sharing smooths layer-to-layer transitions",
-         paper="ALBERT-large's L2 distance and angle fall smoothly with depth, BERT-large's oscillate",
-         source="Lan et al. (2020), Figure 1", metric="angle between a token's vectors before and after the last "
-         "layer (degrees)", data="held-out segments of the synthetic language", compared="all-shared ALBERT",
-         baseline="BERT", higher=False, seeds=Seeds("pretraining"), quick=ONE_SHARING_RUN,
-         gates=(Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
-                Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01))),
-    Rule("07-sop-learnable", "SOP is learnable where NSP's topic cue is absent",
-         paper="the SOP model 86.5% on SOP", source="Lan et al. (2020), Table 5", metric="accuracy",
-         data=SOP_PAIRS, compared="the SOP model", baseline="the majority label", margin=0.05,
-         seeds=Seeds("pretraining")),
-    Rule("07-nsp-model-fails-sop", "a model trained on NSP does not solve SOP",
-         paper="the NSP model 90.5% on NSP, 52.0% on SOP", source="Lan et al. (2020), Table 5",
-         metric="accuracy above the majority label", data=SOP_PAIRS, compared="the NSP model", baseline=0.1,
-         higher=False, seeds=Seeds("pretraining"),
-         gates=(Gate("the NSP model on NSP pairs", "chance", 0.1),)),
-    Rule("07-sop-model-transfers-to-nsp", "a model trained on SOP also solves much of NSP",
-         paper="the SOP model 78.9% on NSP", source="Lan et al. (2020), Table 5", metric="accuracy",
-         data=NSP_PAIRS, compared="the SOP model", baseline="the majority label", margin=0.1,
-         seeds=Seeds("pretraining"), gates=(Gate("the SOP model on SOP pairs", "chance", 0.1),)),
+    Rule(
+        "07-sharing-costs-accuracy",
+        "sharing every layer costs accuracy",
+        paper="all-shared 79.0 against not-shared 81.3 (E = 64, average of GLUE, SQuAD and RACE)",
+        source="Lan et al. (2020), Table 3",
+        metric=MLM_ACCURACY,
+        data=SYNTHETIC,
+        compared="not-shared ALBERT, E = 16",
+        baseline="all-shared ALBERT, E = 16",
+        seeds=Seeds("pretraining"),
+        quick=ONE_SHARING_RUN,
+        gates=(
+            Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
+            Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01),
+        ),
+    ),
+    Rule(
+        "07-unshared-full-width-is-best",
+        "unshared at full width (BERT) is best",
+        paper="not-shared 81.3 (E = 64) against 82.3 (E = 768 = H)",
+        source="Lan et al. (2020), Table 3",
+        metric=MLM_ACCURACY,
+        data=SYNTHETIC,
+        compared="BERT (not shared, E = H)",
+        baseline="not-shared ALBERT, E = 16",
+        seeds=Seeds("pretraining"),
+        quick=ONE_SHARING_RUN,
+        gates=(
+            Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01),
+            Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
+        ),
+    ),
+    Rule(
+        "07-sharing-smooths-transitions",
+        "sharing smooths layer-to-layer transitions",
+        paper="ALBERT-large's L2 distance and angle fall smoothly with depth, BERT-large's oscillate",
+        source="Lan et al. (2020), Figure 1",
+        metric="angle between a token's vectors before and after the last layer (degrees)",
+        data="held-out segments of the synthetic language",
+        compared="all-shared ALBERT",
+        baseline="BERT",
+        higher=False,
+        seeds=Seeds("pretraining"),
+        quick=ONE_SHARING_RUN,
+        gates=(
+            Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
+            Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
+        ),
+    ),
+    Rule(
+        "07-sop-learnable",
+        "SOP is learnable where NSP's topic cue is absent",
+        paper="the SOP model 86.5% on SOP",
+        source="Lan et al. (2020), Table 5",
+        metric="accuracy",
+        data=SOP_PAIRS,
+        compared="the SOP model",
+        baseline="the majority label",
+        margin=0.05,
+        seeds=Seeds("pretraining"),
+    ),
+    Rule(
+        "07-nsp-model-fails-sop",
+        "a model trained on NSP does not solve SOP",
+        paper="the NSP model 90.5% on NSP, 52.0% on SOP",
+        source="Lan et al. (2020), Table 5",
+        metric="accuracy above the majority label",
+        data=SOP_PAIRS,
+        compared="the NSP model",
+        baseline=0.1,
+        higher=False,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("the NSP model on NSP pairs", "chance", 0.1),),
+    ),
+    Rule(
+        "07-sop-model-transfers-to-nsp",
+        "a model trained on SOP also solves much of NSP",
+        paper="the SOP model 78.9% on NSP",
+        source="Lan et al. (2020), Table 5",
+        metric="accuracy",
+        data=NSP_PAIRS,
+        compared="the SOP model",
+        baseline="the majority label",
+        margin=0.1,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("the SOP model on SOP pairs", "chance", 0.1),),
+    ),
 )
 CHECKS = (
     ParameterCount("07-albert-base-parameters", "ALBERT-base", source="Lan et al. (2020), Table 1", paper="12M"),
-    ParameterCount("07-bert-base-parameters", "BERT-base (V = 30,000, without its pooler)",
-                   source="Lan et al. (2020), Table 1", paper="108M"),
+    ParameterCount(
+        "07-bert-base-parameters",
+        "BERT-base (V = 30,000, without its pooler)",
+        source="Lan et al. (2020), Table 1",
+        paper="108M",
+    ),
     ParameterCount("07-albert-xlarge-parameters", "ALBERT-xlarge", source="Lan et al. (2020), Table 1", paper="60M"),
-    ParameterCount("07-albert-xxlarge-parameters", "ALBERT-xxlarge", source="Lan et al. (2020), Table 1",
-                   paper="235M"),
-    Check("07-table3-parameters", "Table 3's parameter column, ALBERT-base by E and sharing",
-          source="Lan et al. (2020), Table 3", reference="every row: the paper's figure, our count rounded to "
-          "millions with or without the pooler (the E = H not-shared row as BERT-base)"),
-    Check("07-factorized-rank", "the factorized embedding table has rank at most E",
-          source="Lan et al. (2020), section 3.1", reference="E for ALBERT's V×E·E×H product, H for BERT's V×H table"),
+    ParameterCount("07-albert-xxlarge-parameters", "ALBERT-xxlarge", source="Lan et al. (2020), Table 1", paper="235M"),
+    Check(
+        "07-table3-parameters",
+        "Table 3's parameter column, ALBERT-base by E and sharing",
+        source="Lan et al. (2020), Table 3",
+        reference="every row: the paper's figure, our count rounded to "
+        "millions with or without the pooler (the E = H not-shared row as BERT-base)",
+    ),
+    Check(
+        "07-factorized-rank",
+        "the factorized embedding table has rank at most E",
+        source="Lan et al. (2020), section 3.1",
+        reference="E for ALBERT's V×E·E×H product, H for BERT's V×H table",
+    ),
 )
 
 
@@ -239,8 +359,11 @@ def paper_configs() -> dict[str, BertConfig | AlbertConfig]:
     Taught in: 07_albert ("Counting parameters exactly").
     """
     bert_large = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
-    return {"BERT base": BertConfig(vocab_size=30000), "BERT large": BertConfig(vocab_size=30000, **bert_large),
-            **{f"ALBERT {name}": AlbertConfig.preset(name) for name in ("base", "large", "xlarge", "xxlarge")}}
+    return {
+        "BERT base": BertConfig(vocab_size=30000),
+        "BERT large": BertConfig(vocab_size=30000, **bert_large),
+        **{f"ALBERT {name}": AlbertConfig.preset(name) for name in ("base", "large", "xlarge", "xxlarge")},
+    }
 
 
 def count_on_meta(build) -> int:
@@ -299,8 +422,13 @@ class DiaryPairs:
         task = config.objective.pairs or "nsp"
         if task not in self._data:
             base = replace(self.config, objective=replace(self.config.objective, pairs=task))
-            train, test = (self._rows(documents, task, seed, limit) for documents, seed, limit in (
-                (self.train_documents, base.seed, None), (self.test_documents, base.seed + 1, base.data.eval_pairs)))
+            train, test = (
+                self._rows(documents, task, seed, limit)
+                for documents, seed, limit in (
+                    (self.train_documents, base.seed, None),
+                    (self.test_documents, base.seed + 1, base.data.eval_pairs),
+                )
+            )
             self._data[task] = PretrainingData.from_rows(base, self.tokenizer, train, test)
         return self._data[task].with_config(config)
 
@@ -308,13 +436,19 @@ class DiaryPairs:
         encode, tok = self.tokenizer.encode, self.tokenizer
         pair_type = SentencePair if task == "nsp" else SentenceOrderPair
         pairs = [pair_type(encode(a), encode(b), bool(label)) for a, b, label in entry_pairs(documents, task, seed)]
-        return collate_pairs(pairs[:limit], length=self.config.data.seq_len, cls_token_id=tok.cls_token_id,
-                             sep_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id,
-                             label_name=PAIR_TASKS[task][1])
+        return collate_pairs(
+            pairs[:limit],
+            length=self.config.data.seq_len,
+            cls_token_id=tok.cls_token_id,
+            sep_token_id=tok.sep_token_id,
+            pad_token_id=tok.pad_token_id,
+            label_name=PAIR_TASKS[task][1],
+        )
 
 
-def pretrained(config: PretrainConfig, data: Callable[[PretrainConfig], PretrainingData], *,
-               progress: bool = True) -> PretrainResult:
+def pretrained(
+    config: PretrainConfig, data: Callable[[PretrainConfig], PretrainingData], *, progress: bool = True
+) -> PretrainResult:
     """One run of the chapter on ``data(config)`` (a :class:`DiaryPairs` or :class:`SyntheticData`):
     trained once per recipe and text, then read from the disk cache. The model is on the default device
     either way (a fresh run leaves it there, a run read back is moved there), so a rerun scores where the
@@ -359,8 +493,9 @@ def unigram_baseline(data: PretrainingData) -> float:
 
 
 @torch.no_grad()
-def layer_transitions(model: BertForPreTraining | AlbertForPreTraining,
-                      batches: list[dict[str, torch.Tensor]]) -> dict[str, list[float]]:
+def layer_transitions(
+    model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]
+) -> dict[str, list[float]]:
     """Figure 1's two curves: per layer l, the token mean of ‖h_l − h_{l−1}‖₂ and of the angle
     arccos(cos(h_l, h_{l−1})) in degrees, over the real (unpadded) tokens of ``batches``.
 
@@ -395,8 +530,11 @@ def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None =
     Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
     """
     config = config or chapter_config()
-    calls = [(replace(config.sharing, seed=seed), width, sharing) for seed in config.seeds_of_sharing
-             for width, sharing in config.sharing_rows]
+    calls = [
+        (replace(config.sharing, seed=seed), width, sharing)
+        for seed in config.seeds_of_sharing
+        for width, sharing in config.sharing_rows
+    ]
     rows = compute_all(sharing_row, calls, workers=workers, desc="sharing runs")
     first_all_shared = [sharing for _, sharing in config.sharing_rows].index("all-shared")
     runs, figure1 = {}, {"BERT": [], "ALBERT": []}
@@ -407,7 +545,7 @@ def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None =
             figure1["BERT"].append(row["curves"])
         elif i % len(config.sharing_rows) == first_all_shared:
             figure1["ALBERT"].append(row["curves"])
-    baseline = [row["unigram"] for row in rows[::len(config.sharing_rows)]]
+    baseline = [row["unigram"] for row in rows[:: len(config.sharing_rows)]]
     return {"seeds": list(config.seeds_of_sharing), "runs": runs, "baseline": baseline, "figure1": figure1}
 
 
@@ -433,10 +571,15 @@ def sharing_row(config: PretrainConfig, width: int | None, sharing: str) -> dict
         else:
             model = pretrained(run, data, progress=False).model
         batches = data(run).eval_batches()
-        return {"label": f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else ""),
-                "E": width, "sharing": sharing, "parameters": sum(p.numel() for p in model.parameters()),
-                "mlm_accuracy": evaluate(model, batches)["mlm_accuracy"], "curves": layer_transitions(model, batches),
-                "unigram": unigram_baseline(data(run))}
+        return {
+            "label": f"{sharing}, E={width}" + (" (BERT)" if isinstance(run.model, BertConfig) else ""),
+            "E": width,
+            "sharing": sharing,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "mlm_accuracy": evaluate(model, batches)["mlm_accuracy"],
+            "curves": layer_transitions(model, batches),
+            "unigram": unigram_baseline(data(run)),
+        }
 
 
 @torch.no_grad()
@@ -445,8 +588,12 @@ def pair_predictions(model: AlbertForPreTraining, batches: list[dict[str, torch.
     was_training = model.training
     model.eval()
     logits, device = pretraining_head(model.config).logits, module_device(model)
-    predicted = torch.cat([getattr(model(b["input_ids"], b["attention_mask"], b["token_type_ids"]), logits).argmax(-1)
-                           for b in (to_device(batch, device) for batch in batches)]).cpu()
+    predicted = torch.cat(
+        [
+            getattr(model(b["input_ids"], b["attention_mask"], b["token_type_ids"]), logits).argmax(-1)
+            for b in (to_device(batch, device) for batch in batches)
+        ]
+    ).cpu()
     model.train(was_training)
     return predicted
 
@@ -466,8 +613,10 @@ def pair_task_grid(config: Chapter07Config | None = None, *, workers: int | None
     config = config or chapter_config()
     jobs = [(config.pairs, task, seed) for seed in config.seeds for task in GRID_TASKS]
     scores = compute_all(pair_run_scores, jobs, workers=workers, desc="pair-task grid")
-    rows = {task: {"mlm_accuracy": [], **{t: [] for t in GRID_TASKS}, "follows_share": {t: [] for t in GRID_TASKS}}
-            for task in GRID_TASKS}
+    rows = {
+        task: {"mlm_accuracy": [], **{t: [] for t in GRID_TASKS}, "follows_share": {t: [] for t in GRID_TASKS}}
+        for task in GRID_TASKS
+    }
     for (_, task, _), score in zip(jobs, scores):
         rows[task]["mlm_accuracy"].append(score["mlm_accuracy"])
         for tested in GRID_TASKS:
@@ -489,8 +638,11 @@ def pair_run_scores(config: PretrainConfig, task: str, seed: int) -> dict:
     run = replace(_with_pairs(config, task), seed=seed)
     with cpu_threads(config.train.num_threads):
         model = pretrained(run, data, progress=False).model
-        scores: dict = {"mlm_accuracy": evaluate(model, data(run).eval_batches())["mlm_accuracy"],
-                        "follows_share": {}, "majority": {}}
+        scores: dict = {
+            "mlm_accuracy": evaluate(model, data(run).eval_batches())["mlm_accuracy"],
+            "follows_share": {},
+            "majority": {},
+        }
         for tested in GRID_TASKS:
             held = data(_with_pairs(config, tested))
             predicted = pair_predictions(model, held.eval_batches())

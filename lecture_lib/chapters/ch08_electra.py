@@ -64,45 +64,100 @@ SCORE = "fine-tuned score (chapter 05's tasks of the profile: NER F1 in quick)"
 _HELD_OUT = "held-out sentences of chapter 05's synthetic language, each model pretrained at the same FLOPs"
 ABOVE_SCRATCH = 0.02  # a pretrained row must beat the same network fine-tuned from random weights by this much
 CLAIMS = (
-    Rule("08-electra-beats-mlm-at-matched-compute", "ELECTRA beats masked LM at the same compute, most clearly at "
-         "small budgets", paper="ELECTRA-Small 74.1 … 79.9 at 6.25 … 100% of its compute; BERT-Small 75.1 at 100% "
-         "(GLUE); the gap widest at small budgets (Figure 1)", source="Clark et al. (2020), Table 1",
-         metric="ELECTRA's fine-tuned score minus masked LM's, at the worst of the checkpoints below the whole "
-         "budget", data=_HELD_OUT, compared="ELECTRA's lead", baseline=0.0, seeds=Seeds("pretraining"),
-         gates=(Gate("ELECTRA at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH),
-                Gate("masked LM at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH))),
-    Rule("08-electra-beats-electra-15pct", "the loss on every token beats the loss on the masked 15%",
-         paper="ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)", source="Clark et al. (2020), Table 5", metric=SCORE,
-         data=_HELD_OUT, compared="ELECTRA", baseline="ELECTRA 15%", seeds=Seeds("pretraining"),
-         gates=(Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA 15%", "no pretraining", ABOVE_SCRATCH))),
-    Rule("08-all-tokens-is-most-of-the-gain", "learning from all tokens is most of ELECTRA's gain over BERT",
-         paper="ELECTRA 85.0, All-Tokens MLM 84.3, BERT 82.2 (GLUE)", source="Clark et al. (2020), Table 5",
-         metric=SCORE, data=_HELD_OUT, compared="All-Tokens MLM", baseline="the midpoint of ELECTRA and BERT",
-         seeds=Seeds("pretraining"),
-         gates=(Gate("All-Tokens MLM", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH),
-                Gate("BERT", "no pretraining", ABOVE_SCRATCH))),
-    Rule("08-replace-mlm-beats-bert", "never showing [MASK] helps a little: Replace MLM above BERT",
-         paper="Replace MLM 82.4, BERT 82.2 (GLUE)", source="Clark et al. (2020), Table 5", metric=SCORE,
-         data=_HELD_OUT, compared="Replace MLM", baseline="BERT", seeds=Seeds("pretraining"),
-         gates=(Gate("Replace MLM", "no pretraining", ABOVE_SCRATCH), Gate("BERT", "no pretraining", ABOVE_SCRATCH))),
-    Rule("08-small-generator-beats-unigram", "a small learned generator beats a unigram one",
-         paper="best at 1/4–1/2 of the discriminator's width, the unigram generator lower (GLUE)",
-         source="Clark et al. (2020), Figure 3", metric=SCORE, data=_HELD_OUT,
-         compared="ELECTRA with the chapter's generator", baseline="ELECTRA with the unigram generator",
-         seeds=Seeds("pretraining"), quick="one pretraining run per generator in the quick profile (sweep_seeds=1)",
-         gates=(Gate("ELECTRA with the chapter's generator", "no pretraining", ABOVE_SCRATCH),
-                Gate("ELECTRA with the unigram generator", "no pretraining", ABOVE_SCRATCH))),
+    Rule(
+        "08-electra-beats-mlm-at-matched-compute",
+        "ELECTRA beats masked LM at the same compute, most clearly at small budgets",
+        paper="ELECTRA-Small 74.1 … 79.9 at 6.25 … 100% of its compute; BERT-Small 75.1 at 100% "
+        "(GLUE); the gap widest at small budgets (Figure 1)",
+        source="Clark et al. (2020), Table 1",
+        metric="ELECTRA's fine-tuned score minus masked LM's, at the worst of the checkpoints below the whole budget",
+        data=_HELD_OUT,
+        compared="ELECTRA's lead",
+        baseline=0.0,
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate("ELECTRA at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH),
+            Gate("masked LM at its worst checkpoint below the whole budget", "no pretraining", ABOVE_SCRATCH),
+        ),
+    ),
+    Rule(
+        "08-electra-beats-electra-15pct",
+        "the loss on every token beats the loss on the masked 15%",
+        paper="ELECTRA 85.0, ELECTRA 15% 82.4 (GLUE)",
+        source="Clark et al. (2020), Table 5",
+        metric=SCORE,
+        data=_HELD_OUT,
+        compared="ELECTRA",
+        baseline="ELECTRA 15%",
+        seeds=Seeds("pretraining"),
+        gates=(Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH), Gate("ELECTRA 15%", "no pretraining", ABOVE_SCRATCH)),
+    ),
+    Rule(
+        "08-all-tokens-is-most-of-the-gain",
+        "learning from all tokens is most of ELECTRA's gain over BERT",
+        paper="ELECTRA 85.0, All-Tokens MLM 84.3, BERT 82.2 (GLUE)",
+        source="Clark et al. (2020), Table 5",
+        metric=SCORE,
+        data=_HELD_OUT,
+        compared="All-Tokens MLM",
+        baseline="the midpoint of ELECTRA and BERT",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate("All-Tokens MLM", "no pretraining", ABOVE_SCRATCH),
+            Gate("ELECTRA", "no pretraining", ABOVE_SCRATCH),
+            Gate("BERT", "no pretraining", ABOVE_SCRATCH),
+        ),
+    ),
+    Rule(
+        "08-replace-mlm-beats-bert",
+        "never showing [MASK] helps a little: Replace MLM above BERT",
+        paper="Replace MLM 82.4, BERT 82.2 (GLUE)",
+        source="Clark et al. (2020), Table 5",
+        metric=SCORE,
+        data=_HELD_OUT,
+        compared="Replace MLM",
+        baseline="BERT",
+        seeds=Seeds("pretraining"),
+        gates=(Gate("Replace MLM", "no pretraining", ABOVE_SCRATCH), Gate("BERT", "no pretraining", ABOVE_SCRATCH)),
+    ),
+    Rule(
+        "08-small-generator-beats-unigram",
+        "a small learned generator beats a unigram one",
+        paper="best at 1/4–1/2 of the discriminator's width, the unigram generator lower (GLUE)",
+        source="Clark et al. (2020), Figure 3",
+        metric=SCORE,
+        data=_HELD_OUT,
+        compared="ELECTRA with the chapter's generator",
+        baseline="ELECTRA with the unigram generator",
+        seeds=Seeds("pretraining"),
+        quick="one pretraining run per generator in the quick profile (sweep_seeds=1)",
+        gates=(
+            Gate("ELECTRA with the chapter's generator", "no pretraining", ABOVE_SCRATCH),
+            Gate("ELECTRA with the unigram generator", "no pretraining", ABOVE_SCRATCH),
+        ),
+    ),
 )
 CHECKS = (
-    Check("08-all-tokens-carry-a-loss", "masked LM learns from 15% of the tokens, ELECTRA's discriminator from all",
-          source="Clark et al. (2020), section 2", reference="round(0.15 n) of each row's n real tokens for masked "
-          "LM, all of them for the discriminator"),
-    Check("08-masking-as-the-code", "exactly round(0.15 n) positions, 85% [MASK], none random; an equal sample is "
-          "\"original\"", source="the authors' code", reference="the positions and labels made by hand"),
-    Check("08-matches-transformers", "our networks are transformers' ElectraForPreTraining and ElectraForMaskedLM",
-          source="transformers", reference="transformers' logits (discriminator, generator)", tolerance=1e-10),
+    Check(
+        "08-all-tokens-carry-a-loss",
+        "masked LM learns from 15% of the tokens, ELECTRA's discriminator from all",
+        source="Clark et al. (2020), section 2",
+        reference="round(0.15 n) of each row's n real tokens for masked LM, all of them for the discriminator",
+    ),
+    Check(
+        "08-masking-as-the-code",
+        'exactly round(0.15 n) positions, 85% [MASK], none random; an equal sample is "original"',
+        source="the authors' code",
+        reference="the positions and labels made by hand",
+    ),
+    Check(
+        "08-matches-transformers",
+        "our networks are transformers' ElectraForPreTraining and ElectraForMaskedLM",
+        source="transformers",
+        reference="transformers' logits (discriminator, generator)",
+        tolerance=1e-10,
+    ),
 )
-
 
 
 @dataclass
@@ -141,17 +196,22 @@ class Chapter08Config:
             raise ValueError(f"seeds: expected distinct non-negative seeds, at least one, got {list(self.seeds)}")
         self.seed = self.seeds[0] if self.seed is None else self.seed
         if self.sweep_seeds is not None and self.sweep_seeds < 1:
-            raise ValueError(f"sweep_seeds: expected at least one run per generator (or None: every seed), got "
-                             f"{self.sweep_seeds}")
+            raise ValueError(
+                f"sweep_seeds: expected at least one run per generator (or None: every seed), got {self.sweep_seeds}"
+            )
         unknown = [variant for variant in self.variants if variant not in VARIANTS]
         if unknown or "ELECTRA" not in self.variants:
             raise ValueError(f"variants: expected ELECTRA and others of {VARIANTS}, got {list(self.variants)}")
         if self.generator_size not in self.generator_sizes:
-            raise ValueError(f"generator_sizes: expected the chapter's generator {self.generator_size} among them, "
-                             f"got {list(self.generator_sizes)}")
+            raise ValueError(
+                f"generator_sizes: expected the chapter's generator {self.generator_size} among them, "
+                f"got {list(self.generator_sizes)}"
+            )
         if not all(0 < f <= 1 for f in self.fractions) or 1.0 not in self.fractions:
-            raise ValueError(f"fractions: expected shares of the budget in (0, 1], the whole one included, got "
-                             f"{list(self.fractions)}")
+            raise ValueError(
+                f"fractions: expected shares of the budget in (0, 1], the whole one included, got "
+                f"{list(self.fractions)}"
+            )
         if not self.tasks or set(self.tasks) - set(MAIN_SCORE):
             raise ValueError(f"tasks: expected some of {list(MAIN_SCORE)}, got {list(self.tasks)}")
 
@@ -162,18 +222,46 @@ class Chapter08Config:
 # because at 50, fine-tuning noise is as large as the differences between runs. No dropout and N(0, 0.1)
 # initialisation at this width, as in chapters 04 and 07. ``full``: a GPU.
 QUICK = dict(
-    model=dict(vocab_size=600, embedding_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-               intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
-               attention_probs_dropout_prob=0.0, initializer_range=0.1),
-    steps=300, batch_size=24, lr=2e-3, fractions=(0.25, 0.5, 1.0),
-    variants=VARIANTS, generator_sizes=(0.25, "unigram"), sweep_seeds=1,
-    tasks=("ner",), finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True), documents=2000,
+    model=dict(
+        vocab_size=600,
+        embedding_size=64,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.1,
+    ),
+    steps=300,
+    batch_size=24,
+    lr=2e-3,
+    fractions=(0.25, 0.5, 1.0),
+    variants=VARIANTS,
+    generator_sizes=(0.25, "unigram"),
+    sweep_seeds=1,
+    tasks=("ner",),
+    finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True),
+    documents=2000,
 )
 FULL = dict(
-    model=dict(vocab_size=1000, embedding_size=128, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-               intermediate_size=512, max_position_embeddings=128),
-    steps=2000, batch_size=64, lr=1e-3, num_threads=None, tasks=("acceptability", "entailment", "ner", "qa"),
-    finetune=dict(steps=1000, batch_size=32, lr=2e-4), documents=20_000,
+    model=dict(
+        vocab_size=1000,
+        embedding_size=128,
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=512,
+        max_position_embeddings=128,
+    ),
+    steps=2000,
+    batch_size=64,
+    lr=1e-3,
+    num_threads=None,
+    tasks=("acceptability", "entailment", "ner", "qa"),
+    finetune=dict(steps=1000, batch_size=32, lr=2e-4),
+    documents=20_000,
 )
 
 # The paper's numbers (Clark et al. 2020): Table 1's ELECTRA-Small checkpoints (GLUE dev) against BERT-Small
@@ -198,9 +286,14 @@ def chapter_config(**overrides) -> Chapter08Config:
 def chapter05_config(config: Chapter08Config) -> course_language.CourseLanguageConfig:
     """Chapter 05's data settings at this chapter's vocabulary, length and number of documents."""
     return course_language.chapter_config(
-        pretrain=dict(data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
-                      train=dict(batch_size=config.batch_size)),
-        documents=config.documents, language_seed=config.language_seed, seed=config.data_seed)
+        pretrain=dict(
+            data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
+            train=dict(batch_size=config.batch_size),
+        ),
+        documents=config.documents,
+        language_seed=config.language_seed,
+        seed=config.data_seed,
+    )
 
 
 class ElectraChapterData:
@@ -236,8 +329,13 @@ class ElectraChapterData:
         chosen = choose_positions(attention, tensors["special_tokens_mask"][rows], generator=draws)
         masked, labels = mask_for_generator(ids, chosen, mask_token_id=self.tokenizer.mask_token_id, generator=draws)
         width = int(attention.sum(1).max())
-        return dict(input_ids=masked[:, :width], labels=labels[:, :width], attention_mask=attention[:, :width],
-                    token_type_ids=tensors["token_type_ids"][rows][:, :width], step=torch.tensor(step))
+        return dict(
+            input_ids=masked[:, :width],
+            labels=labels[:, :width],
+            attention_mask=attention[:, :width],
+            token_type_ids=tensors["token_type_ids"][rows][:, :width],
+            step=torch.tensor(step),
+        )
 
     def unigram(self) -> torch.Tensor:
         """The training tokens' frequencies (V,), special tokens and padding excluded: the unigram generator."""
@@ -249,7 +347,9 @@ class ElectraChapterData:
 # ---------------------------------------------------------------- the variants of Table 5 and Figure 3
 
 
-def build_model(variant: str, config: Chapter08Config, data: ElectraChapterData, generator_size: float | str) -> nn.Module:
+def build_model(
+    variant: str, config: Chapter08Config, data: ElectraChapterData, generator_size: float | str
+) -> nn.Module:
     """A fresh model of ``variant`` (a Table 5 row) with the given generator (a fraction, or ``"unigram"``)."""
     seed_everything(config.seed)
     disc, gen = config.model, None if generator_size == "unigram" else config.model.generator(generator_size)
@@ -278,8 +378,12 @@ def run_loss(variant: str, seed: int, discriminator_weight: float = DISCRIMINATO
             return model(**batch, masked_only=True).loss
         draws = generator("electra samples", seed, step)
         if type(model) is ElectraPretrainingModel:  # ELECTRA and ELECTRA 15%; the other variants take (batch, draws)
-            return model(**batch, sampling_generator=draws, masked_positions_only=variant == "ELECTRA 15%",
-                         discriminator_weight=discriminator_weight).loss
+            return model(
+                **batch,
+                sampling_generator=draws,
+                masked_positions_only=variant == "ELECTRA 15%",
+                discriminator_weight=discriminator_weight,
+            ).loss
         return model(batch, draws)
 
     return loss
@@ -305,8 +409,9 @@ def flops_per_token(variant: str, config: Chapter08Config, generator_size: float
     disc, length = config.model, config.model.max_position_embeddings
     counts = {}
     if variant != "BERT" and generator_size != "unigram":
-        counts["generator"] = electra_training_flops_per_token(disc.generator(generator_size), length, "generator",
-                                                               masked_fraction=MASK_PROBABILITY)
+        counts["generator"] = electra_training_flops_per_token(
+            disc.generator(generator_size), length, "generator", masked_fraction=MASK_PROBABILITY
+        )
     if variant in ("ELECTRA", "ELECTRA 15%"):
         counts["discriminator"] = electra_training_flops_per_token(disc, length, "discriminator")
     else:
@@ -373,8 +478,17 @@ class Run:
         """The run saved at ``path`` by :func:`pretrain_run`."""
         weights = torch.load(path / "weights.pt", weights_only=True)
         about = json.loads((path / "history.json").read_text())
-        return cls(about["variant"], about["generator_size"], about["steps"], about["flops"], about["loss"],
-                   weights["checkpoints"], weights["final"], weights["snapshots"], path.name)
+        return cls(
+            about["variant"],
+            about["generator_size"],
+            about["steps"],
+            about["flops"],
+            about["loss"],
+            weights["checkpoints"],
+            weights["final"],
+            weights["snapshots"],
+            path.name,
+        )
 
 
 def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -383,8 +497,9 @@ def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
 
 
 @cached_build(load=Run.load, ignore=("progress",))
-def pretrain_run(path: Path, variant: str, config: Chapter08Config, generator_size: float | str,
-                 progress: bool = True) -> None:
+def pretrain_run(
+    path: Path, variant: str, config: Chapter08Config, generator_size: float | str, progress: bool = True
+) -> None:
     """Pretrain ``variant`` with ``generator_size`` (a share of the discriminator's width, or ``"unigram"``) within
     the budget, keeping a copy of the encoder at each of ``config.fractions`` of its steps; called as
     ``pretrain_run(variant, config, generator_size)``, it trains once and then reads the :class:`Run` from the cache.
@@ -404,16 +519,39 @@ def pretrain_run(path: Path, variant: str, config: Chapter08Config, generator_si
             saved[fraction], whole[fraction] = _state_copy(encoder_of(trained)), _state_copy(trained)
         return {}
 
-    train_config = TrainConfig(steps=steps, lr=config.lr, warmup_steps=round(config.warmup_fraction * steps),
-                               schedule="linear", eval_every=1, progress=progress, num_threads=config.num_threads)
-    history = train(model, partial(chapter_data.batch, seed=config.seed),
-                    run_loss(variant, config.seed, config.discriminator_weight), train_config, evaluate=snapshot)
+    train_config = TrainConfig(
+        steps=steps,
+        lr=config.lr,
+        warmup_steps=round(config.warmup_fraction * steps),
+        schedule="linear",
+        eval_every=1,
+        progress=progress,
+        num_threads=config.num_threads,
+    )
+    history = train(
+        model,
+        partial(chapter_data.batch, seed=config.seed),
+        run_loss(variant, config.seed, config.discriminator_weight),
+        train_config,
+        evaluate=snapshot,
+    )
     path.mkdir(parents=True, exist_ok=True)
-    torch.save({"checkpoints": saved, "snapshots": whole,
-                "final": {k: v.cpu() for k, v in model.state_dict().items()}}, path / "weights.pt")
-    atomic_write(path / "history.json", json.dumps({
-        "variant": variant, "generator_size": generator_size, "steps": steps,
-        "flops": steps * flops_per_step(variant, config, generator_size), "loss": history.loss}))
+    torch.save(
+        {"checkpoints": saved, "snapshots": whole, "final": {k: v.cpu() for k, v in model.state_dict().items()}},
+        path / "weights.pt",
+    )
+    atomic_write(
+        path / "history.json",
+        json.dumps(
+            {
+                "variant": variant,
+                "generator_size": generator_size,
+                "steps": steps,
+                "flops": steps * flops_per_step(variant, config, generator_size),
+                "loss": history.loss,
+            }
+        ),
+    )
 
 
 _CHAPTER_DATA: dict[str, ElectraChapterData] = {}  # a process's data, built once per data recipe
@@ -431,8 +569,9 @@ def chapter_data_of(config: Chapter08Config) -> ElectraChapterData:
     return _CHAPTER_DATA[recipe]
 
 
-def electra_small_training_flops(*, masked_fraction: float = 1.0, steps: int = 1_000_000, batch_size: int = 128,
-                                 seq_len: int = 128) -> float:
+def electra_small_training_flops(
+    *, masked_fraction: float = 1.0, steps: int = 1_000_000, batch_size: int = 128, seq_len: int = 128
+) -> float:
     """ELECTRA-Small's pretraining FLOPs by the course's formula (exercise 3): discriminator plus generator per
     token, times ``steps * batch_size * seq_len`` tokens (1.64e10 for the paper's run); ``masked_fraction`` < 1
     applies the generator's LM head to that share of the positions only.
@@ -441,9 +580,9 @@ def electra_small_training_flops(*, masked_fraction: float = 1.0, steps: int = 1
     """
     discriminator = ElectraConfig()
     generator_config = ElectraConfig(hidden_size=64, num_attention_heads=1, intermediate_size=256)
-    per_token = (electra_training_flops_per_token(discriminator, seq_len, "discriminator")
-                 + electra_training_flops_per_token(generator_config, seq_len, "generator",
-                                                    masked_fraction=masked_fraction))
+    per_token = electra_training_flops_per_token(
+        discriminator, seq_len, "discriminator"
+    ) + electra_training_flops_per_token(generator_config, seq_len, "generator", masked_fraction=masked_fraction)
     return per_token * steps * batch_size * seq_len
 
 
@@ -453,8 +592,9 @@ def bert_config(config: ElectraConfig) -> BertConfig:
     Taught in: 08_electra ("Matched compute").
     """
     if config.embedding_size != config.hidden_size:
-        raise ValueError(f"expected embedding_size = hidden_size for a BERT, got {config.embedding_size} "
-                         f"and {config.hidden_size}")
+        raise ValueError(
+            f"expected embedding_size = hidden_size for a BERT, got {config.embedding_size} and {config.hidden_size}"
+        )
     return BertConfig(**{f.name: getattr(config, f.name) for f in fields(BertConfig)})
 
 
@@ -472,8 +612,12 @@ def as_bert(config: ElectraConfig, state: dict[str, torch.Tensor], seed: int = 0
 
 
 def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: Chapter08Config) -> dict[str, float]:
-    return {name: finetune(tasks[name], new_head(tasks[name], encoder, config.finetune),
-                           config.finetune).scores[MAIN_SCORE[name]] for name in config.tasks}
+    return {
+        name: finetune(tasks[name], new_head(tasks[name], encoder, config.finetune), config.finetune).scores[
+            MAIN_SCORE[name]
+        ]
+        for name in config.tasks
+    }
 
 
 @cached_call
@@ -503,8 +647,9 @@ def mean_score(scores: dict[str, float]) -> float:
     return sum(scores.values()) / len(scores)
 
 
-def chapter_runs(config: Chapter08Config, *, workers: int | None = None
-                 ) -> tuple[dict[str, dict[int, Run]], dict[float | str, dict[int, Run]]]:
+def chapter_runs(
+    config: Chapter08Config, *, workers: int | None = None
+) -> tuple[dict[str, dict[int, Run]], dict[float | str, dict[int, Run]]]:
     """Every pretraining run the chapter reads (:func:`pretrain_run`, the missing ones ``workers`` at a time): each
     row of ``config.variants`` once per seed of ``config.seeds`` (``{variant: {seed: run}}``), and ELECTRA with each
     generator of ``config.generator_sizes`` on the first ``config.sweep_seeds`` of them (``{size: {seed: run}}``;
@@ -513,18 +658,21 @@ def chapter_runs(config: Chapter08Config, *, workers: int | None = None
     Taught in: 08_electra ("Generator and discriminator", "Matched compute").
     """
     sizes = [size for size in config.generator_sizes if size != config.generator_size]
-    sweep_seeds = config.seeds[:config.sweep_seeds]
-    calls = [(variant, seeded(config, seed), config.generator_size, False) for variant in config.variants
-             for seed in config.seeds] + [("ELECTRA", seeded(config, seed), size, False) for size in sizes
-                                          for seed in sweep_seeds]
+    sweep_seeds = config.seeds[: config.sweep_seeds]
+    calls = [
+        (variant, seeded(config, seed), config.generator_size, False)
+        for variant in config.variants
+        for seed in config.seeds
+    ] + [("ELECTRA", seeded(config, seed), size, False) for size in sizes for seed in sweep_seeds]
     runs = iter(compute_all(pretrain_run, calls, workers=workers, desc="pretraining"))
     table = {variant: {seed: next(runs) for seed in config.seeds} for variant in config.variants}
     sweep = {size: {seed: next(runs) for seed in sweep_seeds} for size in sizes}
     return table, {config.generator_size: {seed: table["ELECTRA"][seed] for seed in sweep_seeds}, **sweep}
 
 
-def seeded_scores(runs: dict[int, Run], config: Chapter08Config, fractions: tuple[float, ...] = (1.0,)
-                  ) -> dict[float, list[float]]:
+def seeded_scores(
+    runs: dict[int, Run], config: Chapter08Config, fractions: tuple[float, ...] = (1.0,)
+) -> dict[float, list[float]]:
     """For each of ``fractions`` of the budget, the mean fine-tuned score of each seed's checkpoint (in the
     order of ``runs``), each fine-tuned with its own seed (:func:`finetune_scores`, the missing ones first, in
     worker processes).
@@ -542,8 +690,12 @@ def with_electra_head(tasks: dict[str, Task]) -> dict[str, Task]:
 
     Exercise 4 of chapter 08.
     """
-    return {name: replace(task, head=ElectraHeadForSequenceClassification)
-            if task.head is BertForSequenceClassification else task for name, task in tasks.items()}
+    return {
+        name: replace(task, head=ElectraHeadForSequenceClassification)
+        if task.head is BertForSequenceClassification
+        else task
+        for name, task in tasks.items()
+    }
 
 
 def replaced_token_example(run: Run, config: Chapter08Config, data: ElectraChapterData, row: int = 0) -> list[dict]:
@@ -555,20 +707,27 @@ def replaced_token_example(run: Run, config: Chapter08Config, data: ElectraChapt
     model = build_model("ELECTRA", config, data, run.generator_size)
     model.load_state_dict(run.final_state)
     batch = data.batch(0, test=True)
-    batch = {k: v[row:row + 1] for k, v in batch.items() if k != "step"}
+    batch = {k: v[row : row + 1] for k, v in batch.items() if k != "step"}
     with torch.no_grad():
         out = model.eval()(**batch, sampling_generator=generator("electra example", config.seed))
     original = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])[0]
     n = int(batch["attention_mask"].sum())
     tokens = data.tokenizer.convert_ids_to_tokens
-    return [dict(original=o, generator_input=g, corrupted=c, replaced=int(r), p_replaced=float(p))
-            for o, g, c, r, p in zip(tokens(original[:n].tolist()), tokens(batch["input_ids"][0, :n].tolist()),
-                                     tokens(out.corrupted_ids[0, :n].tolist()), out.replaced[0, :n],
-                                     torch.sigmoid(out.logits[0, :n]))]
+    return [
+        dict(original=o, generator_input=g, corrupted=c, replaced=int(r), p_replaced=float(p))
+        for o, g, c, r, p in zip(
+            tokens(original[:n].tolist()),
+            tokens(batch["input_ids"][0, :n].tolist()),
+            tokens(out.corrupted_ids[0, :n].tolist()),
+            out.replaced[0, :n],
+            torch.sigmoid(out.logits[0, :n]),
+        )
+    ]
 
 
-def detection_accuracy(run: Run, config: Chapter08Config, data: ElectraChapterData, batches: int = 4,
-                       fraction: float | None = None) -> dict[str, float]:
+def detection_accuracy(
+    run: Run, config: Chapter08Config, data: ElectraChapterData, batches: int = 4, fraction: float | None = None
+) -> dict[str, float]:
     """An ELECTRA run (a learned or the unigram generator), trained to the end or to ``fraction`` of its budget,
     on held-out batches: the generator's accuracy at the masked positions (its most likely token; the unigram
     generator's is the most frequent token), the share of those positions it replaced, the discriminator's
@@ -600,27 +759,42 @@ def detection_accuracy(run: Run, config: Chapter08Config, data: ElectraChapterDa
             said, replaced = logits > 0, replaced.bool() & real
             by_text_word = replaced & in_text[corrupted]
             loss_sum += float(discriminator_loss(logits, replaced.long(), batch["attention_mask"]) * real.sum())
-            counts += torch.tensor([
-                (guesses == batch["labels"][chosen]).sum(), chosen.sum(),
-                (said & replaced).sum(), replaced.sum(),
-                (~said & ~replaced & real).sum(), (~replaced & real).sum(),
-                (said & by_text_word).sum(), by_text_word.sum()], dtype=torch.float)
+            counts += torch.tensor(
+                [
+                    (guesses == batch["labels"][chosen]).sum(),
+                    chosen.sum(),
+                    (said & replaced).sum(),
+                    replaced.sum(),
+                    (~said & ~replaced & real).sum(),
+                    (~replaced & real).sum(),
+                    (said & by_text_word).sum(),
+                    by_text_word.sum(),
+                ],
+                dtype=torch.float,
+            )
     real_tokens = float(counts[3] + counts[5])
     share = torch.tensor(float(counts[3]) / real_tokens, dtype=torch.float64)
-    return {"generator accuracy": float(counts[0] / counts[1]), "replaced share": float(counts[3] / counts[1]),
-            "recall on replacements": float(counts[2] / counts[3]),
-            "recall on replacements by words of the text": float(counts[6] / counts[7]),
-            "accuracy on originals": float(counts[4] / counts[5]),
-            "discriminator loss": loss_sum / real_tokens,
-            "constant guess loss": float(F.binary_cross_entropy(share, share))}
+    return {
+        "generator accuracy": float(counts[0] / counts[1]),
+        "replaced share": float(counts[3] / counts[1]),
+        "recall on replacements": float(counts[2] / counts[3]),
+        "recall on replacements by words of the text": float(counts[6] / counts[7]),
+        "accuracy on originals": float(counts[4] / counts[5]),
+        "discriminator loss": loss_sum / real_tokens,
+        "constant guess loss": float(F.binary_cross_entropy(share, share)),
+    }
 
 
 # ---------------------------------------------------------------- exercises
 
 
 @torch.no_grad()
-def generator_right_by_input(model: ElectraPretrainingModel, batch: dict[str, torch.Tensor], mask_token_id: int,
-                             sampling_generator: torch.Generator | None = None) -> dict[str, float]:
+def generator_right_by_input(
+    model: ElectraPretrainingModel,
+    batch: dict[str, torch.Tensor],
+    mask_token_id: int,
+    sampling_generator: torch.Generator | None = None,
+) -> dict[str, float]:
     """The share of the generator's samples equal to the original token, at the chosen positions whose input
     kept the original (``"kept"``, 15% of the chosen) and at those that show [MASK] (``"[MASK]"``).
 
@@ -634,5 +808,7 @@ def generator_right_by_input(model: ElectraPretrainingModel, batch: dict[str, to
     chosen = parts["labels"] != IGNORE_INDEX
     right = out.corrupted_ids == parts["labels"]  # (B, T)
     shows_mask = parts["input_ids"] == mask_token_id
-    return {"kept": float(right[chosen & ~shows_mask].float().mean()),
-            "[MASK]": float(right[chosen & shows_mask].float().mean())}
+    return {
+        "kept": float(right[chosen & ~shows_mask].float().mean()),
+        "[MASK]": float(right[chosen & shows_mask].float().mean()),
+    }

@@ -92,12 +92,40 @@ class Chapter09Config:
 # Pretraining takes the larger share of the steps, as in T5 (2^19 pretraining steps against 2^18 of fine-tuning).
 # The quick profile runs two denoising rows of T5's Table 3 and the prefix LM, and BART's best and worst rows; the
 # full profile packs the text into inputs of 128 words (6 spans each) and runs every objective and six BART rows.
-QUICK = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, pretrain_steps=450, finetune_steps=100,
-             batch_size=32, lr=3e-3, objectives=("bert_style", "random_spans", "prefix_lm"))
-FULL = dict(d_model=128, num_layers=4, num_heads=4, d_kv=32, d_ff=512, pretrain_steps=3000, finetune_steps=1500,
-            batch_size=64, lr=1e-3, objectives=OBJECTIVES, input_length=128, seed_varies="pretraining",
-            noisings=("token_masking", "token_deletion", "text_infilling", "document_rotation",
-                      "sentence_permutation", "text_infilling+sentence_permutation"))
+QUICK = dict(
+    d_model=64,
+    num_layers=2,
+    num_heads=4,
+    d_kv=16,
+    d_ff=128,
+    pretrain_steps=450,
+    finetune_steps=100,
+    batch_size=32,
+    lr=3e-3,
+    objectives=("bert_style", "random_spans", "prefix_lm"),
+)
+FULL = dict(
+    d_model=128,
+    num_layers=4,
+    num_heads=4,
+    d_kv=32,
+    d_ff=512,
+    pretrain_steps=3000,
+    finetune_steps=1500,
+    batch_size=64,
+    lr=1e-3,
+    objectives=OBJECTIVES,
+    input_length=128,
+    seed_varies="pretraining",
+    noisings=(
+        "token_masking",
+        "token_deletion",
+        "text_infilling",
+        "document_rotation",
+        "sentence_permutation",
+        "text_infilling+sentence_permutation",
+    ),
+)
 
 # T5's Tables 1, 4 and 5 (the columns that our tasks mirror): GLUE average, CNN/DM ROUGE-2, SQuAD EM.
 PAPER_ROWS = {
@@ -128,62 +156,125 @@ _ONE_PRETRAINING_RUN = "one pretraining run per objective in the quick profile (
 ALL_TASKS = "100 unseen-name examples of each of the four tasks"
 _ABOVE_MAJORITY = 0.05  # a gate: a row that answers every input alike scores the majority answer at best
 CLAIMS = (
-    Rule("09-denoising-beats-no-pretraining", "denoising pretraining beats no pretraining",
-         paper="GLUE 83.28, CNN/DM ROUGE-2 19.24, SQuAD EM 80.88 against 66.22, 17.60 and 50.31 without pretraining",
-         source="Raffel et al. (2020), Table 1", metric="mean over the tasks of exact match (token F1 for facts)", data=ALL_TASKS,
-         compared="each denoising objective (BERT-style and random spans, the lower of the two)",
-         baseline="no pretraining", margin=0.01, seeds=Seeds("pretraining"),
-         gates=tuple(Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY)
-                     for name in ("BERT-style", "random spans", "no pretraining")),
-         quick=_ONE_PRETRAINING_RUN),
-    Rule("09-span-corruption-matches-bert-style", "span corruption does about as well as BERT-style",
-         paper="GLUE 83.49 (random spans) against 82.96 (BERT-style)", source="Raffel et al. (2020), Tables 4 and 7",
-         metric="mean over the tasks of exact match (token F1 for facts)", data=ALL_TASKS, compared="random spans", baseline="BERT-style", factor=0.95,
-         seeds=Seeds("pretraining"),
-         gates=tuple(Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY) for name in ("random spans", "BERT-style")),
-         quick=_ONE_PRETRAINING_RUN),
-    Rule("09-infilling-beats-rotation", "text infilling pretrains far better than document rotation",
-         paper="SQuAD F1 90.8 (text infilling) against 77.2 (document rotation)", source="Lewis et al. (2020), Table 1",
-         metric="exact match", data="the question task (our SQuAD), 100 unseen-name questions",
-         compared="text infilling", baseline="document rotation", seeds=Seeds("pretraining"),
-         gates=tuple(Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY)
-                     for name in ("text infilling", "document rotation")),
-         quick=_ONE_PRETRAINING_RUN),
-    Demonstration("09-t5-architecture", "no 1/√d, RMS norm, bias in block 0; T5 1.0's tied output scaled by d^-1/2, "
-                  "T5 1.1's untied and gated", paper="the model of section 2.1",
-                  source="Raffel et al. (2020), section 2.1; transformers' T5",
-                  shows="the RMS norm by hand, the one bias table per stack and T5 1.1's extra parameters; both "
-                        "versions are tested equal to transformers in float64"),
-    Demonstration("09-t5-architectures-as-masks", "encoder-decoder, language model and prefix LM differ in what each "
-                  "position reads", paper="GLUE 83.28 (encoder-decoder), 81.82 (prefix LM), 74.70 (language model)",
-                  source="Raffel et al. (2020), Table 2 and Figure 4",
-                  shows="the three masks; the architectures are not trained here"),
-    Demonstration("09-position-buckets", "relative positions in buckets, exact to 8, logarithmic to 128",
-                  paper="32 buckets, max_distance 128", source="Raffel et al. (2020), section 2.1",
-                  shows="the bucket table; the buckets' effect is not measured"),
-    Demonstration("09-bart-architecture", "BART is the Transformer with learned positions (two extra rows), and "
-                  "classifies from the last </s>", paper="the model of section 2.1 and Figure 3a",
-                  source="Lewis et al. (2020)", shows="our stacks are chapter 02's layers; generation and "
-                  "classification are tested equal to transformers"),
-    Demonstration("09-bart-corruptions", "BART's five corruptions", paper="token masking, token deletion, text "
-                  "infilling, sentence permutation, document rotation", source="Lewis et al. (2020), Figure 2",
-                  shows="each corruption on a document, not compared"),
+    Rule(
+        "09-denoising-beats-no-pretraining",
+        "denoising pretraining beats no pretraining",
+        paper="GLUE 83.28, CNN/DM ROUGE-2 19.24, SQuAD EM 80.88 against 66.22, 17.60 and 50.31 without pretraining",
+        source="Raffel et al. (2020), Table 1",
+        metric="mean over the tasks of exact match (token F1 for facts)",
+        data=ALL_TASKS,
+        compared="each denoising objective (BERT-style and random spans, the lower of the two)",
+        baseline="no pretraining",
+        margin=0.01,
+        seeds=Seeds("pretraining"),
+        gates=tuple(
+            Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY)
+            for name in ("BERT-style", "random spans", "no pretraining")
+        ),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Rule(
+        "09-span-corruption-matches-bert-style",
+        "span corruption does about as well as BERT-style",
+        paper="GLUE 83.49 (random spans) against 82.96 (BERT-style)",
+        source="Raffel et al. (2020), Tables 4 and 7",
+        metric="mean over the tasks of exact match (token F1 for facts)",
+        data=ALL_TASKS,
+        compared="random spans",
+        baseline="BERT-style",
+        factor=0.95,
+        seeds=Seeds("pretraining"),
+        gates=tuple(
+            Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY) for name in ("random spans", "BERT-style")
+        ),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Rule(
+        "09-infilling-beats-rotation",
+        "text infilling pretrains far better than document rotation",
+        paper="SQuAD F1 90.8 (text infilling) against 77.2 (document rotation)",
+        source="Lewis et al. (2020), Table 1",
+        metric="exact match",
+        data="the question task (our SQuAD), 100 unseen-name questions",
+        compared="text infilling",
+        baseline="document rotation",
+        seeds=Seeds("pretraining"),
+        gates=tuple(
+            Gate(name, "most-frequent-token guess", _ABOVE_MAJORITY) for name in ("text infilling", "document rotation")
+        ),
+        quick=_ONE_PRETRAINING_RUN,
+    ),
+    Demonstration(
+        "09-t5-architecture",
+        "no 1/√d, RMS norm, bias in block 0; T5 1.0's tied output scaled by d^-1/2, T5 1.1's untied and gated",
+        paper="the model of section 2.1",
+        source="Raffel et al. (2020), section 2.1; transformers' T5",
+        shows="the RMS norm by hand, the one bias table per stack and T5 1.1's extra parameters; both "
+        "versions are tested equal to transformers in float64",
+    ),
+    Demonstration(
+        "09-t5-architectures-as-masks",
+        "encoder-decoder, language model and prefix LM differ in what each position reads",
+        paper="GLUE 83.28 (encoder-decoder), 81.82 (prefix LM), 74.70 (language model)",
+        source="Raffel et al. (2020), Table 2 and Figure 4",
+        shows="the three masks; the architectures are not trained here",
+    ),
+    Demonstration(
+        "09-position-buckets",
+        "relative positions in buckets, exact to 8, logarithmic to 128",
+        paper="32 buckets, max_distance 128",
+        source="Raffel et al. (2020), section 2.1",
+        shows="the bucket table; the buckets' effect is not measured",
+    ),
+    Demonstration(
+        "09-bart-architecture",
+        "BART is the Transformer with learned positions (two extra rows), and classifies from the last </s>",
+        paper="the model of section 2.1 and Figure 3a",
+        source="Lewis et al. (2020)",
+        shows="our stacks are chapter 02's layers; generation and classification are tested equal to transformers",
+    ),
+    Demonstration(
+        "09-bart-corruptions",
+        "BART's five corruptions",
+        paper="token masking, token deletion, text infilling, sentence permutation, document rotation",
+        source="Lewis et al. (2020), Figure 2",
+        shows="each corruption on a document, not compared",
+    ),
 )
 CHECKS = (
-    Check("09-span-corruption-example", "span corruption of the paper's sentence", source="Raffel et al. (2020), "
-          "Figure 2", reference="0 (tokens that differ from the figure's inputs and targets)"),
-    Check("09-noise-span-counts", "15% noise in spans of mean length 3 at L = 512",
-          source="Raffel et al. (2020), section 3.3, and its random_spans_noise_mask",
-          reference="77 noise tokens in 26 spans"),
-    Check("09-random-spans-not-at-the-end", "rolled random spans end the text no more often than a uniform placement",
-          source="T5's random_spans_noise_mask(random_roll=True)",
-          reference="the uniform share n_noise / L (within 0.025: three standard errors of a share near 0.15 over "
-                    "2,000 masks)", tolerance=0.025),
-    Check("09-target-lengths", "BERT-style's target is the whole text", source="Raffel et al. (2020), Table 3",
-          reference="the documents' mean length"),
+    Check(
+        "09-span-corruption-example",
+        "span corruption of the paper's sentence",
+        source="Raffel et al. (2020), Figure 2",
+        reference="0 (tokens that differ from the figure's inputs and targets)",
+    ),
+    Check(
+        "09-noise-span-counts",
+        "15% noise in spans of mean length 3 at L = 512",
+        source="Raffel et al. (2020), section 3.3, and its random_spans_noise_mask",
+        reference="77 noise tokens in 26 spans",
+    ),
+    Check(
+        "09-random-spans-not-at-the-end",
+        "rolled random spans end the text no more often than a uniform placement",
+        source="T5's random_spans_noise_mask(random_roll=True)",
+        reference="the uniform share n_noise / L (within 0.025: three standard errors of a share near 0.15 over "
+        "2,000 masks)",
+        tolerance=0.025,
+    ),
+    Check(
+        "09-target-lengths",
+        "BERT-style's target is the whole text",
+        source="Raffel et al. (2020), Table 3",
+        reference="the documents' mean length",
+    ),
     ParameterCount("09-t5-small-parameters", "t5-small", source="Raffel et al. (2020), section 3.7", paper="60M"),
-    Check("09-bart-base-parameters", "bart-base as transformers builds it", source="Lewis et al. (2020); "
-          "transformers' BartForConditionalGeneration", reference="139,420,416 parameters"),
+    Check(
+        "09-bart-base-parameters",
+        "bart-base as transformers builds it",
+        source="Lewis et al. (2020); transformers' BartForConditionalGeneration",
+        reference="139,420,416 parameters",
+    ),
 )
 
 
@@ -208,8 +299,9 @@ def fact_example(lang: SyntheticLanguage, rng: random.Random, people: Sequence) 
     return ["facts:", *words], [fact.relation, *fact.subject.split(), *fact.object.split()]
 
 
-def text_to_text(lang: SyntheticLanguage, task: str, n: int, seed: int,
-                 people: Sequence) -> list[tuple[list[str], list[str]]]:
+def text_to_text(
+    lang: SyntheticLanguage, task: str, n: int, seed: int, people: Sequence
+) -> list[tuple[list[str], list[str]]]:
     """``n`` examples of a task of chapter 05 as (input words, target words), the input led by the task's prefix.
 
     >>> lang = SyntheticLanguage(0)
@@ -220,14 +312,20 @@ def text_to_text(lang: SyntheticLanguage, task: str, n: int, seed: int,
     Taught in: 09_t5_bart ("Text-to-text").
     """
     if task == "acceptability":
-        return [(["acceptability:", *e.words_a], ["acceptable" if e.label else "unacceptable"])
-                for e in acceptability_examples(lang, n, seed, people)]
+        return [
+            (["acceptability:", *e.words_a], ["acceptable" if e.label else "unacceptable"])
+            for e in acceptability_examples(lang, n, seed, people)
+        ]
     if task == "entailment":
-        return [(["premise:", *e.words_a, "hypothesis:", *e.words_b], ["contradiction" if e.label else "entailment"])
-                for e in entailment_examples(lang, n, seed, people)]
+        return [
+            (["premise:", *e.words_a, "hypothesis:", *e.words_b], ["contradiction" if e.label else "entailment"])
+            for e in entailment_examples(lang, n, seed, people)
+        ]
     if task == "question":
-        return [(["question:", *e.question, "context:", *e.passage], e.answer.split())
-                for e in qa_examples(lang, n, seed, people)]
+        return [
+            (["question:", *e.question, "context:", *e.passage], e.answer.split())
+            for e in qa_examples(lang, n, seed, people)
+        ]
     if task == "facts":
         rng = random.Random(seed_of("facts", seed))
         return [fact_example(lang, rng, people) for _ in range(n)]
@@ -249,29 +347,40 @@ class TextToTextData:
         extra = [[*CITIES, *ORGANISATIONS, "lives_in", "works_for", "based_in"]]
         every = [*self.documents, *extra, *(x for t in TASKS for pair in self.train[t] + self.test[t] for x in pair)]
         self.vocab = Vocabulary(every)
-        self.content_words = [w for w in self.vocab.words[len(SPECIALS) + NUM_SENTINELS:]]
+        self.content_words = [w for w in self.vocab.words[len(SPECIALS) + NUM_SENTINELS :]]
 
-    def pretraining_batches(self, objective: str, batch_size: int,
-                            seed: int | None = None) -> Callable[[int], dict[str, torch.Tensor]]:
+    def pretraining_batches(
+        self, objective: str, batch_size: int, seed: int | None = None
+    ) -> Callable[[int], dict[str, torch.Tensor]]:
         """Batch i: packed inputs (:func:`pack`) drawn at random, each corrupted by ``objective``, all from
         :func:`pretraining_stream`; random spans rolled when the recipe says so."""
+
         def batch_fn(i: int) -> dict[str, torch.Tensor]:
             g = pretraining_stream("ch09 pretraining", objective, seed, i)
             picks = torch.randint(len(self.packed), (batch_size,), generator=g).tolist()
-            pairs = [apply_objective(objective, self.packed[j], vocabulary=self.content_words, generator=g,
-                                     random_roll=self.random_roll) for j in picks]
+            pairs = [
+                apply_objective(
+                    objective, self.packed[j], vocabulary=self.content_words, generator=g, random_roll=self.random_roll
+                )
+                for j in picks
+            ]
             return batch_of(pairs, self.vocab)
+
         return batch_fn
 
-    def noising_batches(self, noising: str, batch_size: int,
-                        seed: int | None = None) -> Callable[[int], dict[str, torch.Tensor]]:
+    def noising_batches(
+        self, noising: str, batch_size: int, seed: int | None = None
+    ) -> Callable[[int], dict[str, torch.Tensor]]:
         """Batch i: documents corrupted by BART's ``noising`` (:func:`bart_corrupt`); the target is the document;
         drawn from :func:`pretraining_stream`."""
+
         def batch_fn(i: int) -> dict[str, torch.Tensor]:
             g = pretraining_stream("ch09 bart", noising, seed, i)
             picks = torch.randint(len(self.documents), (batch_size,), generator=g).tolist()
-            return batch_of([(bart_corrupt(noising, self.documents[j], g), self.documents[j]) for j in picks],
-                            self.vocab)
+            return batch_of(
+                [(bart_corrupt(noising, self.documents[j], g), self.documents[j]) for j in picks], self.vocab
+            )
+
         return batch_fn
 
     def finetuning_batches(self, batch_size: int, seed: int = 0) -> Callable[[int], dict[str, torch.Tensor]]:
@@ -282,6 +391,7 @@ class TextToTextData:
             g = generator("ch09 fine-tuning", seed, i)
             picks = torch.randint(len(pool), (batch_size,), generator=g).tolist()
             return batch_of([pool[j] for j in picks], self.vocab)
+
         return batch_fn
 
 
@@ -303,7 +413,7 @@ def pack(documents: Sequence[Sequence[str]], length: int) -> list[list[str]]:
     if length < 2:
         raise ValueError(f"expected rows of at least 2 words, got length {length}")
     stream = [w for doc in documents for w in doc]
-    return [stream[i:i + length] for i in range(0, len(stream) - length + 1, length)]
+    return [stream[i : i + length] for i in range(0, len(stream) - length + 1, length)]
 
 
 def noise_at_the_end(texts: Sequence[Sequence[str]], *, random_roll: bool) -> dict[str, float]:
@@ -366,8 +476,15 @@ def greedy_answers(model: Seq2Seq, pairs: Sequence[tuple[list[str], list[str]]],
     batch = batch_of(pairs, vocab)
     longest = int((batch["labels"] != IGNORE_INDEX).sum(1).max())
     c = model.config
-    tokens, _ = greedy_decode(model, batch["input_ids"].to(module_device(model)), longest, bos=c.decoder_start_token_id, eos=c.eos_token_id,
-                              pad=c.pad_token_id, banned=())
+    tokens, _ = greedy_decode(
+        model,
+        batch["input_ids"].to(module_device(model)),
+        longest,
+        bos=c.decoder_start_token_id,
+        eos=c.eos_token_id,
+        pad=c.pad_token_id,
+        banned=(),
+    )
     return [vocab.decode(row) for row in tokens.tolist()]
 
 
@@ -379,9 +496,17 @@ def model_loss(model: Seq2Seq, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 def tiny_t5(recipe: Chapter09Config, vocab_size: int, seed: int = 0) -> T5ForConditionalGeneration:
     """The recipe's T5, initialised from ``seed``, without dropout (short runs on tiny data gain nothing from it)."""
     torch.manual_seed(seed_of("ch09 model", seed))
-    return T5ForConditionalGeneration(T5Config(
-        vocab_size=vocab_size, d_model=recipe.d_model, d_kv=recipe.d_kv, d_ff=recipe.d_ff,
-        num_layers=recipe.num_layers, num_heads=recipe.num_heads, dropout_rate=0.0))
+    return T5ForConditionalGeneration(
+        T5Config(
+            vocab_size=vocab_size,
+            d_model=recipe.d_model,
+            d_kv=recipe.d_kv,
+            d_ff=recipe.d_ff,
+            num_layers=recipe.num_layers,
+            num_heads=recipe.num_heads,
+            dropout_rate=0.0,
+        )
+    )
 
 
 def hidden_words(objective: str, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -406,8 +531,13 @@ def hidden_words(objective: str, batch: dict[str, torch.Tensor]) -> torch.Tensor
     return labels >= len(SPECIALS) + NUM_SENTINELS
 
 
-def hidden_word_accuracy(model: T5ForConditionalGeneration, data: TextToTextData, objective: str,
-                         batch_size: int = 512, batch_index: int = -1) -> dict[str, float]:
+def hidden_word_accuracy(
+    model: T5ForConditionalGeneration,
+    data: TextToTextData,
+    objective: str,
+    batch_size: int = 512,
+    batch_index: int = -1,
+) -> dict[str, float]:
     """How much of what ``objective`` teaches a pretrained ``model`` has learned: on a batch of ``batch_size``
     documents corrupted afresh (batch ``batch_index`` of :meth:`TextToTextData.pretraining_batches`, never a
     training batch), the share of the hidden words (:func:`hidden_words`) that the model's most likely next
@@ -422,8 +552,11 @@ def hidden_word_accuracy(model: T5ForConditionalGeneration, data: TextToTextData
         logits = model(**to_device(batch, module_device(model))).logits.cpu()
     words = batch["labels"][hidden]
     right = (logits.argmax(-1)[hidden] == words).float().mean()
-    return {"accuracy": float(right), "unigram": Counter(words.tolist()).most_common(1)[0][1] / len(words),
-            "per_text": len(words) / batch_size}
+    return {
+        "accuracy": float(right),
+        "unigram": Counter(words.tolist()).most_common(1)[0][1] / len(words),
+        "per_text": len(words) / batch_size,
+    }
 
 
 def bias_by_offset(model: T5ForConditionalGeneration, offsets: range) -> dict[str, list[list[float]]]:
@@ -442,21 +575,27 @@ def _schedule(steps: int, lr: float) -> TrainConfig:
     return TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, schedule="linear", num_threads=1)
 
 
-def finetune_and_score(model: Seq2Seq, data: TextToTextData, recipe: Chapter09Config, seed: int = 0) -> dict[str, float]:
+def finetune_and_score(
+    model: Seq2Seq, data: TextToTextData, recipe: Chapter09Config, seed: int = 0
+) -> dict[str, float]:
     """Fine-tune ``model`` in place on the task mixture drawn by ``seed``; :func:`task_score` per task on the test.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    train(model, data.finetuning_batches(recipe.batch_size, seed), model_loss,
-          _schedule(recipe.finetune_steps, recipe.lr))
+    train(
+        model, data.finetuning_batches(recipe.batch_size, seed), model_loss, _schedule(recipe.finetune_steps, recipe.lr)
+    )
     with torch.no_grad():
         return {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
 
 
-def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq],
-                           pretraining: Callable[[int | None], Callable[[int], dict]] | None,
-                           data: TextToTextData, recipe: Chapter09Config,
-                           probe: Callable[[Seq2Seq], dict] | None = None) -> tuple[dict, Seq2Seq]:
+def pretrain_then_finetune(
+    make_model: Callable[[int], Seq2Seq],
+    pretraining: Callable[[int | None], Callable[[int], dict]] | None,
+    data: TextToTextData,
+    recipe: Chapter09Config,
+    probe: Callable[[Seq2Seq], dict] | None = None,
+) -> tuple[dict, Seq2Seq]:
     """One row of an objectives table, one run per seed of the recipe: fine-tune with that seed's batches and
     score. ``pretraining(seed)`` gives the pretraining batches: with ``recipe.seed_varies == "fine-tuning"``
     one model, ``make_model(0)``, is pretrained once on ``pretraining(None)`` and each seed fine-tunes a copy of
@@ -470,6 +609,7 @@ def pretrain_then_finetune(make_model: Callable[[int], Seq2Seq],
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
+
     def pretrained(seed: int | None) -> tuple[Seq2Seq, float]:
         model = make_model(0 if seed is None else seed)
         history = train(model, pretraining(seed), model_loss, _schedule(recipe.pretrain_steps, recipe.lr))
@@ -524,19 +664,28 @@ def objective_runs(recipe: Chapter09Config) -> dict:
     data = TextToTextData(recipe)
     runs, bias = {}, None
     for objective in ("no pretraining", *recipe.objectives):
-        batches = None if objective == "no pretraining" else functools.partial(data.pretraining_batches, objective,
-                                                                               recipe.batch_size)
+        batches = (
+            None
+            if objective == "no pretraining"
+            else functools.partial(data.pretraining_batches, objective, recipe.batch_size)
+        )
         runs[objective], model = pretrain_then_finetune(
-            lambda seed: tiny_t5(recipe, len(data.vocab), seed), batches, data, recipe,
-            probe=lambda pretrained, objective=objective: hidden_word_accuracy(pretrained, data, objective,
-                                                                               recipe.probe_documents))
+            lambda seed: tiny_t5(recipe, len(data.vocab), seed),
+            batches,
+            data,
+            recipe,
+            probe=lambda pretrained, objective=objective: hidden_word_accuracy(
+                pretrained, data, objective, recipe.probe_documents
+            ),
+        )
         if objective == "random_spans":
             bias = bias_by_offset(model, offsets)
     return {"runs": runs, "bias": bias, "offsets": list(offsets), "tasks": list(TASKS)}
 
 
-def gains_in_standard_errors(runs: dict, task: str = "question", n: int = 100,
-                             baseline: str = "no pretraining") -> dict[str, float]:
+def gains_in_standard_errors(
+    runs: dict, task: str = "question", n: int = 100, baseline: str = "no pretraining"
+) -> dict[str, float]:
     """Exercise 2 of chapter 09: each objective's gain over ``baseline`` on ``task``, in standard errors of the
     difference of two mean scores over ``n`` test examples each, (p − p₀) / √((p(1 − p) + p₀(1 − p₀)) / n).
     Above 2: the objective beats the baseline by more than two standard errors. ``runs`` is
@@ -555,8 +704,9 @@ def gains_in_standard_errors(runs: dict, task: str = "question", n: int = 100,
     return gains
 
 
-def span_corruption_lengths(length: int, noise_density: float = 0.15,
-                            mean_noise_span_length: float = 3.0) -> tuple[int, int]:
+def span_corruption_lengths(
+    length: int, noise_density: float = 0.15, mean_noise_span_length: float = 3.0
+) -> tuple[int, int]:
     """Exercise 1 of chapter 09: the input and target lengths of T5's span corruption of ``length`` tokens,
     without the end-of-sequence token. With n noise tokens in s spans (:func:`span_counts`), the input keeps
     length - n tokens and adds a sentinel per span; the target holds the n tokens, a sentinel per span and a
@@ -566,8 +716,9 @@ def span_corruption_lengths(length: int, noise_density: float = 0.15,
     return length - noise + spans, noise + spans + 1
 
 
-def mass_style(words: Sequence[str], *, noise_density: float = 0.15,
-               generator: torch.Generator | None = None) -> tuple[list[str], list[str]]:
+def mass_style(
+    words: Sequence[str], *, noise_density: float = 0.15, generator: torch.Generator | None = None
+) -> tuple[list[str], list[str]]:
     """T5's "MASS-style" row (Table 3): i.i.d. noise words all become ``<M>``, the target is the whole text.
 
     BERT-style without its 10% random words; exercise 3's solution.
@@ -585,8 +736,7 @@ def mass_style_lengths(documents: Sequence[Sequence[str]]) -> dict[str, float]:
     pairs = [mass_style(doc, generator=generator("mass_style", i)) for i, doc in enumerate(documents)]
     masks = sum(inputs.count("<M>") for inputs, _ in pairs)
     words = sum(len(inputs) for inputs, _ in pairs)
-    return {"input": words / len(pairs), "target": sum(len(t) for _, t in pairs) / len(pairs),
-            "masked": masks / words}
+    return {"input": words / len(pairs), "target": sum(len(t) for _, t in pairs) / len(pairs), "masked": masks / words}
 
 
 def noising_parts(noising: str) -> list[str]:
@@ -626,12 +776,26 @@ def tiny_bart(recipe: Chapter09Config, vocab_size: int, seed: int = 0) -> BartFo
     Taught in: 09_t5_bart ("BART's noising functions").
     """
     torch.manual_seed(seed_of("ch09 bart model", seed))
-    init_std = recipe.d_model ** -0.5 if recipe.bart_init_std is None else recipe.bart_init_std
-    return BartForConditionalGeneration(BartConfig(
-        vocab_size=vocab_size, max_position_embeddings=256, d_model=recipe.d_model, encoder_layers=recipe.num_layers,
-        decoder_layers=recipe.num_layers, encoder_attention_heads=recipe.num_heads,
-        decoder_attention_heads=recipe.num_heads, encoder_ffn_dim=recipe.d_ff, decoder_ffn_dim=recipe.d_ff,
-        dropout=0.0, init_std=init_std, pad_token_id=0, bos_token_id=1, eos_token_id=1, decoder_start_token_id=1))
+    init_std = recipe.d_model**-0.5 if recipe.bart_init_std is None else recipe.bart_init_std
+    return BartForConditionalGeneration(
+        BartConfig(
+            vocab_size=vocab_size,
+            max_position_embeddings=256,
+            d_model=recipe.d_model,
+            encoder_layers=recipe.num_layers,
+            decoder_layers=recipe.num_layers,
+            encoder_attention_heads=recipe.num_heads,
+            decoder_attention_heads=recipe.num_heads,
+            encoder_ffn_dim=recipe.d_ff,
+            decoder_ffn_dim=recipe.d_ff,
+            dropout=0.0,
+            init_std=init_std,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=1,
+            decoder_start_token_id=1,
+        )
+    )
 
 
 def cross_attention_ratio(model: BartForConditionalGeneration, batch: dict[str, torch.Tensor]) -> list[float]:
@@ -683,9 +847,12 @@ def noising_runs(recipe: Chapter09Config) -> dict:
     data = TextToTextData(recipe)
     runs = {}
     for name in recipe.noisings:
-        runs[name], _ = pretrain_then_finetune(lambda seed: tiny_bart(recipe, len(data.vocab), seed),
-                                               functools.partial(data.noising_batches, name, recipe.batch_size),
-                                               data, recipe)
+        runs[name], _ = pretrain_then_finetune(
+            lambda seed: tiny_bart(recipe, len(data.vocab), seed),
+            functools.partial(data.noising_batches, name, recipe.batch_size),
+            data,
+            recipe,
+        )
     return {"runs": runs, "tasks": list(TASKS)}
 
 

@@ -70,18 +70,35 @@ class Chapter10Config:
     def __post_init__(self) -> None:
         check_fields(self)
         if self.parser_train >= self.syntax_sentences:
-            raise FieldError(["parser_train", "syntax_sentences"], f"expected fewer parser_train sentences than "
-                             f"syntax_sentences, to score the parser on the rest, got {self.parser_train} of "
-                             f"{self.syntax_sentences}")
+            raise FieldError(
+                ["parser_train", "syntax_sentences"],
+                f"expected fewer parser_train sentences than "
+                f"syntax_sentences, to score the parser on the rest, got {self.parser_train} of "
+                f"{self.syntax_sentences}",
+            )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise FieldError(["seeds"], f"expected distinct seeds, at least one, got {list(self.seeds)}")
 
 
 # ``full``: ten times the text, and more random orders and latency calls.
-QUICK = dict(pairs=48, max_length=64, syntax_sentences=150, mlm_sentences=512, random_orders=3, latency_batch=32,
-             latency_repeats=5)
-FULL = dict(pairs=512, max_length=128, syntax_sentences=2000, mlm_sentences=2048, random_orders=10, latency_batch=64,
-            latency_repeats=10)
+QUICK = dict(
+    pairs=48,
+    max_length=64,
+    syntax_sentences=150,
+    mlm_sentences=512,
+    random_orders=3,
+    latency_batch=32,
+    latency_repeats=5,
+)
+FULL = dict(
+    pairs=512,
+    max_length=128,
+    syntax_sentences=2000,
+    mlm_sentences=2048,
+    random_orders=10,
+    latency_batch=64,
+    latency_repeats=10,
+)
 
 
 def chapter_config(**overrides) -> Chapter10Config:
@@ -95,73 +112,158 @@ def chapter_config(**overrides) -> Chapter10Config:
 
 DOCUMENTATION_PAIRS = "the documentation's sentence pairs of section 1"
 CLAIMS = (
-    Rule("10-attention-parked-on-special-tokens", "much attention is parked on a special token",
-         paper="over half of the attention of BERT-base's middle layers on [SEP], much of the early layers' on [CLS]",
-         source="Clark et al. (2019), Figure 2", metric="the largest layer mean of the attention to [CLS] and [SEP]",
-         data="MiniLM on " + DOCUMENTATION_PAIRS, compared="MiniLM", baseline=0.3, seeds=Seeds("none", 1)),
-    Rule("10-no-op-attention", "attention parked on a special token is a no-op: its gradient is small",
-         paper="attention to [SEP] high in layers 5–10, its gradient small there", source="Clark et al. (2019), "
-         "Figure 3", metric="share of |∂L/∂a| on [CLS], in the heads with at least half their attention on it",
-         data="MiniLM's sentence-similarity loss on 16 documentation pairs per sample",
-         compared="the gradient share", baseline="the attention share", higher=False, factor=4,
-         seeds=Seeds("data sample")),
-    Rule("10-early-heads-broad", "the first layer's heads are the broadest", paper="broad heads in the early layers",
-         source="Clark et al. (2019), Figure 2", metric="mean entropy of the attention rows (nats)",
-         data="MiniLM on " + DOCUMENTATION_PAIRS, compared="layer 0", baseline="the broadest other layer",
-         seeds=Seeds("none", 1)),
-    Demonstration("10-heterogeneous-fewer-than-half", "fewer than half of the maps are heterogeneous (not comparable "
-                  "here)", paper="fewer than half of BERT-base's maps heterogeneous, by a classifier trained on 400 "
-                  "hand-labelled maps", source="Kovaleva et al. (2019), Figure 2",
-                  shows="the five patterns' shares under a 0.5 threshold rule on distilled MiniLM; not comparable "
-                        "with the paper's trained classifier on BERT-base fine-tuned on GLUE, so not judged"),
-    Rule("10-positional-heads", "positional heads exist", paper="heads whose argmax is at ±1 for at least 90% of "
-         "tokens", source="Voita et al. (2019), section 5", metric="the best head's share of queries whose argmax "
-         "is the previous token", data="MiniLM on " + DOCUMENTATION_PAIRS, compared="MiniLM's best head",
-         baseline=0.9, seeds=Seeds("none", 1)),
-    Rule("10-rare-token-head", "a rare-token head exists", paper="a head whose argmax falls on the sentence's "
-         "rarest token", source="Voita et al. (2019), section 5", metric="the best of the 72 heads' share of queries "
-         "whose argmax is the sentence's rarest word", data="MiniLM on " + DOCUMENTATION_PAIRS,
-         compared="MiniLM's best head", baseline="the same maximum over the 72 heads with the words' frequencies "
-         "shuffled within each sentence (one shuffle per seed)", factor=2, seeds=Seeds("data sample")),
-    Rule("10-syntactic-heads", "single heads track single relations better than fixed offsets",
-         paper="det 94.3 against 51.7, nsubj 58.5 against 45.5", source="Clark et al. (2019), Table 1",
-         metric="accuracy of the best head minus that of the best fixed offset, the lower of det and nsubj",
-         data="MiniLM on 150 synthetic sentences with gold trees", compared="MiniLM's best heads", baseline=0.1,
-         seeds=Seeds("none", 1)),
-    Rule("10-attention-parser-beats-baseline", "a parser from attention alone beats the right-branching tree",
-         paper="UAS 61 (attention only) and 34.5 (best head) against 26.3 (right-branching)",
-         source="Clark et al. (2019), section 5", metric="UAS", data="the held-out synthetic sentences of a "
-         "random split", compared="the attention-only probe on MiniLM", baseline="the right-branching tree",
-         margin=0.1, seeds=Seeds("probe fit")),
-    Rule("10-few-heads-matter-alone", "removing one head changes the score little",
-         paper="8 of 96 encoder heads change BLEU significantly when removed alone", source="Michel et al. (2019), "
-         "section 3", metric="the largest change of masked-LM accuracy from removing one of the 16 heads",
-         data="the course BERT on 512 held-out masked synthetic sentences", compared="the course BERT",
-         baseline=0.05, higher=False, seeds=Seeds("none", 1),
-         gates=(Gate("the course BERT with all heads", "most-frequent-token guess", 0.05),)),
-    Rule("10-importance-order-beats-random", "pruning by importance beats pruning at random",
-         paper="the importance curve above the random curve", source="Michel et al. (2019), Figure 3",
-         metric="masked-LM accuracy averaged over the pruning curve", data="the course BERT on held-out masked "
-         "synthetic sentences (each seed its own sentences, masks and random orders)",
-         compared="least important first (raw importance)", baseline="random order", margin=0.01,
-         seeds=Seeds("data sample")),
-    Rule("10-task-importance-concentrated", "on a fine-tuned task, fewer heads carry the importance (a proxy for "
-         "pruning many heads without loss)", paper="40% of BERT's heads pruned on MNLI without noticeable loss",
-         source="Michel et al. (2019), Figure 4", metric="proxy, no head pruned: the share of the total importance "
-         "held by the top quarter of the heads", data="the course BERT, 16 heads",
-         compared="importance under the loss of acceptability, fine-tuned", baseline="importance under the "
-         "masked-LM loss", margin=0.02, seeds=Seeds("fine-tuning"),
-         gates=(Gate("acceptability, fine-tuned (test MCC)", "chance", 0.1),)),
-    Demonstration("10-pruning-speeds-inference", "pruning half the heads speeds inference",
-                  paper="up to 17% faster at large batch", source="Michel et al. (2019), section 6",
-                  shows="timings on a shared CPU, printed and not judged"),
+    Rule(
+        "10-attention-parked-on-special-tokens",
+        "much attention is parked on a special token",
+        paper="over half of the attention of BERT-base's middle layers on [SEP], much of the early layers' on [CLS]",
+        source="Clark et al. (2019), Figure 2",
+        metric="the largest layer mean of the attention to [CLS] and [SEP]",
+        data="MiniLM on " + DOCUMENTATION_PAIRS,
+        compared="MiniLM",
+        baseline=0.3,
+        seeds=Seeds("none", 1),
+    ),
+    Rule(
+        "10-no-op-attention",
+        "attention parked on a special token is a no-op: its gradient is small",
+        paper="attention to [SEP] high in layers 5–10, its gradient small there",
+        source="Clark et al. (2019), Figure 3",
+        metric="share of |∂L/∂a| on [CLS], in the heads with at least half their attention on it",
+        data="MiniLM's sentence-similarity loss on 16 documentation pairs per sample",
+        compared="the gradient share",
+        baseline="the attention share",
+        higher=False,
+        factor=4,
+        seeds=Seeds("data sample"),
+    ),
+    Rule(
+        "10-early-heads-broad",
+        "the first layer's heads are the broadest",
+        paper="broad heads in the early layers",
+        source="Clark et al. (2019), Figure 2",
+        metric="mean entropy of the attention rows (nats)",
+        data="MiniLM on " + DOCUMENTATION_PAIRS,
+        compared="layer 0",
+        baseline="the broadest other layer",
+        seeds=Seeds("none", 1),
+    ),
+    Demonstration(
+        "10-heterogeneous-fewer-than-half",
+        "fewer than half of the maps are heterogeneous (not comparable here)",
+        paper="fewer than half of BERT-base's maps heterogeneous, by a classifier trained on 400 hand-labelled maps",
+        source="Kovaleva et al. (2019), Figure 2",
+        shows="the five patterns' shares under a 0.5 threshold rule on distilled MiniLM; not comparable "
+        "with the paper's trained classifier on BERT-base fine-tuned on GLUE, so not judged",
+    ),
+    Rule(
+        "10-positional-heads",
+        "positional heads exist",
+        paper="heads whose argmax is at ±1 for at least 90% of tokens",
+        source="Voita et al. (2019), section 5",
+        metric="the best head's share of queries whose argmax is the previous token",
+        data="MiniLM on " + DOCUMENTATION_PAIRS,
+        compared="MiniLM's best head",
+        baseline=0.9,
+        seeds=Seeds("none", 1),
+    ),
+    Rule(
+        "10-rare-token-head",
+        "a rare-token head exists",
+        paper="a head whose argmax falls on the sentence's rarest token",
+        source="Voita et al. (2019), section 5",
+        metric="the best of the 72 heads' share of queries whose argmax is the sentence's rarest word",
+        data="MiniLM on " + DOCUMENTATION_PAIRS,
+        compared="MiniLM's best head",
+        baseline="the same maximum over the 72 heads with the words' frequencies "
+        "shuffled within each sentence (one shuffle per seed)",
+        factor=2,
+        seeds=Seeds("data sample"),
+    ),
+    Rule(
+        "10-syntactic-heads",
+        "single heads track single relations better than fixed offsets",
+        paper="det 94.3 against 51.7, nsubj 58.5 against 45.5",
+        source="Clark et al. (2019), Table 1",
+        metric="accuracy of the best head minus that of the best fixed offset, the lower of det and nsubj",
+        data="MiniLM on 150 synthetic sentences with gold trees",
+        compared="MiniLM's best heads",
+        baseline=0.1,
+        seeds=Seeds("none", 1),
+    ),
+    Rule(
+        "10-attention-parser-beats-baseline",
+        "a parser from attention alone beats the right-branching tree",
+        paper="UAS 61 (attention only) and 34.5 (best head) against 26.3 (right-branching)",
+        source="Clark et al. (2019), section 5",
+        metric="UAS",
+        data="the held-out synthetic sentences of a random split",
+        compared="the attention-only probe on MiniLM",
+        baseline="the right-branching tree",
+        margin=0.1,
+        seeds=Seeds("probe fit"),
+    ),
+    Rule(
+        "10-few-heads-matter-alone",
+        "removing one head changes the score little",
+        paper="8 of 96 encoder heads change BLEU significantly when removed alone",
+        source="Michel et al. (2019), section 3",
+        metric="the largest change of masked-LM accuracy from removing one of the 16 heads",
+        data="the course BERT on 512 held-out masked synthetic sentences",
+        compared="the course BERT",
+        baseline=0.05,
+        higher=False,
+        seeds=Seeds("none", 1),
+        gates=(Gate("the course BERT with all heads", "most-frequent-token guess", 0.05),),
+    ),
+    Rule(
+        "10-importance-order-beats-random",
+        "pruning by importance beats pruning at random",
+        paper="the importance curve above the random curve",
+        source="Michel et al. (2019), Figure 3",
+        metric="masked-LM accuracy averaged over the pruning curve",
+        data="the course BERT on held-out masked "
+        "synthetic sentences (each seed its own sentences, masks and random orders)",
+        compared="least important first (raw importance)",
+        baseline="random order",
+        margin=0.01,
+        seeds=Seeds("data sample"),
+    ),
+    Rule(
+        "10-task-importance-concentrated",
+        "on a fine-tuned task, fewer heads carry the importance (a proxy for pruning many heads without loss)",
+        paper="40% of BERT's heads pruned on MNLI without noticeable loss",
+        source="Michel et al. (2019), Figure 4",
+        metric="proxy, no head pruned: the share of the total importance held by the top quarter of the heads",
+        data="the course BERT, 16 heads",
+        compared="importance under the loss of acceptability, fine-tuned",
+        baseline="importance under the masked-LM loss",
+        margin=0.02,
+        seeds=Seeds("fine-tuning"),
+        gates=(Gate("acceptability, fine-tuned (test MCC)", "chance", 0.1),),
+    ),
+    Demonstration(
+        "10-pruning-speeds-inference",
+        "pruning half the heads speeds inference",
+        paper="up to 17% faster at large batch",
+        source="Michel et al. (2019), section 6",
+        shows="timings on a shared CPU, printed and not judged",
+    ),
 )
 CHECKS = (
-    Check("10-masking-is-pruning", "masking a head equals zeroing its value slice and pruning it",
-          source="the arithmetic of multi-head attention", reference="0 (largest difference of the last hidden "
-          "states, zeroed values and pruned against masked)", tolerance=1e-5),
-    Check("10-importance-is-output-times-gradient", "importance |∂L/∂ξ_h| is the head's output times its gradient",
-          source="Michel et al. (2019), section 4.1", reference="0 (largest difference in float64)", tolerance=1e-8),
+    Check(
+        "10-masking-is-pruning",
+        "masking a head equals zeroing its value slice and pruning it",
+        source="the arithmetic of multi-head attention",
+        reference="0 (largest difference of the last hidden states, zeroed values and pruned against masked)",
+        tolerance=1e-5,
+    ),
+    Check(
+        "10-importance-is-output-times-gradient",
+        "importance |∂L/∂ξ_h| is the head's output times its gradient",
+        source="Michel et al. (2019), section 4.1",
+        reference="0 (largest difference in float64)",
+        tolerance=1e-8,
+    ),
 )
 
 
@@ -195,7 +297,7 @@ def documentation_pairs(tokenizer: WordPieceTokenizer, config: Chapter10Config) 
     framed = []
     for document in rng.sample(documents, len(documents)):
         start = rng.randrange(len(document) - 1)
-        ids, types, special = tokenizer.frame(*(tokenizer.encode(s) for s in document[start:start + 2]))
+        ids, types, special = tokenizer.frame(*(tokenizer.encode(s) for s in document[start : start + 2]))
         if len(ids) <= config.max_length:
             framed.append((ids, types, special))
         if len(framed) == config.pairs:
@@ -203,8 +305,12 @@ def documentation_pairs(tokenizer: WordPieceTokenizer, config: Chapter10Config) 
     ids, types, special = (list(column) for column in zip(*framed))
     input_ids = pad_ids(ids, tokenizer.pad_token_id)
     attention_mask = pad_ids([[1] * len(row) for row in ids], 0)
-    return dict(input_ids=input_ids, token_type_ids=pad_ids(types, 0), attention_mask=attention_mask,
-                special_tokens_mask=pad_ids(special, 0).bool())
+    return dict(
+        input_ids=input_ids,
+        token_type_ids=pad_ids(types, 0),
+        attention_mask=attention_mask,
+        special_tokens_mask=pad_ids(special, 0).bool(),
+    )
 
 
 def shuffled_within_rows(values: torch.Tensor, keep: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -222,8 +328,9 @@ def shuffled_within_rows(values: torch.Tensor, keep: torch.Tensor, generator: to
     return out
 
 
-def rare_token_null(attentions: torch.Tensor, attention_mask: torch.Tensor, special: torch.Tensor,
-                    frequency: torch.Tensor, seed: int) -> float:
+def rare_token_null(
+    attentions: torch.Tensor, attention_mask: torch.Tensor, special: torch.Tensor, frequency: torch.Tensor, seed: int
+) -> float:
     """The null of the rare-token head: the largest share over all heads of queries whose argmax falls on the
     sentence's rarest word (:func:`~lecture_lib.analysis.head_classes.voita_classes`' ``rare``) when the words'
     frequencies are shuffled within each sentence (``generator("ch10 rare null", seed)``), so that the "rarest"
@@ -247,8 +354,13 @@ def token_frequencies(tokenizer: WordPieceTokenizer) -> torch.Tensor:
     return frequency
 
 
-def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[Sentence],
-              batch_size: int = 64, to_words: WordMaps = word_attention) -> list[torch.Tensor]:
+def word_maps(
+    model: nn.Module,
+    tokenizer: WordPieceTokenizer,
+    sentences: list[Sentence],
+    batch_size: int = 64,
+    to_words: WordMaps = word_attention,
+) -> list[torch.Tensor]:
     """Each sentence's word-level attention maps (layers, heads, W, W), from its words' pieces by ``to_words``
     (Clark et al.'s :func:`~lecture_lib.analysis.syntactic_heads.word_attention`, or exercise 4's
     :func:`summed_row_attention`).
@@ -257,7 +369,7 @@ def word_maps(model: nn.Module, tokenizer: WordPieceTokenizer, sentences: list[S
     """
     maps = []
     for start in range(0, len(sentences), batch_size):
-        aligned = [align_words(tokenizer, s.words) for s in sentences[start:start + batch_size]]
+        aligned = [align_words(tokenizer, s.words) for s in sentences[start : start + batch_size]]
         input_ids = pad_ids([ids for ids, _ in aligned], tokenizer.pad_token_id)
         attention_mask = pad_ids([[1] * len(ids) for ids, _ in aligned], 0)
         pieces = attention_maps(model, input_ids, attention_mask)  # (B, L, H, T, T)
@@ -300,11 +412,13 @@ def parser_scores(maps: Sequence[torch.Tensor], sentences: Sequence[Sentence], s
         probe=attachment_score(attention_parse(weights, test_maps), test_heads),
         single=float(single_head_uas(test_maps, test_heads)[direction, layer, head]),
         single_head=(DIRECTIONS[direction], layer, head),
-        right_branching=attachment_score([right_branching(len(h)) for h in test_heads], test_heads))
+        right_branching=attachment_score([right_branching(len(h)) for h in test_heads], test_heads),
+    )
 
 
-def masked_sentences(result: PretrainResult, sentences: list[Sentence], seed: int,
-                     batch_size: int = 64) -> list[dict[str, torch.Tensor]]:
+def masked_sentences(
+    result: PretrainResult, sentences: list[Sentence], seed: int, batch_size: int = 64
+) -> list[dict[str, torch.Tensor]]:
     """Single sentences framed ``[CLS] s [SEP]``, masked as in pretraining (15%, 80/10/10), in batches with
     their MLM labels.
 
@@ -314,13 +428,17 @@ def masked_sentences(result: PretrainResult, sentences: list[Sentence], seed: in
     framed = [tokenizer.frame(tokenizer.encode(s.text)) for s in sentences]
     batches = []
     for start in range(0, len(framed), batch_size):
-        rows = framed[start:start + batch_size]
+        rows = framed[start : start + batch_size]
         input_ids = pad_ids([ids for ids, _, _ in rows], tokenizer.pad_token_id)
         attention_mask = pad_ids([[1] * len(ids) for ids, _, _ in rows], 0)
         special = pad_ids([s for _, _, s in rows], 1).bool()  # padding is never selected either
-        masked, labels = mask_tokens(input_ids, mask_token_id=tokenizer.mask_token_id,
-                                     vocab_size=tokenizer.vocab_size, special_tokens_mask=special,
-                                     generator=generator("ch10 masking", seed, start))
+        masked, labels = mask_tokens(
+            input_ids,
+            mask_token_id=tokenizer.mask_token_id,
+            vocab_size=tokenizer.vocab_size,
+            special_tokens_mask=special,
+            generator=generator("ch10 masking", seed, start),
+        )
         batches.append(dict(input_ids=masked, attention_mask=attention_mask, labels=labels))
     return batches
 
@@ -341,8 +459,9 @@ def gated_task_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask:
     return model(**batch, head_mask=head_mask).loss
 
 
-def task_importance(course: PretrainResult, task_name: str, config: FinetuneConfig, *, batches: int = 4,
-                    batch_size: int = 64) -> tuple[torch.Tensor, dict[str, float]]:
+def task_importance(
+    course: PretrainResult, task_name: str, config: FinetuneConfig, *, batches: int = 4, batch_size: int = 64
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Michel et al.'s importance as they measured it, on a fine-tuned task: a copy of ``course``'s encoder
     fine-tuned on chapter 05's ``task_name`` with ``config``, its heads scored by |∂L/∂ξ_h| of that task's loss
     on ``batches`` training batches; raw, (layers, heads); beside it the fine-tuned model's test scores (what it
@@ -354,8 +473,10 @@ def task_importance(course: PretrainResult, task_name: str, config: FinetuneConf
     result = finetune(task, new_head(task, course.model.bert, config), config)
     tuned = result.model.eval()
     device = module_device(tuned)  # where fine-tuning left it: the GPU when there is one
-    data = [to_device(task.train.batch(torch.arange(i, i + batch_size)), device)
-            for i in range(0, batches * batch_size, batch_size)]
+    data = [
+        to_device(task.train.batch(torch.arange(i, i + batch_size)), device)
+        for i in range(0, batches * batch_size, batch_size)
+    ]
     return head_importance(tuned, data, gated_task_loss, normalize=False), result.scores
 
 
@@ -406,8 +527,7 @@ def pattern_fractions(shares: dict[str, torch.Tensor], dominant: float) -> dict[
     return {name: float((patterns == k).double().mean()) for k, name in enumerate(PATTERNS)}
 
 
-def threshold_for_few_heterogeneous(shares: dict[str, torch.Tensor], start: float = 0.5,
-                                    step: float = 0.05) -> float:
+def threshold_for_few_heterogeneous(shares: dict[str, torch.Tensor], start: float = 0.5, step: float = 0.05) -> float:
     """Exercise 3 of chapter 10: the largest threshold ``start - k * step`` that puts fewer than half of the
     maps in "heterogeneous" (each lowering can only move maps out of it: every rule is "a share >= DOMINANT").
     """
@@ -419,8 +539,7 @@ def threshold_for_few_heterogeneous(shares: dict[str, torch.Tensor], start: floa
     return threshold
 
 
-def similarity_pairs(tokenizer: WordPieceTokenizer, seed: int, pairs: int,
-                     max_length: int) -> dict[str, torch.Tensor]:
+def similarity_pairs(tokenizer: WordPieceTokenizer, seed: int, pairs: int, max_length: int) -> dict[str, torch.Tensor]:
     """Pairs of consecutive sentences of the Python documentation, each sentence framed alone ``[CLS] s [SEP]``
     (the way a sentence encoder reads it), from documents drawn at random by ``seed``: rows 0..n-1 hold the
     first sentences, rows n..2n-1 their successors; ``input_ids`` and ``attention_mask``, right-padded.
@@ -432,13 +551,15 @@ def similarity_pairs(tokenizer: WordPieceTokenizer, seed: int, pairs: int,
     chosen = []
     for document in rng.sample(documents, len(documents)):
         start = rng.randrange(len(document) - 1)
-        framed = [tokenizer.frame(tokenizer.encode(s))[0] for s in document[start:start + 2]]
+        framed = [tokenizer.frame(tokenizer.encode(s))[0] for s in document[start : start + 2]]
         if all(len(ids) <= max_length for ids in framed):
             chosen.append(framed)
         if len(chosen) == pairs:
             break
     rows = [a for a, _ in chosen] + [b for _, b in chosen]
-    return dict(input_ids=pad_ids(rows, tokenizer.pad_token_id), attention_mask=pad_ids([[1] * len(r) for r in rows], 0))
+    return dict(
+        input_ids=pad_ids(rows, tokenizer.pad_token_id), attention_mask=pad_ids([[1] * len(r) for r in rows], 0)
+    )
 
 
 def similarity_forward(model: BertModel) -> Callable[[dict[str, torch.Tensor]], tuple[torch.Tensor, tuple]]:
@@ -461,8 +582,9 @@ def similarity_forward(model: BertModel) -> Callable[[dict[str, torch.Tensor]], 
     return forward
 
 
-def iterative_pruning_order(model: nn.Module, batches: list[dict[str, torch.Tensor]], loss: GatedLoss,
-                            step: int = 2) -> torch.Tensor:
+def iterative_pruning_order(
+    model: nn.Module, batches: list[dict[str, torch.Tensor]], loss: GatedLoss, step: int = 2
+) -> torch.Tensor:
     """Exercise 1 of chapter 10: Michel et al.'s importance recomputed after each pruning step, as their code
     does: remove the ``step`` least important remaining heads, recompute I_h = E|∂L/∂ξ_h| at the gates of
     the pruned model (removed heads at ξ = 0), repeat. Returns the flat head indices in the order removed,
@@ -473,7 +595,7 @@ def iterative_pruning_order(model: nn.Module, batches: list[dict[str, torch.Tens
     while len(order) < mask.numel():
         importance = head_importance(model, batches, loss, at=mask).flatten()
         importance[order] = torch.inf  # removed heads are not removed again
-        removed = importance.argsort(stable=True)[:min(step, mask.numel() - len(order))].tolist()
+        removed = importance.argsort(stable=True)[: min(step, mask.numel() - len(order))].tolist()
         order += removed
         mask.view(-1)[removed] = 0
     return torch.tensor(order)

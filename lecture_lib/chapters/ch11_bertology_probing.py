@@ -111,15 +111,29 @@ class Chapter11Config:
     held_out: float = 1 / 3  # share of word types left out of the probes' training words
 
     def __post_init__(self) -> None:
-        counts = ("train_sentences", "test_sentences", "probe_steps", "structural_steps", "edge_train_sentences",
-                  "edge_steps", "agreement_per_bucket", "knowledge_steps", "structural_rank", "edge_projection",
-                  "attractor_chain", "knowledge_people", "knowledge_batch")
+        counts = (
+            "train_sentences",
+            "test_sentences",
+            "probe_steps",
+            "structural_steps",
+            "edge_train_sentences",
+            "edge_steps",
+            "agreement_per_bucket",
+            "knowledge_steps",
+            "structural_rank",
+            "edge_projection",
+            "attractor_chain",
+            "knowledge_people",
+            "knowledge_batch",
+        )
         for name in counts:
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise ValueError(f"{name}: expected a whole number >= 1, got {getattr(self, name)!r}")
         if self.edge_train_sentences > self.train_sentences:
-            raise ValueError(f"edge_train_sentences: expected at most train_sentences ({self.train_sentences}), "
-                             f"got {self.edge_train_sentences}")
+            raise ValueError(
+                f"edge_train_sentences: expected at most train_sentences ({self.train_sentences}), "
+                f"got {self.edge_train_sentences}"
+            )
         if not self.ranks or min(self.ranks) < 1:
             raise ValueError(f"ranks: expected ranks >= 1, got {self.ranks!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -128,12 +142,28 @@ class Chapter11Config:
             raise ValueError(f"held_out: expected a share in (0, 1), got {self.held_out!r}")
 
 
-QUICK = dict(train_sentences=300, test_sentences=150, probe_steps=100, structural_steps=100,
-             ranks=(1, 2, 4, 8, 16, 32, 64, 128), edge_train_sentences=150, edge_steps=40, agreement_per_bucket=150,
-             knowledge_steps=500)
-FULL = dict(train_sentences=3000, test_sentences=1500, probe_steps=300, structural_steps=300,
-            ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256), edge_train_sentences=3000, edge_steps=300,
-            agreement_per_bucket=1000, knowledge_steps=1500)
+QUICK = dict(
+    train_sentences=300,
+    test_sentences=150,
+    probe_steps=100,
+    structural_steps=100,
+    ranks=(1, 2, 4, 8, 16, 32, 64, 128),
+    edge_train_sentences=150,
+    edge_steps=40,
+    agreement_per_bucket=150,
+    knowledge_steps=500,
+)
+FULL = dict(
+    train_sentences=3000,
+    test_sentences=1500,
+    probe_steps=300,
+    structural_steps=300,
+    ranks=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+    edge_train_sentences=3000,
+    edge_steps=300,
+    agreement_per_bucket=1000,
+    knowledge_steps=1500,
+)
 
 
 def chapter_config(**overrides) -> Chapter11Config:
@@ -149,8 +179,10 @@ def treebank(config: Chapter11Config) -> tuple[list[Sentence], list[Sentence]]:
 
     Taught in: 11_bertology_probing ("Three encoders and a treebank").
     """
-    return (course_language.synthetic_sentences(config.train_sentences, seed_of("ch11 train", config.seed)),
-            course_language.synthetic_sentences(config.test_sentences, seed_of("ch11 test", config.seed)))
+    return (
+        course_language.synthetic_sentences(config.train_sentences, seed_of("ch11 train", config.seed)),
+        course_language.synthetic_sentences(config.test_sentences, seed_of("ch11 test", config.seed)),
+    )
 
 
 def random_twin(model: BertModel, seed: int) -> BertModel:
@@ -182,11 +214,15 @@ def word_labels(sentence: Sentence, task: str, roles: Sequence[str] = ROLES) -> 
     if task == "negated":
         return [(sentence.heads.index(0), str(sentence.negated))]
     if task == "role":
-        return [(i, label) for i, (pos, label) in enumerate(zip(sentence.pos, sentence.deprels))
-                if pos in ("NOUN", "PROPN") and label in roles]
+        return [
+            (i, label)
+            for i, (pos, label) in enumerate(zip(sentence.pos, sentence.deprels))
+            if pos in ("NOUN", "PROPN") and label in roles
+        ]
     if task == "number":
-        return [(i, sentence.number[_noun_of(sentence, i)]) for i in range(len(sentence))
-                if _number_neutral(sentence, i)]
+        return [
+            (i, sentence.number[_noun_of(sentence, i)]) for i in range(len(sentence)) if _number_neutral(sentence, i)
+        ]
     columns = {"pos": sentence.pos, "deprel": sentence.deprels, "entity": sentence.entities}
     if task not in columns:
         raise ValueError(f"unknown probing task {task!r}; expected one of {PROBING_TASKS + ('entity', 'negated')}")
@@ -198,17 +234,23 @@ def _number_neutral(sentence: Sentence, word: int) -> bool:
     ``the``, an adjective (modifying a noun, or the predicate of a copula), a relative pronoun, or the
     past-tense verb of a relative clause."""
     pos, label, head = sentence.pos[word], sentence.deprels[word], sentence.heads[word] - 1
-    return ((sentence.words[word] == "the" and label == "det") or (pos == "ADJ" and label in ("amod", "root"))
-            or (pos == "PRON" and sentence.deprels[head] == "acl:relcl")
-            or (label == "acl:relcl" and not sentence.number[word]))
+    return (
+        (sentence.words[word] == "the" and label == "det")
+        or (pos == "ADJ" and label in ("amod", "root"))
+        or (pos == "PRON" and sentence.deprels[head] == "acl:relcl")
+        or (label == "acl:relcl" and not sentence.number[word])
+    )
 
 
 def _noun_of(sentence: Sentence, word: int) -> int:
     """The noun a number-neutral word belongs to: a copula predicate's subject, a relative pronoun's
     antecedent (its clause's head), else the word's head."""
     if sentence.deprels[word] == "root":
-        return next(i for i, (h, label) in enumerate(zip(sentence.heads, sentence.deprels))
-                    if h == word + 1 and label == "nsubj")
+        return next(
+            i
+            for i, (h, label) in enumerate(zip(sentence.heads, sentence.deprels))
+            if h == word + 1 and label == "nsubj"
+        )
     head = sentence.heads[word] - 1
     return sentence.heads[head] - 1 if sentence.pos[word] == "PRON" else head
 
@@ -230,13 +272,17 @@ def word_type_baseline(train: Sequence[Sentence], test: Sequence[Sentence], task
             counts[sentence.words[index].lower()][label] += 1
             overall[label] += 1
     fallback = max(overall, key=overall.get)
-    answers = [(max(counts[w], key=counts[w].get) if (w := s.words[i].lower()) in counts else fallback) == label
-               for s in test for i, label in word_labels(s, task)]
+    answers = [
+        (max(counts[w], key=counts[w].get) if (w := s.words[i].lower()) in counts else fallback) == label
+        for s in test
+        for i, label in word_labels(s, task)
+    ]
     return sum(answers) / len(answers)
 
 
-def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str,
-              roles: Sequence[str] = ROLES) -> tuple[list[torch.Tensor], list[str], list[str]]:
+def task_data(
+    vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str, roles: Sequence[str] = ROLES
+) -> tuple[list[torch.Tensor], list[str], list[str]]:
     """A task's examples: one (N, H) matrix per layer, the N gold labels, and the N words (lower-cased,
     for the control task).
 
@@ -251,8 +297,9 @@ def task_data(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], ta
     return list(torch.stack(rows, 1)), labels, words
 
 
-def _probe_task(train: tuple, test: tuple, task: str, config: Chapter11Config,
-                model_name: str, rank: int | None = None) -> list[ProbeScore]:
+def _probe_task(
+    train: tuple, test: tuple, task: str, config: Chapter11Config, model_name: str, rank: int | None = None
+) -> list[ProbeScore]:
     """Layer-wise task and control probes of one task; labels are numbered over train and test together."""
     (x_train, y_train, w_train), (x_test, y_test, w_test) = train, test
     names = sorted(set(y_train) | set(y_test))
@@ -261,24 +308,39 @@ def _probe_task(train: tuple, test: tuple, task: str, config: Chapter11Config,
     n = len(y_train)
     labels = torch.tensor(index)
     control = torch.tensor(control)
-    return probe_layers(x_train, x_test, (labels[:n], labels[n:]), (control[:n], control[n:]), len(names),
-                        generator("ch11 probes", model_name, task, config.seed), rank=rank, steps=config.probe_steps,
-                        description=f"{model_name}: {task}")
+    return probe_layers(
+        x_train,
+        x_test,
+        (labels[:n], labels[n:]),
+        (control[:n], control[n:]),
+        len(names),
+        generator("ch11 probes", model_name, task, config.seed),
+        rank=rank,
+        steps=config.probe_steps,
+        description=f"{model_name}: {task}",
+    )
 
 
-def probe_at_layer(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
-                   sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str, layer: int,
-                   config: Chapter11Config, *, rank: int | None = None, steps: int | None = None,
-                   model_name: str = "minilm") -> ProbeScore:
+def probe_at_layer(
+    vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
+    sentences: tuple[Sequence[Sentence], Sequence[Sentence]],
+    task: str,
+    layer: int,
+    config: Chapter11Config,
+    *,
+    rank: int | None = None,
+    steps: int | None = None,
+    model_name: str = "minilm",
+) -> ProbeScore:
     """Exercises 1 and 2 of chapter 11: section 3's task and control probes on one layer, with a probe of
     rank ``rank`` (:func:`~lecture_lib.analysis.probes.linear_probe`'s W = A B, A of ``rank`` columns) or
     trained for ``steps`` instead of :attr:`~Chapter11Config.probe_steps`. ``vectors`` are the
     treebank's (train, test) word vectors, ``sentences`` its (train, test) sentences.
     """
-    train, test = (([x[layer]], y, w) for x, y, w in (task_data(v, split, task)
-                                                      for v, split in zip(vectors, sentences)))
-    return _probe_task(train, test, task, replace(config, probe_steps=steps or config.probe_steps),
-                       model_name, rank)[0]
+    train, test = (
+        ([x[layer]], y, w) for x, y, w in (task_data(v, split, task) for v, split in zip(vectors, sentences))
+    )
+    return _probe_task(train, test, task, replace(config, probe_steps=steps or config.probe_steps), model_name, rank)[0]
 
 
 def held_out_types(words: Sequence[str], seed: int, share: float = 1 / 3) -> set[str]:
@@ -292,11 +354,10 @@ def held_out_types(words: Sequence[str], seed: int, share: float = 1 / 3) -> set
     """
     types = sorted(set(words))
     order = torch.randperm(len(types), generator=generator("ch11 unseen types", seed)).tolist()
-    return {types[i] for i in order[:round(share * len(types))]}
+    return {types[i] for i in order[: round(share * len(types))]}
 
 
-def held_out_probes(train: tuple, test: tuple, task: str, config: Chapter11Config, model_name: str,
-                    seed: int) -> dict:
+def held_out_probes(train: tuple, test: tuple, task: str, config: Chapter11Config, model_name: str, seed: int) -> dict:
     """Task and control probes on every layer, trained on the training words whose type is *not* in
     :func:`held_out_types` and scored on the test words whose type *is*: a probe that memorised words
     knows nothing there, so the control task falls to chance while the task keeps what the vectors hold
@@ -316,19 +377,33 @@ def held_out_probes(train: tuple, test: tuple, task: str, config: Chapter11Confi
     seen_rows = torch.tensor([w not in unseen for w in w_train])
     scored = torch.tensor([w in unseen for w in w_test])
     n = len(y_train)
-    scores = probe_layers([x[seen_rows] for x in x_train], [x[scored] for x in x_test],
-                          (labels[:n][seen_rows], labels[n:][scored]), (control[:n][seen_rows], control[n:][scored]),
-                          len(names), generator("ch11 probes", model_name, task, seed), steps=config.probe_steps,
-                          description=f"{model_name}: {task}, seed {seed}")
-    return dict(layers=[dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores],
-                majority=float(torch.bincount(labels[n:][scored]).max()) / int(scored.sum()),
-                train_words=int(seen_rows.sum()), test_words=int(scored.sum()))
+    scores = probe_layers(
+        [x[seen_rows] for x in x_train],
+        [x[scored] for x in x_test],
+        (labels[:n][seen_rows], labels[n:][scored]),
+        (control[:n][seen_rows], control[n:][scored]),
+        len(names),
+        generator("ch11 probes", model_name, task, seed),
+        steps=config.probe_steps,
+        description=f"{model_name}: {task}, seed {seed}",
+    )
+    return dict(
+        layers=[dict(accuracy=s.accuracy, control=s.control, selectivity=s.selectivity) for s in scores],
+        majority=float(torch.bincount(labels[n:][scored]).max()) / int(scored.sum()),
+        train_words=int(seen_rows.sum()),
+        test_words=int(scored.sum()),
+    )
 
 
 @cached_call(ignore=("vectors",))
-def layerwise_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11Config,
-                      tasks: Sequence[str] = PROBING_TASKS,
-                      vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None) -> dict[str, list[dict]]:
+def layerwise_probing(
+    model_name: str,
+    model: nn.Module,
+    tokenizer,
+    config: Chapter11Config,
+    tasks: Sequence[str] = PROBING_TASKS,
+    vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None,
+) -> dict[str, list[dict]]:
     """For each task, one :func:`held_out_probes` per seed of :attr:`~Chapter11Config.seeds` (the
     treebank is the same; each seed holds out other word types and draws other control labels and probes);
     cached under the call (the model and the tokenizer by their weights and vocabulary, :data:`ROLES` read
@@ -351,9 +426,17 @@ def _kept(sentence: Sentence) -> torch.Tensor:
     return torch.tensor([p != "PUNCT" for p in sentence.pos])
 
 
-def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Sequence[torch.Tensor],
-                      train: Sequence[Sentence], test: Sequence[Sentence], rank: int, steps: int,
-                      seed: int, depth: bool = True, shown: int = SHOWN_TREES) -> dict:
+def structural_scores(
+    train_vectors: Sequence[torch.Tensor],
+    test_vectors: Sequence[torch.Tensor],
+    train: Sequence[Sentence],
+    test: Sequence[Sentence],
+    rank: int,
+    steps: int,
+    seed: int,
+    depth: bool = True,
+    shown: int = SHOWN_TREES,
+) -> dict:
     """Fit a distance probe (and, with ``depth``, a depth probe) of rank ``rank`` on one layer's (W, H)
     vectors per sentence and score them on the test sentences: UUAS, DSpr, the first ``shown`` predicted trees
     (edges among the kept words), and root% and NSpr; punctuation is left out.
@@ -362,30 +445,48 @@ def structural_scores(train_vectors: Sequence[torch.Tensor], test_vectors: Seque
     """
     hidden = train_vectors[0].shape[-1]
     kept = [_kept(s) for s in test]
-    distance = fit_structural_probe(StructuralProbe(hidden, rank, generator=generator("ch11 distance", seed)),
-                                    train_vectors, [tree_distances(s.heads) for s in train], steps)
+    distance = fit_structural_probe(
+        StructuralProbe(hidden, rank, generator=generator("ch11 distance", seed)),
+        train_vectors,
+        [tree_distances(s.heads) for s in train],
+        steps,
+    )
     with torch.no_grad():
         predicted = [distance(v[None])[0][k][:, k] for v, k in zip(test_vectors, kept)]
     trees = [minimum_spanning_tree(d) for d in predicted]
-    scores = dict(uuas=uuas(trees, [gold_edges(s.heads, k.tolist()) for s, k in zip(test, kept)]),
-                  dspr=length_averaged_spearman(predicted, [tree_distances(s.heads)[k][:, k]
-                                                            for s, k in zip(test, kept)]),
-                  trees=[sorted(t) for t in trees[:shown]])
+    scores = dict(
+        uuas=uuas(trees, [gold_edges(s.heads, k.tolist()) for s, k in zip(test, kept)]),
+        dspr=length_averaged_spearman(predicted, [tree_distances(s.heads)[k][:, k] for s, k in zip(test, kept)]),
+        trees=[sorted(t) for t in trees[:shown]],
+    )
     if depth:
-        probe = fit_structural_probe(StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
-                                     train_vectors, [tree_depths(s.heads) for s in train], steps)
+        probe = fit_structural_probe(
+            StructuralProbe(hidden, rank, depth=True, generator=generator("ch11 depth", seed)),
+            train_vectors,
+            [tree_depths(s.heads) for s in train],
+            steps,
+        )
         with torch.no_grad():
             depths = [probe(v[None])[0][k] for v, k in zip(test_vectors, kept)]
-        roots = [int(d.argmin()) == int(k[:s.heads.index(0)].sum()) for d, s, k in zip(depths, test, kept)]
-        scores.update(root=sum(roots) / len(roots),
-                      nspr=length_averaged_spearman(depths, [tree_depths(s.heads)[k] for s, k in zip(test, kept)]))
+        roots = [int(d.argmin()) == int(k[: s.heads.index(0)].sum()) for d, s, k in zip(depths, test, kept)]
+        scores.update(
+            root=sum(roots) / len(roots),
+            nspr=length_averaged_spearman(depths, [tree_depths(s.heads)[k] for s, k in zip(test, kept)]),
+        )
     return scores
 
 
 @cached_call(ignore=("vectors",))
-def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11Config,
-                       rank_sweep: bool = False, depth: bool = True,
-                       vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None, seed: int = 0) -> dict:
+def structural_probing(
+    model_name: str,
+    model: nn.Module,
+    tokenizer,
+    config: Chapter11Config,
+    rank_sweep: bool = False,
+    depth: bool = True,
+    vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None,
+    seed: int = 0,
+) -> dict:
     """The structural probe on every layer (``layers``: one dict of scores per layer, see
     :func:`structural_scores`; the depth probe too with ``depth``) and, with ``rank_sweep``, the distance
     probe over :attr:`~Chapter11Config.ranks` at the layer of best UUAS (``ranks``: rank -> scores), each probe
@@ -398,23 +499,37 @@ def structural_probing(model_name: str, model: nn.Module, tokenizer, config: Cha
     splits = vectors or [word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)]
 
     def at(layer: int, rank: int, with_depth: bool) -> dict:
-        return structural_scores([v[layer] for v in splits[0]], [v[layer] for v in splits[1]], train, test,
-                                 rank, config.structural_steps, seed_of(seed, layer, rank), with_depth, SHOWN_TREES)
+        return structural_scores(
+            [v[layer] for v in splits[0]],
+            [v[layer] for v in splits[1]],
+            train,
+            test,
+            rank,
+            config.structural_steps,
+            seed_of(seed, layer, rank),
+            with_depth,
+            SHOWN_TREES,
+        )
 
     layers = len(splits[0][0])
-    out = dict(layers=[at(layer, config.structural_rank, depth)
-                       for layer in tqdm(range(layers), desc=f"{model_name}: layers")])
+    out = dict(
+        layers=[at(layer, config.structural_rank, depth) for layer in tqdm(range(layers), desc=f"{model_name}: layers")]
+    )
     if rank_sweep:
         best = max(range(layers), key=lambda layer: out["layers"][layer]["uuas"])
-        out.update(best_layer=best, ranks={str(rank): at(best, rank, False)
-                                           for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")})
+        out.update(
+            best_layer=best,
+            ranks={str(rank): at(best, rank, False) for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")},
+        )
     return out
 
 
 # ---------------------------------------------------------------- edge probing on spans
 
 
-def span_batch(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str) -> tuple[SpanBatch, list[str]]:
+def span_batch(
+    vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], task: str
+) -> tuple[SpanBatch, list[str]]:
     """A task's examples over a split: the word vectors (L + 1, W, H) of the sentences that hold an example,
     stacked, and each example's spans shifted to rows of that stack; with the gold labels.
 
@@ -431,31 +546,55 @@ def span_batch(vectors: Sequence[torch.Tensor], sentences: Sequence[Sentence], t
     return SpanBatch(torch.cat(words, 1), torch.tensor(spans)), labels
 
 
-def edge_scores(train: SpanBatch, test: SpanBatch, labels: tuple[torch.Tensor, torch.Tensor], num_classes: int,
-                layers: range, config: Chapter11Config, seed_keys: tuple) -> dict:
+def edge_scores(
+    train: SpanBatch,
+    test: SpanBatch,
+    labels: tuple[torch.Tensor, torch.Tensor],
+    num_classes: int,
+    layers: range,
+    config: Chapter11Config,
+    seed_keys: tuple,
+) -> dict:
     """Fit one edge probe on the mix of ``layers``, initialised from ``seed_keys``; its test accuracy and its
     mixing weights.
 
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
-    probe = EdgeProbe(layers, train.words.shape[-1], train.spans.shape[1], num_classes, config.edge_projection,
-                      generator=generator("ch11 edge", *seed_keys))
-    fit_full_batch(probe, train, labels[0], config.edge_steps, config.edge_lr,
-                   parameters=probe.parameter_groups(config.edge_mix_lr))
-    return dict(accuracy=probe_accuracy(probe, test, labels[1]), weights=probe.mix_weights().tolist(),
-                gamma=probe.gamma.item())
+    probe = EdgeProbe(
+        layers,
+        train.words.shape[-1],
+        train.spans.shape[1],
+        num_classes,
+        config.edge_projection,
+        generator=generator("ch11 edge", *seed_keys),
+    )
+    fit_full_batch(
+        probe,
+        train,
+        labels[0],
+        config.edge_steps,
+        config.edge_lr,
+        parameters=probe.parameter_groups(config.edge_mix_lr),
+    )
+    return dict(
+        accuracy=probe_accuracy(probe, test, labels[1]), weights=probe.mix_weights().tolist(), gamma=probe.gamma.item()
+    )
 
 
-def standardised_span_batches(vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
-                              sentences: tuple[Sequence[Sentence], Sequence[Sentence]], task: str) -> tuple:
+def standardised_span_batches(
+    vectors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]],
+    sentences: tuple[Sequence[Sentence], Sequence[Sentence]],
+    task: str,
+) -> tuple:
     """A task's training and test :func:`span_batch` es, word vectors standardised per layer with the training
     words' mean and standard deviation: ``(x_train, x_test, (train ids, test ids), (train labels, test
     labels), label names)``.
 
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
-    (x_train, y_train), (x_test, y_test) = (span_batch(v[:len(split)], split, task)
-                                            for v, split in zip(vectors, sentences))
+    (x_train, y_train), (x_test, y_test) = (
+        span_batch(v[: len(split)], split, task) for v, split in zip(vectors, sentences)
+    )
     mean, std = x_train.words.mean(1, keepdim=True), x_train.words.std(1, keepdim=True) + 1e-6
     x_train, x_test = (x._replace(words=(x.words - mean) / std) for x in (x_train, x_test))
     names = sorted(set(y_train) | set(y_test))
@@ -464,9 +603,16 @@ def standardised_span_batches(vectors: tuple[Sequence[torch.Tensor], Sequence[to
 
 
 @cached_call(ignore=("vectors",))
-def edge_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11Config,
-                 tasks: Sequence[str] = EDGE_TASKS, sweep: bool = True,
-                 vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None, seed: int = 0) -> dict:
+def edge_probing(
+    model_name: str,
+    model: nn.Module,
+    tokenizer,
+    config: Chapter11Config,
+    tasks: Sequence[str] = EDGE_TASKS,
+    sweep: bool = True,
+    vectors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None,
+    seed: int = 0,
+) -> dict:
     """Per task: the number of training and test examples, the majority label's share of the test examples,
     and the edge probe on the mix of all layers (``mix``: accuracy, mixing weights, gamma); with ``sweep``
     the accuracies of the cumulative probes ``P^(0)..P^(L)`` too (``cumulative``; the last is ``mix``) and of
@@ -479,26 +625,41 @@ def edge_probing(model_name: str, model: nn.Module, tokenizer, config: Chapter11
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
     train, test = treebank(config)
-    train = train[:config.edge_train_sentences]
-    train_vectors, test_vectors = vectors or [word_vectors(model, tokenizer, [s.words for s in split])
-                                              for split in (train, test)]
+    train = train[: config.edge_train_sentences]
+    train_vectors, test_vectors = vectors or [
+        word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)
+    ]
     out = {}
     for task in tqdm(tasks, desc=f"{model_name}: edge probes"):
         x_train, x_test, labels, (y_train, y_test), names = standardised_span_batches(
-            (train_vectors, test_vectors), (train, test), task)
+            (train_vectors, test_vectors), (train, test), task
+        )
         layers = x_train.words.shape[0]
 
         def at(top: int) -> dict:  # the probe P^(top), on the mix of layers 0..top
-            return edge_scores(x_train, x_test, labels, len(names), range(top + 1), config,
-                               (model_name, task, top, seed))
+            return edge_scores(
+                x_train, x_test, labels, len(names), range(top + 1), config, (model_name, task, top, seed)
+            )
 
-        row = dict(examples=[len(y_train), len(y_test)],
-                   majority=max(map(y_test.count, set(y_test))) / len(y_test), mix=at(layers - 1))
+        row = dict(
+            examples=[len(y_train), len(y_test)],
+            majority=max(map(y_test.count, set(y_test))) / len(y_test),
+            mix=at(layers - 1),
+        )
         if sweep:
             row["cumulative"] = [at(top)["accuracy"] for top in range(layers - 1)] + [row["mix"]["accuracy"]]
-            row["single"] = [edge_scores(x_train, x_test, labels, len(names), range(layer, layer + 1), config,
-                                         (model_name, task, "single", layer, seed))["accuracy"]
-                             for layer in range(layers)]
+            row["single"] = [
+                edge_scores(
+                    x_train,
+                    x_test,
+                    labels,
+                    len(names),
+                    range(layer, layer + 1),
+                    config,
+                    (model_name, task, "single", layer, seed),
+                )["accuracy"]
+                for layer in range(layers)
+            ]
         out[task] = row
     return out
 
@@ -530,8 +691,11 @@ def agreement_sentences(config: Chapter11Config, seed: int) -> list[Sentence]:
     """
     language = SyntheticLanguage(course_language.chapter_config().language_seed)
     rng = random.Random(seed_of("ch11 agreement", seed))
-    return [language.attractor_sentence(rng, count, config.attractor_chain)
-            for count in range(config.attractor_chain + 1) for _ in range(config.agreement_per_bucket)]
+    return [
+        language.attractor_sentence(rng, count, config.attractor_chain)
+        for count in range(config.attractor_chain + 1)
+        for _ in range(config.agreement_per_bucket)
+    ]
 
 
 def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[tuple[int, float]]:
@@ -544,8 +708,9 @@ def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sente
     for s in tqdm(sentences, desc="agreement"):
         agreement = s.agreement[-1]
         verb = s.words[agreement.verb]
-        out.append((attractors(s, agreement), form_preference(model, tokenizer, s.words, agreement.verb,
-                                                               OTHER_NUMBER[verb])))
+        out.append(
+            (attractors(s, agreement), form_preference(model, tokenizer, s.words, agreement.verb, OTHER_NUMBER[verb]))
+        )
     return out
 
 
@@ -562,12 +727,17 @@ def candidates_for(relation: str) -> list[str]:
 # how often the knowledge text states each fact of a bucket's people (section "Knowledge the model could learn")
 KNOWLEDGE_FREQUENCIES = {"frequent": 30, "medium": 6, "rare": 1, "never stated": 0}
 # the cloze queries, LAMA-style templates with the object blanked: (relation, negated) -> text with ___
-KNOWLEDGE_QUERIES = {("lives_in", False): "{} lives in ___ .", ("lives_in", True): "{} does not live in ___ .",
-                     ("works_for", False): "{} works for ___ .", ("works_for", True): "{} does not work for ___ ."}
+KNOWLEDGE_QUERIES = {
+    ("lives_in", False): "{} lives in ___ .",
+    ("lives_in", True): "{} does not live in ___ .",
+    ("works_for", False): "{} works for ___ .",
+    ("works_for", True): "{} does not work for ___ .",
+}
 
 
-def knowledge_text(config: Chapter11Config, seed: int, frequencies: dict[str, int] = KNOWLEDGE_FREQUENCIES
-                   ) -> tuple[dict[str, list[Fact]], list[Sentence]]:
+def knowledge_text(
+    config: Chapter11Config, seed: int, frequencies: dict[str, int] = KNOWLEDGE_FREQUENCIES
+) -> tuple[dict[str, list[Fact]], list[Sentence]]:
     """A small world's facts with controlled frequencies, and a text that states them: for each bucket of
     ``frequencies`` (:data:`KNOWLEDGE_FREQUENCIES`), :attr:`~Chapter11Config.knowledge_people` people of the course's world
     (drawn with ``seed``) whose two facts (where they live, whom they work for) are each told that many
@@ -579,10 +749,20 @@ def knowledge_text(config: Chapter11Config, seed: int, frequencies: dict[str, in
     language = SyntheticLanguage(course_language.chapter_config().language_seed)
     rng = random.Random(seed_of("ch11 knowledge", seed))
     people = rng.sample(language.world.people, config.knowledge_people * len(frequencies))
-    facts = {bucket: [f for p in people[i * config.knowledge_people:(i + 1) * config.knowledge_people]
-                      for f in language.world.facts(p)] for i, bucket in enumerate(frequencies)}
-    text = [language.fact_sentence(fact, rng) for bucket, told in facts.items() for fact in told
-            for _ in range(frequencies[bucket])]
+    facts = {
+        bucket: [
+            f
+            for p in people[i * config.knowledge_people : (i + 1) * config.knowledge_people]
+            for f in language.world.facts(p)
+        ]
+        for i, bucket in enumerate(frequencies)
+    }
+    text = [
+        language.fact_sentence(fact, rng)
+        for bucket, told in facts.items()
+        for fact in told
+        for _ in range(frequencies[bucket])
+    ]
     text += [language.grammar_sentence(rng, people=people) for _ in range(round(config.knowledge_free * len(text)))]
     rng.shuffle(text)
     return facts, text
@@ -605,8 +785,9 @@ def name_pieces(tokenizer, sentence: Sentence) -> tuple[list[int], list[list[int
     return ids + [tokenizer.sep_token_id], names
 
 
-def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], config: Chapter11Config,
-                     seed: int) -> nn.Module:
+def further_pretrain(
+    model: nn.Module, tokenizer, text: Sequence[Sentence], config: Chapter11Config, seed: int
+) -> nn.Module:
     """A copy of ``model`` (a BERT with an MLM head) trained further on ``text`` with masked LM:
     :attr:`~Chapter11Config.knowledge_steps` AdamW steps on batches of
     :attr:`~Chapter11Config.knowledge_batch` sentences drawn at random with ``seed``. Each piece is
@@ -627,11 +808,12 @@ def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], conf
         selected = select_positions(ids.shape, special_tokens_mask=special, generator=draw)
         chosen = torch.rand(sum(len(r[1]) for r in rows), generator=draw) < 0.5
         for row, (_, names) in enumerate(rows):
-            for name, take in zip(names, chosen[:len(names)].tolist()):
+            for name, take in zip(names, chosen[: len(names)].tolist()):
                 selected[row, name] |= take
-            chosen = chosen[len(names):]
-        masked, labels = replace_selected(ids, selected, mask_token_id=tokenizer.mask_token_id,
-                                          vocab_size=len(tokenizer.vocab), generator=draw)
+            chosen = chosen[len(names) :]
+        masked, labels = replace_selected(
+            ids, selected, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer.vocab), generator=draw
+        )
         loss = model(masked, attention, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
@@ -639,8 +821,13 @@ def further_pretrain(model: nn.Module, tokenizer, text: Sequence[Sentence], conf
     return model.eval()
 
 
-def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], text: Sequence[Sentence],
-                     queries: dict[tuple[str, bool], str] = KNOWLEDGE_QUERIES) -> dict:
+def knowledge_scores(
+    model: nn.Module,
+    tokenizer,
+    facts: dict[str, list[Fact]],
+    text: Sequence[Sentence],
+    queries: dict[tuple[str, bool], str] = KNOWLEDGE_QUERIES,
+) -> dict:
     """Per bucket of facts: LAMA's precision at 1 of the affirmative query (``queries``: :data:`KNOWLEDGE_QUERIES`), the
     frequency baseline's (each relation's object stated most often in ``text`` answers every query of it),
     the true object's P@1 in the negated query, and the share of facts whose top candidate the negation
@@ -663,10 +850,13 @@ def knowledge_scores(model: nn.Module, tokenizer, facts: dict[str, list[Fact]], 
                 scores = cloze_scores(model, tokenizer, left.strip(), right.strip(), candidates)
                 top[negated].append(candidates[int(scores.argmax())])
         n = len(told)
-        out[bucket] = dict(facts=n, p1=sum(t == f.object for t, f in zip(top[False], told)) / n,
-                           baseline=sum(baseline[f.relation] == f.object for f in told) / n,
-                           p1_negated=sum(t == f.object for t, f in zip(top[True], told)) / n,
-                           unchanged=sum(a == b for a, b in zip(top[False], top[True])) / n)
+        out[bucket] = dict(
+            facts=n,
+            p1=sum(t == f.object for t, f in zip(top[False], told)) / n,
+            baseline=sum(baseline[f.relation] == f.object for f in told) / n,
+            p1_negated=sum(t == f.object for t, f in zip(top[True], told)) / n,
+            unchanged=sum(a == b for a, b in zip(top[False], top[True])) / n,
+        )
     return out
 
 
@@ -688,8 +878,13 @@ def knowledge_runs(model: nn.Module, tokenizer, config: Chapter11Config) -> list
     for seed in config.seeds:
         facts, text = knowledge_text(config, seed, KNOWLEDGE_FREQUENCIES)
         trained = further_pretrain(model, tokenizer, text, config, seed)
-        out.append(dict(sentences=len(text), before=knowledge_scores(model, tokenizer, facts, text, KNOWLEDGE_QUERIES),
-                        after=knowledge_scores(trained, tokenizer, facts, text, KNOWLEDGE_QUERIES)))
+        out.append(
+            dict(
+                sentences=len(text),
+                before=knowledge_scores(model, tokenizer, facts, text, KNOWLEDGE_QUERIES),
+                after=knowledge_scores(trained, tokenizer, facts, text, KNOWLEDGE_QUERIES),
+            )
+        )
     return out
 
 
@@ -726,9 +921,12 @@ def sense_measures(model: nn.Module, tokenizer, seed: int) -> tuple[dict[str, Se
     measures = {}
     for word, (vectors, labels) in occurrences.items():
         similarity = mean_pairwise_cosine(vectors)
-        measures[word] = SenseMeasures(knn_accuracy(vectors, labels, SENSE_NEIGHBOURS).tolist(),
-                                       max(map(labels.count, set(labels))) / len(labels),
-                                       similarity.tolist(), (similarity - baseline).tolist())
+        measures[word] = SenseMeasures(
+            knn_accuracy(vectors, labels, SENSE_NEIGHBOURS).tolist(),
+            max(map(labels.count, set(labels))) / len(labels),
+            similarity.tolist(),
+            (similarity - baseline).tolist(),
+        )
     return measures, baseline.tolist()
 
 
@@ -742,68 +940,149 @@ ABOVE_MAJORITY = "{} at MiniLM's best layer (chance: the majority label's share)
 MIX_ACCURACY = "the mix's accuracy on {} (mean; no pretraining: the random twin's)"
 CONTEXT_GATES = tuple(Gate(ABOVE_MAJORITY.format(task), "chance", 0.05) for task in CONTEXT_TASKS)
 CLAIMS = (
-    Rule("11-context-tasks-peak-above-layer-0", "tasks that need the context are read best above layer 0",
-         paper="lexical properties peak low, contextual ones in middle layers", source="Tenney et al. (2019); "
-         "Liu et al. (2019), Figure 5", metric="probe accuracy", data=_HELD_OUT,
-         compared="the best layer's gain over layer 0, the smaller of role and number", baseline=0.0, margin=0.1,
-         seeds=Seeds("probe fit"), gates=CONTEXT_GATES),
-    Demonstration("11-selectivity-held-out-types", "with held-out word types the control task fails",
-                  paper="selectivity = task accuracy − control accuracy", source="Hewitt and Liang (2019)",
-                  shows="the control probe at the majority label's share on unseen types, by construction: a probe "
-                        "cannot know the random label of a word it never saw"),
-    Rule("11-selectivity-from-pretraining", "the random twin reads the contextual tasks worse than the trained model",
-         paper="random-encoder baselines below the trained encoders", source="Hewitt and Liang (2019); Tenney et al. "
-         "(2019), Table 2", metric="probe accuracy at the best layer", data=_HELD_OUT,
-         compared="MiniLM minus its random twin (no pretraining), the smaller of role and number", baseline=0.0,
-         margin=0.05, seeds=Seeds("probe fit"), gates=CONTEXT_GATES),
-    Rule("11-pipeline-order", "part of speech is read lowest, then roles and agreement (the pipeline's order)",
-         paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
-         source="Tenney, Das and Pavlick (2019), Figure 1", metric="layer of the best probe accuracy", data=_HELD_OUT,
-         compared="the lower of role's and number's best layers", baseline="part of speech's best layer",
-         seeds=Seeds("probe fit"),
-         gates=(Gate(ABOVE_MAJORITY.format("pos"), "chance", 0.05), *CONTEXT_GATES)),
-    Rule("11-trees-are-distances", "parse trees are distances in a projection of the vectors",
-         paper="BERT-base layer 7: UUAS 79.8", source="Hewitt and Manning (2019), Table 1", metric="UUAS",
-         data="the test sentences, MiniLM's best layer, probe of rank 64", compared="the structural probe",
-         baseline="right-branching trees", margin=0.2, seeds=Seeds("probe fit")),
-    Rule("11-trees-are-low-rank", "a low-rank projection is enough",
-         paper="UUAS flat from rank 64 on, 65.9 at rank 8", source="Hewitt and Manning (2019), Figure 2",
-         metric="UUAS points lost", data="the test sentences, MiniLM's best layer",
-         compared="the best rank's UUAS minus the best of ranks ≤ 16", baseline=0.02, higher=False,
-         seeds=Seeds("probe fit")),
-    Rule("11-semantics-above-syntax", "the layers follow the classical pipeline: semantics above syntax",
-         paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
-         source="Tenney, Das and Pavlick (2019), Figure 1", metric="centre of gravity of the scalar mix, in layers",
-         data="edge probes on MiniLM's layers 0–6", compared=f"the mean of {', '.join(SEMANTIC_EDGE_TASKS)}",
-         baseline=f"the mean of {', '.join(SYNTACTIC_EDGE_TASKS)}", seeds=Seeds("probe fit"),
-         gates=tuple(Gate(MIX_ACCURACY.format(", ".join(tasks)), "no pretraining", 0.05)
-                     for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS))),
-    Rule("11-agreement-across-attractors", "a BERT agrees verbs with subjects across attractors",
-         paper="well over 90% right with attractors", source="Goldberg (2019)",
-         metric="share of sentences whose right verb form is preferred",
-         data="sentences with one or two attractors, the course's BERT", compared="the course's BERT",
-         baseline=0.9, seeds=Seeds("data sample"),
-         gates=(Gate("the course's BERT without an attractor", "chance", 0.05),)),
-    Rule("11-knowledge-above-frequency", "a masked LM stores facts it read often",
-         paper="BERT-large P@1 32.3 on T-REx, far above the frequency baseline",
-         source="Petroni et al. (2019), Table 2", metric="P@1", data="facts stated 30 times in the knowledge text",
-         compared="the course's BERT after further pretraining", baseline="the frequency baseline", margin=0.1,
-         seeds=Seeds("pretraining")),
-    Rule("11-negation-changes-prediction", "negation leaves BERT's prediction unchanged",
-         paper="BERT completes negated and affirmative probes alike", source="Ettinger (2020)",
-         metric="share of facts whose top candidate the negation leaves unchanged",
-         data="facts stated 30 times in the knowledge text", compared="the course's BERT after further pretraining",
-         baseline=0.5, seeds=Seeds("pretraining"),
-         gates=(Gate("P@1 of the affirmative queries", "most-frequent-token guess", 0.05),)),
-    Rule("11-senses-cluster", "contextual vectors cluster by sense", paper="k-NN word sense disambiguation",
-         source="Wiedemann et al. (2019)", metric="leave-one-out k-NN sense accuracy",
-         data="20 occurrences of each of bank, play and restrain",
-         compared="MiniLM's best layer, the smallest lead over layer 0, the majority sense and the random twin",
-         baseline=0.0, margin=0.15, seeds=Seeds("data sample")),
-    Rule("11-deeper-is-more-context-specific", "deeper layers are more context-specific",
-         paper="self-similarity minus the anisotropy baseline falls in upper layers",
-         source="Ethayarajh (2019), Figure 2", metric="self-similarity minus the anisotropy baseline",
-         data="20 occurrences of each of bank, play and restrain, MiniLM",
-         compared="the smallest fall from layer 0 to the lowest layer above it", baseline=0.0, margin=0.1,
-         seeds=Seeds("data sample")),
+    Rule(
+        "11-context-tasks-peak-above-layer-0",
+        "tasks that need the context are read best above layer 0",
+        paper="lexical properties peak low, contextual ones in middle layers",
+        source="Tenney et al. (2019); Liu et al. (2019), Figure 5",
+        metric="probe accuracy",
+        data=_HELD_OUT,
+        compared="the best layer's gain over layer 0, the smaller of role and number",
+        baseline=0.0,
+        margin=0.1,
+        seeds=Seeds("probe fit"),
+        gates=CONTEXT_GATES,
+    ),
+    Demonstration(
+        "11-selectivity-held-out-types",
+        "with held-out word types the control task fails",
+        paper="selectivity = task accuracy − control accuracy",
+        source="Hewitt and Liang (2019)",
+        shows="the control probe at the majority label's share on unseen types, by construction: a probe "
+        "cannot know the random label of a word it never saw",
+    ),
+    Rule(
+        "11-selectivity-from-pretraining",
+        "the random twin reads the contextual tasks worse than the trained model",
+        paper="random-encoder baselines below the trained encoders",
+        source="Hewitt and Liang (2019); Tenney et al. (2019), Table 2",
+        metric="probe accuracy at the best layer",
+        data=_HELD_OUT,
+        compared="MiniLM minus its random twin (no pretraining), the smaller of role and number",
+        baseline=0.0,
+        margin=0.05,
+        seeds=Seeds("probe fit"),
+        gates=CONTEXT_GATES,
+    ),
+    Rule(
+        "11-pipeline-order",
+        "part of speech is read lowest, then roles and agreement (the pipeline's order)",
+        paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
+        source="Tenney, Das and Pavlick (2019), Figure 1",
+        metric="layer of the best probe accuracy",
+        data=_HELD_OUT,
+        compared="the lower of role's and number's best layers",
+        baseline="part of speech's best layer",
+        seeds=Seeds("probe fit"),
+        gates=(Gate(ABOVE_MAJORITY.format("pos"), "chance", 0.05), *CONTEXT_GATES),
+    ),
+    Rule(
+        "11-trees-are-distances",
+        "parse trees are distances in a projection of the vectors",
+        paper="BERT-base layer 7: UUAS 79.8",
+        source="Hewitt and Manning (2019), Table 1",
+        metric="UUAS",
+        data="the test sentences, MiniLM's best layer, probe of rank 64",
+        compared="the structural probe",
+        baseline="right-branching trees",
+        margin=0.2,
+        seeds=Seeds("probe fit"),
+    ),
+    Rule(
+        "11-trees-are-low-rank",
+        "a low-rank projection is enough",
+        paper="UUAS flat from rank 64 on, 65.9 at rank 8",
+        source="Hewitt and Manning (2019), Figure 2",
+        metric="UUAS points lost",
+        data="the test sentences, MiniLM's best layer",
+        compared="the best rank's UUAS minus the best of ranks ≤ 16",
+        baseline=0.02,
+        higher=False,
+        seeds=Seeds("probe fit"),
+    ),
+    Rule(
+        "11-semantics-above-syntax",
+        "the layers follow the classical pipeline: semantics above syntax",
+        paper="POS < constituents ≈ dependencies < entities < SRL < coreference",
+        source="Tenney, Das and Pavlick (2019), Figure 1",
+        metric="centre of gravity of the scalar mix, in layers",
+        data="edge probes on MiniLM's layers 0–6",
+        compared=f"the mean of {', '.join(SEMANTIC_EDGE_TASKS)}",
+        baseline=f"the mean of {', '.join(SYNTACTIC_EDGE_TASKS)}",
+        seeds=Seeds("probe fit"),
+        gates=tuple(
+            Gate(MIX_ACCURACY.format(", ".join(tasks)), "no pretraining", 0.05)
+            for tasks in (SEMANTIC_EDGE_TASKS, SYNTACTIC_EDGE_TASKS)
+        ),
+    ),
+    Rule(
+        "11-agreement-across-attractors",
+        "a BERT agrees verbs with subjects across attractors",
+        paper="well over 90% right with attractors",
+        source="Goldberg (2019)",
+        metric="share of sentences whose right verb form is preferred",
+        data="sentences with one or two attractors, the course's BERT",
+        compared="the course's BERT",
+        baseline=0.9,
+        seeds=Seeds("data sample"),
+        gates=(Gate("the course's BERT without an attractor", "chance", 0.05),),
+    ),
+    Rule(
+        "11-knowledge-above-frequency",
+        "a masked LM stores facts it read often",
+        paper="BERT-large P@1 32.3 on T-REx, far above the frequency baseline",
+        source="Petroni et al. (2019), Table 2",
+        metric="P@1",
+        data="facts stated 30 times in the knowledge text",
+        compared="the course's BERT after further pretraining",
+        baseline="the frequency baseline",
+        margin=0.1,
+        seeds=Seeds("pretraining"),
+    ),
+    Rule(
+        "11-negation-changes-prediction",
+        "negation leaves BERT's prediction unchanged",
+        paper="BERT completes negated and affirmative probes alike",
+        source="Ettinger (2020)",
+        metric="share of facts whose top candidate the negation leaves unchanged",
+        data="facts stated 30 times in the knowledge text",
+        compared="the course's BERT after further pretraining",
+        baseline=0.5,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("P@1 of the affirmative queries", "most-frequent-token guess", 0.05),),
+    ),
+    Rule(
+        "11-senses-cluster",
+        "contextual vectors cluster by sense",
+        paper="k-NN word sense disambiguation",
+        source="Wiedemann et al. (2019)",
+        metric="leave-one-out k-NN sense accuracy",
+        data="20 occurrences of each of bank, play and restrain",
+        compared="MiniLM's best layer, the smallest lead over layer 0, the majority sense and the random twin",
+        baseline=0.0,
+        margin=0.15,
+        seeds=Seeds("data sample"),
+    ),
+    Rule(
+        "11-deeper-is-more-context-specific",
+        "deeper layers are more context-specific",
+        paper="self-similarity minus the anisotropy baseline falls in upper layers",
+        source="Ethayarajh (2019), Figure 2",
+        metric="self-similarity minus the anisotropy baseline",
+        data="20 occurrences of each of bank, play and restrain, MiniLM",
+        compared="the smallest fall from layer 0 to the lowest layer above it",
+        baseline=0.0,
+        margin=0.1,
+        seeds=Seeds("data sample"),
+    ),
 )

@@ -66,8 +66,9 @@ class Chapter12Config:
     qat_bits: tuple[int, ...]  # bits of the quantization-aware fine-tunings
     latency_repeats: int
     dark_knowledge_steps: int | None  # fine-tuning steps of the dark-knowledge runs; None: the teacher's
-    finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(steps=150, batch_size=32, lr=1e-3,
-                                                                             num_threads=1, fused=True))
+    finetune: FinetuneConfig = field(
+        default_factory=lambda: FinetuneConfig(steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True)
+    )
     task: str = "acceptability"
     mlm_probability: float = 0.15
     bits: tuple[int, ...] = (8, 6, 4, 3, 2, 1)
@@ -95,10 +96,25 @@ class Chapter12Config:
 
 # the quick profile's students are distilled at 3e-3 (200 steps at 2e-3 ranked them alike on seed 0, in twice the
 # time); every run uses AdamW's fused kernel (the same updates up to rounding; on a CPU, about 12% faster here)
-QUICK = dict(distill_sentences=6000, distill_steps=100, distill_batch=32, distill_lr=3e-3, qat_bits=(8,),
-             latency_repeats=20, dark_knowledge_steps=50)
-FULL = dict(distill_sentences=50_000, distill_steps=3000, distill_batch=64, distill_lr=5e-4, qat_bits=(8, 4),
-            latency_repeats=50, dark_knowledge_steps=None, finetune=dict(steps=2000, batch_size=32, lr=2e-4))
+QUICK = dict(
+    distill_sentences=6000,
+    distill_steps=100,
+    distill_batch=32,
+    distill_lr=3e-3,
+    qat_bits=(8,),
+    latency_repeats=20,
+    dark_knowledge_steps=50,
+)
+FULL = dict(
+    distill_sentences=50_000,
+    distill_steps=3000,
+    distill_batch=64,
+    distill_lr=5e-4,
+    qat_bits=(8, 4),
+    latency_repeats=50,
+    dark_knowledge_steps=None,
+    finetune=dict(steps=2000, batch_size=32, lr=2e-4),
+)
 
 
 def chapter_config(**overrides) -> Chapter12Config:
@@ -134,8 +150,10 @@ def without_segments(task: Task) -> Task:
 
     Taught in: 12_compression ("A DistilBERT-style student").
     """
-    strip = lambda encoded: EncodedTask({k: v for k, v in encoded.features.items()  # noqa: E731
-                                         if k != "token_type_ids"}, encoded.word_ids)
+
+    def strip(encoded: EncodedTask) -> EncodedTask:
+        return EncodedTask({k: v for k, v in encoded.features.items() if k != "token_type_ids"}, encoded.word_ids)
+
     return dataclasses.replace(task, train=strip(task.train), test=strip(task.test))
 
 
@@ -148,8 +166,9 @@ def fine_tuned_teacher(pretrained: PretrainResult, task: Task, config: Chapter12
 
 
 @cached_build(load=BertForSequenceClassification.from_pretrained, ignore=("task",))
-def _fine_tuned_teacher(path: Path, pretrained: BertForPreTraining, task: Task, task_name: str,
-                        tune: FinetuneConfig) -> None:
+def _fine_tuned_teacher(
+    path: Path, pretrained: BertForPreTraining, task: Task, task_name: str, tune: FinetuneConfig
+) -> None:
     """:func:`fine_tuned_teacher`, saved at ``path``: named by the pretrained weights, the task's name (its data
     follows from the name and the pretrained model's tokenizer) and the fine-tuning config."""
     finetune(task, new_head(task, pretrained.bert, tune), tune).model.save_pretrained(path)
@@ -178,8 +197,9 @@ def _framed_sentences(tokenizer: WordPieceTokenizer, count: int, seed: int) -> d
     return dict(input_ids=input_ids, attention_mask=attention_mask, special_tokens_mask=special)
 
 
-def _masked_batches(text: dict[str, torch.Tensor], tokenizer: WordPieceTokenizer,
-                    config: Chapter12Config) -> Callable[[int], dict[str, torch.Tensor]]:
+def _masked_batches(
+    text: dict[str, torch.Tensor], tokenizer: WordPieceTokenizer, config: Chapter12Config
+) -> Callable[[int], dict[str, torch.Tensor]]:
     """``batch_fn(step)``: a seeded draw of sentences, freshly masked each step (dynamic masking, no NSP)."""
     n = text["input_ids"].shape[0]
 
@@ -188,9 +208,14 @@ def _masked_batches(text: dict[str, torch.Tensor], tokenizer: WordPieceTokenizer
         rows = torch.randint(n, (config.distill_batch,), generator=g)
         length = int(text["attention_mask"][rows].sum(1).max())
         ids, mask = text["input_ids"][rows, :length], text["attention_mask"][rows, :length]
-        masked, labels = mask_tokens(ids, mask_token_id=tokenizer.mask_token_id, vocab_size=tokenizer.vocab_size,
-                                     special_tokens_mask=text["special_tokens_mask"][rows, :length],
-                                     mlm_probability=config.mlm_probability, generator=g)
+        masked, labels = mask_tokens(
+            ids,
+            mask_token_id=tokenizer.mask_token_id,
+            vocab_size=tokenizer.vocab_size,
+            special_tokens_mask=text["special_tokens_mask"][rows, :length],
+            mlm_probability=config.mlm_probability,
+            generator=g,
+        )
         return dict(input_ids=masked, attention_mask=mask, labels=labels)
 
     return batch_fn
@@ -209,8 +234,14 @@ def distillation_objective(teacher: BertForPreTraining, loss: TripleLoss) -> Dis
         with torch.no_grad():
             t = teacher(batch["input_ids"], batch["attention_mask"], output_hidden_states=True)
         s = student(**batch, output_hidden_states=True)
-        return loss(s.logits, t.prediction_logits, s.loss, s.hidden_states[-1], t.hidden_states[-1],
-                    mask=batch["attention_mask"].bool())["loss"]
+        return loss(
+            s.logits,
+            t.prediction_logits,
+            s.loss,
+            s.hidden_states[-1],
+            t.hidden_states[-1],
+            mask=batch["attention_mask"].bool(),
+        )["loss"]
 
     return DistillationObjective(teacher, loss_fn)
 
@@ -231,8 +262,9 @@ class StudentRecipe:
     shared_layer: int = 0
 
 
-def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
-                      config: Chapter12Config) -> DistilBertForMaskedLM | AlbertForMaskedLM:
+def distilled_student(
+    pretrained: PretrainResult, recipe: StudentRecipe, config: Chapter12Config
+) -> DistilBertForMaskedLM | AlbertForMaskedLM:
     """A student with half the teacher's layers, distilled on the synthetic language's sentences (cached).
 
     ``from_teacher``: initialised from every other teacher layer (:func:`distilbert_from_bert`), else at
@@ -247,8 +279,13 @@ def distilled_student(pretrained: PretrainResult, recipe: StudentRecipe,
 
 
 @cached_build(load=DistilBertForMaskedLM.from_pretrained)
-def _distilbert_student(path: Path, teacher: BertForPreTraining, tokenizer: WordPieceTokenizer,
-                        recipe: StudentRecipe, config: Chapter12Config) -> None:
+def _distilbert_student(
+    path: Path,
+    teacher: BertForPreTraining,
+    tokenizer: WordPieceTokenizer,
+    recipe: StudentRecipe,
+    config: Chapter12Config,
+) -> None:
     """A DistilBERT-style student of :func:`distilled_student`, saved at ``path``."""
     seed_everything(config.seed)
     if recipe.from_teacher:
@@ -257,15 +294,21 @@ def _distilbert_student(path: Path, teacher: BertForPreTraining, tokenizer: Word
         sizes = {}
         if recipe.width != 1.0:
             dim = int(teacher.config.hidden_size * recipe.width)
-            sizes = dict(dim=dim, hidden_dim=int(teacher.config.intermediate_size * recipe.width),
-                         n_heads=max(1, dim // 16))
+            sizes = dict(
+                dim=dim, hidden_dim=int(teacher.config.intermediate_size * recipe.width), n_heads=max(1, dim // 16)
+            )
         student = DistilBertForMaskedLM(distilbert_config(teacher.config, _student_layers(teacher), **sizes))
     _distil(student, teacher, tokenizer, recipe, config).save_pretrained(path)
 
 
 @cached_build(load=AlbertForMaskedLM.from_pretrained)
-def _albert_student(path: Path, teacher: BertForPreTraining, tokenizer: WordPieceTokenizer,
-                    recipe: StudentRecipe, config: Chapter12Config) -> None:
+def _albert_student(
+    path: Path,
+    teacher: BertForPreTraining,
+    tokenizer: WordPieceTokenizer,
+    recipe: StudentRecipe,
+    config: Chapter12Config,
+) -> None:
     """An ALBERT-style student of :func:`distilled_student`, saved at ``path``."""
     seed_everything(config.seed)
     student = albert_from_bert(teacher, recipe.embedding_size, recipe.shared_layer)
@@ -276,12 +319,23 @@ def _student_layers(teacher: BertForPreTraining) -> int:
     return max(1, teacher.config.num_hidden_layers // 2)
 
 
-def _distil(student: nn.Module, teacher: BertForPreTraining, tokenizer: WordPieceTokenizer, recipe: StudentRecipe,
-            config: Chapter12Config) -> nn.Module:
+def _distil(
+    student: nn.Module,
+    teacher: BertForPreTraining,
+    tokenizer: WordPieceTokenizer,
+    recipe: StudentRecipe,
+    config: Chapter12Config,
+) -> nn.Module:
     """``student`` trained on the distillation text towards ``teacher`` with ``recipe``'s loss."""
     text = distillation_text(tokenizer, config)
-    train_config = TrainConfig(steps=config.distill_steps, lr=config.distill_lr, schedule="linear",
-                               warmup_steps=config.distill_steps // 10, num_threads=1, fused=config.finetune.fused)
+    train_config = TrainConfig(
+        steps=config.distill_steps,
+        lr=config.distill_lr,
+        schedule="linear",
+        warmup_steps=config.distill_steps // 10,
+        num_threads=1,
+        fused=config.finetune.fused,
+    )
     train(student, _masked_batches(text, tokenizer, config), distillation_objective(teacher, recipe.loss), train_config)
     return student
 
@@ -297,8 +351,9 @@ def scratch_student(pretrained: PretrainResult, config: Chapter12Config) -> Dist
     return DistilBertForMaskedLM(distilbert_config(pretrained.model.config, _student_layers(pretrained.model)))
 
 
-def student_on_task(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task,
-                    config: Chapter12Config) -> nn.Module:
+def student_on_task(
+    student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task, config: Chapter12Config
+) -> nn.Module:
     """The student's encoder with a new classifier, fine-tuned on the task as the teacher was (a DistilBERT
     without segment ids: it has no segment table).
 
@@ -306,17 +361,26 @@ def student_on_task(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Ta
     """
     seed_everything(config.finetune.seed)
     if isinstance(student, AlbertForMaskedLM):
-        head = AlbertForSequenceClassification.from_encoder(student.albert, task.num_labels,
-                                                            dropout=config.finetune.dropout)
+        head = AlbertForSequenceClassification.from_encoder(
+            student.albert, task.num_labels, dropout=config.finetune.dropout
+        )
     else:
         task = without_segments(task)
-        head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
-                                                                dropout=config.finetune.dropout)
+        head = DistilBertForSequenceClassification.from_encoder(
+            student.distilbert, task.num_labels, dropout=config.finetune.dropout
+        )
     return finetune(task, head, config.finetune).model.eval()
 
 
-def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Module, task: Task, examples: int,
-                        soft: bool, config: Chapter12Config, temperature: float = 2.0) -> nn.Module:
+def soft_or_hard_labels(
+    student: DistilBertForMaskedLM,
+    teacher_on_task: nn.Module,
+    task: Task,
+    examples: int,
+    soft: bool,
+    config: Chapter12Config,
+    temperature: float = 2.0,
+) -> nn.Module:
     """The student fine-tuned on the first ``examples`` training examples only, on their true labels (``soft``
     False: cross-entropy) or on the fine-tuned teacher's soft targets at ``temperature`` (Hinton et al.'s
     setting: the same few inputs, richer targets). Same steps and learning rate either way.
@@ -338,14 +402,25 @@ def soft_or_hard_labels(student: DistilBertForMaskedLM, teacher_on_task: nn.Modu
     loss_fn = DistillationObjective(teacher_on_task, loss)
 
     seed_everything(config.finetune.seed)
-    head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels,
-                                                            dropout=config.finetune.dropout)
+    head = DistilBertForSequenceClassification.from_encoder(
+        student.distilbert, task.num_labels, dropout=config.finetune.dropout
+    )
     tune = config.finetune
     steps = config.dark_knowledge_steps or tune.steps
-    train(head, few.batches(min(tune.batch_size, examples), tune.seed), loss_fn,
-          TrainConfig(steps=steps, lr=tune.lr, schedule="linear", progress=False,
-                      warmup_steps=round(tune.warmup_fraction * steps), num_threads=tune.num_threads,
-                      fused=tune.fused))
+    train(
+        head,
+        few.batches(min(tune.batch_size, examples), tune.seed),
+        loss_fn,
+        TrainConfig(
+            steps=steps,
+            lr=tune.lr,
+            schedule="linear",
+            progress=False,
+            warmup_steps=round(tune.warmup_fraction * steps),
+            num_threads=tune.num_threads,
+            fused=tune.fused,
+        ),
+    )
     return head.eval()
 
 
@@ -357,8 +432,9 @@ def kept_squared_norm(table: torch.Tensor, embedding_size: int) -> float:
     return float(squares[:embedding_size].sum() / squares.sum())
 
 
-def masked_word_accuracy(model: nn.Module, tokenizer: WordPieceTokenizer, config: Chapter12Config,
-                       batches: int = 8) -> float:
+def masked_word_accuracy(
+    model: nn.Module, tokenizer: WordPieceTokenizer, config: Chapter12Config, batches: int = 8
+) -> float:
     """The share of masked tokens a masked-LM (the pretrained teacher, a student) predicts right, in percent,
     on ``batches`` batches of the distillation text drawn and masked with a seed no distillation run uses.
 
@@ -432,53 +508,118 @@ TASK = "the acceptability test sentences"
 GATE_POINTS = 5.0  # points of accuracy a model must gain over its floor to count as having learned the task
 DISTILLED = "the distilled student (triple loss)"
 CLAIMS = (
-    Demonstration("12-temperature-softens", "a temperature raises the small probabilities of the soft targets",
-                  paper="softer distributions at higher T", source="Hinton et al. (2015), section 2",
-                  shows="the entropy of one prediction of the teacher at T = 1, 2, 4"),
-    Rule("12-student-keeps-most", "a distilled student with half the layers keeps most of the teacher's score",
-         paper="DistilBERT keeps 97% of BERT-base's GLUE score (the Primer's Table 1: 90%)",
-         source="Sanh et al. (2019), Table 1", metric="accuracy (%)", data=TASK, compared=DISTILLED,
-         baseline="the teacher fine-tuned with the same seed", factor=0.9, seeds=Seeds("pretraining"),
-         gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),)),
-    Rule("12-teacher-init-helps", "initialising the student from the teacher's layers helps",
-         paper="−3.69 GLUE macro-score from a random initialisation", source="Sanh et al. (2019), Table 4",
-         metric="accuracy (%)", data=TASK, compared=DISTILLED,
-         baseline="the same distillation from random weights", seeds=Seeds("pretraining"),
-         gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),)),
-    Rule("12-distillation-beats-copy", "distilling the copied student beats fine-tuning the copy alone",
-         paper="the distilled DistilBERT keeps 97% of BERT-base (the copy alone is not reported)",
-         source="Sanh et al. (2019), section 3", metric="accuracy (%)", data=TASK, compared=DISTILLED,
-         baseline="the copied student fine-tuned without distillation", seeds=Seeds("pretraining"),
-         gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),
-                Gate("the copied student", "no pretraining", GATE_POINTS))),
-    Rule("12-sharing-keeps-score", "sharing one layer with a small embedding keeps the score",
-         paper="ALBERT-base ×9 smaller, 97% of BERT-base", source="Lan et al. (2020) via the Primer's Table 1",
-         metric="accuracy points lost", data=TASK,
-         compared="the teacher fine-tuned with the same seed minus the ALBERT-style student", baseline=3.0,
-         higher=False, seeds=Seeds("pretraining"), gates=(Gate("the ALBERT-style student", "no pretraining",
-                                                                GATE_POINTS),)),
-    Rule("12-int8-loses-little", "8-bit quantization loses almost nothing",
-         paper="at most 1.32% relative (RTE)", source="Zafrir et al. (2019), Q8BERT, Table 1",
-         metric="accuracy points lost", data=TASK,
-         compared="the float teacher minus its int8 copy (per channel, integer products)", baseline=2.0,
-         higher=False, seeds=Seeds("fine-tuning"), gates=(Gate("the float teacher", "chance", GATE_POINTS),)),
-    Rule("12-int8-per-tensor-close-to-float", "symmetric per-tensor int8 (Q8BERT's scheme) is close to float",
-         paper="0.00–1.32% relative reduction over eight GLUE tasks and SQuAD",
-         source="Zafrir et al. (2019), Q8BERT, Table 1", metric="accuracy points apart", data=TASK,
-         compared="the float teacher against its int8 copy per tensor, either way", baseline=2.0, higher=False,
-         seeds=Seeds("fine-tuning"), gates=(Gate("the float teacher", "chance", GATE_POINTS),)),
-    Rule("12-few-bits-lose", "at ultra-low precision, rounding without retraining loses the task",
-         paper="direct 2-bit quantization collapses; Q-BERT needs group-wise mixed precision",
-         source="Shen et al. (2020), Q-BERT, Table 1", metric="accuracy points lost", data=TASK,
-         compared="the float teacher minus its weights rounded to 2 bits", baseline=10.0,
-         seeds=Seeds("fine-tuning"), gates=(Gate("the float teacher", "chance", GATE_POINTS),)),
-    Demonstration("12-structured-pruning-is-faster", "only structured pruning is faster on dense kernels",
-                  paper="fewer heads and layers run faster; sparse weights need sparse kernels",
-                  source="Michel et al. (2019); Gordon et al. (2020)",
-                  shows="one run's timings at batch 32 (a rerun prints others; timings are never judged)"),
+    Demonstration(
+        "12-temperature-softens",
+        "a temperature raises the small probabilities of the soft targets",
+        paper="softer distributions at higher T",
+        source="Hinton et al. (2015), section 2",
+        shows="the entropy of one prediction of the teacher at T = 1, 2, 4",
+    ),
+    Rule(
+        "12-student-keeps-most",
+        "a distilled student with half the layers keeps most of the teacher's score",
+        paper="DistilBERT keeps 97% of BERT-base's GLUE score (the Primer's Table 1: 90%)",
+        source="Sanh et al. (2019), Table 1",
+        metric="accuracy (%)",
+        data=TASK,
+        compared=DISTILLED,
+        baseline="the teacher fine-tuned with the same seed",
+        factor=0.9,
+        seeds=Seeds("pretraining"),
+        gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),),
+    ),
+    Rule(
+        "12-teacher-init-helps",
+        "initialising the student from the teacher's layers helps",
+        paper="−3.69 GLUE macro-score from a random initialisation",
+        source="Sanh et al. (2019), Table 4",
+        metric="accuracy (%)",
+        data=TASK,
+        compared=DISTILLED,
+        baseline="the same distillation from random weights",
+        seeds=Seeds("pretraining"),
+        gates=(Gate(DISTILLED, "no pretraining", GATE_POINTS),),
+    ),
+    Rule(
+        "12-distillation-beats-copy",
+        "distilling the copied student beats fine-tuning the copy alone",
+        paper="the distilled DistilBERT keeps 97% of BERT-base (the copy alone is not reported)",
+        source="Sanh et al. (2019), section 3",
+        metric="accuracy (%)",
+        data=TASK,
+        compared=DISTILLED,
+        baseline="the copied student fine-tuned without distillation",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate(DISTILLED, "no pretraining", GATE_POINTS),
+            Gate("the copied student", "no pretraining", GATE_POINTS),
+        ),
+    ),
+    Rule(
+        "12-sharing-keeps-score",
+        "sharing one layer with a small embedding keeps the score",
+        paper="ALBERT-base ×9 smaller, 97% of BERT-base",
+        source="Lan et al. (2020) via the Primer's Table 1",
+        metric="accuracy points lost",
+        data=TASK,
+        compared="the teacher fine-tuned with the same seed minus the ALBERT-style student",
+        baseline=3.0,
+        higher=False,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("the ALBERT-style student", "no pretraining", GATE_POINTS),),
+    ),
+    Rule(
+        "12-int8-loses-little",
+        "8-bit quantization loses almost nothing",
+        paper="at most 1.32% relative (RTE)",
+        source="Zafrir et al. (2019), Q8BERT, Table 1",
+        metric="accuracy points lost",
+        data=TASK,
+        compared="the float teacher minus its int8 copy (per channel, integer products)",
+        baseline=2.0,
+        higher=False,
+        seeds=Seeds("fine-tuning"),
+        gates=(Gate("the float teacher", "chance", GATE_POINTS),),
+    ),
+    Rule(
+        "12-int8-per-tensor-close-to-float",
+        "symmetric per-tensor int8 (Q8BERT's scheme) is close to float",
+        paper="0.00–1.32% relative reduction over eight GLUE tasks and SQuAD",
+        source="Zafrir et al. (2019), Q8BERT, Table 1",
+        metric="accuracy points apart",
+        data=TASK,
+        compared="the float teacher against its int8 copy per tensor, either way",
+        baseline=2.0,
+        higher=False,
+        seeds=Seeds("fine-tuning"),
+        gates=(Gate("the float teacher", "chance", GATE_POINTS),),
+    ),
+    Rule(
+        "12-few-bits-lose",
+        "at ultra-low precision, rounding without retraining loses the task",
+        paper="direct 2-bit quantization collapses; Q-BERT needs group-wise mixed precision",
+        source="Shen et al. (2020), Q-BERT, Table 1",
+        metric="accuracy points lost",
+        data=TASK,
+        compared="the float teacher minus its weights rounded to 2 bits",
+        baseline=10.0,
+        seeds=Seeds("fine-tuning"),
+        gates=(Gate("the float teacher", "chance", GATE_POINTS),),
+    ),
+    Demonstration(
+        "12-structured-pruning-is-faster",
+        "only structured pruning is faster on dense kernels",
+        paper="fewer heads and layers run faster; sparse weights need sparse kernels",
+        source="Michel et al. (2019); Gordon et al. (2020)",
+        shows="one run's timings at batch 32 (a rerun prints others; timings are never judged)",
+    ),
 )
 CHECKS = (
-    Check("12-t-squared-keeps-gradients", "the soft loss's gradients shrink as 1/T²; multiplying by T² keeps them",
-          source="Hinton et al. (2015), section 2",
-          reference="×1 with T² and ×1/4 without, the gradient norm's change from T = 4 to T = 8", tolerance=0.05),
+    Check(
+        "12-t-squared-keeps-gradients",
+        "the soft loss's gradients shrink as 1/T²; multiplying by T² keeps them",
+        source="Hinton et al. (2015), section 2",
+        reference="×1 with T² and ×1/4 without, the gradient norm's change from T = 4 to T = 8",
+        tolerance=0.05,
+    ),
 )

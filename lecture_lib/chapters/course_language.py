@@ -94,8 +94,15 @@ class CourseLanguageConfig:
     tagger_finetune: FinetuneConfig | None = None  # feature-based taggers' steps (None: the seeded runs')
 
     def __post_init__(self) -> None:
-        for name in ("documents", "sentences_per_document", "train_examples", "test_examples", "max_length",
-                     "people_per_passage", "sentences_per_passage"):
+        for name in (
+            "documents",
+            "sentences_per_document",
+            "train_examples",
+            "test_examples",
+            "max_length",
+            "people_per_passage",
+            "sentences_per_passage",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"expected {name} ≥ 1, got {getattr(self, name)}")
         if not self.head_lr > 0:
@@ -120,21 +127,35 @@ class CourseLanguageConfig:
 # second thread mostly waits, and on a busy machine it can make a run several times slower. ``full`` is
 # BERT-mini's width.
 QUICK = dict(
-    pretrain=dict(model=dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128,
-                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-                  data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
-                  train=dict(steps=800, batch_size=64, lr=2e-3, warmup_steps=80, eval_every=0, num_threads=1)),
+    pretrain=dict(
+        model=dict(
+            hidden_size=64,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            intermediate_size=128,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        ),
+        data=dict(vocab_size=600, seq_len=64, eval_pairs=256),
+        train=dict(steps=800, batch_size=64, lr=2e-3, warmup_steps=80, eval_every=0, num_threads=1),
+    ),
     finetune=dict(steps=150, batch_size=32, lr=1e-3, num_threads=1),
     table_finetune=dict(steps=100, batch_size=16, fused=True),
     tagger_finetune=dict(steps=300, batch_size=32, fused=True),
-    documents=4000, train_examples=1000, test_examples=400,
+    documents=4000,
+    train_examples=1000,
+    test_examples=400,
 )
 FULL = dict(
-    pretrain=dict(model=dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=4, intermediate_size=1024),
-                  data=dict(vocab_size=1000, seq_len=128, eval_pairs=1024),
-                  train=dict(steps=5000, batch_size=128, lr=5e-4, warmup_steps=500, eval_every=500)),
+    pretrain=dict(
+        model=dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=4, intermediate_size=1024),
+        data=dict(vocab_size=1000, seq_len=128, eval_pairs=1024),
+        train=dict(steps=5000, batch_size=128, lr=5e-4, warmup_steps=500, eval_every=500),
+    ),
     finetune=dict(steps=2000, batch_size=32, lr=2e-4),
-    documents=50_000, train_examples=8000, test_examples=1000,
+    documents=50_000,
+    train_examples=8000,
+    test_examples=1000,
 )
 
 
@@ -154,7 +175,9 @@ def chapter_config(**overrides) -> CourseLanguageConfig:
     return build_dataclass(CourseLanguageConfig, {**values, "finetune": finetune})
 
 
-def synthetic_pretraining_data(config: CourseLanguageConfig, tokenizer: WordPieceTokenizer | None = None) -> PretrainingData:
+def synthetic_pretraining_data(
+    config: CourseLanguageConfig, tokenizer: WordPieceTokenizer | None = None
+) -> PretrainingData:
     """Chapter 04's masked next-sentence batches, cut from documents of the synthetic language.
 
     The held-out documents (for the MLM and NSP accuracies) are drawn with another seed. Without a
@@ -169,7 +192,8 @@ def synthetic_pretraining_data(config: CourseLanguageConfig, tokenizer: WordPiec
     test_size = max(2, round(config.documents * pretrain_config.data.held_out_fraction))
     train_docs, test_docs = (
         [[s.text for s in doc] for doc in lang.documents(n, seed, config.sentences_per_document)]
-        for n, seed in ((config.documents, pretrain_config.seed), (test_size, pretrain_config.seed + 1)))
+        for n, seed in ((config.documents, pretrain_config.seed), (test_size, pretrain_config.seed + 1))
+    )
     return PretrainingData(pretrain_config, train_docs, test_docs, tokenizer)
 
 
@@ -193,14 +217,23 @@ def synthetic_sentences(n: int, seed: int) -> list[Sentence]:
 
 
 def _acceptability_spec(tokenizer: Tokenizer, length: int) -> tuple:
-    return ("acceptability", acceptability_examples,
-            lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
-            BertForSequenceClassification, len(ACCEPTABILITY_LABELS))
+    return (
+        "acceptability",
+        acceptability_examples,
+        lambda e: encode_classification(e, tokenizer, length, len(ACCEPTABILITY_LABELS)),
+        BertForSequenceClassification,
+        len(ACCEPTABILITY_LABELS),
+    )
 
 
 def _entailment_spec(tokenizer: Tokenizer, length: int, build: Callable) -> tuple:
-    return ("entailment", build, lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
-            BertForSequenceClassification, len(ENTAILMENT_LABELS))
+    return (
+        "entailment",
+        build,
+        lambda e: encode_classification(e, tokenizer, length, len(ENTAILMENT_LABELS)),
+        BertForSequenceClassification,
+        len(ENTAILMENT_LABELS),
+    )
 
 
 def _split_tasks(specs: tuple, config: CourseLanguageConfig) -> dict[str, Task]:
@@ -223,15 +256,29 @@ def build_tasks(tokenizer: Tokenizer, config: CourseLanguageConfig | None = None
     """
     config = config or chapter_config()
     length = config.max_length
-    return _split_tasks((
-        _acceptability_spec(tokenizer, length),
-        _entailment_spec(tokenizer, length, entailment_examples),
-        ("ner", ner_examples, lambda e: encode_tagging(e, tokenizer, length), BertForTokenClassification,
-         len(NER_LABELS)),
-        ("qa", lambda lang, k, seed, people: qa_examples(lang, k, seed, people, config.people_per_passage,
-                                                              config.sentences_per_passage),
-         lambda e: encode_qa(e, tokenizer, length), BertForQuestionAnswering, 2),
-    ), config)
+    return _split_tasks(
+        (
+            _acceptability_spec(tokenizer, length),
+            _entailment_spec(tokenizer, length, entailment_examples),
+            (
+                "ner",
+                ner_examples,
+                lambda e: encode_tagging(e, tokenizer, length),
+                BertForTokenClassification,
+                len(NER_LABELS),
+            ),
+            (
+                "qa",
+                lambda lang, k, seed, people: qa_examples(
+                    lang, k, seed, people, config.people_per_passage, config.sentences_per_passage
+                ),
+                lambda e: encode_qa(e, tokenizer, length),
+                BertForQuestionAnswering,
+                2,
+            ),
+        ),
+        config,
+    )
 
 
 def object_swap_entailment_task(tokenizer: Tokenizer, config: CourseLanguageConfig | None = None) -> Task:
@@ -245,8 +292,9 @@ def object_swap_entailment_task(tokenizer: Tokenizer, config: CourseLanguageConf
     return _split_tasks((spec,), config)["entailment"]
 
 
-def build_harder_tasks(tokenizer: Tokenizer, config: CourseLanguageConfig | None = None,
-                       names: Sequence[str] = HARDER_TASK_NAMES) -> dict[str, Task]:
+def build_harder_tasks(
+    tokenizer: Tokenizer, config: CourseLanguageConfig | None = None, names: Sequence[str] = HARDER_TASK_NAMES
+) -> dict[str, Task]:
     """:data:`HARDER_TASK_NAMES`: acceptability as in :func:`build_tasks`, then the harder and the new
     shapes of :mod:`lecture_lib.finetuning.harder_tasks`, split by people as the first four. The
     similarity targets are divided by 5 (see :func:`~lecture_lib.finetuning.tasks.encode_regression`).
@@ -262,15 +310,36 @@ def build_harder_tasks(tokenizer: Tokenizer, config: CourseLanguageConfig | None
     length = config.max_length
     specs = (
         _acceptability_spec(tokenizer, length),
-        ("inference", nli_examples, lambda e: encode_classification(e, tokenizer, length, len(NLI_LABELS)),
-         BertForSequenceClassification, len(NLI_LABELS)),
-        ("context_ner", context_ner_examples, lambda e: encode_tagging(e, tokenizer, length),
-         BertForTokenClassification, len(NER_LABELS)),
-        ("unanswerable_qa", lambda lang, k, seed, people: unanswerable_qa_examples(
-            lang, k, seed, people, config.people_per_passage, config.sentences_per_passage),
-         lambda e: encode_qa(e, tokenizer, length, allow_unanswerable=True), BertForQuestionAnswering, 2),
-        ("similarity", similarity_examples, lambda e: encode_regression(e, tokenizer, length, scale=1 / 5),
-         BertForSequenceClassification, 1),
+        (
+            "inference",
+            nli_examples,
+            lambda e: encode_classification(e, tokenizer, length, len(NLI_LABELS)),
+            BertForSequenceClassification,
+            len(NLI_LABELS),
+        ),
+        (
+            "context_ner",
+            context_ner_examples,
+            lambda e: encode_tagging(e, tokenizer, length),
+            BertForTokenClassification,
+            len(NER_LABELS),
+        ),
+        (
+            "unanswerable_qa",
+            lambda lang, k, seed, people: unanswerable_qa_examples(
+                lang, k, seed, people, config.people_per_passage, config.sentences_per_passage
+            ),
+            lambda e: encode_qa(e, tokenizer, length, allow_unanswerable=True),
+            BertForQuestionAnswering,
+            2,
+        ),
+        (
+            "similarity",
+            similarity_examples,
+            lambda e: encode_regression(e, tokenizer, length, scale=1 / 5),
+            BertForSequenceClassification,
+            1,
+        ),
         ("choice", choice_examples, lambda e: encode_choices(e, tokenizer, length), BertForMultipleChoice, 4),
     )
     return _split_tasks(tuple(spec for spec in specs if spec[0] in names), config)

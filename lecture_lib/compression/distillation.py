@@ -48,8 +48,12 @@ def _selected(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return x[mask.bool()]
 
 
-def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 2.0,
-                      mask: torch.Tensor | None = None) -> torch.Tensor:
+def distillation_loss(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    temperature: float = 2.0,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """T² · KL(softmax(z/T) ‖ softmax(s/T)), averaged over the rows (positions) where ``mask`` is true.
 
     The teacher's logits are targets: no gradient flows into them. Zero when the student's logits equal
@@ -58,8 +62,10 @@ def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor
     Taught in: 12_compression ("Distillation from first principles").
     """
     if student_logits.shape != teacher_logits.shape:
-        raise ValueError(f"expected student and teacher logits of one shape, got {tuple(student_logits.shape)} "
-                         f"and {tuple(teacher_logits.shape)}")
+        raise ValueError(
+            f"expected student and teacher logits of one shape, got {tuple(student_logits.shape)} "
+            f"and {tuple(teacher_logits.shape)}"
+        )
     s = _selected(student_logits, mask)
     t = _selected(teacher_logits.detach(), mask)
     log_q = F.log_softmax(s / temperature, dim=-1)
@@ -68,8 +74,9 @@ def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor
     return kl * temperature**2
 
 
-def soft_gradient_norm(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float,
-                       scaled: bool = True) -> float:
+def soft_gradient_norm(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float, scaled: bool = True
+) -> float:
     """‖∂L/∂s‖ of the soft term at ``temperature``: L = :func:`distillation_loss` (``scaled``), or the plain KL
     without the factor T², whose gradient falls as 1/T² (sixteen times from T = 2 to T = 8). Exercise 1 of
     chapter 12.
@@ -80,15 +87,17 @@ def soft_gradient_norm(student_logits: torch.Tensor, teacher_logits: torch.Tenso
     return float(gradient.norm())
 
 
-def cosine_hidden_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
-                       mask: torch.Tensor | None = None) -> torch.Tensor:
+def cosine_hidden_loss(
+    student_hidden: torch.Tensor, teacher_hidden: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Mean of 1 − cos(h_student, h_teacher) over the positions where ``mask`` is true (DistilBERT's L_cos).
 
     Taught in: 12_compression ("A DistilBERT-style student").
     """
     if student_hidden.shape != teacher_hidden.shape:
-        raise ValueError(f"expected hidden states of one shape, got {tuple(student_hidden.shape)} "
-                         f"and {tuple(teacher_hidden.shape)}")
+        raise ValueError(
+            f"expected hidden states of one shape, got {tuple(student_hidden.shape)} and {tuple(teacher_hidden.shape)}"
+        )
     s, t = _selected(student_hidden, mask), _selected(teacher_hidden.detach(), mask)
     return (1 - F.cosine_similarity(s, t, dim=-1)).mean()
 
@@ -105,9 +114,15 @@ class TripleLoss:
     alpha_cos: float = 1.0
     temperature: float = 2.0
 
-    def __call__(self, student_logits: torch.Tensor, teacher_logits: torch.Tensor, mlm_loss: torch.Tensor,
-                 student_hidden: torch.Tensor | None = None, teacher_hidden: torch.Tensor | None = None,
-                 mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def __call__(
+        self,
+        student_logits: torch.Tensor,
+        teacher_logits: torch.Tensor,
+        mlm_loss: torch.Tensor,
+        student_hidden: torch.Tensor | None = None,
+        teacher_hidden: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
         """The terms with a weight (``"ce"``, ``"mlm"``, ``"cos"``) and their weighted sum ``"loss"``, over the
         real (unpadded) positions ``mask``; the hidden states are needed only when ``alpha_cos`` is not 0."""
         terms = {}

@@ -61,7 +61,7 @@ def magnitude_masks(weights: list[torch.Tensor], sparsity: float) -> list[torch.
     _check_fraction(sparsity, "weights to prune")
     scores = torch.cat([w.detach().abs().flatten() for w in weights])
     keep = torch.ones_like(scores)
-    keep[scores.argsort(stable=True)[:round(sparsity * scores.numel())]] = 0
+    keep[scores.argsort(stable=True)[: round(sparsity * scores.numel())]] = 0
     return [m.view_as(w).to(w.dtype) for m, w in zip(keep.split([w.numel() for w in weights]), weights)]
 
 
@@ -165,7 +165,7 @@ def prune_ffn_neurons_(model: nn.Module, fraction: float) -> None:
     _check_fraction(fraction, "neurons")
     for layer in model.base_model.encoder.layer:
         scores = neuron_scores(layer)
-        kept = scores.argsort(descending=True, stable=True)[:scores.numel() - round(fraction * scores.numel())]
+        kept = scores.argsort(descending=True, stable=True)[: scores.numel() - round(fraction * scores.numel())]
         kept = kept.sort().values
         layer.intermediate.dense = keep_features(layer.intermediate.dense, kept, dim=0)
         layer.output.dense = keep_features(layer.output.dense, kept, dim=1)
@@ -185,7 +185,8 @@ def keep_layers(model: nn.Module, layers: list[int]) -> nn.Module:
     encoder.layer = nn.ModuleList(encoder.layer[i] for i in layers)
     field = "n_layers" if hasattr(model.config, "n_layers") else "num_hidden_layers"
     config = dataclasses.replace(model.config, **{field: len(layers)})
-    config.pruned_heads = {j: model.config.pruned_heads[i] for j, i in enumerate(layers)
-                           if i in model.config.pruned_heads}
+    config.pruned_heads = {
+        j: model.config.pruned_heads[i] for j, i in enumerate(layers) if i in model.config.pruned_heads
+    }
     pruned.config = pruned.base_model.config = config
     return pruned

@@ -49,7 +49,9 @@ def _absmax(x: torch.Tensor, per_channel: bool) -> torch.Tensor:
     """max|x| over the whole tensor (a 0-d tensor), or over each row (rows, 1) when ``per_channel``."""
     if per_channel:
         if x.dim() < 2:
-            raise ValueError(f"per-channel quantization needs a matrix (rows = output channels), got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"per-channel quantization needs a matrix (rows = output channels), got shape {tuple(x.shape)}"
+            )
         return x.detach().abs().amax(dim=tuple(range(1, x.dim())), keepdim=True)
     return x.detach().abs().amax()
 
@@ -129,8 +131,9 @@ def int8_matmul(a: torch.Tensor, b: torch.Tensor, pad: bool | None = None) -> to
     Taught in: 12_compression ("Quantization from scratch").
     """
     if a.dtype != torch.int8 or b.dtype != torch.int8 or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"expected int8 matrices (M, K) and (K, N), got {a.dtype} {tuple(a.shape)} "
-                         f"and {b.dtype} {tuple(b.shape)}")
+        raise ValueError(
+            f"expected int8 matrices (M, K) and (K, N), got {a.dtype} {tuple(a.shape)} and {b.dtype} {tuple(b.shape)}"
+        )
     if pad is None:
         pad = a.is_cuda
     if not pad:
@@ -227,8 +230,9 @@ class FakeQuantLinear(nn.Module):
         if self.training:
             current = x.detach().abs().amax()
             started = bool(self.input_range > 0)
-            self.input_range.copy_(self.momentum * self.input_range + (1 - self.momentum) * current
-                                   if started else current)
+            self.input_range.copy_(
+                self.momentum * self.input_range + (1 - self.momentum) * current if started else current
+            )
         x_hat = fake_quantize(x, self.input_range.clamp(min=1e-8) / levels, self.bits)
         w = self.linear.weight
         w_hat = fake_quantize(w, _absmax(w, per_channel=True).clamp(min=1e-8) / levels, self.bits)
@@ -301,8 +305,10 @@ def weight_rounding_error(model: nn.Module, bits: int, per_channel: bool = True)
     per-tensor and per-channel scales with it.
     """
     before = [layer.weight.detach().clone() for _, _, layer in encoder_linears(model)]
-    after = [layer.weight.detach() for _, _, layer in encoder_linears(quantize_weights_(copy.deepcopy(model), bits,
-                                                                                         per_channel))]
+    after = [
+        layer.weight.detach()
+        for _, _, layer in encoder_linears(quantize_weights_(copy.deepcopy(model), bits, per_channel))
+    ]
     error = sum(float((a - b).pow(2).sum()) for a, b in zip(after, before))
     return (error / sum(float(b.pow(2).sum()) for b in before)) ** 0.5
 

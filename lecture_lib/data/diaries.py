@@ -37,22 +37,46 @@ DATES = ("1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th", "9th", "10th")
 
 # Each setting: (people, verbs, things), no word shared with another setting.
 SETTINGS = {
-    "farm": (("farmer", "shepherd", "milkmaid", "ploughman"), ("feeds", "milks", "shears", "herds"),
-             ("goats", "cows", "sheep", "hens", "pigs")),
-    "harbour": (("sailor", "fisherman", "captain", "docker"), ("mends", "loads", "rows", "ties"),
-                ("nets", "boats", "ropes", "crates", "sails")),
-    "school": (("teacher", "pupil", "headmaster", "tutor"), ("reads", "marks", "writes", "grades"),
-               ("essays", "books", "lessons", "exams", "maps")),
-    "hospital": (("nurse", "surgeon", "doctor", "porter"), ("treats", "bandages", "examines", "cures"),
-                 ("wounds", "patients", "scans", "fevers", "wards")),
-    "bakery": (("baker", "apprentice", "cook", "confectioner"), ("bakes", "kneads", "slices", "glazes"),
-               ("loaves", "buns", "cakes", "pies", "rolls")),
-    "theatre": (("actor", "dancer", "director", "singer"), ("rehearses", "performs", "stages", "learns"),
-                ("plays", "scenes", "songs", "dances", "operas")),
-    "forge": (("smith", "miner", "welder", "forger"), ("forges", "heats", "digs", "sharpens"),
-              ("swords", "nails", "ore", "coal", "horseshoes")),
-    "garden": (("gardener", "florist", "botanist", "weeder"), ("prunes", "sows", "grows", "trims"),
-               ("roses", "tulips", "hedges", "herbs", "apples")),
+    "farm": (
+        ("farmer", "shepherd", "milkmaid", "ploughman"),
+        ("feeds", "milks", "shears", "herds"),
+        ("goats", "cows", "sheep", "hens", "pigs"),
+    ),
+    "harbour": (
+        ("sailor", "fisherman", "captain", "docker"),
+        ("mends", "loads", "rows", "ties"),
+        ("nets", "boats", "ropes", "crates", "sails"),
+    ),
+    "school": (
+        ("teacher", "pupil", "headmaster", "tutor"),
+        ("reads", "marks", "writes", "grades"),
+        ("essays", "books", "lessons", "exams", "maps"),
+    ),
+    "hospital": (
+        ("nurse", "surgeon", "doctor", "porter"),
+        ("treats", "bandages", "examines", "cures"),
+        ("wounds", "patients", "scans", "fevers", "wards"),
+    ),
+    "bakery": (
+        ("baker", "apprentice", "cook", "confectioner"),
+        ("bakes", "kneads", "slices", "glazes"),
+        ("loaves", "buns", "cakes", "pies", "rolls"),
+    ),
+    "theatre": (
+        ("actor", "dancer", "director", "singer"),
+        ("rehearses", "performs", "stages", "learns"),
+        ("plays", "scenes", "songs", "dances", "operas"),
+    ),
+    "forge": (
+        ("smith", "miner", "welder", "forger"),
+        ("forges", "heats", "digs", "sharpens"),
+        ("swords", "nails", "ore", "coal", "horseshoes"),
+    ),
+    "garden": (
+        ("gardener", "florist", "botanist", "weeder"),
+        ("prunes", "sows", "grows", "trims"),
+        ("roses", "tulips", "hedges", "herbs", "apples"),
+    ),
 }
 WORDS_PER_ENTRY = 10  # on the <date> the <person> <verb> <thing> and <thing> .
 
@@ -75,8 +99,9 @@ def write_diary(rng: random.Random, min_entries: int, max_entries: int) -> Diary
     ((4, 6, 7), 'on the 5th the tutor writes essays and lessons .')
     """
     if not 2 <= min_entries <= max_entries <= len(DATES):
-        raise ValueError(f"expected 2 <= min_entries <= max_entries <= {len(DATES)}, "
-                         f"got {min_entries} and {max_entries}")
+        raise ValueError(
+            f"expected 2 <= min_entries <= max_entries <= {len(DATES)}, got {min_entries} and {max_entries}"
+        )
     setting = rng.choice(sorted(SETTINGS))
     people, verbs, things = SETTINGS[setting]
     person, (thing, other) = rng.choice(people), rng.sample(things, 2)

@@ -59,7 +59,9 @@ class ReversalTask:
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"expected 1 <= min_len <= max_len, got {self.min_len} and {self.max_len}")
         if self.num_symbols < 1 or self.test_every < 2:
-            raise ValueError(f"expected num_symbols >= 1 and test_every >= 2, got {self.num_symbols}, {self.test_every}")
+            raise ValueError(
+                f"expected num_symbols >= 1 and test_every >= 2, got {self.num_symbols}, {self.test_every}"
+            )
 
     @property
     def vocab_size(self) -> int:
@@ -161,7 +163,15 @@ def _lexicon() -> list[str]:
     prepositions = sorted({p for v in synthetic.INTRANSITIVE_VERBS for p in v[3]} | set(synthetic.SUBJECT_PREPOSITIONS))
     determiners = sorted({d for ds in synthetic.DETERMINERS.values() for d in ds})
     function_words = ["is", "are", "does", "do", "not", "who", "that", ".", *CASE_PARTICLES.values()]
-    words = nouns + adjectives + [a + PLURAL_SUFFIX for a in adjectives] + verbs + prepositions + determiners + function_words
+    words = (
+        nouns
+        + adjectives
+        + [a + PLURAL_SUFFIX for a in adjectives]
+        + verbs
+        + prepositions
+        + determiners
+        + function_words
+    )
     return list(dict.fromkeys(words))
 
 
@@ -218,8 +228,10 @@ class TranslationTask:
         kept: list[tuple[Sentence, list[str]]] = []
         while len(kept) < n:
             sentence = self.language.grammar_sentence(rng)
-            if len(sentence) <= self.max_words and \
-                    (content_hash(self.encode(sentence.words).tolist()) % self.test_every == 0) == test:
+            if (
+                len(sentence) <= self.max_words
+                and (content_hash(self.encode(sentence.words).tolist()) % self.test_every == 0) == test
+            ):
                 kept.append((sentence, head_final(sentence)))
         return kept
 
@@ -249,8 +261,11 @@ def free_order(sentence: Sentence, object_first: bool) -> list[str]:
     still say which is which, so both orders are right."""
     target = head_final(sentence)
     root = sentence.heads.index(0)
-    arguments = {sentence.deprels[i]: i for i, head in enumerate(sentence.heads)
-                 if head == root + 1 and sentence.deprels[i] in CASE_PARTICLES}
+    arguments = {
+        sentence.deprels[i]: i
+        for i, head in enumerate(sentence.heads)
+        if head == root + 1 and sentence.deprels[i] in CASE_PARTICLES
+    }
     if not object_first or len(arguments) < 2:
         return target
     alignment = head_final_alignment(sentence)
@@ -279,8 +294,10 @@ class FreeOrderTranslationTask(TranslationTask):
     def pairs(self, n: int, test: bool, rng: random.Random) -> list[tuple[Sentence, list[str]]]:
         # The coin hashes the words reversed: TranslationTask picks test sentences by the same hash of the words,
         # so the plain hash would make every test sentence's coin alike.
-        return [(sentence, free_order(sentence, content_hash(self.encode(sentence.words[::-1]).tolist()) % 2 == 1))
-                for sentence, _ in super().pairs(n, test, rng)]
+        return [
+            (sentence, free_order(sentence, content_hash(self.encode(sentence.words[::-1]).tolist()) % 2 == 1))
+            for sentence, _ in super().pairs(n, test, rng)
+        ]
 
     def references(self, sentence: Sentence) -> list[list[str]]:
         """Both right translations of ``sentence``, subject first then object first (the same twice when the

@@ -51,25 +51,72 @@ from lecture_lib.runtime import seed_of
 # past form, which shows no agreement.
 
 ANIMATE_NOUNS = (
-    ("chef", "chefs"), ("teacher", "teachers"), ("farmer", "farmers"), ("doctor", "doctors"),
-    ("child", "children"), ("woman", "women"), ("man", "men"), ("student", "students"),
-    ("pilot", "pilots"), ("baker", "bakers"), ("artist", "artists"), ("lawyer", "lawyers"),
-    ("nurse", "nurses"), ("driver", "drivers"), ("dog", "dogs"), ("cat", "cats"),
-    ("bird", "birds"), ("neighbour", "neighbours"), ("singer", "singers"), ("painter", "painters"),
+    ("chef", "chefs"),
+    ("teacher", "teachers"),
+    ("farmer", "farmers"),
+    ("doctor", "doctors"),
+    ("child", "children"),
+    ("woman", "women"),
+    ("man", "men"),
+    ("student", "students"),
+    ("pilot", "pilots"),
+    ("baker", "bakers"),
+    ("artist", "artists"),
+    ("lawyer", "lawyers"),
+    ("nurse", "nurses"),
+    ("driver", "drivers"),
+    ("dog", "dogs"),
+    ("cat", "cats"),
+    ("bird", "birds"),
+    ("neighbour", "neighbours"),
+    ("singer", "singers"),
+    ("painter", "painters"),
 )
 PLACE_NOUNS = (
-    ("store", "stores"), ("river", "rivers"), ("bridge", "bridges"), ("park", "parks"),
-    ("house", "houses"), ("station", "stations"), ("garden", "gardens"), ("market", "markets"),
-    ("library", "libraries"), ("hill", "hills"), ("road", "roads"), ("tree", "trees"),
-    ("table", "tables"), ("window", "windows"), ("church", "churches"), ("boat", "boats"),
+    ("store", "stores"),
+    ("river", "rivers"),
+    ("bridge", "bridges"),
+    ("park", "parks"),
+    ("house", "houses"),
+    ("station", "stations"),
+    ("garden", "gardens"),
+    ("market", "markets"),
+    ("library", "libraries"),
+    ("hill", "hills"),
+    ("road", "roads"),
+    ("tree", "trees"),
+    ("table", "tables"),
+    ("window", "windows"),
+    ("church", "churches"),
+    ("boat", "boats"),
 )
 THING_NOUNS = (
-    ("book", "books"), ("letter", "letters"), ("song", "songs"), ("box", "boxes"),
-    ("car", "cars"), ("picture", "pictures"), ("cake", "cakes"), ("key", "keys"),
+    ("book", "books"),
+    ("letter", "letters"),
+    ("song", "songs"),
+    ("box", "boxes"),
+    ("car", "cars"),
+    ("picture", "pictures"),
+    ("cake", "cakes"),
+    ("key", "keys"),
 )
 ADJECTIVES = (  # for animate nouns and predicates
-    "happy", "tall", "old", "young", "quiet", "busy", "tired", "clever", "kind", "brave",
-    "calm", "angry", "hungry", "famous", "small", "proud",
+    "happy",
+    "tall",
+    "old",
+    "young",
+    "quiet",
+    "busy",
+    "tired",
+    "clever",
+    "kind",
+    "brave",
+    "calm",
+    "angry",
+    "hungry",
+    "famous",
+    "small",
+    "proud",
 )
 PLACE_ADJECTIVES = ("old", "new", "small", "big", "red", "green", "quiet", "famous", "dark", "empty")
 DETERMINERS = {False: ("the", "the", "a", "this", "every"), True: ("the", "the", "some", "these", "those")}
@@ -77,16 +124,26 @@ DETERMINERS = {False: ("the", "the", "a", "this", "every"), True: ("the", "the",
 # (third person singular, plural/base, past, what the object may be). Object kinds:
 # a = animate noun, p = place noun, t = thing noun, P = person, L = location, O = organisation.
 TRANSITIVE_VERBS = (
-    ("likes", "like", "liked", "aptPL"), ("sees", "see", "saw", "aptPL"), ("helps", "help", "helped", "aP"),
-    ("visits", "visit", "visited", "apPLO"), ("follows", "follow", "followed", "aP"),
-    ("knows", "know", "knew", "aPL"), ("watches", "watch", "watched", "atP"), ("calls", "call", "called", "aP"),
-    ("finds", "find", "found", "t"), ("paints", "paint", "painted", "apt"), ("admires", "admire", "admired", "aptPO"),
+    ("likes", "like", "liked", "aptPL"),
+    ("sees", "see", "saw", "aptPL"),
+    ("helps", "help", "helped", "aP"),
+    ("visits", "visit", "visited", "apPLO"),
+    ("follows", "follow", "followed", "aP"),
+    ("knows", "know", "knew", "aPL"),
+    ("watches", "watch", "watched", "atP"),
+    ("calls", "call", "called", "aP"),
+    ("finds", "find", "found", "t"),
+    ("paints", "paint", "painted", "apt"),
+    ("admires", "admire", "admired", "aptPO"),
 )
 # (third person singular, plural/base, past, prepositions the verb takes)
 INTRANSITIVE_VERBS = (
-    ("runs", "run", "ran", ("to", "from", "near")), ("walks", "walk", "walked", ("to", "near", "behind")),
-    ("sleeps", "sleep", "slept", ("near", "under", "behind", "in")), ("waits", "wait", "waited", ("near", "behind", "at", "in")),
-    ("sings", "sing", "sang", ("near", "in", "behind")), ("swims", "swim", "swam", ("near", "under", "in")),
+    ("runs", "run", "ran", ("to", "from", "near")),
+    ("walks", "walk", "walked", ("to", "near", "behind")),
+    ("sleeps", "sleep", "slept", ("near", "under", "behind", "in")),
+    ("waits", "wait", "waited", ("near", "behind", "at", "in")),
+    ("sings", "sing", "sang", ("near", "in", "behind")),
+    ("swims", "swim", "swam", ("near", "under", "in")),
     ("sits", "sit", "sat", ("near", "under", "behind", "beside", "at")),
 )
 # prepositions that take a city name as well as a place noun
@@ -94,28 +151,113 @@ CITY_PREPOSITIONS = frozenset({"to", "from", "near", "in"})
 SUBJECT_PREPOSITIONS = ("near", "behind", "beside", "with", "from")
 
 FIRST_NAMES = (
-    "Anna", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Keiko",
-    "Lars", "Maya", "Nikos", "Olga", "Pablo", "Quinn", "Rosa", "Sven", "Tariq", "Ulla", "Viktor",
-    "Wanda", "Xavier", "Yara", "Zoltan", "Amara", "Boris", "Carmen", "Dario", "Esther", "Felix",
+    "Anna",
+    "Bruno",
+    "Chiara",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Keiko",
+    "Lars",
+    "Maya",
+    "Nikos",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Ulla",
+    "Viktor",
+    "Wanda",
+    "Xavier",
+    "Yara",
+    "Zoltan",
+    "Amara",
+    "Boris",
+    "Carmen",
+    "Dario",
+    "Esther",
+    "Felix",
 )
 LAST_NAMES = (
-    "Berg", "Costa", "Dahl", "Eklund", "Ferreira", "Garcia", "Holm", "Ivanova", "Jensen", "Kowalski",
-    "Lindqvist", "Moreau", "Novak", "Okafor", "Petrov", "Quist", "Rossi", "Sato", "Tanaka", "Ueda",
-    "Varga", "Weber", "Yilmaz", "Zeller", "Abara", "Brandt", "Castell", "Dubois",
+    "Berg",
+    "Costa",
+    "Dahl",
+    "Eklund",
+    "Ferreira",
+    "Garcia",
+    "Holm",
+    "Ivanova",
+    "Jensen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Novak",
+    "Okafor",
+    "Petrov",
+    "Quist",
+    "Rossi",
+    "Sato",
+    "Tanaka",
+    "Ueda",
+    "Varga",
+    "Weber",
+    "Yilmaz",
+    "Zeller",
+    "Abara",
+    "Brandt",
+    "Castell",
+    "Dubois",
 )
 CITIES = (
-    "Oslo", "Lima", "Porto", "Kyoto", "Dakar", "Quito", "Perth", "Turin", "Leeds", "Bergen", "Hanoi",
-    "Riga", "New Harbor", "Port Elm", "San Lorel", "Lake Vista",
+    "Oslo",
+    "Lima",
+    "Porto",
+    "Kyoto",
+    "Dakar",
+    "Quito",
+    "Perth",
+    "Turin",
+    "Leeds",
+    "Bergen",
+    "Hanoi",
+    "Riga",
+    "New Harbor",
+    "Port Elm",
+    "San Lorel",
+    "Lake Vista",
 )
 ORGANISATIONS = (
-    "Acme", "Northwind Bank", "Bluebird Foods", "Kestrel Labs", "Orion Motors", "Juniper Press",
-    "Granite Works", "Lumen Health", "Harbor Air", "Cedar Tech", "Falcon Media", "Silverline Rail",
+    "Acme",
+    "Northwind Bank",
+    "Bluebird Foods",
+    "Kestrel Labs",
+    "Orion Motors",
+    "Juniper Press",
+    "Granite Works",
+    "Lumen Health",
+    "Harbor Air",
+    "Cedar Tech",
+    "Falcon Media",
+    "Silverline Rail",
 )
 
 # Every finite verb form and its form of the other number: flipping one breaks agreement
 # (the verbs of the fact sentences and questions, FACT_VERBS, are always singular there).
 OTHER_NUMBER: dict[str, str] = {}
-FACT_VERBS = (("is", "are"), ("does", "do"), ("has", "have"), ("lives", "live"), ("works", "work"), ("employs", "employ"))
+FACT_VERBS = (
+    ("is", "are"),
+    ("does", "do"),
+    ("has", "have"),
+    ("lives", "live"),
+    ("works", "work"),
+    ("employs", "employ"),
+)
 for _sg, _pl, *_ in TRANSITIVE_VERBS + INTRANSITIVE_VERBS + FACT_VERBS:
     OTHER_NUMBER[_sg], OTHER_NUMBER[_pl] = _pl, _sg
 
@@ -185,7 +327,8 @@ class Sentence:
         return "\n".join(
             f"{i + 1:>2}  {w:<{width}}  {p:<5}  {h:>2}  {d:<10}  {e:<5}  {n or '-'}"
             for i, (w, p, h, d, e, n) in enumerate(
-                zip(self.words, self.pos, self.heads, self.deprels, self.entities, self.number))
+                zip(self.words, self.pos, self.heads, self.deprels, self.entities, self.number)
+            )
         )
 
 
@@ -204,8 +347,17 @@ def corrupt_agreement(sentence: Sentence) -> Sentence:
     words[verb] = OTHER_NUMBER[words[verb]]
     number = list(sentence.number)
     number[verb] = "Sing" if number[verb] == "Plur" else "Plur"
-    return Sentence(words, list(sentence.pos), list(sentence.heads), list(sentence.deprels),
-                    list(sentence.entities), number, list(sentence.agreement), sentence.negated, sentence.fact)
+    return Sentence(
+        words,
+        list(sentence.pos),
+        list(sentence.heads),
+        list(sentence.deprels),
+        list(sentence.entities),
+        number,
+        list(sentence.agreement),
+        sentence.negated,
+        sentence.fact,
+    )
 
 
 class _Builder:
@@ -244,8 +396,17 @@ class _Builder:
         return first
 
     def sentence(self, negated: bool = False, fact: Fact | None = None) -> Sentence:
-        return Sentence(self.words, self.pos, [h + 1 for h in self.heads], self.deprels, self.entities,
-                        self.number, self.agreement, negated, fact)
+        return Sentence(
+            self.words,
+            self.pos,
+            [h + 1 for h in self.heads],
+            self.deprels,
+            self.entities,
+            self.number,
+            self.agreement,
+            negated,
+            fact,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,17 +448,26 @@ FACT_TEMPLATES = {
 QUESTION_TEMPLATES = {
     "lives_in": (
         ("C", "where/ADV/4/advmod does*/AUX/4/aux {P}/PROPN/4/nsubj live/VERB/0/root ?/PUNCT/4/punct"),
-        ("C", "in/ADP/3/case which/DET/3/det city/NOUN/6/obl does*/AUX/6/aux {P}/PROPN/6/nsubj live/VERB/0/root ?/PUNCT/6/punct"),
+        (
+            "C",
+            "in/ADP/3/case which/DET/3/det city/NOUN/6/obl does*/AUX/6/aux {P}/PROPN/6/nsubj live/VERB/0/root ?/PUNCT/6/punct",
+        ),
         ("P", "who/PRON/2/nsubj lives*/VERB/0/root in/ADP/4/case {C}/PROPN/2/obl ?/PUNCT/2/punct"),
     ),
     "works_for": (
         ("O", "who/PRON/2/nsubj employs*/VERB/0/root {P}/PROPN/2/obj ?/PUNCT/2/punct"),
-        ("O", "for/ADP/3/case which/DET/3/det company/NOUN/6/obl does*/AUX/6/aux {P}/PROPN/6/nsubj work/VERB/0/root ?/PUNCT/6/punct"),
+        (
+            "O",
+            "for/ADP/3/case which/DET/3/det company/NOUN/6/obl does*/AUX/6/aux {P}/PROPN/6/nsubj work/VERB/0/root ?/PUNCT/6/punct",
+        ),
         ("P", "who/PRON/2/nsubj works*/VERB/0/root for/ADP/4/case {O}/PROPN/2/obl ?/PUNCT/2/punct"),
     ),
     "based_in": (
         ("C", "where/ADV/4/advmod is*/AUX/4/aux:pass {O}/PROPN/4/nsubj:pass based/VERB/0/root ?/PUNCT/4/punct"),
-        ("C", "in/ADP/3/case which/DET/3/det city/NOUN/6/obl is*/AUX/6/aux:pass {O}/PROPN/6/nsubj:pass based/VERB/0/root ?/PUNCT/6/punct"),
+        (
+            "C",
+            "in/ADP/3/case which/DET/3/det city/NOUN/6/obl is*/AUX/6/aux:pass {O}/PROPN/6/nsubj:pass based/VERB/0/root ?/PUNCT/6/punct",
+        ),
     ),
 }
 SLOT_KINDS = {"P": "PER", "C": "LOC", "O": "ORG"}
@@ -461,13 +631,16 @@ class SyntheticLanguage:
             return self.fact_sentence(self._true_fact(rng, people), rng)
         return self.grammar_sentence(rng, people=people)
 
-    def documents(self, n: int, seed: int, sentences_per_document: int = 6,
-                  people: Sequence[Person] | None = None) -> list[list[Sentence]]:
+    def documents(
+        self, n: int, seed: int, sentences_per_document: int = 6, people: Sequence[Person] | None = None
+    ) -> list[list[Sentence]]:
         """``n`` short documents, each about two people (for next-sentence prediction)."""
         rng = random.Random(seed_of("documents", seed))
         return [self.document(rng, sentences_per_document, people) for _ in range(n)]
 
-    def document(self, rng: random.Random, num_sentences: int, people: Sequence[Person] | None = None) -> list[Sentence]:
+    def document(
+        self, rng: random.Random, num_sentences: int, people: Sequence[Person] | None = None
+    ) -> list[Sentence]:
         """Facts about two people, mixed with free sentences that name only those two; a fact already
         told is often told again in other words, as texts restate what they said."""
         pair = rng.sample(people or self.world.people, 2)
@@ -519,8 +692,9 @@ class SyntheticLanguage:
         return _realise(template, fillers), fillers[slot]
 
     # -- the free grammar -------------------------------------------------------------------
-    def grammar_sentence(self, rng: random.Random, subject_name: str | None = None,
-                         people: Sequence[Person] | None = None) -> Sentence:
+    def grammar_sentence(
+        self, rng: random.Random, subject_name: str | None = None, people: Sequence[Person] | None = None
+    ) -> Sentence:
         """Subject (with an optional PP or relative clause), then a copular, transitive or
         intransitive predicate, optionally negated, then a full stop. Names come from ``people``."""
         c = self.config
@@ -627,8 +801,9 @@ class SyntheticLanguage:
         b.attach(prep, noun, "case")
         b.attach(noun, head, deprel)
 
-    def _object(self, b: _Builder, rng: random.Random, kinds: str, head: int, deprel: str,
-                people: Sequence[Person]) -> None:
+    def _object(
+        self, b: _Builder, rng: random.Random, kinds: str, head: int, deprel: str, people: Sequence[Person]
+    ) -> None:
         kind = rng.choice(kinds)
         entity_kinds = [k for k in kinds if k in "PLO"]
         if entity_kinds and rng.random() < self.config.p_entity_object:
@@ -646,20 +821,27 @@ class SyntheticLanguage:
             noun = self._common_np(b, rng, nouns, rng.random() < self.config.p_plural)
         b.attach(noun, head, deprel)
 
-    def _relative_clause(self, b: _Builder, rng: random.Random, antecedent: int, plural: bool,
-                         people: Sequence[Person]) -> None:
+    def _relative_clause(
+        self, b: _Builder, rng: random.Random, antecedent: int, plural: bool, people: Sequence[Person]
+    ) -> None:
         """who/that + verb: a present-tense verb agrees with the antecedent, a past one shows nothing."""
         rel = b.add(rng.choice(("who", "that")), "PRON")
         present = rng.random() < self.config.p_rc_present
         if rng.random() < 0.6:
             sg, pl, past, kinds = rng.choice(TRANSITIVE_VERBS)
-            verb = b.add((pl if plural else sg) if present else past, "VERB",
-                         number=("Plur" if plural else "Sing") if present else "")
+            verb = b.add(
+                (pl if plural else sg) if present else past,
+                "VERB",
+                number=("Plur" if plural else "Sing") if present else "",
+            )
             self._object(b, rng, kinds, verb, "obj", people)
         else:
             sg, pl, past, preps = rng.choice(INTRANSITIVE_VERBS)
-            verb = b.add((pl if plural else sg) if present else past, "VERB",
-                         number=("Plur" if plural else "Sing") if present else "")
+            verb = b.add(
+                (pl if plural else sg) if present else past,
+                "VERB",
+                number=("Plur" if plural else "Sing") if present else "",
+            )
             self._pp(b, rng, rng.choice(preps), verb, "obl")
         b.attach(rel, verb, "nsubj")
         b.attach(verb, antecedent, "acl:relcl")

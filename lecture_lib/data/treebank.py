@@ -86,8 +86,11 @@ def noun_chunks(sentence: Sentence, dependents: Collection[str]) -> list[tuple[i
     for head in range(len(sentence)):
         if sentence.pos[head] not in NOUNS or sentence.deprels[head] == "flat":
             continue
-        members = [head] + [i for i, (h, deprel) in enumerate(zip(sentence.heads, sentence.deprels))
-                            if h == head + 1 and deprel in dependents]
+        members = [head] + [
+            i
+            for i, (h, deprel) in enumerate(zip(sentence.heads, sentence.deprels))
+            if h == head + 1 and deprel in dependents
+        ]
         chunks.append((min(members), max(members) + 1))
     return chunks
 
@@ -156,8 +159,9 @@ def coreference_examples(sentence: Sentence) -> list[tuple[Spans, str]]:
 
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
-    nouns = [(i, i + 1) for i, p in enumerate(sentence.pos) if p == "NOUN"] + [span for span, _ in
-                                                                             entity_spans(sentence)]
+    nouns = [(i, i + 1) for i, p in enumerate(sentence.pos) if p == "NOUN"] + [
+        span for span, _ in entity_spans(sentence)
+    ]
     out = []
     for word, (pos, head) in enumerate(zip(sentence.pos, sentence.heads)):
         if pos == "PRON" and sentence.deprels[head - 1] == "acl:relcl":
@@ -187,8 +191,9 @@ def edge_examples(sentence: Sentence, task: str) -> list[tuple[Spans, str]]:
     Taught in: 11_bertology_probing ("Edge probing: spans and the order of the pipeline").
     """
     if task == "dependency":
-        return [(((h - 1, h), (d, d + 1)), label)
-                for d, (h, label) in enumerate(zip(sentence.heads, sentence.deprels)) if h]
+        return [
+            (((h - 1, h), (d, d + 1)), label) for d, (h, label) in enumerate(zip(sentence.heads, sentence.deprels)) if h
+        ]
     if task == "constituent":
         return constituents(sentence)
     if task == "entity":

@@ -36,8 +36,14 @@ from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import TokenClassifierOutput
 from lecture_lib.runtime import seed_everything
 
-FEATURE_CHOICES = ("embeddings", "second_to_last", "last", "weighted_sum_last_four", "concat_last_four",
-                   "weighted_sum_all")
+FEATURE_CHOICES = (
+    "embeddings",
+    "second_to_last",
+    "last",
+    "weighted_sum_last_four",
+    "concat_last_four",
+    "weighted_sum_all",
+)
 
 
 def selected_layers(choice: str, num_hidden_layers: int) -> list[int]:
@@ -83,7 +89,9 @@ def with_features(task: Task, encoder: BertModel) -> Task:
 
     Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
     """
-    return dataclasses.replace(task, train=extract_features(encoder, task.train), test=extract_features(encoder, task.test))
+    return dataclasses.replace(
+        task, train=extract_features(encoder, task.train), test=extract_features(encoder, task.test)
+    )
 
 
 class ScalarMix(nn.Module):
@@ -114,23 +122,36 @@ class FeatureTagger(nn.Module):
     Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
     """
 
-    def __init__(self, choice: str, num_hidden_layers: int, hidden_size: int, num_labels: int,
-                 lstm_size: int | None = 64, projection: torch.Tensor | None = None) -> None:
+    def __init__(
+        self,
+        choice: str,
+        num_hidden_layers: int,
+        hidden_size: int,
+        num_labels: int,
+        lstm_size: int | None = 64,
+        projection: torch.Tensor | None = None,
+    ) -> None:
         super().__init__()
         self.choice = choice
         self.layers = selected_layers(choice, num_hidden_layers)
         self.mix = ScalarMix(len(self.layers)) if choice.startswith("weighted_sum") else None
         width = hidden_size * (len(self.layers) if choice == "concat_last_four" else 1)
         if projection is not None and projection.shape[0] != width:
-            raise ValueError(f"expected a projection with {width} rows (the {choice!r} features), got "
-                             f"{tuple(projection.shape)}")
+            raise ValueError(
+                f"expected a projection with {width} rows (the {choice!r} features), got {tuple(projection.shape)}"
+            )
         self.register_buffer("projection", projection)  # fixed, not trained: (width, k) or None
         width = width if projection is None else projection.shape[1]
         self.lstm = None if lstm_size is None else nn.LSTM(width, lstm_size, batch_first=True, bidirectional=True)
         self.classifier = nn.Linear(width if lstm_size is None else 2 * lstm_size, num_labels)
 
-    def forward(self, features: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor | None = None,
-                **unused: torch.Tensor) -> TokenClassifierOutput:
+    def forward(
+        self,
+        features: torch.Tensor,
+        attention_mask: torch.Tensor,
+        labels: torch.Tensor | None = None,
+        **unused: torch.Tensor,
+    ) -> TokenClassifierOutput:
         """``features`` (B, T, L + 1, H) from :func:`extract_features`; the other tensors (B, T)."""
         layers = features[:, :, self.layers]  # (B, T, k, H)
         if self.mix is not None:
@@ -154,8 +175,9 @@ class FeatureTagger(nn.Module):
         return states
 
 
-def frozen_and_fine_tuned(task: Task, encoder: BertModel | BertConfig, tagger_config: FinetuneConfig,
-                          finetune_config: FinetuneConfig) -> dict[str, float]:
+def frozen_and_fine_tuned(
+    task: Task, encoder: BertModel | BertConfig, tagger_config: FinetuneConfig, finetune_config: FinetuneConfig
+) -> dict[str, float]:
     """Span F1 of a tagging ``task`` two ways, SciBERT's "frozen" and "fine-tuned" columns (Beltagy et al.
     2019, Table 1): ``"frozen"``, a linear :class:`FeatureTagger` on the encoder's last layer, its features
     extracted once and the encoder left untouched, trained with ``tagger_config``; ``"fine-tuned"``, the task's
@@ -170,10 +192,13 @@ def frozen_and_fine_tuned(task: Task, encoder: BertModel | BertConfig, tagger_co
         encoder = new_head(task, encoder, finetune_config).base_model
     features = with_features(task, encoder)
     seed_everything(tagger_config.seed)
-    tagger = FeatureTagger("last", encoder.config.num_hidden_layers, encoder.config.hidden_size, task.num_labels,
-                           lstm_size=None)
-    return {"frozen": finetune(features, tagger, tagger_config).scores["f1"],
-            "fine-tuned": finetune(task, new_head(task, encoder, finetune_config), finetune_config).scores["f1"]}
+    tagger = FeatureTagger(
+        "last", encoder.config.num_hidden_layers, encoder.config.hidden_size, task.num_labels, lstm_size=None
+    )
+    return {
+        "frozen": finetune(features, tagger, tagger_config).scores["f1"],
+        "fine-tuned": finetune(task, new_head(task, encoder, finetune_config), finetune_config).scores["f1"],
+    }
 
 
 def principal_directions(features: EncodedTask, choice: str, num_hidden_layers: int, k: int) -> torch.Tensor:
@@ -205,9 +230,17 @@ class TunedRuns:
     results: list[FinetuneResult]  # one per seed, at ``lr``, with its test scores
 
 
-def tuned_runs(run: Callable[..., FinetuneResult], task: Task, dev: Task, budget: FinetuneConfig,
-               lrs: Sequence[float], seeds: Sequence[int], metric: str, args: tuple = (),
-               map_jobs: Callable[[Callable, list[tuple]], list] | None = None) -> TunedRuns:
+def tuned_runs(
+    run: Callable[..., FinetuneResult],
+    task: Task,
+    dev: Task,
+    budget: FinetuneConfig,
+    lrs: Sequence[float],
+    seeds: Sequence[int],
+    metric: str,
+    args: tuple = (),
+    map_jobs: Callable[[Callable, list[tuple]], list] | None = None,
+) -> TunedRuns:
     """Choose a recipe's learning rate on ``dev``, then run it on every seed: ``run(dev, *args, config)`` (``dev``
     a :class:`Task` whose test set is the development set; e.g. ``run=finetune_from, args=(encoder,)``) with ``budget``'s steps and batch at each of ``lrs``
     on the first seed; the learning rate with the best development ``metric`` (the first of a tie) wins;
@@ -242,13 +275,21 @@ def feature_tagger_run(task: Task, tagger: dict, config: FinetuneConfig) -> Fine
     """
     seed_everything(config.seed)
     layers, width = task.train.features["features"].shape[2:]
-    model = FeatureTagger(num_hidden_layers=layers - 1, hidden_size=width, num_labels=task.num_labels,
-                          **{"lstm_size": None, **tagger})
+    model = FeatureTagger(
+        num_hidden_layers=layers - 1, hidden_size=width, num_labels=task.num_labels, **{"lstm_size": None, **tagger}
+    )
     return finetune(task, model, config)
 
 
-def tuned_feature_taggers(taggers: Sequence[dict], task: Task, dev: Task, budget: FinetuneConfig,
-                          lrs: Sequence[float], seeds: Sequence[int], metric: str = "f1") -> list[TunedRuns]:
+def tuned_feature_taggers(
+    taggers: Sequence[dict],
+    task: Task,
+    dev: Task,
+    budget: FinetuneConfig,
+    lrs: Sequence[float],
+    seeds: Sequence[int],
+    metric: str = "f1",
+) -> list[TunedRuns]:
     """:func:`tuned_runs` of :func:`feature_tagger_run` for each of ``taggers`` in turn, on ``task`` and ``dev``
     with extracted features (:func:`with_features`): one job of :func:`~lecture_lib.runtime.parallel_map`
     that is sent the features once and trains several taggers on them.

@@ -117,8 +117,9 @@ def _scores(task: Task, out: dict[str, torch.Tensor], null_threshold: float) -> 
         predicted = out["logits"].squeeze(-1)
         return {"pearson": pearson_correlation(predicted, labels), "spearman": spearman_correlation(predicted, labels)}
     unanswerable = task.name == "unanswerable_qa"
-    spans = best_spans(out["start_logits"], out["end_logits"], task.test,
-                       null_threshold=null_threshold if unanswerable else None)
+    spans = best_spans(
+        out["start_logits"], out["end_logits"], task.test, null_threshold=null_threshold if unanswerable else None
+    )
     predicted = [" ".join(e.passage[a:b]) for e, (a, b) in zip(task.test_examples, spans)]
     answers = [e.answer for e in task.test_examples]
     scores = squad_scores(predicted, answers)
@@ -160,16 +161,26 @@ def finetune(task: Task, model: nn.Module, config: FinetuneConfig) -> FinetuneRe
     """
     seed_everything(config.seed)
     start = time.perf_counter()
-    train_config = TrainConfig(steps=config.steps, lr=config.lr, schedule="linear", progress=False,
-                               warmup_steps=round(config.warmup_fraction * config.steps),
-                               num_threads=config.num_threads, fused=config.fused)
+    train_config = TrainConfig(
+        steps=config.steps,
+        lr=config.lr,
+        schedule="linear",
+        progress=False,
+        warmup_steps=round(config.warmup_fraction * config.steps),
+        num_threads=config.num_threads,
+        fused=config.fused,
+    )
     history = train(model, task.train.batches(config.batch_size, config.seed), task_loss, train_config)
     scores = score(task, model)
     return FinetuneResult(model, scores, time.perf_counter() - start, history)
 
 
-def finetune_from(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig,
-                  adapt: Callable[[nn.Module], nn.Module] | None = None) -> FinetuneResult:
+def finetune_from(
+    task: Task,
+    encoder: BertModel | BertConfig,
+    config: FinetuneConfig,
+    adapt: Callable[[nn.Module], nn.Module] | None = None,
+) -> FinetuneResult:
     """One whole run from its inputs: :func:`new_head` on ``encoder`` (pretrained weights, or a config for
     random ones), ``adapt`` applied to it if given (e.g. :func:`~lecture_lib.finetuning.peft.bitfit`,
     which chooses the weights that train), then :func:`finetune`. Being a module's function of its
@@ -202,6 +213,6 @@ def reinitialize_pooler(model: nn.Module, top_layers: int = 0) -> nn.Module:
     Exercise 3 of chapter 05: re-initialise the pooler (or the top layer) before fine-tuning acceptability.
     """
     encoder = model.base_model
-    for module in (encoder.pooler, *encoder.encoder.layer[len(encoder.encoder.layer) - top_layers:]):
+    for module in (encoder.pooler, *encoder.encoder.layer[len(encoder.encoder.layer) - top_layers :]):
         module.apply(model._init_weights)
     return model

@@ -64,8 +64,9 @@ def _surnames(people: Sequence[Person]) -> list[str]:
     return sorted({p.name.split(" ")[-1] for p in people})
 
 
-def context_ner_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None,
-                         p_rename: float = 0.5) -> list[TaggingExample]:
+def context_ner_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None, p_rename: float = 0.5
+) -> list[TaggingExample]:
     """Sentences of the language whose places and companies are often (``p_rename``) named after the
     surnames of ``people``: a place becomes the bare surname, a company the surname and a company word.
 
@@ -138,8 +139,9 @@ def _edit(fact: Fact, rng: random.Random, people: Sequence[Person], part: str) -
     return Fact(fact.relation, fact.subject, rng.choice([o for o in objects if o != fact.object]))
 
 
-def nli_examples(lang: SyntheticLanguage, n: int, seed: int,
-                 people: Sequence[Person] | None = None) -> list[ClassificationExample]:
+def nli_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[ClassificationExample]:
     """(premise, hypothesis) pairs labelled by :func:`nli_label`, a third of each label.
 
     The premise states a random fact (not the world's: the premise alone decides), as the pretraining
@@ -179,13 +181,18 @@ def similarity(a: Fact, a_negated: bool, b: Fact, b_negated: bool) -> float:
 
     Taught in: 05_bert_finetuning ("Harder tasks and three more shapes").
     """
-    same = {"subject": a.subject == b.subject, "relation": a.relation == b.relation,
-            "object": a.object == b.object, "polarity": a_negated == b_negated}
+    same = {
+        "subject": a.subject == b.subject,
+        "relation": a.relation == b.relation,
+        "object": a.object == b.object,
+        "polarity": a_negated == b_negated,
+    }
     return sum(weight for part, weight in SIMILARITY_WEIGHTS.items() if same[part])
 
 
-def similarity_examples(lang: SyntheticLanguage, n: int, seed: int,
-                        people: Sequence[Person] | None = None) -> list[RegressionExample]:
+def similarity_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[RegressionExample]:
     """Pairs of fact sentences scored by :func:`similarity`: the second keeps each part of the first
     with probability 1/2, in its own wording, so every score from 0 to 5 occurs.
 
@@ -201,13 +208,19 @@ def similarity_examples(lang: SyntheticLanguage, n: int, seed: int,
             if rng.random() < 0.5 and not (part == "object" and b.relation != a.relation):
                 b = _edit(b, rng, people, part)
         b_negated = a_negated if rng.random() < 0.5 else not a_negated
-        examples.append(RegressionExample(lang.fact_sentence(a, rng, a_negated).words,
-                                          lang.fact_sentence(b, rng, b_negated).words, similarity(a, a_negated, b, b_negated)))
+        examples.append(
+            RegressionExample(
+                lang.fact_sentence(a, rng, a_negated).words,
+                lang.fact_sentence(b, rng, b_negated).words,
+                similarity(a, a_negated, b, b_negated),
+            )
+        )
     return examples
 
 
-def choice_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None,
-                    num_choices: int = 4) -> list[ChoiceExample]:
+def choice_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None, num_choices: int = 4
+) -> list[ChoiceExample]:
     """A fact as context and ``num_choices`` candidate sentences: the fact again in other words (the
     answer), and edits of it that do not follow, three of four kinds: the negation, the other relation,
     another object, another person; each in its own wording.
@@ -231,9 +244,15 @@ def choice_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence
     return examples
 
 
-def unanswerable_qa_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None,
-                             people_per_passage: int = 2, sentences_per_passage: int = 3,
-                             p_unanswerable: float = 0.4) -> list[QAExample]:
+def unanswerable_qa_examples(
+    lang: SyntheticLanguage,
+    n: int,
+    seed: int,
+    people: Sequence[Person] | None = None,
+    people_per_passage: int = 2,
+    sentences_per_passage: int = 3,
+    p_unanswerable: float = 0.4,
+) -> list[QAExample]:
     """:func:`~lecture_lib.finetuning.tasks.qa_examples`, where each passage that leaves a fact about
     one of its people untold (about two in three), with probability ``p_unanswerable``, gets a question
     it cannot answer: where that person lives when only their employer is given, or the reverse. Such an example has the empty
@@ -247,8 +266,13 @@ def unanswerable_qa_examples(lang: SyntheticLanguage, n: int, seed: int, people:
     examples = []
     for example in answerable:
         passage = " ".join(example.passage)
-        untold = [f for p in people if p.name in passage for f in lang.world.facts(p)
-                  if f.relation != "based_in" and not _states(passage, f)]
+        untold = [
+            f
+            for p in people
+            if p.name in passage
+            for f in lang.world.facts(p)
+            if f.relation != "based_in" and not _states(passage, f)
+        ]
         if untold and rng.random() < p_unanswerable:
             question, _ = lang.question(rng.choice(untold), rng, ask_subject=False)
             example = QAExample(question.words, example.passage, 0, 0)
@@ -261,5 +285,12 @@ def _states(passage: str, fact: Fact) -> bool:
     affirmative wordings of :data:`~lecture_lib.data.synthetic.FACT_TEMPLATES`."""
     if fact.relation == "lives_in":
         return any(f"{fact.subject} {w}" in passage for w in ("lives in", "is a resident", "has a home"))
-    return any(phrase in passage for phrase in (f"{fact.subject} works", f"employs {fact.subject}",
-                                                f"{fact.subject} is employed", f"{fact.subject} has a job"))
+    return any(
+        phrase in passage
+        for phrase in (
+            f"{fact.subject} works",
+            f"employs {fact.subject}",
+            f"{fact.subject} is employed",
+            f"{fact.subject} has a job",
+        )
+    )

@@ -150,8 +150,13 @@ class PromptTuning(nn.Module):
         filler = torch.full((x.shape[0], self.num_prompts, *x.shape[2:]), value, dtype=x.dtype, device=x.device)
         return torch.cat([x[:, :1], filler, x[:, 1:]], dim=1)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, **labels: torch.Tensor):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        **labels: torch.Tensor,
+    ):
         k, (batch, length) = self.num_prompts, input_ids.shape
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
@@ -171,7 +176,7 @@ class PromptTuning(nn.Module):
                 labels[name] = labels[name] + k
 
         def put_prompt(module: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
-            return torch.cat([out[:, :1], self.prompt.expand(out.shape[0], k, -1).to(out.dtype), out[:, 1 + k:]], 1)
+            return torch.cat([out[:, :1], self.prompt.expand(out.shape[0], k, -1).to(out.dtype), out[:, 1 + k :]], 1)
 
         hook = self.model.base_model.embeddings.word_embeddings.register_forward_hook(put_prompt)
         try:
@@ -179,8 +184,8 @@ class PromptTuning(nn.Module):
         finally:
             hook.remove()
         if isinstance(self.model, BertForTokenClassification):
-            out.logits = torch.cat([out.logits[:, :1], out.logits[:, 1 + k:]], 1)
+            out.logits = torch.cat([out.logits[:, :1], out.logits[:, 1 + k :]], 1)
         elif isinstance(self.model, BertForQuestionAnswering):
-            out.start_logits = torch.cat([out.start_logits[:, :1], out.start_logits[:, 1 + k:]], 1)
-            out.end_logits = torch.cat([out.end_logits[:, :1], out.end_logits[:, 1 + k:]], 1)
+            out.start_logits = torch.cat([out.start_logits[:, :1], out.start_logits[:, 1 + k :]], 1)
+            out.end_logits = torch.cat([out.end_logits[:, :1], out.end_logits[:, 1 + k :]], 1)
         return out

@@ -104,7 +104,7 @@ class QAExample:
 
     @property
     def answer(self) -> str:
-        return " ".join(self.passage[self.answer_start:self.answer_end])
+        return " ".join(self.passage[self.answer_start : self.answer_end])
 
 
 def split_people(world: World) -> tuple[tuple[Person, ...], tuple[Person, ...]]:
@@ -117,7 +117,7 @@ def split_people(world: World) -> tuple[tuple[Person, ...], tuple[Person, ...]]:
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task shapes").
     """
-    first, last = set(FIRST_NAMES[:len(FIRST_NAMES) // 2]), set(LAST_NAMES[:len(LAST_NAMES) // 2])
+    first, last = set(FIRST_NAMES[: len(FIRST_NAMES) // 2]), set(LAST_NAMES[: len(LAST_NAMES) // 2])
     train, test = [], []
     for person in world.people:
         given, family = person.name.split(" ")
@@ -126,13 +126,16 @@ def split_people(world: World) -> tuple[tuple[Person, ...], tuple[Person, ...]]:
         elif given not in first and family not in last:
             test.append(person)
     if len(train) < 3 or len(test) < 3:
-        raise ValueError(f"expected at least 3 people on each side of the split, got {len(train)} and {len(test)}: "
-                         f"the world of {len(world.people)} people is too small")
+        raise ValueError(
+            f"expected at least 3 people on each side of the split, got {len(train)} and {len(test)}: "
+            f"the world of {len(world.people)} people is too small"
+        )
     return tuple(train), tuple(test)
 
 
-def acceptability_examples(lang: SyntheticLanguage, n: int, seed: int,
-                           people: Sequence[Person] | None = None) -> list[ClassificationExample]:
+def acceptability_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[ClassificationExample]:
     """Sentences labelled 1 (acceptable) or 0 (main verb in the wrong number), half and half.
 
     >>> lang = SyntheticLanguage(0)
@@ -155,8 +158,9 @@ def acceptability_examples(lang: SyntheticLanguage, n: int, seed: int,
     return examples
 
 
-def entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
-                        people: Sequence[Person] | None = None) -> list[ClassificationExample]:
+def entailment_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[ClassificationExample]:
     """(premise, hypothesis) pairs: 0 = the hypothesis follows from the premise, 1 = it contradicts it.
 
     The premise states, or denies, where a person lives or whom they work for; the hypothesis says the
@@ -192,8 +196,9 @@ def _random_fact(rng: random.Random, people: Sequence[Person]) -> tuple[Fact, tu
     return Fact(relation, person.name, rng.choice(objects)), objects
 
 
-def object_swap_entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
-                                    people: Sequence[Person] | None = None) -> list[ClassificationExample]:
+def object_swap_entailment_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[ClassificationExample]:
     """(premise, hypothesis) pairs whose contradictions change the *object* instead of negating; neither
     sentence is ever negated, so the one cue is a city or employer to compare with the premise's
     (0 = entailment, 1 = contradiction, half and half)::
@@ -210,15 +215,23 @@ def object_swap_entailment_examples(lang: SyntheticLanguage, n: int, seed: int,
     for i in range(n):
         fact, objects = _random_fact(rng, people)
         entailed = i % 2 == 0
-        claim = fact if entailed else Fact(fact.relation, fact.subject, rng.choice([o for o in objects if o != fact.object]))
-        examples.append(ClassificationExample(lang.fact_sentence(fact, rng).words, 0 if entailed else 1,
-                                              lang.fact_sentence(claim, rng).words))
+        claim = (
+            fact
+            if entailed
+            else Fact(fact.relation, fact.subject, rng.choice([o for o in objects if o != fact.object]))
+        )
+        examples.append(
+            ClassificationExample(
+                lang.fact_sentence(fact, rng).words, 0 if entailed else 1, lang.fact_sentence(claim, rng).words
+            )
+        )
     rng.shuffle(examples)
     return examples
 
 
-def ner_examples(lang: SyntheticLanguage, n: int, seed: int,
-                 people: Sequence[Person] | None = None) -> list[TaggingExample]:
+def ner_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None
+) -> list[TaggingExample]:
     """Sentences of the language with their BIO entity tags.
 
     Taught in: 05_bert_finetuning ("Four task shapes").
@@ -228,13 +241,19 @@ def ner_examples(lang: SyntheticLanguage, n: int, seed: int,
 
 def _find(words: list[str], phrase: list[str], start: int = 0) -> int:
     for i in range(start, len(words) - len(phrase) + 1):
-        if words[i:i + len(phrase)] == phrase:
+        if words[i : i + len(phrase)] == phrase:
             return i
     raise ValueError(f"{' '.join(phrase)!r} does not occur in {' '.join(words)!r}")
 
 
-def qa_examples(lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None,
-                people_per_passage: int = 2, sentences_per_passage: int = 4) -> list[QAExample]:
+def qa_examples(
+    lang: SyntheticLanguage,
+    n: int,
+    seed: int,
+    people: Sequence[Person] | None = None,
+    people_per_passage: int = 2,
+    sentences_per_passage: int = 4,
+) -> list[QAExample]:
     """Passages of facts about a few people (and where one employer is based), one question each.
 
     The passage tells ``sentences_per_passage`` of those facts, always the one asked about; the answer
@@ -349,8 +368,9 @@ def _features(ids: list[list[int]], types: list[list[int]], pad_token_id: int) -
     }
 
 
-def _encode_pairs(pairs: Sequence[tuple[list[str], list[str] | None]], tokenizer: Tokenizer,
-                  max_length: int) -> dict[str, torch.Tensor]:
+def _encode_pairs(
+    pairs: Sequence[tuple[list[str], list[str] | None]], tokenizer: Tokenizer, max_length: int
+) -> dict[str, torch.Tensor]:
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` per (A, B or None): a pair trimmed longest-first, a
     single sentence cut at its end, to ``max_length`` tokens."""
     words = WordEncoder(tokenizer)
@@ -358,7 +378,7 @@ def _encode_pairs(pairs: Sequence[tuple[list[str], list[str] | None]], tokenizer
     for words_a, words_b in pairs:
         a, _ = words.encode(words_a)
         if words_b is None:
-            a, b = a[:max_length - 2], None
+            a, b = a[: max_length - 2], None
         else:
             a, b = truncate_pair(a, words.encode(words_b)[0], max_length - 3)
         ids, types, _ = _frame(a, b, tokenizer)
@@ -367,8 +387,9 @@ def _encode_pairs(pairs: Sequence[tuple[list[str], list[str] | None]], tokenizer
     return _features(all_ids, all_types, tokenizer.pad_token_id)
 
 
-def encode_classification(examples: Sequence[ClassificationExample], tokenizer: Tokenizer, max_length: int,
-                          num_labels: int) -> EncodedTask:
+def encode_classification(
+    examples: Sequence[ClassificationExample], tokenizer: Tokenizer, max_length: int, num_labels: int
+) -> EncodedTask:
     """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` with ``labels`` (N,).
 
     A pair longer than ``max_length`` is trimmed longest-first (:func:`lecture_lib.objectives.sentence_pairs.truncate_pair`);
@@ -436,8 +457,9 @@ def encode_choices(examples: Sequence, tokenizer: Tokenizer, max_length: int) ->
     return EncodedChoices(features)
 
 
-def encode_tagging(examples: Sequence[TaggingExample], tokenizer: Tokenizer, max_length: int,
-                   labels: Sequence[str] = NER_LABELS) -> EncodedTask:
+def encode_tagging(
+    examples: Sequence[TaggingExample], tokenizer: Tokenizer, max_length: int, labels: Sequence[str] = NER_LABELS
+) -> EncodedTask:
     """``[CLS] words [SEP]``; each word's tag on its first sub-word, -100 on the rest and on specials.
 
     Worked example (the tokenizer splits "Kowalski" into "kowal ##ski")::
@@ -474,8 +496,9 @@ def encode_tagging(examples: Sequence[TaggingExample], tokenizer: Tokenizer, max
     return EncodedTask(features, all_word_ids)
 
 
-def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: int,
-              allow_unanswerable: bool = False) -> EncodedTask:
+def encode_qa(
+    examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: int, allow_unanswerable: bool = False
+) -> EncodedTask:
     """``[CLS] question [SEP] passage [SEP]`` with ``start_positions`` and ``end_positions`` (N,): the
     first sub-word of the answer's first word and the last sub-word of its last word.
 
@@ -499,16 +522,22 @@ def encode_qa(examples: Sequence[QAExample], tokenizer: Tokenizer, max_length: i
             raise ValueError(f"example {n}: the question is empty")
         unanswerable = allow_unanswerable and example.answer_start == example.answer_end
         if not unanswerable and not 0 <= example.answer_start < example.answer_end <= len(example.passage):
-            raise ValueError(f"example {n}: answer span [{example.answer_start}, {example.answer_end}) is not "
-                             f"inside the passage of {len(example.passage)} words")
+            raise ValueError(
+                f"example {n}: answer span [{example.answer_start}, {example.answer_end}) is not "
+                f"inside the passage of {len(example.passage)} words"
+            )
         question, _ = words.encode(example.question)
         if len(question) > max_length - 4:
-            raise ValueError(f"example {n}: the question has {len(question)} tokens; with [CLS], two [SEP] and at "
-                             f"least one passage token it must be at most max_length - 4 = {max_length - 4}")
+            raise ValueError(
+                f"example {n}: the question has {len(question)} tokens; with [CLS], two [SEP] and at "
+                f"least one passage token it must be at most max_length - 4 = {max_length - 4}"
+            )
         passage, passage_word_ids = words.encode(example.passage)
         if len(question) + len(passage) + 3 > max_length:
-            raise ValueError(f"example {n}: question and passage need {len(question) + len(passage) + 3} tokens, "
-                             f"more than max_length={max_length}")
+            raise ValueError(
+                f"example {n}: question and passage need {len(question) + len(passage) + 3} tokens, "
+                f"more than max_length={max_length}"
+            )
         ids, types, _ = _frame(question, passage, tokenizer)
         offset = len(question) + 2
         word_ids = [-1] * offset + passage_word_ids + [-1]
@@ -543,8 +572,13 @@ def word_tags(logits: torch.Tensor, encoded: EncodedTask, labels: Sequence[str] 
     return out
 
 
-def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, encoded: EncodedTask,
-               max_answer_tokens: int = 8, null_threshold: float | None = None) -> list[tuple[int, int]]:
+def best_spans(
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    encoded: EncodedTask,
+    max_answer_tokens: int = 8,
+    null_threshold: float | None = None,
+) -> list[tuple[int, int]]:
     """Per example, the passage word span [start, end) maximising start score + end score.
 
     As in BERT's SQuAD code: the start and end tokens must lie in the passage, end >= start, and the
@@ -561,7 +595,7 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, encoded: En
     allowed = torch.ones(length, length, dtype=torch.bool).triu().tril(max_answer_tokens - 1)  # (T, T): s <= e < s + k
     for n, word_ids in enumerate(encoded.word_ids):
         in_passage = torch.zeros(length, dtype=torch.bool)
-        in_passage[:len(word_ids)] = torch.tensor(word_ids) >= 0
+        in_passage[: len(word_ids)] = torch.tensor(word_ids) >= 0
         scores = start_logits[n][:, None] + end_logits[n][None, :]  # (T, T)
         mask = allowed & in_passage[:, None] & in_passage[None, :]
         best = int(scores.masked_fill(~mask, float("-inf")).argmax())

@@ -95,8 +95,15 @@ class AlbertConfig(HFConfig):
         if name not in PRESETS:
             raise ValueError(f"expected a preset in {sorted(PRESETS)}, got {name!r}")
         hidden, layers, heads = PRESETS[name]
-        return cls(**{"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
-                      "intermediate_size": 4 * hidden, **overrides})
+        return cls(
+            **{
+                "hidden_size": hidden,
+                "num_hidden_layers": layers,
+                "num_attention_heads": heads,
+                "intermediate_size": 4 * hidden,
+                **overrides,
+            }
+        )
 
 
 ALBERT = Family(
@@ -141,8 +148,9 @@ class AlbertAttention(BertSelfAttention):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         context, weights = super().forward(x, mask, output_attentions)  # (B, T, H)
         return self.LayerNorm(x + self.output_dropout(self.dense(context))), weights
 
@@ -158,8 +166,9 @@ class AlbertLayer(nn.Module):
         self.act = activation(config.hidden_act)
         self.full_layer_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
-                output_attentions: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         a, weights = self.attention(x, mask, output_attentions)
         return self.full_layer_layer_norm(a + self.ffn_output(self.act(self.ffn(a)))), weights
 
@@ -187,8 +196,11 @@ class AlbertTransformer(nn.Module):
         Taught in: 07_albert ("Cross-layer sharing").
         """
         per_group = self.num_hidden_layers // len(self.albert_layer_groups)
-        return [layer for i in range(self.num_hidden_layers)
-                for layer in self.albert_layer_groups[i // per_group].albert_layers]
+        return [
+            layer
+            for i in range(self.num_hidden_layers)
+            for layer in self.albert_layer_groups[i // per_group].albert_layers
+        ]
 
 
 # ---------------------------------------------------------------- the encoder
@@ -240,9 +252,14 @@ class AlbertModel(AlbertPreTrainedModel):
         mask = keys_mask(attention_mask, input_ids)
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         x = self.encoder.embedding_hidden_mapping_in(x)  # (B, T, H)
-        return run_layers(self.encoder.layers(), x, mask, output_attentions=output_attentions,
-                          output_hidden_states=output_hidden_states,
-                          pooler=self._pool if self.pooler is not None else None)
+        return run_layers(
+            self.encoder.layers(),
+            x,
+            mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            pooler=self._pool if self.pooler is not None else None,
+        )
 
     def _pool(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.pooler(hidden[:, 0]))  # (B, H)
@@ -323,8 +340,9 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         check_mlm_labels(input_ids, labels, masked_only)
         if sentence_order_label is not None and not self.with_pooler:
             raise ValueError(f"{type(self).__name__} has no sentence-order head: expected sentence_order_label=None")
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                          output_hidden_states)
+        out = self.albert(
+            input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states
+        )
         logits, mlm_loss = mlm_logits_and_loss(self.predictions, out.last_hidden_state, labels, masked_only)
         sop_logits = self.sop_classifier(out.pooler_output) if self.with_pooler else None
         sop_loss = None
@@ -371,13 +389,14 @@ def share_across_layers(encoder: AlbertTransformer, part: str) -> AlbertTransfor
         raise ValueError(f"expected part in {sorted(SHARABLE_PARTS)}, got {part!r}")
     layers = [layer for group in encoder.albert_layer_groups for layer in group.albert_layers]
     if len(layers) != encoder.num_hidden_layers:
-        raise ValueError(f"expected one distinct layer per depth ({encoder.num_hidden_layers}), got {len(layers)}: "
-                         "build with num_hidden_groups = num_hidden_layers")
+        raise ValueError(
+            f"expected one distinct layer per depth ({encoder.num_hidden_layers}), got {len(layers)}: "
+            "build with num_hidden_groups = num_hidden_layers"
+        )
     for layer in layers[1:]:
         for name in SHARABLE_PARTS[part]:
             setattr(layer, name, getattr(layers[0], name))
     return encoder
-
 
 
 # ---------------------------------------------------------------- a task head
@@ -401,8 +420,9 @@ class AlbertForSequenceClassification(LabelCount, AlbertPreTrainedModel):
         self.classifier.apply(self._init_weights)
 
     @classmethod
-    def from_encoder(cls, encoder: AlbertModel, num_labels: int = 2, *,
-                     dropout: float | None = None) -> "AlbertForSequenceClassification":
+    def from_encoder(
+        cls, encoder: AlbertModel, num_labels: int = 2, *, dropout: float | None = None
+    ) -> "AlbertForSequenceClassification":
         """A new head on a copy of ``encoder``; ``dropout`` replaces every dropout probability of the copy. An
         encoder without a pooler (that of :class:`AlbertForMaskedLM`) gets a new one.
 
@@ -410,8 +430,12 @@ class AlbertForSequenceClassification(LabelCount, AlbertPreTrainedModel):
         """
         config = encoder.config
         if dropout is not None:
-            config = dataclasses.replace(config, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-                                         classifier_dropout_prob=dropout)
+            config = dataclasses.replace(
+                config,
+                hidden_dropout_prob=dropout,
+                attention_probs_dropout_prob=dropout,
+                classifier_dropout_prob=dropout,
+            )
         first = next(encoder.parameters())
         head = cls(config, num_labels).to(device=first.device, dtype=first.dtype)
         missing, unexpected = head.albert.load_state_dict(encoder.state_dict(), strict=False)
@@ -419,12 +443,19 @@ class AlbertForSequenceClassification(LabelCount, AlbertPreTrainedModel):
             raise ValueError(f"expected an AlbertModel's weights, got missing {missing}, unexpected {unexpected}")
         return head
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> SequenceClassifierOutput:
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                          output_hidden_states)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> SequenceClassifierOutput:
+        out = self.albert(
+            input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states
+        )
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
         loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
@@ -446,8 +477,9 @@ def low_rank_factors(matrix: torch.Tensor, rank: int) -> tuple[torch.Tensor, tor
     Taught in: 12_compression ("ALBERT-style sharing").
     """
     if not 1 <= rank <= min(matrix.shape):
-        raise ValueError(f"expected a rank in [1, {min(matrix.shape)}] for a matrix of shape {tuple(matrix.shape)}, "
-                         f"got {rank}")
+        raise ValueError(
+            f"expected a rank in [1, {min(matrix.shape)}] for a matrix of shape {tuple(matrix.shape)}, got {rank}"
+        )
     u, s, vh = torch.linalg.svd(matrix, full_matrices=False)
     return u[:, :rank] * s[:rank], vh[:rank]
 
@@ -473,13 +505,21 @@ def albert_from_bert(teacher: BertForPreTraining, embedding_size: int, shared_la
     if source.pruned_heads:
         raise ValueError(f"expected a teacher with all its heads, got pruned heads {source.pruned_heads}")
     config = AlbertConfig(
-        vocab_size=source.vocab_size, embedding_size=embedding_size, hidden_size=source.hidden_size,
-        num_hidden_layers=source.num_hidden_layers, num_attention_heads=source.num_attention_heads,
-        intermediate_size=source.intermediate_size, hidden_act=source.hidden_act,
-        hidden_dropout_prob=source.hidden_dropout_prob, attention_probs_dropout_prob=source.attention_probs_dropout_prob,
-        max_position_embeddings=source.max_position_embeddings, type_vocab_size=source.type_vocab_size,
-        initializer_range=source.initializer_range, layer_norm_eps=source.layer_norm_eps,
-        pad_token_id=source.pad_token_id)
+        vocab_size=source.vocab_size,
+        embedding_size=embedding_size,
+        hidden_size=source.hidden_size,
+        num_hidden_layers=source.num_hidden_layers,
+        num_attention_heads=source.num_attention_heads,
+        intermediate_size=source.intermediate_size,
+        hidden_act=source.hidden_act,
+        hidden_dropout_prob=source.hidden_dropout_prob,
+        attention_probs_dropout_prob=source.attention_probs_dropout_prob,
+        max_position_embeddings=source.max_position_embeddings,
+        type_vocab_size=source.type_vocab_size,
+        initializer_range=source.initializer_range,
+        layer_norm_eps=source.layer_norm_eps,
+        pad_token_id=source.pad_token_id,
+    )
     first = next(teacher.parameters())
     student = AlbertForMaskedLM(config).to(device=first.device, dtype=first.dtype)
     bert, predictions = teacher.bert, teacher.cls.predictions
@@ -500,10 +540,16 @@ def albert_from_bert(teacher: BertForPreTraining, embedding_size: int, shared_la
 
 
 # BERT's layer names -> ALBERT's, within one layer
-BERT_LAYER_NAMES = {"attention.self.query": "attention.query", "attention.self.key": "attention.key",
-                    "attention.self.value": "attention.value", "attention.output.dense": "attention.dense",
-                    "attention.output.LayerNorm": "attention.LayerNorm", "intermediate.dense": "ffn",
-                    "output.dense": "ffn_output", "output.LayerNorm": "full_layer_layer_norm"}
+BERT_LAYER_NAMES = {
+    "attention.self.query": "attention.query",
+    "attention.self.key": "attention.key",
+    "attention.self.value": "attention.value",
+    "attention.output.dense": "attention.dense",
+    "attention.output.LayerNorm": "attention.LayerNorm",
+    "intermediate.dense": "ffn",
+    "output.dense": "ffn_output",
+    "output.LayerNorm": "full_layer_layer_norm",
+}
 
 
 def _copy_bert_layer(source: nn.Module, target: AlbertLayer) -> None:

@@ -53,7 +53,9 @@ class BartConfig(HFConfig):
     """
 
     vocab_size: int = field(default=50265, metadata=same_rule_as(TransformerConfig, "vocab_size"))
-    max_position_embeddings: int = field(default=1024, metadata=same_rule_as(TransformerConfig, "max_position_embeddings"))
+    max_position_embeddings: int = field(
+        default=1024, metadata=same_rule_as(TransformerConfig, "max_position_embeddings")
+    )
     d_model: int = field(default=768, metadata=same_rule_as(TransformerConfig, "d_model"))
     encoder_layers: int = field(default=6, metadata=same_rule_as(TransformerConfig, "encoder_layers"))
     decoder_layers: int = field(default=6, metadata=same_rule_as(TransformerConfig, "decoder_layers"))
@@ -76,10 +78,12 @@ class BartConfig(HFConfig):
     def __post_init__(self) -> None:
         check_fields(self)
         if (self.encoder_attention_heads, self.encoder_ffn_dim) != (self.decoder_attention_heads, self.decoder_ffn_dim):
-            raise FieldError(["decoder_attention_heads", "decoder_ffn_dim"],
-                             "expected encoder and decoder with equal heads and ffn_dim, got "
-                             f"{(self.encoder_attention_heads, self.encoder_ffn_dim)} and "
-                             f"{(self.decoder_attention_heads, self.decoder_ffn_dim)}")
+            raise FieldError(
+                ["decoder_attention_heads", "decoder_ffn_dim"],
+                "expected encoder and decoder with equal heads and ffn_dim, got "
+                f"{(self.encoder_attention_heads, self.encoder_ffn_dim)} and "
+                f"{(self.decoder_attention_heads, self.decoder_ffn_dim)}",
+            )
         check_divisible(self, "d_model", "encoder_attention_heads")
         check_indices(self, "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
         self.transformer_config()  # and what chapter 02's stacks need besides (an even d_model)
@@ -92,13 +96,26 @@ class BartConfig(HFConfig):
     def transformer_config(self) -> TransformerConfig:
         """The same sizes as chapter 02's config: post-LN, learned positions, no final LayerNorm, eps 1e-5."""
         return TransformerConfig(
-            vocab_size=self.vocab_size, d_model=self.d_model, encoder_layers=self.encoder_layers,
-            decoder_layers=self.decoder_layers, num_attention_heads=self.encoder_attention_heads,
-            ffn_dim=self.encoder_ffn_dim, activation_function=self.activation_function, dropout=self.dropout,
-            attention_dropout=self.attention_dropout, activation_dropout=self.activation_dropout,
-            max_position_embeddings=self.max_position_embeddings, position_embedding_type="learned",
-            norm_first=False, final_layer_norm=False, layer_norm_eps=1e-5, scale_embedding=self.scale_embedding,
-            pad_token_id=self.pad_token_id, bos_token_id=self.bos_token_id, eos_token_id=self.eos_token_id)
+            vocab_size=self.vocab_size,
+            d_model=self.d_model,
+            encoder_layers=self.encoder_layers,
+            decoder_layers=self.decoder_layers,
+            num_attention_heads=self.encoder_attention_heads,
+            ffn_dim=self.encoder_ffn_dim,
+            activation_function=self.activation_function,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            activation_dropout=self.activation_dropout,
+            max_position_embeddings=self.max_position_embeddings,
+            position_embedding_type="learned",
+            norm_first=False,
+            final_layer_norm=False,
+            layer_norm_eps=1e-5,
+            scale_embedding=self.scale_embedding,
+            pad_token_id=self.pad_token_id,
+            bos_token_id=self.bos_token_id,
+            eos_token_id=self.eos_token_id,
+        )
 
 
 BART = Family(
@@ -171,8 +188,13 @@ class BartDecoder(BartEmbeddings, Decoder):
         Decoder.__init__(self, config.transformer_config())
         self.add_embeddings(config, embed_tokens)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, memory: torch.Tensor,
-                memory_attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        memory: torch.Tensor,
+        memory_attention_mask: torch.Tensor | None,
+    ) -> torch.Tensor:
         self_mask = causal_mask(input_ids.shape[1], input_ids.device) & _keys_mask(attention_mask, input_ids)
         memory_ids = torch.ones(memory.shape[:2], dtype=torch.long, device=memory.device)
         memory_mask = _keys_mask(memory_attention_mask, memory_ids)
@@ -280,14 +302,17 @@ class BartForSequenceClassification(LabelCount, PreTrainedModule):
     def tied_keys(self) -> set[str]:
         return {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None) -> SequenceClassifierOutput:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None
+    ) -> SequenceClassifierOutput:
         c = self.config
         eos = input_ids == c.eos_token_id  # (B, T)
         counts = eos.sum(1)
         if (counts == 0).any() or (counts != counts[0]).any():
-            raise ValueError(f"expected the same number of </s> (id {c.eos_token_id}) in every row, at least one, "
-                             f"got {counts.tolist()}")
+            raise ValueError(
+                f"expected the same number of </s> (id {c.eos_token_id}) in every row, at least one, "
+                f"got {counts.tolist()}"
+            )
         memory = self.model.encoder(input_ids, attention_mask)  # (B, T, C)
         decoder_ids = shift_right(input_ids, start=c.decoder_start_token_id, pad=c.pad_token_id)
         states = self.model.decoder(decoder_ids, None, memory, attention_mask)  # (B, T, C)

@@ -97,8 +97,10 @@ def pruned_heads_table(config: BertConfig, heads: dict[Any, Iterable[int]]) -> d
         if any(not 0 <= h < config.num_attention_heads for h in removed):
             raise ValueError(f"expected heads in [0, {config.num_attention_heads}), got {removed} in layer {layer}")
         if len(removed) == config.num_attention_heads:
-            raise ValueError(f"cannot remove all {config.num_attention_heads} heads of layer {layer}: keep one, "
-                             "or silence them all with head_mask")
+            raise ValueError(
+                f"cannot remove all {config.num_attention_heads} heads of layer {layer}: keep one, "
+                "or silence them all with head_mask"
+            )
         if removed:
             table[layer] = removed
     return table
@@ -181,15 +183,22 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         length = input_ids.shape[1]
         if position_ids is None:
             position_ids = torch.arange(length, device=input_ids.device)[None, :]  # (1, T)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        embeddings = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-                      + self.position_embeddings(position_ids))  # (B, T, H)
+        embeddings = (
+            self.word_embeddings(input_ids)
+            + self.token_type_embeddings(token_type_ids)
+            + self.position_embeddings(position_ids)
+        )  # (B, T, H)
         return self.dropout(self.LayerNorm(embeddings))
 
 
@@ -218,9 +227,13 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
-    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | Packing | None = None,
-                output_attentions: bool = False,
-                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        mask: torch.Tensor | Packing | None = None,
+        output_attentions: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         h = self.num_attention_heads
         q = split_heads(self.query(hidden_states), h)  # (B, heads, T, D)
         k = split_heads(self.key(hidden_states), h)
@@ -275,8 +288,9 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool,
-                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool, head_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         context, weights = self.self(x, mask, output_attentions, head_mask)
         return self.output(context, x), weights
 
@@ -322,8 +336,9 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool,
-                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool, head_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         a, weights = self.attention(x, mask, output_attentions, head_mask)
         return self.output(self.intermediate(a), a), weights
 
@@ -355,8 +370,9 @@ def keys_mask(attention_mask: torch.Tensor | None, input_ids: torch.Tensor) -> t
     if attention_mask is None:
         return None
     if attention_mask.shape != input_ids.shape:
-        raise ValueError(f"expected attention_mask of shape {tuple(input_ids.shape)}, "
-                         f"got {tuple(attention_mask.shape)}")
+        raise ValueError(
+            f"expected attention_mask of shape {tuple(input_ids.shape)}, got {tuple(attention_mask.shape)}"
+        )
     return attention_mask.bool()[:, None, None, :]
 
 
@@ -365,10 +381,13 @@ def check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: to
     if input_ids.dim() != 2 or input_ids.dtype not in (torch.long, torch.int):
         raise ValueError(f"expected integer input_ids of shape (B, T), got {input_ids.dtype} {tuple(input_ids.shape)}")
     if input_ids.shape[1] > config.max_position_embeddings:
-        raise ValueError(f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings "
-                         f"{config.max_position_embeddings}")
+        raise ValueError(
+            f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings {config.max_position_embeddings}"
+        )
     if token_type_ids is not None and token_type_ids.shape != input_ids.shape:
-        raise ValueError(f"expected token_type_ids of shape {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}")
+        raise ValueError(
+            f"expected token_type_ids of shape {tuple(input_ids.shape)}, got {tuple(token_type_ids.shape)}"
+        )
 
 
 def check_head_mask(config: BertConfig, head_mask: torch.Tensor | None) -> None:
@@ -377,19 +396,27 @@ def check_head_mask(config: BertConfig, head_mask: torch.Tensor | None) -> None:
         return
     expected = (config.num_hidden_layers, config.num_attention_heads)
     if tuple(head_mask.shape) != expected or not head_mask.is_floating_point():
-        raise ValueError(f"expected a floating head_mask of shape {expected} (layers, heads), "
-                         f"got {head_mask.dtype} {tuple(head_mask.shape)}")
+        raise ValueError(
+            f"expected a floating head_mask of shape {expected} (layers, heads), "
+            f"got {head_mask.dtype} {tuple(head_mask.shape)}"
+        )
 
 
 def _unchanged(hidden: torch.Tensor) -> torch.Tensor:
     return hidden
 
 
-def run_layers(layers: Iterable[nn.Module], x: torch.Tensor, mask: torch.Tensor | Packing | None, *,
-               output_attentions: bool = False, output_hidden_states: bool = False,
-               head_mask: torch.Tensor | None = None,
-               pooler: Callable[[torch.Tensor], torch.Tensor | None] | None = None,
-               restore: Callable[[torch.Tensor], torch.Tensor] = _unchanged) -> BertModelOutput:
+def run_layers(
+    layers: Iterable[nn.Module],
+    x: torch.Tensor,
+    mask: torch.Tensor | Packing | None,
+    *,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+    head_mask: torch.Tensor | None = None,
+    pooler: Callable[[torch.Tensor], torch.Tensor | None] | None = None,
+    restore: Callable[[torch.Tensor], torch.Tensor] = _unchanged,
+) -> BertModelOutput:
     """The encoder's loop: each layer reads the previous one's output; ``pooler`` (if any) reads the last.
 
     ``x`` is the layers' input (B, T, H) (the embeddings); ``hidden_states`` are ``x`` then each layer's output,
@@ -442,8 +469,10 @@ class BertPreTrainedModel(PreTrainedModule):
 
     def to_hf(self, attn_implementation: str = "eager") -> nn.Module:
         if self.config.pruned_heads:
-            raise ValueError(f"transformers 5 has no pruned heads (this model has {self.config.pruned_heads}): "
-                             "save_pretrained writes them for transformers 4, or zero the heads' weights instead")
+            raise ValueError(
+                f"transformers 5 has no pruned heads (this model has {self.config.pruned_heads}): "
+                "save_pretrained writes them for transformers 4, or zero the heads' weights instead"
+            )
         return super().to_hf(attn_implementation)
 
 
@@ -472,14 +501,20 @@ class BertModel(BertPreTrainedModel):
             self.encoder.layer[layer].attention.prune_heads(heads)
 
     @staticmethod
-    def _pack(input_ids: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None,
-              position_ids: torch.Tensor | None, output_attentions: bool, packing: Packing | None,
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Packing]:
+    def _pack(
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        output_attentions: bool,
+        packing: Packing | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, Packing]:
         """The inputs packed (1, N) and their :class:`Packing` (``packing`` if found before the step, else
         found here): every token keeps its segment and position."""
         if output_attentions:
-            raise ValueError("unpad=True attends per sequence without forming the weights: "
-                             "pass unpad=False for output_attentions")
+            raise ValueError(
+                "unpad=True attends per sequence without forming the weights: pass unpad=False for output_attentions"
+            )
         batch, length = input_ids.shape
         if packing is None:
             packing = Packing.of(torch.ones_like(input_ids) if attention_mask is None else attention_mask)
@@ -516,13 +551,21 @@ class BertModel(BertPreTrainedModel):
         restore = _unchanged
         if unpad is not False:
             packing = unpad if isinstance(unpad, Packing) else None
-            input_ids, token_type_ids, position_ids, mask = self._pack(input_ids, attention_mask, token_type_ids,
-                                                                       position_ids, output_attentions, packing)
+            input_ids, token_type_ids, position_ids, mask = self._pack(
+                input_ids, attention_mask, token_type_ids, position_ids, output_attentions, packing
+            )
             restore = mask.pad
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H), or (1, N, H) packed
-        return run_layers(self.encoder.layer, x, mask, output_attentions=output_attentions,
-                          output_hidden_states=output_hidden_states, head_mask=head_mask, pooler=self.pooler,
-                          restore=restore)
+        return run_layers(
+            self.encoder.layer,
+            x,
+            mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            head_mask=head_mask,
+            pooler=self.pooler,
+            restore=restore,
+        )
 
 
 # ---------------------------------------------------------------- pretraining heads
@@ -608,11 +651,23 @@ class BertForPreTraining(BertPreTrainedModel):
         head_mask: torch.Tensor | None = None,
     ) -> BertForPreTrainingOutput:
         check_mlm_labels(input_ids, labels, masked_only)
-        if unpad is not False and labels is not None and attention_mask is not None and not isinstance(
-                masked_only, LabelledPositions):  # LabelledPositions.of(labels, attention_mask) checked it before
+        if (
+            unpad is not False
+            and labels is not None
+            and attention_mask is not None
+            and not isinstance(masked_only, LabelledPositions)
+        ):  # LabelledPositions.of(labels, attention_mask) checked it before
             check_labels_on_real_tokens(labels, attention_mask)
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states, unpad, head_mask)
+        out = self.bert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            output_attentions,
+            output_hidden_states,
+            unpad,
+            head_mask,
+        )
         logits, mlm_loss = mlm_logits_and_loss(self.cls.predictions, out.last_hidden_state, labels, masked_only)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         nsp_loss = None

@@ -164,8 +164,12 @@ class DistilBertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.dim, eps=LAYER_NORM_EPS)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``token_type_ids`` is not read (there is no segment table); the argument keeps BERT's call."""
         if position_ids is None:
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]  # (1, T)
@@ -203,17 +207,25 @@ class DistilBertModel(BertModel):
         if config.sinusoidal_pos_embds:
             with torch.no_grad():
                 self.embeddings.position_embeddings.weight.copy_(
-                    sinusoidal_positions(config.max_position_embeddings, config.dim))
+                    sinusoidal_positions(config.max_position_embeddings, config.dim)
+                )
         for layer, heads in config.pruned_heads.items():
             self.encoder.layer[layer].attention.prune_heads(heads)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, unpad: bool = False,
-                head_mask: torch.Tensor | None = None) -> BertModelOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        unpad: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> BertModelOutput:
         """As :meth:`BertModel.forward <lecture_lib.models.bert.BertModel.forward>`, without ``token_type_ids``."""
-        return super().forward(input_ids, attention_mask, None, position_ids, output_attentions,
-                               output_hidden_states, unpad, head_mask)
+        return super().forward(
+            input_ids, attention_mask, None, position_ids, output_attentions, output_hidden_states, unpad, head_mask
+        )
 
 
 class DistilBertPreTrainedModel(PreTrainedModule):
@@ -259,13 +271,20 @@ class DistilBertForMaskedLM(DistilBertPreTrainedModel):
     def _lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.vocab_projector(self.vocab_layer_norm(self.act(self.vocab_transform(hidden))))  # (..., V)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False,
-                head_mask: torch.Tensor | None = None) -> MaskedLMOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> MaskedLMOutput:
         check_mlm_labels(input_ids, labels, masked_only=False)
-        out = self.distilbert(input_ids, attention_mask, position_ids, output_attentions, output_hidden_states,
-                              head_mask=head_mask)
+        out = self.distilbert(
+            input_ids, attention_mask, position_ids, output_attentions, output_hidden_states, head_mask=head_mask
+        )
         logits, loss = mlm_logits_and_loss(self._lm_logits, out.last_hidden_state, labels)
         return MaskedLMOutput(logits, loss, out.hidden_states, out.attentions)
 
@@ -292,28 +311,37 @@ class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel)
             module.apply(self._init_weights)
 
     @classmethod
-    def from_encoder(cls, encoder: DistilBertModel, num_labels: int = 2, *,
-                     dropout: float | None = None) -> "DistilBertForSequenceClassification":
+    def from_encoder(
+        cls, encoder: DistilBertModel, num_labels: int = 2, *, dropout: float | None = None
+    ) -> "DistilBertForSequenceClassification":
         """A new head on a copy of ``encoder``; ``dropout`` replaces every dropout probability of the copy.
 
         Taught in: 12_compression ("A DistilBERT-style student").
         """
         config = encoder.config
         if dropout is not None:
-            config = dataclasses.replace(config, dropout=dropout, attention_dropout=dropout,
-                                         seq_classif_dropout=dropout)
+            config = dataclasses.replace(
+                config, dropout=dropout, attention_dropout=dropout, seq_classif_dropout=dropout
+            )
             config.pruned_heads = encoder.config.pruned_heads
         first = next(encoder.parameters())
         head = cls(config, num_labels).to(device=first.device, dtype=first.dtype)
         head.distilbert.load_state_dict(encoder.state_dict())
         return head
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False,
-                head_mask: torch.Tensor | None = None) -> SequenceClassifierOutput:
-        out = self.distilbert(input_ids, attention_mask, position_ids, output_attentions, output_hidden_states,
-                              head_mask=head_mask)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> SequenceClassifierOutput:
+        out = self.distilbert(
+            input_ids, attention_mask, position_ids, output_attentions, output_hidden_states, head_mask=head_mask
+        )
         pooled = self.dropout(F.relu(self.pre_classifier(out.last_hidden_state[:, 0])))  # (B, H)
         logits = self.classifier(pooled)  # (B, K)
         loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
@@ -349,18 +377,28 @@ def distilbert_config(teacher: BertConfig, n_layers: int, **overrides: Any) -> D
     Taught in: 12_compression ("A DistilBERT-style student").
     """
     if teacher.layer_norm_eps != LAYER_NORM_EPS:
-        raise ValueError(f"DistilBERT's LayerNorm epsilon is fixed at {LAYER_NORM_EPS}; "
-                         f"the teacher uses {teacher.layer_norm_eps}")
-    sizes = dict(vocab_size=teacher.vocab_size, max_position_embeddings=teacher.max_position_embeddings,
-                 n_layers=n_layers, n_heads=teacher.num_attention_heads, dim=teacher.hidden_size,
-                 hidden_dim=teacher.intermediate_size, dropout=teacher.hidden_dropout_prob,
-                 attention_dropout=teacher.attention_probs_dropout_prob, activation=teacher.hidden_act,
-                 initializer_range=teacher.initializer_range, pad_token_id=teacher.pad_token_id)
+        raise ValueError(
+            f"DistilBERT's LayerNorm epsilon is fixed at {LAYER_NORM_EPS}; the teacher uses {teacher.layer_norm_eps}"
+        )
+    sizes = dict(
+        vocab_size=teacher.vocab_size,
+        max_position_embeddings=teacher.max_position_embeddings,
+        n_layers=n_layers,
+        n_heads=teacher.num_attention_heads,
+        dim=teacher.hidden_size,
+        hidden_dim=teacher.intermediate_size,
+        dropout=teacher.hidden_dropout_prob,
+        attention_dropout=teacher.attention_probs_dropout_prob,
+        activation=teacher.hidden_act,
+        initializer_range=teacher.initializer_range,
+        pad_token_id=teacher.pad_token_id,
+    )
     return DistilBertConfig(**{**sizes, **overrides})
 
 
-def distilbert_from_bert(teacher: BertForPreTraining, layers: Sequence[int] | None = None, *,
-                         fold_segment: bool = True) -> DistilBertForMaskedLM:
+def distilbert_from_bert(
+    teacher: BertForPreTraining, layers: Sequence[int] | None = None, *, fold_segment: bool = True
+) -> DistilBertForMaskedLM:
     """A DistilBERT MLM model initialised from a BERT, as Sanh et al.'s ``extract_distilbert.py`` does.
 
     Copied: word and position embeddings and their LayerNorm; teacher layer ``layers[i]`` into student
@@ -375,15 +413,17 @@ def distilbert_from_bert(teacher: BertForPreTraining, layers: Sequence[int] | No
     Taught in: 12_compression ("A DistilBERT-style student").
     """
     source = teacher.config
-    layers = list(layers if layers is not None else student_layers(source.num_hidden_layers,
-                                                                   max(1, source.num_hidden_layers // 2)))
+    layers = list(
+        layers
+        if layers is not None
+        else student_layers(source.num_hidden_layers, max(1, source.num_hidden_layers // 2))
+    )
     if any(not 0 <= i < source.num_hidden_layers for i in layers) or not layers:
         raise ValueError(f"expected teacher layers in [0, {source.num_hidden_layers}), got {layers}")
     if source.pruned_heads:
         raise ValueError(f"expected a teacher with all its heads, got pruned heads {source.pruned_heads}")
     first = next(teacher.parameters())
-    student = DistilBertForMaskedLM(distilbert_config(source, len(layers))).to(device=first.device,
-                                                                              dtype=first.dtype)
+    student = DistilBertForMaskedLM(distilbert_config(source, len(layers))).to(device=first.device, dtype=first.dtype)
     bert, predictions = teacher.bert, teacher.cls.predictions
     embeddings = student.distilbert.embeddings
     with torch.no_grad():

@@ -63,8 +63,9 @@ class ElectraConfig(HFConfig):
     intermediate_size: int = field(default=1024, metadata=same_rule_as(BertConfig, "intermediate_size"))
     hidden_act: str = field(default="gelu", metadata=same_rule_as(BertConfig, "hidden_act"))
     hidden_dropout_prob: float = field(default=0.1, metadata=same_rule_as(BertConfig, "hidden_dropout_prob"))
-    attention_probs_dropout_prob: float = field(default=0.1,
-                                                metadata=same_rule_as(BertConfig, "attention_probs_dropout_prob"))
+    attention_probs_dropout_prob: float = field(
+        default=0.1, metadata=same_rule_as(BertConfig, "attention_probs_dropout_prob")
+    )
     max_position_embeddings: int = field(default=512, metadata=same_rule_as(BertConfig, "max_position_embeddings"))
     type_vocab_size: int = field(default=2, metadata=same_rule_as(BertConfig, "type_vocab_size"))
     initializer_range: float = field(default=0.02, metadata=same_rule_as(BertConfig, "initializer_range"))
@@ -160,12 +161,14 @@ class ElectraModel(ElectraPreTrainedModel):
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)  # (B, T, H)
-        return run_layers(self.encoder.layer, x, mask, output_attentions=output_attentions,
-                          output_hidden_states=output_hidden_states)
+        return run_layers(
+            self.encoder.layer, x, mask, output_attentions=output_attentions, output_hidden_states=output_hidden_states
+        )
 
 
-def discriminator_loss(logits: torch.Tensor, labels: torch.Tensor,
-                       attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def discriminator_loss(
+    logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Mean binary cross-entropy of "replaced" (label 1) against "original" (0) over the real tokens.
 
     Positions where ``attention_mask`` is 0 (padding) are left out of the sum *and* of the count, as
@@ -230,8 +233,9 @@ class ElectraForPreTraining(ElectraPreTrainedModel):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
     ) -> ElectraOutput:
-        out = self.electra(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                           output_hidden_states)
+        out = self.electra(
+            input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states
+        )
         logits = self.discriminator_predictions(out.last_hidden_state)  # (B, T)
         loss = discriminator_loss(logits, labels, attention_mask) if labels is not None else None
         return ElectraOutput(logits, loss, out.hidden_states, out.attentions)
@@ -297,8 +301,9 @@ class ElectraForMaskedLM(ElectraPreTrainedModel):
         masked_only: bool = False,
     ) -> ElectraOutput:
         check_mlm_labels(input_ids, labels, masked_only)
-        out = self.electra(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                           output_hidden_states)
+        out = self.electra(
+            input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states
+        )
         logits, loss = mlm_logits_and_loss(self._lm_logits, out.last_hidden_state, labels, masked_only)
         return ElectraOutput(logits, loss, out.hidden_states, out.attentions)
 
@@ -339,8 +344,9 @@ class ElectraPretrainingModel(nn.Module):
         g, d = generator.config, discriminator.config
         for name in ("embedding_size", "vocab_size", "max_position_embeddings", "type_vocab_size", "pad_token_id"):
             if getattr(g, name) != getattr(d, name):
-                raise ValueError(f"shared embeddings need one {name}: generator {getattr(g, name)}, "
-                                 f"discriminator {getattr(d, name)}")
+                raise ValueError(
+                    f"shared embeddings need one {name}: generator {getattr(g, name)}, discriminator {getattr(d, name)}"
+                )
         self.generator, self.discriminator = generator, discriminator
         generator.electra.embeddings = discriminator.electra.embeddings
         generator.tie_output()
@@ -420,8 +426,9 @@ def matmul_weights(config: ElectraConfig, head: str, *, masked_fraction: float =
     return encoder + projection + heads[head]
 
 
-def electra_training_flops_per_token(config: ElectraConfig, seq_len: int, head: str, *,
-                                     masked_fraction: float = 1.0) -> float:
+def electra_training_flops_per_token(
+    config: ElectraConfig, seq_len: int, head: str, *, masked_fraction: float = 1.0
+) -> float:
     """The course's formula 6 N + 12 L T H for one ELECTRA network (``head``: ``"generator"`` or
     ``"discriminator"``); a pretraining step costs the sum over both networks.
 

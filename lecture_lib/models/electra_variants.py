@@ -37,11 +37,17 @@ class ReplaceMLM(ElectraPretrainingModel):
     Taught in: 08_electra ("Table 5 at equal FLOPs").
     """
 
-    def corrupt(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
-                ) -> tuple[ElectraPretrainingOutput, torch.Tensor, torch.Tensor]:
+    def corrupt(
+        self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
+    ) -> tuple[ElectraPretrainingOutput, torch.Tensor, torch.Tensor]:
         """The generator's output, the corrupted ids and the original ids."""
-        generated = self.generator(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-                                   labels=batch["labels"], masked_only=True)
+        generated = self.generator(
+            batch["input_ids"],
+            batch["attention_mask"],
+            batch["token_type_ids"],
+            labels=batch["labels"],
+            masked_only=True,
+        )
         original = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
         sampled = sample_tokens(generated.logits, generator=sampling_generator)
         corrupted, _ = replace_tokens(original, batch["labels"], sampled)
@@ -49,8 +55,9 @@ class ReplaceMLM(ElectraPretrainingModel):
 
     def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
         generated, corrupted, _ = self.corrupt(batch, sampling_generator)
-        student = self.discriminator(corrupted, batch["attention_mask"], batch["token_type_ids"],
-                                     labels=batch["labels"], masked_only=True)
+        student = self.discriminator(
+            corrupted, batch["attention_mask"], batch["token_type_ids"], labels=batch["labels"], masked_only=True
+        )
         return generated.loss + student.loss
 
 
@@ -91,8 +98,9 @@ class UnigramElectra(nn.Module):
         self.discriminator = discriminator
         self.register_buffer("log_frequencies", frequencies.clamp(min=1e-12).log())
 
-    def corrupt(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def corrupt(
+        self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The corrupted ids (a frequency-drawn token at each chosen position) and their replaced labels."""
         labels = batch["labels"]
         chosen = labels != IGNORE_INDEX

@@ -63,8 +63,9 @@ class EncoderDecoderLM(PreTrainedModule):
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("expected decoder_input_ids or labels (the decoder needs an input)")
-            decoder_input_ids = shift_right(labels, start=self.config.decoder_start_token_id,
-                                            pad=self.config.pad_token_id)
+            decoder_input_ids = shift_right(
+                labels, start=self.config.decoder_start_token_id, pad=self.config.pad_token_id
+            )
         encoder, decoder = self.stacks()
         memory = encoder(input_ids, attention_mask)  # (B, S, C)
         states = decoder(decoder_input_ids, decoder_attention_mask, memory, attention_mask)  # (B, T, C)

@@ -90,8 +90,10 @@ def _check_labels(labels: torch.Tensor, num_labels: int, what: str) -> None:
         raise ValueError(f"expected integer class {what}, got dtype {labels.dtype}")
     bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_labels))
     if bad.any():
-        raise ValueError(f"{what} {sorted(set(labels[bad].tolist()))[:5]} are outside the label set "
-                         f"0..{num_labels - 1} (or -100 to ignore a position)")
+        raise ValueError(
+            f"{what} {sorted(set(labels[bad].tolist()))[:5]} are outside the label set "
+            f"0..{num_labels - 1} (or -100 to ignore a position)"
+        )
 
 
 def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_labels: int) -> torch.Tensor:
@@ -144,8 +146,9 @@ class _TaskHead(LabelCount, BertPreTrainedModel):
             self.base_model.pooler = NoPooler()
 
     @classmethod
-    def from_encoder(cls, encoder: BertModel, num_labels: int = 2, *, dropout: float | None = None,
-                     **kwargs: Any) -> "_TaskHead":
+    def from_encoder(
+        cls, encoder: BertModel, num_labels: int = 2, *, dropout: float | None = None, **kwargs: Any
+    ) -> "_TaskHead":
         """A new head on a copy of ``encoder`` (a pretrained one): the usual start of fine-tuning.
 
         ``dropout`` replaces the encoder's dropout probabilities (BERT fine-tunes with 0.1).
@@ -193,12 +196,26 @@ class BertForSequenceClassification(_ClassifierHead):
 
     hf_class = "BertForSequenceClassification"
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, head_mask: torch.Tensor | None = None) -> SequenceClassifierOutput:
-        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                              output_hidden_states, head_mask=head_mask)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> SequenceClassifierOutput:
+        out = self.base_model(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            output_attentions,
+            output_hidden_states,
+            head_mask=head_mask,
+        )
         logits = self._logits(out)  # (B, K)
         loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
@@ -217,20 +234,33 @@ class BertForTokenClassification(_ClassifierHead):
     hf_class = "BertForTokenClassification"
     with_pooler = False
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, head_mask: torch.Tensor | None = None) -> TokenClassifierOutput:
-        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                              output_hidden_states, head_mask=head_mask)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> TokenClassifierOutput:
+        out = self.base_model(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            output_attentions,
+            output_hidden_states,
+            head_mask=head_mask,
+        )
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None
         if labels is not None:
             if labels.shape != input_ids.shape:
                 raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
             _check_labels(labels, self.num_labels, "labels")
-            loss = F.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+            loss = F.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1), ignore_index=IGNORE_INDEX)
         return TokenClassifierOutput(logits, loss, out.hidden_states, out.attentions)
 
 
@@ -253,13 +283,27 @@ class BertForQuestionAnswering(_TaskHead):
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self._init_weights(self.qa_outputs)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                start_positions: torch.Tensor | None = None, end_positions: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False,
-                head_mask: torch.Tensor | None = None) -> QuestionAnsweringModelOutput:
-        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                              output_hidden_states, head_mask=head_mask)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> QuestionAnsweringModelOutput:
+        out = self.base_model(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            output_attentions,
+            output_hidden_states,
+            head_mask=head_mask,
+        )
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(-1)  # (B, T) each
         loss = None
         if (start_positions is None) != (end_positions is None):
@@ -269,10 +313,13 @@ class BertForQuestionAnswering(_TaskHead):
             for name, positions in (("start_positions", start_positions), ("end_positions", end_positions)):
                 if ((positions < 0) | (positions >= length)).any():
                     raise ValueError(f"{name} {positions.tolist()} must lie inside the sequence [0, {length})")
-            loss = (F.cross_entropy(start_logits, start_positions.reshape(-1))
-                    + F.cross_entropy(end_logits, end_positions.reshape(-1))) / 2
-        return QuestionAnsweringModelOutput(start_logits.contiguous(), end_logits.contiguous(), loss,
-                                            out.hidden_states, out.attentions)
+            loss = (
+                F.cross_entropy(start_logits, start_positions.reshape(-1))
+                + F.cross_entropy(end_logits, end_positions.reshape(-1))
+            ) / 2
+        return QuestionAnsweringModelOutput(
+            start_logits.contiguous(), end_logits.contiguous(), loss, out.hidden_states, out.attentions
+        )
 
 
 @dataclass
@@ -302,10 +349,16 @@ class BertForMultipleChoice(_ClassifierHead):
     hf_class = "BertForMultipleChoice"
     scores_per_sequence = 1
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> MultipleChoiceModelOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> MultipleChoiceModelOutput:
         if input_ids.dim() != 3:
             raise ValueError(f"expected input_ids of shape (batch, choices, length), got {tuple(input_ids.shape)}")
         batch, choices, length = input_ids.shape
@@ -313,8 +366,14 @@ class BertForMultipleChoice(_ClassifierHead):
         def flat(x: torch.Tensor | None) -> torch.Tensor | None:
             return None if x is None else x.reshape(batch * choices, length)
 
-        out = self.base_model(flat(input_ids), flat(attention_mask), flat(token_type_ids), flat(position_ids),
-                              output_attentions, output_hidden_states)
+        out = self.base_model(
+            flat(input_ids),
+            flat(attention_mask),
+            flat(token_type_ids),
+            flat(position_ids),
+            output_attentions,
+            output_hidden_states,
+        )
         logits = self.classifier(self.dropout(out.pooler_output)).view(batch, choices)  # (B, C)
         loss = None
         if labels is not None:

@@ -109,8 +109,9 @@ class HFConfig:
             raise ValueError(f"expected a config with model_type {family.model_type!r}, got {values['model_type']!r}")
         for key, expected in family.unsupported.items():
             if values.get(key, expected) != expected:
-                raise ValueError(f"unsupported {family.model_type} variant: expected {key}={expected!r}, "
-                                 f"got {values[key]!r}")
+                raise ValueError(
+                    f"unsupported {family.model_type} variant: expected {key}={expected!r}, got {values[key]!r}"
+                )
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known and v is not None})
 
@@ -247,8 +248,9 @@ class PreTrainedModule(nn.Module):
         missing = sorted(set(ours) - set(renamed) - tied)
         unexpected = sorted(set(renamed) - set(ours))
         if missing or unexpected:
-            raise ValueError(f"checkpoint does not fit {type(self).__name__}: missing {missing}, "
-                             f"unexpected {unexpected}")
+            raise ValueError(
+                f"checkpoint does not fit {type(self).__name__}: missing {missing}, unexpected {unexpected}"
+            )
         for key, value in renamed.items():
             if tuple(value.shape) != tuple(ours[key].shape):
                 raise ValueError(f"{key}: expected shape {tuple(ours[key].shape)}, got {tuple(value.shape)}")
@@ -287,12 +289,19 @@ class PreTrainedModule(nn.Module):
         from safetensors.torch import save
 
         directory = Path(directory)
-        hf_config = {"architectures": [self.hf_class], "model_type": self.family.model_type,
-                     **self.config.to_dict(), **self._config_extras()}
+        hf_config = {
+            "architectures": [self.hf_class],
+            "model_type": self.family.model_type,
+            **self.config.to_dict(),
+            **self._config_extras(),
+        }
         atomic_write(directory / "config.json", json.dumps(hf_config, indent=2) + "\n")
         tied = self.tied_keys()
-        state = {self.family.to_theirs(k): v.detach().contiguous().cpu()
-                 for k, v in self.state_dict().items() if k not in tied}
+        state = {
+            self.family.to_theirs(k): v.detach().contiguous().cpu()
+            for k, v in self.state_dict().items()
+            if k not in tied
+        }
         atomic_write(directory / "model.safetensors", save(state, metadata={"format": "pt"}))
         return directory
 
@@ -310,8 +319,9 @@ def resolve_checkpoint(name_or_path: str | os.PathLike) -> Path:
     text = str(name_or_path)
     looks_like_path = path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1 or path.exists()
     if looks_like_path:
-        raise FileNotFoundError(f"expected a checkpoint directory at {text!r} (config.json + model.safetensors); "
-                                "it does not exist")
+        raise FileNotFoundError(
+            f"expected a checkpoint directory at {text!r} (config.json + model.safetensors); it does not exist"
+        )
     return _download(text)
 
 
@@ -323,12 +333,17 @@ def _download(repo_id: str) -> Path:
     snapshot = None
     for weights in WEIGHT_FILES:
         try:
-            snapshot = Path(huggingface_hub.snapshot_download(repo_id, allow_patterns=["config.json", weights],
-                                                              local_files_only=offline, etag_timeout=5))
+            snapshot = Path(
+                huggingface_hub.snapshot_download(
+                    repo_id, allow_patterns=["config.json", weights], local_files_only=offline, etag_timeout=5
+                )
+            )
         except Exception as error:  # the hub client raises many kinds; all mean "not available here"
             reason = "the hub is switched off (HF_HUB_OFFLINE=1)" if offline else f"the hub is unreachable ({error})"
-            raise OSError(f"{repo_id!r} is not a local directory, and {reason}; pass the path of a directory "
-                          f"holding config.json and model.safetensors") from None
+            raise OSError(
+                f"{repo_id!r} is not a local directory, and {reason}; pass the path of a directory "
+                f"holding config.json and model.safetensors"
+            ) from None
         if (snapshot / weights).is_file():
             break
     return snapshot

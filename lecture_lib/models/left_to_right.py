@@ -34,10 +34,17 @@ class LeftToRightBertModel(BertModel):
     Taught in: 04_bert_pretraining ("Bidirectional or left to right").
     """
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False, unpad: bool = False,
-                head_mask: torch.Tensor | None = None) -> BertModelOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        unpad: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> BertModelOutput:
         """As :meth:`BertModel.forward <lecture_lib.models.bert.BertModel.forward>`, each position reading only
         itself and the positions on its left; ``unpad=True`` is refused (packing attends per sequence, both ways)."""
         if unpad:
@@ -48,8 +55,15 @@ class LeftToRightBertModel(BertModel):
         keys = keys_mask(attention_mask, input_ids)
         mask = mask if keys is None else mask & keys  # (B, 1, T, T)
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
-        return run_layers(self.encoder.layer, x, mask, output_attentions=output_attentions,
-                          output_hidden_states=output_hidden_states, head_mask=head_mask, pooler=self.pooler)
+        return run_layers(
+            self.encoder.layer,
+            x,
+            mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            head_mask=head_mask,
+            pooler=self.pooler,
+        )
 
 
 @cache
@@ -62,5 +76,8 @@ def left_to_right_head(head: type) -> type:
     """
     if "encoder_class" not in dir(head) or not issubclass(head.encoder_class, BertModel):
         raise ValueError(f"expected a BERT task head (with a BertModel encoder_class), got {head.__name__}")
-    return type(f"LeftToRight{head.__name__}", (head,), {"encoder_class": LeftToRightBertModel,
-                                                         "__doc__": f"{head.__name__}, read left to right."})
+    return type(
+        f"LeftToRight{head.__name__}",
+        (head,),
+        {"encoder_class": LeftToRightBertModel, "__doc__": f"{head.__name__}, read left to right."},
+    )

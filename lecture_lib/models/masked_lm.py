@@ -70,8 +70,9 @@ def check_labels_on_real_tokens(labels: torch.Tensor, attention_mask: torch.Tens
         raise ValueError("unpad computes no padded position: expected labels -100 wherever attention_mask is 0")
 
 
-def check_mlm_labels(input_ids: torch.Tensor, labels: torch.Tensor | None,
-                     masked_only: bool | LabelledPositions) -> None:
+def check_mlm_labels(
+    input_ids: torch.Tensor, labels: torch.Tensor | None, masked_only: bool | LabelledPositions
+) -> None:
     """Labels of the inputs' shape (B, T); ``masked_only`` needs them (it keeps the positions they label)."""
     if masked_only and labels is None:
         raise ValueError("masked_only=True needs labels (it keeps the positions whose label is not -100)")
@@ -79,9 +80,12 @@ def check_mlm_labels(input_ids: torch.Tensor, labels: torch.Tensor | None,
         raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
 
 
-def mlm_logits_and_loss(head: Callable[[torch.Tensor], torch.Tensor], hidden: torch.Tensor,
-                        labels: torch.Tensor | None, masked_only: bool | LabelledPositions = False,
-                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def mlm_logits_and_loss(
+    head: Callable[[torch.Tensor], torch.Tensor],
+    hidden: torch.Tensor,
+    labels: torch.Tensor | None,
+    masked_only: bool | LabelledPositions = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``head``'s logits on the final hidden states ``hidden`` (B, T, H), and the mean cross-entropy over the
     labelled positions when ``labels`` are given (``None`` otherwise).
 
@@ -99,5 +103,6 @@ def mlm_logits_and_loss(head: Callable[[torch.Tensor], torch.Tensor], hidden: to
     logits = head(hidden[selected])  # (B, T, V), or (N, V) with masked_only
     if labels is None:
         return logits, None
-    return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[selected].reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+    return logits, F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels[selected].reshape(-1), ignore_index=IGNORE_INDEX
+    )

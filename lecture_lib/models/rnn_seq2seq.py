@@ -31,14 +31,16 @@ class RNNSeq2Seq(nn.Module):
 
     def encode(self, src: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Encoder states h_1..h_N (B, S, h) and the last real state of each sequence (1, B, h)."""
-        packed = nn.utils.rnn.pack_padded_sequence(self.embed(src), lengths.cpu(), batch_first=True,
-                                                   enforce_sorted=False)
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.embed(src), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
         states, last = self.encoder(packed)
         states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=src.shape[1])
         return states, last
 
-    def decode(self, tgt_in: torch.Tensor, states: torch.Tensor, lengths: torch.Tensor,
-               hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def decode(
+        self, tgt_in: torch.Tensor, states: torch.Tensor, lengths: torch.Tensor, hidden: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Logits (B, T, V), the decoder's final hidden state, and alignments α (B, T, S) or None."""
         s, hidden = self.decoder(self.embed(tgt_in), hidden)  # s: (B, T, h)
         if not self.attention:
@@ -53,7 +55,9 @@ class RNNSeq2Seq(nn.Module):
         return logits, alpha
 
     @torch.no_grad()
-    def greedy(self, src: torch.Tensor, lengths: torch.Tensor, max_len: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def greedy(
+        self, src: torch.Tensor, lengths: torch.Tensor, max_len: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Decode one token at a time, feeding back the argmax; returns tokens (B, max_len) and α."""
         states, hidden = self.encode(src, lengths)
         token = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)

@@ -91,8 +91,9 @@ class RobertaEmbeddings(BertEmbeddings):
 
     def __init__(self, config: RobertaConfig) -> None:
         super().__init__(config)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size,
-                                                padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(
+            config.max_position_embeddings, config.hidden_size, padding_idx=config.pad_token_id
+        )
 
 
 class RobertaModel(BertModel):
@@ -119,18 +120,35 @@ class RobertaModel(BertModel):
         if not add_pooling_layer:
             self.pooler = NoPooler()
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False,
-                unpad: bool = False, head_mask: torch.Tensor | None = None) -> BertModelOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        unpad: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> BertModelOutput:
         """As :class:`~lecture_lib.models.bert.BertModel`; padding is read from ``input_ids == pad_token_id``."""
         if input_ids.dim() == 2 and input_ids.shape[1] > self.config.max_length:
-            raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the {self.config.max_length} positions "
-                             f"after the padding index (max_position_embeddings {self.config.max_position_embeddings})")
+            raise ValueError(
+                f"sequence length {input_ids.shape[1]} exceeds the {self.config.max_length} positions "
+                f"after the padding index (max_position_embeddings {self.config.max_position_embeddings})"
+            )
         if position_ids is None:
             position_ids = position_ids_after_padding(input_ids, self.config.pad_token_id)
-        return super().forward(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                               output_hidden_states, unpad, head_mask)
+        return super().forward(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            output_attentions,
+            output_hidden_states,
+            unpad,
+            head_mask,
+        )
 
 
 class RobertaPreTrainedModel(PreTrainedModule):
@@ -188,13 +206,21 @@ class RobertaForMaskedLM(RobertaPreTrainedModel):
     def tied_keys(self) -> set[str]:
         return {"lm_head.decoder.weight", "lm_head.decoder.bias"}
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, masked_only: bool = False) -> MaskedLMOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        masked_only: bool = False,
+    ) -> MaskedLMOutput:
         check_mlm_labels(input_ids, labels, masked_only)
-        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                           output_hidden_states)
+        out = self.roberta(
+            input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states
+        )
         logits, loss = mlm_logits_and_loss(self.lm_head, out.last_hidden_state, labels, masked_only)
         return MaskedLMOutput(logits, loss, out.hidden_states, out.attentions)
 

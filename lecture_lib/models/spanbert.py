@@ -39,19 +39,28 @@ class SpanBoundaryHead(nn.Module):
         super().__init__()
         h = config.hidden_size
         self.position_embeddings = nn.Embedding(max_span_tokens, h)
-        self.mlp = nn.Sequential(nn.Linear(3 * h, h), nn.GELU(), nn.LayerNorm(h, eps=config.layer_norm_eps),
-                                 nn.Linear(h, h), nn.GELU(), nn.LayerNorm(h, eps=config.layer_norm_eps))
+        self.mlp = nn.Sequential(
+            nn.Linear(3 * h, h),
+            nn.GELU(),
+            nn.LayerNorm(h, eps=config.layer_norm_eps),
+            nn.Linear(h, h),
+            nn.GELU(),
+            nn.LayerNorm(h, eps=config.layer_norm_eps),
+        )
         self.decoder = nn.Linear(h, config.vocab_size)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.decoder.weight = word_embeddings.weight
         self.decoder.bias = self.bias
 
-    def forward(self, hidden: torch.Tensor, row: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
-                offset: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, hidden: torch.Tensor, row: torch.Tensor, left: torch.Tensor, right: torch.Tensor, offset: torch.Tensor
+    ) -> torch.Tensor:
         """``hidden`` (B, T, H) final states; the rest (N,) as :func:`~lecture_lib.objectives.span_masking.span_boundaries`."""
         if len(offset) and int(offset.max()) >= self.position_embeddings.num_embeddings:
-            raise ValueError(f"a masked span of {int(offset.max()) + 1} tokens is longer than the "
-                             f"{self.position_embeddings.num_embeddings} relative positions of the head")
+            raise ValueError(
+                f"a masked span of {int(offset.max()) + 1} tokens is longer than the "
+                f"{self.position_embeddings.num_embeddings} relative positions of the head"
+            )
         h0 = torch.cat([hidden[row, left], hidden[row, right], self.position_embeddings(offset)], dim=-1)  # (N, 3H)
         return self.decoder(self.mlp(h0))  # (N, V)
 
@@ -81,20 +90,41 @@ class SpanBertForPreTraining(BertForPreTraining):
     def tied_keys(self) -> set[str]:
         return super().tied_keys() | {"sbo.decoder.weight", "sbo.decoder.bias"}
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, next_sentence_label: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False,
-                masked_only: bool = False) -> SpanBertForPreTrainingOutput:
-        out = super().forward(input_ids, attention_mask, token_type_ids, position_ids, labels, next_sentence_label,
-                              output_attentions, True, masked_only)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        masked_only: bool = False,
+    ) -> SpanBertForPreTrainingOutput:
+        out = super().forward(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            labels,
+            next_sentence_label,
+            output_attentions,
+            True,
+            masked_only,
+        )
         sbo_loss = None
         if labels is not None:
             spans = span_boundaries(labels)
             logits = self.sbo(out.hidden_states[-1], spans["row"], spans["left"], spans["right"], spans["offset"])
             sbo_loss = F.cross_entropy(logits, spans["target"])
         return SpanBertForPreTrainingOutput(
-            prediction_logits=out.prediction_logits, seq_relationship_logits=out.seq_relationship_logits,
-            loss=out.loss + sbo_loss if sbo_loss is not None else out.loss, mlm_loss=out.mlm_loss,
-            nsp_loss=out.nsp_loss, hidden_states=out.hidden_states if output_hidden_states else None,
-            attentions=out.attentions, sbo_loss=sbo_loss)
+            prediction_logits=out.prediction_logits,
+            seq_relationship_logits=out.seq_relationship_logits,
+            loss=out.loss + sbo_loss if sbo_loss is not None else out.loss,
+            mlm_loss=out.mlm_loss,
+            nsp_loss=out.nsp_loss,
+            hidden_states=out.hidden_states if output_hidden_states else None,
+            attentions=out.attentions,
+            sbo_loss=sbo_loss,
+        )

@@ -169,16 +169,20 @@ class T5Attention(nn.Module):
         """
         device = self.relative_attention_bias.weight.device
         offsets = torch.arange(key_length, device=device)[None, :] - torch.arange(query_length, device=device)[:, None]
-        buckets = relative_position_bucket(offsets, bidirectional=self.bidirectional,
-                                           num_buckets=self.config.relative_attention_num_buckets,
-                                           max_distance=self.config.relative_attention_max_distance)  # (L, S)
+        buckets = relative_position_bucket(
+            offsets,
+            bidirectional=self.bidirectional,
+            num_buckets=self.config.relative_attention_num_buckets,
+            max_distance=self.config.relative_attention_max_distance,
+        )  # (L, S)
         return self.relative_attention_bias(buckets).permute(2, 0, 1)[None]  # (1, H, L, S)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(*x.shape[:2], self.config.num_heads, self.config.d_kv).transpose(1, 2)  # (B, H, T, d_kv)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         memory = x if memory is None else memory
         q, k, v = self._heads(self.q(x)), self._heads(self.k(memory)), self._heads(self.v(memory))
         p = self.config.dropout_rate if self.training else 0.0
@@ -252,8 +256,13 @@ class T5Block(nn.Module):
             self.layer.append(T5LayerCrossAttention(config))
         self.layer.append(T5LayerFF(config))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, memory: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         x = self.layer[0](x, mask)
         if memory is not None:
             x = self.layer[1](x, memory, memory_mask)
@@ -288,8 +297,13 @@ class T5Stack(nn.Module):
         """The (num_buckets, heads) table of the relative position bias, held by the first block."""
         return self.block[0].layer[0].SelfAttention.relative_attention_bias
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                memory: torch.Tensor | None = None, memory_attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+        memory_attention_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         x = self.dropout(self.embed_tokens(input_ids))  # (B, T, d_model): no positions, no sqrt(d) scaling
         length = input_ids.shape[1]
         mask = self.block[0].layer[0].SelfAttention.compute_bias(length, length).to(x.dtype)  # (1, H, T, T)

@@ -368,7 +368,9 @@ def token_padding_mask(ids: torch.Tensor, pad_token_id: int) -> torch.Tensor:
     Taught in: 02_transformer ("Checking against PyTorch").
     """
     if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"expected token ids of shape (B, T) and dtype torch.int64, got {tuple(ids.shape)} {ids.dtype}")
+        raise ValueError(
+            f"expected token ids of shape (B, T) and dtype torch.int64, got {tuple(ids.shape)} {ids.dtype}"
+        )
     real = ids != pad_token_id
     mask = padding_mask(real.sum(dim=1), ids.shape[1])  # (B, 1, 1, T)
     if not torch.equal(mask[:, 0, 0], real):
@@ -434,8 +436,9 @@ class Transformer(nn.Module):
     ) -> tuple[torch.Tensor, DecoderOutput]:
         """Target ids (B, T) and the encoder state -> next-token logits (B, T, V) and the decoder's output."""
         memory, memory_mask = state
-        out = self.decoder(self.embed(tgt_in, self.decoder_positions), memory, self.target_mask(tgt_in), memory_mask,
-                           need_weights)
+        out = self.decoder(
+            self.embed(tgt_in, self.decoder_positions), memory, self.target_mask(tgt_in), memory_mask, need_weights
+        )
         return self.lm_head(out.last_hidden_state), out
 
     def decode_step(self, prefix: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -500,7 +503,9 @@ def _copy_layer(mine: ResidualBlock, theirs: nn.Module, attention: list[tuple[st
     if theirs.linear1.bias is None or theirs.norm1.bias is None:
         raise ValueError("expected a torch.nn.Transformer with biases (bias=True)")
     if theirs.norm_first != mine.norm_first:
-        raise ValueError(f"expected every layer with norm_first={mine.norm_first}, got a layer with {theirs.norm_first}")
+        raise ValueError(
+            f"expected every layer with norm_first={mine.norm_first}, got a layer with {theirs.norm_first}"
+        )
     for ours_name, their_name, norm_name in attention:
         setattr(mine, ours_name, MultiHeadAttention.from_torch(getattr(theirs, their_name)))
         getattr(mine, f"{ours_name}_layer_norm").load_state_dict(getattr(theirs, norm_name).state_dict())

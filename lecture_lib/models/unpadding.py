@@ -55,8 +55,10 @@ def sequence_lengths(attention_mask: torch.Tensor) -> torch.Tensor:
     bad = (mask[:, 1:] > mask[:, :-1]).any(dim=1) | (mask[:, 0] == 0)
     if bad.any():
         rows = bad.nonzero().flatten().tolist()
-        raise ValueError(f"expected a right-padded attention_mask (each row 1...1 then 0...0, at least one 1), "
-                         f"got rows {rows}: {mask[rows[:3]].tolist()}")
+        raise ValueError(
+            f"expected a right-padded attention_mask (each row 1...1 then 0...0, at least one 1), "
+            f"got rows {rows}: {mask[rows[:3]].tolist()}"
+        )
     return mask.sum(dim=1)
 
 
@@ -74,8 +76,10 @@ def unpad(hidden: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Ten
     Taught in: 04_bert_pretraining ("How fast").
     """
     if hidden.shape[:2] != attention_mask.shape:
-        raise ValueError(f"expected hidden of shape ({', '.join(map(str, attention_mask.shape))}, ...) "
-                         f"like the attention_mask, got {tuple(hidden.shape)}")
+        raise ValueError(
+            f"expected hidden of shape ({', '.join(map(str, attention_mask.shape))}, ...) "
+            f"like the attention_mask, got {tuple(hidden.shape)}"
+        )
     lengths = sequence_lengths(attention_mask)
     indices = attention_mask.flatten().nonzero().flatten()
     cu_seqlens = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)
@@ -93,7 +97,9 @@ def pad(packed: torch.Tensor, indices: torch.Tensor, batch: int, length: int) ->
     Taught in: 04_bert_pretraining ("How fast").
     """
     if packed.shape[0] != indices.shape[0]:
-        raise ValueError(f"expected one index per packed row, got {indices.shape[0]} indices for {packed.shape[0]} rows")
+        raise ValueError(
+            f"expected one index per packed row, got {indices.shape[0]} indices for {packed.shape[0]} rows"
+        )
     rest = packed.shape[1:]
     grid = packed.new_zeros(batch * length, *rest)
     return grid.index_copy(0, indices, packed).view(batch, length, *rest)
@@ -173,8 +179,10 @@ class Packing:
         (B, T, ...) inputs run on them unchanged.
         """
         if tensor.shape[:2] != (self.batch, self.length):
-            raise ValueError(f"expected a tensor of shape ({self.batch}, {self.length}, ...) like the packed "
-                             f"attention_mask, got {tuple(tensor.shape)}")
+            raise ValueError(
+                f"expected a tensor of shape ({self.batch}, {self.length}, ...) like the packed "
+                f"attention_mask, got {tuple(tensor.shape)}"
+            )
         return tensor.flatten(0, 1)[self.indices][None]
 
     def pad(self, packed: torch.Tensor) -> torch.Tensor:
@@ -182,8 +190,9 @@ class Packing:
         return pad(packed[0], self.indices, self.batch, self.length)
 
 
-def attend_packed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, packing: Packing,
-                  dropout_p: float = 0.0) -> torch.Tensor:
+def attend_packed(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, packing: Packing, dropout_p: float = 0.0
+) -> torch.Tensor:
     """softmax(q kᵀ / sqrt(d) + M) v over packed tokens, M the :func:`block_diagonal_mask`: attention per sequence.
 
     Shapes: q, k, v (1, heads, N, d) -> (1, heads, N, d). On CUDA in half precision without dropout, PyTorch's

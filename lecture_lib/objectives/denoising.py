@@ -53,8 +53,11 @@ def prefix_lm(words: Sequence[str], split: int) -> tuple[list[str], list[str]]:
 
 
 def bert_style(
-    words: Sequence[str], noise_mask: torch.Tensor | Sequence[bool], replacements: Sequence[str | None] | None = None,
-    *, mask_token: str = "<M>",
+    words: Sequence[str],
+    noise_mask: torch.Tensor | Sequence[bool],
+    replacements: Sequence[str | None] | None = None,
+    *,
+    mask_token: str = "<M>",
 ) -> tuple[list[str], list[str]]:
     """Every noise word becomes ``mask_token``, or ``replacements[i]`` where that is a word; the target is the text.
 
@@ -72,8 +75,9 @@ def bert_style(
     replacements = [None] * len(words) if replacements is None else replacements
     if len(replacements) != len(words):
         raise ValueError(f"expected one replacement (or None) per word, {len(words)}, got {len(replacements)}")
-    inputs = [(r if r is not None else mask_token) if noisy else w
-              for w, noisy, r in zip(words, mask.tolist(), replacements)]
+    inputs = [
+        (r if r is not None else mask_token) if noisy else w for w, noisy, r in zip(words, mask.tolist(), replacements)
+    ]
     return inputs, list(words)
 
 
@@ -103,7 +107,9 @@ def drop_tokens(words: Sequence[str], noise_mask: torch.Tensor | Sequence[bool])
     return [w for w, noisy in zip(words, mask) if not noisy], [w for w, noisy in zip(words, mask) if noisy]
 
 
-def iid_noise_mask(length: int, *, noise_density: float = 0.15, generator: torch.Generator | None = None) -> torch.Tensor:
+def iid_noise_mask(
+    length: int, *, noise_density: float = 0.15, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """(length,) bools, each True with probability ``noise_density`` on its own (T5's "i.i.d." corruption).
 
     Taught in: 09_t5_bart ("The objectives of T5's Table 3").
@@ -114,8 +120,13 @@ def iid_noise_mask(length: int, *, noise_density: float = 0.15, generator: torch
 
 
 def apply_objective(
-    name: str, words: Sequence[str], *, vocabulary: Sequence[str] = (), noise_density: float = 0.15,
-    generator: torch.Generator | None = None, random_roll: bool = False,
+    name: str,
+    words: Sequence[str],
+    *,
+    vocabulary: Sequence[str] = (),
+    noise_density: float = 0.15,
+    generator: torch.Generator | None = None,
+    random_roll: bool = False,
 ) -> tuple[list[str], list[str]]:
     """One random example of the objective ``name`` (one of :data:`OBJECTIVES`), all draws from ``generator``.
 

@@ -41,8 +41,9 @@ FORMATS = {"segment-pair": True, "sentence-pair": True, "full-sentences": False,
 Documents = Sequence[Sequence[Sequence[int]]]  # documents of sentences of token ids
 
 
-def frame_roberta_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, bos_token_id: int = 0,
-                      eos_token_id: int = 2) -> list[int]:
+def frame_roberta_ids(
+    ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, bos_token_id: int = 0, eos_token_id: int = 2
+) -> list[int]:
     """RoBERTa's framing: ``<s> A </s>``, or ``<s> A </s></s> B </s>`` for a pair (no segment ids: one type).
 
     >>> frame_roberta_ids([10, 11], [12])
@@ -54,8 +55,9 @@ def frame_roberta_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, 
     return framed if ids_b is None else [*framed, eos_token_id, *ids_b, eos_token_id]
 
 
-def make_sentence_pairs(documents: Documents, max_num_tokens: int, *, seed: int = 0,
-                        random_next_prob: float = 0.5) -> list[SentencePair]:
+def make_sentence_pairs(
+    documents: Documents, max_num_tokens: int, *, seed: int = 0, random_next_prob: float = 0.5
+) -> list[SentencePair]:
     """SENTENCE-PAIR rows: sentence A, then its document's next sentence (IsNext) or, with
     ``random_next_prob``, a sentence of another document (NotNext); every sentence is an A once at most.
 
@@ -67,8 +69,10 @@ def make_sentence_pairs(documents: Documents, max_num_tokens: int, *, seed: int 
     """
     docs = [[list(s) for s in doc if len(s)] for doc in documents]
     if sum(bool(doc) for doc in docs) < 2:
-        raise ValueError(f"expected at least 2 non-empty documents (a random B comes from another one), "
-                         f"got {sum(bool(doc) for doc in docs)}")
+        raise ValueError(
+            f"expected at least 2 non-empty documents (a random B comes from another one), "
+            f"got {sum(bool(doc) for doc in docs)}"
+        )
     rng = random.Random(seed_of("single-sentence pairs", seed))
     pairs = []
     for d, doc in enumerate(docs):
@@ -82,8 +86,9 @@ def make_sentence_pairs(documents: Documents, max_num_tokens: int, *, seed: int 
     return pairs
 
 
-def pack_sentences(documents: Documents, max_num_tokens: int, *, cross_documents: bool,
-                   separator: int | None = None) -> list[list[int]]:
+def pack_sentences(
+    documents: Documents, max_num_tokens: int, *, cross_documents: bool, separator: int | None = None
+) -> list[list[int]]:
     """FULL-SENTENCES (``cross_documents=True``: ``separator`` between two documents) or DOC-SENTENCES rows:
     whole sentences in order, a new row whenever the next one would not fit (a sentence longer than the
     row is cut to it).
@@ -120,22 +125,37 @@ class Segment:
     label: int = 0  # collate_pairs reads one; collate_segments drops it
 
 
-def collate_segments(segments: Sequence[Sequence[int]], *, length: int, cls_token_id: int, sep_token_id: int,
-                     pad_token_id: int) -> dict[str, torch.Tensor]:
+def collate_segments(
+    segments: Sequence[Sequence[int]], *, length: int, cls_token_id: int, sep_token_id: int, pad_token_id: int
+) -> dict[str, torch.Tensor]:
     """Single segments framed ``[CLS] x [SEP]`` and right-padded: :func:`collate_pairs`'s tensors with no pair
     label; a document separator inside a segment is a special token too (never masked).
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
-    rows = collate_pairs([Segment(list(s)) for s in segments], length=length, cls_token_id=cls_token_id,
-                         sep_token_id=sep_token_id, pad_token_id=pad_token_id, label_name="no label")
+    rows = collate_pairs(
+        [Segment(list(s)) for s in segments],
+        length=length,
+        cls_token_id=cls_token_id,
+        sep_token_id=sep_token_id,
+        pad_token_id=pad_token_id,
+        label_name="no label",
+    )
     del rows["no label"]
     rows["special_tokens_mask"] |= rows["input_ids"] == sep_token_id
     return rows
 
 
-def format_rows(name: str, documents: Documents, *, length: int, cls_token_id: int, sep_token_id: int,
-                pad_token_id: int, seed: int = 0) -> dict[str, torch.Tensor]:
+def format_rows(
+    name: str,
+    documents: Documents,
+    *,
+    length: int,
+    cls_token_id: int,
+    sep_token_id: int,
+    pad_token_id: int,
+    seed: int = 0,
+) -> dict[str, torch.Tensor]:
     """The collated rows of format ``name`` (a key of :data:`FORMATS`), ``length`` positions each; the pair
     formats carry ``next_sentence_label``.
 
@@ -146,7 +166,8 @@ def format_rows(name: str, documents: Documents, *, length: int, cls_token_id: i
         cut = make_pairs if name == "segment-pair" else make_sentence_pairs
         return collate_pairs(cut(documents, length - NUM_SPECIAL_IN_PAIR, seed=seed), **ids)
     if name in ("full-sentences", "doc-sentences"):
-        segments = pack_sentences(documents, length - 2, cross_documents=name == "full-sentences",
-                                  separator=sep_token_id)
+        segments = pack_sentences(
+            documents, length - 2, cross_documents=name == "full-sentences", separator=sep_token_id
+        )
         return collate_segments(segments, **ids)
     raise ValueError(f"expected an input format in {list(FORMATS)}, got {name!r}")

@@ -124,14 +124,21 @@ def mask_tokens(
     if input_ids.dtype not in (torch.long, torch.int):
         raise ValueError(f"expected integer input_ids, got dtype {input_ids.dtype}")
     if special_tokens_mask is not None and special_tokens_mask.shape != input_ids.shape:
-        raise ValueError(f"expected special_tokens_mask of shape {tuple(input_ids.shape)}, "
-                         f"got {tuple(special_tokens_mask.shape)}")
+        raise ValueError(
+            f"expected special_tokens_mask of shape {tuple(input_ids.shape)}, got {tuple(special_tokens_mask.shape)}"
+        )
     if not 0 <= mask_token_id < vocab_size:
         raise ValueError(f"expected mask_token_id in [0, {vocab_size}), got {mask_token_id}")
-    selected = select_positions(input_ids.shape, special_tokens_mask=special_tokens_mask,
-                                mlm_probability=mlm_probability, generator=generator, device=input_ids.device)
-    return replace_selected(input_ids, selected, mask_token_id=mask_token_id, vocab_size=vocab_size,
-                            generator=generator, strategy=strategy)
+    selected = select_positions(
+        input_ids.shape,
+        special_tokens_mask=special_tokens_mask,
+        mlm_probability=mlm_probability,
+        generator=generator,
+        device=input_ids.device,
+    )
+    return replace_selected(
+        input_ids, selected, mask_token_id=mask_token_id, vocab_size=vocab_size, generator=generator, strategy=strategy
+    )
 
 
 def replace_selected(
@@ -154,15 +161,18 @@ def replace_selected(
     Taught in: 04_bert_pretraining ("Masked LM"), 06_roberta_spanbert ("Masking whole units").
     """
     if selected.shape != input_ids.shape or (draws is not None and draws.shape != input_ids.shape):
-        raise ValueError(f"expected selected and draws of shape {tuple(input_ids.shape)}, got "
-                         f"{tuple(selected.shape)} and {None if draws is None else tuple(draws.shape)}")
+        raise ValueError(
+            f"expected selected and draws of shape {tuple(input_ids.shape)}, got "
+            f"{tuple(selected.shape)} and {None if draws is None else tuple(draws.shape)}"
+        )
     labels = torch.where(selected, input_ids, IGNORE_INDEX)
     if draws is None:
         draws = torch.rand(input_ids.shape, generator=generator, device=input_ids.device, dtype=torch.float32)
     to_mask = selected & (draws < strategy.mask)
     to_random = selected & (draws >= strategy.mask) & (draws < strategy.mask + strategy.random)
-    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator, device=input_ids.device,
-                               dtype=input_ids.dtype)
+    random_ids = torch.randint(
+        vocab_size, input_ids.shape, generator=generator, device=input_ids.device, dtype=input_ids.dtype
+    )
     masked = torch.where(to_mask, torch.full_like(input_ids, mask_token_id), input_ids)
     masked = torch.where(to_random, random_ids, masked)
     return masked, labels
@@ -198,22 +208,29 @@ class MaskedDataset:
         strategy: MaskingStrategy = BERT_MASKING,
     ) -> None:
         if input_ids.dim() != 2 or special_tokens_mask.shape != input_ids.shape:
-            raise ValueError(f"expected input_ids (N, T) and a special_tokens_mask of the same shape, got "
-                             f"{tuple(input_ids.shape)} and {tuple(special_tokens_mask.shape)}")
+            raise ValueError(
+                f"expected input_ids (N, T) and a special_tokens_mask of the same shape, got "
+                f"{tuple(input_ids.shape)} and {tuple(special_tokens_mask.shape)}"
+            )
         if copies < 1:
             raise ValueError(f"expected copies >= 1, got {copies}")
         self.input_ids, self.special_tokens_mask = input_ids, special_tokens_mask
         self.dynamic, self.copies, self.seed = dynamic, copies, seed
-        self.options = dict(mask_token_id=mask_token_id, vocab_size=vocab_size, mlm_probability=mlm_probability,
-                            strategy=strategy)
+        self.options = dict(
+            mask_token_id=mask_token_id, vocab_size=vocab_size, mlm_probability=mlm_probability, strategy=strategy
+        )
         self.static = None if dynamic else [self._mask_all(draw) for draw in range(copies)]
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
     def _mask_one(self, n: int, draw: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return mask_tokens(self.input_ids[n], special_tokens_mask=self.special_tokens_mask[n],
-                           generator=generator("masking", self.seed, n, draw), **self.options)
+        return mask_tokens(
+            self.input_ids[n],
+            special_tokens_mask=self.special_tokens_mask[n],
+            generator=generator("masking", self.seed, n, draw),
+            **self.options,
+        )
 
     def _mask_all(self, draw: int) -> tuple[torch.Tensor, torch.Tensor]:
         rows = [self._mask_one(n, draw) for n in range(len(self))]

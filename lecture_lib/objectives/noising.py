@@ -33,8 +33,9 @@ def _chosen(length: int, probability: float, generator: torch.Generator | None) 
     return (torch.rand(length, generator=generator) < probability).tolist()
 
 
-def token_masking(words: Sequence[str], *, probability: float = 0.3, generator: torch.Generator | None = None,
-                  mask_token: str = MASK) -> list[str]:
+def token_masking(
+    words: Sequence[str], *, probability: float = 0.3, generator: torch.Generator | None = None, mask_token: str = MASK
+) -> list[str]:
     """Each word becomes ``mask_token`` with ``probability``, independently; the length is unchanged.
 
     >>> token_masking("A B C . D E .".split(), probability=0.0)
@@ -45,8 +46,9 @@ def token_masking(words: Sequence[str], *, probability: float = 0.3, generator: 
     return [mask_token if hit else w for w, hit in zip(words, _chosen(len(words), probability, generator))]
 
 
-def token_deletion(words: Sequence[str], *, probability: float = 0.3,
-                   generator: torch.Generator | None = None) -> list[str]:
+def token_deletion(
+    words: Sequence[str], *, probability: float = 0.3, generator: torch.Generator | None = None
+) -> list[str]:
     """Each word is deleted with ``probability``, independently, leaving no mark where it was.
 
     >>> token_deletion("A B C . D E .".split(), probability=1.0)
@@ -71,9 +73,10 @@ def infill_spans(words: Sequence[str], spans: Sequence[tuple[int, int]], mask_to
     hidden, inserts = [False] * n, set()
     for start, length in spans:
         if not (0 <= start and length >= 0 and start + length <= n):
-            raise ValueError(f"expected spans inside the {n} words (0 <= start, start + length <= {n}), "
-                             f"got ({start}, {length})")
-        hidden[start:start + length] = [True] * length
+            raise ValueError(
+                f"expected spans inside the {n} words (0 <= start, start + length <= {n}), got ({start}, {length})"
+            )
+        hidden[start : start + length] = [True] * length
         if length == 0:
             inserts.add(start)
     out = []
@@ -88,8 +91,14 @@ def infill_spans(words: Sequence[str], spans: Sequence[tuple[int, int]], mask_to
     return out
 
 
-def text_infilling(words: Sequence[str], *, mask_ratio: float = 0.3, poisson_lambda: float = 3.0,
-                   generator: torch.Generator | None = None, mask_token: str = MASK) -> list[str]:
+def text_infilling(
+    words: Sequence[str],
+    *,
+    mask_ratio: float = 0.3,
+    poisson_lambda: float = 3.0,
+    generator: torch.Generator | None = None,
+    mask_token: str = MASK,
+) -> list[str]:
     """Hide about ``mask_ratio`` of the words in spans of Poisson(``poisson_lambda``) length, one mask per span.
 
     Span lengths are drawn until they cover round(mask_ratio · n) words (the last one cut to fit); each span
@@ -128,8 +137,9 @@ def sentences_of(words: Sequence[str], end: str = ".") -> list[list[str]]:
     return sentences + ([current] if current else [])
 
 
-def sentence_permutation(words: Sequence[str], *, generator: torch.Generator | None = None,
-                         end: str = ".") -> list[str]:
+def sentence_permutation(
+    words: Sequence[str], *, generator: torch.Generator | None = None, end: str = "."
+) -> list[str]:
     """The sentences (cut by :func:`sentences_of`) in a uniformly random order.
 
     >>> sentence_permutation(["A", "."])
@@ -162,5 +172,10 @@ def document_rotation(words: Sequence[str], *, generator: torch.Generator | None
     return rotate(words, int(torch.randint(max(len(words), 1), (), generator=generator)))
 
 
-NOISING = {"token_masking": token_masking, "token_deletion": token_deletion, "text_infilling": text_infilling,
-           "sentence_permutation": sentence_permutation, "document_rotation": document_rotation}
+NOISING = {
+    "token_masking": token_masking,
+    "token_deletion": token_deletion,
+    "text_infilling": text_infilling,
+    "sentence_permutation": sentence_permutation,
+    "document_rotation": document_rotation,
+}

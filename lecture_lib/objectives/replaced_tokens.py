@@ -43,9 +43,14 @@ MASK_FRACTION = 0.85  # of the chosen positions become [MASK]; the rest keep the
 DISCRIMINATOR_WEIGHT = 50.0  # λ
 
 
-def choose_positions(attention_mask: torch.Tensor, special_tokens_mask: torch.Tensor, *,
-                     mask_probability: float = MASK_PROBABILITY, max_predictions: int | None = None,
-                     generator: torch.Generator | None = None) -> torch.Tensor:
+def choose_positions(
+    attention_mask: torch.Tensor,
+    special_tokens_mask: torch.Tensor,
+    *,
+    mask_probability: float = MASK_PROBABILITY,
+    max_predictions: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Bool (B, T): exactly k = clamp(round(p·n), 1, max_predictions) positions of each row, chosen uniformly
     among its real non-special tokens, where n counts the real tokens (``attention_mask``, [CLS] and [SEP]
     included, as the authors' code counts ``input_mask``). Rounding is half to even, as ``tf.round``.
@@ -60,8 +65,10 @@ def choose_positions(attention_mask: torch.Tensor, special_tokens_mask: torch.Te
     Taught in: 08_electra ("Replaced-token detection").
     """
     if attention_mask.shape != special_tokens_mask.shape or attention_mask.dim() != 2:
-        raise ValueError(f"expected attention_mask and special_tokens_mask of one shape (B, T), got "
-                         f"{tuple(attention_mask.shape)} and {tuple(special_tokens_mask.shape)}")
+        raise ValueError(
+            f"expected attention_mask and special_tokens_mask of one shape (B, T), got "
+            f"{tuple(attention_mask.shape)} and {tuple(special_tokens_mask.shape)}"
+        )
     if not 0 < mask_probability <= 1:
         raise ValueError(f"expected mask_probability in (0, 1], got {mask_probability}")
     candidates = attention_mask.bool() & ~special_tokens_mask.bool()  # (B, T)
@@ -76,9 +83,14 @@ def choose_positions(attention_mask: torch.Tensor, special_tokens_mask: torch.Te
     return rank < k[:, None]
 
 
-def mask_for_generator(input_ids: torch.Tensor, chosen: torch.Tensor, *, mask_token_id: int,
-                       mask_fraction: float = MASK_FRACTION,
-                       generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_for_generator(
+    input_ids: torch.Tensor,
+    chosen: torch.Tensor,
+    *,
+    mask_token_id: int,
+    mask_fraction: float = MASK_FRACTION,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(masked_ids, labels)``: ``mask_fraction`` of the chosen positions become [MASK], the others keep their
     token, none becomes a random token; ``labels`` holds the original at the chosen positions, -100 elsewhere.
 
@@ -92,8 +104,9 @@ def mask_for_generator(input_ids: torch.Tensor, chosen: torch.Tensor, *, mask_to
 
 
 @torch.no_grad()
-def sample_tokens(logits: torch.Tensor, *, temperature: float = 1.0,
-                  generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_tokens(
+    logits: torch.Tensor, *, temperature: float = 1.0, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """One token per row of ``logits`` (N, V), x̂ ~ softmax(logits / temperature), by the Gumbel-max trick:
     argmax(logits / temperature + g) with g = -log(-log u), u ~ U(0, 1). Outside the autograd graph.
 
@@ -107,8 +120,9 @@ def sample_tokens(logits: torch.Tensor, *, temperature: float = 1.0,
     return (logits.double() / temperature + gumbel).argmax(-1)
 
 
-def replace_tokens(input_ids: torch.Tensor, labels: torch.Tensor,
-                   sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def replace_tokens(
+    input_ids: torch.Tensor, labels: torch.Tensor, sampled: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(corrupted_ids, replaced)``: the original ``input_ids`` with the N sampled tokens written at the N
     labelled positions (row-major order, as ``ids[labels != -100]``), and 1 where the result differs from
     the original, 0 where it does not, a sample equal to the original included.
@@ -122,15 +136,17 @@ def replace_tokens(input_ids: torch.Tensor, labels: torch.Tensor,
     """
     chosen = labels != IGNORE_INDEX
     if sampled.shape != (int(chosen.sum()),):
-        raise ValueError(f"expected one sample per labelled position ({int(chosen.sum())},), "
-                         f"got {tuple(sampled.shape)}")
+        raise ValueError(
+            f"expected one sample per labelled position ({int(chosen.sum())},), got {tuple(sampled.shape)}"
+        )
     corrupted = input_ids.clone()
     corrupted[chosen] = sampled.to(input_ids.dtype)
     return corrupted, (corrupted != input_ids).long()
 
 
-def electra_loss(mlm_loss: torch.Tensor, discriminator_loss: torch.Tensor,
-                 discriminator_weight: float = DISCRIMINATOR_WEIGHT) -> torch.Tensor:
+def electra_loss(
+    mlm_loss: torch.Tensor, discriminator_loss: torch.Tensor, discriminator_weight: float = DISCRIMINATOR_WEIGHT
+) -> torch.Tensor:
     """L_MLM + λ·L_Disc, λ = 50: the discriminator's per-token loss is small (most tokens are easy
     originals), so it is weighted up to count as much as the generator's.
 

@@ -59,8 +59,9 @@ class SentenceOrderPair:
         return SWAPPED if self.is_swapped else IN_ORDER
 
 
-def truncate_pair(tokens_a: Sequence[int], tokens_b: Sequence[int], max_num_tokens: int,
-                  rng: random.Random | None = None) -> tuple[list[int], list[int]]:
+def truncate_pair(
+    tokens_a: Sequence[int], tokens_b: Sequence[int], max_num_tokens: int, rng: random.Random | None = None
+) -> tuple[list[int], list[int]]:
     """Trim the longer segment (B on a tie) one token at a time until len(A) + len(B) <= ``max_num_tokens``.
 
     Without ``rng`` tokens go from the end, which is the "longest_first" truncation of Hugging Face
@@ -93,15 +94,16 @@ def _random_segment(documents: list[list[list[int]]], avoid: int, target: int, r
     other += other >= avoid  # uniform over the documents other than ``avoid``
     document = documents[other]
     segment: list[int] = []
-    for sentence in document[rng.randrange(len(document)):]:
+    for sentence in document[rng.randrange(len(document)) :]:
         segment.extend(sentence)
         if len(segment) >= target:
             break
     return segment
 
 
-def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0,
-               random_next_prob: float = 0.5) -> list[SentencePair]:
+def make_pairs(
+    documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0, random_next_prob: float = 0.5
+) -> list[SentencePair]:
     """Cut NSP pairs from ``documents`` (each a list of sentences, each a list of token ids).
 
     ``max_num_tokens`` is the budget for A + B, i.e. the sequence length minus 3 special tokens.
@@ -118,8 +120,9 @@ def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int
     docs = [[list(s) for s in doc if len(s)] for doc in documents]
     docs = [doc for doc in docs if doc]
     if len(docs) < 2:
-        raise ValueError(f"expected at least 2 non-empty documents (a random B comes from another one), "
-                         f"got {len(docs)}")
+        raise ValueError(
+            f"expected at least 2 non-empty documents (a random B comes from another one), got {len(docs)}"
+        )
     rng = random.Random(seed_of("sentence pairs", seed))
     pairs = []
     for d, doc in enumerate(docs):
@@ -144,8 +147,9 @@ def make_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int
     return pairs
 
 
-def make_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0,
-                     swap_prob: float = 0.5) -> list[SentenceOrderPair]:
+def make_order_pairs(
+    documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0, swap_prob: float = 0.5
+) -> list[SentenceOrderPair]:
     """Cut sentence-order pairs: NSP's chunks with B always the true continuation, swapped with ``swap_prob``.
 
     The same chunks as :func:`make_pairs` with ``random_next_prob=0``; each pair is then kept (label 0)
@@ -176,9 +180,15 @@ def make_order_pairs(documents: Sequence[Sequence[Sequence[int]]], max_num_token
     return pairs
 
 
-def collate_pairs(pairs: Sequence[SentencePair | SentenceOrderPair], *, length: int, cls_token_id: int,
-                  sep_token_id: int, pad_token_id: int,
-                  label_name: str = "next_sentence_label") -> dict[str, torch.Tensor]:
+def collate_pairs(
+    pairs: Sequence[SentencePair | SentenceOrderPair],
+    *,
+    length: int,
+    cls_token_id: int,
+    sep_token_id: int,
+    pad_token_id: int,
+    label_name: str = "next_sentence_label",
+) -> dict[str, torch.Tensor]:
     """Frame (:func:`lecture_lib.tokenization.wordpiece.frame_ids`) and right-pad pairs to ``length``: the
     tensors BERT's pretraining reads, each (N, length).
 
@@ -193,8 +203,9 @@ def collate_pairs(pairs: Sequence[SentencePair | SentenceOrderPair], *, length: 
     attention_mask = torch.zeros((n, length), dtype=torch.long)
     special = torch.ones((n, length), dtype=torch.bool)
     for row, pair in enumerate(pairs):
-        ids, types, specials = frame_ids(pair.tokens_a, pair.tokens_b, cls_token_id=cls_token_id,
-                                         sep_token_id=sep_token_id)
+        ids, types, specials = frame_ids(
+            pair.tokens_a, pair.tokens_b, cls_token_id=cls_token_id, sep_token_id=sep_token_id
+        )
         if len(ids) > length:
             raise ValueError(f"pair {row} needs {len(ids)} positions, more than length={length}; truncate first")
         k = len(ids)

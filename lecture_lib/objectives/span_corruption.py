@@ -64,8 +64,9 @@ def span_corrupt(
         raise ValueError(f"expected a noise mask of shape ({len(words)},), one per word, got {tuple(mask.shape)}")
     spans = noise_spans(mask)
     if len(spans) + 1 > len(sentinels):
-        raise ValueError(f"{len(spans)} noise spans need {len(spans) + 1} sentinels (one closes the target), "
-                         f"got {len(sentinels)}")
+        raise ValueError(
+            f"{len(spans)} noise spans need {len(spans) + 1} sentinels (one closes the target), got {len(sentinels)}"
+        )
     inputs, targets, previous_end = [], [], 0
     for sentinel, (start, end) in zip(sentinels, spans):
         inputs += [*words[previous_end:start], sentinel]
@@ -106,8 +107,10 @@ def span_counts(length: int, noise_density: float = 0.15, mean_noise_span_length
     if length < 2:
         raise ValueError(f"expected length >= 2 (at least one kept and one noise token), got {length}")
     if not 0 < noise_density < 1 or mean_noise_span_length < 1:
-        raise ValueError(f"expected 0 < noise_density < 1 and mean_noise_span_length >= 1, got "
-                         f"{noise_density} and {mean_noise_span_length}")
+        raise ValueError(
+            f"expected 0 < noise_density < 1 and mean_noise_span_length >= 1, got "
+            f"{noise_density} and {mean_noise_span_length}"
+        )
     num_noise = min(max(round(length * noise_density), 1), length - 1)
     return num_noise, max(round(num_noise / mean_noise_span_length), 1)
 

@@ -54,8 +54,9 @@ def span_length_distribution(p: float = 0.2, max_length: int = 10) -> torch.Tens
     return weights / weights.sum()
 
 
-def sample_span_lengths(n: int, *, p: float = 0.2, max_length: int = 10,
-                        generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_span_lengths(
+    n: int, *, p: float = 0.2, max_length: int = 10, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """``n`` span lengths in words (int64), drawn from :func:`span_length_distribution`.
 
     >>> sample_span_lengths(8, generator=torch.Generator().manual_seed(0))
@@ -81,17 +82,22 @@ def _check(input_ids: torch.Tensor, unit_ids: torch.Tensor, budget: float, repla
     if input_ids.dim() != 2:
         raise ValueError(f"expected input_ids of shape (B, T), got {tuple(input_ids.shape)}")
     if unit_ids.shape != input_ids.shape:
-        raise ValueError(f"the unit (word) ids do not cover the tokens: expected shape {tuple(input_ids.shape)}, "
-                         f"got {tuple(unit_ids.shape)}")
+        raise ValueError(
+            f"the unit (word) ids do not cover the tokens: expected shape {tuple(input_ids.shape)}, "
+            f"got {tuple(unit_ids.shape)}"
+        )
     if (unit_ids < NOT_MASKABLE).any():
-        raise ValueError(f"expected unit ids >= 0, or {NOT_MASKABLE} for tokens never masked; got "
-                         f"{int(unit_ids.min())}")
+        raise ValueError(
+            f"expected unit ids >= 0, or {NOT_MASKABLE} for tokens never masked; got {int(unit_ids.min())}"
+        )
     starts = unit_ids.ne(torch.nn.functional.pad(unit_ids, (1, 0), value=-2)[:, :-1]) & (unit_ids >= 0)
     for row, ids in enumerate(unit_ids):
         begun = ids[starts[row]]
         if len(begun) != len(begun.unique()):
-            raise ValueError(f"row {row}: a unit's tokens are not contiguous (unit ids {ids.tolist()}); "
-                             "expected every word or unit to cover one run of tokens")
+            raise ValueError(
+                f"row {row}: a unit's tokens are not contiguous (unit ids {ids.tolist()}); "
+                "expected every word or unit to cover one run of tokens"
+            )
 
 
 def _target(units: torch.Tensor, budget: float) -> int:
@@ -116,8 +122,9 @@ def _select_units(units: torch.Tensor, budget: float, generator: torch.Generator
     return chosen
 
 
-def _select_spans(words: torch.Tensor, budget: float, p: float, max_length: int,
-                  generator: torch.Generator | None) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+def _select_spans(
+    words: torch.Tensor, budget: float, p: float, max_length: int, generator: torch.Generator | None
+) -> tuple[torch.Tensor, list[tuple[int, int]]]:
     """One row: SpanBERT's spans of whole words until the budget; (T,) span ids 0, 1, ..., -1 elsewhere, and
     (drawn length, words taken) of each chosen span.
 
@@ -151,25 +158,45 @@ def _select_spans(words: torch.Tensor, budget: float, p: float, max_length: int,
     return chosen, spans
 
 
-def _mask_chosen(input_ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
-                 generator: torch.Generator | None, strategy: MaskingStrategy,
-                 replacement: str = "per unit") -> tuple[torch.Tensor, torch.Tensor]:
+def _mask_chosen(
+    input_ids: torch.Tensor,
+    chosen: torch.Tensor,
+    mask_token_id: int,
+    vocab_size: int,
+    generator: torch.Generator | None,
+    strategy: MaskingStrategy,
+    replacement: str = "per unit",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """80/10/10 per chosen unit (one uniform draw per unit id, shared by the unit's tokens) or per piece (one
     draw per token)."""
     draws = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)  # (B, T) >= units per row
     if replacement == "per unit":
         draws = draws.gather(1, chosen.clamp(min=0))
-    return replace_selected(input_ids, chosen >= 0, mask_token_id=mask_token_id, vocab_size=vocab_size,
-                            generator=generator, strategy=strategy, draws=draws)
+    return replace_selected(
+        input_ids,
+        chosen >= 0,
+        mask_token_id=mask_token_id,
+        vocab_size=vocab_size,
+        generator=generator,
+        strategy=strategy,
+        draws=draws,
+    )
 
 
 # ---------------------------------------------------------------- the schemes
 
 
-def mask_units(input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
-               budget: float = 0.15, generator: torch.Generator | None = None,
-               strategy: MaskingStrategy = BERT_MASKING,
-               replacement: str = "per unit") -> tuple[torch.Tensor, torch.Tensor]:
+def mask_units(
+    input_ids: torch.Tensor,
+    unit_ids: torch.Tensor,
+    *,
+    mask_token_id: int,
+    vocab_size: int,
+    budget: float = 0.15,
+    generator: torch.Generator | None = None,
+    strategy: MaskingStrategy = BERT_MASKING,
+    replacement: str = "per unit",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(masked_input_ids, labels)`` with whole units masked, ``budget`` of each row's maskable tokens, 80/10/10
     drawn once per unit or for each piece (``replacement``, see the module's docstring).
 
@@ -189,10 +216,17 @@ def mask_units(input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id
     return _mask_chosen(input_ids, chosen, mask_token_id, vocab_size, generator, strategy, replacement)
 
 
-def mask_whole_words(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
-                     budget: float = 0.15, generator: torch.Generator | None = None,
-                     strategy: MaskingStrategy = BERT_MASKING,
-                     replacement: str = "per piece") -> tuple[torch.Tensor, torch.Tensor]:
+def mask_whole_words(
+    input_ids: torch.Tensor,
+    word_ids: torch.Tensor,
+    *,
+    mask_token_id: int,
+    vocab_size: int,
+    budget: float = 0.15,
+    generator: torch.Generator | None = None,
+    strategy: MaskingStrategy = BERT_MASKING,
+    replacement: str = "per piece",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Whole-word masking (BERT-WWM, Google 2019): every piece of a chosen word is selected, none of the others.
 
     BERT's original rule masks pieces on their own: ``on phil [MASK] ##mon 's``, where ``##am`` is easy
@@ -202,28 +236,51 @@ def mask_whole_words(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_to
 
     Taught in: 06_roberta_spanbert ("Whole-word masking").
     """
-    return mask_units(input_ids, word_ids, mask_token_id=mask_token_id, vocab_size=vocab_size, budget=budget,
-                      generator=generator, strategy=strategy, replacement=replacement)
+    return mask_units(
+        input_ids,
+        word_ids,
+        mask_token_id=mask_token_id,
+        vocab_size=vocab_size,
+        budget=budget,
+        generator=generator,
+        strategy=strategy,
+        replacement=replacement,
+    )
 
 
-def mask_spans(input_ids: torch.Tensor, word_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
-               budget: float = 0.15, p: float = 0.2, max_length: int = 10,
-               generator: torch.Generator | None = None,
-               strategy: MaskingStrategy = BERT_MASKING) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_spans(
+    input_ids: torch.Tensor,
+    word_ids: torch.Tensor,
+    *,
+    mask_token_id: int,
+    vocab_size: int,
+    budget: float = 0.15,
+    p: float = 0.2,
+    max_length: int = 10,
+    generator: torch.Generator | None = None,
+    strategy: MaskingStrategy = BERT_MASKING,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """SpanBERT's masking: spans of whole words, lengths from :func:`sample_span_lengths`, 80/10/10 per span.
 
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
     _check(input_ids, word_ids, budget)
     if max_length > input_ids.shape[1]:
-        raise ValueError(f"spans of up to max_length={max_length} words are longer than the sequence of "
-                         f"{input_ids.shape[1]} tokens")
+        raise ValueError(
+            f"spans of up to max_length={max_length} words are longer than the sequence of {input_ids.shape[1]} tokens"
+        )
     chosen = torch.stack([_select_spans(row, budget, p, max_length, generator)[0] for row in word_ids])
     return _mask_chosen(input_ids, chosen, mask_token_id, vocab_size, generator, strategy)
 
 
-def span_truncation(word_ids: torch.Tensor, *, budget: float = 0.15, p: float = 0.2, max_length: int = 10,
-                    generator: torch.Generator | None = None) -> dict[str, float]:
+def span_truncation(
+    word_ids: torch.Tensor,
+    *,
+    budget: float = 0.15,
+    p: float = 0.2,
+    max_length: int = 10,
+    generator: torch.Generator | None = None,
+) -> dict[str, float]:
     """How :func:`mask_spans`' selection cuts the drawn spans in these rows (``word_ids`` (B, T) as it reads them;
     the same draws for the same generator): ``drawn``, the mean length in words drawn for the chosen spans;
     ``taken``, the mean words they kept; ``cut``, the share of chosen spans that kept fewer words than drawn (at the
@@ -241,8 +298,12 @@ def span_truncation(word_ids: torch.Tensor, *, budget: float = 0.15, p: float = 
     if not spans:
         raise ValueError("no span was chosen in these rows: expected rows with maskable words")
     drawn, taken = (torch.tensor(column, dtype=torch.float64) for column in zip(*spans))
-    return {"drawn": float(drawn.mean()), "taken": float(taken.mean()), "cut": float((taken < drawn).double().mean()),
-            "longest": int(taken.max())}
+    return {
+        "drawn": float(drawn.mean()),
+        "taken": float(taken.mean()),
+        "cut": float((taken < drawn).double().mean()),
+        "longest": int(taken.max()),
+    }
 
 
 # ---------------------------------------------------------------- the span boundary objective's targets
@@ -264,16 +325,23 @@ def span_boundaries(labels: torch.Tensor) -> dict[str, torch.Tensor]:
     """
     masked = labels != IGNORE_INDEX  # (B, T)
     if masked[:, 0].any() or masked[:, -1].any():
-        raise ValueError("a masked span touches the edge of the sequence, so it has no boundary token there; "
-                         "expected [CLS] and the last [SEP] (or padding) never masked")
+        raise ValueError(
+            "a masked span touches the edge of the sequence, so it has no boundary token there; "
+            "expected [CLS] and the last [SEP] (or padding) never masked"
+        )
     positions = torch.arange(labels.shape[1], device=labels.device).expand_as(labels)
     before = torch.nn.functional.pad(masked, (1, 0))[:, :-1]
     after = torch.nn.functional.pad(masked, (0, 1))[:, 1:]
     start = torch.where(masked & ~before, positions, -1).cummax(dim=1).values
     end = torch.where(masked & ~after, positions, labels.shape[1]).flip(1).cummin(dim=1).values.flip(1)
     row, column = masked.nonzero(as_tuple=True)
-    return {"row": row, "left": start[row, column] - 1, "right": end[row, column] + 1,
-            "offset": column - start[row, column], "target": labels[row, column]}
+    return {
+        "row": row,
+        "left": start[row, column] - 1,
+        "right": end[row, column] + 1,
+        "offset": column - start[row, column],
+        "target": labels[row, column],
+    }
 
 
 class UnitMaskedDataset:
@@ -287,8 +355,18 @@ class UnitMaskedDataset:
     Taught in: 06_roberta_spanbert ("Masking whole units").
     """
 
-    def __init__(self, input_ids: torch.Tensor, unit_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
-                 spans: bool = False, budget: float = 0.15, seed: int = 0, replacement: str = "per unit") -> None:
+    def __init__(
+        self,
+        input_ids: torch.Tensor,
+        unit_ids: torch.Tensor,
+        *,
+        mask_token_id: int,
+        vocab_size: int,
+        spans: bool = False,
+        budget: float = 0.15,
+        seed: int = 0,
+        replacement: str = "per unit",
+    ) -> None:
         _check(input_ids, unit_ids, budget, replacement)
         if spans and replacement != "per unit":
             raise ValueError("SpanBERT draws 80/10/10 once per span: expected replacement='per unit' with spans")

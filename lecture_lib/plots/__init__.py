@@ -34,16 +34,32 @@ from lecture_lib.train import History
 
 __all__ = [
     # charts: drawn on the axes they are given
-    "plot_attention", "plot_dependencies", "plot_grouped_bars", "plot_head_grid", "plot_history", "plot_mask",
+    "plot_attention",
+    "plot_dependencies",
+    "plot_grouped_bars",
+    "plot_head_grid",
+    "plot_history",
+    "plot_mask",
     # diagrams: one figure each, no arguments needed
-    "albert_diagram", "beam_search_diagram", "beam_search_example", "bert_input_diagram", "bert_pretraining_diagram",
-    "decoder_block_diagram", "electra_diagram", "encoder_block_diagram", "layer_norm_placement_diagram",
-    "multi_head_attention_diagram", "seq2seq_attention_diagram", "span_corruption_diagram", "transformer_diagram",
+    "albert_diagram",
+    "beam_search_diagram",
+    "beam_search_example",
+    "bert_input_diagram",
+    "bert_pretraining_diagram",
+    "decoder_block_diagram",
+    "electra_diagram",
+    "encoder_block_diagram",
+    "layer_norm_placement_diagram",
+    "multi_head_attention_diagram",
+    "seq2seq_attention_diagram",
+    "span_corruption_diagram",
+    "transformer_diagram",
 ]
 
 
-def plot_history(ax: Axes, history: History, quantity: str = "loss", *, smooth: int | None = None,
-                 **line_kwargs) -> Axes:
+def plot_history(
+    ax: Axes, history: History, quantity: str = "loss", *, smooth: int | None = None, **line_kwargs
+) -> Axes:
     """One point per optimizer step (step 0 first) of ``history.loss`` or ``history.lr``.
 
     With ``smooth=w`` the per-step values are drawn faint, with the mean of each ``w`` consecutive steps
@@ -63,16 +79,25 @@ def plot_history(ax: Axes, history: History, quantity: str = "loss", *, smooth: 
     return ax
 
 
-def plot_attention(ax: Axes, weights: torch.Tensor, queries: Sequence[str], keys: Sequence[str], *,
-                   title: str | None = None, xlabel: str = "key", ylabel: str = "query") -> Axes:
+def plot_attention(
+    ax: Axes,
+    weights: torch.Tensor,
+    queries: Sequence[str],
+    keys: Sequence[str],
+    *,
+    title: str | None = None,
+    xlabel: str = "key",
+    ylabel: str = "query",
+) -> Axes:
     """Attention weights (queries, keys) as a grey-scale image on the scale 0 (white) to 1 (black), with
     each row labelled by its query token and each column by its key token.
 
     Taught in: 01_attention ("Attention in equations").
     """
     if tuple(weights.shape) != (len(queries), len(keys)):
-        raise ValueError(f"expected weights of shape ({len(queries)}, {len(keys)}) for the labels given, "
-                         f"got {tuple(weights.shape)}")
+        raise ValueError(
+            f"expected weights of shape ({len(queries)}, {len(keys)}) for the labels given, got {tuple(weights.shape)}"
+        )
     ax.imshow(weights.detach().cpu().numpy(), cmap="Greys", vmin=0, vmax=1)
     ax.set_xticks(range(len(keys)), keys)
     ax.set_yticks(range(len(queries)), queries)
@@ -80,8 +105,9 @@ def plot_attention(ax: Axes, weights: torch.Tensor, queries: Sequence[str], keys
     return ax
 
 
-def plot_head_grid(ax: Axes, values: torch.Tensor, title: str, *, label: str, digits: int | None = None,
-                   vmin: float | None = None) -> Axes:
+def plot_head_grid(
+    ax: Axes, values: torch.Tensor, title: str, *, label: str, digits: int | None = None, vmin: float | None = None
+) -> Axes:
     """One number per attention head, a (layers, heads) grid: a heatmap with a tick on every layer and head (0 to
     L−1, 0 to H−1), a colour bar named ``label``, and each cell's value written in it when ``digits`` is given.
 
@@ -95,8 +121,9 @@ def plot_head_grid(ax: Axes, values: torch.Tensor, title: str, *, label: str, di
     ax.set(title=title, xlabel="head", ylabel="layer", xticks=range(heads), yticks=range(layers))
     ax.figure.colorbar(image, ax=ax, shrink=0.8, label=label)
     if digits is not None:
-        for (layer, head), v in zip(torch.cartesian_prod(torch.arange(layers), torch.arange(heads)).tolist(),
-                                    grid.flatten().tolist()):
+        for (layer, head), v in zip(
+            torch.cartesian_prod(torch.arange(layers), torch.arange(heads)).tolist(), grid.flatten().tolist()
+        ):
             ax.text(head, layer, f"{v:.{digits}f}", ha="center", va="center", color="w", fontsize=8)
     return ax
 
@@ -113,8 +140,9 @@ def plot_mask(ax: Axes, mask: torch.Tensor, title: str, *, xlabel: str = "key", 
     return ax
 
 
-def plot_grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]], *,
-                      bar_width: float = 0.4) -> Axes:
+def plot_grouped_bars(
+    ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]], *, bar_width: float = 0.4
+) -> Axes:
     """One group of bars per entry of ``groups``, one bar per series in each, side by side and centred on
     the group's tick: series k of n sits at group + bar_width * (k - (n - 1) / 2). Each series is labelled
     by its key, for a legend.
@@ -130,8 +158,9 @@ def plot_grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequenc
     return ax
 
 
-def plot_dependencies(ax: Axes, words: Sequence[str], heads: Sequence[int], labels: Sequence[str], *,
-                      tags: Sequence[str] | None = None) -> Axes:
+def plot_dependencies(
+    ax: Axes, words: Sequence[str], heads: Sequence[int], labels: Sequence[str], *, tags: Sequence[str] | None = None
+) -> Axes:
     """A dependency tree: the words on a line (word i at x = i, each tag in grey below it), and an arc from
     each word's head to it, labelled, as high as 0.45 times the distance it spans, with a marker at the
     dependent's end; the root gets an arrow from above. ``heads`` are CoNLL-U's: 1-based word indices, 0 for
@@ -140,8 +169,10 @@ def plot_dependencies(ax: Axes, words: Sequence[str], heads: Sequence[int], labe
     Taught in: 05_bert_finetuning ("A synthetic language with ground truth").
     """
     if not len(words) == len(heads) == len(labels) == len(tags if tags is not None else words):
-        raise ValueError(f"expected one head, label (and tag) per word for {len(words)} words, got "
-                         f"{len(heads)} heads, {len(labels)} labels" + (f", {len(tags)} tags" if tags else ""))
+        raise ValueError(
+            f"expected one head, label (and tag) per word for {len(words)} words, got "
+            f"{len(heads)} heads, {len(labels)} labels" + (f", {len(tags)} tags" if tags else "")
+        )
     if not all(0 <= head <= len(words) for head in heads):
         raise ValueError(f"expected heads in 0..{len(words)} (1-based, 0 the root), got {list(heads)}")
     for i, word in enumerate(words):

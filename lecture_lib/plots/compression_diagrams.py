@@ -24,10 +24,10 @@ def distillation_diagram() -> Figure:
     """
     fig, ax = canvas(17.0, 8.0)
     box(ax, 8.5, 0.6, "the cat [MASK] on the mat", width=5.0, height=0.6, color="state")
-    teacher = [box(ax, 3.0, 1.9 + 1.0 * i, f"teacher layer {i}", width=2.8, height=0.7, color="attention")
-               for i in range(4)]
-    student = [box(ax, 14.0, 2.4 + 2.0 * i, f"student layer {i}", width=2.8, height=0.7, color="ffn")
-               for i in range(2)]
+    teacher = [
+        box(ax, 3.0, 1.9 + 1.0 * i, f"teacher layer {i}", width=2.8, height=0.7, color="attention") for i in range(4)
+    ]
+    student = [box(ax, 14.0, 2.4 + 2.0 * i, f"student layer {i}", width=2.8, height=0.7, color="ffn") for i in range(2)]
     for lower, upper in zip(teacher, teacher[1:]):
         arrow(ax, lower.top, upper.bottom)
     arrow(ax, student[0].top, student[1].bottom)
@@ -40,14 +40,13 @@ def distillation_diagram() -> Figure:
     s_out = box(ax, 14.0, 6.4, "softmax(s / T)", width=2.8, height=0.6, color="head")
     arrow(ax, teacher[-1].top, t_out.bottom)
     arrow(ax, student[-1].top, s_out.bottom)
-    ce = box(ax, 8.5, 7.3, r"$5\,L_{ce}$: KL(teacher $\|$ student) $\times T^2$", width=5.6, height=0.6,
-             color="white")
+    ce = box(ax, 8.5, 7.3, r"$5\,L_{ce}$: KL(teacher $\|$ student) $\times T^2$", width=5.6, height=0.6, color="white")
     arrow(ax, t_out.top, (3.0, 7.3), ce.left, color=_LOSS)
     arrow(ax, s_out.top, (14.0, 7.3), ce.right, color=_LOSS)
     cos = box(ax, 8.5, 5.3, r"$1\,L_{cos}$: 1 − cos(h$_s$, h$_t$)", width=4.2, height=0.6, color="white")
     arrow(ax, teacher[-1].right, (5.5, 5.3), cos.left, color=_LOSS)
     arrow(ax, student[-1].top_at(13.2), (13.2, 5.3), cos.right, color=_LOSS)
-    mlm = box(ax, 16.0, 7.3, r"$2\,L_{mlm}$" + "\n\"sat\"", width=1.6, height=0.9, color="white")
+    mlm = box(ax, 16.0, 7.3, r"$2\,L_{mlm}$" + '\n"sat"', width=1.6, height=0.9, color="white")
     arrow(ax, s_out.right, (16.0, 6.4), mlm.bottom, color=_LOSS)
     label(ax, 3.0, 7.75, "teacher (frozen)", bold=True)
     label(ax, 14.0, 7.75, "student", bold=True)
@@ -81,11 +80,23 @@ def quantization_diagram(values: tuple[float, ...] = (-0.62, -0.31, -0.04, 0.09,
         ax.plot(place(v), 3.9, "o", color="#2e75b6", ms=5)
         label(ax, place(v), 4.35, f"{v:+.2f}", size=7)
         arrow(ax, (place(v), 3.75), (place(k * scale), 1.65), color="#2e75b6", width=0.8)
-    label(ax, 8.8, 2.75, rf"$q = \mathrm{{clamp}}(\mathrm{{round}}(x / s), -{levels}, {levels})$,  "
-          rf"$s = \max|x| / {levels} = {scale:.3f}$;  read back: $\hat x = s\,q$, $|x - \hat x| \leq s/2$",
-          size=8, color="#333333")
-    label(ax, 8.8, 0.35, f"{bits} bits here for a picture; int8 has the same rule with q_max = 127", size=7.5,
-          color="#666666")
+    label(
+        ax,
+        8.8,
+        2.75,
+        rf"$q = \mathrm{{clamp}}(\mathrm{{round}}(x / s), -{levels}, {levels})$,  "
+        rf"$s = \max|x| / {levels} = {scale:.3f}$;  read back: $\hat x = s\,q$, $|x - \hat x| \leq s/2$",
+        size=8,
+        color="#333333",
+    )
+    label(
+        ax,
+        8.8,
+        0.35,
+        f"{bits} bits here for a picture; int8 has the same rule with q_max = 127",
+        size=7.5,
+        color="#666666",
+    )
     return fig
 
 
@@ -102,19 +113,30 @@ def pruning_masks_diagram(size: int = 8, seed: int = 0) -> Figure:
     neurons = torch.ones(size, size, dtype=torch.bool)
     neurons[[1, 4, 6]] = False
     head = torch.ones(size, size, dtype=torch.bool)
-    head[size // 2:] = False
+    head[size // 2 :] = False
     fig, ax = canvas(17.0, 6.6)
-    for k, (mask, title, note) in enumerate((
+    for k, (mask, title, note) in enumerate(
+        (
             (unstructured, "magnitude: 50% smallest |w| zeroed", "same shape: a dense kernel\nmultiplies the zeros"),
             (neurons, "FFN neurons: whole rows", "the matrix loses rows:\nsmaller and faster"),
-            (head, "a head: its block of rows", "Q, K, V lose the head's rows,\nW^O its columns"))):
+            (head, "a head: its block of rows", "Q, K, V lose the head's rows,\nW^O its columns"),
+        )
+    ):
         x0 = 0.8 + 5.6 * k
         cell = 4.2 / size
         for i in range(size):
             for j in range(size):
                 kept = bool(mask[i, j])
-                ax.add_patch(Rectangle((x0 + j * cell, 5.2 - (i + 1) * cell), cell, cell,
-                                       facecolor="#5b9bd5" if kept else "white", edgecolor="#999999", lw=0.5))
+                ax.add_patch(
+                    Rectangle(
+                        (x0 + j * cell, 5.2 - (i + 1) * cell),
+                        cell,
+                        cell,
+                        facecolor="#5b9bd5" if kept else "white",
+                        edgecolor="#999999",
+                        lw=0.5,
+                    )
+                )
         label(ax, x0 + 2.1, 5.65, title, size=8, bold=True)
         label(ax, x0 + 2.1, 0.45, note, size=7.5, color="#555555")
     return fig

@@ -50,8 +50,10 @@ def seq2seq_attention_diagram() -> Figure:
         arrow(ax, a.right, b.left)
     label(ax, xs[0] - 0.7, 0.25, "encoder GRU reads the source", ha="left", italic=True)
 
-    decoder = [box(ax, x, 2.2, text, width=1.1, height=0.8, color="rnn")
-               for x, text in ((10.4, "$s_1$"), (12.3, "$s_2$"), (14.2, "$s_t$"))]
+    decoder = [
+        box(ax, x, 2.2, text, width=1.1, height=0.8, color="rnn")
+        for x, text in ((10.4, "$s_1$"), (12.3, "$s_2$"), (14.2, "$s_t$"))
+    ]
     for d, text in zip(decoder, ("<s>", "$y_1$", "$y_{t-1}$")):
         label(ax, d.x, 0.8, text)
         arrow(ax, (d.x, 1.05), d.bottom)
@@ -82,8 +84,12 @@ def seq2seq_attention_diagram() -> Figure:
 
     context = box(ax, softmax.x, 7.7, "$a_t = \\sum_i \\alpha^t_i h_i$", width=3.0, height=0.8, color="attention")
     for x, w in zip(xs, weights):
-        arrow(ax, (x, bar_base + w * bar_height + 0.45), context.bottom_at(context.x + (x - context.x) * 0.4),
-              width=0.6 + 3 * w)
+        arrow(
+            ax,
+            (x, bar_base + w * bar_height + 0.45),
+            context.bottom_at(context.x + (x - context.x) * 0.4),
+            width=0.6 + 3 * w,
+        )
     concat = box(ax, query.x, 7.7, "$[a_t; s_t]$", width=1.8, height=0.7, color="state")
     arrow(ax, query.top, concat.bottom)
     arrow(ax, context.right, concat.left)
@@ -97,8 +103,9 @@ def seq2seq_attention_diagram() -> Figure:
 
 
 def _bar(x: float, base: float, width: float, height: float) -> Rectangle:
-    return Rectangle((x - width / 2, base), width, height, facecolor=COLORS["attention"], edgecolor="black",
-                     linewidth=0.8)
+    return Rectangle(
+        (x - width / 2, base), width, height, facecolor=COLORS["attention"], edgecolor="black", linewidth=0.8
+    )
 
 
 def multi_head_attention_diagram(num_heads: int = 4) -> Figure:
@@ -114,8 +121,10 @@ def multi_head_attention_diagram(num_heads: int = 4) -> Figure:
     xs = (2.0, 5.3, 8.6)
     cell = 0.55  # width of one head's slice of a vector
     heads_x = [1.5 + 7.6 * (i + 0.5) / num_heads for i in range(num_heads)]
-    head_boxes = [box(ax, x, 6.2, f"head {i + 1}", width=min(1.6, 7.6 / num_heads - 0.2), height=0.8,
-                      color="attention") for i, x in enumerate(heads_x)]
+    head_boxes = [
+        box(ax, x, 6.2, f"head {i + 1}", width=min(1.6, 7.6 / num_heads - 0.2), height=0.8, color="attention")
+        for i, x in enumerate(heads_x)
+    ]
     for j, (x, (role, projection)) in enumerate(zip(xs, roles.items())):
         inputs = box(ax, x, 0.7, role, width=2.2, height=0.6, color="state")
         proj = box(ax, x, 2.1, projection, width=2.6, height=0.7, color="ffn")
@@ -133,11 +142,13 @@ def multi_head_attention_diagram(num_heads: int = 4) -> Figure:
     output = box(ax, 5.3, 10.9, "MultiHead(Q, K, V)", width=3.2, height=0.7, color="state")
     arrow(ax, out_proj.top, output.bottom)
 
-    steps = ((2.1, "1. project: one E × E matrix per role"),
-             (3.6, "2. split the width E into h heads\n    of width d = E / h"),
-             (6.2, "3. attend in every head at once:\n    head$_i$ = softmax($Q_i K_i^\\top / \\sqrt{d}$) $V_i$"),
-             (8.0, "4. concatenate the heads ..."),
-             (9.5, "    ... and project with $W^O$"))
+    steps = (
+        (2.1, "1. project: one E × E matrix per role"),
+        (3.6, "2. split the width E into h heads\n    of width d = E / h"),
+        (6.2, "3. attend in every head at once:\n    head$_i$ = softmax($Q_i K_i^\\top / \\sqrt{d}$) $V_i$"),
+        (8.0, "4. concatenate the heads ..."),
+        (9.5, "    ... and project with $W^O$"),
+    )
     for y, text in steps:
         label(ax, 10.6, y, text, ha="left")
     label(ax, 0.3, 12.0, f"Multi-head attention, h = {num_heads} heads", ha="left", bold=True, size=10)
@@ -147,8 +158,10 @@ def multi_head_attention_diagram(num_heads: int = 4) -> Figure:
 def _split_vector(ax: Axes, x: float, y: float, pieces: int, cell: float) -> list[Box]:
     """A vector drawn as ``pieces`` coloured slices side by side, centred on (x, y): one slice per head."""
     left = x - pieces * cell / 2
-    return [box(ax, left + cell * (i + 0.5), y, str(i + 1), width=cell, height=0.4, size=7, color=HEAD_COLORS[i])
-            for i in range(pieces)]
+    return [
+        box(ax, left + cell * (i + 0.5), y, str(i + 1), width=cell, height=0.4, size=7, color=HEAD_COLORS[i])
+        for i in range(pieces)
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- chapter 02
@@ -156,8 +169,18 @@ def _split_vector(ax: Axes, x: float, y: float, pieces: int, cell: float) -> lis
 _F_HEIGHT, _NORM_HEIGHT, _GAP = 0.9, 0.5, 0.35  # a sublayer's box, a LayerNorm's box, the space between parts
 
 
-def _residual_sublayer(ax: Axes, x: float, y: float, name: str, norm_name: str, *, norm_first: bool, width: float,
-                       bypass: str = "left", path_color: str | None = None) -> tuple[float, Box]:
+def _residual_sublayer(
+    ax: Axes,
+    x: float,
+    y: float,
+    name: str,
+    norm_name: str,
+    *,
+    norm_first: bool,
+    width: float,
+    bypass: str = "left",
+    path_color: str | None = None,
+) -> tuple[float, Box]:
     """One sublayer F inside its residual connection, entered at (x, y) from below; returns the height where it
     exits and F's box.
 
@@ -174,8 +197,9 @@ def _residual_sublayer(ax: Axes, x: float, y: float, name: str, norm_name: str, 
             continue
         height = _F_HEIGHT if kind == "F" else _NORM_HEIGHT
         color = ("ffn" if name.startswith("ffn") else "attention") if kind == "F" else "norm"
-        parts[kind] = box(ax, x, top + height / 2, name if kind == "F" else norm_name, width=width, height=height,
-                          color=color)
+        parts[kind] = box(
+            ax, x, top + height / 2, name if kind == "F" else norm_name, width=width, height=height, color=color
+        )
         top += height + _GAP
     stream = {"color": path_color or "black", "width": 2.0 if path_color else 1.0}
     arrow(ax, (x, y), parts[order[0]].bottom)
@@ -188,21 +212,34 @@ def _residual_sublayer(ax: Axes, x: float, y: float, name: str, norm_name: str, 
     return top, parts["F"]
 
 
-def _block(ax: Axes, x: float, y: float, sublayers: Sequence[tuple[str, str]], *, norm_first: bool = False,
-           width: float = 3.4, bypass: str = "left", path_color: str | None = None) -> tuple[float, list[Box]]:
+def _block(
+    ax: Axes,
+    x: float,
+    y: float,
+    sublayers: Sequence[tuple[str, str]],
+    *,
+    norm_first: bool = False,
+    width: float = 3.4,
+    bypass: str = "left",
+    path_color: str | None = None,
+) -> tuple[float, list[Box]]:
     """Sublayers (module name, its LayerNorm's name) in their residual connections, stacked from (x, y) up;
     returns the exit height and the sublayers' boxes."""
     boxes = []
     for name, norm_name in sublayers:
-        y, sublayer = _residual_sublayer(ax, x, y, name, norm_name, norm_first=norm_first, width=width,
-                                         bypass=bypass, path_color=path_color)
+        y, sublayer = _residual_sublayer(
+            ax, x, y, name, norm_name, norm_first=norm_first, width=width, bypass=bypass, path_color=path_color
+        )
         boxes.append(sublayer)
     return y, boxes
 
 
 _ENCODER_SUBLAYERS = (("self_attn", "self_attn_layer_norm"), ("ffn", "ffn_layer_norm"))
-_DECODER_SUBLAYERS = (("masked self_attn", "self_attn_layer_norm"),
-                      ("encoder_attn\n(cross-attention)", "encoder_attn_layer_norm"), ("ffn", "ffn_layer_norm"))
+_DECODER_SUBLAYERS = (
+    ("masked self_attn", "self_attn_layer_norm"),
+    ("encoder_attn\n(cross-attention)", "encoder_attn_layer_norm"),
+    ("ffn", "ffn_layer_norm"),
+)
 
 
 def transformer_diagram() -> Figure:
@@ -222,24 +259,58 @@ def transformer_diagram() -> Figure:
         arrow(ax, embed.top, add.bottom)
         outward = -1 if side == "encoder" else 1
         positions = box(ax, x + outward * 3.4, 2.7, f"{side}_positions", width=2.9, height=0.6, color="embedding")
-        arrow(ax, positions.right if side == "encoder" else positions.left, add.left if side == "encoder" else add.right)
+        arrow(
+            ax, positions.right if side == "encoder" else positions.left, add.left if side == "encoder" else add.right
+        )
         arrow(ax, add.top, (x, 3.4), head=False)
-        top, sublayers[side] = _block(ax, x, 3.4, _ENCODER_SUBLAYERS if side == "encoder" else _DECODER_SUBLAYERS,
-                                      width=width, bypass="left" if side == "encoder" else "right")
-        edge = (x - width / 2 - 0.7, x + width / 2 + 0.25) if side == "encoder" else (x - width / 2 - 0.25,
-                                                                                    x + width / 2 + 0.7)
-        frame(ax, edge[0], 3.2, edge[1], top + 0.1, f"× N\n{side}_layers", text_side="left" if side == "encoder"
-              else "right")
+        top, sublayers[side] = _block(
+            ax,
+            x,
+            3.4,
+            _ENCODER_SUBLAYERS if side == "encoder" else _DECODER_SUBLAYERS,
+            width=width,
+            bypass="left" if side == "encoder" else "right",
+        )
+        edge = (
+            (x - width / 2 - 0.7, x + width / 2 + 0.25)
+            if side == "encoder"
+            else (x - width / 2 - 0.25, x + width / 2 + 0.7)
+        )
+        frame(
+            ax,
+            edge[0],
+            3.2,
+            edge[1],
+            top + 0.1,
+            f"× N\n{side}_layers",
+            text_side="left" if side == "encoder" else "right",
+        )
         tops[side] = top
     encoder_x, cross = 5.6, sublayers["decoder"][1]
     memory_y, bend = tops["encoder"] + 1.0, cross.left[0] - 0.9
-    arrow(ax, (encoder_x, tops["encoder"] + 0.1), (encoder_x, memory_y), (bend, memory_y), (bend, cross.y), cross.left,
-          color=_ACCENT, width=1.4)
-    label(ax, encoder_x + 0.2, memory_y + 0.12, "memory M: keys and values\nfor every encoder_attn",
-          color=_ACCENT, ha="left", va="bottom")
+    arrow(
+        ax,
+        (encoder_x, tops["encoder"] + 0.1),
+        (encoder_x, memory_y),
+        (bend, memory_y),
+        (bend, cross.y),
+        cross.left,
+        color=_ACCENT,
+        width=1.4,
+    )
+    label(
+        ax,
+        encoder_x + 0.2,
+        memory_y + 0.12,
+        "memory M: keys and values\nfor every encoder_attn",
+        color=_ACCENT,
+        ha="left",
+        va="bottom",
+    )
     x = 13.0
-    lm_head = box(ax, x, tops["decoder"] + 0.9, "lm_head (tied to embed_tokens)", width=width + 0.8, height=0.7,
-                  color="head")
+    lm_head = box(
+        ax, x, tops["decoder"] + 0.9, "lm_head (tied to embed_tokens)", width=width + 0.8, height=0.7, color="head"
+    )
     arrow(ax, (x, tops["decoder"] + 0.1), lm_head.bottom)
     softmax = box(ax, x, lm_head.y + 1.2, "softmax", width=2.0, height=0.6, color="head")
     arrow(ax, lm_head.top, softmax.bottom)
@@ -258,10 +329,22 @@ def encoder_block_diagram() -> Figure:
     top, (attention, ffn) = _block(ax, 4.3, 0.8, _ENCODER_SUBLAYERS, width=4.0)
     label(ax, 4.3, 0.45, "x: (B, T, d_model), padding mask")
     label(ax, 4.3, top + 0.1, "to the next layer: (B, T, d_model)", va="bottom")
-    label(ax, attention.right[0] + 0.3, attention.y, "queries, keys, values: all x;\nevery position reads every "
-          "position", ha="left", size=7.5)
-    label(ax, ffn.right[0] + 0.3, ffn.y, "fc1 (d_model → d_ff), ReLU,\nfc2 (d_ff → d_model),\nper position", ha="left",
-          size=7.5)
+    label(
+        ax,
+        attention.right[0] + 0.3,
+        attention.y,
+        "queries, keys, values: all x;\nevery position reads every position",
+        ha="left",
+        size=7.5,
+    )
+    label(
+        ax,
+        ffn.right[0] + 0.3,
+        ffn.y,
+        "fc1 (d_model → d_ff), ReLU,\nfc2 (d_ff → d_model),\nper position",
+        ha="left",
+        size=7.5,
+    )
     label(ax, 0.3, 8.55, "EncoderLayer (post-LN)", ha="left", bold=True, size=10)
     return fig
 
@@ -276,8 +359,11 @@ def decoder_block_diagram() -> Figure:
     top, (masked, cross, ffn) = _block(ax, 4.3, 0.8, _DECODER_SUBLAYERS, width=4.4)
     label(ax, 4.3, 0.45, "x: the target so far, (B, T, d_model)")
     label(ax, 4.3, top + 0.1, "to the next layer", va="bottom")
-    notes = ((masked, "causal mask: position t reads\npositions 1..t only"),
-             (cross, "queries from x;\nkeys and values from M"), (ffn, "fc1, ReLU, fc2, per position"))
+    notes = (
+        (masked, "causal mask: position t reads\npositions 1..t only"),
+        (cross, "queries from x;\nkeys and values from M"),
+        (ffn, "fc1, ReLU, fc2, per position"),
+    )
     for sublayer, text in notes:
         label(ax, sublayer.right[0] + 0.3, sublayer.top[1] + 0.05, text, ha="left", va="bottom", size=7.5)
     memory = box(ax, 11.9, cross.y, "memory M\n(encoder output)", width=2.6, height=0.9, color="state")
@@ -295,15 +381,24 @@ def layer_norm_placement_diagram() -> Figure:
     fig, ax = canvas(15, 10.8)
     stream = "#4f8f3a"
     for x, norm_first, title, rule in (
-            (4.0, False, "post-LN (Vaswani et al., 2017)", "$x \\leftarrow \\mathrm{LayerNorm}(x + F(x))$"),
-            (11.0, True, "pre-LN (Xiong et al., 2020)", "$x \\leftarrow x + F(\\mathrm{LayerNorm}(x))$")):
+        (4.0, False, "post-LN (Vaswani et al., 2017)", "$x \\leftarrow \\mathrm{LayerNorm}(x + F(x))$"),
+        (11.0, True, "pre-LN (Xiong et al., 2020)", "$x \\leftarrow x + F(\\mathrm{LayerNorm}(x))$"),
+    ):
         label(ax, x, 10.4, title, bold=True)
         label(ax, x, 9.85, rule)
         label(ax, x, 0.35, "x")
         top, _ = _block(ax, x, 0.6, _ENCODER_SUBLAYERS, norm_first=norm_first, width=4.0, path_color=stream)
         if norm_first:
-            box(ax, x, top + 0.4, "final layer_norm\n(once, on top of the stack)", width=4.0, height=0.8, color="norm",
-                dashed=True)
+            box(
+                ax,
+                x,
+                top + 0.4,
+                "final layer_norm\n(once, on top of the stack)",
+                width=4.0,
+                height=0.8,
+                color="norm",
+                dashed=True,
+            )
     label(ax, 7.5, 0.35, "thick: the residual stream", color=stream)
     return fig
 
@@ -313,13 +408,15 @@ def _example_model() -> tuple[Callable[[torch.Tensor, object], torch.Tensor], di
     continuation of it is unsure, while 'a' is almost always followed by 'cat'."""
     words = ("the", "a", "dog", "cat", "barks", "sleeps")
     ids = {w: i + 3 for i, w in enumerate(words)}
-    table = {(): {"the": 0.5, "a": 0.4, "dog": 0.1},
-             ("the",): {"dog": 0.32, "cat": 0.28, "barks": 0.2, "sleeps": 0.2},
-             ("a",): {"cat": 0.9, "dog": 0.1},
-             ("the", "dog"): {"barks": 0.6, "sleeps": 0.3, "</s>": 0.1},
-             ("the", "cat"): {"sleeps": 0.7, "</s>": 0.3},
-             ("a", "cat"): {"sleeps": 0.8, "barks": 0.1, "</s>": 0.1},
-             ("a", "dog"): {"barks": 0.9, "</s>": 0.1}}
+    table = {
+        (): {"the": 0.5, "a": 0.4, "dog": 0.1},
+        ("the",): {"dog": 0.32, "cat": 0.28, "barks": 0.2, "sleeps": 0.2},
+        ("a",): {"cat": 0.9, "dog": 0.1},
+        ("the", "dog"): {"barks": 0.6, "sleeps": 0.3, "</s>": 0.1},
+        ("the", "cat"): {"sleeps": 0.7, "</s>": 0.3},
+        ("a", "cat"): {"sleeps": 0.8, "barks": 0.1, "</s>": 0.1},
+        ("a", "dog"): {"barks": 0.9, "</s>": 0.1},
+    }
     names = {i: w for w, i in ids.items()} | {EOS: "</s>", BOS: "<s>", PAD: "<pad>"}
 
     class NextWordTable:
@@ -359,8 +456,13 @@ class _Node:
     live: int | None  # its index among the next step's live hypotheses, if it stays in the beam
 
 
-def beam_search_diagram(trace: Sequence[BeamStep] | None = None, symbol: Callable[[int], str] | None = None, *,
-                        children: int = 3, eos: int = EOS) -> Figure:
+def beam_search_diagram(
+    trace: Sequence[BeamStep] | None = None,
+    symbol: Callable[[int], str] | None = None,
+    *,
+    children: int = 3,
+    eos: int = EOS,
+) -> Figure:
     """A beam search as a tree, one column per step: every live hypothesis with its ``children`` best
     extensions (and any kept one beyond those), each labelled by its token and its score, the sum of
     log-probabilities so far. Kept extensions are black, pruned ones grey with a dashed edge, finished ones
@@ -389,18 +491,39 @@ def beam_search_diagram(trace: Sequence[BeamStep] | None = None, symbol: Callabl
         x, top, following = 1.0 + column_width * (step + 1), middle + (len(column) - 1) * spacing / 2, {}
         for k, node in enumerate(column):
             on_path, pruned = (step, k) in best, node.status == "pruned"
-            drawn = box(ax, x, top - k * spacing, f"{symbol(node.token)}\n{node.score:.2f}", width=1.3, height=0.8,
-                        color="head" if node.status == "finished" else "plain", faded=pruned, bold=on_path)
-            arrow(ax, live[node.parent].right, drawn.left, dashed=pruned, width=2.0 if on_path else 1.0,
-                  color="#bbbbbb" if pruned else (_ACCENT if on_path else "black"))
+            drawn = box(
+                ax,
+                x,
+                top - k * spacing,
+                f"{symbol(node.token)}\n{node.score:.2f}",
+                width=1.3,
+                height=0.8,
+                color="head" if node.status == "finished" else "plain",
+                faded=pruned,
+                bold=on_path,
+            )
+            arrow(
+                ax,
+                live[node.parent].right,
+                drawn.left,
+                dashed=pruned,
+                width=2.0 if on_path else 1.0,
+                color="#bbbbbb" if pruned else (_ACCENT if on_path else "black"),
+            )
             if node.live is not None:
                 following[node.live] = drawn
         live = following
         label(ax, x, 0.35, f"step {step + 1}", color="#666666")
     width = max(len(step.kept) for step in trace)
     label(ax, 0.3, rows * spacing + 2.4, f"Beam search, width {width}", ha="left", bold=True, size=10)
-    label(ax, 0.3, rows * spacing + 1.75, "each node: a token and the log-probability so far\nblack: kept, grey: "
-          "pruned, green: finished, red: the best", ha="left", size=7.5)
+    label(
+        ax,
+        0.3,
+        rows * spacing + 1.75,
+        "each node: a token and the log-probability so far\nblack: kept, grey: pruned, green: finished, red: the best",
+        ha="left",
+        size=7.5,
+    )
     return fig
 
 
@@ -426,8 +549,12 @@ def _beam_columns(trace: Sequence[BeamStep], children: int, eos: int) -> list[li
 
 def _best_path(columns: list[list[_Node]]) -> set[tuple[int, int]]:
     """(step, row) of every node on the path to the best finished hypothesis (the best last one if none finished)."""
-    ends = [(node.score, step, k) for step, column in enumerate(columns) for k, node in enumerate(column)
-            if node.status == "finished"]
+    ends = [
+        (node.score, step, k)
+        for step, column in enumerate(columns)
+        for k, node in enumerate(column)
+        if node.status == "finished"
+    ]
     if not ends:
         ends = [(node.score, len(columns) - 1, k) for k, node in enumerate(columns[-1]) if node.status == "kept"]
     _, step, k = max(ends)
@@ -457,24 +584,39 @@ def bert_pretraining_diagram() -> Figure:
     nsp = box(ax, outputs[0].x + 0.55, 6.2, "NSP head\nIsNext / NotNext", width=2.6, height=0.9, color="head")
     arrow(ax, outputs[0].top, nsp.bottom_at(outputs[0].x))
     masked = [o for o, t in zip(outputs, pretraining) if t == "[MASK]"]
-    mlm = box(ax, (masked[0].x + masked[-1].x) / 2, 6.2, "MLM head: restore the masked tokens\n"
-              "(dog, likes) from both sides", width=masked[-1].x - masked[0].x + 0.7, height=0.9, color="head")
+    mlm = box(
+        ax,
+        (masked[0].x + masked[-1].x) / 2,
+        6.2,
+        "MLM head: restore the masked tokens\n(dog, likes) from both sides",
+        width=masked[-1].x - masked[0].x + 0.7,
+        height=0.9,
+        color="head",
+    )
     for o in masked:
         arrow(ax, o.top, mlm.bottom_at(o.x))
 
     finetuning = ("[CLS]", "$A_1$", "$A_2$", "$A_3$", "[SEP]", "$B_1$", "$B_2$", "$B_3$", "[SEP]")
     tuned = _bert_column(ax, 13.4, finetuning, "Fine-tuning: the same weights, one small head per task")
     outputs = tuned["outputs"]
-    heads = ((outputs[0].x + 0.25, 2.4, "class:\nsoftmax($C\\,W^\\top$)", outputs[:1]),
-             (outputs[2].x + 0.9, 2.9, "tag per token:\nsoftmax($T_i W^\\top$)", outputs[1:4]),
-             (outputs[6].x + 0.4, 2.9, "span: start $S\\cdot T_i$,\nend $E\\cdot T_j$", outputs[5:8]))
+    heads = (
+        (outputs[0].x + 0.25, 2.4, "class:\nsoftmax($C\\,W^\\top$)", outputs[:1]),
+        (outputs[2].x + 0.9, 2.9, "tag per token:\nsoftmax($T_i W^\\top$)", outputs[1:4]),
+        (outputs[6].x + 0.4, 2.9, "span: start $S\\cdot T_i$,\nend $E\\cdot T_j$", outputs[5:8]),
+    )
     for x, width, text, sources in heads:
         head = box(ax, x, 6.2, text, width=width, height=0.9, color="head")
         for o in sources:
             arrow(ax, o.top, head.bottom_at(head.x + (o.x - head.x) * 0.5))
     arrow(ax, encoder["encoder"].right, tuned["encoder"].left, color=_ACCENT, width=1.6)
-    label(ax, (encoder["encoder"].right[0] + tuned["encoder"].left[0]) / 2, encoder["encoder"].y + 0.15, "initialise",
-          color=_ACCENT, va="bottom")
+    label(
+        ax,
+        (encoder["encoder"].right[0] + tuned["encoder"].left[0]) / 2,
+        encoder["encoder"].y + 0.15,
+        "initialise",
+        color=_ACCENT,
+        va="bottom",
+    )
     return fig
 
 
@@ -483,10 +625,18 @@ def _bert_column(ax: Axes, left: float, tokens: Sequence[str], title: str) -> di
     step = 1.2
     xs = [left + 0.6 + step * i for i in range(len(tokens))]
     inputs = [box(ax, x, 0.7, t, width=1.1, height=0.6, color="embedding", size=7.5) for x, t in zip(xs, tokens)]
-    encoder = box(ax, (xs[0] + xs[-1]) / 2, 2.6, "BERT encoder: L layers of self-attention over the whole pair",
-                  width=xs[-1] - xs[0] + 1.1, height=1.1, color="attention")
-    outputs = [box(ax, x, 4.4, "C" if i == 0 else f"$T_{i}$", width=1.0, height=0.6, color="state")
-               for i, x in enumerate(xs)]
+    encoder = box(
+        ax,
+        (xs[0] + xs[-1]) / 2,
+        2.6,
+        "BERT encoder: L layers of self-attention over the whole pair",
+        width=xs[-1] - xs[0] + 1.1,
+        height=1.1,
+        color="attention",
+    )
+    outputs = [
+        box(ax, x, 4.4, "C" if i == 0 else f"$T_{i}$", width=1.0, height=0.6, color="state") for i, x in enumerate(xs)
+    ]
     for i, o in zip(inputs, outputs):
         arrow(ax, i.top, encoder.bottom_at(i.x))
         arrow(ax, encoder.top_at(o.x), o.bottom)
@@ -512,17 +662,31 @@ def bert_input_diagram(tokens: Sequence[str] = BERT_EXAMPLE, segments: Sequence[
     step, left = 1.45, 4.4
     fig, ax = canvas(left + step * len(tokens) + 0.2, 7.7)
     xs = [left + step * (i + 0.5) for i in range(len(tokens))]
-    rows = (("Input", 7.0), ("token $T_{x_i}$", 5.6), ("segment $S_{s_i}$", 4.1), ("position $P_i$", 2.6),
-            ("$E_i$ = LayerNorm(sum)", 0.8))
+    rows = (
+        ("Input", 7.0),
+        ("token $T_{x_i}$", 5.6),
+        ("segment $S_{s_i}$", 4.1),
+        ("position $P_i$", 2.6),
+        ("$E_i$ = LayerNorm(sum)", 0.8),
+    )
     for text, y in rows:
         label(ax, 0.3, y, text, ha="left", bold=text == "Input")
     for i, (x, token, segment) in enumerate(zip(xs, tokens, segments)):
         word = box(ax, x, 7.0, token, width=1.3, height=0.6, size=8)
         name = token.replace("[", "").replace("]", "").replace("#", "\\#")
-        vectors = [box(ax, x, 5.6, f"$T_{{\\mathrm{{{name}}}}}$", width=1.3, height=0.65, color="embedding"),
-                   box(ax, x, 4.1, "$S_A$" if segment == 0 else "$S_B$", width=1.3, height=0.65,
-                       color="attention" if segment == 0 else "ffn"),
-                   box(ax, x, 2.6, f"$P_{{{i}}}$", width=1.3, height=0.65, color="norm")]
+        vectors = [
+            box(ax, x, 5.6, f"$T_{{\\mathrm{{{name}}}}}$", width=1.3, height=0.65, color="embedding"),
+            box(
+                ax,
+                x,
+                4.1,
+                "$S_A$" if segment == 0 else "$S_B$",
+                width=1.3,
+                height=0.65,
+                color="attention" if segment == 0 else "ffn",
+            ),
+            box(ax, x, 2.6, f"$P_{{{i}}}$", width=1.3, height=0.65, color="norm"),
+        ]
         arrow(ax, word.bottom, vectors[0].top)
         for upper, lower in zip(vectors, vectors[1:]):
             label(ax, x, (upper.bottom[1] + lower.top[1]) / 2, "+", size=11)
@@ -599,27 +763,59 @@ def electra_diagram() -> Figure:
         label(ax, 0.3, y, text, ha="left")
     for i, (x, word) in enumerate(zip(xs, original)):
         given = box(ax, x, 0.7, word, width=1.4, height=0.6)
-        hidden = box(ax, x, 2.1, "[MASK]" if i in masked else word, width=1.4, height=0.6,
-                     color="embedding" if i in masked else "plain")
+        hidden = box(
+            ax,
+            x,
+            2.1,
+            "[MASK]" if i in masked else word,
+            width=1.4,
+            height=0.6,
+            color="embedding" if i in masked else "plain",
+        )
         arrow(ax, given.top, hidden.bottom)
-    generator = box(ax, (xs[0] + xs[-1]) / 2, 3.7, "generator $p_G$: a small masked LM", width=xs[-1] - xs[0] + 1.4,
-                    height=0.9, color="ffn")
-    discriminator = box(ax, generator.x, 6.9, "discriminator D: is each token original or replaced?",
-                        width=generator.width, height=0.9, color="attention")
+    generator = box(
+        ax,
+        (xs[0] + xs[-1]) / 2,
+        3.7,
+        "generator $p_G$: a small masked LM",
+        width=xs[-1] - xs[0] + 1.4,
+        height=0.9,
+        color="ffn",
+    )
+    discriminator = box(
+        ax,
+        generator.x,
+        6.9,
+        "discriminator D: is each token original or replaced?",
+        width=generator.width,
+        height=0.9,
+        color="attention",
+    )
     for i, (x, word) in enumerate(zip(xs, original)):
         arrow(ax, (x, 2.4), generator.bottom_at(x))
         shown = masked.get(i, word)
-        corrupt = box(ax, x, 5.3, shown, width=1.4, height=0.6, bold=shown != word,
-                      color=("head" if shown != word else "state") if i in masked else "plain")
-        arrow(ax, generator.top_at(x), corrupt.bottom, color=_ACCENT if i in masked else "black",
-              dashed=i not in masked)
+        corrupt = box(
+            ax,
+            x,
+            5.3,
+            shown,
+            width=1.4,
+            height=0.6,
+            bold=shown != word,
+            color=("head" if shown != word else "state") if i in masked else "plain",
+        )
+        arrow(
+            ax, generator.top_at(x), corrupt.bottom, color=_ACCENT if i in masked else "black", dashed=i not in masked
+        )
         arrow(ax, corrupt.top, discriminator.bottom_at(x))
         verdict = "replaced" if shown != word else "original"
         answer = box(ax, x, 8.5, verdict, width=1.5, height=0.6, color="head" if verdict == "replaced" else "plain")
         arrow(ax, discriminator.top_at(x), answer.bottom)
-    notes = ((3.7, "$L_\\mathrm{MLM}$ at the masked positions"),
-             (4.5, "sample $\\hat x_i \\sim p_G(x_i \\mid x^\\mathrm{masked})$;\nno gradient flows through it"),
-             (6.9, "$\\lambda L_\\mathrm{Disc}$ on every token, $\\lambda = 50$"))
+    notes = (
+        (3.7, "$L_\\mathrm{MLM}$ at the masked positions"),
+        (4.5, "sample $\\hat x_i \\sim p_G(x_i \\mid x^\\mathrm{masked})$;\nno gradient flows through it"),
+        (6.9, "$\\lambda L_\\mathrm{Disc}$ on every token, $\\lambda = 50$"),
+    )
     for y, text in notes:
         label(ax, xs[-1] + 1.05, y, text, ha="left", size=8, color=_ACCENT if "sample" in text else "black")
     label(ax, 0.3, 9.3, "ELECTRA: replaced-token detection", ha="left", bold=True, size=10)
@@ -662,6 +858,14 @@ def span_corruption_diagram(words: Sequence[str] = T5_EXAMPLE, noise: Sequence[b
         box(ax, xs[j], 1.1, token, width=width, height=0.6, color=color, bold=token in sentinels)
     for text, y in (("text, noise\nin colour", 4.6), ("inputs\n(encoder)", 2.9), ("targets\n(decoder)", 1.1)):
         label(ax, 0.3, y, text, ha="left")
-    label(ax, 0.3, 6.0, f"Span corruption: {len(spans)} spans, {len(inputs)} input and {len(targets)} target tokens "
-          f"for {len(words)} words", ha="left", bold=True, size=10)
+    label(
+        ax,
+        0.3,
+        6.0,
+        f"Span corruption: {len(spans)} spans, {len(inputs)} input and {len(targets)} target tokens "
+        f"for {len(words)} words",
+        ha="left",
+        bold=True,
+        size=10,
+    )
     return fig

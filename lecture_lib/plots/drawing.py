@@ -89,15 +89,35 @@ def canvas(width: float, height: float) -> tuple[Figure, Axes]:
     return fig, ax
 
 
-def box(ax: Axes, x: float, y: float, text: str, *, width: float = 2.0, height: float = 0.7, color: str = "plain",
-        dashed: bool = False, faded: bool = False, bold: bool = False, size: float = FONT_SIZE) -> Box:
+def box(
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    *,
+    width: float = 2.0,
+    height: float = 0.7,
+    color: str = "plain",
+    dashed: bool = False,
+    faded: bool = False,
+    bold: bool = False,
+    size: float = FONT_SIZE,
+) -> Box:
     """A rounded box centred on (x, y) with its text in the middle, filled with ``color`` (a name of ``COLORS`` or
     any matplotlib colour); ``faded`` greys out box and text (a pruned part), ``dashed`` draws its edge dashed
     (an optional part)."""
-    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
-                                boxstyle="round,pad=0,rounding_size=0.12", linewidth=1.0,
-                                facecolor=COLORS["faded"] if faded else COLORS.get(color, color),
-                                edgecolor="#aaaaaa" if faded else "black", linestyle="--" if dashed else "-"))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0,rounding_size=0.12",
+            linewidth=1.0,
+            facecolor=COLORS["faded"] if faded else COLORS.get(color, color),
+            edgecolor="#aaaaaa" if faded else "black",
+            linestyle="--" if dashed else "-",
+        )
+    )
     label(ax, x, y, text, color="#999999" if faded else "black", bold=bold, size=size)
     return Box(x, y, width, height)
 
@@ -109,31 +129,72 @@ def sum_node(ax: Axes, x: float, y: float, symbol: str = "+", radius: float = 0.
     return Box(x, y, 2 * radius, 2 * radius)
 
 
-def arrow(ax: Axes, *points: Point, color: str = "black", dashed: bool = False, head: bool = True,
-          width: float = 1.0) -> FancyArrowPatch:
+def arrow(
+    ax: Axes, *points: Point, color: str = "black", dashed: bool = False, head: bool = True, width: float = 1.0
+) -> FancyArrowPatch:
     """A line through ``points`` (two or more, a polyline for a path around boxes) with its head on the last."""
     if len(points) < 2:
         raise ValueError(f"expected at least two points, got {len(points)}")
-    patch = FancyArrowPatch(path=Path(points), arrowstyle="-|>" if head else "-", mutation_scale=9, color=color,
-                            linewidth=width, linestyle="--" if dashed else "-", shrinkA=0, shrinkB=0)
+    patch = FancyArrowPatch(
+        path=Path(points),
+        arrowstyle="-|>" if head else "-",
+        mutation_scale=9,
+        color=color,
+        linewidth=width,
+        linestyle="--" if dashed else "-",
+        shrinkA=0,
+        shrinkB=0,
+    )
     ax.add_patch(patch)
     return patch
 
 
-def label(ax: Axes, x: float, y: float, text: str, *, size: float = FONT_SIZE, ha: str = "center",
-          va: str = "center", color: str = "black", bold: bool = False, italic: bool = False) -> Text:
+def label(
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    *,
+    size: float = FONT_SIZE,
+    ha: str = "center",
+    va: str = "center",
+    color: str = "black",
+    bold: bool = False,
+    italic: bool = False,
+) -> Text:
     """Text at (x, y), centred on it unless ``ha``/``va`` say otherwise."""
-    return ax.text(x, y, text, fontsize=size, ha=ha, va=va, color=color, fontweight="bold" if bold else "normal",
-                   fontstyle="italic" if italic else "normal", linespacing=1.25)
+    return ax.text(
+        x,
+        y,
+        text,
+        fontsize=size,
+        ha=ha,
+        va=va,
+        color=color,
+        fontweight="bold" if bold else "normal",
+        fontstyle="italic" if italic else "normal",
+        linespacing=1.25,
+    )
 
 
-def frame(ax: Axes, left: float, bottom: float, right: float, top: float, text: str | None = None, *,
-          text_side: str = "left") -> Box:
+def frame(
+    ax: Axes, left: float, bottom: float, right: float, top: float, text: str | None = None, *, text_side: str = "left"
+) -> Box:
     """A dashed rounded frame around a group of boxes (a block repeated N times), its text outside on one side."""
     if text_side not in ("left", "right"):
         raise ValueError(f"expected text_side 'left' or 'right', got {text_side!r}")
-    ax.add_patch(FancyBboxPatch((left, bottom), right - left, top - bottom, boxstyle="round,pad=0,rounding_size=0.25",
-                                facecolor="none", edgecolor="#777777", linestyle="--", linewidth=1.0))
+    ax.add_patch(
+        FancyBboxPatch(
+            (left, bottom),
+            right - left,
+            top - bottom,
+            boxstyle="round,pad=0,rounding_size=0.25",
+            facecolor="none",
+            edgecolor="#777777",
+            linestyle="--",
+            linewidth=1.0,
+        )
+    )
     if text is not None:
         x = left - 0.15 if text_side == "left" else right + 0.15
         label(ax, x, (bottom + top) / 2, text, ha="right" if text_side == "left" else "left")

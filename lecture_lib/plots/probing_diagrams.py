@@ -27,8 +27,20 @@ def probe_diagram(layers: int = 4, probed: int = 2) -> Figure:
     rows = []
     for layer in range(layers + 1):
         y = 1.6 + layer * step
-        rows.append([box(ax, 3.0 + 1.6 * i, y, "", width=1.2, height=0.5,
-                         color="head" if (layer == probed and i == 1) else "state") for i in range(len(_WORDS))])
+        rows.append(
+            [
+                box(
+                    ax,
+                    3.0 + 1.6 * i,
+                    y,
+                    "",
+                    width=1.2,
+                    height=0.5,
+                    color="head" if (layer == probed and i == 1) else "state",
+                )
+                for i in range(len(_WORDS))
+            ]
+        )
         label(ax, 0.3, y, f"layer {layer}", ha="left")
     for i, word in enumerate(_WORDS):
         label(ax, rows[0][i].x, 0.8, word, italic=True)
@@ -43,15 +55,24 @@ def probe_diagram(layers: int = 4, probed: int = 2) -> Figure:
     arrow(ax, probe.top, out.bottom)
     label(ax, 14.2, 1.4, "only the probe learns;\nits test accuracy per layer\nis the probing curve", size=8)
 
-    left, right = box(ax, 18.0, 2.0, "$h_i$", width=1.0, height=0.6, color="state"), \
-        box(ax, 22.2, 2.0, "$h_j$", width=1.0, height=0.6, color="state")
+    left, right = (
+        box(ax, 18.0, 2.0, "$h_i$", width=1.0, height=0.6, color="state"),
+        box(ax, 22.2, 2.0, "$h_j$", width=1.0, height=0.6, color="state"),
+    )
     difference = box(ax, 20.1, 3.7, "$B(h_i - h_j)$", width=2.6, height=0.7, color="ffn")
     arrow(ax, left.top, difference.bottom_at(19.5))
     arrow(ax, right.top, difference.bottom_at(20.7))
     squared = box(ax, 20.1, 5.4, "$d_B^2 = \\|B(h_i - h_j)\\|^2$", width=4.2, height=0.7)
     arrow(ax, difference.top, squared.bottom)
-    tree = box(ax, 20.1, 7.1, "$\\approx d_T(i, j)$: edges between\n$w_i$ and $w_j$ in the parse tree",
-               width=4.6, height=1.0, color="head")
+    tree = box(
+        ax,
+        20.1,
+        7.1,
+        "$\\approx d_T(i, j)$: edges between\n$w_i$ and $w_j$ in the parse tree",
+        width=4.6,
+        height=1.0,
+        color="head",
+    )
     arrow(ax, squared.top, tree.bottom)
     label(ax, 20.1, 8.6, "structural probe", bold=True)
     return fig

@@ -24,8 +24,11 @@ from lecture_lib.attention import causal_mask, prefix_lm_mask
 
 # What a cell of :func:`architecture_masks` holds: which attention lets that query read that key.
 NONE, SELF, CROSS, DECODER_SELF = 0, 1, 2, 3
-KIND_NAMES = {SELF: "self-attention (one stack, or the encoder)", CROSS: "decoder cross-attention",
-              DECODER_SELF: "decoder self-attention"}
+KIND_NAMES = {
+    SELF: "self-attention (one stack, or the encoder)",
+    CROSS: "decoder cross-attention",
+    DECODER_SELF: "decoder self-attention",
+}
 KIND_COLORS = ("white", "#5b9bd5", "#e0a030", "#70ad47")
 ARCHITECTURES = ("encoder-decoder", "language model", "prefix LM")
 
@@ -50,9 +53,11 @@ def architecture_masks(input_length: int, target_length: int) -> dict[str, torch
     encoder_decoder[:n, :n] = SELF
     encoder_decoder[n:, :n] = CROSS
     encoder_decoder[n:, n:] = DECODER_SELF * causal_mask(target_length).long()
-    return {"encoder-decoder": encoder_decoder,
-            "language model": SELF * causal_mask(total).long(),
-            "prefix LM": SELF * prefix_lm_mask(total, n).long()}
+    return {
+        "encoder-decoder": encoder_decoder,
+        "language model": SELF * causal_mask(total).long(),
+        "prefix LM": SELF * prefix_lm_mask(total, n).long(),
+    }
 
 
 def t5_architectures_figure(input_length: int = 4, target_length: int = 3) -> Figure:

@@ -58,19 +58,31 @@ def plot_merge_tree(ax: Axes, word: str, merges: Sequence[Pair], end_of_word: st
     for child, parent in edges:
         ax.plot([centre[child], centre[parent]], [height[child], height[parent]], color="grey", lw=1, zorder=1)
     for span, rank in height.items():
-        ax.text(centre[span], rank, text[span], ha="center", va="center", zorder=2,
-                fontweight="bold" if span in final else "normal",
-                bbox=dict(boxstyle="round,pad=0.25", fc="lightyellow" if span in final else "white", ec="grey"))
+        ax.text(
+            centre[span],
+            rank,
+            text[span],
+            ha="center",
+            va="center",
+            zorder=2,
+            fontweight="bold" if span in final else "normal",
+            bbox=dict(boxstyle="round,pad=0.25", fc="lightyellow" if span in final else "white", ec="grey"),
+        )
     ranks = [rank for rank, _ in levels]
     ax.set_yticks(ranks, [str(r) for r in ranks])
     ax.set_xticks(range(len(symbols)))
-    ax.set(xlim=(-0.7, len(symbols) - 0.3), ylim=(-0.6, ranks[-1] + 0.6),
-           xlabel="symbol position in the word (0 = first character)", ylabel="merge rank (1 = learned first)")
+    ax.set(
+        xlim=(-0.7, len(symbols) - 0.3),
+        ylim=(-0.6, ranks[-1] + 0.6),
+        xlabel="symbol position in the word (0 = first character)",
+        ylabel="merge rank (1 = learned first)",
+    )
     return ax
 
 
-def plot_vocabulary_curve(ax: Axes, curves: dict[str, Sequence[dict[str, float]]],
-                          quantity: str = "tokens_per_word") -> Axes:
+def plot_vocabulary_curve(
+    ax: Axes, curves: dict[str, Sequence[dict[str, float]]], quantity: str = "tokens_per_word"
+) -> Axes:
     """One line per tokenizer of ``quantity`` (a column of :func:`~lecture_lib.tokenization.bpe_curve`'s rows)
     against vocabulary size, on a log axis ticked at the powers of two it spans and labelled in plain numbers.
 
@@ -82,7 +94,7 @@ def plot_vocabulary_curve(ax: Axes, curves: dict[str, Sequence[dict[str, float]]
     for (label, rows), marker in zip(curves.items(), "os^vD"):
         ax.plot([r["vocab_size"] for r in rows], [r[quantity] for r in rows], marker + "-", label=label)
     ax.set_xscale("log")
-    ticks = [2 ** k for k in range(math.ceil(math.log2(min(sizes))), math.floor(math.log2(max(sizes))) + 1)]
+    ticks = [2**k for k in range(math.ceil(math.log2(min(sizes))), math.floor(math.log2(max(sizes))) + 1)]
     ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("vocabulary size (tokens)")

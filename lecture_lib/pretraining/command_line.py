@@ -36,8 +36,7 @@ from lecture_lib.train import (
 )
 
 
-def config_leaves(config: Any = PretrainConfig,
-                  prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+def config_leaves(config: Any = PretrainConfig, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Every settable leaf of a nested config (a class, or an instance) as ``(path, type)``, e.g.
     ``(("train", "steps"), int)``; the model's sizes that the data decides (:data:`DERIVED_FROM_DATA`) are
     left out. The model's fields are those of the instance's model config, or of BERT's for the class."""
@@ -64,6 +63,7 @@ def _leaf_type(kind: Any) -> tuple[str, Callable[[str], Any]]:
 
     def parse_or_none(text: str) -> Any:
         return None if text.lower() == "none" else parse(text)
+
     parse_or_none.__name__ = f"{base.__name__} or none"  # argparse's "invalid int or none value: 'x'"
     return f"{base.__name__.upper()}|none", parse_or_none
 
@@ -101,34 +101,56 @@ def flag_parser(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainC
         os.environ[ENV_VAR] = chosen.profile
     base = defaults()
     parser = FlagParser(
-        prog=prog, description=__doc__.split("\n\n")[0],
+        prog=prog,
+        description=__doc__.split("\n\n")[0],
         epilog=f"Defaults shown: the chapter's, {current()} profile. Booleans read true or false; a field that may "
-               "be empty reads none. The model's vocab_size and max_position_embeddings are data.vocab_size and "
-               "data.seq_len. Every value is checked before any work starts, and so is --out.")
-    parser.add_argument("--out", required=True, help="output directory: new, empty, or this recipe's earlier run "
-                                                     "(rerun to resume from its checkpoint)")
-    parser.add_argument("--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, "
-                                                            "else quick)")
+        "be empty reads none. The model's vocab_size and max_position_embeddings are data.vocab_size and "
+        "data.seq_len. Every value is checked before any work starts, and so is --out.",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="output directory: new, empty, or this recipe's earlier run (rerun to resume from its checkpoint)",
+    )
+    parser.add_argument(
+        "--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, else quick)"
+    )
     checkpoint_rule = rule_of(TrainConfig, "checkpoint_every")
-    parser.add_argument("--checkpoint-every", type=flag_type(int, checkpoint_rule), default=500,
-                        help=f"steps between checkpoints, {checkpoint_rule} (0: at the end only; default: 500)")
-    parser.add_argument("--device", type=flag_type(existing_device),
-                        help="cpu, cuda, cuda:1, mps: one this machine has (default: the best available)")
+    parser.add_argument(
+        "--checkpoint-every",
+        type=flag_type(int, checkpoint_rule),
+        default=500,
+        help=f"steps between checkpoints, {checkpoint_rule} (0: at the end only; default: 500)",
+    )
+    parser.add_argument(
+        "--device",
+        type=flag_type(existing_device),
+        help="cpu, cuda, cuda:1, mps: one this machine has (default: the best available)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    groups = {f.name: parser.add_argument_group(f"{f.name} ({type(getattr(base, f.name)).__name__})")
-              for f in fields(base) if is_dataclass(getattr(base, f.name))}
+    groups = {
+        f.name: parser.add_argument_group(f"{f.name} ({type(getattr(base, f.name)).__name__})")
+        for f in fields(base)
+        if is_dataclass(getattr(base, f.name))
+    }
     for path, kind in config_leaves(base):
         metavar, parse = _leaf_type(kind)
         rule = leaf_rule(base, path)
         group = groups[path[0]] if len(path) > 1 else parser
-        group.add_argument("--" + ".".join(path), dest=".".join(path), metavar=metavar, type=parse,
-                           default=argparse.SUPPRESS,
-                           help=f"{f'{rule}; ' if rule else ''}default: {_shown(_lookup(base, path))}")
+        group.add_argument(
+            "--" + ".".join(path),
+            dest=".".join(path),
+            metavar=metavar,
+            type=parse,
+            default=argparse.SUPPRESS,
+            help=f"{f'{rule}; ' if rule else ''}default: {_shown(_lookup(base, path))}",
+        )
     return parser
 
 
-def config_from_flags(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                      defaults: Callable[..., PretrainConfig]) -> PretrainConfig:
+def config_from_flags(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, defaults: Callable[..., PretrainConfig]
+) -> PretrainConfig:
     """``defaults`` with the flags given, validated whole; a value a config refuses is ``parser``'s error,
     naming the flag(s) the user gave among the fields at fault (a rule between two fields names both when
     both were given, else the one given)."""
@@ -162,8 +184,9 @@ def check_output_folder(out: Path, config: PretrainConfig) -> None:
     """
     existing = next(p for p in (out, *out.parents) if p.exists())
     if not existing.is_dir():
-        raise ValueError(f"{out} is a file, not a folder" if existing == out else f"{out} is under {existing}, "
-                         "which is a file")
+        raise ValueError(
+            f"{out} is a file, not a folder" if existing == out else f"{out} is under {existing}, which is a file"
+        )
     try:
         with tempfile.TemporaryFile(dir=existing):
             pass
@@ -171,11 +194,16 @@ def check_output_folder(out: Path, config: PretrainConfig) -> None:
         raise ValueError(f"cannot write in {existing}: {error.strerror}") from None
     if existing != out:
         return
-    others = sorted(p.name for p in out.iterdir() if p.name not in (*RESULT_FILES, "checkpoint")
-                    and not (p.name.startswith(".") and p.name.endswith(".tmp")))  # atomic_open's, cut by a kill
+    others = sorted(
+        p.name
+        for p in out.iterdir()
+        if p.name not in (*RESULT_FILES, "checkpoint") and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+    )  # atomic_open's, cut by a kill
     if others:
-        raise ValueError(f"{out} holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}, which this "
-                         "command does not write: choose a new or empty folder")
+        raise ValueError(
+            f"{out} holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}, which this "
+            "command does not write: choose a new or empty folder"
+        )
     recipe = out / "pretrain_config.json"
     if recipe.exists():
         try:
@@ -185,8 +213,10 @@ def check_output_folder(out: Path, config: PretrainConfig) -> None:
         ours = _leaves(config_dict(config))
         differ = next((name for name in ours if ours[name] != theirs.get(name)), None)
         if differ is not None:
-            raise ValueError(f"{out} holds a run of another recipe ({differ} {_shown(theirs.get(differ))} there, "
-                             f"{_shown(ours[differ])} here): give its flags to resume it, or choose another folder")
+            raise ValueError(
+                f"{out} holds a run of another recipe ({differ} {_shown(theirs.get(differ))} there, "
+                f"{_shown(ours[differ])} here): give its flags to resume it, or choose another folder"
+            )
 
 
 def _leaves(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -197,8 +227,9 @@ def _leaves(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def parse_command_line(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainConfig],
-                       prog: str) -> tuple[PretrainConfig, argparse.Namespace]:
+def parse_command_line(
+    argv: Sequence[str] | None, *, defaults: Callable[..., PretrainConfig], prog: str
+) -> tuple[PretrainConfig, argparse.Namespace]:
     """The recipe and the run options, every one checked before any work: a bad value is one line on stderr
     naming its flag, and exit status 2; no corpus, tokenizer, model or output folder is made before."""
     parser = flag_parser(argv, defaults=defaults, prog=prog)
@@ -218,12 +249,26 @@ def main(argv: Sequence[str] | None = None, *, defaults: Callable[..., PretrainC
     """
     config, args = parse_command_line(argv, defaults=defaults, prog=prog)
     rank, world = distributed_context()
-    result = pretrain(config, out_dir=args.out, progress=not args.no_progress, device=args.device,
-                      checkpoint_every=args.checkpoint_every)
+    result = pretrain(
+        config,
+        out_dir=args.out,
+        progress=not args.no_progress,
+        device=args.device,
+        checkpoint_every=args.checkpoint_every,
+    )
     if rank == 0:
         final = result.history.evals[-1][1] if result.history.evals else {}
-        print(json.dumps({"out": str(Path(args.out).resolve()), "workers": world, "steps": config.train.steps,
-                          "final_train_loss": result.history.loss[-1], **final}))
+        print(
+            json.dumps(
+                {
+                    "out": str(Path(args.out).resolve()),
+                    "workers": world,
+                    "steps": config.train.steps,
+                    "final_train_loss": result.history.loss[-1],
+                    **final,
+                }
+            )
+        )
     if world > 1:
         dist.destroy_process_group()
     return result

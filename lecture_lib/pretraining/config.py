@@ -74,8 +74,9 @@ class DataConfig:
     """
 
     vocab_size: int = field(default=3000, metadata=Range(1).rule())
-    seq_len: int = field(default=64, metadata=Range(NUM_SPECIAL_IN_PAIR + 2,
-                                                    why="[CLS], two [SEP] and a token per segment").rule())
+    seq_len: int = field(
+        default=64, metadata=Range(NUM_SPECIAL_IN_PAIR + 2, why="[CLS], two [SEP] and a token per segment").rule()
+    )
     held_out_fraction: float = field(default=0.1, metadata=Range(0, 1, open=True).rule())
     eval_pairs: int = field(default=512, metadata=Range(1).rule())
 
@@ -139,8 +140,10 @@ class OptimizationConfig:
 
 
 # The model's fields that the data decides: the tokenizer's vocabulary and the sequence length.
-DERIVED_FROM_DATA = {("model", "vocab_size"): ("data", "vocab_size"),
-                     ("model", "max_position_embeddings"): ("data", "seq_len")}
+DERIVED_FROM_DATA = {
+    ("model", "vocab_size"): ("data", "vocab_size"),
+    ("model", "max_position_embeddings"): ("data", "seq_len"),
+}
 
 
 @dataclass
@@ -165,8 +168,10 @@ class PretrainConfig:
         for (part, name), (source, size) in DERIVED_FROM_DATA.items():
             ours, theirs = getattr(getattr(self, part), name), getattr(getattr(self, source), size)
             if ours != theirs:
-                raise ValueError(f"expected {part}.{name} = {source}.{size} = {theirs}, got {ours}: "
-                                 f"leave {part}.{name} out and set {source}.{size}")
+                raise ValueError(
+                    f"expected {part}.{name} = {source}.{size} = {theirs}, got {ours}: "
+                    f"leave {part}.{name} out and set {source}.{size}"
+                )
 
     @classmethod
     def from_dict(cls, *layers: dict[str, Any]) -> "PretrainConfig":

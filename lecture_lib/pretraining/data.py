@@ -49,8 +49,13 @@ class PretrainingData:
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
 
-    def __init__(self, config: PretrainConfig, train_documents: Sequence[Sequence[str]],
-                 test_documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer | None = None) -> None:
+    def __init__(
+        self,
+        config: PretrainConfig,
+        train_documents: Sequence[Sequence[str]],
+        test_documents: Sequence[Sequence[str]],
+        tokenizer: WordPieceTokenizer | None = None,
+    ) -> None:
         self.config = config
         if tokenizer is None:
             tokenizer = WordPieceTokenizer.train([s for doc in train_documents for s in doc], config.data.vocab_size)
@@ -58,24 +63,37 @@ class PretrainingData:
         seq_len = config.data.seq_len
         budget = seq_len - NUM_SPECIAL_IN_PAIR
         cut, self.label_key = PAIR_TASKS[config.objective.pairs or "nsp"]
-        ids = dict(cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-                   pad_token_id=tokenizer.pad_token_id, label_name=self.label_key)
-        train = collate_pairs(cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed),
-                              length=seq_len, **ids)
+        ids = dict(
+            cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            label_name=self.label_key,
+        )
+        train = collate_pairs(
+            cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed), length=seq_len, **ids
+        )
         test_pairs = cut(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
         self._hold(train, collate_pairs(test_pairs[: config.data.eval_pairs], length=seq_len, **ids))
 
     def _hold(self, train: dict[str, torch.Tensor], test: dict[str, torch.Tensor], masks: Any = None) -> None:
         if len(train["input_ids"]) < self.config.train.batch_size:
-            raise ValueError(f"expected at least batch_size={self.config.train.batch_size} training pairs, "
-                             f"got {len(train['input_ids'])}")
+            raise ValueError(
+                f"expected at least batch_size={self.config.train.batch_size} training pairs, "
+                f"got {len(train['input_ids'])}"
+            )
         self.train, self.test = train, test
         self.masks = masks if masks is not None else self._masked_dataset(self.config)
         self._test_masks: dict[MaskingStrategy, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @classmethod
-    def from_rows(cls, config: PretrainConfig, tokenizer: WordPieceTokenizer, train: dict[str, torch.Tensor],
-                  test: dict[str, torch.Tensor], masks: Any = None) -> "PretrainingData":
+    def from_rows(
+        cls,
+        config: PretrainConfig,
+        tokenizer: WordPieceTokenizer,
+        train: dict[str, torch.Tensor],
+        test: dict[str, torch.Tensor],
+        masks: Any = None,
+    ) -> "PretrainingData":
         """The stream of rows cut and collated elsewhere (another input format: RoBERTa's, chapter 06), as
         :func:`~lecture_lib.objectives.sentence_pairs.collate_pairs` gives them (with the pair labels when
         ``config.objective.pairs`` is set). ``masks`` replaces the objective's token masking: any object with
@@ -93,9 +111,14 @@ class PretrainingData:
     def _masked_dataset(self, config: PretrainConfig) -> MaskedDataset:
         objective = config.objective
         return MaskedDataset(
-            self.train["input_ids"], self.train["special_tokens_mask"], mask_token_id=self.tokenizer.mask_token_id,
-            vocab_size=self.tokenizer.vocab_size, dynamic=objective.dynamic_masking, copies=objective.static_copies,
-            seed=config.seed, mlm_probability=objective.mlm_probability,
+            self.train["input_ids"],
+            self.train["special_tokens_mask"],
+            mask_token_id=self.tokenizer.mask_token_id,
+            vocab_size=self.tokenizer.vocab_size,
+            dynamic=objective.dynamic_masking,
+            copies=objective.static_copies,
+            seed=config.seed,
+            mlm_probability=objective.mlm_probability,
             strategy=MaskingStrategy.from_name(objective.masking),
         )
 
@@ -105,8 +128,10 @@ class PretrainingData:
         if config.data != self.config.data:
             raise ValueError(f"with_config keeps the pairs: expected data {self.config.data}, got {config.data}")
         if PAIR_TASKS[config.objective.pairs or "nsp"][1] != self.label_key:
-            raise ValueError(f"with_config keeps the pairs: expected pairs {self.config.objective.pairs!r}, "
-                             f"got {config.objective.pairs!r}")
+            raise ValueError(
+                f"with_config keeps the pairs: expected pairs {self.config.objective.pairs!r}, "
+                f"got {config.objective.pairs!r}"
+            )
         other = copy.copy(self)
         other.config, other.masks = config, self._masked_dataset(config)
         probability = config.objective.mlm_probability
@@ -139,8 +164,9 @@ class PretrainingData:
     def batches_per_epoch(self) -> int:
         return len(self.masks) // self.config.train.batch_size
 
-    def _inputs(self, tensors: dict[str, torch.Tensor], rows: torch.Tensor, masked: torch.Tensor,
-                labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _inputs(
+        self, tensors: dict[str, torch.Tensor], rows: torch.Tensor, masked: torch.Tensor, labels: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
         """The model's keyword arguments, cut to the longest sequence of the batch (rounded up to 8)."""
         length = int(tensors["attention_mask"][rows].sum(1).max())
         length = min(self.config.data.seq_len, -(-length // 8) * 8)
@@ -156,8 +182,9 @@ class PretrainingData:
 
     def batch(self, step: int) -> dict[str, torch.Tensor]:
         """Training micro-batch ``step``: the same whenever it is asked for (``train``'s ``batch_fn``)."""
-        epoch, rows = epoch_batch(step, len(self.masks), self.config.train.batch_size, "pretraining order",
-                                  self.config.seed)
+        epoch, rows = epoch_batch(
+            step, len(self.masks), self.config.train.batch_size, "pretraining order", self.config.seed
+        )
         masked, labels = self.masks.batch(rows, epoch)
         return self._inputs(self.train, rows, masked, labels)
 
@@ -166,11 +193,22 @@ class PretrainingData:
         strategy = strategy or MaskingStrategy.from_name(self.config.objective.masking)
         if strategy not in self._test_masks:
             self._test_masks[strategy] = mask_tokens(
-                self.test["input_ids"], mask_token_id=self.tokenizer.mask_token_id,
-                vocab_size=self.tokenizer.vocab_size, special_tokens_mask=self.test["special_tokens_mask"],
-                mlm_probability=self.config.objective.mlm_probability, strategy=strategy,
-                generator=generator("eval masks", self.config.seed))
+                self.test["input_ids"],
+                mask_token_id=self.tokenizer.mask_token_id,
+                vocab_size=self.tokenizer.vocab_size,
+                special_tokens_mask=self.test["special_tokens_mask"],
+                mlm_probability=self.config.objective.mlm_probability,
+                strategy=strategy,
+                generator=generator("eval masks", self.config.seed),
+            )
         masked, labels = self._test_masks[strategy]
         n = masked.shape[0]
-        return [self._inputs(self.test, torch.arange(i, min(i + batch_size, n)), masked[i:i + batch_size],
-                             labels[i:i + batch_size]) for i in range(0, n, batch_size)]
+        return [
+            self._inputs(
+                self.test,
+                torch.arange(i, min(i + batch_size, n)),
+                masked[i : i + batch_size],
+                labels[i : i + batch_size],
+            )
+            for i in range(0, n, batch_size)
+        ]

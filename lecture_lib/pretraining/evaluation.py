@@ -23,8 +23,9 @@ from lecture_lib.runtime import (
 )
 
 
-def eval_outputs(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]],
-                 **forward: Any) -> Iterator[tuple[dict[str, torch.Tensor], Any]]:
+def eval_outputs(
+    model: nn.Module, batches: Iterable[dict[str, torch.Tensor]], **forward: Any
+) -> Iterator[tuple[dict[str, torch.Tensor], Any]]:
     """Each of ``batches`` on the model's device with the model's output on it (``model(**batch, **forward)``),
     in eval mode and without gradients; the model's mode is restored once the batches are done."""
     was_training = model.training
@@ -56,7 +57,9 @@ def masked_lm_counts(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]
     return right, total
 
 
-def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+def evaluate(
+    model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]]
+) -> dict[str, float]:
     """Held-out MLM loss and accuracy over the selected positions only (counted as :func:`masked_lm_counts`
     does, in the same pass), and the pair head's accuracy (``nsp_accuracy`` for BERT's head, ``sop_accuracy``
     for ALBERT's, whichever pairs it is shown).
@@ -80,8 +83,12 @@ def evaluate(model: BertForPreTraining | AlbertForPreTraining, batches: list[dic
 
 
 @torch.no_grad()
-def evaluate_at_masks(model: BertForPreTraining | AlbertForPreTraining, batches: list[dict[str, torch.Tensor]],
-                      mask_token_id: int, frequent_token: int) -> dict[str, float]:
+def evaluate_at_masks(
+    model: BertForPreTraining | AlbertForPreTraining,
+    batches: list[dict[str, torch.Tensor]],
+    mask_token_id: int,
+    frequent_token: int,
+) -> dict[str, float]:
     """Held-out MLM accuracy at the positions that show ``[MASK]`` (:func:`~lecture_lib.metrics.accuracy_at_masks`),
     and on the same positions the accuracy of always guessing ``frequent_token`` (the training text's most
     frequent token: what word frequencies alone score).
@@ -102,14 +109,16 @@ def evaluate_at_masks(model: BertForPreTraining | AlbertForPreTraining, batches:
         inputs.append(batch["input_ids"].flatten().cpu())
     model.train(was_training)
     predictions, labels, inputs = torch.cat(predictions), torch.cat(labels), torch.cat(inputs)
-    return {"mask_accuracy": accuracy_at_masks(predictions, labels, inputs, mask_token_id),
-            "unigram_at_masks": accuracy_at_masks(torch.full_like(labels, frequent_token), labels, inputs,
-                                                  mask_token_id)}
+    return {
+        "mask_accuracy": accuracy_at_masks(predictions, labels, inputs, mask_token_id),
+        "unigram_at_masks": accuracy_at_masks(torch.full_like(labels, frequent_token), labels, inputs, mask_token_id),
+    }
 
 
 @torch.no_grad()
-def evaluate_left_to_right(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
-                           mask_token_id: int) -> dict[str, float]:
+def evaluate_left_to_right(
+    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], mask_token_id: int
+) -> dict[str, float]:
     """A left-to-right LM on the held-out batches: its next-token loss (``lm_loss``), and its accuracy at
     the positions a masked LM is scored on (``mask_accuracy``: those that show ``[MASK]``), guessed from
     the left context only.
@@ -130,6 +139,7 @@ def evaluate_left_to_right(model: BertForPreTraining, batches: list[dict[str, to
         inputs.append(batch["input_ids"].flatten().cpu())
     model.train(was_training)
     tokens = sum(int(b["attention_mask"][:, 1:].sum()) for b in batches)
-    return {"lm_loss": sum(losses) / tokens,
-            "mask_accuracy": accuracy_at_masks(torch.cat(predictions), torch.cat(labels), torch.cat(inputs),
-                                               mask_token_id)}
+    return {
+        "lm_loss": sum(losses) / tokens,
+        "mask_accuracy": accuracy_at_masks(torch.cat(predictions), torch.cat(labels), torch.cat(inputs), mask_token_id),
+    }

@@ -60,5 +60,6 @@ def left_to_right_loss(model: BertForPreTraining, batch: dict[str, torch.Tensor]
     """
     targets = unmasked_text(batch)[:, 1:].masked_fill(batch["attention_mask"][:, 1:] == 0, IGNORE_INDEX)
     logits = left_to_right_logits(model, batch)[:, :-1]
-    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                                       ignore_index=IGNORE_INDEX)
+    return nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX
+    )

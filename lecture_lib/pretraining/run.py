@@ -48,11 +48,17 @@ class PretrainResult:
     path: Path | None = None
 
 
-def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None,
-             data: PretrainingData | None = None, progress: bool = True,
-             device: torch.device | str | None = None, checkpoint_every: int = 0,
-             model: nn.Module | None = None,
-             loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss) -> PretrainResult:
+def pretrain(
+    config: PretrainConfig,
+    *,
+    out_dir: str | os.PathLike | None = None,
+    data: PretrainingData | None = None,
+    progress: bool = True,
+    device: torch.device | str | None = None,
+    checkpoint_every: int = 0,
+    model: nn.Module | None = None,
+    loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
+) -> PretrainResult:
     """Train a BERT from scratch with ``config``; with ``out_dir``, checkpoint there and save the result.
 
     The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
@@ -68,18 +74,22 @@ def pretrain(config: PretrainConfig, *, out_dir: str | os.PathLike | None = None
     seed_everything(config.seed)
     data = data or PretrainingData.from_corpus(config)
     if data.tokenizer.vocab_size != config.model.vocab_size:
-        raise ValueError(f"expected a tokenizer of model.vocab_size = {config.model.vocab_size} tokens, "
-                         f"got {data.tokenizer.vocab_size}")
+        raise ValueError(
+            f"expected a tokenizer of model.vocab_size = {config.model.vocab_size} tokens, "
+            f"got {data.tokenizer.vocab_size}"
+        )
     model = model if model is not None else pretraining_head(config.model).model_class(config.model)
     out = Path(out_dir) if out_dir is not None else None
     train_config = config.train.train_config(
-        progress=progress, checkpoint_dir=str(out / "checkpoint") if out else None,
-        checkpoint_every=checkpoint_every, fused=_fused_adamw(device))
+        progress=progress,
+        checkpoint_dir=str(out / "checkpoint") if out else None,
+        checkpoint_every=checkpoint_every,
+        fused=_fused_adamw(device),
+    )
     eval_batches = data.eval_batches()
     if out is not None and distributed_context()[0] == 0:
         write_recipe(config, out)
-    history = train(model, data.batch, loss, train_config, evaluate=lambda m: evaluate(m, eval_batches),
-                    device=device)
+    history = train(model, data.batch, loss, train_config, evaluate=lambda m: evaluate(m, eval_batches), device=device)
     result = PretrainResult(model, data.tokenizer, history, config, out)
     if out is not None and distributed_context()[0] == 0:
         save_result(result, out)
@@ -119,9 +129,15 @@ def load_result(directory: str | os.PathLike) -> PretrainResult:
 
 
 @cached_build(load=load_result, ignore=("progress",))
-def cached_pretraining(path: Path, config: PretrainConfig, data: Deferred | None = None, *, progress: bool = True,
-                       loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
-                       model: Deferred | None = None) -> None:
+def cached_pretraining(
+    path: Path,
+    config: PretrainConfig,
+    data: Deferred | None = None,
+    *,
+    progress: bool = True,
+    loss: Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor] = pretraining_loss,
+    model: Deferred | None = None,
+) -> None:
     """``pretrain(config)``, trained once and then loaded from the disk cache (:func:`lecture_lib.cache.cached_build`,
     named from the call: the config field by field, the data's and the model's deferred calls, the ``loss``):
     called as ``cached_pretraining(config, data, ...)``, it trains in ``<name>.partial``, checkpointed so that an
@@ -134,7 +150,13 @@ def cached_pretraining(path: Path, config: PretrainConfig, data: Deferred | None
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
-    pretrain(config, out_dir=path, data=data() if data is not None else None, progress=progress,
-             checkpoint_every=max(1, config.train.steps // 4), loss=loss,
-             model=model() if model is not None else None)
+    pretrain(
+        config,
+        out_dir=path,
+        data=data() if data is not None else None,
+        progress=progress,
+        checkpoint_every=max(1, config.train.steps // 4),
+        loss=loss,
+        model=model() if model is not None else None,
+    )
     shutil.rmtree(path / "checkpoint", ignore_errors=True)

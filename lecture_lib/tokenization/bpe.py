@@ -62,8 +62,12 @@ def _symbols(word: str | tuple[str, ...], end_of_word: str | None) -> tuple[str,
     return symbols + (end_of_word,) if end_of_word is not None else symbols
 
 
-def learn_bpe(word_counts: Mapping[str | tuple[str, ...], int], num_merges: int, end_of_word: str | None = None,
-              tie_break: TieBreak = "first_seen") -> list[Pair]:
+def learn_bpe(
+    word_counts: Mapping[str | tuple[str, ...], int],
+    num_merges: int,
+    end_of_word: str | None = None,
+    tie_break: TieBreak = "first_seen",
+) -> list[Pair]:
     """Sennrich et al.'s algorithm: the ``num_merges`` most frequent pairs, merged one after another.
 
     Each word is a sequence of characters (a tuple key gives its symbols directly), followed by the
@@ -104,8 +108,10 @@ def learn_bpe(word_counts: Mapping[str | tuple[str, ...], int], num_merges: int,
             best = min(stats, key=lambda p: (-stats[p], ids[p[0]], ids[p[1]]))
         new = best[0] + best[1]
         ids.setdefault(new, len(ids))
-        words = [(merge_pair(symbols, best, new) if best in zip(symbols, symbols[1:]) else symbols, count)
-                 for symbols, count in words]
+        words = [
+            (merge_pair(symbols, best, new) if best in zip(symbols, symbols[1:]) else symbols, count)
+            for symbols, count in words
+        ]
         merges.append(best)
     return merges
 

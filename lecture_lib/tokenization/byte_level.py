@@ -92,8 +92,9 @@ def _check_texts(texts: str | Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------- the incremental trainer
 
 
-def train_merges(word_counts: Mapping[tuple[int, ...], int], vocab_size: int,
-                 vocab: Sequence[bytes] | None = None) -> list[Pair]:
+def train_merges(
+    word_counts: Mapping[tuple[int, ...], int], vocab_size: int, vocab: Sequence[bytes] | None = None
+) -> list[Pair]:
     """Merges learned from ``word_counts`` (words spelled in token ids) until ``vocab_size`` tokens.
 
     The most frequent pair wins; equal counts go to the smallest pair ``(left id, right id)``. Pair counts
@@ -172,8 +173,9 @@ class ByteLevelBPE:
     Taught in: 03_tokenization ("Byte-level BPE").
     """
 
-    def __init__(self, merges: Sequence[Pair] = (), special_tokens: Sequence[str] = (),
-                 pattern: str = GPT2_PATTERN) -> None:
+    def __init__(
+        self, merges: Sequence[Pair] = (), special_tokens: Sequence[str] = (), pattern: str = GPT2_PATTERN
+    ) -> None:
         self._set_state(merges, special_tokens, pattern)
 
     def _set_state(self, merges: Sequence[Pair], special_tokens: Sequence[str], pattern: str) -> None:
@@ -184,8 +186,9 @@ class ByteLevelBPE:
         self.merges: dict[Pair, int] = {}  # pair -> id of the merged token; dict order = rank
         for rank, pair in enumerate(merges):
             if len(pair) != 2 or not all(isinstance(i, int) and 0 <= i < len(self.vocab) for i in pair):
-                raise ValueError(f"expected merge {rank} as two ids of existing tokens (< {len(self.vocab)}), "
-                                 f"got {pair!r}")
+                raise ValueError(
+                    f"expected merge {rank} as two ids of existing tokens (< {len(self.vocab)}), got {pair!r}"
+                )
             token = self.vocab[pair[0]] + self.vocab[pair[1]]
             new = token_id.setdefault(token, len(self.vocab))
             if new == len(self.vocab):
@@ -203,8 +206,9 @@ class ByteLevelBPE:
 
     # ------------------------------------------------------------ training
 
-    def train(self, texts: str | Iterable[str], vocab_size: int,
-              special_tokens: Sequence[str] | None = None) -> "ByteLevelBPE":
+    def train(
+        self, texts: str | Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None
+    ) -> "ByteLevelBPE":
         """Learn merges from ``texts`` until the vocabulary (bytes + merges + specials) has ``vocab_size`` tokens.
 
         Returns ``self``, retrained (earlier merges are discarded). Special tokens written in the texts are
@@ -214,8 +218,10 @@ class ByteLevelBPE:
         """
         specials = list(self.special_tokens if special_tokens is None else special_tokens)
         if not isinstance(vocab_size, int) or vocab_size < 256 + len(specials):
-            raise ValueError(f"expected vocab_size >= {256 + len(specials)} (256 bytes + {len(specials)} special "
-                             f"tokens), got {vocab_size!r}")
+            raise ValueError(
+                f"expected vocab_size >= {256 + len(specials)} (256 bytes + {len(specials)} special "
+                f"tokens), got {vocab_size!r}"
+            )
         self._set_state([], specials, self.pattern)
         word_counts = {tuple(byte_ids(word)): n for word, n in self.count_words(texts).items()}
         self._set_state(train_merges(word_counts, vocab_size - len(specials)), specials, self.pattern)
@@ -331,21 +337,29 @@ class ByteLevelBPE:
             with open(path, encoding="utf-8") as f:
                 state = json.load(f)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"expected a JSON tokenizer file written by ByteLevelBPE.save, {os.fspath(path)!r} "
-                             f"is not ({error})") from None
+            raise ValueError(
+                f"expected a JSON tokenizer file written by ByteLevelBPE.save, {os.fspath(path)!r} is not ({error})"
+            ) from None
         if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("version") != 1:
-            raise ValueError(f"expected format {FORMAT!r} version 1 in {os.fspath(path)!r}, got "
-                             f"{state.get('format') if isinstance(state, dict) else type(state).__name__!r}")
+            raise ValueError(
+                f"expected format {FORMAT!r} version 1 in {os.fspath(path)!r}, got "
+                f"{state.get('format') if isinstance(state, dict) else type(state).__name__!r}"
+            )
         merges = state.get("merges")
-        if not isinstance(merges, list) or not isinstance(state.get("pattern"), str) \
-                or not isinstance(state.get("special_tokens"), list):
+        if (
+            not isinstance(merges, list)
+            or not isinstance(state.get("pattern"), str)
+            or not isinstance(state.get("special_tokens"), list)
+        ):
             raise ValueError(f"expected 'pattern', 'special_tokens' and a list of 'merges' in {os.fspath(path)!r}")
         token_id = {to_standin(t): i for i, t in enumerate(byte_alphabet())}
         pairs = []
         for rank, merge in enumerate(merges):
             if not (isinstance(merge, list) and len(merge) == 2 and all(m in token_id for m in merge)):
-                raise ValueError(f"malformed merge {rank} in {os.fspath(path)!r}: {merge!r} is not two tokens "
-                                 f"built by the bytes and earlier merges")
+                raise ValueError(
+                    f"malformed merge {rank} in {os.fspath(path)!r}: {merge!r} is not two tokens "
+                    f"built by the bytes and earlier merges"
+                )
             pairs.append((token_id[merge[0]], token_id[merge[1]]))
             token_id.setdefault(merge[0] + merge[1], len(token_id))
         return cls(pairs, state["special_tokens"], state["pattern"])

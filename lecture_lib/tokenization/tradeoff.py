@@ -36,8 +36,9 @@ def bpe_curve(tokenizer: ByteLevelBPE, texts: Sequence[str], vocab_sizes: Sequen
     """
     specials = len(tokenizer.special_tokens)
     if max(vocab_sizes) > len(tokenizer) - specials:
-        raise ValueError(f"expected vocabulary sizes up to the tokenizer's {len(tokenizer) - specials}, "
-                         f"got {max(vocab_sizes)}")
+        raise ValueError(
+            f"expected vocabulary sizes up to the tokenizer's {len(tokenizer) - specials}, got {max(vocab_sizes)}"
+        )
     rows = []
     for size in vocab_sizes:
         small = tokenizer.truncated(size + specials)
@@ -45,8 +46,9 @@ def bpe_curve(tokenizer: ByteLevelBPE, texts: Sequence[str], vocab_sizes: Sequen
     return rows
 
 
-def wordpiece_curve(vocab: Sequence[str], texts: Sequence[str], vocab_sizes: Sequence[int],
-                    lowercase: bool = True) -> list[dict[str, float]]:
+def wordpiece_curve(
+    vocab: Sequence[str], texts: Sequence[str], vocab_sizes: Sequence[int], lowercase: bool = True
+) -> list[dict[str, float]]:
     """The same measures for the WordPiece vocabularies made of the first ``k`` entries of ``vocab``.
 
     ``unknown_rate`` is the fraction of tokens that are ``[UNK]``.
@@ -63,8 +65,9 @@ def wordpiece_curve(vocab: Sequence[str], texts: Sequence[str], vocab_sizes: Seq
     return rows
 
 
-def tokens_per_word_shares(tokenizer: ByteLevelBPE, words: Sequence[str], vocab_sizes: Sequence[int],
-                           longest: int = 5) -> dict[int, list[float]]:
+def tokens_per_word_shares(
+    tokenizer: ByteLevelBPE, words: Sequence[str], vocab_sizes: Sequence[int], longest: int = 5
+) -> dict[int, list[float]]:
     """For each vocabulary size, the share of ``words`` (each encoded on its own) split into 1, 2, ...,
     ``longest - 1`` tokens, and last the share split into ``longest`` or more.
 
@@ -76,8 +79,9 @@ def tokens_per_word_shares(tokenizer: ByteLevelBPE, words: Sequence[str], vocab_
     """
     specials = len(tokenizer.special_tokens)
     if max(vocab_sizes) > len(tokenizer) - specials:
-        raise ValueError(f"expected vocabulary sizes up to the tokenizer's {len(tokenizer) - specials}, "
-                         f"got {max(vocab_sizes)}")
+        raise ValueError(
+            f"expected vocabulary sizes up to the tokenizer's {len(tokenizer) - specials}, got {max(vocab_sizes)}"
+        )
     if not words or not all(words):
         raise ValueError("expected a non-empty list of non-empty words")
     counts = Counter(words)

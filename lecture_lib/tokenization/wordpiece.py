@@ -68,8 +68,9 @@ def is_punctuation(char: str) -> bool:
 
     ``$``, ``+``, ``<``, ``^`` and backquote are symbols in Unicode, but BERT splits them like punctuation.
     """
-    return (char.isascii() and not char.isalnum() and char.isprintable() and char != " ") or \
-        unicodedata.category(char).startswith("P")
+    return (char.isascii() and not char.isalnum() and char.isprintable() and char != " ") or unicodedata.category(
+        char
+    ).startswith("P")
 
 
 def is_cjk(char: str) -> bool:
@@ -79,9 +80,16 @@ def is_cjk(char: str) -> bool:
     reference (``tokenizers``' BertNormalizer).
     """
     code = ord(char)
-    return (0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0x20000 <= code <= 0x2A6DF
-            or 0x2A700 <= code <= 0x2B73F or 0x2B740 <= code <= 0x2B81F or 0x2B920 <= code <= 0x2CEAF
-            or 0xF900 <= code <= 0xFAFF or 0x2F800 <= code <= 0x2FA1F)
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2B73F
+        or 0x2B740 <= code <= 0x2B81F
+        or 0x2B920 <= code <= 0x2CEAF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -154,9 +162,13 @@ def basic_tokenize(text: str, lowercase: bool = True, strip_accents: bool | None
 # ---------------------------------------------------------------- greedy longest-match-first
 
 
-def longest_match_first(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = UNK_TOKEN,
-                        max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
-                        max_piece_chars: int | None = None) -> list[str]:
+def longest_match_first(
+    word: str,
+    vocab: Mapping[str, int] | set[str],
+    unk_token: str = UNK_TOKEN,
+    max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+    max_piece_chars: int | None = None,
+) -> list[str]:
     """Cut ``word`` into the longest vocabulary prefix, then the longest ``##`` continuations.
 
     Greedy, not optimal: the first piece is as long as possible even if that leaves a rest the
@@ -204,8 +216,9 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def frame_ids(ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, cls_token_id: int,
-              sep_token_id: int) -> tuple[list[int], list[int], list[int]]:
+def frame_ids(
+    ids_a: Sequence[int], ids_b: Sequence[int] | None = None, *, cls_token_id: int, sep_token_id: int
+) -> tuple[list[int], list[int], list[int]]:
     """BERT's input for one text, ``[CLS] A [SEP]``, or a pair, ``[CLS] A [SEP] B [SEP]``: returns
     ``(input_ids, token_type_ids, special_tokens_mask)``, three lists of the same length.
 
@@ -245,7 +258,7 @@ def pad_ids(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
     """
     out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.as_tensor(row)
+        out[i, : len(row)] = torch.as_tensor(row)
     return out
 
 
@@ -259,8 +272,13 @@ class WordPieceTokenizer:
     Taught in: 03_tokenization ("WordPiece, BERT's tokenizer").
     """
 
-    def __init__(self, vocab: Sequence[str], lowercase: bool = True, strip_accents: bool | None = None,
-                 max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD) -> None:
+    def __init__(
+        self,
+        vocab: Sequence[str],
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+    ) -> None:
         tokens = list(vocab)
         bad = [(i, t) for i, t in enumerate(tokens) if not isinstance(t, str) or not t or t != t.strip() or " " in t]
         if bad:
@@ -277,7 +295,7 @@ class WordPieceTokenizer:
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
-        self._max_piece_chars = max(len(t[len(PREFIX):]) if t.startswith(PREFIX) else len(t) for t in tokens)
+        self._max_piece_chars = max(len(t[len(PREFIX) :]) if t.startswith(PREFIX) else len(t) for t in tokens)
         self._special_pattern = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
         self._cache: dict[str, list[str]] = {}
 
@@ -336,7 +354,9 @@ class WordPieceTokenizer:
     def _wordpiece(self, word: str) -> list[str]:
         pieces = self._cache.get(word)
         if pieces is None:
-            pieces = longest_match_first(word, self.vocab, UNK_TOKEN, self.max_input_chars_per_word, self._max_piece_chars)
+            pieces = longest_match_first(
+                word, self.vocab, UNK_TOKEN, self.max_input_chars_per_word, self._max_piece_chars
+            )
             if len(self._cache) < 1_000_000:
                 self._cache[word] = pieces
         return pieces
@@ -372,8 +392,7 @@ class WordPieceTokenizer:
             return self.frame(ids_a, ids_b)[0]
         return ids_a + (ids_b or [])
 
-    def frame(self, ids_a: Sequence[int],
-              ids_b: Sequence[int] | None = None) -> tuple[list[int], list[int], list[int]]:
+    def frame(self, ids_a: Sequence[int], ids_b: Sequence[int] | None = None) -> tuple[list[int], list[int], list[int]]:
         """:func:`frame_ids` with this vocabulary's ``[CLS]`` and ``[SEP]``.
 
         >>> WordPieceTokenizer([*SPECIAL_TOKENS]).frame([7, 8], [9])
@@ -395,7 +414,7 @@ class WordPieceTokenizer:
             if token in special:
                 continue
             if words and token.startswith(PREFIX):
-                words[-1] += token[len(PREFIX):]
+                words[-1] += token[len(PREFIX) :]
             else:
                 words.append(token)
         return " ".join(words)
@@ -428,8 +447,15 @@ def xlogx(x: np.ndarray) -> np.ndarray:
     return x * np.log(np.where(x > 0, x, 1.0))
 
 
-def likelihood_gain(pair_count: np.ndarray, left_count: np.ndarray, right_count: np.ndarray,
-                    merged_count: np.ndarray, total: int, same: np.ndarray, f: np.ndarray | None = None) -> np.ndarray:
+def likelihood_gain(
+    pair_count: np.ndarray,
+    left_count: np.ndarray,
+    right_count: np.ndarray,
+    merged_count: np.ndarray,
+    total: int,
+    same: np.ndarray,
+    f: np.ndarray | None = None,
+) -> np.ndarray:
     """Change of the unigram log-likelihood when ``m`` occurrences of a pair (a, b) become one unit ab.
 
     With unit counts n_x and N = Σ n_x, the corpus log-likelihood is L = Σ_x n_x log n_x - N log N.
@@ -453,8 +479,9 @@ def likelihood_gain(pair_count: np.ndarray, left_count: np.ndarray, right_count:
     return gain + np.where(same, 0.0, F(right_count - m) - F(right_count))
 
 
-def pairs_by_association(pair_counts: Mapping[tuple[str, str], int],
-                         unit_counts: Mapping[str, int]) -> list[tuple[tuple[str, str], float]]:
+def pairs_by_association(
+    pair_counts: Mapping[tuple[str, str], int], unit_counts: Mapping[str, int]
+) -> list[tuple[tuple[str, str], float]]:
     """Pairs (a, b) with the score m / (n_a n_b) often quoted for WordPiece, highest first (ties: larger m).
 
     The score is at most 1 / max(n_a, n_b): a pair whose two units occur only together scores 1 even if it
@@ -498,13 +525,14 @@ class _PairTable:
         self.waiting: dict[str, list[int]] = {}  # merged string not in the vocabulary yet -> slots
 
     def merged(self, pair: tuple[int, int]) -> str:
-        return self.units[pair[0]] + self.units[pair[1]][len(PREFIX):]
+        return self.units[pair[0]] + self.units[pair[1]][len(PREFIX) :]
 
     def _new_slot(self, pair: tuple[int, int]) -> int:
         slot = self.slot[pair] = len(self.slot)
         if slot == len(self.count):
             self.left, self.right, self.count, self.target = (
-                np.concatenate([a, np.zeros_like(a)]) for a in (self.left, self.right, self.count, self.target))
+                np.concatenate([a, np.zeros_like(a)]) for a in (self.left, self.right, self.count, self.target)
+            )
         self.left[slot], self.right[slot] = pair
         merged = self.merged(pair)
         self.target[slot] = self.unit_id.get(merged, -1)
@@ -526,8 +554,9 @@ class _PairTable:
             self.target[slot] = new_id
 
 
-def learn_wordpiece(word_counts: Mapping[str, int], vocab_size: int,
-                    special_tokens: Sequence[str] = SPECIAL_TOKENS) -> list[str]:
+def learn_wordpiece(
+    word_counts: Mapping[str, int], vocab_size: int, special_tokens: Sequence[str] = SPECIAL_TOKENS
+) -> list[str]:
     """A WordPiece vocabulary of ``vocab_size`` tokens, grown by likelihood gain.
 
     Start: the special tokens, then every character seen (``c``) and its continuation form (``##c``),
@@ -547,8 +576,9 @@ def learn_wordpiece(word_counts: Mapping[str, int], vocab_size: int,
     alphabet = sorted({c for w in words for c in w})
     units = list(dict.fromkeys([*special_tokens, *alphabet, *(PREFIX + c for c in alphabet)]))
     if vocab_size < len(units):
-        raise ValueError(f"expected vocab_size >= {len(units)} (special tokens + characters + ## characters), "
-                         f"got {vocab_size}")
+        raise ValueError(
+            f"expected vocab_size >= {len(units)} (special tokens + characters + ## characters), got {vocab_size}"
+        )
     unit_id = {u: i for i, u in enumerate(units)}
     spelled = [[unit_id[w[0]], *(unit_id[PREFIX + c] for c in w[1:])] for w in words]
     freq = [word_counts[w] for w in words]
@@ -568,8 +598,15 @@ def learn_wordpiece(word_counts: Mapping[str, int], vocab_size: int,
         if live.size == 0:
             break
         left, right, target = table.left[live], table.right[live], table.target[live]
-        gain = likelihood_gain(table.count[live], unit_count[left], unit_count[right],
-                               np.where(target >= 0, unit_count[np.maximum(target, 0)], 0), total, left == right, f)
+        gain = likelihood_gain(
+            table.count[live],
+            unit_count[left],
+            unit_count[right],
+            np.where(target >= 0, unit_count[np.maximum(target, 0)], 0),
+            total,
+            left == right,
+            f,
+        )
         best = live[gain == gain.max()]
         best = best[np.lexsort((table.right[best], table.left[best]))[0]]
         a, b = int(table.left[best]), int(table.right[best])

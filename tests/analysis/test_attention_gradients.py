@@ -24,8 +24,14 @@ def test_row_shares_by_hand():
 
 def test_no_op_profile_equals_transformers_gradients_and_written_out_shares():
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16)
+    config = BertConfig(
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+    )
     ours = BertModel(config).eval()
     with tempfile.TemporaryDirectory() as directory:
         ours.save_pretrained(directory)
@@ -40,8 +46,9 @@ def test_no_op_profile_equals_transformers_gradients_and_written_out_shares():
         return (out.last_hidden_state * direction).sum(), out.attentions
 
     target = ids == 2  # the [CLS]-like first token
-    profile = no_op_profile(forward, [batch], {"first": lambda b: b["input_ids"] == 2},
-                            lambda b: b["attention_mask"].bool())["first"]
+    profile = no_op_profile(
+        forward, [batch], {"first": lambda b: b["input_ids"] == 2}, lambda b: b["attention_mask"].bool()
+    )["first"]
 
     out = theirs(input_ids=ids, attention_mask=mask, output_attentions=True)
     for a in out.attentions:
@@ -73,6 +80,10 @@ def test_a_key_the_output_ignores_gets_no_gradient_share():
         return (weights @ values).pow(2).sum(), (weights,)
 
     batch = dict(ids=torch.zeros(1, 4))
-    profile = no_op_profile(forward, [batch], {"key 0": lambda b: torch.tensor([[True, False, False, False]])},
-                            lambda b: torch.ones(1, 4, dtype=torch.bool))["key 0"]
+    profile = no_op_profile(
+        forward,
+        [batch],
+        {"key 0": lambda b: torch.tensor([[True, False, False, False]])},
+        lambda b: torch.ones(1, 4, dtype=torch.bool),
+    )["key 0"]
     assert float(profile.mass) > 0.05 and float(profile.gradient) == 0.0

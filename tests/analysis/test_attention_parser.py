@@ -18,7 +18,7 @@ from lecture_lib.data.synthetic import SyntheticLanguage
 
 
 def test_hand_worked_sentence():
-    """"the dog runs": heads [2, 3, 0] (the -> dog -> runs, the root). One layer, two heads: head 0 looks at
+    """ "the dog runs": heads [2, 3, 0] (the -> dog -> runs, the root). One layer, two heads: head 0 looks at
     the next word (right-branching), head 1 from each word to the previous one (so read backwards, by its
     column, the word attending most to "the" is "dog" and to "dog" is "runs")."""
     gold = [[2, 3, 0]]

@@ -14,8 +14,14 @@ from lecture_lib.analysis.attention_stats import (
 )
 from lecture_lib.models.bert import BertConfig, BertModel
 
-SMALL = dict(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             initializer_range=0.5)  # large weights: peaked attention, far from uniform
+SMALL = dict(
+    vocab_size=50,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    initializer_range=0.5,
+)  # large weights: peaked attention, far from uniform
 
 
 @pytest.fixture
@@ -44,15 +50,20 @@ def test_statistics_agree_with_loops(model):
     queries = mask.bool()
     a = maps.numpy()
     rows = [(b, i) for b in range(2) for i in range(7) if queries[b, i]]
-    expected_sep = np.mean([[[a[b, layer, h, i, keys[b].numpy()].sum() for h in range(4)] for layer in range(2)]
-                            for b, i in rows], axis=0)
-    expected_previous = np.mean([[[a[b, layer, h, i, i - 1] if i > 0 else 0 for h in range(4)] for layer in range(2)]
-                                 for b, i in rows], axis=0)
-    expected_entropy = np.mean([[[entropy(a[b, layer, h, i]) for h in range(4)] for layer in range(2)]
-                                for b, i in rows], axis=0)
+    expected_sep = np.mean(
+        [[[a[b, layer, h, i, keys[b].numpy()].sum() for h in range(4)] for layer in range(2)] for b, i in rows], axis=0
+    )
+    expected_previous = np.mean(
+        [[[a[b, layer, h, i, i - 1] if i > 0 else 0 for h in range(4)] for layer in range(2)] for b, i in rows], axis=0
+    )
+    expected_entropy = np.mean(
+        [[[entropy(a[b, layer, h, i]) for h in range(4)] for layer in range(2)] for b, i in rows], axis=0
+    )
     np.testing.assert_allclose(key_mass(maps, keys, queries).numpy(), expected_sep, rtol=1e-12)
     np.testing.assert_allclose(offset_mass(maps, -1, queries).numpy(), expected_previous, rtol=1e-12)
-    np.testing.assert_allclose(attention_entropy(maps, queries).numpy(), expected_entropy, rtol=1e-6)  # scipy renormalises float32 rows
+    np.testing.assert_allclose(
+        attention_entropy(maps, queries).numpy(), expected_entropy, rtol=1e-6
+    )  # scipy renormalises float32 rows
 
 
 def test_statistics_are_unchanged_when_the_sentence_is_padded(model):

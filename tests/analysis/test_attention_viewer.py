@@ -84,8 +84,9 @@ def test_hovering_a_token_shades_each_head_by_its_weights(tmp_path):
     (tmp_path / "viewer.js").write_text(FAKE_DOM + script + REPORT)
     out = subprocess.run(["node", str(tmp_path / "viewer.js")], capture_output=True, text=True, check=True).stdout
     backgrounds = json.loads(out)  # heads x tokens, "rgba(r,g,b,w)"
-    shown = torch.tensor([[float(b.rstrip(")").split(",")[-1]) for b in row] for row in backgrounds],
-                         dtype=torch.float64)
+    shown = torch.tensor(
+        [[float(b.rstrip(")").split(",")[-1]) for b in row] for row in backgrounds], dtype=torch.float64
+    )
     torch.testing.assert_close(shown, weights[1, :, 2].double(), atol=5e-4, rtol=0)  # layer 1, from token 2
 
 

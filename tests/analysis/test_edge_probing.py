@@ -38,7 +38,7 @@ def test_span_attention_is_softmax_over_the_span_and_exactly_zero_outside():
     positions, mask = span_windows(spans, 10)
     weights = masked_softmax(logits[positions], mask)
     for (start, end), row, real in zip(spans.tolist(), weights, mask):
-        torch.testing.assert_close(row[:end - start], F.softmax(logits[start:end], -1))
+        torch.testing.assert_close(row[: end - start], F.softmax(logits[start:end], -1))
         assert (row[~real] == 0).all()  # padding gets weight exactly 0, not a small number
     assert positions[0, :4].tolist() == [2, 3, 4, 5] and mask.sum(-1).tolist() == [4, 1, 10]
 
@@ -52,9 +52,16 @@ def test_pooling_a_span_is_its_attention_weighted_average_and_one_word_is_that_w
     torch.testing.assert_close(pooled[1], (alpha[:, None] * projected[1:6]).sum(0))
 
 
-@pytest.mark.parametrize("spans, problem", [([[2, 2]], "end > start"), ([[3, 1]], "end > start"),
-                                            ([[-1, 2]], "0 <= start"), ([[4, 11]], "end <= 10"),
-                                            ([], "non-empty")])
+@pytest.mark.parametrize(
+    "spans, problem",
+    [
+        ([[2, 2]], "end > start"),
+        ([[3, 1]], "end > start"),
+        ([[-1, 2]], "0 <= start"),
+        ([[4, 11]], "end <= 10"),
+        ([], "non-empty"),
+    ],
+)
 def test_bad_spans_are_refused_with_the_problem_named(spans, problem):
     with pytest.raises(ValueError, match=problem):
         span_windows(torch.tensor(spans, dtype=torch.long).reshape(-1, 2), 10)

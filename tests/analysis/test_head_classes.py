@@ -32,19 +32,26 @@ def same_segment_far(i):
 
 def test_patterns_of_handmade_maps():
     specials = {0: 1 / 3, 5: 1 / 3, 11: 1 / 3}
-    maps = torch.stack([
-        head(lambda i: specials),
-        head(lambda i: {neighbour(i): 1.0}),
-        head(lambda i: {**{j: 0.4 * w for j, w in specials.items()}, neighbour(i): 0.4, i: 0.2}),
-        head(lambda i: {j: 1 / len(same_segment_far(i)) for j in same_segment_far(i)}),
-        head(lambda i: {j: 1 / LENGTH for j in range(LENGTH)}),
-    ])[None, None]  # (1, 1, 5, T, T)
+    maps = torch.stack(
+        [
+            head(lambda i: specials),
+            head(lambda i: {neighbour(i): 1.0}),
+            head(lambda i: {**{j: 0.4 * w for j, w in specials.items()}, neighbour(i): 0.4, i: 0.2}),
+            head(lambda i: {j: 1 / len(same_segment_far(i)) for j in same_segment_far(i)}),
+            head(lambda i: {j: 1 / LENGTH for j in range(LENGTH)}),
+        ]
+    )[None, None]  # (1, 1, 5, T, T)
     shares = pattern_shares(maps, MASK, SPECIAL, SEGMENTS)
     torch.testing.assert_close(shares["vertical"][0, 0, :3], torch.tensor([1, 0, 0.4], dtype=torch.float64))
     torch.testing.assert_close(shares["diagonal"][0, 0, :3], torch.tensor([0, 1, 0.4], dtype=torch.float64))
     torch.testing.assert_close(shares["block"][0, 0, 3], torch.tensor(1.0, dtype=torch.float64))
     assert [PATTERNS[i] for i in classify_patterns(shares)[0, 0]] == [
-        "vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous"]
+        "vertical",
+        "diagonal",
+        "vertical+diagonal",
+        "block",
+        "heterogeneous",
+    ]
 
 
 def test_voita_classes_of_handmade_maps():

@@ -28,8 +28,12 @@ def test_a_linear_probe_recovers_a_planted_linear_signal():
     x_test, y_test = planted(500, g)
     probe = fit_probe(linear_probe(16, 3, generator=g), x, y, steps=300, lr=0.05)
     assert probe_accuracy(probe, x_test, y_test) > 0.95
-    assert probe_accuracy(fit_probe(linear_probe(16, 3, generator=g), x, y[torch.randperm(2000, generator=g)]),
-                          x_test, y_test) < 0.5  # shuffled labels: near chance (1/3)
+    assert (
+        probe_accuracy(
+            fit_probe(linear_probe(16, 3, generator=g), x, y[torch.randperm(2000, generator=g)]), x_test, y_test
+        )
+        < 0.5
+    )  # shuffled labels: near chance (1/3)
 
 
 def test_a_rank_one_probe_reads_one_direction_only():
@@ -63,8 +67,15 @@ def test_probe_layers_scores_each_layer_on_task_and_control():
     control = torch.tensor(control_labels(words, y.tolist(), g))
     split = slice(0, 800), slice(800, None)
     layers = [noise, x]  # layer 0 knows nothing, layer 1 holds the signal
-    scores = probe_layers([f[split[0]] for f in layers], [f[split[1]] for f in layers], (y[split[0]], y[split[1]]),
-                          (control[split[0]], control[split[1]]), 3, g, steps=200)
+    scores = probe_layers(
+        [f[split[0]] for f in layers],
+        [f[split[1]] for f in layers],
+        (y[split[0]], y[split[1]]),
+        (control[split[0]], control[split[1]]),
+        3,
+        g,
+        steps=200,
+    )
     assert scores[0].accuracy < 0.5 < 0.9 < scores[1].accuracy
     assert scores[1].selectivity > 0.4  # the words are random: the control is near chance everywhere
     assert ProbeScore(0.9, 0.6).selectivity == pytest.approx(0.3)

@@ -174,8 +174,7 @@ def test_a_distance_probe_recovers_a_planted_tree_geometry():
         hidden.append(torch.cat([position, noise], -1))
         distances.append(tree_distances(heads))
         heads_list.append(heads)
-    probe = fit_structural_probe(StructuralProbe(32, 8, generator=g), hidden[:40], distances[:40], steps=300,
-                                 lr=0.05)
+    probe = fit_structural_probe(StructuralProbe(32, 8, generator=g), hidden[:40], distances[:40], steps=300, lr=0.05)
     with torch.no_grad():
         predicted = [probe(h[None])[0] for h in hidden[40:]]
     trees = [minimum_spanning_tree(p) for p in predicted]

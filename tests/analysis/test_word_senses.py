@@ -26,7 +26,7 @@ def sklearn_leave_one_out(vectors: torch.Tensor, labels: list[int], k: int) -> f
         rest = [j for j in range(len(labels)) if j != i]
         classifier = KNeighborsClassifier(n_neighbors=k, metric="cosine", algorithm="brute")
         classifier.fit(vectors[rest].numpy(), [labels[j] for j in rest])
-        hits += int(classifier.predict(vectors[i:i + 1].numpy())[0] == labels[i])
+        hits += int(classifier.predict(vectors[i : i + 1].numpy())[0] == labels[i])
     return hits / len(labels)
 
 
@@ -61,8 +61,12 @@ def test_mean_pairwise_cosine_equals_scipy_and_a_loop():
     got = mean_pairwise_cosine(vectors)
     for layer, value in zip(vectors, got):
         assert value.item() == pytest.approx(1 - pdist(layer.numpy(), "cosine").mean(), abs=1e-12)
-        loop = [torch.nn.functional.cosine_similarity(layer[i], layer[j], dim=0)
-                for i in range(12) for j in range(12) if i != j]
+        loop = [
+            torch.nn.functional.cosine_similarity(layer[i], layer[j], dim=0)
+            for i in range(12)
+            for j in range(12)
+            if i != j
+        ]
         assert value.item() == pytest.approx(torch.stack(loop).mean().item(), abs=1e-12)
     with pytest.raises(ValueError, match="at least 2 vectors"):
         mean_pairwise_cosine(vectors[:, :1])
@@ -101,8 +105,9 @@ def test_occurrence_vectors_are_transformers_hidden_states_at_the_word(minilm):
         encoded = hf_tokenizer(sentence, return_tensors="pt")
         with torch.no_grad():
             hidden = torch.stack(theirs(**encoded, output_hidden_states=True).hidden_states)[:, 0]  # (L+1, T, H)
-        torch.testing.assert_close(got[:, s], hidden[:, encoded.input_ids[0].tolist().index(bank)], atol=1e-4,
-                                   rtol=1e-4)
+        torch.testing.assert_close(
+            got[:, s], hidden[:, encoded.input_ids[0].tolist().index(bank)], atol=1e-4, rtol=1e-4
+        )
     assert not torch.allclose(got[-1, 0], got[-1, 1], atol=1e-2)  # the same word, two vectors
 
 

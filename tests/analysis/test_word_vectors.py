@@ -22,8 +22,9 @@ def test_word_vectors_equal_transformers_hidden_states_averaged_over_pieces(mini
         with torch.no_grad():
             hidden = torch.stack(theirs(**encoded, output_hidden_states=True).hidden_states)[:, 0]  # (L+1, T, H)
         ids = encoded.word_ids()
-        expected = torch.stack([hidden[:, [t for t, w in enumerate(ids) if w == i]].mean(1)
-                                for i in range(len(words))], 1)
+        expected = torch.stack(
+            [hidden[:, [t for t, w in enumerate(ids) if w == i]].mean(1) for i in range(len(words))], 1
+        )
         assert got.shape == (7, len(words), 384)
         torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
     batched = word_vectors(ours, tokenizer, sentences)  # padding one sentence changes nothing

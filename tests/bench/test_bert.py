@@ -5,14 +5,35 @@ from lecture_lib.models.bert import BertConfig, training_flops_per_token
 
 
 def test_the_technique_table_runs_on_cpu_and_prints_every_row_with_its_mfu(capsys):
-    main(["--table", "--batch-size", "4", "--seq-len", "16", "--steps", "1", "--compile-backend", "eager",
-          "--peak-tflops", "1"])
+    main(
+        [
+            "--table",
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "16",
+            "--steps",
+            "1",
+            "--compile-backend",
+            "eager",
+            "--peak-tflops",
+            "1",
+        ]
+    )
     out = capsys.readouterr().out
-    rows = ["ours, none of them", "+ MLM head on masked positions", "+ fused attention", "+ unpadding",
-            "+ torch.compile", "+ fused AdamW", "transformers", "transformers, compiled"]
+    rows = [
+        "ours, none of them",
+        "+ MLM head on masked positions",
+        "+ fused attention",
+        "+ unpadding",
+        "+ torch.compile",
+        "+ fused AdamW",
+        "transformers",
+        "transformers, compiled",
+    ]
     for row in rows:
         line = next(line for line in out.splitlines() if line.strip().startswith(row + " "))
-        tokens_per_s, ratio, mfu = line[len(line) - len(line.lstrip()) + len(row):].split()
+        tokens_per_s, ratio, mfu = line[len(line) - len(line.lstrip()) + len(row) :].split()
         assert float(tokens_per_s) > 0 and float(ratio) > 0 and mfu.endswith("%"), line
         # MFU: the real tokens' FLOPs (three sequences of 16, one padded to 12) at this rate, over 1 TFLOP/s
         config = BertConfig(**SIZES["mini"])

@@ -10,11 +10,13 @@ from lecture_lib.bench import gpu_check
 
 
 def _notebook(tmp_path):
-    cells = [nbformat.v4.new_markdown_cell("# A notebook"),
-             nbformat.v4.new_code_cell("import os, time\nanswer = 6 * 7\nprint(answer)"),
-             nbformat.v4.new_code_cell("time.sleep(0.3)  # slow\nassert os.environ['LECTURE_PROFILE'] == 'quick'"),
-             nbformat.v4.new_code_cell("def divide(a, b):\n    return a / b\n\ndivide(answer, 0)"),
-             nbformat.v4.new_code_cell("print('never runs')")]
+    cells = [
+        nbformat.v4.new_markdown_cell("# A notebook"),
+        nbformat.v4.new_code_cell("import os, time\nanswer = 6 * 7\nprint(answer)"),
+        nbformat.v4.new_code_cell("time.sleep(0.3)  # slow\nassert os.environ['LECTURE_PROFILE'] == 'quick'"),
+        nbformat.v4.new_code_cell("def divide(a, b):\n    return a / b\n\ndivide(answer, 0)"),
+        nbformat.v4.new_code_cell("print('never runs')"),
+    ]
     path = tmp_path / "01_example.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     return path

@@ -10,9 +10,16 @@ from lecture_lib.bench import __main__ as bench
 from tests.command_line import MISSING_DEVICE, assert_refused, refused_in_process, run_command, trap
 
 # Where each benchmark's work starts: trapped, so that a row that gets past the checks fails loudly.
-FIRST_WORK = {"attention": "compare_multihead", "bert": "BertForPreTraining", "compression": "time_variants",
-              "gpu_check": "check_notebook", "parallel": "section6_jobs", "synthetic": "sentences_per_second", "tokenization": "corpus_texts",
-              "transformer": "settings"}
+FIRST_WORK = {
+    "attention": "compare_multihead",
+    "bert": "BertForPreTraining",
+    "compression": "time_variants",
+    "gpu_check": "check_notebook",
+    "parallel": "section6_jobs",
+    "synthetic": "sentences_per_second",
+    "tokenization": "corpus_texts",
+    "transformer": "settings",
+}
 BAD_INPUT = [
     (["bert", "--batch-size", "0"], "--batch-size", "expected a value >= 1, got 0"),
     (["bert", "--steps", "0"], "--steps", "expected a value >= 1, got 0"),
@@ -29,7 +36,11 @@ BAD_INPUT = [
     (["compression", "--repeats", "x"], "--repeats", "expected int, got 'x'"),
     (["gpu_check", "--device", "cpu", "--slow", "-1"], "--slow", "expected a value >= 0, got -1.0"),
     (["gpu_check", "--device", "tpu"], "--device", "invalid choice: 'tpu'"),
-    (["gpu_check", "--device", "cpu", "missing.ipynb"], "notebooks", "expected an existing .ipynb file, got 'missing.ipynb'"),
+    (
+        ["gpu_check", "--device", "cpu", "missing.ipynb"],
+        "notebooks",
+        "expected an existing .ipynb file, got 'missing.ipynb'",
+    ),
     (["parallel", "--jobs", "0"], "--jobs", "expected a value >= 1, got 0"),
     (["parallel", "--workers", "0"], "--workers", "expected a value >= 1, got 0"),
     (["synthetic", "--sentences", "0"], "--sentences", "expected a value >= 1, got 0"),
@@ -38,8 +49,12 @@ BAD_INPUT = [
     (["tokenization", "--documents", "0"], "--documents", "expected a value >= 1, got 0"),
     (["transformer", "--repeats", "0"], "--repeats", "expected a value >= 1, got 0"),
     *([(["gpu_check"], "--device", "no CUDA GPU is visible to PyTorch here")] if not torch.cuda.is_available() else []),
-    (["nope"], "NAME", "expected one of attention, bert, compression, gpu_check, parallel, synthetic, tokenization, "
-                       "transformer, got 'nope'"),
+    (
+        ["nope"],
+        "NAME",
+        "expected one of attention, bert, compression, gpu_check, parallel, synthetic, tokenization, "
+        "transformer, got 'nope'",
+    ),
 ]
 
 

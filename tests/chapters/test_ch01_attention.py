@@ -38,7 +38,6 @@ def test_loss_ignores_padding_positions():
     torch.testing.assert_close(rnn_seq2seq_loss(model, batch), expected)
 
 
-
 class FixedGreedy:
     """Stands in for an RNNSeq2Seq whose greedy decoding writes the given tokens."""
 
@@ -50,12 +49,16 @@ class FixedGreedy:
 
 
 def test_rnn_exact_match_compares_the_targets_real_positions_only():
-    batch = make_batch([torch.tensor([4, 5, 6]), torch.tensor([4]), torch.tensor([7])],
-                       [torch.tensor([6, 5, 4]), torch.tensor([4]), torch.tensor([7])])
+    batch = make_batch(
+        [torch.tensor([4, 5, 6]), torch.tensor([4]), torch.tensor([7])],
+        [torch.tensor([6, 5, 4]), torch.tensor([4]), torch.tensor([7])],
+    )
     assert batch.tgt_out.tolist() == [[6, 5, 4, EOS], [4, EOS, PAD, PAD], [7, EOS, PAD, PAD]]
-    written = [[6, 5, 4, EOS],  # the target, EOS included: a match
-               [4, EOS, 9, 9],  # the target, then tokens after EOS where the target is padding: a match
-               [7, 8, EOS, PAD]]  # a token too many before EOS: no match
+    written = [
+        [6, 5, 4, EOS],  # the target, EOS included: a match
+        [4, EOS, 9, 9],  # the target, then tokens after EOS where the target is padding: a match
+        [7, 8, EOS, PAD],
+    ]  # a token too many before EOS: no match
     assert rnn_greedy_exact_match(FixedGreedy(written), batch).tolist() == [True, True, False]
 
 
@@ -78,8 +81,12 @@ def test_exercise_1_additive_attention_scores_and_keeps_long_strings():
         s, _ = model.decoder(model.embed(batch.tgt_in), last)
         for b, n in enumerate(batch.src_lengths.tolist()):
             for t in range(batch.tgt_in.shape[1]):
-                e = torch.stack([model.v.weight[0] @ torch.tanh(model.w1.weight @ states[b, i] + model.w2.weight @ s[b, t])
-                                 for i in range(n)])
+                e = torch.stack(
+                    [
+                        model.v.weight[0] @ torch.tanh(model.w1.weight @ states[b, i] + model.w2.weight @ s[b, t])
+                        for i in range(n)
+                    ]
+                )
                 torch.testing.assert_close(alpha[b, t, :n], e.softmax(0))
                 assert (alpha[b, t, n:] == 0).all()  # padded source positions get no weight
     exp = BottleneckExperiment(hidden_size=32, steps=300, batch_size=32, min_len=2, max_len=7)

@@ -30,8 +30,15 @@ VOCAB = 11
 
 
 def _tiny_config():
-    return TransformerConfig(vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=2, num_attention_heads=4,
-                             ffn_dim=24, max_position_embeddings=12)
+    return TransformerConfig(
+        vocab_size=VOCAB,
+        d_model=16,
+        encoder_layers=2,
+        decoder_layers=2,
+        num_attention_heads=4,
+        ffn_dim=24,
+        max_position_embeddings=12,
+    )
 
 
 def test_loss_is_label_smoothed_cross_entropy_over_real_tokens():
@@ -47,9 +54,15 @@ def test_loss_is_label_smoothed_cross_entropy_over_real_tokens():
     torch.testing.assert_close(seq2seq_loss(model, batch, label_smoothing=eps), expected)
 
 
-
-@pytest.mark.parametrize("overrides, field", [(dict(max_len=2), "max_len"), (dict(layers=0), "layers"),
-                                              (dict(seeds=(1, 1)), "seeds"), (dict(stability_steps=0), "stability")])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(max_len=2), "max_len"),
+        (dict(layers=0), "layers"),
+        (dict(seeds=(1, 1)), "seeds"),
+        (dict(stability_steps=0), "stability"),
+    ],
+)
 def test_the_config_refuses_sizes_that_make_no_run(overrides, field):
     with pytest.raises(ValueError, match=field):
         chapter_config(**overrides)
@@ -67,6 +80,7 @@ def test_decoder_gradient_norms_are_one_per_layer_and_vary_with_the_seed():
     norms = [decoder_gradient_norms(exp, False, seed) for seed in (0, 0, 1)]
     assert len(norms[0]) == 6 and all(n > 0 for n in norms[0])
     assert norms[0] == norms[1] and norms[0] != norms[2]
+
 
 def _small_experiment(seed):
     exp = reversal_experiment(d_model=16, ffn_dim=32, encoder_layers=1, decoder_layers=1, dropout=0.1)
@@ -91,7 +105,6 @@ def test_quick_profile_model_learns_reversal(monkeypatch):
     assert history.loss[-1] < history.loss[0] / 3
 
 
-
 def test_translation_experiment_fits_its_task():
     exp = translation_experiment(d_model=16, ffn_dim=32, encoder_layers=1, decoder_layers=1)
     assert exp.model.vocab_size == exp.task.vocab_size
@@ -106,13 +119,20 @@ def test_exercise_1_learned_rows_no_string_reaches_keep_their_initial_values():
     """Exercise 1: after training, the learned tables' rows beyond the training lengths (source positions ≥ 8,
     target ≥ 9 with BOS) are their initial values shrunk only by AdamW's decay, Π(1 - lr_t · 0.01); the rows
     the strings reach have moved."""
-    exp = reversal_experiment(position_embedding_type="learned", max_position_embeddings=12, d_model=16, ffn_dim=32,
-                              encoder_layers=1, decoder_layers=1)
+    exp = reversal_experiment(
+        position_embedding_type="learned",
+        max_position_embeddings=12,
+        d_model=16,
+        ffn_dim=32,
+        encoder_layers=1,
+        decoder_layers=1,
+    )
     exp = replace(exp, task=replace(exp.task, max_len=8), train=replace(exp.train, steps=5, warmup_steps=2))
     model, history = train_experiment(exp, batch_size=16)
     decay = math.prod(1 - lr * exp.train.weight_decay for lr in history.lr)
-    for table, initial, reached in zip((model.encoder_positions.weight, model.decoder_positions.weight),
-                                       initial_position_tables(exp), (8, 9)):
+    for table, initial, reached in zip(
+        (model.encoder_positions.weight, model.decoder_positions.weight), initial_position_tables(exp), (8, 9)
+    ):
         torch.testing.assert_close(table.detach().cpu()[reached:], decay * initial[reached:])
         assert not torch.isclose(table.detach().cpu()[:reached], decay * initial[:reached]).all(dim=-1).any()
 
@@ -133,8 +153,9 @@ def test_exercise_2_only_the_smoothed_loss_has_a_floor():
     assert F.cross_entropy(confident, target).item() < 1e-6
     assert F.cross_entropy(confident, target, label_smoothing=eps).item() > floor
     random_logits = torch.randn(1000, vocab, generator=torch.Generator().manual_seed(0))
-    smoothed = F.cross_entropy(random_logits, torch.zeros(1000, dtype=torch.long), label_smoothing=eps,
-                               reduction="none")
+    smoothed = F.cross_entropy(
+        random_logits, torch.zeros(1000, dtype=torch.long), label_smoothing=eps, reduction="none"
+    )
     assert (smoothed >= floor - 1e-6).all()
 
 
@@ -162,7 +183,7 @@ class TableModel:
 def test_exercise_3_the_mean_per_token_prefers_the_longer_hypothesis():
     """Exercise 3: where the two rankings part, the sum prefers the short hypothesis (3 </s>: log ½ + log 0.6)
     and the mean per token the long one (4 4 4 4 </s>: log ½ + 4 log 0.8, lower in sum, higher per token)."""
-    (index, by_sum, by_mean), = length_penalty_changes(TableModel(), torch.tensor([[5, 6]]), 2, 8)
+    ((index, by_sum, by_mean),) = length_penalty_changes(TableModel(), torch.tensor([[5, 6]]), 2, 8)
     assert index == 0 and by_sum.tokens == [3, EOS] and by_mean.tokens == [4, 4, 4, 4, EOS]
     assert math.isclose(by_sum.score, math.log(0.5) + math.log(0.6), rel_tol=1e-6)
     assert math.isclose(by_mean.score, math.log(0.5) + 4 * math.log(0.8), rel_tol=1e-6)
@@ -199,8 +220,11 @@ def test_exercise_5_free_order_puts_the_object_first_in_half_the_sentences():
     head_final's. A translator that always writes head_final's order, every word right, then matches the single
     reference on only about half of those sentences and scores BLEU 93, not 100."""
     pairs = FreeOrderTranslationTask(max_words=16).test_pairs(500)
-    both = [(s, t) for s, t in pairs  # the main clause has a subject and an object
-            if {"nsubj", "obj"} <= {s.deprels[i] for i, head in enumerate(s.heads) if head == s.heads.index(0) + 1}]
+    both = [
+        (s, t)
+        for s, t in pairs  # the main clause has a subject and an object
+        if {"nsubj", "obj"} <= {s.deprels[i] for i, head in enumerate(s.heads) if head == s.heads.index(0) + 1}
+    ]
     moved = [(s, t) for s, t in pairs if t != head_final(s)]
     assert all(sorted(t) == sorted(head_final(s)) for s, t in pairs)
     assert all((s, t) in both for s, t in moved)
@@ -231,8 +255,17 @@ def test_free_order_experiment_trains_on_a_quarter_of_the_translation_sentences(
 def test_greedy_against_beam_scores_each_decoder_against_every_right_order():
     torch.manual_seed(0)
     task = FreeOrderTranslationTask(max_words=8)
-    model = Transformer(TransformerConfig(vocab_size=task.vocab_size, d_model=16, encoder_layers=1, decoder_layers=1,
-                                          num_attention_heads=2, ffn_dim=16, max_position_embeddings=24)).eval()
+    model = Transformer(
+        TransformerConfig(
+            vocab_size=task.vocab_size,
+            d_model=16,
+            encoder_layers=1,
+            decoder_layers=1,
+            num_attention_heads=2,
+            ffn_dim=16,
+            max_position_embeddings=24,
+        )
+    ).eval()
     pairs = task.test_pairs(6)
     result = greedy_against_beam(model, task, pairs, beam_width=3, length_penalty=0.6)
     src = task.batch(pairs).src
@@ -241,10 +274,12 @@ def test_greedy_against_beam_scores_each_decoder_against_every_right_order():
     beams = beam_search(model, src, 3, max_len, length_penalty=0.6)
     assert torch.equal(result.greedy_scores, scores.double())
     assert result.beam_scores.tolist() == [h.score for h in beams]
-    assert result.greedy == [" ".join(task.decode(row[: row.index(EOS)] if EOS in row else row))
-                             for row in tokens.tolist()]
+    assert result.greedy == [
+        " ".join(task.decode(row[: row.index(EOS)] if EOS in row else row)) for row in tokens.tolist()
+    ]
     first, second = ([" ".join(task.references(s)[k]) for s, _ in pairs] for k in (0, 1))
     assert result.bleu["beam"] == corpus_bleu(result.beam, first, other_references=[second])
     assert result.differing == [i for i in range(len(pairs)) if result.greedy[i] != result.beam[i]]
-    assert result.beam_more_probable == sum(bool(result.beam_scores[i] > result.greedy_scores[i])
-                                            for i in result.differing)
+    assert result.beam_more_probable == sum(
+        bool(result.beam_scores[i] > result.greedy_scores[i]) for i in result.differing
+    )

@@ -71,13 +71,13 @@ def test_profiles_pick_the_sizes(monkeypatch):
     assert shorter.pretrain.model == quick.pretrain.model and shorter.documents == quick.documents
 
 
-
 def test_pretraining_seeds_are_lecture_seeds_in_full_and_the_first_alone_in_quick(monkeypatch):
     monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     assert pretraining_seeds() == (3, 4, 5)
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     assert pretraining_seeds() == (3,)
+
 
 def test_masking_ablation_trains_one_cached_model_per_rule(monkeypatch, tmp_path):
     config = _tiny(monkeypatch, tmp_path)
@@ -101,19 +101,30 @@ def test_pretraining_ablations_rows(monkeypatch, tmp_path):
     for name, row in [*rows.items(), *sizes.items()]:
         both = name in (*BOTH_TASKS_ROWS, "No pretraining")
         assert list(row["downstream"]) == list(DOWNSTREAM_TASKS if both else DOWNSTREAM_TASKS[:1])
-    assert all(len(f1) == 2 and all(0 <= x <= 1 for x in f1) for row in rows.values() for f1 in row["downstream"].values())
+    assert all(
+        len(f1) == 2 and all(0 <= x <= 1 for x in f1) for row in rows.values() for f1 in row["downstream"].values()
+    )
     # the BERT row's [MASK] accuracy, recomputed from its cached model on the held-out text without pairs
     bert = synthetic_bert(config)
     held_out = course_language.synthetic_pretraining_data(
-        dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, objective=dataclasses.replace(
-            config.pretrain.objective, pairs=None))), bert.tokenizer)
-    recomputed = evaluate_at_masks(bert.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id,
-                                   held_out.most_frequent_token())
+        dataclasses.replace(
+            config,
+            pretrain=dataclasses.replace(
+                config.pretrain, objective=dataclasses.replace(config.pretrain.objective, pairs=None)
+            ),
+        ),
+        bert.tokenizer,
+    )
+    recomputed = evaluate_at_masks(
+        bert.model, held_out.eval_batches(), held_out.tokenizer.mask_token_id, held_out.most_frequent_token()
+    )
     assert rows["BERT (MLM + NSP)"]["mask_accuracy"] == pytest.approx(recomputed["mask_accuracy"])
     # its downstream scores, recomputed: each seed fine-tuned anew
     tasks = downstream_tasks(bert.tokenizer, config)
-    assert downstream_scores({"context entities": tasks["context entities"]}, bert.model.bert, config) == \
-        rows["BERT (MLM + NSP)"]["downstream"]
+    assert (
+        downstream_scores({"context entities": tasks["context entities"]}, bert.model.bert, config)
+        == rows["BERT (MLM + NSP)"]["downstream"]
+    )
     assert list(sizes) == ["1/16/2", "2/64/4"]  # the second is the BERT row's shape: one run serves both tables
     assert sizes["2/64/4"] == rows["BERT (MLM + NSP)"] and sizes["1/16/2"]["parameters"] < sizes["2/64/4"]["parameters"]
     assert all(math.isfinite(row["mlm_loss"]) for row in sizes.values())
@@ -138,7 +149,9 @@ def test_right_context_entity_labels_by_brute_force():
             assert words[3] in surnames
             company = len(words) == 6
             assert not company or words[4] in COMPANY_SUFFIXES
-            expected = ["B-PER", "I-PER", "O", "B-ORG", "I-ORG", "O"] if company else ["B-PER", "I-PER", "O", "B-LOC", "O"]
+            expected = (
+                ["B-PER", "I-PER", "O", "B-ORG", "I-ORG", "O"] if company else ["B-PER", "I-PER", "O", "B-LOC", "O"]
+            )
             assert e.tags == expected
             prefixes[e.tags[3]].add(tuple(words[2:4]))  # the verb and the surname: the left side of the tag
         places = sum(e.tags[3] == "B-LOC" for e in examples)
@@ -157,7 +170,9 @@ def test_best_left_to_right_tags_is_the_majority_at_the_place_word():
         assert tags[3:-1] == [f"B-{kind}"] + [f"I-{kind}"] * (len(tags) - 5)
     # its F1: every person right, and the places or companies of the majority type only, with no extra entity
     right = places.count(f"B-{kind}")
-    assert span_f1([e.tags for e in examples], best)["f1"] == pytest.approx((len(examples) + right) / (2 * len(examples)))
+    assert span_f1([e.tags for e in examples], best)["f1"] == pytest.approx(
+        (len(examples) + right) / (2 * len(examples))
+    )
     with pytest.raises(ValueError, match="fourth word"):
         best_left_to_right_tags([TaggingExample(["Anna", "Berg", "sings", "."], ["B-PER", "I-PER", "O", "O"])])
 
@@ -167,29 +182,37 @@ def test_downstream_scores_fine_tune_left_to_right_through_a_causal_head(monkeyp
     bert = synthetic_bert(config)
     tasks = downstream_tasks(bert.tokenizer, config)
     heads = []
-    monkeypatch.setattr(ch04, "finetune_from", lambda task, encoder, budget: heads.append(task.head) or
-                        SimpleNamespace(scores={"f1": 0.5}))
+    monkeypatch.setattr(
+        ch04,
+        "finetune_from",
+        lambda task, encoder, budget: heads.append(task.head) or SimpleNamespace(scores={"f1": 0.5}),
+    )
     assert downstream_scores(tasks, bert.model.bert, config, left_to_right=True) == {name: [0.5] for name in tasks}
-    assert all(issubclass(head, BertForTokenClassification) and head.encoder_class is LeftToRightBertModel
-               for head in heads)
+    assert all(
+        issubclass(head, BertForTokenClassification) and head.encoder_class is LeftToRightBertModel for head in heads
+    )
 
 
 def test_synthetic_bert_is_cached(monkeypatch, tmp_path):
     config = _tiny(monkeypatch, tmp_path)
     first = synthetic_bert(config)
     second = synthetic_bert(config)
-    assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(),
-                                                  second.model.state_dict().values()))
+    assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()))
 
 
 def _general_and_further(monkeypatch, tmp_path, **train):
     """A tiny documentation model and the recipe that pretrains it further on the synthetic language."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    general = small_pretrained_bert(chapter_config(train=dict(steps=2, batch_size=8, warmup_steps=1, eval_every=0),
-                                                   data=dict(vocab_size=300, eval_pairs=16)), progress=False)
-    config = further_pretraining_config(general.config, documents=40,
-                                        pretrain=dict(train=dict(batch_size=8, eval_every=0, **train)))
+    general = small_pretrained_bert(
+        chapter_config(
+            train=dict(steps=2, batch_size=8, warmup_steps=1, eval_every=0), data=dict(vocab_size=300, eval_pairs=16)
+        ),
+        progress=False,
+    )
+    config = further_pretraining_config(
+        general.config, documents=40, pretrain=dict(train=dict(batch_size=8, eval_every=0, **train))
+    )
     return general, config
 
 
@@ -215,9 +238,15 @@ def test_further_pretraining_moves_a_copy_and_is_cached(monkeypatch, tmp_path):
     assert all(torch.equal(t, before[name]) for name, t in general.model.state_dict().items())  # untouched
     assert not all(torch.equal(t, before[name]) for name, t in further.model.state_dict().items())
     again = further_pretrained_bert(general, config, progress=False)
-    assert all(torch.equal(a, b) for a, b in zip(further.model.state_dict().values(), again.model.state_dict().values()))
-    wider = dataclasses.replace(config, pretrain=dataclasses.replace(
-        config.pretrain, model=dataclasses.replace(config.pretrain.model, intermediate_size=64)))
+    assert all(
+        torch.equal(a, b) for a, b in zip(further.model.state_dict().values(), again.model.state_dict().values())
+    )
+    wider = dataclasses.replace(
+        config,
+        pretrain=dataclasses.replace(
+            config.pretrain, model=dataclasses.replace(config.pretrain.model, intermediate_size=64)
+        ),
+    )
     with pytest.raises(ValueError, match="general model's shape"):
         further_pretrained_bert(general, wider, progress=False)
 
@@ -247,7 +276,9 @@ def test_exercise_2_forty_percent_model_scored_at_fifteen(monkeypatch, tmp_path)
     right = shown = 0
     for batch in held_out.eval_batches():
         with torch.no_grad():
-            predicted = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).prediction_logits.argmax(-1)
+            predicted = model(
+                batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]
+            ).prediction_logits.argmax(-1)
         at_mask = batch["input_ids"] == held_out.tokenizer.mask_token_id
         right += int((predicted[at_mask] == batch["labels"][at_mask]).sum())
         shown += int(at_mask.sum())
@@ -268,10 +299,12 @@ def test_exercise_4_deleting_the_selected_positions_shortens_the_rows():
     """Exercise 4: the deletion probe on a worked example: `[CLS] a [MASK] c d [SEP]` with b selected becomes
     `[CLS] a c d [SEP]` (intact: `[CLS] a b c d [SEP]`), scored at a and c shown as themselves."""
     cls, sep, a, b, c, d, mask = 2, 3, 10, 11, 12, 13, 4
-    batch = {"input_ids": torch.tensor([[cls, a, mask, c, d, sep, 0], [cls, mask, a, sep, 0, 0, 0]]),
-             "attention_mask": torch.tensor([[1] * 6 + [0], [1] * 4 + [0] * 3]),
-             "token_type_ids": torch.tensor([[0, 0, 0, 0, 1, 1, 0], [0] * 7]),
-             "labels": torch.tensor([[-100, -100, b, -100, -100, -100, -100], [-100, d, -100, -100, -100, -100, -100]])}
+    batch = {
+        "input_ids": torch.tensor([[cls, a, mask, c, d, sep, 0], [cls, mask, a, sep, 0, 0, 0]]),
+        "attention_mask": torch.tensor([[1] * 6 + [0], [1] * 4 + [0] * 3]),
+        "token_type_ids": torch.tensor([[0, 0, 0, 0, 1, 1, 0], [0] * 7]),
+        "labels": torch.tensor([[-100, -100, b, -100, -100, -100, -100], [-100, d, -100, -100, -100, -100, -100]]),
+    }
     deleted = gap_neighbour_probe(batch, [0, 1, cls, sep, mask])
     assert deleted["input_ids"].tolist() == [[cls, a, c, d, sep, 0, 0], [cls, a, sep, 0, 0, 0, 0]]
     assert deleted["attention_mask"].tolist() == [[1] * 5 + [0] * 2, [1] * 3 + [0] * 4]
@@ -313,8 +346,10 @@ def test_exercise_6_bert_base_is_about_20_h100_hours():
     flops = bert_base_pretraining_flops()
     L, H, V, inner = 12, 768, 30522, 3072
     n = L * (4 * H * H + 2 * H * inner) + H * H + H * V  # layers, the MLM transform, the tied output layer
-    assert flops == pytest.approx(sum((6 * n + 12 * L * t * H) * tokens for t, tokens in
-                                      ((128, 0.9e6 * 256 * 128), (512, 0.1e6 * 256 * 512))), rel=0.02)
+    assert flops == pytest.approx(
+        sum((6 * n + 12 * L * t * H) * tokens for t, tokens in ((128, 0.9e6 * 256 * 128), (512, 0.1e6 * 256 * 512))),
+        rel=0.02,
+    )
     assert round(flops / 1e19, 1) == 2.9
     hours, kwh = gpu_hours_and_kwh(flops, 990e12, 0.4, 700)
     assert (round(hours, 1), round(kwh)) == (20.3, 14)

@@ -30,7 +30,9 @@ def tiny(monkeypatch, tmp_path):
     return config, tasks, encoder
 
 
-@pytest.mark.parametrize("adapt", [None, bitfit, partial(add_adapters, bottleneck=2), partial(PromptTuning, num_prompts=2)])
+@pytest.mark.parametrize(
+    "adapt", [None, bitfit, partial(add_adapters, bottleneck=2), partial(PromptTuning, num_prompts=2)]
+)
 def test_a_cached_run_is_the_run_it_stands_for_read_back(tiny, monkeypatch, adapt):
     config, tasks, encoder = tiny
     task = tasks["context_ner"]
@@ -51,17 +53,21 @@ def test_a_cached_run_is_scored_on_the_test_set_it_is_given_and_named_by_what_tr
     task = tasks["acceptability"]
     run = cached_finetune_from(task, encoder, config.finetune)
     agreeing = predict(run.model, task.test)["logits"].argmax(-1)  # a test set labelled by the model's own answers
-    other_test = dataclasses.replace(task, test=dataclasses.replace(task.test, features={
-        **task.test.features, "labels": agreeing}))
+    other_test = dataclasses.replace(
+        task, test=dataclasses.replace(task.test, features={**task.test.features, "labels": agreeing})
+    )
     monkeypatch.setattr(ch05_bert_finetuning, "finetune_from", lambda *args: pytest.fail("trained again"))
     same_training = cached_finetune_from(other_test, encoder, config.finetune)
     assert same_training.scores == score(other_test, run.model) and same_training.scores["accuracy"] == 1.0
     trained = []
-    monkeypatch.setattr(ch05_bert_finetuning, "finetune_from", lambda *args: trained.append(args) or finetune_from(*args))
+    monkeypatch.setattr(
+        ch05_bert_finetuning, "finetune_from", lambda *args: trained.append(args) or finetune_from(*args)
+    )
     cached_finetune_from(task, encoder, dataclasses.replace(config.finetune, seed=1))  # another seed
     cached_finetune_from(task, encoder.config, config.finetune)  # random weights
-    fewer = dataclasses.replace(task, train=dataclasses.replace(task.train, features={
-        k: v[:-1] for k, v in task.train.features.items()}))
+    fewer = dataclasses.replace(
+        task, train=dataclasses.replace(task.train, features={k: v[:-1] for k, v in task.train.features.items()})
+    )
     cached_finetune_from(fewer, encoder, config.finetune)  # other training data
     assert len(trained) == 3
 
@@ -70,7 +76,10 @@ def test_adapt_recipe_names_the_function_and_a_partials_arguments():
     assert adapt_recipe(None) is None
     assert adapt_recipe(bitfit)["code"] == "lecture_lib.finetuning.peft.bitfit"
     assert adapt_recipe(partial(add_adapters, bottleneck=2)) != adapt_recipe(partial(add_adapters, bottleneck=8))
-    assert adapt_recipe(partial(PromptTuning, num_prompts=8))["partial"]["code"] == "lecture_lib.finetuning.peft.PromptTuning"
+    assert (
+        adapt_recipe(partial(PromptTuning, num_prompts=8))["partial"]["code"]
+        == "lecture_lib.finetuning.peft.PromptTuning"
+    )
 
 
 def test_null_threshold_scores_are_the_scores_at_each_threshold(tiny):

@@ -53,8 +53,9 @@ def test_exercise_2_nmod_grows_the_noun_phrases_and_is_a_new_run(monkeypatch):
     corpus = synthetic_corpus(config)
     seq_len = config.pretrain.data.seq_len
     before = mean_masked_run(corpus.train, corpus.tokenizer, "noun phrases", seq_len)
-    after = mean_masked_run(corpus.train, corpus.tokenizer, "noun phrases", seq_len,
-                            ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"})
+    after = mean_masked_run(
+        corpus.train, corpus.tokenizer, "noun phrases", seq_len, ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"}
+    )
     assert after > before + 0.05, (before, after)  # 1.65 -> 1.79 tokens on the quick profile's documents
     before = scheme_run.cache_name(config, "noun phrases")
     monkeypatch.setattr(ch06, "NOUN_PHRASE_DEPENDENTS", ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"})
@@ -77,19 +78,31 @@ def test_exercise_1_left_padding_moves_bert_not_roberta():
     """Exercise 1: left padding changes BERT's outputs at the real tokens clearly, RoBERTa's only by rounding, and
     RoBERTa forced to arange positions changes as BERT does; transformers' models measure the same."""
     torch.manual_seed(0)
-    sizes = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1)
+    sizes = dict(
+        vocab_size=60,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.1,
+    )
     bert = BertModel(BertConfig(max_position_embeddings=32, **sizes))
     roberta = RobertaModel(RobertaConfig(max_position_embeddings=34, **sizes))
     input_ids = torch.randint(3, 60, (2, 8))  # no pad id (0 for BERT, 1 for RoBERTa)
-    shifts = {"BERT": left_padding_shift(bert, input_ids, 3),
-              "RoBERTa": left_padding_shift(roberta, input_ids, 3),
-              "RoBERTa, arange": left_padding_shift(roberta, input_ids, 3, arange_positions=True)}
+    shifts = {
+        "BERT": left_padding_shift(bert, input_ids, 3),
+        "RoBERTa": left_padding_shift(roberta, input_ids, 3),
+        "RoBERTa, arange": left_padding_shift(roberta, input_ids, 3, arange_positions=True),
+    }
     assert shifts["BERT"] > 0.05 and shifts["RoBERTa, arange"] > 0.05, shifts
     assert shifts["RoBERTa"] < 1e-5, shifts
-    references = {"BERT": _hf_left_padding_shift(bert.to_hf().eval(), input_ids, 3, 0),
-                  "RoBERTa": _hf_left_padding_shift(roberta.to_hf().eval(), input_ids, 3, 1),
-                  "RoBERTa, arange": _hf_left_padding_shift(roberta.to_hf().eval(), input_ids, 3, 1, "arange")}
+    references = {
+        "BERT": _hf_left_padding_shift(bert.to_hf().eval(), input_ids, 3, 0),
+        "RoBERTa": _hf_left_padding_shift(roberta.to_hf().eval(), input_ids, 3, 1),
+        "RoBERTa, arange": _hf_left_padding_shift(roberta.to_hf().eval(), input_ids, 3, 1, "arange"),
+    }
     for name, shift in shifts.items():
         assert shift == pytest.approx(references[name], abs=1e-5), (name, shifts, references)
 
@@ -106,8 +119,12 @@ def test_exercise_3_the_full_profile_is_a_new_study_judged_by_the_same_rule(monk
     assert config.documents == 20_000
     assert names[0] != names[1], names
     row = lambda accuracy: {"mlm_accuracy": accuracy}  # noqa: E731
-    formats = {"segment-pair": row(0.50), "sentence-pair": row(0.40), "full-sentences": row(0.50),
-               "doc-sentences": row(0.49)}
+    formats = {
+        "segment-pair": row(0.50),
+        "sentence-pair": row(0.40),
+        "full-sentences": row(0.50),
+        "doc-sentences": row(0.49),
+    }
     assert no_nsp_holds(formats)  # a tie counts: "at least as good"
     assert not no_nsp_holds({**formats, "segment-pair": row(0.51)})
 
@@ -132,8 +149,9 @@ def test_exercise_4_a_draw_per_token_shows_a_quarter_of_the_spans_a_token(monkey
             return replacement(input_ids, chosen, *args)
 
         monkeypatch.setattr(span_masking, "_mask_chosen", recording)
-        masked, _ = span_masking.mask_spans(input_ids, word_ids, mask_token_id=1, vocab_size=30_000,
-                                            generator=torch.Generator().manual_seed(1))
+        masked, _ = span_masking.mask_spans(
+            input_ids, word_ids, mask_token_id=1, vocab_size=30_000, generator=torch.Generator().manual_seed(1)
+        )
         share = spans_showing_a_token(input_ids, masked, seen[0])
         if replacement is once_per_span:
             assert share == pytest.approx(0.10, abs=0.02)
@@ -145,9 +163,15 @@ def test_exercise_4_a_draw_per_token_shows_a_quarter_of_the_spans_a_token(monkey
 
 def tiny_config(**overrides):
     """A study small enough to train in a test: 60 documents, 3 pretraining steps, 2 fine-tuning steps."""
-    return chapter_config(documents=60, held_out_documents=12, task_examples=32, test_examples=16,
-                          pretrain=dict(train=dict(steps=3, warmup_steps=1, batch_size=8), data=dict(eval_pairs=16)),
-                          finetune=dict(steps=2, batch_size=8), **overrides)
+    return chapter_config(
+        documents=60,
+        held_out_documents=12,
+        task_examples=32,
+        test_examples=16,
+        pretrain=dict(train=dict(steps=3, warmup_steps=1, batch_size=8), data=dict(eval_pairs=16)),
+        finetune=dict(steps=2, batch_size=8),
+        **overrides,
+    )
 
 
 def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
@@ -157,15 +181,16 @@ def test_the_span_task_points_at_its_answers_and_tests_on_other_people():
     tokenizer = synthetic_corpus(config).tokenizer
     task = span_task(config, tokenizer)
     train_people, test_people = split_people(SyntheticLanguage(config.language_seed).world)
-    train_examples = qa_examples(SyntheticLanguage(config.language_seed), config.task_examples, 1, train_people,
-                                 sentences_per_passage=3)
+    train_examples = qa_examples(
+        SyntheticLanguage(config.language_seed), config.task_examples, 1, train_people, sentences_per_passage=3
+    )
     for encoded, examples in ((task.train, train_examples), (task.test, task.test_examples)):
         assert len(examples) == len(encoded)
         ids = encoded.features["input_ids"]
         for n, example in enumerate(examples):
             start, end = int(encoded.features["start_positions"][n]), int(encoded.features["end_positions"][n])
             answer = [i for w in example.answer.split(" ") for i in tokenizer.encode(w)]
-            assert ids[n, start:end + 1].tolist() == answer, (example.answer, start, end)
+            assert ids[n, start : end + 1].tolist() == answer, (example.answer, start, end)
     for example in task.test_examples:
         assert not any(person.name in " ".join(example.passage) for person in train_people)
     # one segment type, as RoBERTa's inputs: question and passage told apart by [SEP] alone
@@ -188,12 +213,14 @@ def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_ev
     compared = ("subword tokens", "geometric spans")
     runs = seeded_runs(config, "scheme", SCHEMES, compared=compared, span_task=compared)
     assert {name: sorted(r) for name, r in runs.items()} == {
-        name: [3, 4, 5] if name in compared else [3] for name in SCHEMES}
+        name: [3, 4, 5] if name in compared else [3] for name in SCHEMES
+    }
     assert all(row["f1"] == seed for r in runs.values() for seed, row in r.items())
     fn, jobs = calls[-1]
     assert fn is scheme_run and len(jobs) == 9
-    assert all(job[0].seeds == (job[0].pretrain.seed,) and job[0].pretrain.train == config.pretrain.train
-               for job in jobs)
+    assert all(
+        job[0].seeds == (job[0].pretrain.seed,) and job[0].pretrain.train == config.pretrain.train for job in jobs
+    )
     assert all(span_task == (name in compared) for _, name, span_task in jobs)  # the others pretrained only
     every = seeded_runs(chapter_config(seeds=(3, 4, 5), every_row_seeded=True), "scheme", SCHEMES)
     assert all(sorted(r) == [3, 4, 5] for r in every.values())
@@ -245,16 +272,30 @@ def test_the_unpadded_loss_is_the_padded_one_with_the_same_gradients():
     from lecture_lib.pretraining import pretraining_loss
 
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                          intermediate_size=32, max_position_embeddings=12, hidden_dropout_prob=0.0,
-                                          attention_probs_dropout_prob=0.0)).double()
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=12,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        )
+    ).double()
     lengths = torch.tensor([12, 5, 9, 2])
     mask = (torch.arange(12)[None, :] < lengths[:, None]).long()
     ids = torch.randint(5, 50, (4, 12)) * mask
     labels = torch.where((torch.rand(4, 12) < 0.3) & mask.bool(), ids, -100)
     labels[:, 0] = ids[:, 0]  # every row has a label
-    batch = dict(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids), labels=labels,
-                 next_sentence_label=torch.tensor([0, 1, 1, 0]))
+    batch = dict(
+        input_ids=ids,
+        attention_mask=mask,
+        token_type_ids=torch.zeros_like(ids),
+        labels=labels,
+        next_sentence_label=torch.tensor([0, 1, 1, 0]),
+    )
     results = []
     for loss in (pretraining_loss, unpadded_loss):
         model.zero_grad()

@@ -39,14 +39,29 @@ from tests.command_line import (
     trap_pretraining,
 )
 
-VARIANTS = [dict(), dict(num_hidden_groups=2), dict(num_hidden_groups=4, inner_group_num=2),
-            dict(embedding_size=64, intermediate_size=100)]
+VARIANTS = [
+    dict(),
+    dict(num_hidden_groups=2),
+    dict(num_hidden_groups=4, inner_group_num=2),
+    dict(embedding_size=64, intermediate_size=100),
+]
 
 
 @pytest.mark.parametrize("sizes", VARIANTS, ids=str)
 def test_the_albert_formula_counts_what_transformers_builds(sizes):
-    config = AlbertConfig(**{**dict(vocab_size=300, embedding_size=16, hidden_size=64, num_hidden_layers=4,
-                                    num_attention_heads=4, intermediate_size=256), **sizes})
+    config = AlbertConfig(
+        **{
+            **dict(
+                vocab_size=300,
+                embedding_size=16,
+                hidden_size=64,
+                num_hidden_layers=4,
+                num_attention_heads=4,
+                intermediate_size=256,
+            ),
+            **sizes,
+        }
+    )
     assert encoder_parameters(config) == count_on_meta(lambda: transformers.AlbertModel(config.to_hf()))
 
 
@@ -59,14 +74,24 @@ def test_the_paper_configs_count_as_transformers_does(name):
 
 def test_layer_transitions_are_the_mean_distance_and_angle_between_transformers_hidden_states():
     torch.manual_seed(0)
-    config = AlbertConfig(vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=3,
-                          num_attention_heads=2, intermediate_size=32)
+    config = AlbertConfig(
+        vocab_size=50,
+        embedding_size=8,
+        hidden_size=16,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
     ours = AlbertForPreTraining(config)
     hf = transformers.AlbertModel(config.to_hf()).eval()
-    hf.load_state_dict({k.removeprefix("albert."): v for k, v in ours.state_dict().items()
-                        if k.startswith("albert.")}, strict=False)
-    batch = dict(input_ids=torch.randint(1, 50, (2, 5)), attention_mask=torch.tensor([[1] * 5, [1, 1, 1, 0, 0]]),
-                 token_type_ids=torch.zeros(2, 5, dtype=torch.long))
+    hf.load_state_dict(
+        {k.removeprefix("albert."): v for k, v in ours.state_dict().items() if k.startswith("albert.")}, strict=False
+    )
+    batch = dict(
+        input_ids=torch.randint(1, 50, (2, 5)),
+        attention_mask=torch.tensor([[1] * 5, [1, 1, 1, 0, 0]]),
+        token_type_ids=torch.zeros(2, 5, dtype=torch.long),
+    )
     curves = layer_transitions(ours, [batch])
     with torch.no_grad():
         states = hf(**batch, output_hidden_states=True).hidden_states
@@ -74,8 +99,10 @@ def test_layer_transitions_are_the_mean_distance_and_angle_between_transformers_
     for layer in range(3):
         x, y = states[layer], states[layer + 1]
         distance = sum(float((y[b, t] - x[b, t]).norm()) for b, t in tokens) / len(tokens)
-        angle = sum(math.degrees(math.acos(min(1.0, float(x[b, t] @ y[b, t] / (x[b, t].norm() * y[b, t].norm())))))
-                    for b, t in tokens) / len(tokens)
+        angle = sum(
+            math.degrees(math.acos(min(1.0, float(x[b, t] @ y[b, t] / (x[b, t].norm() * y[b, t].norm())))))
+            for b, t in tokens
+        ) / len(tokens)
         assert curves["l2"][layer] == pytest.approx(distance, rel=1e-4)
         assert curves["angle"][layer] == pytest.approx(angle, rel=1e-3)
 
@@ -84,8 +111,16 @@ def test_the_bert_twin_has_the_albert_sizes_and_bert_layers():
     config = albert_config()
     twin = bert_twin(config)
     assert isinstance(twin.model, BertConfig) and twin.data == config.data and twin.train == config.train
-    for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                 "hidden_act", "initializer_range", "max_position_embeddings"):
+    for name in (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_act",
+        "initializer_range",
+        "max_position_embeddings",
+    ):
         assert getattr(twin.model, name) == getattr(config.model, name), name
 
 
@@ -97,8 +132,11 @@ def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch
     assert help_text.startswith("usage: python -m lecture_lib.chapters.ch07_albert")
     assert "--model.embedding_size " in help_text and "--model.num_hidden_groups " in help_text
 
-    config = recipe_passed_to_pretrain(monkeypatch, main, ["--out", "x", "--model.embedding_size", "32",
-                                                           "--model.num_hidden_groups", "2", "--objective.pairs", "sop"])
+    config = recipe_passed_to_pretrain(
+        monkeypatch,
+        main,
+        ["--out", "x", "--model.embedding_size", "32", "--model.num_hidden_groups", "2", "--objective.pairs", "sop"],
+    )
     assert isinstance(config.model, AlbertConfig)
     assert (config.model.embedding_size, config.model.num_hidden_groups, config.objective.pairs) == (32, 2, "sop")
     assert config.model.hidden_size == albert_config().model.hidden_size  # the rest is the chapter's recipe
@@ -106,8 +144,11 @@ def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch
 
 # ALBERT's own rules, then one row per rule of the recipe's fields (the family's fields included).
 BAD_INPUT = [
-    (["--model.num_hidden_groups", "3"], "--model.num_hidden_groups",
-     "num_hidden_layers 4 is not divisible by num_hidden_groups 3 (each group serves L / G consecutive layers)"),
+    (
+        ["--model.num_hidden_groups", "3"],
+        "--model.num_hidden_groups",
+        "num_hidden_layers 4 is not divisible by num_hidden_groups 3 (each group serves L / G consecutive layers)",
+    ),
     (["--model.embedding_size", "0"], "--model.embedding_size", "expected a value >= 1, got 0"),
     (["--model.classifier_dropout_prob", "1.5"], "--model.classifier_dropout_prob", "expected a value in [0, 1]"),
     (["--objective.pairs", "rtd"], "--objective.pairs", "expected one of nsp, sop, got 'rtd'"),
@@ -142,8 +183,9 @@ def test_exercise_1_a_second_layer_per_group_adds_one_layer_and_doubles_the_appl
     input_ids = torch.zeros(1, 4, dtype=torch.long, device="meta")
     with torch.device("meta"):
         applied = layer_applications(AlbertModel(two), AlbertLayer, input_ids)
-        hf_applied = layer_applications(transformers.AlbertModel(two.to_hf()),
-                                        transformers.models.albert.modeling_albert.AlbertLayer, input_ids)
+        hf_applied = layer_applications(
+            transformers.AlbertModel(two.to_hf()), transformers.models.albert.modeling_albert.AlbertLayer, input_ids
+        )
     assert applied == hf_applied == 24
 
 
@@ -151,13 +193,20 @@ def test_exercise_2_the_factorized_table_uses_at_most_e_directions():
     """Exercise 2: W_word W_projᵀ is the table transformers' ALBERT feeds its first layer (rank ≤ E, so k ≤ E
     for 90% of its energy); a BERT table of the same width needs more directions; k from numpy's SVD."""
     torch.manual_seed(0)
-    sizes = dict(vocab_size=200, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                 initializer_range=0.1)
+    sizes = dict(
+        vocab_size=200,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        initializer_range=0.1,
+    )
     albert = AlbertForPreTraining(AlbertConfig(embedding_size=8, **sizes))
     table = effective_word_table(albert)  # (V, H)
     hf = transformers.AlbertModel(albert.config.to_hf())
-    hf.load_state_dict({k.removeprefix("albert."): v for k, v in albert.state_dict().items()
-                        if k.startswith("albert.")}, strict=False)
+    hf.load_state_dict(
+        {k.removeprefix("albert."): v for k, v in albert.state_dict().items() if k.startswith("albert.")}, strict=False
+    )
     with torch.no_grad():
         projected = hf.encoder.embedding_hidden_mapping_in(hf.embeddings.word_embeddings.weight)
     torch.testing.assert_close(table + hf.encoder.embedding_hidden_mapping_in.bias, projected)
@@ -175,9 +224,12 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     names = []
-    monkeypatch.setattr("lecture_lib.chapters.ch07_albert.cached_pretraining",
-                        lambda *args, **kw: names.append(cached_pretraining.cache_name(*args, **kw))
-                        or SimpleNamespace(model=torch.nn.Identity()))
+    monkeypatch.setattr(
+        "lecture_lib.chapters.ch07_albert.cached_pretraining",
+        lambda *args, **kw: (
+            names.append(cached_pretraining.cache_name(*args, **kw)) or SimpleNamespace(model=torch.nn.Identity())
+        ),
+    )
     for steps in (1200, 2400):
         config = chapter_config(pairs=dict(objective=dict(pairs="nsp"), train=dict(steps=steps))).pairs
         pretrained(config, DiaryPairs(config))
@@ -185,9 +237,15 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
     monkeypatch.undo()
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    chapter = chapter_config(pairs=dict(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1,
-                                                   num_attention_heads=2, intermediate_size=32),
-                                        train=dict(steps=20, batch_size=8, warmup_steps=2)), seeds=(3,))
+    chapter = chapter_config(
+        pairs=dict(
+            model=dict(
+                hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+            ),
+            train=dict(steps=20, batch_size=8, warmup_steps=2),
+        ),
+        seeds=(3,),
+    )
     grid = pair_task_grid(chapter, workers=1)
     tiny = chapter.pairs
     data = DiaryPairs(tiny)
@@ -228,8 +286,12 @@ def test_diary_pairs_labels_match_the_diaries_they_come_from():
         assert len(held.test["input_ids"]) == config.data.eval_pairs
         for ids, types, label in zip(held.test["input_ids"], held.test["token_type_ids"], held.test[held.label_key]):
             tokens = data.tokenizer.convert_ids_to_tokens(ids.tolist())
-            first, second = (" ".join(t for t, s in zip(tokens[1:], types[1:].tolist())
-                                      if s == segment and t not in ("[SEP]", "[PAD]")) for segment in (0, 1))
+            first, second = (
+                " ".join(
+                    t for t, s in zip(tokens[1:], types[1:].tolist()) if s == segment and t not in ("[SEP]", "[PAD]")
+                )
+                for segment in (0, 1)
+            )
             a, b = entry_of[first], entry_of[second]
             consecutive = any(i == j and k + 1 == m for i, k in a for j, m in b)
             reversed_ = any(i == j and m + 1 == k for i, k in a for j, m in b)
@@ -250,9 +312,12 @@ def test_exercise_4_xxlarge_costs_seven_bert_large_per_token(seq_len, ratio):
     xxlarge = training_flops_per_token(configs["ALBERT xxlarge"], seq_len)
     large = training_flops_per_token(configs["BERT large"], seq_len)
     with torch.device("meta"):
-        layers = {"ALBERT xxlarge": transformers.AlbertModel(configs["ALBERT xxlarge"].to_hf()).encoder
-                  .albert_layer_groups[0],
-                  "BERT large": transformers.BertModel(configs["BERT large"].to_hf()).encoder.layer[0]}
+        layers = {
+            "ALBERT xxlarge": transformers.AlbertModel(configs["ALBERT xxlarge"].to_hf()).encoder.albert_layer_groups[
+                0
+            ],
+            "BERT large": transformers.BertModel(configs["BERT large"].to_hf()).encoder.layer[0],
+        }
     for name, flops in (("ALBERT xxlarge", xxlarge), ("BERT large", large)):
         config = configs[name]
         h, n = config.hidden_size, config.num_hidden_layers
@@ -271,9 +336,15 @@ def test_the_pair_runs_score_on_the_accelerator_fresh_and_read_back(monkeypatch,
     from tests.fake_accelerator import FakeAccelerator
 
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    tiny = chapter_config(pairs=dict(model=dict(hidden_size=16, embedding_size=8, num_hidden_layers=1,
-                                                num_attention_heads=2, intermediate_size=32), data=dict(eval_pairs=16),
-                                     train=dict(steps=3, batch_size=8, warmup_steps=1))).pairs
+    tiny = chapter_config(
+        pairs=dict(
+            model=dict(
+                hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+            ),
+            data=dict(eval_pairs=16),
+            train=dict(steps=3, batch_size=8, warmup_steps=1),
+        )
+    ).pairs
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "cpu"))
     on_cpu = pair_run_scores(tiny, "sop", 3)
     model = AlbertForPreTraining(tiny.model)

@@ -51,9 +51,17 @@ from lecture_lib.models.electra_variants import AllTokensMLM, ReplaceMLM
 from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.tokenization import WordPieceTokenizer
 
-MODEL = dict(vocab_size=300, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-             intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.0,
-             attention_probs_dropout_prob=0.0)
+MODEL = dict(
+    vocab_size=300,
+    embedding_size=32,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=32,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 def small_config(**overrides):
@@ -99,14 +107,21 @@ def test_batches_are_the_same_for_every_run_and_choose_exactly_round_015_n(data)
 def test_batches_end_at_their_longest_row_and_give_the_losses_of_the_full_width():
     """The columns cut off are padding: padded back to the full length, every variant's loss is the same."""
     full = 128  # longer than the documents' pairs, so that rows end in padding
-    data = ElectraChapterData(Chapter08Config(model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}),
-                                              steps=40, batch_size=8, documents=150))
+    data = ElectraChapterData(
+        Chapter08Config(
+            model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}), steps=40, batch_size=8, documents=150
+        )
+    )
     batches = [data.batch(step, test=True) for step in range(4)]
     assert all(b["input_ids"].shape[1] == int(b["attention_mask"].sum(1).max()) for b in batches)
     batch = min(batches, key=lambda b: b["input_ids"].shape[1])
     assert batch["input_ids"].shape[1] < full
-    pad = {name: F.pad(tensor, (0, full - tensor.shape[1]), value=IGNORE_INDEX if name == "labels" else 0)
-           if tensor.dim() == 2 else tensor for name, tensor in batch.items()}
+    pad = {
+        name: F.pad(tensor, (0, full - tensor.shape[1]), value=IGNORE_INDEX if name == "labels" else 0)
+        if tensor.dim() == 2
+        else tensor
+        for name, tensor in batch.items()
+    }
     for variant in ("ELECTRA", "BERT", "All-Tokens MLM"):
         model = build_model(variant, data.config, data, 0.25).double()
         loss = run_loss(variant, seed=0)
@@ -130,8 +145,11 @@ def test_every_variant_trains_on_a_batch(variant, data):
     loss = run_loss(variant, 0)(model, data.batch(0))
     loss.backward()
     assert math.isfinite(loss.item()) and loss.item() > 0
-    assert all(p.grad is not None for n, p in model.named_parameters() if "position_embeddings" not in n
-               and "token_type" not in n)
+    assert all(
+        p.grad is not None
+        for n, p in model.named_parameters()
+        if "position_embeddings" not in n and "token_type" not in n
+    )
 
 
 def test_unigram_generator_is_for_electra_only(data):
@@ -176,8 +194,9 @@ def test_the_quick_profile_keeps_the_papers_fractions(monkeypatch):
     assert set(chapter_config().variants) == set(VARIANTS)
 
 
-def test_exercise_1_the_discriminator_weight_is_a_field_that_reaches_the_loss_and_the_cache_key(data, tmp_path,
-                                                                                                   monkeypatch):
+def test_exercise_1_the_discriminator_weight_is_a_field_that_reaches_the_loss_and_the_cache_key(
+    data, tmp_path, monkeypatch
+):
     """Exercise 1: chapter_config(discriminator_weight=1.0) weights L_Disc by 1; at the start the masked-LM loss
     (a 300-way softmax) dominates the sum, the binary loss is several times smaller."""
     from lecture_lib.runtime import generator
@@ -192,8 +211,9 @@ def test_exercise_1_the_discriminator_weight_is_a_field_that_reaches_the_loss_an
             loss = run_loss("ELECTRA", 0, weight)(model, batch)
             torch.testing.assert_close(loss, out.mlm_loss + weight * out.discriminator_loss)
     assert out.mlm_loss > 4 * out.discriminator_loss  # λ = 1: the generator's loss dominates the sum
-    names = {pretrain_run.cache_name("ELECTRA", small_config(discriminator_weight=weight), 0.5)
-             for weight in (1.0, 50.0)}
+    names = {
+        pretrain_run.cache_name("ELECTRA", small_config(discriminator_weight=weight), 0.5) for weight in (1.0, 50.0)
+    }
     assert len(names) == 2, names  # a new weight is a new recipe, never the cached run of the other
 
 
@@ -240,13 +260,27 @@ def test_exercise_4_electras_head_is_transformers_and_leaves_the_quick_curve_as_
     profile's curve, NER alone (a head on every token, no pooler), cannot change, while the full profile's
     acceptability and entailment read token 0 through it; its scores are cached apart from the pooler's."""
     torch.manual_seed(0)
-    encoder = BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                   intermediate_size=32, max_position_embeddings=16))
+    encoder = BertModel(
+        BertConfig(
+            vocab_size=40,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+        )
+    )
     model = ElectraHeadForSequenceClassification.from_encoder(encoder, 3, dropout=0.2)
     hf_config = transformers.ElectraConfig(hidden_size=16, num_labels=3, hidden_dropout_prob=0.2)
     head = ElectraClassificationHead(hf_config)
-    head.load_state_dict({"dense.weight": model.dense.weight, "dense.bias": model.dense.bias,
-                          "out_proj.weight": model.classifier.weight, "out_proj.bias": model.classifier.bias})
+    head.load_state_dict(
+        {
+            "dense.weight": model.dense.weight,
+            "dense.bias": model.dense.bias,
+            "out_proj.weight": model.classifier.weight,
+            "out_proj.bias": model.classifier.bias,
+        }
+    )
     input_ids = torch.randint(0, 40, (2, 7))
     with torch.no_grad():
         hidden = model.eval().bert(input_ids).last_hidden_state
@@ -258,16 +292,20 @@ def test_exercise_4_electras_head_is_transformers_and_leaves_the_quick_curve_as_
     assert not any(name.startswith("bert.pooler.") for name in model.state_dict())
     language = SyntheticLanguage(0)
     tokenizer = WordPieceTokenizer.train([s.text for s in language.sentences(500, seed=0)], 300)
-    tasks = course_language.build_tasks(tokenizer, course_language.chapter_config(train_examples=8, test_examples=8,
-                                                                                  max_length=128))
+    tasks = course_language.build_tasks(
+        tokenizer, course_language.chapter_config(train_examples=8, test_examples=8, max_length=128)
+    )
     swapped = with_electra_head(tasks)
     assert [name for name in tasks if swapped[name].head is ElectraHeadForSequenceClassification] == [
-        "acceptability", "entailment"]
+        "acceptability",
+        "entailment",
+    ]
     assert all(swapped[name] is tasks[name] for name in ("ner", "qa"))
     for profile, sentence_tasks in (("quick", set()), ("full", {"acceptability", "entailment"})):
         monkeypatch.setenv("LECTURE_PROFILE", profile)
         assert {name for name in chapter_config().tasks if tasks[name].head is BertForSequenceClassification} == (
-            sentence_tasks)
+            sentence_tasks
+        )
     run = Run("ELECTRA", 0.25, 10, 1.0, [], {}, {}, name="pretrain_run-0123456789abcdef")
     names = {finetune_scores.cache_name(run, 1.0, small_config(), electra_head) for electra_head in (False, True)}
     assert len(names) == 2, names
@@ -339,7 +377,9 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
     real_total = replaced_total + originals_total
     assert measured["discriminator loss"] == pytest.approx(bce / real_total, rel=1e-5)
     share = replaced_total / real_total  # a constant guess at the share scores the entropy of the share
-    assert measured["constant guess loss"] == pytest.approx(-share * math.log(share) - (1 - share) * math.log(1 - share))
+    assert measured["constant guess loss"] == pytest.approx(
+        -share * math.log(share) - (1 - share) * math.log(1 - share)
+    )
 
 
 def test_compute_all_trains_the_missing_runs_and_returns_what_the_loop_returns(tmp_path, monkeypatch):
@@ -390,7 +430,9 @@ def test_a_run_keeps_the_whole_pair_at_each_fraction(data, tmp_path, monkeypatch
     assert all(torch.equal(run.snapshots[1.0][k], v) for k, v in run.final_state.items())
     for fraction, encoder in run.checkpoints.items():
         assert all(torch.equal(run.snapshots[fraction]["discriminator.electra." + k], v) for k, v in encoder.items())
-    assert any(not torch.equal(run.snapshots[0.5][k], v) for k, v in run.final_state.items() if k.startswith("generator."))
+    assert any(
+        not torch.equal(run.snapshots[0.5][k], v) for k, v in run.final_state.items() if k.startswith("generator.")
+    )
 
 
 def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
@@ -403,8 +445,10 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
 
     monkeypatch.setattr("lecture_lib.chapters.ch08_electra.compute_all", fake)
     table, sweep = chapter_runs(config)
-    assert table == {"ELECTRA": {0: ("ELECTRA", 0, 0.25), 1: ("ELECTRA", 1, 0.25)},
-                     "BERT": {0: ("BERT", 0, 0.25), 1: ("BERT", 1, 0.25)}}
+    assert table == {
+        "ELECTRA": {0: ("ELECTRA", 0, 0.25), 1: ("ELECTRA", 1, 0.25)},
+        "BERT": {0: ("BERT", 0, 0.25), 1: ("BERT", 1, 0.25)},
+    }
     assert sweep == {0.25: table["ELECTRA"], "unigram": {0: ("ELECTRA", 0, "unigram"), 1: ("ELECTRA", 1, "unigram")}}
     assert [cfg.finetune.seed for _, cfg, _, _ in asked] == [0, 1, 0, 1, 0, 1]
     _, sweep = chapter_runs(replace(config, sweep_seeds=1))  # the quick profile's sweep: the first seed only
@@ -414,11 +458,13 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
 def test_the_claims_seeds_come_from_lecture_seeds_and_bad_fields_are_refused(monkeypatch):
     monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
     assert (chapter_config().seeds, chapter_config().seed) == ((3, 4, 5), 3)
-    for overrides, message in ((dict(variants=("BERT",)), r"variants: expected ELECTRA and others of"),
-                               (dict(generator_sizes=(0.5,)), r"expected the chapter's generator 0.25 among them"),
-                               (dict(fractions=(0.5,)), r"fractions: expected shares of the budget in \(0, 1\]"),
-                               (dict(tasks=("parsing",)), r"tasks: expected some of"),
-                               (dict(seeds=(2, 2)), r"seeds: expected distinct non-negative seeds"),
-                               (dict(sweep_seeds=0), r"sweep_seeds: expected at least one run per generator")):
+    for overrides, message in (
+        (dict(variants=("BERT",)), r"variants: expected ELECTRA and others of"),
+        (dict(generator_sizes=(0.5,)), r"expected the chapter's generator 0.25 among them"),
+        (dict(fractions=(0.5,)), r"fractions: expected shares of the budget in \(0, 1\]"),
+        (dict(tasks=("parsing",)), r"tasks: expected some of"),
+        (dict(seeds=(2, 2)), r"seeds: expected distinct non-negative seeds"),
+        (dict(sweep_seeds=0), r"sweep_seeds: expected at least one run per generator"),
+    ):
         with pytest.raises(ValueError, match=message):
             chapter_config(**overrides)

@@ -41,8 +41,7 @@ from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, batch_o
 
 def test_every_task_is_prefixed_text_with_a_text_answer():
     lang = SyntheticLanguage(0)
-    prefixes = {"acceptability": "acceptability:", "entailment": "premise:", "question": "question:",
-                "facts": "facts:"}
+    prefixes = {"acceptability": "acceptability:", "entailment": "premise:", "question": "question:", "facts": "facts:"}
     for task in TASKS:
         for inputs, target in text_to_text(lang, task, 20, seed=4, people=lang.world.people):
             assert inputs[0] == prefixes[task] and target
@@ -64,8 +63,17 @@ def test_bias_curves_read_the_models_table():
 
 def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    recipe = chapter_config(pretrain_steps=2, finetune_steps=2, batch_size=4, train_examples=20, eval_examples=4,
-                            documents=30, objectives=("drop_tokens", "random_spans"), seeds=(0, 1), probe_documents=8)
+    recipe = chapter_config(
+        pretrain_steps=2,
+        finetune_steps=2,
+        batch_size=4,
+        train_examples=20,
+        eval_examples=4,
+        documents=30,
+        objectives=("drop_tokens", "random_spans"),
+        seeds=(0, 1),
+        probe_documents=8,
+    )
     results = objective_runs(recipe)
     assert set(results["runs"]) == {"no pretraining", "drop_tokens", "random_spans"}
     assert results["runs"]["no pretraining"]["pretrain_loss"] is None
@@ -110,7 +118,7 @@ def test_pack_cuts_the_stream_into_full_rows():
 def test_tiny_bart_is_initialised_at_the_scale_of_its_width():
     recipe = chapter_config(d_model=64, d_ff=256)
     default, bart_own = tiny_bart(recipe, 500), tiny_bart(chapter_config(bart_init_std=0.02), 500)
-    for model, std in ((default, 64 ** -0.5), (bart_own, 0.02)):
+    for model, std in ((default, 64**-0.5), (bart_own, 0.02)):
         assert model.model.shared.weight.std().item() == pytest.approx(std, rel=0.05)
         assert model.model.encoder.layers[0].ffn.fc1.weight.std().item() == pytest.approx(std, rel=0.05)
 
@@ -127,8 +135,9 @@ def test_bart_corruptions_compose():
 
 def test_exercise_3_mass_style_writes_the_whole_text_from_15_percent_masks():
     """Exercise 3's expected outcome: inputs and targets as long as the document, about 15% of the inputs <M>."""
-    inputs, targets = mass_style("Thank you for inviting me to your party last week .".split(),
-                                 generator=torch.Generator().manual_seed(0))
+    inputs, targets = mass_style(
+        "Thank you for inviting me to your party last week .".split(), generator=torch.Generator().manual_seed(0)
+    )
     assert targets == "Thank you for inviting me to your party last week .".split() and len(inputs) == len(targets)
     assert all(i in ("<M>", t) for i, t in zip(inputs, targets))
     docs = SyntheticLanguage(0).documents(300, seed=1, sentences_per_document=3)
@@ -145,13 +154,15 @@ def test_exercise_1_half_the_tokens_in_spans_of_ten_make_282_inputs_and_283_targ
     assert span_corruption_lengths(512, 0.5, 10) == (282, 283)
     words = [f"w{i}" for i in range(512)]
     for seed in range(3):
-        mask = random_spans_noise_mask(512, noise_density=0.5, mean_noise_span_length=10,
-                                       generator=torch.Generator().manual_seed(seed))
+        mask = random_spans_noise_mask(
+            512, noise_density=0.5, mean_noise_span_length=10, generator=torch.Generator().manual_seed(seed)
+        )
         inputs, targets = span_corrupt(words, mask)
         assert int(mask.sum()) == 256 and (len(inputs), len(targets)) == (282, 283)
     for length, density, mean in ((100, 0.15, 3), (37, 0.3, 2)):
-        mask = random_spans_noise_mask(length, noise_density=density, mean_noise_span_length=mean,
-                                       generator=torch.Generator().manual_seed(0))
+        mask = random_spans_noise_mask(
+            length, noise_density=density, mean_noise_span_length=mean, generator=torch.Generator().manual_seed(0)
+        )
         inputs, targets = span_corrupt(words[:length], mask)
         assert span_corruption_lengths(length, density, mean) == (len(inputs), len(targets))
 
@@ -159,8 +170,11 @@ def test_exercise_1_half_the_tokens_in_spans_of_ten_make_282_inputs_and_283_targ
 def test_exercise_2_a_gain_counts_in_standard_errors_of_the_difference():
     """Exercise 2: on 100 questions, 0.45 against no pretraining's 0.30 is a gain of 2.2 standard errors (it beats
     it), 0.35 one of 0.8 (within the noise); the standard error is that of simulated differences of such scores."""
-    runs = {"no pretraining": {"scores": {"question": 0.30}}, "bert_style": {"scores": {"question": 0.45}},
-            "random_spans": {"scores": {"question": 0.35}}}
+    runs = {
+        "no pretraining": {"scores": {"question": 0.30}},
+        "bert_style": {"scores": {"question": 0.45}},
+        "random_spans": {"scores": {"question": 0.35}},
+    }
     gains = gains_in_standard_errors(runs, "question", n=100)
     assert set(gains) == {"bert_style", "random_spans"}
     assert abs(gains["bert_style"] - 2.2) < 0.05 and abs(gains["random_spans"] - 0.76) < 0.05, gains
@@ -170,26 +184,36 @@ def test_exercise_2_a_gain_counts_in_standard_errors_of_the_difference():
         draws = torch.binomial(torch.full((40_000,), 100.0), torch.tensor(p).expand(40_000), generator=g) / 100
         baseline = torch.binomial(torch.full((40_000,), 100.0), torch.tensor(p0).expand(40_000), generator=g) / 100
         assert gain == pytest.approx((p - p0) / float((draws - baseline).std()), rel=0.02)
-    assert gains_in_standard_errors({"no pretraining": {"scores": {"question": 1.0}},
-                                     "x": {"scores": {"question": 1.0}}})["x"] == 0.0
+    assert (
+        gains_in_standard_errors({"no pretraining": {"scores": {"question": 1.0}}, "x": {"scores": {"question": 1.0}}})[
+            "x"
+        ]
+        == 0.0
+    )
 
 
 def test_exercise_4_bart_init_std_002_leaves_the_decoder_deaf_to_the_encoder():
     """Exercise 4: at initialisation, at width 64, the cross-attention output is under 0.01 of the residual stream
     (about 0.006) with σ = 0.02 against about 0.55 with σ = 64^-1/2, as transformers' BART measures it; the σ = 0.02
     BART gives one answer to every test input of every task, the width-matched one does not."""
-    sizes = dict(d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, train_examples=40, eval_examples=30,
-                 documents=40)
+    sizes = dict(
+        d_model=64, num_layers=2, num_heads=4, d_kv=16, d_ff=128, train_examples=40, eval_examples=30, documents=40
+    )
     data = TextToTextData(chapter_config(**sizes))
     batch = data.finetuning_batches(64)(0)
-    models = {std: tiny_bart(chapter_config(bart_init_std=std, **sizes), len(data.vocab)).eval() for std in (0.02, None)}
+    models = {
+        std: tiny_bart(chapter_config(bart_init_std=std, **sizes), len(data.vocab)).eval() for std in (0.02, None)
+    }
     ratios = {std: cross_attention_ratio(model, batch) for std, model in models.items()}
     assert all(r < 0.01 for r in ratios[0.02]) and all(0.4 < r < 0.7 for r in ratios[None]), ratios
     hf = models[None].to_hf().eval()
     expected = []
-    hooks = [layer.encoder_attn.register_forward_hook(
-        lambda m, args, out: expected.append(float(out[0].norm(dim=-1).mean() / args[0].norm(dim=-1).mean())))
-        for layer in hf.model.decoder.layers]
+    hooks = [
+        layer.encoder_attn.register_forward_hook(
+            lambda m, args, out: expected.append(float(out[0].norm(dim=-1).mean() / args[0].norm(dim=-1).mean()))
+        )
+        for layer in hf.model.decoder.layers
+    ]
     with torch.no_grad():
         hf(**batch)
     for hook in hooks:
@@ -203,8 +227,15 @@ def test_exercise_4_bart_init_std_002_leaves_the_decoder_deaf_to_the_encoder():
         ids = batch_of(data.test[task], data.vocab)["input_ids"]
         longest = max(len(b) for _, b in data.test[task]) + 1
         with torch.no_grad():
-            out = hf.generate(input_ids=ids, attention_mask=(ids != 0).long(), max_new_tokens=longest, do_sample=False,
-                              num_beams=1, forced_eos_token_id=None, forced_bos_token_id=None)
+            out = hf.generate(
+                input_ids=ids,
+                attention_mask=(ids != 0).long(),
+                max_new_tokens=longest,
+                do_sample=False,
+                num_beams=1,
+                forced_eos_token_id=None,
+                forced_bos_token_id=None,
+            )
         answers = [" ".join(data.vocab.decode(row[1:])) for row in out.tolist()]
         assert answers.count(answer) / len(answers) == share == max(map(answers.count, answers)) / len(answers)
 
@@ -239,8 +270,13 @@ def test_hidden_word_accuracy_counts_the_argmax_on_hidden_words():
     batch = data.pretraining_batches("random_spans", 8)(5)
     with torch.no_grad():
         predicted = model(**batch).logits.argmax(-1)
-    pairs = [(int(p), int(w)) for p, w, keep in zip(predicted.flatten(), batch["labels"].flatten(),
-                                                      hidden_words("random_spans", batch).flatten()) if keep]
+    pairs = [
+        (int(p), int(w))
+        for p, w, keep in zip(
+            predicted.flatten(), batch["labels"].flatten(), hidden_words("random_spans", batch).flatten()
+        )
+        if keep
+    ]
     words = [w for _, w in pairs]
     assert out["accuracy"] == pytest.approx(sum(p == w for p, w in pairs) / len(pairs))
     assert out["unigram"] == pytest.approx(max(words.count(w) for w in words) / len(words))
@@ -296,17 +332,24 @@ def test_the_pretraining_streams_differ_by_seed_and_the_shared_one_is_unseeded()
 
 
 def test_the_config_refuses_what_it_cannot_run():
-    for overrides, name in ((dict(noisings=("token_masking+shuffling",)), "noisings"),
-                            (dict(objectives=("mass",)), "objectives"), (dict(seeds=(0, 0)), "seeds"),
-                            (dict(seed_varies="data"), "seed_varies"), (dict(pretrain_steps=0), "pretrain_steps")):
+    for overrides, name in (
+        (dict(noisings=("token_masking+shuffling",)), "noisings"),
+        (dict(objectives=("mass",)), "objectives"),
+        (dict(seeds=(0, 0)), "seeds"),
+        (dict(seed_varies="data"), "seed_varies"),
+        (dict(pretrain_steps=0), "pretrain_steps"),
+    ):
         with pytest.raises(ValueError, match=f"^{name}: expected"):
             chapter_config(**overrides)
 
 
 def test_the_claims_about_objectives_vary_pretraining_and_say_why_quick_cannot():
     rules = [claim for claim in CLAIMS if hasattr(claim, "seeds")]
-    assert {rule.key for rule in rules} == {"09-denoising-beats-no-pretraining", "09-span-corruption-matches-bert-style",
-                                            "09-infilling-beats-rotation"}
+    assert {rule.key for rule in rules} == {
+        "09-denoising-beats-no-pretraining",
+        "09-span-corruption-matches-bert-style",
+        "09-infilling-beats-rotation",
+    }
     assert all(rule.seeds.kind == "pretraining" and rule.quick for rule in rules)
     assert all(gate.floor == "most-frequent-token guess" for rule in rules for gate in rule.gates)
     assert len(CHECKS) == 6

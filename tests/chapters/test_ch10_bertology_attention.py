@@ -54,7 +54,7 @@ def test_documentation_pairs_are_framed_as_transformers_frames_them(tokenizer, m
         n = int(pairs["attention_mask"][row].sum())
         ids = pairs["input_ids"][row, :n].tolist()
         first_sep = ids.index(tokenizer.sep_token_id)
-        a, b = (theirs.decode(part) for part in (ids[1:first_sep], ids[first_sep + 1:-1]))
+        a, b = (theirs.decode(part) for part in (ids[1:first_sep], ids[first_sep + 1 : -1]))
         encoded = theirs(a, b)
         assert ids == encoded["input_ids"] and pairs["token_type_ids"][row, :n].tolist() == encoded["token_type_ids"]
         assert pairs["special_tokens_mask"][row].nonzero().flatten().tolist() == [0, first_sep, n - 1]
@@ -87,8 +87,16 @@ def test_masked_sentences_select_words_only_and_keep_the_originals_as_labels(tok
 
 def test_word_maps_of_a_padded_batch_are_those_of_each_sentence_alone(tokenizer):
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                 num_attention_heads=2, intermediate_size=64, initializer_range=0.5))
+    model = BertModel(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            initializer_range=0.5,
+        )
+    )
     sentences = SyntheticLanguage(0).sentences(5, seed=6)
     batched = word_maps(model, tokenizer, sentences, batch_size=3)
     for sentence, maps in zip(sentences, batched):
@@ -104,8 +112,16 @@ def test_exercise_1_iterative_pruning_recomputes_the_importance_at_the_pruned_ga
     finite difference of the loss; each head is removed once."""
     tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(200, seed=0)], 120)
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
-                                          num_attention_heads=4, intermediate_size=32, initializer_range=0.5)).eval()
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=32,
+            initializer_range=0.5,
+        )
+    ).eval()
     result = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     batches = masked_sentences(result, SyntheticLanguage(0).sentences(16, seed=7), seed=0, batch_size=8)
     order = iterative_pruning_order(model, batches, mlm_loss, step=2)
@@ -121,7 +137,9 @@ def test_exercise_1_iterative_pruning_recomputes_the_importance_at_the_pruned_ga
         up.view(-1)[head] += h
         down.view(-1)[head] -= h
         with torch.no_grad():
-            by_difference = (float(mlm_loss(model, batches[0], up)) - float(mlm_loss(model, batches[0], down))) / (2 * h)
+            by_difference = (float(mlm_loss(model, batches[0], up)) - float(mlm_loss(model, batches[0], down))) / (
+                2 * h
+            )
         assert abs(by_difference) == pytest.approx(float(gradient[head]), rel=1e-5, abs=1e-9)
 
 
@@ -151,7 +169,7 @@ def test_similarity_forward_is_one_minus_cosine_of_mean_pooled_pairs(tokenizer, 
     for row in range(4):
         n = int(batch["attention_mask"][row].sum())
         with torch.no_grad():
-            pooled.append(model(batch["input_ids"][row:row + 1, :n]).last_hidden_state.mean(1))
+            pooled.append(model(batch["input_ids"][row : row + 1, :n]).last_hidden_state.mean(1))
     expected = sum(1 - torch.nn.functional.cosine_similarity(pooled[i], pooled[2 + i]) for i in range(2))
     assert float(loss.detach()) == pytest.approx(float(expected), abs=1e-5)
 
@@ -175,8 +193,16 @@ def test_parser_scores_split_the_sentences_and_read_the_gold_tree_from_a_head_th
 
 def test_exercise_2_masked_lm_forward_gives_the_mlm_loss_and_every_layers_attention():
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                          intermediate_size=32, max_position_embeddings=16)).eval()
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=40,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+        )
+    ).eval()
     ids = torch.tensor([[2, 7, 4, 9, 3], [2, 5, 6, 4, 3]])
     labels = torch.full_like(ids, -100)
     labels[:, 2], labels[1, 3] = 11, 12
@@ -192,7 +218,10 @@ def test_exercise_3_lowering_dominant_empties_heterogeneous(minilm):
     """Exercise 3, on section 3's 48 documentation pairs: heterogeneous holds 65% of MiniLM's maps at 0.5,
     52% at 0.45 and 34% at 0.4, the first threshold of the sweep below one half; the shares match a direct
     reading of the rule (heterogeneous: no share, nor vertical + diagonal with both >= 0.2, reaches it)."""
-    model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    model, tokenizer = (
+        BertModel.from_pretrained(minilm).eval(),
+        WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt"),
+    )
     pairs = documentation_pairs(tokenizer, chapter_config(pairs=48, max_length=64))
     maps = attention_maps(model, pairs["input_ids"], pairs["attention_mask"], pairs["token_type_ids"])
     shares = pattern_shares(maps, pairs["attention_mask"], pairs["special_tokens_mask"], pairs["token_type_ids"])
@@ -211,11 +240,20 @@ def test_exercise_4_summing_a_words_rows_leaves_clark_s_table_unchanged(tokenize
     """Exercise 4: summed rows are the mean rows times each word's piece count; the argmax of every row, hence
     every relation's best head and accuracy, is unchanged."""
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                 num_attention_heads=2, intermediate_size=64, initializer_range=0.5))
+    model = BertModel(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            initializer_range=0.5,
+        )
+    )
     sentences = SyntheticLanguage(0).sentences(60, seed=6)
-    mean_rows, sum_rows = (word_maps(model, tokenizer, sentences, to_words=f)
-                           for f in (word_attention, summed_row_attention))
+    mean_rows, sum_rows = (
+        word_maps(model, tokenizer, sentences, to_words=f) for f in (word_attention, summed_row_attention)
+    )
     split = 0
     for sentence, mean, summed in zip(sentences, mean_rows, sum_rows):
         _, word_of_piece = align_words(tokenizer, sentence.words)
@@ -224,8 +262,9 @@ def test_exercise_4_summing_a_words_rows_leaves_clark_s_table_unchanged(tokenize
         torch.testing.assert_close(summed, mean * pieces[:, None], atol=1e-6, rtol=1e-5)
     assert split > 20  # words of several pieces, whose rows the two conventions weigh differently
     trees = [s.heads for s in sentences], [s.deprels for s in sentences]
-    assert (syntactic_heads(sum_rows, *trees, DEPENDENCY_RELATIONS)
-            == syntactic_heads(mean_rows, *trees, DEPENDENCY_RELATIONS))
+    assert syntactic_heads(sum_rows, *trees, DEPENDENCY_RELATIONS) == syntactic_heads(
+        mean_rows, *trees, DEPENDENCY_RELATIONS
+    )
 
 
 def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss():
@@ -234,8 +273,15 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
     ``head_importance`` on the task loss of a model fine-tuned alike."""
     tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(2000, seed=0)], 600)
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
-                                          num_attention_heads=4, intermediate_size=32))
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=32,
+        )
+    )
     course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     config = FinetuneConfig(steps=2, batch_size=8, seed=3)
@@ -247,8 +293,9 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
     tuned = finetune(task, new_head(task, model.bert, config), config).model.eval()
     expected = head_importance(tuned, [task.train.batch(torch.arange(8))], gated_task_loss, normalize=False)
     torch.testing.assert_close(scores, expected)
-    other, _ = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1,
-                               batch_size=8)
+    other, _ = task_importance(
+        course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1, batch_size=8
+    )
     assert not torch.equal(scores, other)  # the seed decides the fine-tuning
 
 
@@ -257,12 +304,20 @@ def test_task_importance_scores_the_heads_where_fine_tuning_left_the_model():
     from tests.fake_accelerator import FakeAccelerator
 
     tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(2000, seed=0)], 600)
-    model = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
-                                          num_attention_heads=4, intermediate_size=32))
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=32,
+        )
+    )
     course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     with FakeAccelerator():
-        scores, _ = task_importance(course, "acceptability", FinetuneConfig(steps=2, batch_size=8), batches=1,
-                                    batch_size=8)
+        scores, _ = task_importance(
+            course, "acceptability", FinetuneConfig(steps=2, batch_size=8), batches=1, batch_size=8
+        )
     assert scores.shape == (2, 4)
 
 
@@ -284,7 +339,7 @@ def test_the_rare_token_null_finds_no_head_on_a_word_drawn_at_random():
     special[:, [0, -1]] = True
     mask = torch.ones(batch, length, dtype=torch.long)
     frequency = torch.randint(1, 1000, (batch, length), generator=torch.Generator().manual_seed(0))
-    rarest = frequency.masked_fill(special, 10 ** 6).argmin(-1)
+    rarest = frequency.masked_fill(special, 10**6).argmin(-1)
     attentions = torch.zeros(batch, 1, 2, length, length)
     attentions[torch.arange(batch), 0, 0, :, rarest] = 1.0  # head 0: every query on the rarest word
     attentions[:, 0, 1, :, 1] = 1.0  # head 1: every query on the first word

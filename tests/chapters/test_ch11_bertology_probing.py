@@ -2,7 +2,6 @@
 brute force), the held-out word types, the knowledge text and its further pretraining, the random twin, and the
 structural scores on vectors that hold the gold trees by construction."""
 
-
 import pytest
 import torch
 
@@ -117,8 +116,11 @@ def test_the_word_type_baseline_answers_each_word_with_its_types_most_frequent_t
             for i, label in word_labels(s, task):
                 by_type.setdefault(s.words[i].lower(), Counter())[label] += 1
         fallback = Counter(label for s in train for _, label in word_labels(s, task)).most_common(1)[0][0]
-        right = [label == (by_type[s.words[i].lower()].most_common(1)[0][0] if s.words[i].lower() in by_type
-                           else fallback) for s in test for i, label in word_labels(s, task)]
+        right = [
+            label == (by_type[s.words[i].lower()].most_common(1)[0][0] if s.words[i].lower() in by_type else fallback)
+            for s in test
+            for i, label in word_labels(s, task)
+        ]
         assert word_type_baseline(train, test, task) == pytest.approx(sum(right) / len(right))
     assert word_type_baseline(train, test, "pos") > 0.95 > 0.7 > word_type_baseline(train, test, "number")
 
@@ -143,8 +145,9 @@ def test_held_out_types_leave_a_share_of_the_types_out_and_the_control_falls_to_
     identity = torch.randn(30, 8, generator=g)[[i % 30 for i in range(600)]]
     x = torch.cat([torch.tensor([[float(y)] for y in labels]) * 3, identity, torch.randn(600, 4, generator=g)], 1)
     config = Chapter11Config(**QUICK)
-    out = held_out_probes(([x[:400]], labels[:400], words[:400]), ([x[400:]], labels[400:], words[400:]), "toy",
-                          config, "toy", seed=0)
+    out = held_out_probes(
+        ([x[:400]], labels[:400], words[:400]), ([x[400:]], labels[400:], words[400:]), "toy", config, "toy", seed=0
+    )
     [layer] = out["layers"]
     assert out["test_words"] == sum(w in held_out_types(words, seed_of("toy", 0)) for w in words[400:])
     assert layer["accuracy"] > 0.95 and layer["control"] < 0.75 and layer["selectivity"] > 0.25, out
@@ -170,23 +173,39 @@ def test_name_pieces_find_every_name_and_further_pretraining_leaves_the_model_al
     for s in sentences:
         ids, names = name_pieces(tokenizer, s)
         assert ids == tokenizer.frame(tokenizer.encode(s.text))[0]
-        expected = [" ".join(s.words[i] for i in range(len(s)) if s.entities[i] != "O" and
-                             sum(t.startswith("B-") for t in s.entities[:i + 1]) == k + 1).lower()
-                    for k in range(sum(t.startswith("B-") for t in s.entities))]
+        expected = [
+            " ".join(
+                s.words[i]
+                for i in range(len(s))
+                if s.entities[i] != "O" and sum(t.startswith("B-") for t in s.entities[: i + 1]) == k + 1
+            ).lower()
+            for k in range(sum(t.startswith("B-") for t in s.entities))
+        ]
         assert [tokenizer.decode([ids[p] for p in name]) for name in names] == expected
     from lecture_lib.models.bert import BertForPreTraining
+
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=16, num_hidden_layers=1,
-                                          num_attention_heads=2, intermediate_size=32)).eval()
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=len(tokenizer.vocab),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+        )
+    ).eval()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     trained = further_pretrain(model, tokenizer, sentences, Chapter11Config(**{**QUICK, "knowledge_steps": 3}), seed=0)
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
-    assert not trained.training and not torch.equal(trained.state_dict()[next(iter(before))], before[next(iter(before))])
+    assert not trained.training and not torch.equal(
+        trained.state_dict()[next(iter(before))], before[next(iter(before))]
+    )
 
 
 def test_the_random_twin_is_seeded_fresh_and_leaves_the_global_generator_alone():
-    model = BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                 intermediate_size=32))
+    model = BertModel(
+        BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    )
     state = torch.random.get_rng_state()
     a, b, c = random_twin(model, 0), random_twin(model, 0), random_twin(model, 1)
     assert torch.equal(torch.random.get_rng_state(), state)
@@ -230,16 +249,17 @@ def test_sense_measures_cover_every_word_and_layer(minilm):
 
 
 def test_span_batch_stacks_the_sentences_and_shifts_their_spans(sentences):
-    vectors = [torch.arange(len(s), dtype=torch.float).expand(3, len(s))[..., None] + 100 * i
-               for i, s in enumerate(sentences)]  # (layers, W, 1): the word's index, plus 100 x the sentence's
+    vectors = [
+        torch.arange(len(s), dtype=torch.float).expand(3, len(s))[..., None] + 100 * i for i, s in enumerate(sentences)
+    ]  # (layers, W, 1): the word's index, plus 100 x the sentence's
     batch, labels = span_batch(vectors, sentences, "relation")
     facts = [i for i, s in enumerate(sentences) if s.fact]
     assert batch.words.shape == (3, sum(len(sentences[i]) for i in facts), 1)
     assert labels == [sentences[i].fact.relation for i in facts]
     for (subject, obj), i in zip(batch.spans.tolist(), facts):
         [(((a, b), (c, e)), _)] = edge_examples(sentences[i], "relation")
-        assert batch.words[0, subject[0]:subject[1], 0].tolist() == [100 * i + w for w in range(a, b)]
-        assert batch.words[0, obj[0]:obj[1], 0].tolist() == [100 * i + w for w in range(c, e)]
+        assert batch.words[0, subject[0] : subject[1], 0].tolist() == [100 * i + w for w in range(a, b)]
+        assert batch.words[0, obj[0] : obj[1], 0].tolist() == [100 * i + w for w in range(c, e)]
 
 
 @pytest.fixture(scope="module")
@@ -247,7 +267,10 @@ def minilm_treebank(minilm):
     """MiniLM's word vectors of the quick profile's treebank (300 training, 150 test sentences): ~2 s."""
 
     config = Chapter11Config(**QUICK)  # the quick profile's sizes, whatever LECTURE_PROFILE says
-    model, tokenizer = BertModel.from_pretrained(minilm).eval(), WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
+    model, tokenizer = (
+        BertModel.from_pretrained(minilm).eval(),
+        WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt"),
+    )
     sentences = treebank(config)
     with torch.no_grad():
         vectors = tuple(word_vectors(model, tokenizer, [s.words for s in split]) for split in sentences)
@@ -260,8 +283,10 @@ def test_exercise_1_a_rank_2_probe_keeps_negation_and_loses_the_many_class_tasks
     vectors, sentences, config = minilm_treebank
     classes = {task: len(set(task_data(vectors[0], sentences[0], task)[1])) for task in ("negated", "pos", "deprel")}
     assert classes["negated"] == 2 and 10 <= classes["pos"] <= 14 and 17 <= classes["deprel"] <= 24, classes
-    full, low = ({task: probe_at_layer(vectors, sentences, task, 3, config, rank=rank).accuracy for task in classes}
-                 for rank in (None, 2))
+    full, low = (
+        {task: probe_at_layer(vectors, sentences, task, 3, config, rank=rank).accuracy for task in classes}
+        for rank in (None, 2)
+    )
     assert full["negated"] - low["negated"] < 0.02 and low["negated"] > 0.95, (full, low)
     assert 0.03 < full["pos"] - low["pos"] < 0.12, (full, low)  # 7 points
     assert 0.12 < full["deprel"] - low["deprel"] < 0.25, (full, low)  # 18 points: the largest loss
@@ -283,9 +308,19 @@ def test_exercise_3_rank_8_holds_nearly_the_whole_tree(minilm_treebank):
     """Exercise 3: the distance probe at MiniLM's best layer (3, section 4's sweep) reaches UUAS 0.91 at rank 8
     against 0.95 at rank 64, about 4 points below."""
     (train_vectors, test_vectors), (train, test), config = minilm_treebank
-    uuas = {rank: structural_scores([v[3] for v in train_vectors], [v[3] for v in test_vectors], train, test, rank,
-                                    config.structural_steps, seed_of(config.seed, 3, rank), depth=False)["uuas"]
-            for rank in (8, 64)}
+    uuas = {
+        rank: structural_scores(
+            [v[3] for v in train_vectors],
+            [v[3] for v in test_vectors],
+            train,
+            test,
+            rank,
+            config.structural_steps,
+            seed_of(config.seed, 3, rank),
+            depth=False,
+        )["uuas"]
+        for rank in (8, 64)
+    }
     assert abs(uuas[8] - 0.91) < 0.02 and abs(uuas[64] - 0.95) < 0.02 and 0.01 < uuas[64] - uuas[8] < 0.07, uuas
 
 

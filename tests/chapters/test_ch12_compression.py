@@ -60,8 +60,16 @@ def test_distillation_text_is_framed_single_sentences(tokenizer):
 
 def test_the_objective_is_the_mlm_loss_alone_for_a_student_that_is_the_teacher(tokenizer):
     torch.manual_seed(0)
-    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    teacher = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
     student = distilbert_from_bert(teacher, layers=[0, 1]).eval()
     text = distillation_text(tokenizer, chapter_config(distill_sentences=8))
     labels = torch.full_like(text["input_ids"], -100)
@@ -82,8 +90,16 @@ def test_masked_word_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_w
     """The teacher and a student with all its layers (segment folded in) predict the same words; the share
     equals a count by hand over the same draw of masked sentences."""
     torch.manual_seed(0)
-    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    teacher = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
     config = chapter_config(distill_sentences=64, distill_batch=8)
     ours = masked_word_accuracy(teacher, tokenizer, config, batches=2)
     assert ours == masked_word_accuracy(distilbert_from_bert(teacher, layers=[0, 1]), tokenizer, config, batches=2)
@@ -101,8 +117,16 @@ def test_masked_word_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_w
 
 def test_an_albert_style_student_takes_the_same_objective(tokenizer):
     torch.manual_seed(0)
-    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=3,
-                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    teacher = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
     student = albert_from_bert(teacher, 8, shared_layer=1)
     text = distillation_text(tokenizer, chapter_config(distill_sentences=8))
     labels = torch.full_like(text["input_ids"], -100)
@@ -117,8 +141,12 @@ def test_an_albert_style_student_takes_the_same_objective(tokenizer):
 
 
 def test_without_segments_drops_only_the_segment_ids():
-    features = dict(input_ids=torch.ones(3, 4, dtype=torch.long), attention_mask=torch.ones(3, 4, dtype=torch.long),
-                    token_type_ids=torch.zeros(3, 4, dtype=torch.long), labels=torch.zeros(3, dtype=torch.long))
+    features = dict(
+        input_ids=torch.ones(3, 4, dtype=torch.long),
+        attention_mask=torch.ones(3, 4, dtype=torch.long),
+        token_type_ids=torch.zeros(3, 4, dtype=torch.long),
+        labels=torch.zeros(3, dtype=torch.long),
+    )
     task = Task("acceptability", object, 2, EncodedTask(dict(features)), EncodedTask(dict(features)), [])
     stripped = without_segments(task)
     assert set(stripped.train.features) == {"input_ids", "attention_mask", "labels"}
@@ -127,9 +155,17 @@ def test_without_segments_drops_only_the_segment_ids():
 
 def _tiny_classifier(vocab_size: int = 200) -> BertForSequenceClassification:
     torch.manual_seed(0)
-    return BertForSequenceClassification(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
-                                                    num_attention_heads=4, intermediate_size=64,
-                                                    max_position_embeddings=32), 2)
+    return BertForSequenceClassification(
+        BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=32,
+        ),
+        2,
+    )
 
 
 def test_exercise_1_without_t_squared_the_soft_gradient_falls_sixteenfold_from_t2_to_t8():
@@ -157,14 +193,30 @@ def test_exercise_2_per_tensor_scales_round_about_1_4_times_worse_than_per_chann
     norm = sum(float(w.pow(2).sum()) for w in weights) ** 0.5
     for bits in (8, 6, 4, 3, 2):
         levels = 2 ** (bits - 1) - 1
-        tensor_error = sum(float((torch.fake_quantize_per_tensor_affine(w, float(w.abs().max()) / levels, 0, -levels,
-                                                                        levels) - w).pow(2).sum()) for w in weights)
-        channel_error = sum(float((torch.fake_quantize_per_channel_affine(
-            w, w.abs().amax(1) / levels, torch.zeros(w.shape[0], dtype=torch.int32), 0, -levels, levels)
-            - w).pow(2).sum()) for w in weights)
+        tensor_error = sum(
+            float(
+                (torch.fake_quantize_per_tensor_affine(w, float(w.abs().max()) / levels, 0, -levels, levels) - w)
+                .pow(2)
+                .sum()
+            )
+            for w in weights
+        )
+        channel_error = sum(
+            float(
+                (
+                    torch.fake_quantize_per_channel_affine(
+                        w, w.abs().amax(1) / levels, torch.zeros(w.shape[0], dtype=torch.int32), 0, -levels, levels
+                    )
+                    - w
+                )
+                .pow(2)
+                .sum()
+            )
+            for w in weights
+        )
         per_tensor, per_channel = weight_rounding_error(model, bits, False), weight_rounding_error(model, bits, True)
-        assert per_tensor == pytest.approx(tensor_error ** 0.5 / norm, rel=1e-4)
-        assert per_channel == pytest.approx(channel_error ** 0.5 / norm, rel=1e-4)
+        assert per_tensor == pytest.approx(tensor_error**0.5 / norm, rel=1e-4)
+        assert per_channel == pytest.approx(channel_error**0.5 / norm, rel=1e-4)
         assert (1.3 < per_tensor / per_channel < 1.6) if bits >= 3 else per_tensor > per_channel, bits
     assert weight_rounding_error(model, 1, False) > weight_rounding_error(model, 1, True)
     assert all(torch.equal(w, layer.weight) for w, (_, _, layer) in zip(weights, encoder_linears(model)))
@@ -175,10 +227,15 @@ def test_exercise_3_fine_tuning_with_the_masks_in_place_keeps_exactly_half_the_w
     are the globally smallest half of the weights before it (torch.kthvalue), and the other weights moved."""
     model = _tiny_classifier(30)
     g = torch.Generator().manual_seed(0)
-    features = dict(input_ids=torch.randint(5, 30, (32, 8), generator=g), attention_mask=torch.ones(32, 8, dtype=torch.long),
-                    token_type_ids=torch.zeros(32, 8, dtype=torch.long), labels=torch.randint(2, (32,), generator=g))
-    task = Task("acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)),
-                EncodedTask(dict(features)), [])
+    features = dict(
+        input_ids=torch.randint(5, 30, (32, 8), generator=g),
+        attention_mask=torch.ones(32, 8, dtype=torch.long),
+        token_type_ids=torch.zeros(32, 8, dtype=torch.long),
+        labels=torch.randint(2, (32,), generator=g),
+    )
+    task = Task(
+        "acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)), EncodedTask(dict(features)), []
+    )
     before = [layer.weight.detach().clone() for _, _, layer in encoder_linears(model)]
     threshold = torch.cat([w.abs().flatten() for w in before]).kthvalue(sum(w.numel() for w in before) // 2).values
     layers = magnitude_prune_(model, 0.5)
@@ -195,8 +252,16 @@ def test_exercise_4_the_factorised_table_keeps_the_top_e_squared_singular_values
     albert_from_bert's factorised table (about 0.22 at E = 4 and 0.67 at E = 16 on a tiny random BERT of width 32,
     all of it at E = H = 32); the larger E, the larger the student (model_bytes)."""
     torch.manual_seed(0)
-    teacher = BertForPreTraining(BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                            intermediate_size=64, max_position_embeddings=32))
+    teacher = BertForPreTraining(
+        BertConfig(
+            vocab_size=200,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=32,
+        )
+    )
     W = teacher.bert.embeddings.word_embeddings.weight.detach()
     U, S, Vh = torch.linalg.svd(W, full_matrices=False)
     shares, sizes = {}, {}
@@ -224,8 +289,16 @@ def test_the_config_refuses_sizes_that_cannot_run_and_takes_the_claims_seeds(mon
 
 
 def test_the_scratch_student_has_the_students_shape_and_its_seeds_weights(tokenizer):
-    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=4,
-                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    teacher = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
     pretrained = SimpleNamespace(model=teacher)
     a, b, c = (scratch_student(pretrained, seeded(chapter_config(), seed)) for seed in (0, 0, 1))
     assert a.config.n_layers == 2 and a.config.dim == 32

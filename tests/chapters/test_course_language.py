@@ -146,7 +146,9 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
             assert result.scores["spearman"] == pytest.approx(spearman_correlation(out["logits"].squeeze(-1), labels))
         elif name == "choice":
             assert out["logits"].shape == (24, 4)
-            assert result.scores["accuracy"] == pytest.approx(accuracy(out["logits"].argmax(-1), task.test.features["labels"]))
+            assert result.scores["accuracy"] == pytest.approx(
+                accuracy(out["logits"].argmax(-1), task.test.features["labels"])
+            )
         else:
             spans = best_spans(out["start_logits"], out["end_logits"], task.test, null_threshold=0.0)
             predicted = [" ".join(e.passage[a:b]) for e, (a, b) in zip(task.test_examples, spans)]
@@ -154,7 +156,8 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
             assert result.scores["f1"] == pytest.approx(expected["f1"])
             unanswerable = [e for e in task.test_examples if not e.answer]
             assert unanswerable and result.scores["no_answer_exact_match"] == pytest.approx(
-                sum(not p for p, e in zip(predicted, task.test_examples) if not e.answer) / len(unanswerable))
+                sum(not p for p, e in zip(predicted, task.test_examples) if not e.answer) / len(unanswerable)
+            )
 
 
 def test_harder_tasks_by_name_are_those_of_the_full_set(monkeypatch, tmp_path):
@@ -176,9 +179,13 @@ def test_fused_adamw_fine_tunes_to_the_same_weights_up_to_rounding(monkeypatch, 
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
     task = build_tasks(tokenizer, config)["acceptability"]
     kernels, adamw = [], torch.optim.AdamW
-    monkeypatch.setattr(torch.optim, "AdamW", lambda *args, fused=None, **kw: kernels.append(fused) or adamw(*args, fused=fused, **kw))
-    runs = [finetune(task, new_head(task, config.pretrain.model, budget), budget).model
-            for budget in (config.finetune, dataclasses.replace(config.finetune, fused=True))]
+    monkeypatch.setattr(
+        torch.optim, "AdamW", lambda *args, fused=None, **kw: kernels.append(fused) or adamw(*args, fused=fused, **kw)
+    )
+    runs = [
+        finetune(task, new_head(task, config.pretrain.model, budget), budget).model
+        for budget in (config.finetune, dataclasses.replace(config.finetune, fused=True))
+    ]
     for (name, plain), fused in zip(runs[0].named_parameters(), runs[1].parameters()):
         torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-5, msg=name)
     assert kernels == [False, True]  # FinetuneConfig.fused reached the optimizer
@@ -191,8 +198,12 @@ def test_fine_tuning_in_worker_processes_gives_the_loops_weights_and_scores(monk
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
     tasks = build_tasks(tokenizer, config)
     encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
-    jobs = [(tasks[name], start, dataclasses.replace(config.finetune, seed=seed), None)
-            for name in ("acceptability", "ner") for start in (encoder, encoder.config) for seed in (0, 1)]
+    jobs = [
+        (tasks[name], start, dataclasses.replace(config.finetune, seed=seed), None)
+        for name in ("acceptability", "ner")
+        for start in (encoder, encoder.config)
+        for seed in (0, 1)
+    ]
     jobs.append((tasks["ner"], encoder, config.finetune, bitfit))
     in_workers = parallel_map(finetune_from, jobs, workers=2)
     for (task, start, budget, adapt), ours in zip(jobs, in_workers):
@@ -202,7 +213,8 @@ def test_fine_tuning_in_worker_processes_gives_the_loops_weights_and_scores(monk
         for (name, theirs), mine in zip(loop.model.state_dict().items(), ours.model.state_dict().values()):
             assert torch.equal(mine, theirs), name
     assert in_workers[0].scores != in_workers[1].scores or not torch.equal(  # the seeds made different runs
-        in_workers[0].model.classifier.weight, in_workers[1].model.classifier.weight)
+        in_workers[0].model.classifier.weight, in_workers[1].model.classifier.weight
+    )
     assert sum(p.requires_grad for p in in_workers[-1].model.parameters()) < len(list(encoder.parameters()))  # BitFit
 
 
@@ -253,8 +265,17 @@ def test_exercise_3_reinitialize_pooler_draws_what_transformers_init_draws():
     """Exercise 3: the pooler and the top layer, drawn afresh, equal what transformers' own _init_weights draws
     from the same seed (N(0, 0.3) matrices, zero biases, unit LayerNorms); every other weight is left as it was."""
     torch.manual_seed(0)
-    encoder = BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=32, max_position_embeddings=16, initializer_range=0.3))
+    encoder = BertModel(
+        BertConfig(
+            vocab_size=40,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+            initializer_range=0.3,
+        )
+    )
     for p in encoder.parameters():  # plays the pretrained encoder: no weight at its initial value
         p.data.add_(0.5)
     model = BertForSequenceClassification.from_encoder(encoder, 3)
@@ -272,13 +293,16 @@ def test_exercise_3_reinitialize_pooler_draws_what_transformers_init_draws():
         torch.testing.assert_close(ours[name], theirs, msg=name)
     assert ours["bert.pooler.dense.weight"].std() == pytest.approx(0.3, rel=0.25)
     assert torch.equal(ours["bert.encoder.layer.1.output.dense.bias"], torch.zeros(16))
-    torch.testing.assert_close(model.bert.encoder.layer[0].output.dense.weight, encoder.encoder.layer[0].output.dense.weight)
+    torch.testing.assert_close(
+        model.bert.encoder.layer[0].output.dense.weight, encoder.encoder.layer[0].output.dense.weight
+    )
     only_pooler = BertForSequenceClassification.from_encoder(encoder, 3)
     torch.manual_seed(7)
     reinitialize_pooler(only_pooler)
     torch.testing.assert_close(only_pooler.bert.pooler.dense.weight, model.bert.pooler.dense.weight)
-    torch.testing.assert_close(only_pooler.bert.encoder.layer[1].output.dense.weight,
-                               encoder.encoder.layer[1].output.dense.weight)
+    torch.testing.assert_close(
+        only_pooler.bert.encoder.layer[1].output.dense.weight, encoder.encoder.layer[1].output.dense.weight
+    )
 
 
 def test_exercise_5_twice_the_pretraining_is_a_new_run_of_the_same_recipe(monkeypatch):
@@ -286,8 +310,13 @@ def test_exercise_5_twice_the_pretraining_is_a_new_run_of_the_same_recipe(monkey
     800-step one) whose recipe differs from section 2's in the steps alone."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     runs = []
-    monkeypatch.setattr(course_language, "cached_pretraining", lambda config, *args, **kw: runs.append(
-        (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)))
+    monkeypatch.setattr(
+        course_language,
+        "cached_pretraining",
+        lambda config, *args, **kw: runs.append(
+            (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)
+        ),
+    )
     synthetic_pretrained_bert(chapter_config())
     synthetic_pretrained_bert(chapter_config(pretrain=dict(train=dict(steps=1600))))
     (section_2, short), (longer, long) = runs
@@ -305,8 +334,13 @@ def test_exercise_6_the_longer_further_run_and_the_vocabulary_swap_are_new_runs(
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     ch04 = ch04_bert_pretraining
     runs = []
-    monkeypatch.setattr(ch04, "cached_pretraining", lambda config, *args, **kw: runs.append(
-        (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)))
+    monkeypatch.setattr(
+        ch04,
+        "cached_pretraining",
+        lambda config, *args, **kw: runs.append(
+            (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)
+        ),
+    )
     general = SimpleNamespace(config=ch04.chapter_config(), tokenizer=None, model=None)
     ch04.further_pretrained_bert(general)
     longer = ch04.further_pretraining_config(pretrain=dict(train=dict(steps=600, warmup_steps=60)))
@@ -314,16 +348,25 @@ def test_exercise_6_the_longer_further_run_and_the_vocabulary_swap_are_new_runs(
     (section_8, short), (exercise, long) = runs
     in_domain = ch04.synthetic_config()
     assert exercise != section_8 and (short.train.steps, long.train.steps) == (300, 600)
-    assert (long.train.steps, long.train.batch_size) == (in_domain.pretrain.train.steps, in_domain.pretrain.train.batch_size)
-    same = dataclasses.replace(longer.pretrain, model=dataclasses.replace(longer.pretrain.model, vocab_size=700),
-                               data=dataclasses.replace(longer.pretrain.data, vocab_size=700, eval_pairs=256))
+    assert (long.train.steps, long.train.batch_size) == (
+        in_domain.pretrain.train.steps,
+        in_domain.pretrain.train.batch_size,
+    )
+    same = dataclasses.replace(
+        longer.pretrain,
+        model=dataclasses.replace(longer.pretrain.model, vocab_size=700),
+        data=dataclasses.replace(longer.pretrain.data, vocab_size=700, eval_pairs=256),
+    )
     assert same == in_domain.pretrain and longer.pretrain.data.vocab_size == 2000
     assert (longer.documents, longer.language_seed) == (in_domain.documents, in_domain.language_seed)
     other = WordPieceTokenizer.train(["the documentation of a language with other words and pieces"] * 3, 80)
-    tiny = pretrain_module.PretrainConfig.from_dict(dict(
-        model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
-        data=dict(vocab_size=other.vocab_size, seq_len=32, eval_pairs=8),
-        train=dict(steps=2, batch_size=4, warmup_steps=1, eval_every=0)))
+    tiny = pretrain_module.PretrainConfig.from_dict(
+        dict(
+            model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
+            data=dict(vocab_size=other.vocab_size, seq_len=32, eval_pairs=8),
+            train=dict(steps=2, batch_size=4, warmup_steps=1, eval_every=0),
+        )
+    )
     config = ch04.further_pretraining_config(tiny, documents=30)
     data = synthetic_pretraining_data(config, other)
     result = pretrain_module.pretrain(config.pretrain, data=data, progress=False)

@@ -38,7 +38,8 @@ def test_chapter_02_trains_and_evaluates_its_transformer_on_the_accelerator():
     test = exp.task.test_batch(8)
     with FakeAccelerator() as device:
         model, history = ch02_transformer.train_experiment(
-            exp, evaluate=lambda m: {"exact_match": greedy_exact_match(m, test).float().mean().item()}, batch_size=4)
+            exp, evaluate=lambda m: {"exact_match": greedy_exact_match(m, test).float().mean().item()}, batch_size=4
+        )
         assert next(model.parameters()).device == device
     assert len(history.loss) == 3 and [step for step, _ in history.evals] == [2, 3]
 
@@ -53,13 +54,30 @@ def test_chapter_01_trains_its_recurrent_models_on_the_accelerator_and_hands_the
 
 
 def test_chapter_09_pretrains_fine_tunes_and_scores_t5_and_bart_on_the_accelerator():
-    recipe = build_config(ch09_t5_bart.Recipe, ch09_t5_bart.QUICK, dict(
-        d_model=16, d_kv=4, d_ff=32, num_layers=1, pretrain_steps=2, finetune_steps=2, batch_size=4,
-        objectives=("random_spans",), noisings=("text_infilling",), train_examples=8, eval_examples=4, documents=20))
+    recipe = build_config(
+        ch09_t5_bart.Recipe,
+        ch09_t5_bart.QUICK,
+        dict(
+            d_model=16,
+            d_kv=4,
+            d_ff=32,
+            num_layers=1,
+            pretrain_steps=2,
+            finetune_steps=2,
+            batch_size=4,
+            objectives=("random_spans",),
+            noisings=("text_infilling",),
+            train_examples=8,
+            eval_examples=4,
+            documents=20,
+        ),
+    )
     with FakeAccelerator():
         t5 = ch09_t5_bart.objective_runs(recipe)
         bart = ch09_t5_bart.noising_runs(recipe)
-    assert set(t5["runs"]) == {"no pretraining", "random_spans"} and set(bart) == {"text_infilling"}  # BART has no no-pretraining row
+    assert set(t5["runs"]) == {"no pretraining", "random_spans"} and set(bart) == {
+        "text_infilling"
+    }  # BART has no no-pretraining row
 
 
 def test_chapter_12_distils_a_student_with_its_teacher_on_the_accelerator(tmp_path):
@@ -67,8 +85,16 @@ def test_chapter_12_distils_a_student_with_its_teacher_on_the_accelerator(tmp_pa
     sentences = [s.text for s in SyntheticLanguage(0).sentences(200, seed=0)]
     tokenizer = WordPieceTokenizer.train(sentences, 150)
     torch.manual_seed(0)
-    teacher = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
-                                            num_attention_heads=2, intermediate_size=32, max_position_embeddings=64))
+    teacher = BertForPreTraining(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=64,
+        )
+    )
     pretrained = PretrainResult(teacher, tokenizer, history=None, config=None, path=tmp_path / "teacher")
     config = ch12_compression.chapter_config(distill_sentences=16, distill_steps=2, distill_batch=4)
     with FakeAccelerator():
@@ -95,15 +121,20 @@ def test_the_fake_accelerator_fails_as_cuda_does():
 
 def _tiny_task(vocab_size: int) -> Task:
     g = torch.Generator().manual_seed(0)
-    features = dict(input_ids=torch.randint(5, vocab_size, (8, 6), generator=g),
-                    attention_mask=torch.ones(8, 6, dtype=torch.long), token_type_ids=torch.zeros(8, 6, dtype=torch.long),
-                    labels=torch.randint(2, (8,), generator=g))
-    return Task("acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)),
-                EncodedTask(dict(features)), [])
+    features = dict(
+        input_ids=torch.randint(5, vocab_size, (8, 6), generator=g),
+        attention_mask=torch.ones(8, 6, dtype=torch.long),
+        token_type_ids=torch.zeros(8, 6, dtype=torch.long),
+        labels=torch.randint(2, (8,), generator=g),
+    )
+    return Task(
+        "acceptability", BertForSequenceClassification, 2, EncodedTask(dict(features)), EncodedTask(dict(features)), []
+    )
 
 
-TINY_BERT = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                 max_position_embeddings=16)
+TINY_BERT = dict(
+    hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16
+)
 
 
 def test_chapter_12_fine_tunes_a_student_on_its_teachers_soft_targets_on_the_accelerator():
@@ -122,15 +153,19 @@ def test_chapter_12_fine_tunes_a_student_on_its_teachers_soft_targets_on_the_acc
 def test_pretraining_evaluation_and_fine_tuning_run_on_the_accelerator(minilm):
     """What chapters 04-12 build on: pretrain (with its evaluations), the left-to-right loss, fine-tune and score."""
     tokenizer = WordPieceTokenizer.from_vocab_file(minilm / "vocab.txt")
-    config = PretrainConfig.from_dict(dict(model=TINY_BERT, data=dict(seq_len=16, eval_pairs=16),
-                                           train=dict(batch_size=4, steps=2, eval_every=1)),
-                                      dict(data=dict(vocab_size=tokenizer.vocab_size)))
+    config = PretrainConfig.from_dict(
+        dict(model=TINY_BERT, data=dict(seq_len=16, eval_pairs=16), train=dict(batch_size=4, steps=2, eval_every=1)),
+        dict(data=dict(vocab_size=tokenizer.vocab_size)),
+    )
     data = PretrainingData.from_corpus(config, tokenizer=tokenizer)
     with FakeAccelerator() as device:
         result = pretrain(config, data=data, progress=False)
         left_to_right = evaluate_left_to_right(result.model, data.eval_batches(), tokenizer.mask_token_id)
-        tuned = finetune(_tiny_task(100), new_head(_tiny_task(100), result.model.bert, FinetuneConfig(steps=2)),
-                         FinetuneConfig(steps=2, batch_size=4))
+        tuned = finetune(
+            _tiny_task(100),
+            new_head(_tiny_task(100), result.model.bert, FinetuneConfig(steps=2)),
+            FinetuneConfig(steps=2, batch_size=4),
+        )
         assert next(tuned.model.parameters()).device == device
     assert len(result.history.evals) == 2 and left_to_right["lm_loss"] > 0 and "accuracy" in tuned.scores
 
@@ -143,20 +178,36 @@ def test_the_exercise_measurements_run_on_a_model_on_the_accelerator():
     from lecture_lib.models.bert import BertModel
 
     torch.manual_seed(0)
-    bert = BertModel(BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                intermediate_size=32, max_position_embeddings=32))
-    recipe = build_config(ch09_t5_bart.Recipe, ch09_t5_bart.QUICK, dict(
-        d_model=16, d_kv=4, d_ff=32, num_layers=1, train_examples=8, eval_examples=4, documents=20))
+    bert = BertModel(
+        BertConfig(
+            vocab_size=60,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=32,
+        )
+    )
+    recipe = build_config(
+        ch09_t5_bart.Recipe,
+        ch09_t5_bart.QUICK,
+        dict(d_model=16, d_kv=4, d_ff=32, num_layers=1, train_examples=8, eval_examples=4, documents=20),
+    )
     data = ch09_t5_bart.TextToTextData(recipe)
     batch = data.finetuning_batches(4)(0)
     with FakeAccelerator() as device:
         bert.to(device)
         ids = torch.randint(5, 60, (2, 6), device=device)
         assert ch06_roberta_spanbert.left_padding_shift(bert, ids, 2) > 0
-        pairs = dict(input_ids=torch.tensor([[2, 5, 6, 3], [2, 6, 7, 3]]),
-                     attention_mask=torch.ones(2, 4, dtype=torch.long))
-        profile = no_op_profile(ch10_bertology_attention.similarity_forward(bert), [pairs],
-                                {"[CLS]": lambda b: b["input_ids"] == 2}, lambda b: b["attention_mask"].bool())
+        pairs = dict(
+            input_ids=torch.tensor([[2, 5, 6, 3], [2, 6, 7, 3]]), attention_mask=torch.ones(2, 4, dtype=torch.long)
+        )
+        profile = no_op_profile(
+            ch10_bertology_attention.similarity_forward(bert),
+            [pairs],
+            {"[CLS]": lambda b: b["input_ids"] == 2},
+            lambda b: b["attention_mask"].bool(),
+        )
         assert (profile["[CLS]"].mass > 0).all() and (profile["[CLS]"].gradient > 0).all()
         assert all(parameter.grad is None for parameter in bert.parameters())  # the model is left untouched
         bart = ch09_t5_bart.tiny_bart(recipe, len(data.vocab)).to(device).eval()

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import copy
 
-TINY_LANGUAGE = dict(documents=40, train_examples=48, test_examples=24, finetune=dict(steps=3, batch_size=8),
-                     max_length=128, pretrain=dict(train=dict(steps=3, batch_size=8, warmup_steps=1),
-                                                   data=dict(eval_pairs=16, vocab_size=300, seq_len=128)))
+TINY_LANGUAGE = dict(
+    documents=40,
+    train_examples=48,
+    test_examples=24,
+    finetune=dict(steps=3, batch_size=8),
+    max_length=128,
+    pretrain=dict(
+        train=dict(steps=3, batch_size=8, warmup_steps=1), data=dict(eval_pairs=16, vocab_size=300, seq_len=128)
+    ),
+)
 
 
 def tiny_language(monkeypatch, tmp_path) -> dict:

@@ -18,8 +18,16 @@ from lecture_lib.compression.pruning import (
 )
 from lecture_lib.models.bert import BertConfig, BertModel
 
-CONFIG = dict(vocab_size=50, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64,
-              max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+CONFIG = dict(
+    vocab_size=50,
+    hidden_size=32,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=16,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 def model():
@@ -35,11 +43,13 @@ def ids():
 def test_magnitude_pruning_reaches_the_sparsity_and_equals_torch_global_pruning(sparsity):
     bert = model()
     reference = [nn.Linear(1, 1) for _ in range(3)]
-    for layer, source in zip(reference, (bert.encoder.layer[0].attention.self.query, bert.encoder.layer[1].output.dense,
-                                         bert.pooler.dense)):
+    for layer, source in zip(
+        reference, (bert.encoder.layer[0].attention.self.query, bert.encoder.layer[1].output.dense, bert.pooler.dense)
+    ):
         layer.weight = nn.Parameter(source.weight.detach().clone())
-    torch.nn.utils.prune.global_unstructured([(layer, "weight") for layer in reference],
-                                             pruning_method=torch.nn.utils.prune.L1Unstructured, amount=sparsity)
+    torch.nn.utils.prune.global_unstructured(
+        [(layer, "weight") for layer in reference], pruning_method=torch.nn.utils.prune.L1Unstructured, amount=sparsity
+    )
     ours = magnitude_masks([layer.weight_orig for layer in reference], sparsity)
     for mask, layer in zip(ours, reference):
         assert torch.equal(mask, layer.weight_mask)

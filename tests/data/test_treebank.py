@@ -32,15 +32,19 @@ def test_edge_examples_follow_the_gold_trees_entities_and_facts(sentences):
             assert set(range(start, end)) == descendants(s.heads, w)
         for ((a, b),), label in constituents(s):
             head = next(w for w in range(a, b) if s.heads[w] - 1 not in range(a, b))  # the span's one head
-            assert b - a >= 2 and label == {"VERB": "VP", "AUX": "VP"}.get(s.pos[head], "PP" if s.deprels[a] == "case"
-                                                                             else "NP")
+            assert b - a >= 2 and label == {"VERB": "VP", "AUX": "VP"}.get(
+                s.pos[head], "PP" if s.deprels[a] == "case" else "NP"
+            )
         for ((a, b),), label in edge_examples(s, "entity"):
-            assert s.entities[a] == "B-" + label and all(e == "I-" + label for e in s.entities[a + 1:b])
+            assert s.entities[a] == "B-" + label and all(e == "I-" + label for e in s.entities[a + 1 : b])
         for ((h, _), (d, _)), label in edge_examples(s, "dependency"):
             assert s.heads[d] == h + 1 and s.deprels[d] == label
         for ((a, b), (c, e)), label in edge_examples(s, "relation"):
-            assert (" ".join(s.words[a:b]), label, " ".join(s.words[c:e])) == (s.fact.subject, s.fact.relation,
-                                                                               s.fact.object)
+            assert (" ".join(s.words[a:b]), label, " ".join(s.words[c:e])) == (
+                s.fact.subject,
+                s.fact.relation,
+                s.fact.object,
+            )
         [(((a, b),), negated)] = edge_examples(s, "negation")
         assert s.heads[a] == 0 and negated == str(s.negated) and "not" not in s.words[a:b]
     assert sum(bool(edge_examples(s, "relation")) for s in sentences) == sum(s.fact is not None for s in sentences)
@@ -77,6 +81,7 @@ def test_a_noun_chunk_lies_inside_its_nouns_constituent_np_and_stops_at_its_modi
             subtree = subtree_span(s.heads, head)
             assert subtree[0] <= start and end <= subtree[1] and s.pos[head] in ("NOUN", "PROPN")
             longer += subtree[1] - subtree[0] > end - start
-        assert noun_chunks(s, set()) == [(w, w + 1) for w in range(len(s))
-                                         if s.pos[w] in ("NOUN", "PROPN") and s.deprels[w] != "flat"]
+        assert noun_chunks(s, set()) == [
+            (w, w + 1) for w in range(len(s)) if s.pos[w] in ("NOUN", "PROPN") and s.deprels[w] != "flat"
+        ]
     assert longer > 0

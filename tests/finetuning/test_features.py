@@ -28,8 +28,14 @@ from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import BertForTokenClassification
 from lecture_lib.tokenization import WordPieceTokenizer
 
-CONFIG = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=32,
-                    max_position_embeddings=16)
+CONFIG = BertConfig(
+    vocab_size=40,
+    hidden_size=16,
+    num_hidden_layers=5,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=16,
+)
 
 
 def _encoded():
@@ -41,8 +47,10 @@ def _encoded():
     ids[mask == 0] = 0
     labels = torch.randint(0, 3, (6, 9), generator=g)
     labels[mask == 0] = -100
-    return EncodedTask({"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
-                        "labels": labels}, [[0] * 9] * 6)
+    return EncodedTask(
+        {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids), "labels": labels},
+        [[0] * 9] * 6,
+    )
 
 
 def test_selected_layers_follow_the_papers_table():
@@ -65,8 +73,11 @@ def test_extracted_features_are_transformers_hidden_states():
     features = extract_features(encoder, encoded, batch_size=4).features["features"]
     assert features.shape == (6, 9, 6, 16)  # (N, T, L + 1, H)
     hf = encoder.to_hf()
-    theirs = hf(input_ids=encoded.features["input_ids"], attention_mask=encoded.features["attention_mask"],
-                output_hidden_states=True).hidden_states
+    theirs = hf(
+        input_ids=encoded.features["input_ids"],
+        attention_mask=encoded.features["attention_mask"],
+        output_hidden_states=True,
+    ).hidden_states
     for layer, expected in enumerate(theirs):
         torch.testing.assert_close(features[:, :, layer], expected, atol=1e-5, rtol=1e-4)
 
@@ -102,13 +113,14 @@ def test_tagger_ignores_padding_and_scores_real_tokens(choice, lstm_size):
     assert all(p.grad is not None for p in tagger.parameters())
 
 
-
 def test_linear_tagger_scores_each_token_from_its_own_features():
     torch.manual_seed(2)
     features = extract_features(BertModel(CONFIG).eval(), _encoded()).features["features"]
     mask = torch.ones(features.shape[:2], dtype=torch.long)
     tagger = FeatureTagger("concat_last_four", 5, 16, 3, lstm_size=None)
-    expected = torch.cat([features[:, :, j] for j in (2, 3, 4, 5)], -1) @ tagger.classifier.weight.T + tagger.classifier.bias
+    expected = (
+        torch.cat([features[:, :, j] for j in (2, 3, 4, 5)], -1) @ tagger.classifier.weight.T + tagger.classifier.bias
+    )
     torch.testing.assert_close(tagger(features, mask).logits, expected)
     changed = features.clone()
     changed[:, 3] += 1.0  # another token's features leave token 2's scores alone: no context of its own
@@ -138,19 +150,27 @@ def _ner_task():
     lang = SyntheticLanguage(seed=0)
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(300, seed=0)], 200)
     train, test = ner_examples(lang, 48, seed=1), ner_examples(lang, 16, seed=2)
-    return tokenizer, Task("ner", BertForTokenClassification, len(NER_LABELS), encode_tagging(train, tokenizer, 48),
-                           encode_tagging(test, tokenizer, 48), test)
+    return tokenizer, Task(
+        "ner",
+        BertForTokenClassification,
+        len(NER_LABELS),
+        encode_tagging(train, tokenizer, 48),
+        encode_tagging(test, tokenizer, 48),
+        test,
+    )
 
 
 @pytest.mark.parametrize("pretrained", [True, False])
 def test_frozen_and_fine_tuned_trains_a_linear_tagger_on_the_frozen_last_layer_and_the_whole_network(
-        monkeypatch, pretrained):
+    monkeypatch, pretrained
+):
     """The two runs it reports: a linear tagger (no BiLSTM) on the last layer's features of the untouched encoder,
     with the tagger's budget; then the task's head on a copy of the encoder, every weight trained, with the
     fine-tuning budget. A config stands for a random encoder, the one :func:`new_head` draws with that budget."""
     tokenizer, task = _ner_task()
-    config = dataclasses.replace(CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48,
-                                 num_hidden_layers=2)
+    config = dataclasses.replace(
+        CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48, num_hidden_layers=2
+    )
     torch.manual_seed(3)
     encoder = BertModel(config).eval() if pretrained else config
     tagger_config = FinetuneConfig(steps=4, batch_size=8, lr=1e-2, seed=5)
@@ -174,8 +194,9 @@ def test_frozen_and_fine_tuned_trains_a_linear_tagger_on_the_frozen_last_layer_a
     # frozen: a linear tagger on the last layer of this encoder, whose weights stay as they were
     assert isinstance(tagger, FeatureTagger) and tagger.lstm is None and tagger.layers == [2]
     assert tagger_run == tagger_config and tagger.classifier.out_features == len(NER_LABELS)
-    torch.testing.assert_close(tagger_task.train.features["features"],
-                               extract_features(expected_encoder, task.train).features["features"])
+    torch.testing.assert_close(
+        tagger_task.train.features["features"], extract_features(expected_encoder, task.train).features["features"]
+    )
     if pretrained:
         assert all(torch.equal(v, before[k]) for k, v in encoder.state_dict().items())
     # fine-tuned: the task's head on a copy of the same encoder, and every weight of it trained
@@ -208,8 +229,9 @@ def test_a_projected_tagger_reads_the_features_through_the_fixed_matrix():
     tagger = FeatureTagger("concat_last_four", 5, 16, 3, lstm_size=None, projection=projection)
     assert tagger.classifier.in_features == 16 and "projection" not in dict(tagger.named_parameters())
     concat = torch.cat([features[:, :, j] for j in (2, 3, 4, 5)], -1)
-    torch.testing.assert_close(tagger(features, mask).logits, concat @ projection @ tagger.classifier.weight.T
-                               + tagger.classifier.bias)
+    torch.testing.assert_close(
+        tagger(features, mask).logits, concat @ projection @ tagger.classifier.weight.T + tagger.classifier.bias
+    )
     with pytest.raises(ValueError, match="expected a projection with 16 rows"):
         FeatureTagger("last", 5, 16, 3, lstm_size=None, projection=projection)
 
@@ -228,8 +250,10 @@ def test_tuned_runs_give_every_recipe_the_same_steps_and_batch_and_pick_the_rate
         return FinetuneResult(torch.nn.Linear(1, 1), {"f1": f1}, 0.0, None)
 
     monkeypatch.setattr(features_module, "score", lambda on, model: {"f1": 0.5})  # the test set's score
-    tuned = {recipe: tuned_runs(fake_run, task, dev, budget, lrs, [3, 4, 5], "f1", args=(recipe,))
-             for recipe, lrs in (("fine-tuning", (1e-3, 2e-3, 5e-3)), ("tagger", (1e-2, 5e-2, 1e-1)))}
+    tuned = {
+        recipe: tuned_runs(fake_run, task, dev, budget, lrs, [3, 4, 5], "f1", args=(recipe,))
+        for recipe, lrs in (("fine-tuning", (1e-3, 2e-3, 5e-3)), ("tagger", (1e-2, 5e-2, 1e-1)))
+    }
     assert {config.steps * config.batch_size for _, _, config in calls} == {7 * 5}  # the same for both recipes
     assert tuned["fine-tuning"].lr == 2e-3 and tuned["tagger"].lr == 5e-2
     for recipe, runs in tuned.items():
@@ -260,6 +284,10 @@ def test_tuned_feature_taggers_are_tuned_runs_of_each_tagger():
     features = with_features(task, BertModel(config).eval())
     budget, taggers = FinetuneConfig(steps=2, batch_size=8), [{"choice": "last"}, {"choice": "embeddings"}]
     together = tuned_feature_taggers(taggers, features, features, budget, (1e-2, 1e-1), [0, 1])
-    alone = [tuned_runs(feature_tagger_run, features, features, budget, (1e-2, 1e-1), [0, 1], "f1", args=(t,))
-             for t in taggers]
-    assert [(r.lr, r.dev_scores, r.test_scores) for r in together] == [(r.lr, r.dev_scores, r.test_scores) for r in alone]
+    alone = [
+        tuned_runs(feature_tagger_run, features, features, budget, (1e-2, 1e-1), [0, 1], "f1", args=(t,))
+        for t in taggers
+    ]
+    assert [(r.lr, r.dev_scores, r.test_scores) for r in together] == [
+        (r.lr, r.dev_scores, r.test_scores) for r in alone
+    ]

@@ -43,9 +43,11 @@ def lang():
 
 def _entails(p, p_neg, h, h_neg, cities=CITIES, orgs=ORGANISATIONS):
     """Entailment by brute force over possible worlds: the subject lives in one city and works for one company."""
+
     def holds(fact, negated, city, org):
         value = {"lives_in": city, "works_for": org}[fact.relation] == fact.object
         return value != negated
+
     worlds = [(c, o) for c in cities for o in orgs]
     models = [w for w in worlds if holds(p, p_neg, *w)]
     if all(holds(h, h_neg, *w) for w in models):
@@ -56,8 +58,10 @@ def _entails(p, p_neg, h, h_neg, cities=CITIES, orgs=ORGANISATIONS):
 
 
 def test_nli_label_agrees_with_possible_worlds():
-    facts = [Fact(r, "Anna Berg", o) for r, o in (("lives_in", "Oslo"), ("lives_in", "Lima"),
-                                                   ("works_for", "Acme"), ("works_for", "Harbor Air"))]
+    facts = [
+        Fact(r, "Anna Berg", o)
+        for r, o in (("lives_in", "Oslo"), ("lives_in", "Lima"), ("works_for", "Acme"), ("works_for", "Harbor Air"))
+    ]
     for (p, p_neg), (h, h_neg) in itertools.product(itertools.product(facts, (False, True)), repeat=2):
         assert NLI_LABELS[nli_label(p, p_neg, h, h_neg)] == _entails(p, p_neg, h, h_neg), (p, p_neg, h, h_neg)
     other = Fact("lives_in", "Bruno Costa", "Oslo")
@@ -131,16 +135,24 @@ def test_regression_and_choice_encodings_match_transformers(hf, lang):
     tokenizer = Adapter(hf)
     examples = similarity_examples(lang, 5, seed=3)
     encoded = encode_regression(examples, tokenizer, 64)
-    theirs = hf([" ".join(e.words_a) for e in examples], [" ".join(e.words_b) for e in examples],
-                padding=True, return_tensors="pt")
+    theirs = hf(
+        [" ".join(e.words_a) for e in examples],
+        [" ".join(e.words_b) for e in examples],
+        padding=True,
+        return_tensors="pt",
+    )
     for k in ("input_ids", "token_type_ids", "attention_mask"):
         assert torch.equal(encoded.features[k], theirs[k])
     assert encoded.features["labels"].tolist() == [e.score for e in examples]
 
     choices = choice_examples(lang, 3, seed=4)
     encoded = encode_choices(choices, tokenizer, 64)
-    flat = hf([" ".join(e.context) for e in choices for _ in e.choices],
-              [" ".join(c) for e in choices for c in e.choices], padding=True, return_tensors="pt")
+    flat = hf(
+        [" ".join(e.context) for e in choices for _ in e.choices],
+        [" ".join(c) for e in choices for c in e.choices],
+        padding=True,
+        return_tensors="pt",
+    )
     assert torch.equal(encoded.features["input_ids"], flat["input_ids"].view(3, 4, -1))
     batch = encoded.batch([2, 0])
     assert batch["input_ids"].shape[:2] == (2, 4) and batch["labels"].tolist() == [choices[2].label, choices[0].label]
@@ -186,6 +198,10 @@ def test_nli_labels_by_brute_force_from_the_sentences_and_no_copied_hypothesis(l
         expected = "neutral" if p.subject != h.subject else _entails(p, p_neg, h, h_neg)
         assert NLI_LABELS[e.label] == expected, (e.words_a, e.words_b)
         assert e.words_a != e.words_b, "a hypothesis never copies the premise's words"
-    restated = [e for e in examples if _fact_of(e.words_a, lang.world.people)[0] == _fact_of(e.words_b, lang.world.people)[0]
-                and "not" not in e.words_b]
+    restated = [
+        e
+        for e in examples
+        if _fact_of(e.words_a, lang.world.people)[0] == _fact_of(e.words_b, lang.world.people)[0]
+        and "not" not in e.words_b
+    ]
     assert restated and all(NLI_LABELS[e.label] == "entailment" for e in restated)  # the same fact in other words

@@ -21,8 +21,16 @@ from lecture_lib.models.heads import (
     BertForTokenClassification,
 )
 
-CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                    max_position_embeddings=24, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+CONFIG = BertConfig(
+    vocab_size=50,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=24,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 def _batch():
@@ -109,8 +117,13 @@ def _hf_with_prompt(model, prompt, batch, **labels):
     def insert(x, v):
         return torch.cat([x[:, :1], torch.full((3, k), v, dtype=x.dtype), x[:, 1:]], 1)
 
-    return hf(inputs_embeds=embeds, attention_mask=insert(mask, 1), token_type_ids=insert(types, 0),
-              position_ids=insert(positions, 0), **labels)
+    return hf(
+        inputs_embeds=embeds,
+        attention_mask=insert(mask, 1),
+        token_type_ids=insert(types, 0),
+        position_ids=insert(positions, 0),
+        **labels,
+    )
 
 
 def test_prompt_tuning_equals_transformers_with_the_prompt_in_inputs_embeds():

@@ -129,7 +129,7 @@ def test_exercise_1_object_swap_contradictions_change_only_the_object():
 
 def test_qa_answers_occur_in_their_passages_and_are_right():
     for e in qa_examples(LANG, 300, seed=0, people=TRAIN_PEOPLE):
-        assert e.answer == " ".join(e.passage[e.answer_start:e.answer_end])
+        assert e.answer == " ".join(e.passage[e.answer_start : e.answer_end])
         question = " ".join(e.question)
         if e.answer in ORGANISATIONS and "based" not in question:  # who employs P / for which company ...
             person = next(p for p in LANG.world.people if p.name in question)
@@ -170,8 +170,9 @@ def _aligned_labels_with_transformers(hf, example):
 
 def test_tagging_alignment_matches_transformers_word_ids(hf, tokenizer):
     examples = ner_examples(LANG, 300, seed=1)
-    examples.append(TaggingExample(["Xanthippe", "Quarmby", "visits", "Northwindbank", "."],
-                                   ["B-PER", "I-PER", "O", "B-ORG", "O"]))  # words the vocabulary splits
+    examples.append(
+        TaggingExample(["Xanthippe", "Quarmby", "visits", "Northwindbank", "."], ["B-PER", "I-PER", "O", "B-ORG", "O"])
+    )  # words the vocabulary splits
     encoded = encode_tagging(examples, tokenizer, max_length=64)
     assert len(hf) == 30522 and hf.unk_token_id not in encoded.features["input_ids"]
     split_words = 0
@@ -222,7 +223,7 @@ def test_qa_positions_match_transformers_offsets(hf, tokenizer):
         k = len(ref["input_ids"])
         assert encoded.features["input_ids"][n, :k].tolist() == ref["input_ids"]
         assert encoded.features["token_type_ids"][n, :k].tolist() == ref["token_type_ids"]
-        char_start = len(" ".join(e.passage[:e.answer_start])) + (e.answer_start > 0)
+        char_start = len(" ".join(e.passage[: e.answer_start])) + (e.answer_start > 0)
         char_end = char_start + len(e.answer)
         assert encoded.features["start_positions"][n] == ref.char_to_token(char_start, sequence_index=1)
         assert encoded.features["end_positions"][n] == ref.char_to_token(char_end - 1, sequence_index=1)
@@ -274,4 +275,3 @@ def test_bad_input_gets_clear_errors(tokenizer):
         encode_tagging([], tokenizer, 16)
     with pytest.raises(ValueError, match="at least 3 people on each side of the split"):
         split_people(World.generate(seed=0, num_people=4))
-

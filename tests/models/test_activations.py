@@ -19,5 +19,7 @@ def test_both_configs_accept_the_same_names_and_refuse_others():
     for name in ACTIVATIONS:
         assert BertConfig(hidden_act=name).hidden_act == name
         assert TransformerConfig(activation_function=name).activation_function == name
-    with pytest.raises(ValueError, match="hidden_act: expected one of gelu, gelu_new, gelu_pytorch_tanh, relu, got 'swish'"):
+    with pytest.raises(
+        ValueError, match="hidden_act: expected one of gelu, gelu_new, gelu_pytorch_tanh, relu, got 'swish'"
+    ):
         BertConfig(hidden_act="swish")

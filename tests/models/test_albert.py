@@ -19,8 +19,15 @@ from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 from tests.models.test_bert import inputs, pretraining_labels
 
-SMALL = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
-             intermediate_size=48, max_position_embeddings=16)
+SMALL = dict(
+    vocab_size=97,
+    embedding_size=16,
+    hidden_size=32,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=16,
+)
 
 
 pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
@@ -32,16 +39,25 @@ def hf_pair(cls_ours, cls_hf, **config):
     return cls_ours.from_hf(hf).eval(), hf
 
 
-GROUPS = [dict(), dict(num_hidden_groups=2), dict(num_hidden_groups=2, inner_group_num=2),
-          dict(num_hidden_groups=4, hidden_act="gelu")]
+GROUPS = [
+    dict(),
+    dict(num_hidden_groups=2),
+    dict(num_hidden_groups=2, inner_group_num=2),
+    dict(num_hidden_groups=4, hidden_act="gelu"),
+]
 
 
 @pytest.mark.parametrize("config", GROUPS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "shared")
 def test_albert_model_equals_transformers(config):
     ours, hf = hf_pair(AlbertModel, "AlbertModel", **config)
     batch = dict(inputs(), output_hidden_states=True)
-    a, _ = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
-                             outputs=["last_hidden_state", "pooler_output", "hidden_states"])
+    a, _ = assert_equivalent(
+        ours,
+        hf,
+        batch,
+        lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
+        outputs=["last_hidden_state", "pooler_output", "hidden_states"],
+    )
     depth = SMALL["num_hidden_layers"] * config.get("inner_group_num", 1)
     assert len(a.hidden_states) == depth + 1
 
@@ -138,8 +154,11 @@ def test_preset_parameter_counts_equal_transformers(name):
     assert _count(ours_bare) == _count(theirs_bare)
 
 
-@pytest.mark.parametrize("sizes", [dict(), dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                                                intermediate_size=4096)], ids=["base", "large"])
+@pytest.mark.parametrize(
+    "sizes",
+    [dict(), dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)],
+    ids=["base", "large"],
+)
 def test_bert_parameter_counts_equal_transformers(sizes):
     config = BertConfig(vocab_size=30000, **sizes)
     with torch.device("meta"):
@@ -147,10 +166,17 @@ def test_bert_parameter_counts_equal_transformers(sizes):
 
 
 def test_presets_follow_the_paper_table():
-    sizes = {name: (c.hidden_size, c.num_hidden_layers, c.embedding_size, c.intermediate_size)
-             for name in ("base", "large", "xlarge", "xxlarge") for c in [AlbertConfig.preset(name)]}
-    assert sizes == {"base": (768, 12, 128, 3072), "large": (1024, 24, 128, 4096),
-                     "xlarge": (2048, 24, 128, 8192), "xxlarge": (4096, 12, 128, 16384)}
+    sizes = {
+        name: (c.hidden_size, c.num_hidden_layers, c.embedding_size, c.intermediate_size)
+        for name in ("base", "large", "xlarge", "xxlarge")
+        for c in [AlbertConfig.preset(name)]
+    }
+    assert sizes == {
+        "base": (768, 12, 128, 3072),
+        "large": (1024, 24, 128, 4096),
+        "xlarge": (2048, 24, 128, 8192),
+        "xxlarge": (4096, 12, 128, 16384),
+    }
     with pytest.raises(ValueError, match="expected a preset in"):
         AlbertConfig.preset("huge")
 
@@ -173,8 +199,9 @@ def test_bad_configs_raise():
     with pytest.raises(ValueError, match="expected a config with model_type 'albert', got 'bert'"):
         AlbertConfig.from_dict({**SMALL, "model_type": "bert"})
     with pytest.raises(TypeError, match="expected a transformers AlbertModel, got BertModel"):
-        AlbertModel.from_hf(transformers.BertModel(transformers.BertConfig(**{k: v for k, v in SMALL.items()
-                                                                             if k != "embedding_size"})))
+        AlbertModel.from_hf(
+            transformers.BertModel(transformers.BertConfig(**{k: v for k, v in SMALL.items() if k != "embedding_size"}))
+        )
 
 
 @pytest.mark.parametrize("num_labels", [3, 1], ids=["classes", "regression"])
@@ -235,7 +262,9 @@ def test_albert_from_bert_shares_one_copy_of_the_chosen_layer(shared_layer):
     mask = torch.ones(3, 1, 1, 9, dtype=torch.bool)
     mask[1, ..., 6:] = False
     with torch.no_grad():  # the same function as the teacher's layer: every tensor went to its ALBERT name
-        torch.testing.assert_close(layers[0](x, mask, False)[0], bert.bert.encoder.layer[shared_layer](x, mask, False)[0])
+        torch.testing.assert_close(
+            layers[0](x, mask, False)[0], bert.bert.encoder.layer[shared_layer](x, mask, False)[0]
+        )
     stored = sum(p.numel() for p in student.albert.encoder.albert_layer_groups.parameters())
     assert stored == sum(p.numel() for p in bert.bert.encoder.layer[shared_layer].parameters())
 
@@ -257,4 +286,3 @@ def test_albert_from_bert_factorises_the_embeddings():
     assert student.predictions.decoder.weight is student.albert.embeddings.word_embeddings.weight  # tied, V x E
     with pytest.raises(ValueError, match="expected shared_layer in"):
         albert_from_bert(bert, rank, 4)
-

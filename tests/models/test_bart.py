@@ -11,9 +11,18 @@ from lecture_lib.models.bart import BartConfig, BartForConditionalGeneration, Ba
 from lecture_lib.models.transformer import DecoderLayer, EncoderLayer
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
-SMALL = dict(vocab_size=61, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
-             decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=20,
-             dropout=0.0)
+SMALL = dict(
+    vocab_size=61,
+    d_model=32,
+    encoder_layers=2,
+    decoder_layers=3,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=48,
+    decoder_ffn_dim=48,
+    max_position_embeddings=20,
+    dropout=0.0,
+)
 
 pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
 
@@ -40,12 +49,14 @@ def batch(source_length=12, target_length=9):
     decoder_attention_mask[1, 6:] = 0
     decoder_attention_mask[2, 2:] = 0
     labels[decoder_attention_mask == 0] = -100
-    return dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels,
-                decoder_attention_mask=decoder_attention_mask)
+    return dict(
+        input_ids=input_ids, attention_mask=attention_mask, labels=labels, decoder_attention_mask=decoder_attention_mask
+    )
 
 
-@pytest.mark.parametrize("config", [dict(), dict(scale_embedding=True, activation_function="relu")],
-                         ids=["bart", "scaled-relu"])
+@pytest.mark.parametrize(
+    "config", [dict(), dict(scale_embedding=True, activation_function="relu")], ids=["bart", "scaled-relu"]
+)
 def test_bart_equals_transformers_logits_loss_and_gradients(config):
     ours, hf = hf_pair(**config)
     a, _ = assert_equivalent(ours, hf, batch(), lambda out: out.loss, outputs=["logits", "encoder_last_hidden_state"])
@@ -88,8 +99,15 @@ def test_greedy_decoding_equals_transformers_generate():
     src[3, 5:] = 1
     src[4, 2:] = 1
     tokens, _ = greedy_decode(ours, src, 10, bos=2, eos=2, pad=1, banned=())
-    expected = hf.generate(input_ids=src, attention_mask=(src != 1).long(), max_new_tokens=10, do_sample=False,
-                           num_beams=1, forced_eos_token_id=None, forced_bos_token_id=None)
+    expected = hf.generate(
+        input_ids=src,
+        attention_mask=(src != 1).long(),
+        max_new_tokens=10,
+        do_sample=False,
+        num_beams=1,
+        forced_eos_token_id=None,
+        forced_bos_token_id=None,
+    )
     assert torch.equal(tokens, expected[:, 1:])  # generate's rows start with the decoder start token
     assert tokens.shape[1] == 10 and (tokens != 2).all()
 
@@ -125,9 +143,12 @@ def test_classification_from_the_last_eos_equals_transformers():
     a, _ = assert_equivalent(ours, hf, inputs, lambda out: out.loss, outputs=["logits"])
     assert a.logits.shape == (3, 3)
     with torch.no_grad():  # the state at the last </s>, not at the first token or at the end of the padded row
-        states = ours.model.decoder(shift_right(inputs["input_ids"], start=2, pad=1), None,
-                                    ours.model.encoder(inputs["input_ids"], inputs["attention_mask"]),
-                                    inputs["attention_mask"])
+        states = ours.model.decoder(
+            shift_right(inputs["input_ids"], start=2, pad=1),
+            None,
+            ours.model.encoder(inputs["input_ids"], inputs["attention_mask"]),
+            inputs["attention_mask"],
+        )
         at_eos = states[torch.arange(3), torch.tensor([9, 6, 3])]
         torch.testing.assert_close(ours.classification_head(at_eos), a.logits)
         assert not torch.allclose(ours.classification_head(states[:, -1]), a.logits)
@@ -149,8 +170,13 @@ def test_t5_small_and_bart_base_parameter_counts_on_the_meta_device():
         return sum(p.numel() for p in model.parameters())
 
     with torch.device("meta"):
-        ours = {"t5-small": T5ForConditionalGeneration(T5Config()), "bart-base": BartForConditionalGeneration(BartConfig())}
-        theirs = {"t5-small": transformers.T5ForConditionalGeneration(transformers.T5Config()),
-                  "bart-base": transformers.BartForConditionalGeneration(BartConfig().to_hf())}
+        ours = {
+            "t5-small": T5ForConditionalGeneration(T5Config()),
+            "bart-base": BartForConditionalGeneration(BartConfig()),
+        }
+        theirs = {
+            "t5-small": transformers.T5ForConditionalGeneration(transformers.T5Config()),
+            "bart-base": transformers.BartForConditionalGeneration(BartConfig().to_hf()),
+        }
     assert {name: count(m) for name, m in ours.items()} == {"t5-small": 60_506_624, "bart-base": 139_420_416}
     assert {name: count(m) for name, m in theirs.items()} == {name: count(m) for name, m in ours.items()}

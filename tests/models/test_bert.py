@@ -17,8 +17,14 @@ from lecture_lib.models.bert import (
 )
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
-SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=16)
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=16,
+)
 
 
 pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
@@ -59,8 +65,9 @@ def test_bert_model_equals_transformers(output_attentions):
     ours, hf = hf_pair(BertModel, "BertModel")
     batch = dict(inputs(), output_attentions=output_attentions, output_hidden_states=True)
     fields = ["last_hidden_state", "pooler_output", "hidden_states"] + ["attentions"] * output_attentions
-    a, b = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
-                             outputs=fields)
+    a, b = assert_equivalent(
+        ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(), outputs=fields
+    )
     assert len(a.hidden_states) == len(b.hidden_states) == 3
     if output_attentions:
         assert torch.all(a.attentions[0][1, :, :, 6:] == 0)  # nobody attends to padding
@@ -73,8 +80,9 @@ def test_bert_for_pretraining_equals_transformers_logits_loss_and_gradients():
     batch = inputs()
     labels, nsp = pretraining_labels(batch)
     batch = dict(batch, labels=labels, next_sentence_label=nsp, output_attentions=True)
-    assert_equivalent(ours, hf, batch, lambda out: out.loss,
-                      outputs=["prediction_logits", "seq_relationship_logits", "attentions"])
+    assert_equivalent(
+        ours, hf, batch, lambda out: out.loss, outputs=["prediction_logits", "seq_relationship_logits", "attentions"]
+    )
     # the MLM output matrix is the word-embedding matrix, in both
     assert ours.cls.predictions.decoder.weight is ours.base_model.embeddings.word_embeddings.weight
 
@@ -137,8 +145,14 @@ def test_from_pretrained_reads_the_real_minilm_checkpoint_like_transformers(mini
     ours = BertModel.from_pretrained(path)
     theirs = transformers.BertModel.from_pretrained(path, attn_implementation="eager").eval()
     tokenizer = transformers.BertTokenizerFast(str(path / "vocab.txt"))
-    batch = dict(tokenizer(["my dog is cute", "the bank of the river was muddy after the rain"],
-                           ["he likes playing", "she went to the bank"], padding=True, return_tensors="pt"))
+    batch = dict(
+        tokenizer(
+            ["my dog is cute", "the bank of the river was muddy after the rain"],
+            ["he likes playing", "she went to the bank"],
+            padding=True,
+            return_tensors="pt",
+        )
+    )
     a = ours(**batch, output_attentions=True)
     b = theirs(**batch, output_attentions=True)
     assert ours.config.num_hidden_layers == 6 and ours.config.hidden_size == 384
@@ -153,8 +167,10 @@ def test_from_pretrained_reads_the_real_minilm_checkpoint_like_transformers(mini
 def test_checkpoint_layouts(tmp_path):
     """TensorFlow-era gamma/beta names and a pytorch_model.bin read with weights_only=True."""
     ours = BertModel(BertConfig(**SMALL))
-    state = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-             for k, v in ours.state_dict().items()}
+    state = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in ours.state_dict().items()
+    }
     torch.save({"bert." + k: v for k, v in state.items()}, tmp_path / "pytorch_model.bin")
     (tmp_path / "config.json").write_text(json.dumps({**SMALL, "model_type": "bert"}))
     loaded = BertModel.from_pretrained(tmp_path)

@@ -18,8 +18,16 @@ from lecture_lib.models.distilbert import (
 )
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
-SMALL = dict(vocab_size=97, dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=14,
-             activation="gelu", pad_token_id=0)
+SMALL = dict(
+    vocab_size=97,
+    dim=32,
+    n_layers=2,
+    n_heads=4,
+    hidden_dim=48,
+    max_position_embeddings=14,
+    activation="gelu",
+    pad_token_id=0,
+)
 
 pytestmark = pytest.mark.usefixtures("float64")
 
@@ -37,8 +45,9 @@ def batch(length=9):
 
 def hf_pair(cls_ours, name, **config):
     torch.manual_seed(0)
-    hf = getattr(transformers, name)(transformers.DistilBertConfig(**{**SMALL, **config},
-                                                                    attn_implementation="eager")).eval()
+    hf = getattr(transformers, name)(
+        transformers.DistilBertConfig(**{**SMALL, **config}, attn_implementation="eager")
+    ).eval()
     with torch.no_grad():  # random, not initial, weights: biases and LayerNorms away from 0 and 1
         for p in hf.parameters():
             p.add_(torch.randn_like(p) * 0.05)
@@ -48,8 +57,13 @@ def hf_pair(cls_ours, name, **config):
 def test_distilbert_model_equals_transformers():
     ours, hf = hf_pair(DistilBertModel, "DistilBertModel")
     inputs = dict(batch(), output_hidden_states=True, output_attentions=True)
-    a, _ = assert_equivalent(ours, hf, inputs, lambda out: out.last_hidden_state.sum(),
-                             outputs=["last_hidden_state", "hidden_states", "attentions"])
+    a, _ = assert_equivalent(
+        ours,
+        hf,
+        inputs,
+        lambda out: out.last_hidden_state.sum(),
+        outputs=["last_hidden_state", "hidden_states", "attentions"],
+    )
     assert a.pooler_output is None and len(a.hidden_states) == 3
     assert not any("token_type" in k or "pooler" in k for k in ours.state_dict())
 
@@ -66,8 +80,9 @@ def test_distilbert_for_masked_lm_equals_transformers():
 
 @pytest.mark.parametrize("num_labels", [1, 3])
 def test_distilbert_for_sequence_classification_equals_transformers(num_labels):
-    ours, hf = hf_pair(DistilBertForSequenceClassification, "DistilBertForSequenceClassification",
-                       num_labels=num_labels)
+    ours, hf = hf_pair(
+        DistilBertForSequenceClassification, "DistilBertForSequenceClassification", num_labels=num_labels
+    )
     labels = torch.tensor([0.5, -1.0, 2.0, 0.0]) if num_labels == 1 else torch.tensor([2, 0, 1, 1])
     assert_equivalent(ours, hf, dict(batch(), labels=labels), lambda out: out.loss, outputs=["logits"])
     assert ours.num_labels == num_labels
@@ -109,8 +124,14 @@ def test_bad_configs_are_refused():
 
 # ---------------------------------------------------------------- the initialisation from a BERT
 
-TEACHER = dict(vocab_size=97, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=48,
-               max_position_embeddings=14)
+TEACHER = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=14,
+)
 
 
 def random_teacher():
@@ -135,20 +156,30 @@ def test_initialisation_copies_the_teacher_tensors_exactly():
     student = distilbert_from_bert(teacher, fold_segment=False)
     assert student.config.n_layers == 2
     theirs, mine = teacher.state_dict(), student.to_hf().state_dict()
-    pairs = {"distilbert.embeddings.word_embeddings.weight": "bert.embeddings.word_embeddings.weight",
-             "distilbert.embeddings.position_embeddings.weight": "bert.embeddings.position_embeddings.weight",
-             "distilbert.embeddings.LayerNorm.weight": "bert.embeddings.LayerNorm.weight",
-             "vocab_transform.weight": "cls.predictions.transform.dense.weight",
-             "vocab_layer_norm.bias": "cls.predictions.transform.LayerNorm.bias",
-             "vocab_projector.bias": "cls.predictions.bias"}
-    names = {"attention.q_lin": "attention.self.query", "attention.k_lin": "attention.self.key",
-             "attention.v_lin": "attention.self.value", "attention.out_lin": "attention.output.dense",
-             "sa_layer_norm": "attention.output.LayerNorm", "ffn.lin1": "intermediate.dense",
-             "ffn.lin2": "output.dense", "output_layer_norm": "output.LayerNorm"}
+    pairs = {
+        "distilbert.embeddings.word_embeddings.weight": "bert.embeddings.word_embeddings.weight",
+        "distilbert.embeddings.position_embeddings.weight": "bert.embeddings.position_embeddings.weight",
+        "distilbert.embeddings.LayerNorm.weight": "bert.embeddings.LayerNorm.weight",
+        "vocab_transform.weight": "cls.predictions.transform.dense.weight",
+        "vocab_layer_norm.bias": "cls.predictions.transform.LayerNorm.bias",
+        "vocab_projector.bias": "cls.predictions.bias",
+    }
+    names = {
+        "attention.q_lin": "attention.self.query",
+        "attention.k_lin": "attention.self.key",
+        "attention.v_lin": "attention.self.value",
+        "attention.out_lin": "attention.output.dense",
+        "sa_layer_norm": "attention.output.LayerNorm",
+        "ffn.lin1": "intermediate.dense",
+        "ffn.lin2": "output.dense",
+        "output_layer_norm": "output.LayerNorm",
+    }
     for s, t in enumerate([0, 3]):  # extract_distilbert.py's key map, written out
         for hf_name, bert_name in names.items():
             for kind in ("weight", "bias"):
-                pairs[f"distilbert.transformer.layer.{s}.{hf_name}.{kind}"] = f"bert.encoder.layer.{t}.{bert_name}.{kind}"
+                pairs[f"distilbert.transformer.layer.{s}.{hf_name}.{kind}"] = (
+                    f"bert.encoder.layer.{t}.{bert_name}.{kind}"
+                )
     for key, source in pairs.items():
         assert torch.equal(mine[key], theirs[source]), key
     copied_layers = {k for k in pairs if ".layer." in k}

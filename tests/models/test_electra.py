@@ -18,8 +18,15 @@ from lecture_lib.models.electra import (
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 from tests.models.test_bert import inputs, pretraining_labels
 
-SMALL = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-             intermediate_size=48, max_position_embeddings=16)
+SMALL = dict(
+    vocab_size=97,
+    embedding_size=16,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=16,
+)
 # E != H (ELECTRA-Small's shape, with the projection) and E = H (Base's, without); gelu_new checks that the
 # discriminator head follows hidden_act while the generator head keeps the exact GELU.
 SHAPES = [dict(), dict(embedding_size=32), dict(hidden_act="gelu_new")]
@@ -43,8 +50,13 @@ def test_electra_model_equals_transformers(config):
     ours, hf = hf_pair(ElectraModel, "ElectraModel", **config)
     assert (ours.embeddings_project is None) == (config.get("embedding_size") == 32)
     batch = dict(inputs(), output_hidden_states=True, output_attentions=True)
-    a, _ = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum(),
-                             outputs=["last_hidden_state", "hidden_states", "attentions"])
+    a, _ = assert_equivalent(
+        ours,
+        hf,
+        batch,
+        lambda out: out.last_hidden_state.sum(),
+        outputs=["last_hidden_state", "hidden_states", "attentions"],
+    )
     assert a.pooler_output is None and len(a.hidden_states) == SMALL["num_hidden_layers"] + 1
 
 
@@ -52,12 +64,15 @@ def active_loss(labels, attention_mask):
     """transformers' discriminator loss, written as its forward does it, with the labels cast to the logits'
     dtype: its ``labels.float()`` makes the loss float32 even for a float64 model, too coarse for comparing
     gradients at 1e-9 (the float32 value itself is compared in the test)."""
+
     def loss(out):
         if attention_mask is None:
             return torch.nn.BCEWithLogitsLoss()(out.logits, labels.to(out.logits.dtype))
         active = attention_mask.view(-1, out.logits.shape[1]) == 1
-        return torch.nn.BCEWithLogitsLoss()(out.logits.view(-1, out.logits.shape[1])[active],
-                                            labels[active].to(out.logits.dtype))
+        return torch.nn.BCEWithLogitsLoss()(
+            out.logits.view(-1, out.logits.shape[1])[active], labels[active].to(out.logits.dtype)
+        )
+
     return loss
 
 
@@ -69,8 +84,9 @@ def test_discriminator_equals_transformers_logits_loss_and_gradients(config, mas
     if not masked:
         del batch["attention_mask"]
     batch = dict(batch, labels=replaced_labels(batch))
-    a, b = assert_equivalent(ours, hf, batch, active_loss(batch["labels"], batch.get("attention_mask")),
-                             outputs=["logits"])
+    a, b = assert_equivalent(
+        ours, hf, batch, active_loss(batch["labels"], batch.get("attention_mask")), outputs=["logits"]
+    )
     assert a.logits.shape == batch["input_ids"].shape
     torch.testing.assert_close(a.loss, active_loss(batch["labels"], batch.get("attention_mask"))(a), rtol=0, atol=0)
     torch.testing.assert_close(a.loss.float(), b.loss, rtol=1e-6, atol=1e-7)  # theirs is float32
@@ -118,8 +134,9 @@ def test_generator_masked_only_gives_the_same_loss_and_gradients():
 
 
 def test_joint_model_shares_the_embedding_parameters_themselves():
-    model = ElectraPretrainingModel.from_config(ElectraConfig(**{**SMALL, "hidden_size": 64, "intermediate_size": 96}),
-                                                generator_size=0.5)
+    model = ElectraPretrainingModel.from_config(
+        ElectraConfig(**{**SMALL, "hidden_size": 64, "intermediate_size": 96}), generator_size=0.5
+    )
     g, d = model.generator.electra.embeddings, model.discriminator.electra.embeddings
     assert g is d
     for name in ("word_embeddings", "position_embeddings", "token_type_embeddings", "LayerNorm"):
@@ -145,7 +162,9 @@ def test_joint_model_to_hf_writes_the_shared_tables_into_both_halves():
     assert torch.equal(hf_g.generator_lm_head.weight, shared["word_embeddings.weight"])
     batch = inputs()
     labels, _ = pretraining_labels(batch)
-    torch.testing.assert_close(model.generator.eval()(**batch, labels=labels).loss, hf_g.eval()(**batch, labels=labels).loss)
+    torch.testing.assert_close(
+        model.generator.eval()(**batch, labels=labels).loss, hf_g.eval()(**batch, labels=labels).loss
+    )
     back = ElectraPretrainingModel.from_hf(hf_g, hf_d)
     assert back.generator.electra.embeddings is back.discriminator.electra.embeddings
     for key, value in model.state_dict().items():
@@ -154,16 +173,25 @@ def test_joint_model_to_hf_writes_the_shared_tables_into_both_halves():
 
 def test_joint_model_refuses_embeddings_of_two_sizes():
     with pytest.raises(ValueError, match="shared embeddings need one embedding_size"):
-        ElectraPretrainingModel(ElectraForMaskedLM(ElectraConfig(**{**SMALL, "embedding_size": 8})),
-                                ElectraForPreTraining(ElectraConfig(**SMALL)))
+        ElectraPretrainingModel(
+            ElectraForMaskedLM(ElectraConfig(**{**SMALL, "embedding_size": 8})),
+            ElectraForPreTraining(ElectraConfig(**SMALL)),
+        )
 
 
 def test_generator_config_follows_the_authors_rule():
     small = ElectraConfig()  # ELECTRA-Small's discriminator: H = 256
-    sizes = {f: (c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_hidden_layers, c.embedding_size)
-             for f in (1 / 8, 1 / 4, 1 / 2, 1.0) for c in [small.generator(f)]}
-    assert sizes == {1 / 8: (32, 128, 1, 12, 128), 1 / 4: (64, 256, 1, 12, 128), 1 / 2: (128, 512, 2, 12, 128),
-                     1.0: (256, 1024, 4, 12, 128)}
+    sizes = {
+        f: (c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_hidden_layers, c.embedding_size)
+        for f in (1 / 8, 1 / 4, 1 / 2, 1.0)
+        for c in [small.generator(f)]
+    }
+    assert sizes == {
+        1 / 8: (32, 128, 1, 12, 128),
+        1 / 4: (64, 256, 1, 12, 128),
+        1 / 2: (128, 512, 2, 12, 128),
+        1.0: (256, 1024, 4, 12, 128),
+    }
     with pytest.raises(ValueError, match="expected a generator size in"):
         small.generator(0.0)
 
@@ -202,11 +230,15 @@ def test_flop_formula_is_the_course_formula_for_a_bert_shaped_network():
     electra, bert = ElectraConfig(embedding_size=64, **sizes), BertConfig(**sizes)
     assert electra_training_flops_per_token(electra, 128, "generator") == training_flops_per_token(bert, 128)
     # with the head on the masked 15% only, ours also skips the head's H x H transform elsewhere
-    assert electra_training_flops_per_token(electra, 128, "generator", masked_fraction=0.15) == \
-        training_flops_per_token(bert, 128, masked_fraction=0.15) - 6 * 0.85 * 64 * 64
+    assert (
+        electra_training_flops_per_token(electra, 128, "generator", masked_fraction=0.15)
+        == training_flops_per_token(bert, 128, masked_fraction=0.15) - 6 * 0.85 * 64 * 64
+    )
     # the discriminator head (H² + H) instead of the MLM head (H² + f·H·V): the same formula, another N
-    assert electra_training_flops_per_token(electra, 128, "discriminator") == \
-        training_flops_per_token(bert, 128, masked_fraction=0.0) + 6 * 64
+    assert (
+        electra_training_flops_per_token(electra, 128, "discriminator")
+        == training_flops_per_token(bert, 128, masked_fraction=0.0) + 6 * 64
+    )
     with pytest.raises(ValueError, match="expected head in"):
         electra_training_flops_per_token(electra, 128, "pooler")
 

@@ -12,9 +12,19 @@ def _t5():
 
 
 def _bart():
-    return BartForConditionalGeneration(BartConfig(vocab_size=40, d_model=16, encoder_layers=2, decoder_layers=2,
-                                                   encoder_attention_heads=4, decoder_attention_heads=4,
-                                                   encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=16))
+    return BartForConditionalGeneration(
+        BartConfig(
+            vocab_size=40,
+            d_model=16,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=32,
+            decoder_ffn_dim=32,
+            max_position_embeddings=16,
+        )
+    )
 
 
 @pytest.mark.parametrize("make", [_t5, _bart], ids=["t5", "bart"])

@@ -13,8 +13,15 @@ from lecture_lib.models.heads import (
 )
 from tests.hf_equivalence import assert_equivalent
 
-SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=40, type_vocab_size=2)
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=40,
+    type_vocab_size=2,
+)
 
 
 def _hf(name, **config):

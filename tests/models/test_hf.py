@@ -11,8 +11,14 @@ from lecture_lib.models.bert import BERT, BertConfig, BertForPreTraining, BertMo
 from lecture_lib.models.heads import BertForQuestionAnswering, BertForSequenceClassification
 from lecture_lib.models.hf import CorruptCheckpointError, Family
 
-SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=16)
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=16,
+)
 
 
 def _ids():
@@ -29,7 +35,8 @@ def checkpoint(tmp_path):
 def test_a_head_saved_by_transformers_loads_here_and_ours_loads_there(tmp_path):
     torch.manual_seed(1)
     theirs = transformers.BertForSequenceClassification(
-        transformers.BertConfig(**SMALL, num_labels=3, classifier_dropout=0.3)).eval()
+        transformers.BertConfig(**SMALL, num_labels=3, classifier_dropout=0.3)
+    ).eval()
     theirs.save_pretrained(tmp_path / "theirs")  # writes id2label, not num_labels
     ours = BertForSequenceClassification.from_pretrained(tmp_path / "theirs")
     assert ours.num_labels == 3 and ours.classifier_dropout == 0.3
@@ -55,8 +62,14 @@ def test_another_family_is_refused(checkpoint):
 
 
 def test_a_rename_table_applies_both_ways():
-    family = Family("toy", dict, "ToyConfig", renames=(("attn.", "attention.self."),),
-                    old_names=(("LayerNorm.gamma", "LayerNorm.weight"),), dropped=("position_ids",))
+    family = Family(
+        "toy",
+        dict,
+        "ToyConfig",
+        renames=(("attn.", "attention.self."),),
+        old_names=(("LayerNorm.gamma", "LayerNorm.weight"),),
+        dropped=("position_ids",),
+    )
     assert family.to_theirs("layer.0.attn.query.weight") == "layer.0.attention.self.query.weight"
     assert family.to_ours("layer.0.attention.self.query.weight") == "layer.0.attn.query.weight"
     assert family.to_ours("layer.0.LayerNorm.gamma") == "layer.0.LayerNorm.weight"
@@ -86,7 +99,9 @@ def test_a_damaged_pytorch_file_names_itself_and_the_remedy(checkpoint, damage):
     (checkpoint / "model.safetensors").unlink()
     torch.save(state, checkpoint / "pytorch_model.bin")
     damage(checkpoint / "pytorch_model.bin")
-    with pytest.raises(CorruptCheckpointError, match="pytorch_model.bin is not a readable PyTorch weights file") as info:
+    with pytest.raises(
+        CorruptCheckpointError, match="pytorch_model.bin is not a readable PyTorch weights file"
+    ) as info:
         BertModel.from_pretrained(checkpoint)
     assert f"delete the directory {checkpoint}" in str(info.value)
     assert "weights_only" not in str(info.value)  # no advice to unpickle a file we could not trust
@@ -99,7 +114,9 @@ class _RunsCode:
 
 def test_a_pickle_with_code_is_refused_and_never_run(checkpoint, capsys):
     (checkpoint / "model.safetensors").unlink()
-    (checkpoint / "pytorch_model.bin").write_bytes(pickle.dumps({"embeddings.word_embeddings.weight": _RunsCode()}, protocol=2))
+    (checkpoint / "pytorch_model.bin").write_bytes(
+        pickle.dumps({"embeddings.word_embeddings.weight": _RunsCode()}, protocol=2)
+    )
     with pytest.raises(CorruptCheckpointError, match="objects other than tensors"):
         BertModel.from_pretrained(checkpoint)
     assert "this must never run" not in capsys.readouterr().out

@@ -9,8 +9,15 @@ from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import BertForQuestionAnswering, BertForTokenClassification
 from lecture_lib.models.left_to_right import LeftToRightBertModel, left_to_right_head
 
-CONFIG = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+CONFIG = BertConfig(
+    vocab_size=40,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=32,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 IDS = torch.tensor([[2, 7, 9, 11, 5, 3], [2, 8, 6, 3, 0, 0]])
 KEEP = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
 
@@ -26,7 +33,9 @@ def _influence(model: BertModel) -> torch.Tensor:
     handle = model.embeddings.register_forward_hook(keep_embeddings)
     out = model(IDS[:1], KEEP[:1]).last_hidden_state  # (1, T, H)
     handle.remove()
-    direction = torch.randn(out.shape[-1], generator=torch.Generator().manual_seed(0))  # a LayerNorm's outputs sum to a constant
+    direction = torch.randn(
+        out.shape[-1], generator=torch.Generator().manual_seed(0)
+    )  # a LayerNorm's outputs sum to a constant
     rows = []
     for i in range(IDS.shape[1]):
         (grad,) = torch.autograd.grad(out[0, i] @ direction, captured["x"], retain_graph=True)

@@ -20,8 +20,10 @@ def test_attention_ignores_padding_and_alignments_are_distributions():
     torch.manual_seed(0)
     model = RNNSeq2Seq(13, 16, attention=True).eval()
     short = make_batch([torch.tensor([5, 6, 7])], [torch.tensor([7, 6, 5])])
-    padded = make_batch([torch.tensor([5, 6, 7]), torch.tensor([3, 4, 5, 6, 7, 8])],
-                        [torch.tensor([7, 6, 5]), torch.tensor([8, 7, 6, 5, 4, 3])])
+    padded = make_batch(
+        [torch.tensor([5, 6, 7]), torch.tensor([3, 4, 5, 6, 7, 8])],
+        [torch.tensor([7, 6, 5]), torch.tensor([8, 7, 6, 5, 4, 3])],
+    )
     logits_short, alpha_short = model(short)
     logits_padded, alpha_padded = model(padded)
     torch.testing.assert_close(logits_short[0], logits_padded[0, :4])
@@ -39,5 +41,3 @@ def test_decoder_attention_is_the_unscaled_dot_product_of_the_equations():
         _, _, alpha = model.decode(batch.tgt_in, h, batch.src_lengths, last)
     torch.testing.assert_close(alpha, torch.softmax(s @ h.transpose(1, 2), dim=-1))
     torch.testing.assert_close(alpha, scaled_dot_product_attention(s, h, h, scale=1.0)[1])
-
-

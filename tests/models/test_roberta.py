@@ -16,9 +16,18 @@ from lecture_lib.models.roberta import (
 )
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
-SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=14, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
-             hidden_act="gelu_new")  # gelu_new in the layers, so the LM head's fixed exact GELU is tested apart
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=14,
+    type_vocab_size=1,
+    layer_norm_eps=1e-5,
+    pad_token_id=1,
+    hidden_act="gelu_new",
+)  # gelu_new in the layers, so the LM head's fixed exact GELU is tested apart
 PAD = SMALL["pad_token_id"]
 
 pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
@@ -38,8 +47,9 @@ def ragged(side, batch=4, length=9):
 
 def hf_pair(cls_ours, name, **config):
     torch.manual_seed(0)
-    hf = getattr(transformers, name)(transformers.RobertaConfig(**{**SMALL, **config},
-                                                                attn_implementation="eager")).eval()
+    hf = getattr(transformers, name)(
+        transformers.RobertaConfig(**{**SMALL, **config}, attn_implementation="eager")
+    ).eval()
     with torch.no_grad():  # random, not initial, weights: biases and LayerNorms away from 0 and 1
         for p in hf.parameters():
             p.add_(torch.randn_like(p) * 0.05)
@@ -59,8 +69,13 @@ def mlm_labels(batch):
 def test_roberta_model_equals_transformers(side):
     ours, hf = hf_pair(RobertaModel, "RobertaModel")
     batch = dict(ragged(side), output_hidden_states=True, output_attentions=True)
-    a, _ = assert_equivalent(ours, hf, batch, lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
-                             outputs=["last_hidden_state", "pooler_output", "hidden_states", "attentions"])
+    a, _ = assert_equivalent(
+        ours,
+        hf,
+        batch,
+        lambda out: out.last_hidden_state.sum() + out.pooler_output.sum(),
+        outputs=["last_hidden_state", "pooler_output", "hidden_states", "attentions"],
+    )
     assert len(a.hidden_states) == 3
 
 
@@ -122,8 +137,13 @@ def test_masked_only_gives_the_same_loss():
 
 def test_defaults_are_roberta_base_and_differ_from_transformers_defaults():
     ours = RobertaConfig()
-    assert (ours.vocab_size, ours.max_position_embeddings, ours.type_vocab_size, ours.layer_norm_eps,
-            ours.max_length) == (50265, 514, 1, 1e-5, 512)
+    assert (
+        ours.vocab_size,
+        ours.max_position_embeddings,
+        ours.type_vocab_size,
+        ours.layer_norm_eps,
+        ours.max_length,
+    ) == (50265, 514, 1, 1e-5, 512)
     theirs = transformers.RobertaConfig()
     assert (theirs.max_position_embeddings, theirs.type_vocab_size) == (512, 2)  # the trap from_hf avoids
     assert RobertaConfig.from_hf(theirs).max_position_embeddings == 512
@@ -148,8 +168,7 @@ def test_round_trip_through_disk(tmp_path):
     expected = model.eval()(**batch).logits
     torch.testing.assert_close(back(**batch).logits, expected)
     torch.testing.assert_close(theirs(**batch).logits, expected)
-    torch.testing.assert_close(encoder(**batch).last_hidden_state,
-                               model.roberta(**batch).last_hidden_state)
+    torch.testing.assert_close(encoder(**batch).last_hidden_state, model.roberta(**batch).last_hidden_state)
     assert_round_trip(back, theirs)
 
 

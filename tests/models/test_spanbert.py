@@ -8,8 +8,14 @@ from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from lecture_lib.models.spanbert import SpanBertForPreTraining
 from lecture_lib.objectives.span_masking import span_boundaries
 
-SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=16)
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=16,
+)
 
 pytestmark = pytest.mark.usefixtures("float64")
 

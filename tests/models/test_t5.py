@@ -10,8 +10,18 @@ from lecture_lib.decoding import greedy_decode
 from lecture_lib.models.t5 import T5Config, T5ForConditionalGeneration, relative_position_bucket
 from tests.hf_equivalence import assert_equivalent, assert_round_trip
 
-SMALL = dict(vocab_size=61, d_model=32, d_kv=6, d_ff=48, num_layers=3, num_decoder_layers=2, num_heads=4,
-             relative_attention_num_buckets=8, relative_attention_max_distance=12, dropout_rate=0.0)
+SMALL = dict(
+    vocab_size=61,
+    d_model=32,
+    d_kv=6,
+    d_ff=48,
+    num_layers=3,
+    num_decoder_layers=2,
+    num_heads=4,
+    relative_attention_num_buckets=8,
+    relative_attention_max_distance=12,
+    dropout_rate=0.0,
+)
 
 pytestmark = pytest.mark.usefixtures("float64")  # compare to ~1e-10, not float32 noise
 
@@ -34,18 +44,21 @@ def batch(source_length=15, target_length=11):
     decoder_attention_mask[1, 7:] = 0
     decoder_attention_mask[2, 3:] = 0
     labels[decoder_attention_mask == 0] = -100
-    return dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels,
-                decoder_attention_mask=decoder_attention_mask)
+    return dict(
+        input_ids=input_ids, attention_mask=attention_mask, labels=labels, decoder_attention_mask=decoder_attention_mask
+    )
 
 
 def test_buckets_equal_transformers_both_directions():
     offsets = torch.arange(-400, 401)
     for bidirectional in (True, False):
         for buckets, distance in ((32, 128), (8, 12), (16, 64)):
-            ours = relative_position_bucket(offsets, bidirectional=bidirectional, num_buckets=buckets,
-                                            max_distance=distance)
-            theirs = HFT5Attention._relative_position_bucket(offsets, bidirectional=bidirectional,
-                                                             num_buckets=buckets, max_distance=distance)
+            ours = relative_position_bucket(
+                offsets, bidirectional=bidirectional, num_buckets=buckets, max_distance=distance
+            )
+            theirs = HFT5Attention._relative_position_bucket(
+                offsets, bidirectional=bidirectional, num_buckets=buckets, max_distance=distance
+            )
             assert torch.equal(ours, theirs)
 
 
@@ -67,8 +80,13 @@ def test_t5_equals_transformers_logits_loss_and_gradients(config):
 def untied_hf_pair():
     """T5 1.1 (gated GELU, an output matrix of its own) as ``transformers`` 5 holds it after loading a 1.1
     checkpoint: built tied, then untied because the checkpoint's two matrices differ."""
-    hf_config = transformers.T5Config(**SMALL, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
-                                      decoder_start_token_id=0, attn_implementation="eager")
+    hf_config = transformers.T5Config(
+        **SMALL,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False,
+        decoder_start_token_id=0,
+        attn_implementation="eager",
+    )
     hf = transformers.T5ForConditionalGeneration(hf_config).eval()
     hf.lm_head.weight = nn.Parameter(torch.randn_like(hf.shared.weight))
     assert not hf.config.scale_decoder_outputs
@@ -91,8 +109,9 @@ def test_t5_v1_1_checkpoints_load_both_ways(tmp_path):
     ours, _ = untied_hf_pair()
     inputs = batch()
     ours.save_pretrained(tmp_path / "ours")
-    theirs = transformers.T5ForConditionalGeneration.from_pretrained(tmp_path / "ours",
-                                                                     attn_implementation="eager").eval()
+    theirs = transformers.T5ForConditionalGeneration.from_pretrained(
+        tmp_path / "ours", attn_implementation="eager"
+    ).eval()
     assert theirs.lm_head.weight is not theirs.shared.weight and not theirs.config.scale_decoder_outputs
     with torch.no_grad():
         torch.testing.assert_close(theirs(**inputs).logits, ours(**inputs).logits, atol=1e-10, rtol=1e-10)
@@ -121,8 +140,9 @@ def test_greedy_decoding_equals_transformers_generate():
     src[3, 5:] = 0
     src[4, 2:] = 0
     tokens, _ = greedy_decode(ours, src, 12, bos=0, eos=1, pad=0, banned=())
-    expected = hf.generate(input_ids=src, attention_mask=(src != 0).long(), max_new_tokens=12, do_sample=False,
-                           num_beams=1)
+    expected = hf.generate(
+        input_ids=src, attention_mask=(src != 0).long(), max_new_tokens=12, do_sample=False, num_beams=1
+    )
     assert torch.equal(tokens, expected[:, 1:])  # generate's rows start with the decoder start token
     assert (tokens == 1).any() and len(set(tokens[:, 0].tolist())) > 2, "expected varied rows, one ending in </s>"
 

@@ -24,10 +24,16 @@ from lecture_lib.models.transformer import (
 VOCAB = 11
 
 
-
 def _tiny_config(**overrides):
-    base = dict(vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=2, num_attention_heads=4, ffn_dim=24,
-                max_position_embeddings=12)
+    base = dict(
+        vocab_size=VOCAB,
+        d_model=16,
+        encoder_layers=2,
+        decoder_layers=2,
+        num_attention_heads=4,
+        ffn_dim=24,
+        max_position_embeddings=12,
+    )
     return TransformerConfig(**{**base, **overrides})
 
 
@@ -93,9 +99,18 @@ def test_self_attention_is_permutation_equivariant_until_positions_are_added():
 
 def _torch_pair(norm_first=False, activation="relu"):
     torch.manual_seed(0)
-    reference = nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=24,
-                               dropout=0.1, activation=activation, batch_first=True, norm_first=norm_first,
-                               dtype=torch.float64).eval()
+    reference = nn.Transformer(
+        d_model=16,
+        nhead=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=24,
+        dropout=0.1,
+        activation=activation,
+        batch_first=True,
+        norm_first=norm_first,
+        dtype=torch.float64,
+    ).eval()
     with torch.no_grad():  # every weight distinct, LayerNorms included (PyTorch starts them all at 1 and 0)
         for p in reference.parameters():
             p.copy_(torch.randn_like(p) * 0.3)
@@ -115,9 +130,11 @@ def _their_name_to_ours(name):
             return [f"{prefix}.{ours}.out_proj.{rest[1]}"]
         kind = "weight" if rest[0] == "in_proj_weight" else "bias"
         return [f"{prefix}.{ours}.{p}_proj.{kind}" for p in "qkv"]
-    norms = {"norm1": "self_attn_layer_norm",
-             "norm2": "ffn_layer_norm" if stack == "encoder" else "encoder_attn_layer_norm",
-             "norm3": "ffn_layer_norm"}
+    norms = {
+        "norm1": "self_attn_layer_norm",
+        "norm2": "ffn_layer_norm" if stack == "encoder" else "encoder_attn_layer_norm",
+        "norm3": "ffn_layer_norm",
+    }
     renamed = {"linear1": "ffn.fc1", "linear2": "ffn.fc2", **norms}[module]
     return [f"{prefix}.{renamed}.{rest[0]}"]
 
@@ -126,8 +143,12 @@ def _torch_masks(src_lengths, tgt_lengths, s, t):
     src_keep = padding_mask(src_lengths, s)[:, 0, 0]  # (B, S)
     tgt_keep = padding_mask(tgt_lengths, t)[:, 0, 0]  # (B, T)
     # PyTorch's convention is the opposite of ours: True = may NOT attend
-    return dict(src_key_padding_mask=~src_keep, tgt_mask=~causal_mask(t), tgt_key_padding_mask=~tgt_keep,
-                memory_key_padding_mask=~src_keep)
+    return dict(
+        src_key_padding_mask=~src_keep,
+        tgt_mask=~causal_mask(t),
+        tgt_key_padding_mask=~tgt_keep,
+        memory_key_padding_mask=~src_keep,
+    )
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # PyTorch's note on its inference fast path
@@ -205,7 +226,9 @@ def test_tied_embeddings_and_learned_positions():
 def test_bad_input_raises():
     with pytest.raises(ValueError, match="not divisible by num_attention_heads 3"):
         _tiny_config(num_attention_heads=3)
-    with pytest.raises(ValueError, match="activation_function: expected one of gelu, gelu_new, gelu_pytorch_tanh, relu, got 'tanh'"):
+    with pytest.raises(
+        ValueError, match="activation_function: expected one of gelu, gelu_new, gelu_pytorch_tanh, relu, got 'tanh'"
+    ):
         _tiny_config(activation_function="tanh")
     with pytest.raises(ValueError, match="position_embedding_type: expected one of sinusoidal, learned, got 'rotary'"):
         _tiny_config(position_embedding_type="rotary")
@@ -227,5 +250,3 @@ def test_bad_input_raises():
 
 
 # ---------------------------------------------------------------- training
-
-

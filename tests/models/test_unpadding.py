@@ -10,8 +10,14 @@ from lecture_lib.attention import attend
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, BertModel
 from lecture_lib.models.unpadding import Packing, attend_packed, block_diagonal_mask, pad, sequence_lengths, unpad
 
-SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=16)
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=48,
+    max_position_embeddings=16,
+)
 LENGTHS = [5, 1, 16, 9]  # very different lengths: a single token ([CLS] alone) and a full-length sequence
 T = 16
 
@@ -31,8 +37,13 @@ def pretraining_batch(lengths=LENGTHS):
     for b, n in enumerate(lengths):  # about a third of each sequence's real tokens, at least one
         where = torch.randperm(n)[: max(1, n // 3)]
         labels[b, where] = input_ids[b, where]
-    return dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, labels=labels,
-                next_sentence_label=torch.tensor([0, 1, 1, 0]))
+    return dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        labels=labels,
+        next_sentence_label=torch.tensor([0, 1, 1, 0]),
+    )
 
 
 def test_unpad_and_pad_match_per_sequence_slicing():
@@ -65,8 +76,13 @@ def test_packed_attention_equals_attention_on_each_sequence_alone_in_values_and_
     for x in (q, k, v):
         x.grad = None
     edges = packing.cu_seqlens.tolist()
-    reference = torch.cat([F.scaled_dot_product_attention(q[..., a:b, :], k[..., a:b, :], v[..., a:b, :])
-                           for a, b in zip(edges, edges[1:])], dim=2)  # PyTorch on each sequence alone
+    reference = torch.cat(
+        [
+            F.scaled_dot_product_attention(q[..., a:b, :], k[..., a:b, :], v[..., a:b, :])
+            for a, b in zip(edges, edges[1:])
+        ],
+        dim=2,
+    )  # PyTorch on each sequence alone
     torch.testing.assert_close(ours, reference, atol=1e-12, rtol=1e-12)
     reference.pow(2).sum().backward()
     for g, x in zip(got, (q, k, v)):
@@ -118,12 +134,15 @@ def test_unpadded_encoder_equals_transformers_pooler_included_without_a_mask_and
         torch.testing.assert_close(a.pooler_output, b.pooler_output, atol=1e-10, rtol=1e-10)
 
 
-@pytest.mark.parametrize("mask, message", [
-    ([[1, 0, 1]], "right-padded"),  # a hole in the middle
-    ([[0, 1, 1]], "right-padded"),  # left padding
-    ([[1, 1, 1], [0, 0, 0]], "right-padded"),  # an empty sequence
-    ([[1, 2, 0]], "0s and 1s"),
-])
+@pytest.mark.parametrize(
+    "mask, message",
+    [
+        ([[1, 0, 1]], "right-padded"),  # a hole in the middle
+        ([[0, 1, 1]], "right-padded"),  # left padding
+        ([[1, 1, 1], [0, 0, 0]], "right-padded"),  # an empty sequence
+        ([[1, 2, 0]], "0s and 1s"),
+    ],
+)
 def test_masks_that_cannot_be_unpadded_are_refused(mask, message):
     with pytest.raises(ValueError, match=message):
         sequence_lengths(torch.tensor(mask))

@@ -23,8 +23,9 @@ def test_table_3_rows_exactly():
     mass = bert_style(WORDS, NOISE)
     assert mass == ("Thank you <M> <M> me to your party <M> week .".split(), WORDS)
     assert drop_tokens(WORDS, NOISE) == ("Thank you me to your party week .".split(), "for inviting last".split())
-    spans = span_corrupt(WORDS, [w in ("for", "inviting", "me", "your", "party", "last") for w in WORDS],
-                         sentinels=["<X>", "<Y>", "<Z>"])
+    spans = span_corrupt(
+        WORDS, [w in ("for", "inviting", "me", "your", "party", "last") for w in WORDS], sentinels=["<X>", "<Y>", "<Z>"]
+    )
     assert spans == ("Thank you <X> to <Y> week .".split(), "<X> for inviting me <Y> your party last <Z>".split())
 
 

@@ -77,8 +77,13 @@ def test_sentence_pairs_are_single_sentences_and_shorter_than_segment_pairs():
         (da, sa), (db, sb) = where[p.tokens_a[0]], where[p.tokens_b[0]]
         assert {where[t] for t in p.tokens_a} == {(da, sa)} and {where[t] for t in p.tokens_b} == {(db, sb)}
         assert (da == db and sb == sa + 1) == (p.label == 0)
-    lengths = {name: format_rows(name, docs, length=64, cls_token_id=CLS, sep_token_id=SEP,
-                                 pad_token_id=PAD)["attention_mask"].sum(1).double().mean() for name in FORMATS}
+    lengths = {
+        name: format_rows(name, docs, length=64, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)["attention_mask"]
+        .sum(1)
+        .double()
+        .mean()
+        for name in FORMATS
+    }
     assert lengths["sentence-pair"] < lengths["segment-pair"]
 
 

@@ -47,8 +47,13 @@ def rates(ids, special, masked, labels):
 def test_selection_and_replacement_rates_over_a_million_tokens():
     ids, special = corpus()
     assert (~special).sum() > 700_000 and ids.numel() >= 1_000_000
-    masked, labels = mask_tokens(ids, mask_token_id=MASK, vocab_size=VOCAB, special_tokens_mask=special,
-                                 generator=torch.Generator().manual_seed(1))
+    masked, labels = mask_tokens(
+        ids,
+        mask_token_id=MASK,
+        vocab_size=VOCAB,
+        special_tokens_mask=special,
+        generator=torch.Generator().manual_seed(1),
+    )
     r = rates(ids, special, masked, labels)
     # Binomial standard deviations: sqrt(.15 * .85 / 770k) = 4e-4 and sqrt(.8 * .2 / 115k) = 1.2e-3.
     assert r["selected"] == pytest.approx(0.15, abs=0.002)
@@ -61,8 +66,14 @@ def test_selection_and_replacement_rates_over_a_million_tokens():
 
 def test_random_replacements_are_uniform_over_the_vocabulary():
     ids = torch.full((2000, 500), 7)
-    masked, labels = mask_tokens(ids, mask_token_id=MASK, vocab_size=10, mlm_probability=1.0,
-                                 strategy=MaskingStrategy(0.0, 0.0, 1.0), generator=torch.Generator().manual_seed(0))
+    masked, labels = mask_tokens(
+        ids,
+        mask_token_id=MASK,
+        vocab_size=10,
+        mlm_probability=1.0,
+        strategy=MaskingStrategy(0.0, 0.0, 1.0),
+        generator=torch.Generator().manual_seed(0),
+    )
     counts = torch.bincount(masked.flatten(), minlength=10).double()
     expected = ids.numel() / 10
     chi2 = ((counts - expected) ** 2 / expected).sum().item()
@@ -74,14 +85,24 @@ def test_same_rates_as_transformers_data_collator():
     from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast
 
     vocab = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, **{f"w{i}": i for i in range(5, VOCAB)}}
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="[UNK]")),
-                                        pad_token="[PAD]", mask_token="[MASK]", cls_token="[CLS]", sep_token="[SEP]")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="[UNK]")),
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+    )
     ids, special = corpus(rows=300)
     torch.manual_seed(0)
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, return_tensors="pt")
     theirs = collator.torch_mask_tokens(ids.clone(), special_tokens_mask=special.clone())
-    ours = mask_tokens(ids, mask_token_id=MASK, vocab_size=VOCAB, special_tokens_mask=special,
-                       generator=torch.Generator().manual_seed(0))
+    ours = mask_tokens(
+        ids,
+        mask_token_id=MASK,
+        vocab_size=VOCAB,
+        special_tokens_mask=special,
+        generator=torch.Generator().manual_seed(0),
+    )
     r_theirs, r_ours = rates(ids, special, *theirs), rates(ids, special, *ours)
     for key in ("selected", "mask", "same"):
         assert r_ours[key] == pytest.approx(r_theirs[key], abs=0.01), key
@@ -92,8 +113,15 @@ def test_same_rates_as_transformers_data_collator():
 def test_invariants(seed, strategy, p):
     ids, special = corpus(rows=4, length=64, seed=seed % 1000)
     before = ids.clone()
-    masked, labels = mask_tokens(ids, mask_token_id=MASK, vocab_size=VOCAB, special_tokens_mask=special,
-                                 mlm_probability=p, strategy=strategy, generator=torch.Generator().manual_seed(seed))
+    masked, labels = mask_tokens(
+        ids,
+        mask_token_id=MASK,
+        vocab_size=VOCAB,
+        special_tokens_mask=special,
+        mlm_probability=p,
+        strategy=strategy,
+        generator=torch.Generator().manual_seed(seed),
+    )
     selected = labels != IGNORE_INDEX
     assert torch.equal(ids, before)  # the input is not modified
     assert not (selected & special).any()  # never a special or padding position
@@ -109,10 +137,20 @@ def test_invariants(seed, strategy, p):
 
 def test_same_generator_state_same_masks():
     ids, special = corpus(rows=8, length=32)
-    one = mask_tokens(ids, mask_token_id=MASK, vocab_size=VOCAB, special_tokens_mask=special,
-                      generator=torch.Generator().manual_seed(3))
-    two = mask_tokens(ids, mask_token_id=MASK, vocab_size=VOCAB, special_tokens_mask=special,
-                      generator=torch.Generator().manual_seed(3))
+    one = mask_tokens(
+        ids,
+        mask_token_id=MASK,
+        vocab_size=VOCAB,
+        special_tokens_mask=special,
+        generator=torch.Generator().manual_seed(3),
+    )
+    two = mask_tokens(
+        ids,
+        mask_token_id=MASK,
+        vocab_size=VOCAB,
+        special_tokens_mask=special,
+        generator=torch.Generator().manual_seed(3),
+    )
     assert all(torch.equal(a, b) for a, b in zip(one, two))
 
 

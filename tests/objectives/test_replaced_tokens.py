@@ -108,9 +108,17 @@ def step_batch(seed=7):
 
 def pair():
     torch.manual_seed(0)
-    config = ElectraConfig(vocab_size=100, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                           num_attention_heads=4, intermediate_size=64, max_position_embeddings=32,
-                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = ElectraConfig(
+        vocab_size=100,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     return ElectraPretrainingModel.from_config(config, generator_size=0.5)
 
 

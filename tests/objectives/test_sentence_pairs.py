@@ -35,8 +35,9 @@ def test_truncation_matches_transformers_longest_first(len_a, len_b, budget):
     a, b = list(range(1, len_a + 1)), list(range(100, 100 + len_b))
     tokenizer = SimpleNamespace(truncation_side="right")  # the only attribute the method reads
     remove = max(0, len_a + len_b - budget)
-    expected_a, expected_b, _ = PythonBackend.truncate_sequences(tokenizer, a, b, num_tokens_to_remove=remove,
-                                                                 truncation_strategy="longest_first")
+    expected_a, expected_b, _ = PythonBackend.truncate_sequences(
+        tokenizer, a, b, num_tokens_to_remove=remove, truncation_strategy="longest_first"
+    )
     assert truncate_pair(a, b, budget) == (expected_a, expected_b)
 
 
@@ -62,7 +63,7 @@ def test_random_truncation_keeps_contiguous_slices_of_both_segments(len_a, len_b
     assert 1 <= len(ta) and 1 <= len(tb) and len(ta) + len(tb) <= max(budget, 2)
     for kept, original in ((ta, a), (tb, b)):
         start = original.index(kept[0])
-        assert kept == original[start:start + len(kept)]
+        assert kept == original[start : start + len(kept)]
 
 
 def test_collate_pairs_matches_bert_tokenizer_on_the_real_vocab(minilm):
@@ -71,11 +72,21 @@ def test_collate_pairs_matches_bert_tokenizer_on_the_real_vocab(minilm):
     tokenizer = BertTokenizerFast(str(minilm / "vocab.txt"))
     a = tokenizer("my dog is cute", add_special_tokens=False)["input_ids"]
     b = tokenizer("he likes playing", add_special_tokens=False)["input_ids"]
-    batch = collate_pairs([make_pair(a, b), make_pair(b, a, random_next=True)], length=16,
-                          cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-                          pad_token_id=tokenizer.pad_token_id)
-    reference = tokenizer(["my dog is cute", "he likes playing"], ["he likes playing", "my dog is cute"],
-                          padding="max_length", max_length=16, return_special_tokens_mask=True, return_tensors="pt")
+    batch = collate_pairs(
+        [make_pair(a, b), make_pair(b, a, random_next=True)],
+        length=16,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    reference = tokenizer(
+        ["my dog is cute", "he likes playing"],
+        ["he likes playing", "my dog is cute"],
+        padding="max_length",
+        max_length=16,
+        return_special_tokens_mask=True,
+        return_tensors="pt",
+    )
     for key in ("input_ids", "token_type_ids", "attention_mask"):
         assert torch.equal(batch[key], reference[key]), key
     assert torch.equal(batch["special_tokens_mask"], reference["special_tokens_mask"].bool())
@@ -143,7 +154,7 @@ def test_order_pairs_are_consecutive_segments_of_one_document_swapped_half_the_t
         assert second[0] > first[-1]  # the first segment (label 0: A) comes first in the document
     # the swap count is Binomial(n, 1/2): standard deviation sqrt(n)/2, and 4 of them fail once in 16,000 seeds
     swapped = sum(p.label == SWAPPED for p in pairs)
-    assert abs(swapped - n / 2) < 4 * n ** 0.5 / 2
+    assert abs(swapped - n / 2) < 4 * n**0.5 / 2
     unswapped = [(p.tokens_a, p.tokens_b) for p in make_order_pairs(docs, 40, seed=1, swap_prob=0.0)]
     assert unswapped == [(p.tokens_a, p.tokens_b) for p in make_pairs(docs, 40, seed=1, random_next_prob=0.0)]
     assert make_order_pairs(docs, 40, seed=1) == pairs
@@ -151,8 +162,9 @@ def test_order_pairs_are_consecutive_segments_of_one_document_swapped_half_the_t
 
 def test_order_pairs_collate_under_the_transformers_label_name():
     pairs = make_order_pairs([[[5], [6]], [[7], [8]]], 8, seed=0, swap_prob=1.0)
-    batch = collate_pairs(pairs, length=6, cls_token_id=2, sep_token_id=3, pad_token_id=0,
-                          label_name="sentence_order_label")
+    batch = collate_pairs(
+        pairs, length=6, cls_token_id=2, sep_token_id=3, pad_token_id=0, label_name="sentence_order_label"
+    )
     assert batch["input_ids"].tolist() == [[2, 6, 3, 5, 3, 0], [2, 8, 3, 7, 3, 0]]
     assert batch["sentence_order_label"].tolist() == [SWAPPED, SWAPPED] and IN_ORDER == 0
 

@@ -80,8 +80,11 @@ def test_random_mask_properties_over_many_seeds(length):
 
 
 def test_mean_span_length_is_three():
-    lengths = [e - s for seed in range(400)
-               for s, e in noise_spans(random_spans_noise_mask(512, generator=torch.Generator().manual_seed(seed)))]
+    lengths = [
+        e - s
+        for seed in range(400)
+        for s, e in noise_spans(random_spans_noise_mask(512, generator=torch.Generator().manual_seed(seed)))
+    ]
     assert abs(np.mean(lengths) - 77 / 26) < 1e-9  # every mask: 77 tokens in 26 spans, so the mean is 2.96
 
 

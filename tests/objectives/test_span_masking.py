@@ -26,7 +26,7 @@ def test_the_renormalised_geometric_has_mean_3_8_and_clipping_would_give_4_46():
     torch.testing.assert_close(span_length_distribution(), weights / weights.sum())
     assert round(float((span_length_distribution() * lengths).sum()), 3) == 3.797
     # min(x, 10) of an unrestricted geometric puts the tail's mass 0.8^9 on 10 instead
-    clipped = float((weights[:9] * lengths[:9]).sum() + 10 * 0.8 ** 9)
+    clipped = float((weights[:9] * lengths[:9]).sum() + 10 * 0.8**9)
     assert round(clipped, 2) == 4.46
 
 
@@ -55,8 +55,8 @@ def corpus(rows=400, length=64, seed=0):
                 pieces = min(int(torch.randint(1, 4, (1,), generator=g)), real - 1 - t)
                 if pieces <= 0:
                     break
-                words[r, t:t + pieces] = w
-                entities[r, t:t + pieces] = e
+                words[r, t : t + pieces] = w
+                entities[r, t : t + pieces] = e
                 t, w = t + pieces, w + 1
             e += 1
     return input_ids, words, entities
@@ -73,12 +73,15 @@ def whole_units_only(labels, units):
 
 
 SCHEMES = {
-    "whole words": lambda ids, words, entities, g: mask_whole_words(ids, words, mask_token_id=MASK,
-                                                                     vocab_size=VOCAB, generator=g),
-    "entities": lambda ids, words, entities, g: mask_units(ids, entities, mask_token_id=MASK, vocab_size=VOCAB,
-                                                           generator=g),
-    "geometric spans": lambda ids, words, entities, g: mask_spans(ids, words, mask_token_id=MASK,
-                                                                  vocab_size=VOCAB, generator=g),
+    "whole words": lambda ids, words, entities, g: mask_whole_words(
+        ids, words, mask_token_id=MASK, vocab_size=VOCAB, generator=g
+    ),
+    "entities": lambda ids, words, entities, g: mask_units(
+        ids, entities, mask_token_id=MASK, vocab_size=VOCAB, generator=g
+    ),
+    "geometric spans": lambda ids, words, entities, g: mask_spans(
+        ids, words, mask_token_id=MASK, vocab_size=VOCAB, generator=g
+    ),
 }
 
 
@@ -98,8 +101,9 @@ def test_every_scheme_keeps_the_15_percent_budget_and_masks_whole_units(scheme):
 
 def test_replacement_is_80_10_10_and_decided_once_per_unit():
     ids, words, entities = corpus(rows=800)
-    masked, labels = mask_units(ids, entities, mask_token_id=MASK, vocab_size=VOCAB,
-                                generator=torch.Generator().manual_seed(2))
+    masked, labels = mask_units(
+        ids, entities, mask_token_id=MASK, vocab_size=VOCAB, generator=torch.Generator().manual_seed(2)
+    )
     fates, split = [], 0
     for r in range(ids.shape[0]):
         for u in entities[r][(labels[r] != -100)].unique():
@@ -123,8 +127,14 @@ def fates_of_selected_words(replacement, rows=400, words_per_row=100, pieces=3, 
     1 random, 2 kept), one row per selected word."""
     word_ids = torch.arange(words_per_row * pieces).div(pieces, rounding_mode="floor").expand(rows, -1)
     ids = torch.randint(10, VOCAB, word_ids.shape, generator=torch.Generator().manual_seed(seed))
-    masked, labels = mask_whole_words(ids, word_ids, mask_token_id=MASK, vocab_size=VOCAB, replacement=replacement,
-                                      generator=torch.Generator().manual_seed(seed + 1))
+    masked, labels = mask_whole_words(
+        ids,
+        word_ids,
+        mask_token_id=MASK,
+        vocab_size=VOCAB,
+        replacement=replacement,
+        generator=torch.Generator().manual_seed(seed + 1),
+    )
     whole_units_only(labels, word_ids)
     chosen = labels != -100
     fate = torch.where(masked == MASK, 0, torch.where(masked == ids, 2, 1))
@@ -151,8 +161,10 @@ def test_whole_word_masking_draws_80_10_10_for_each_piece_as_google_does():
     g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
     options = dict(mask_token_id=MASK, vocab_size=VOCAB)
     default = mask_whole_words(ids, words, generator=g(), **options)
-    assert all(torch.equal(a, b) for a, b in zip(default, mask_units(ids, words, generator=g(), replacement="per piece",
-                                                                     **options)))
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(default, mask_units(ids, words, generator=g(), replacement="per piece", **options))
+    )
 
 
 def test_span_truncation_replays_the_selection_of_mask_spans():
@@ -186,8 +198,9 @@ def test_whole_word_masking_on_the_paper_example():
     word_ids = torch.tensor([[-1] + word_of[1:-1] + [-1]])
     ids = torch.arange(10, 10 + len(tokens))[None]
     for seed in range(200):
-        _, labels = mask_whole_words(ids, word_ids, mask_token_id=MASK, vocab_size=VOCAB,
-                                     generator=torch.Generator().manual_seed(seed))
+        _, labels = mask_whole_words(
+            ids, word_ids, mask_token_id=MASK, vocab_size=VOCAB, generator=torch.Generator().manual_seed(seed)
+        )
         chosen = (labels[0] != -100).tolist()
         assert sum(chosen) in (2, 3)  # round(15% of 15) = 2 tokens, or phil ##am ##mon when it comes first
         assert len({chosen[i] for i in (10, 11, 12)}) == 1  # phil ##am ##mon together or not at all

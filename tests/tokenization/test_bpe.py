@@ -55,8 +55,18 @@ def _paper_reference(vocab: dict[str, int], num_merges: int) -> list[tuple[str, 
 
 
 def test_end_of_word_symbol_gives_the_papers_merges():
-    expected = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
-                ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
+    expected = [
+        ("e", "s"),
+        ("es", "t"),
+        ("est", "</w>"),
+        ("l", "o"),
+        ("lo", "w"),
+        ("n", "e"),
+        ("ne", "w"),
+        ("new", "est</w>"),
+        ("low", "</w>"),
+        ("w", "i"),
+    ]
     assert learn_bpe(SLIDES, 10, end_of_word="</w>") == expected
     paper_vocab = {" ".join(w) + " </w>": n for w, n in SLIDES.items()}
     assert _paper_reference(paper_vocab, 10) == expected

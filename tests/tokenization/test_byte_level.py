@@ -23,8 +23,12 @@ def _hf_byte_level(texts, vocab_size, special_tokens=()):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=list(special_tokens), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=list(special_tokens),
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(texts, trainer)
     return tokenizer
 
@@ -60,13 +64,20 @@ def test_decode_encode_round_trip_on_arbitrary_unicode(trained, text):
     assert ids == theirs.encode(text).ids
 
 
-SPECIAL = ByteLevelBPE().train(["ab ab aab <|endoftext|> abs's"] * 3, 256 + 5 + 2,
-                               special_tokens=["<|endoftext|>", "<pad>"])
+SPECIAL = ByteLevelBPE().train(
+    ["ab ab aab <|endoftext|> abs's"] * 3, 256 + 5 + 2, special_tokens=["<|endoftext|>", "<pad>"]
+)
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from(["a", "b", " ", "\n", "'s", "é", "東", "😀", "<|endoftext|>", "<|", "endoftext",
-                                 "|>", "<pad>", "<"]), max_size=20).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "b", " ", "\n", "'s", "é", "東", "😀", "<|endoftext|>", "<|", "endoftext", "|>", "<pad>", "<"]
+        ),
+        max_size=20,
+    ).map("".join)
+)
 def test_special_tokens_are_single_tokens_and_round_trip(text):
     ids = SPECIAL.encode(text)
     assert SPECIAL.decode(ids) == text
@@ -117,14 +128,24 @@ def test_save_load_round_trip(trained, tmp_path):
     assert ByteLevelBPE.load(tmp_path / "special.json").special_tokens == {"<s>": 257}
 
 
-@pytest.mark.parametrize("content, error, message", [
-    ("not json", ValueError, "expected a JSON tokenizer file"),
-    ('{"format": "other", "version": 1}', ValueError, "expected format"),
-    ('{"format": "lecture_lib.ByteLevelBPE", "version": 1, "pattern": "x", "special_tokens": []}', ValueError,
-     "list of 'merges'"),
-    ('{"format": "lecture_lib.ByteLevelBPE", "version": 1, "pattern": "x", "special_tokens": [],'
-     ' "merges": [["a", "b"], ["ab", "zz"]]}', ValueError, "malformed merge 1"),
-])
+@pytest.mark.parametrize(
+    "content, error, message",
+    [
+        ("not json", ValueError, "expected a JSON tokenizer file"),
+        ('{"format": "other", "version": 1}', ValueError, "expected format"),
+        (
+            '{"format": "lecture_lib.ByteLevelBPE", "version": 1, "pattern": "x", "special_tokens": []}',
+            ValueError,
+            "list of 'merges'",
+        ),
+        (
+            '{"format": "lecture_lib.ByteLevelBPE", "version": 1, "pattern": "x", "special_tokens": [],'
+            ' "merges": [["a", "b"], ["ab", "zz"]]}',
+            ValueError,
+            "malformed merge 1",
+        ),
+    ],
+)
 def test_malformed_files_raise(tmp_path, content, error, message):
     path = tmp_path / "bpe.json"
     path.write_text(content, encoding="utf-8")

@@ -23,8 +23,9 @@ def texts():
 def _hf_bpe_tokens(train, test, vocab_size):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
     tokenizer.train_from_iterator(train, trainer)
     return sum(len(e.ids) for e in tokenizer.encode_batch(test))
 
@@ -59,8 +60,6 @@ def test_sizes_beyond_the_vocabulary_raise(texts):
         bpe_curve(tokenizer, test, [256, 301])
     with pytest.raises(ValueError, match="up to 5"):
         wordpiece_curve(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], test, [6])
-
-
 
 
 def test_tokens_per_word_shares_count_each_word_as_encoded_at_each_size(texts):

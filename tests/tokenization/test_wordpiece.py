@@ -46,18 +46,29 @@ def _theirs(reference, texts):
 
 
 HARD_CASES = [
-    "", " ", "   \t\n  ", "\u3000\u00a0\u2028\u2029",
+    "",
+    " ",
+    "   \t\n  ",
+    "\u3000\u00a0\u2028\u2029",
     "Héllo Wörld! Ça va? naïve café résumé Ångström ÉCOLE",
     "İstanbul ΟΔΟΣ Straße ﬁne Ǆemal ǅ ½ ² ⅷ",
     "東京は日本の首都です。北京 서울 ひらがな カタカナ 𠀋𪚲",
     "emoji 😀👍🏽 👨‍👩‍👧 🇫🇷 ❤️ ✓",
     "ctrl\x00\x01\x07\x0b\x0c\x1b\x7f\x85\u200b\u200d\ufeff\ufffd|end",
-    "a" * 100, "b" * 101, "x" * 250 + " tail", "supercalifragilisticexpialidocious" * 4,
-    "!!!???...,,,;;;:::---___***", "(((nested)))[[brackets]]{{braces}}", "<<>>==++$$^^``~~||",
-    "don't can't won't it's", "e-mail foo_bar foo.bar foo/bar 3.14 1,000,000 -42 +7",
+    "a" * 100,
+    "b" * 101,
+    "x" * 250 + " tail",
+    "supercalifragilisticexpialidocious" * 4,
+    "!!!???...,,,;;;:::---___***",
+    "(((nested)))[[brackets]]{{braces}}",
+    "<<>>==++$$^^``~~||",
+    "don't can't won't it's",
+    "e-mail foo_bar foo.bar foo/bar 3.14 1,000,000 -42 +7",
     "[CLS] [SEP] [MASK] [PAD] [UNK] x[MASK]y [mask] [CLS[SEP]]",
-    "ﾊﾝｶｸ　ｶﾀｶﾅ ＡＢＣ １２３", "a\u0301 e\u0308 o\u0302\u0323",
-    "mixed\tTABS\r\nand\rCR", "unaffable unbelievably antidisestablishmentarianism",
+    "ﾊﾝｶｸ　ｶﾀｶﾅ ＡＢＣ １２３",
+    "a\u0301 e\u0308 o\u0302\u0323",
+    "mixed\tTABS\r\nand\rCR",
+    "unaffable unbelievably antidisestablishmentarianism",
 ]
 
 
@@ -65,8 +76,11 @@ def test_every_line_of_the_corpus_matches_bert_tokenizer(bert):
     ours, reference = bert
     lines = [line for text in corpus_texts() for line in text.splitlines()]
     assert len(lines) > 20_000
-    mismatches = [(line, mine, theirs) for line, mine, theirs in
-                  zip(lines, map(ours.tokenize, lines), _theirs(reference, lines)) if mine != theirs]
+    mismatches = [
+        (line, mine, theirs)
+        for line, mine, theirs in zip(lines, map(ours.tokenize, lines), _theirs(reference, lines))
+        if mine != theirs
+    ]
     assert mismatches == []
 
 
@@ -82,10 +96,15 @@ def test_every_long_standing_character_matches_bert_tokenizer(bert):
     # characters newer than the reference's Unicode tables are the documented difference
     ours, reference = bert
     old = unicodedata.ucd_3_2_0
-    chars = [chr(c) for c in range(0x30000) if not 0xD800 <= c < 0xE000
-             and old.category(chr(c)) != "Cn" and old.category(chr(c)) == unicodedata.category(chr(c))]
+    chars = [
+        chr(c)
+        for c in range(0x30000)
+        if not 0xD800 <= c < 0xE000
+        and old.category(chr(c)) != "Cn"
+        and old.category(chr(c)) == unicodedata.category(chr(c))
+    ]
     assert len(chars) > 90_000
-    texts = [" ".join(f"a{c}b" for c in chars[i:i + 64]) for i in range(0, len(chars), 64)]
+    texts = [" ".join(f"a{c}b" for c in chars[i : i + 64]) for i in range(0, len(chars), 64)]
     for text, theirs in zip(texts, _theirs(reference, texts)):
         assert ours.tokenize(text) == theirs, ascii(text[:80])
 
@@ -97,8 +116,17 @@ def test_cased_vocabulary_keeps_case_and_accents(bert_vocab_file):
     assert [ours.tokenize(t) for t in HARD_CASES] == _theirs(reference, HARD_CASES)
 
 
-@pytest.mark.parametrize("a, b", [("my dog is cute", "he likes playing"), ("The [MASK] sat.", None),
-                                  ("x", "y"), ("", None), ("", ""), ("one two three", "")])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("my dog is cute", "he likes playing"),
+        ("The [MASK] sat.", None),
+        ("x", "y"),
+        ("", None),
+        ("", ""),
+        ("one two three", ""),
+    ],
+)
 def test_frame_matches_bert_tokenizer_for_single_texts_and_pairs(bert, bert_vocab_file, a, b):
     from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
 
@@ -110,8 +138,11 @@ def test_frame_matches_bert_tokenizer_for_single_texts_and_pairs(bert, bert_voca
     assert input_ids == reference.build_inputs_with_special_tokens(ids_a, ids_b)
     assert token_type_ids == reference.create_token_type_ids_from_sequences(ids_a, ids_b)
     assert special_tokens_mask == reference.get_special_tokens_mask(ids_a, ids_b)
-    assert frame_ids(ids_a, ids_b, cls_token_id=101, sep_token_id=102) == (input_ids, token_type_ids,
-                                                                           special_tokens_mask)
+    assert frame_ids(ids_a, ids_b, cls_token_id=101, sep_token_id=102) == (
+        input_ids,
+        token_type_ids,
+        special_tokens_mask,
+    )
 
 
 def test_ids_pairs_and_special_tokens_match_bert_tokenizer(bert):
@@ -124,9 +155,17 @@ def test_ids_pairs_and_special_tokens_match_bert_tokenizer(bert):
     input_ids, token_type_ids, _ = ours.frame(ours.encode(a), ours.encode(b))
     expected = reference(a, b)
     assert (input_ids, token_type_ids) == (expected["input_ids"], expected["token_type_ids"])
-    assert [ours.pad_token_id, ours.unk_token_id, ours.cls_token_id, ours.sep_token_id, ours.mask_token_id] == \
-        [reference.pad_token_id, reference.unk_token_id, reference.cls_token_id, reference.sep_token_id,
-         reference.mask_token_id] == [0, 100, 101, 102, 103]
+    assert (
+        [ours.pad_token_id, ours.unk_token_id, ours.cls_token_id, ours.sep_token_id, ours.mask_token_id]
+        == [
+            reference.pad_token_id,
+            reference.unk_token_id,
+            reference.cls_token_id,
+            reference.sep_token_id,
+            reference.mask_token_id,
+        ]
+        == [0, 100, 101, 102, 103]
+    )
     assert ours.vocab_size == len(ours) == reference.vocab_size == 30522
     assert ours.convert_ids_to_tokens([101, 7592, 102]) == reference.convert_ids_to_tokens([101, 7592, 102])
 
@@ -137,8 +176,10 @@ def test_decode_matches_the_wordpiece_decoder(bert):
     for text in [*HARD_CASES, *corpus_texts()[:200]]:
         ids = ours.encode(text, add_special_tokens=True)
         assert ours.decode(ids) == decoder.decode(ours.convert_ids_to_tokens(ids))
-    assert ours.decode(ours.encode("Tokenization, undone!", add_special_tokens=True), skip_special_tokens=True) \
+    assert (
+        ours.decode(ours.encode("Tokenization, undone!", add_special_tokens=True), skip_special_tokens=True)
         == "tokenization , undone !"
+    )
 
 
 def test_greedy_longest_match_first_has_no_backtracking():
@@ -164,14 +205,17 @@ def test_save_and_load_round_trip(bert, bert_vocab_file, tmp_path):
     assert again.id_to_token == ours.id_to_token
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "at least one token"),
-    ("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n".encode(), r"missing \['\[MASK\]'\]"),
-    ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nthe\n".encode(), "duplicates"),
-    ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\nthe\n".encode(), "non-empty tokens"),
-    ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe cat\n".encode(), "without spaces"),
-    (b"[PAD]\n[UNK]\n\xff\xfe\n", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "at least one token"),
+        ("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n".encode(), r"missing \['\[MASK\]'\]"),
+        ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nthe\n".encode(), "duplicates"),
+        ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\nthe\n".encode(), "non-empty tokens"),
+        ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe cat\n".encode(), "without spaces"),
+        (b"[PAD]\n[UNK]\n\xff\xfe\n", "UTF-8"),
+    ],
+)
 def test_malformed_vocabulary_files_raise(tmp_path, content, message):
     path = tmp_path / "vocab.txt"
     path.write_bytes(content)
@@ -224,7 +268,7 @@ def test_each_merge_is_the_best_by_brute_force_likelihood():
     # the reference re-segments the words for every candidate merge and recounts L from scratch
     words = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5, "aaaa": 3, "aaa": 2, "baa": 6, "gnu": 1}
     vocab = learn_wordpiece(words, 5 + 2 * 8 + 12)
-    learned = vocab[5 + 2 * 8:]
+    learned = vocab[5 + 2 * 8 :]
     segmented = {(w[0], *("##" + c for c in w[1:])): n for w, n in words.items()}
     for unit in learned:
         base = _unigram_log_likelihood(segmented)
