@@ -83,6 +83,8 @@ def test_each_page_says_which_profile_produced_it(monkeypatch):
     """book/_ext/profile_note.py: the note goes right under the page's title (after what another extension put
     there first), names $LECTURE_PROFILE, and is added once; a page without a section is left alone."""
     import pytest
+
+    pytest.importorskip("docutils", reason="the book's extension needs docutils, from the `book` extra")
     from docutils import nodes
     from docutils.utils import new_document
 
