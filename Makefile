@@ -10,9 +10,6 @@ WORKERS ?= 2
 BIN    := $(VENV)/bin
 BOOK   := _build/html
 CODE   := conftest.py lecture_lib tests book notebooks/*.py
-# The files `ruff format` has not rewritten yet, one a line; `make format` rewrites them and deletes the list.
-PENDING := $(shell paste -sd, format-pending.txt 2>/dev/null)
-COMMA  := ,
 
 .PHONY: book test unit lint format notebooks clean prose
 
@@ -45,17 +42,14 @@ unit: $(VENV)/.installed
 	$(BIN)/python -m pytest -n $(WORKERS) -q tests
 
 ## lint: ruff's linter on the code, then its formatter's check (line length 120, [tool.ruff.format] in
-## pyproject.toml) on every file but those listed in format-pending.txt; changes nothing
+## pyproject.toml); changes nothing
 lint: $(VENV)/.installed
 	$(BIN)/ruff check $(CODE)
-	@echo "ruff format --check $(CODE), but the $(words $(subst $(COMMA), ,$(PENDING))) files of format-pending.txt"
-	@$(BIN)/ruff format --check --force-exclude $(if $(PENDING),--extend-exclude "$(PENDING)") $(CODE)
+	$(BIN)/ruff format --check $(CODE)
 
-## format: rewrite the code with ruff's formatter (all of it, format-pending.txt's files too, then delete that
-## list) and regenerate the notebooks from their rewritten sources
+## format: rewrite the code with ruff's formatter and regenerate the notebooks from their rewritten sources
 format: $(VENV)/.installed
 	$(BIN)/ruff format $(CODE)
-	rm -f format-pending.txt
 	$(BIN)/jupytext --to ipynb --update notebooks/[0-9]*.py
 
 ## notebooks: regenerate each output-free .ipynb from its py:percent source

@@ -9,7 +9,7 @@ the flag (``--train.steps: expected a value >= 1, got -5``), before any work sta
 A chapter's config is its profile's table (``QUICK`` or ``FULL``: nested dicts of field values) with the
 caller's overrides merged in (:func:`merge_dicts`), built into the config's dataclass (:func:`build_dataclass`);
 :func:`build_config` is both, so that every ``chapter_config`` reads
-``build_config(StudyConfig, pick(quick=QUICK, full=FULL), overrides)``.
+``build_config(Chapter06Config, pick(quick=QUICK, full=FULL), overrides)``.
 
 Taught in: 04_bert_pretraining ("A training loop for real runs").
 """
