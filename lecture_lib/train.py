@@ -15,6 +15,7 @@ Taught in: 01_attention ("The bottleneck, measured"), 02_transformer ("Training"
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import pickle
@@ -24,6 +25,7 @@ from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
+from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm  # a widget in Jupyter and Colab, text in a terminal
 
@@ -132,6 +134,25 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
     with atomic_open(path) as f:
         torch.save(state, f)
     return Path(path)
+
+
+def save_trained(directory: Path, model: nn.Module, history: History) -> None:
+    """Write a finished run into ``directory``: the model's weights (``model.safetensors``) and its
+    :class:`History` (``history.json``). The build of a cached training run
+    (:func:`lecture_lib.cache.cached_build`); :func:`load_trained` reads it back without executing code.
+
+    Taught in: 01_attention ("The bottleneck, measured"), 02_transformer ("Training").
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}  # tied: copies
+    save_file(state, directory / "model.safetensors")
+    (directory / "history.json").write_text(json.dumps(asdict(history)) + "\n")
+
+
+def load_trained(directory: Path) -> tuple[dict[str, torch.Tensor], History]:
+    """The weights and the :class:`History` that :func:`save_trained` wrote into ``directory``."""
+    history = History.from_dict(json.loads((directory / "history.json").read_text()))
+    return load_file(directory / "model.safetensors"), history
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: torch.device | str = "cpu") -> dict[str, Any]:

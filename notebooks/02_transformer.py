@@ -69,6 +69,7 @@ from lecture_lib.chapters.ch02_transformer import (
     seq2seq_loss,
     stability_experiment,
     train_experiment,
+    train_in_parallel,
     translation_experiment,
     words_until_end,
 )
@@ -570,6 +571,7 @@ gradient_norms = {
     "post-LN": decoder_gradient_norms(exp, False, seed=0),
     "pre-LN": decoder_gradient_norms(exp, True, seed=0),
 }
+train_in_parallel([stability_experiment(False), stability_experiment(True)], "harsh runs")
 harsh_runs = {
     name: train_experiment(stability_experiment(norm_first))[1]
     for name, norm_first in (("post-LN", False), ("pre-LN", True))
@@ -1126,8 +1128,9 @@ assert alignment_rates[-1] >= 0.9
 # </details>
 
 # %%
-profile.expect(15, "Training three free-order translators, then decoding 100 sentences each, greedily and with beams")
+profile.expect(25, "Training three free-order translators, then decoding 100 sentences each, greedily and with beams")
 free_seeds = list(chapter_config().seeds)
+train_in_parallel([free_order_experiment(seed) for seed in free_seeds], "free-order translators")
 free_runs = {}
 for seed in free_seeds:
     run = free_order_experiment(seed)
@@ -1213,7 +1216,7 @@ from lecture_lib.reproductions import checked, measured, show_what_we_saw, shown
 seeds = list(chapter_config().seeds)
 if set(seeds) - {0}:
     profile.expect(
-        25 * len(set(seeds) - {0}),
+        35 * len(set(seeds) - {0}),
         "Training the reversal model, the translator and the harsh runs on the seeds the sections above did not use",
     )
 
@@ -1239,6 +1242,13 @@ def harsh_loss(norm_first, seed):
     return sum(train_experiment(stability_experiment(norm_first, seed))[1].loss[-20:]) / 20
 
 
+other_seeds = [s for s in seeds if s != 0]
+train_in_parallel(
+    [replace(exp, seed=s) for s in other_seeds]
+    + [translation_experiment(seed=s) for s in other_seeds]
+    + [stability_experiment(norm_first, s) for s in other_seeds for norm_first in (False, True)],
+    "runs on the other seeds",
+)
 norms = {
     s: gradient_norms
     if s == 0

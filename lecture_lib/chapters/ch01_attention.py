@@ -7,6 +7,7 @@ Taught in: 01_attention ("The bottleneck, measured", "What attention costs").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_lib.attention import scaled_dot_product_attention
+from lecture_lib.cache import cached_build, compute_all
 from lecture_lib.chapters.solutions.ch01_attention import AdditiveAttentionSeq2Seq
 from lecture_lib.config import build_config
 from lecture_lib.data.toy import NUM_SPECIAL, PAD, Seq2SeqBatch, reversal_batch
@@ -23,7 +25,7 @@ from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
 from lecture_lib.profile import pick
 from lecture_lib.reproductions import Check, Gate, Rule, Seeds
 from lecture_lib.runtime import generator, seed_everything
-from lecture_lib.train import History, TrainConfig, train
+from lecture_lib.train import History, TrainConfig, load_trained, save_trained, train
 
 
 def rnn_seq2seq_loss(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tensor:
@@ -73,19 +75,32 @@ def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq
     )
 
 
-def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
-    """Train an :class:`RNNSeq2Seq` to reverse strings on the default device; return it on the CPU, where the
-    notebook's analysis reads its attention with batches it makes by hand. ``attention="additive"`` trains
-    :class:`AdditiveAttentionSeq2Seq` (exercise 1)."""
-    seed_everything(seed)
+def reversal_model(attention: bool | str, exp: BottleneckExperiment) -> RNNSeq2Seq:
+    """The untrained encoder-decoder of :func:`train_reversal` (``"additive"``: exercise 1's model)."""
     vocab_size = NUM_SPECIAL + exp.num_symbols
-    model = (
-        AdditiveAttentionSeq2Seq(vocab_size, exp.hidden_size)
-        if attention == "additive"
-        else RNNSeq2Seq(vocab_size, exp.hidden_size, attention)
-    )
+    if attention == "additive":
+        return AdditiveAttentionSeq2Seq(vocab_size, exp.hidden_size)
+    return RNNSeq2Seq(vocab_size, exp.hidden_size, attention)
+
+
+@cached_build(load=load_trained)
+def trained_reversal(directory: Path, attention: bool | str, exp: BottleneckExperiment, seed: int) -> None:
+    """Train :func:`reversal_model` to reverse strings on the default device, seeded by ``seed``, and write it into
+    ``directory`` (:func:`lecture_lib.train.save_trained`); cached, so a second run of the notebook loads it."""
+    seed_everything(seed)
+    model = reversal_model(attention, exp)
     history = train(model, reversal_stream(exp, seed), rnn_seq2seq_loss, TrainConfig(steps=exp.steps, lr=exp.lr))
-    return model.cpu(), history
+    save_trained(directory, model, history)
+
+
+def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
+    """An :class:`RNNSeq2Seq` trained to reverse strings (:func:`trained_reversal`, from the cache after the first
+    time), on the CPU, where the notebook's analysis reads its attention with batches it makes by hand.
+    ``attention="additive"`` trains :class:`AdditiveAttentionSeq2Seq` (exercise 1)."""
+    state, history = trained_reversal(attention, exp, seed)
+    model = reversal_model(attention, exp)
+    model.load_state_dict(state)
+    return model, history
 
 
 def accuracy_by_length(
@@ -106,7 +121,9 @@ def bottleneck_models(
     exp: BottleneckExperiment, seeds: list[int], trained: dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]
 ) -> dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]:
     """The models without and with attention for every seed of ``seeds``: those already ``trained`` (seed ->
-    models) are reused, the others are trained by :func:`train_reversal`."""
+    models) are reused, the others are trained by :func:`train_reversal`, as many at a time as there are CPU cores."""
+    new = [seed for seed in seeds if seed not in trained]
+    compute_all(trained_reversal, [(attention, exp, seed) for seed in new for attention in (False, True)])
     return {
         seed: trained[seed]
         if seed in trained

@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lecture_lib.cache import cached_build, compute_all
 from lecture_lib.config import build_config
 from lecture_lib.data.seq2seq_tasks import FreeOrderTranslationTask, ReversalTask, TranslationTask
 from lecture_lib.data.synthetic import Sentence
@@ -27,8 +29,8 @@ from lecture_lib.metrics import corpus_bleu
 from lecture_lib.models.transformer import Transformer, TransformerConfig
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
-from lecture_lib.runtime import seed_everything
-from lecture_lib.train import History, TrainConfig, train
+from lecture_lib.runtime import default_device, seed_everything
+from lecture_lib.train import History, TrainConfig, load_trained, save_trained, train
 
 
 def seq2seq_loss(model: Transformer, batch: Seq2SeqBatch, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -304,10 +306,37 @@ def train_experiment(
     exp: Experiment, evaluate: Callable[[nn.Module], dict[str, float]] | None = None, batch_size: int | None = None
 ) -> tuple[Transformer, History]:
     """Seed, build the model, and train it on ``exp.task``'s training split with :func:`lecture_lib.train.train`
-    (on the default device; ``evaluate`` is called every ``exp.train.eval_every`` steps and at the end).
+    (on the default device; ``evaluate`` is called every ``exp.train.eval_every`` steps and at the end). A run
+    without ``evaluate`` is cached (:func:`trained_experiment`): a second call loads it.
 
     Taught in: 02_transformer ("Training").
     """
+    if evaluate is None:
+        state, history = trained_experiment(exp, batch_size)
+        model = Transformer(exp.model)
+        model.load_state_dict(state)
+        return model.to(default_device()), history
+    return _train(exp, evaluate, batch_size)
+
+
+@cached_build(load=load_trained)
+def trained_experiment(directory: Path, exp: Experiment, batch_size: int | None) -> None:
+    """:func:`train_experiment` without evaluations, written into ``directory`` (:func:`lecture_lib.train.save_trained`)."""
+    save_trained(directory, *_train(exp, None, batch_size))
+
+
+def train_in_parallel(experiments: Sequence[Experiment], desc: str = "training runs") -> None:
+    """Train the ``experiments`` not yet in the cache, as many at a time as there are CPU cores
+    (:func:`lecture_lib.cache.compute_all`); :func:`train_experiment` then loads each of them.
+
+    Taught in: 02_transformer ("What we saw").
+    """
+    compute_all(trained_experiment, [(exp, None) for exp in experiments], desc=desc)
+
+
+def _train(
+    exp: Experiment, evaluate: Callable[[nn.Module], dict[str, float]] | None, batch_size: int | None
+) -> tuple[Transformer, History]:
     seed_everything(exp.seed)
     model = Transformer(exp.model)
     batch_fn = partial(exp.task.train_batch, batch_size or exp.task.batch_size, seed=exp.seed)

@@ -27,13 +27,14 @@ from lecture_lib.analysis.attention_stats import attention_maps
 from lecture_lib.analysis.head_classes import PATTERNS, classify_patterns, voita_classes
 from lecture_lib.analysis.head_importance import GatedLoss, head_importance
 from lecture_lib.analysis.syntactic_heads import DIRECTIONS, align_words, word_attention, word_membership
+from lecture_lib.cache import cached_call
 from lecture_lib.chapters import course_language
 from lecture_lib.config import FieldError, Range, build_config, check_fields
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import Sentence
 from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
-from lecture_lib.models.bert import BertModel
+from lecture_lib.models.bert import BertForPreTraining, BertModel
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult, masked_lm_counts
 from lecture_lib.profile import claim_seeds, pick
@@ -465,19 +466,32 @@ def task_importance(
     """Michel et al.'s importance as they measured it, on a fine-tuned task: a copy of ``course``'s encoder
     fine-tuned on chapter 05's ``task_name`` with ``config``, its heads scored by |∂L/∂ξ_h| of that task's loss
     on ``batches`` training batches; raw, (layers, heads); beside it the fine-tuned model's test scores (what it
-    learned). ``course`` is left as it was.
+    learned). ``course`` is left as it was; the result is cached (:func:`_task_importance`).
 
     Taught in: 10_bertology_attention ("Pruning by importance").
     """
-    task = course_language.build_tasks(course.tokenizer)[task_name]
-    result = finetune(task, new_head(task, course.model.bert, config), config)
-    tuned = result.model.eval()
-    device = module_device(tuned)  # where fine-tuning left it: the GPU when there is one
+    result = _task_importance(course.model, course.tokenizer, task_name, config, batches, batch_size)
+    return torch.tensor(result["importance"]), result["scores"]
+
+
+@cached_call
+def _task_importance(
+    model: BertForPreTraining,
+    tokenizer: WordPieceTokenizer,
+    task_name: str,
+    config: FinetuneConfig,
+    batches: int,
+    batch_size: int,
+) -> dict:
+    task = course_language.build_tasks(tokenizer)[task_name]
+    tuned = finetune(task, new_head(task, model.bert, config), config)
+    device = module_device(tuned.model.eval())  # where fine-tuning left it: the GPU when there is one
     data = [
         to_device(task.train.batch(torch.arange(i, i + batch_size)), device)
         for i in range(0, batches * batch_size, batch_size)
     ]
-    return head_importance(tuned, data, gated_task_loss, normalize=False), result.scores
+    importance = head_importance(tuned.model, data, gated_task_loss, normalize=False)
+    return {"importance": importance.tolist(), "scores": tuned.scores}
 
 
 def masked_lm_accuracy(model: nn.Module, batches: list[dict[str, torch.Tensor]], head_mask: torch.Tensor) -> float:

@@ -43,7 +43,7 @@ from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult, masked_lm_counts
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
-from lecture_lib.runtime import generator, seed_everything
+from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 from lecture_lib.train import TrainConfig, train
 
@@ -355,21 +355,31 @@ def student_on_task(
     student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task, config: Chapter12Config
 ) -> nn.Module:
     """The student's encoder with a new classifier, fine-tuned on the task as the teacher was (a DistilBERT
-    without segment ids: it has no segment table).
+    without segment ids: it has no segment table); cached, so a second run of the notebook loads it.
 
     Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
-    seed_everything(config.finetune.seed)
+    path = _student_on_task(student, task, task.name, config.finetune)
     if isinstance(student, AlbertForMaskedLM):
-        head = AlbertForSequenceClassification.from_encoder(
-            student.albert, task.num_labels, dropout=config.finetune.dropout
-        )
+        return AlbertForSequenceClassification.from_pretrained(path).to(default_device()).eval()
+    return DistilBertForSequenceClassification.from_pretrained(path).to(default_device()).eval()
+
+
+@cached_build(load=Path, ignore=("task",))
+def _student_on_task(
+    path: Path, student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task, task_name: str, tune: FinetuneConfig
+) -> None:
+    """:func:`student_on_task`, saved at ``path``: named by the student's weights, the task's name and the
+    fine-tuning config, as :func:`_fine_tuned_teacher` is."""
+    seed_everything(tune.seed)
+    if isinstance(student, AlbertForMaskedLM):
+        head = AlbertForSequenceClassification.from_encoder(student.albert, task.num_labels, dropout=tune.dropout)
     else:
         task = without_segments(task)
         head = DistilBertForSequenceClassification.from_encoder(
-            student.distilbert, task.num_labels, dropout=config.finetune.dropout
+            student.distilbert, task.num_labels, dropout=tune.dropout
         )
-    return finetune(task, head, config.finetune).model.eval()
+    finetune(task, head, tune).model.save_pretrained(path)
 
 
 def soft_or_hard_labels(
