@@ -707,8 +707,6 @@ class Claim:
     ``key`` is the claim's stable name across the course: the chapter's two digits, then lower-case words
     joined by ``-`` (``"04-pretraining-pays-downstream"``). :func:`show_what_we_saw` makes these rows from a
     chapter's declarations and ``declared``/``measured`` carry the rule's fields and the values per seed.
-    (Chapters not yet converted build them by hand with :func:`holds`, :func:`direction` and
-    :func:`mechanism_only`; that path goes when every chapter declares its claims.)
     """
 
     key: str
@@ -737,54 +735,13 @@ class Claim:
         return record
 
 
-def holds(condition: bool, rule: str) -> Verdict:
-    """Until chapter NN declares its claims: ``reproduced`` when the measured ``condition`` is true.
-
-    >>> holds(False, "x").verdict
-    'not reproduced'
-    """
-    return Verdict(REPRODUCED if bool(condition) else NOT_REPRODUCED, rule)
-
-
-def direction(
-    ours: Sequence[float],
-    baseline: Sequence[float],
-    *,
-    seeds: Sequence[int],
-    rule: str,
-    higher: bool = True,
-    margin: float = 0.0,
-) -> Verdict:
-    """Until chapter NN declares its claims: ``reproduced`` when ours beats the baseline by more than
-    ``margin`` on every seed named.
-
-    >>> direction([0.8, 0.7], [0.1, 0.2], seeds=[0, 1], rule="attention ahead").rule
-    'attention ahead, on every seed of 0, 1'
-    """
-    ours, baseline, seeds = list(ours), list(baseline), list(seeds)
-    if not seeds or not len(ours) == len(baseline) == len(seeds):
-        raise ValueError(
-            f"expected one score of ours and of the baseline per seed, got {len(ours)} and "
-            f"{len(baseline)} for seeds {seeds}"
-        )
-    sign = 1.0 if higher else -1.0
-    won = all(sign * (a - b) > margin for a, b in zip(ours, baseline))
-    named = f"on seed {seeds[0]}" if len(seeds) == 1 else f"on every seed of {', '.join(map(str, seeds))}"
-    return holds(won, f"{rule}, {named}")
-
-
-def mechanism_only(rule: str) -> Verdict:
-    """Until chapter NN declares its claims: ``mechanism only``, the paper's outcome not measured."""
-    return Verdict(MECHANISM_ONLY, rule)
-
-
 CLAIMS_HEADER = ["claim", "the paper", "ours", "verdict", "the rule", "reason"]
 
 
 def claims_table(claims: Sequence[Claim]) -> str:
     """The Markdown table of a chapter's claims, one row each, in the order given; keys must be unique.
 
-    >>> print(claims_table([Claim("01-x", "x grows", "2.0 (A, 2020)", "1.5", holds(True, "ours > 1"))]))
+    >>> print(claims_table([Claim("01-x", "x grows", "2.0 (A, 2020)", "1.5", Verdict("reproduced", "ours > 1"))]))
     | claim | the paper | ours | verdict | the rule | reason |
     |---|---|---|---|---|---|
     | x grows | 2.0 (A, 2020) | 1.5 | **reproduced** | ours > 1 | – |
@@ -814,16 +771,6 @@ def _require_one_chapter(key: str, keys: Sequence[str]) -> None:
     chapters = {k[:2] for k in keys}
     if not keys or len(chapters) != 1 or not key.startswith(f"ch{next(iter(chapters))}-"):
         raise ValueError(f"expected claims that all start with the chapter number of {key!r}, got {list(keys)}")
-
-
-def show_claims(key: str, caption: str, claims: Sequence[Claim], *, note: str = "") -> None:
-    """Until chapter NN declares its claims: display its hand-built "What we saw" table and glue it under ``key``.
-
-    Converted chapters call :func:`show_what_we_saw`.
-    """
-    _require_one_chapter(key, [claim.key for claim in claims])
-    text = f"**{caption}**\n\n{claims_table(claims)}" + (f"\n\n{note}" if note else "")
-    _glue_or_display(key, ReproductionTable(text, claims))
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,17 @@ from nbclient import NotebookClient
 from lecture_lib import reproductions
 from lecture_lib.reproductions import (
     Claim,
+    Demonstration,
     ReproductionTable,
     Verdict,
     chapter_claims,
     claims_table,
-    direction,
-    holds,
     main,
     markdown_table,
-    mechanism_only,
     notebook_claims,
-    show_claims,
     show_reproduction,
+    show_what_we_saw,
+    shown,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,42 +188,17 @@ def claim(key="01-attention-keeps-long-strings", verdict=None):
         "attention keeps long strings",
         "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
         "0.77 vs 0.05",
-        verdict or holds(True, "with attention above without"),
+        verdict or Verdict("reproduced", "with attention above without"),
     )
 
 
-@pytest.mark.parametrize(
-    "ours, baseline, higher, margin, expected",
-    [
-        ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], True, 0.0, "reproduced"),
-        ([0.8, 0.1, 0.9], [0.1, 0.2, 0.3], True, 0.0, "not reproduced"),  # one seed against the paper is enough
-        ([0.8, 0.7, 0.9], [0.1, 0.2, 0.3], False, 0.0, "not reproduced"),  # lower is better: ours lost
-        ([2.0, 2.1], [2.5, 2.6], False, 0.0, "reproduced"),
-        ([0.5, 0.5], [0.45, 0.3], True, 0.1, "not reproduced"),  # seed 0 wins by less than the margin
-        ([0.5], [0.5], True, 0.0, "not reproduced"),  # a tie is not the paper's direction
-    ],
-)
-def test_direction_must_hold_on_every_seed_named(ours, baseline, higher, margin, expected):
-    verdict = direction(ours, baseline, seeds=range(len(ours)), rule="ours ahead", higher=higher, margin=margin)
-    assert verdict.verdict == expected
-    seeds = ", ".join(str(i) for i in range(len(ours)))
-    assert verdict.rule == (f"ours ahead, on every seed of {seeds}" if len(ours) > 1 else "ours ahead, on seed 0")
-
-
-@pytest.mark.parametrize("ours, baseline, seeds", [([1.0], [0.0, 0.0], [0]), ([1.0], [0.0], [0, 1]), ([], [], [])])
-def test_direction_needs_one_score_per_seed(ours, baseline, seeds):
-    with pytest.raises(ValueError, match="expected one score of ours and of the baseline per seed"):
-        direction(ours, baseline, seeds=seeds, rule="r")
-
-
-def test_holds_and_mechanism_only():
-    assert holds(True, "r") == Verdict("reproduced", "r")
-    assert holds(False, "r") == Verdict("not reproduced", "r")
-    assert mechanism_only("shown, not measured") == Verdict("mechanism only", "shown, not measured")
+def test_a_verdict_is_one_of_four_and_names_its_rule():
     with pytest.raises(ValueError, match="expected a verdict in"):
         Verdict("partly", "r")
     with pytest.raises(ValueError, match="expected the rule"):
-        holds(True, "")
+        Verdict("reproduced", "")
+    with pytest.raises(ValueError, match="expected a reason exactly for an inconclusive verdict"):
+        Verdict("inconclusive", "r")
 
 
 @pytest.mark.parametrize("key", ["1-x", "01", "01-", "01_x", "01-X", "ch01-x", "001-x"])
@@ -241,8 +215,8 @@ def test_a_claim_needs_a_computed_verdict():
 def test_claims_table_has_one_row_per_claim_with_its_verdict_and_rule():
     rows = [
         claim("01-a"),
-        claim("01-b", mechanism_only("running mean = softmax")),
-        claim("01-c", holds(False, "x > y")),
+        claim("01-b", Verdict("mechanism only", "running mean = softmax")),
+        claim("01-c", Verdict("not reproduced", "x > y")),
     ]
     lines = claims_table(rows).splitlines()
     assert lines[0] == "| claim | the paper | ours | verdict | the rule | reason |" and len(lines) == 5
@@ -256,38 +230,61 @@ def test_claims_table_has_one_row_per_claim_with_its_verdict_and_rule():
         claims_table([claim("01-a"), claim("01-a")])
 
 
+def demonstration(key="01-a"):
+    return Demonstration(key, "attention reads by content", "p", "Bahdanau et al. (2015)", "the weights")
+
+
 @pytest.mark.parametrize(
-    "key, claims, message",
+    "key, keys, message",
     [
         ("ch01-what-we-saw", [], "all start with the chapter number"),
-        ("ch02-what-we-saw", [claim("01-a")], "all start with the chapter number"),
-        ("ch01-what-we-saw", [claim("01-a"), claim("02-b")], "all start with the chapter number"),
-        ("Ch01", [claim("01-a")], "expected a key of lower-case words"),
+        ("ch02-what-we-saw", ["01-a"], "all start with the chapter number"),
+        ("ch01-what-we-saw", ["01-a", "02-b"], "all start with the chapter number"),
+        ("Ch01", ["01-a"], "expected a key of lower-case words"),
     ],
 )
-def test_bad_claim_tables_are_refused(key, claims, message):
+def test_bad_claim_tables_are_refused(key, keys, message):
     with pytest.raises(ValueError, match=message):
-        show_claims(key, "What we saw", claims)
+        show_what_we_saw(key, "What we saw", [demonstration(k) for k in keys], {k: shown("o") for k in keys})
 
 
 def test_without_myst_nb_the_claims_are_shown_and_carried(monkeypatch):
-    shown = []
+    displayed = []
     monkeypatch.setitem(sys.modules, "myst_nb", None)
-    monkeypatch.setattr(reproductions, "display", shown.append)
-    assert show_claims("ch01-what-we-saw", "What we saw", [claim("01-a")], note="Scale differs.") is None
-    markdown, metadata = shown[0]._repr_markdown_()
-    assert markdown == "**What we saw**\n\n" + claims_table([claim("01-a")]) + "\n\nScale differs."
+    monkeypatch.setattr(reproductions, "display", displayed.append)
+    claims, values = [demonstration()], {"01-a": shown("the weights peak on the aligned word")}
+    assert show_what_we_saw("ch01-what-we-saw", "What we saw", claims, values, note="Scale differs.") is None
+    markdown, metadata = displayed[0]._repr_markdown_()
+    row = Claim(
+        "01-a",
+        "attention reads by content",
+        "Bahdanau et al. (2015): p",
+        "the weights peak on the aligned word",
+        Verdict("mechanism only", "shows the weights; no outcome measured"),
+    )
+    assert markdown == (
+        "**What we saw**\n\n" + claims_table([row]) + "\n\nNo claim of this table varies a seed.\n\nScale differs."
+    )
     assert metadata == {
         "lecture_checks": [],
         "lecture_claims": [
             {
                 "key": "01-a",
-                "claim": "attention keeps long strings",
-                "paper": "26.75 vs 17.82 BLEU (Bahdanau et al., 2015)",
-                "ours": "0.77 vs 0.05",
-                "verdict": "reproduced",
-                "rule": "with attention above without",
+                "claim": "attention reads by content",
+                "paper": "Bahdanau et al. (2015): p",
+                "ours": "the weights peak on the aligned word",
+                "verdict": "mechanism only",
+                "rule": "shows the weights; no outcome measured",
                 "reason": "",
+                "declared": {
+                    "kind": "Demonstration",
+                    "key": "01-a",
+                    "claim": "attention reads by content",
+                    "paper": "p",
+                    "source": "Bahdanau et al. (2015)",
+                    "shows": "the weights",
+                },
+                "measured": {"values": [], "baseline": None, "seeds": [], "seed_kind": "none", "gates": {}},
             }
         ],
     }
@@ -299,17 +296,19 @@ def test_an_executed_notebook_carries_its_claims():
     notebook = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_code_cell(
-                "from lecture_lib.reproductions import Claim, direction, mechanism_only, show_claims\n"
-                "show_claims('ch04-what-we-saw', 'What we saw', [\n"
-                "    Claim('04-a', 'c', 'p', 'o', direction([0.5, 0.6], [0.4, 0.7], seeds=[0, 1], rule='r')),\n"
-                "    Claim('04-b', 'c', 'p', 'o', mechanism_only('m'))]);"
+                "from lecture_lib.reproductions import Demonstration, Rule, Seeds, measured, show_what_we_saw, shown\n"
+                "rule = Rule('04-a', 'c', paper='p', source='s', metric='m', data='d', compared='a', baseline='b',\n"
+                "            seeds=Seeds('none', 1))\n"
+                "show_what_we_saw('ch04-what-we-saw', 'What we saw', [rule, Demonstration('04-b', 'c', 'p', 's', 'x')],\n"
+                "    {'04-a': measured('o', 0.5, 0.6, seeds=[0], seed_kind='none'), '04-b': shown('o')});"
             )
         ]
     )
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     outputs = notebook.cells[0].outputs
     assert len(outputs) == 1 and outputs[0]["metadata"]["scrapbook"]["name"] == "ch04-what-we-saw"
-    assert "| c | p | o | **not reproduced** | r, on every seed of 0, 1 | – |" in outputs[0]["data"]["text/markdown"]
+    row = "| c | s: p | o | **not reproduced** | m on d: a above b, in one deterministic measurement | – |"
+    assert row in outputs[0]["data"]["text/markdown"]
     assert [(c["key"], c["verdict"]) for c in notebook_claims(notebook)] == [
         ("04-a", "not reproduced"),
         ("04-b", "mechanism only"),
@@ -336,7 +335,7 @@ def executed_notebook(path, *claims, checks=(), glued=True):
     if glued:
         metadata["scrapbook"] = {"name": f"ch{path.name[:2]}-what-we-saw", "mime_prefix": ""}
     output = nbformat.v4.new_output("display_data", data={"text/markdown": "| table |"}, metadata=metadata)
-    cells = [nbformat.v4.new_markdown_cell("## What we saw"), nbformat.v4.new_code_cell("show_claims(...)")]
+    cells = [nbformat.v4.new_markdown_cell("## What we saw"), nbformat.v4.new_code_cell("show_what_we_saw(...)")]
     cells[1].outputs = [output] if claims else []
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
@@ -455,14 +454,14 @@ def test_the_page_counts_verdicts_per_chapter_and_in_total(executed):
 
 
 def test_claims_tables_reach_the_page_and_claim_keys_are_unique_in_the_course():
-    """Every ``show_claims`` key is pasted like a reproduction table; claim keys (string literals of the form
+    """Every ``show_what_we_saw`` key is pasted like a reproduction table; claim keys (string literals of the form
     ``"NN-words"`` in a notebook's source) start with their chapter and are unique in the course."""
-    assert reproduction_keys('show_claims("ch01-what-we-saw", "C", claims)') == ["ch01-what-we-saw"]
+    assert reproduction_keys('show_what_we_saw("ch01-what-we-saw", "C", claims, m)') == ["ch01-what-we-saw"]
     seen = {}
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
         source = path.read_text(encoding="utf-8")
         keys = re.findall(r'"([0-9]{2}-[a-z0-9]+(?:-[a-z0-9]+)*)"', source)
-        shows = "show_claims(" in source or "show_what_we_saw(" in source
+        shows = "show_what_we_saw(" in source
         assert bool(keys) == shows, f"{path.name}: a claims table and its literal keys"
         for key in keys:
             assert key.startswith(path.name[:3].replace("_", "-")), (path.name, key)

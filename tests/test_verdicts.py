@@ -306,11 +306,10 @@ def test_ours_in_tex_is_refused():
 
 # --- the course: chapters declare, notebooks pass measured values -------------------------------------------------
 
-# Chapters whose "What we saw" is still built in the notebook by the old Claim/holds/direction/mechanism_only path.
-# A chapter's helper removes it from here when its module declares CLAIMS; when the set is empty, the old path goes.
-NOT_YET_DECLARED: set[str] = set()
 DECLARATIONS = ("Rule", "Demonstration", "Check", "ParameterCount", "Gate", "Seeds")
-OLD_VERDICTS = ("Claim", "holds", "direction", "mechanism_only", "Verdict", "judge")
+# A verdict built in the notebook: by hand, or with the helpers of the deleted hand-built path (show_claims, holds,
+# direction, mechanism_only), which a stale notebook would otherwise only trip over when it runs.
+HAND_BUILT = ("Claim", "Verdict", "judge", "show_claims", "holds", "direction", "mechanism_only")
 
 
 def chapters():
@@ -327,18 +326,16 @@ def called(code: str, names: tuple[str, ...]) -> list[str]:
     return sorted({name for name in names if re.search(rf"(?<!\w){name}\(", code)})
 
 
-def test_the_chapters_not_yet_declared_are_listed():
-    undeclared = {chapter for chapter, module, _ in chapters() if not hasattr(module, "CLAIMS")}
-    assert undeclared == NOT_YET_DECLARED, "a chapter that declares CLAIMS leaves NOT_YET_DECLARED"
+def test_every_chapter_declares_its_claims():
+    undeclared = sorted(chapter for chapter, module, _ in chapters() if not hasattr(module, "CLAIMS"))
+    assert undeclared == [], "every chapter module declares CLAIMS: the hand-built path is gone"
 
 
 def test_a_declared_chapter_is_shown_by_its_notebook_from_measured_values_only():
     for chapter, module, code in chapters():
-        if chapter in NOT_YET_DECLARED:
-            continue
         validate_declarations(module.CLAIMS, getattr(module, "CHECKS", ()))
-        assert not called(code, DECLARATIONS + OLD_VERDICTS), f"{chapter}: the notebook builds a rule or a verdict"
-        assert "show_what_we_saw(" in code and "show_claims(" not in code, chapter
+        assert not called(code, DECLARATIONS + HAND_BUILT), f"{chapter}: the notebook builds a rule or a verdict"
+        assert "show_what_we_saw(" in code, chapter
         declared = {item.key for item in (*module.CLAIMS, *getattr(module, "CHECKS", ()))}
         passed = set(re.findall(rf'"({chapter}-[a-z0-9]+(?:-[a-z0-9]+)*)"', code))
         assert passed == declared, (
@@ -350,6 +347,9 @@ def test_a_declared_chapter_is_shown_by_its_notebook_from_measured_values_only()
 
 def test_the_static_scan_sees_a_rule_built_in_a_notebook():
     assert called('x = Rule("01-a", ...)\nshow_what_we_saw(...)', DECLARATIONS) == ["Rule"]
-    assert called("v = holds(True, 'r')", OLD_VERDICTS) == ["holds"]
+    assert called("v = Verdict('reproduced', 'r')\nshow_claims('ch01-x', c, rows)", HAND_BUILT) == [
+        "Verdict",
+        "show_claims",
+    ]
     assert called("lecture_lib.reproductions.Gate(", DECLARATIONS) == ["Gate"]
-    assert called("measured(x); checked(y)", DECLARATIONS + OLD_VERDICTS) == []
+    assert called("measured(x); checked(y)", DECLARATIONS + HAND_BUILT) == []

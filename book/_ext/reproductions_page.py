@@ -6,7 +6,7 @@ this extension finds every call in ``notebooks/NN_name.py`` and appends, chapter
 ``{glue:any}`` directive per key that pastes the table from the executed notebook. A new table therefore
 reaches the page without editing it, and a key the executed notebook did not glue fails the build (a
 missing glue reference is a warning, and the book builds with ``--warningiserror``). A chapter's "What we saw"
-(``show_claims("key", ...)``) reaches the page the same way.
+(``show_what_we_saw("key", ...)``) reaches the page the same way.
 
 At the top of the page, when Sphinx writes it (after every notebook was executed), the extension inserts the
 course's figure: the count of claims per outcome and of checks, chapter by chapter and in total, then one line
@@ -29,14 +29,13 @@ logger = logging.getLogger(__name__)
 
 PAGE = "book/reproductions"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CALL = re.compile(r"\bshow_(?:reproduction|claims|what_we_saw)\(")
-KEYED_CALL = re.compile(r'\bshow_(?:reproduction|claims|what_we_saw)\(\s*"(?P<key>[^"]+)"')
+CALL = re.compile(r"\bshow_(?:reproduction|what_we_saw)\(")
+KEYED_CALL = re.compile(r'\bshow_(?:reproduction|what_we_saw)\(\s*"(?P<key>[^"]+)"')
 COUNT_COLUMNS = ["chapter", "claims", "reproduced", "not reproduced", "inconclusive", "mechanism only", "checks"]
 
 
 def reproduction_keys(source: str, name: str) -> list[str]:
-    """The keys of the ``show_reproduction``, ``show_claims`` and ``show_what_we_saw`` calls in one notebook's
-    source, in order.
+    """The keys of the ``show_reproduction`` and ``show_what_we_saw`` calls in one notebook's source, in order.
 
     >>> reproduction_keys('show_reproduction("ch01-a", "Cap", h, r)\\nshow_reproduction(\\n    "ch01-b", c, h, r)', "x")
     ['ch01-a', 'ch01-b']
@@ -45,8 +44,7 @@ def reproduction_keys(source: str, name: str) -> list[str]:
     calls = len(CALL.findall(source))
     if calls != len(keys):
         raise ValueError(
-            f"{name}: expected every show_reproduction/show_claims/show_what_we_saw call to name its key "
-            "as a literal, "
+            f"{name}: expected every show_reproduction/show_what_we_saw call to name its key as a literal, "
             f"got {calls} calls and {len(keys)} literal keys"
         )
     return keys
