@@ -61,6 +61,7 @@ from lecture_lib.chapters.ch12_compression import (
     chapter_config,
     chapter_task,
     course_teacher,
+    distil_in_parallel,
     distilled_student,
     fine_tuned_teacher,
     headline_score,
@@ -120,7 +121,7 @@ def parameters(model):
 # If chapter 05's BERT is not in the cache yet it is pretrained first: about 75 s of one CPU core.
 
 # %%
-profile.expect(65, "Pretraining chapter 05's BERT, only if it is not in the cache yet")
+profile.expect(150, "Pretraining chapter 05's BERT, only if it is not in the cache yet")
 pretrained = course_teacher()
 tokenizer = pretrained.tokenizer
 task = chapter_task(tokenizer, config)
@@ -262,7 +263,7 @@ print(
 # core the first time (cached afterwards).
 
 # %%
-profile.expect(60, "Distilling sixteen students (the first time; then they load from the cache)")
+profile.expect(80, "Distilling sixteen students (the first time; then they load from the cache)")
 table4 = {  # the paper's label -> our recipe
     "triple loss": StudentRecipe(),
     "∅ − L_cos − L_mlm (without L_ce)": StudentRecipe(TripleLoss(alpha_ce=0)),
@@ -271,6 +272,7 @@ table4 = {  # the paper's label -> our recipe
     "triple loss + random weights initialization": StudentRecipe(from_teacher=False),
 }
 seeds = list(config.seeds)
+distil_in_parallel(pretrained, [(recipe, seeded(config, seed)) for seed in seeds for recipe in table4.values()])
 distilled, on_task = {}, {}
 seed_scores = {name: [] for name in [*table4, "copied, not distilled", "no pretraining"]}
 for seed in seeds:
@@ -419,6 +421,7 @@ print(
 # (about 2 s), on every seed:
 
 # %%
+distil_in_parallel(pretrained, [(albert_recipe, config)] + [(albert_recipe, seeded(config, seed)) for seed in seeds])
 albert_student = student_on_task(distilled_student(pretrained, albert_recipe, config), task, config)
 albert_score = headline_score(albert_student, task)
 albert_scores = [

@@ -70,7 +70,8 @@ def pytest_addoption(parser):
 
 
 def stamp() -> str:
-    """SHA-256 of lecture_lib's files, the locked dependencies, the profile and the Python and torch versions."""
+    """SHA-256 of lecture_lib's files, the locked dependencies, the profile, the claims' seeds ($LECTURE_SEEDS) and
+    the Python and torch versions."""
     import torch
 
     digest = hashlib.sha256()
@@ -79,7 +80,8 @@ def stamp() -> str:
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     for path in (ROOT / "requirements.lock", ROOT / "pyproject.toml"):
         digest.update(path.read_bytes())
-    digest.update(f"{os.environ.get('LECTURE_PROFILE', 'quick')} {sys.version} {torch.__version__}".encode())
+    profile, seeds = os.environ.get("LECTURE_PROFILE", "quick"), os.environ.get("LECTURE_SEEDS", "")
+    digest.update(f"{profile} {seeds} {sys.version} {torch.__version__}".encode())
     return digest.hexdigest()
 
 

@@ -15,13 +15,13 @@ import dataclasses
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.cache import cached_build
+from lecture_lib.cache import cached_build, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
@@ -276,6 +276,21 @@ def distilled_student(
     """
     build = _distilbert_student if recipe.embedding_size is None else _albert_student
     return build(pretrained.model, pretrained.tokenizer, recipe, config).eval()
+
+
+def distil_in_parallel(pretrained: PretrainResult, runs: Sequence[tuple[StudentRecipe, Chapter12Config]]) -> None:
+    """Distil the students of ``runs`` (recipe, config) not yet in the cache, as many at a time as there are CPU
+    cores (:func:`lecture_lib.cache.compute_all`); :func:`distilled_student` then loads each of them.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    for build, albert in ((_distilbert_student, False), (_albert_student, True)):
+        calls = [
+            (pretrained.model, pretrained.tokenizer, recipe, config)
+            for recipe, config in runs
+            if (recipe.embedding_size is not None) == albert
+        ]
+        compute_all(build, calls, desc="distilling students")
 
 
 @cached_build(load=DistilBertForMaskedLM.from_pretrained)
