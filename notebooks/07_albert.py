@@ -412,7 +412,7 @@ for diary in diaries(500, seed=0):
 
 # %%
 profile.expect(
-    40 * len(config.seeds),
+    75 * len(config.seeds),
     "Pretraining the models of the pair-task grid (the first time; then they load from the cache)",
 )
 grid = pair_task_grid(config)
@@ -661,8 +661,8 @@ show_what_we_saw(
 #
 # <details><summary>Hint</summary>
 #
-# One change of the recipe: `pair_task_grid(chapter_config(pairs=dict(train=dict(steps=1200)), seeds=(0,)))`
-# trains both models for 1,200 steps (new runs: the steps are part of the recipe, so section 4's cached runs are
+# One change of the recipe: `pair_task_grid(chapter_config(pairs=dict(train=dict(steps=2400)), seeds=(0,)))`
+# trains both models for 2,400 steps (new runs: the steps are part of the recipe, so section 4's cached runs are
 # not reused; about twice one seed of section 4). Print its "nsp" row's SOP accuracy and "follows" shares beside
 # section 4's.
 #

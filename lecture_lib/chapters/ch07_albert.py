@@ -93,7 +93,7 @@ QUICK = dict(
         dict(
             model=dict(embedding_size=64),
             data=dict(vocab_size=423, seq_len=2 * WORDS_PER_ENTRY + 3, eval_pairs=600),
-            train=dict(steps=600, batch_size=32, lr=2e-3, warmup_steps=60),
+            train=dict(steps=1200, batch_size=32, lr=2e-3, warmup_steps=120),
         ),
     ),
 )

@@ -219,7 +219,7 @@ def test_exercise_2_the_factorized_table_uses_at_most_e_directions():
 
 
 def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monkeypatch, tmp_path):
-    """Exercise 3: train=dict(steps=1200) is a new recipe, never section 4's cached run; the grid scores each
+    """Exercise 3: train=dict(steps=2400) is a new recipe, never section 4's cached run; the grid scores each
     pair head on the held-out NSP and SOP pairs (checked by a direct count), and its "B follows A" share."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
@@ -230,7 +230,7 @@ def test_exercise_3_a_longer_run_is_a_new_run_and_the_grid_counts_its_heads(monk
             names.append(cached_pretraining.cache_name(*args, **kw)) or SimpleNamespace(model=torch.nn.Identity())
         ),
     )
-    for steps in (600, 1200):
+    for steps in (1200, 2400):
         config = chapter_config(pairs=dict(objective=dict(pairs="nsp"), train=dict(steps=steps))).pairs
         pretrained(config, DiaryPairs(config))
     assert names[0] != names[1], names
