@@ -286,7 +286,7 @@ for seed in seeds:
         headline_score(student_on_task(scratch_student(pretrained, run), task, run), task)
     )
 students = {
-    "triple loss": on_task["triple loss", config.seed],
+    "triple loss": on_task["triple loss", seeds[0]],
     "half width, L_ce + L_mlm": student_on_task(
         distilled_student(pretrained, StudentRecipe(TripleLoss(alpha_cos=0), from_teacher=False, width=0.5), config),
         task,
