@@ -22,7 +22,9 @@ from lecture_lib.train import (
     TrainConfig,
     linear,
     load_checkpoint,
+    load_trained,
     save_checkpoint,
+    save_trained,
     train,
 )
 from tests.fake_accelerator import FakeAccelerator
@@ -306,6 +308,26 @@ def test_history_round_trips_through_a_plain_dict():
     from dataclasses import asdict
 
     assert History.from_dict(asdict(history)) == history
+
+
+def test_a_saved_run_loads_into_a_fresh_model_with_its_tied_weights_and_history(tmp_path):
+    """What the cached training runs of 01 and 02 store: a Transformer whose output projection is its embedding
+    (two names, one tensor, which safetensors refuses to write as one), and the run's History."""
+    from lecture_lib.models.transformer import Transformer, TransformerConfig
+
+    small = TransformerConfig(
+        vocab_size=12, d_model=8, num_attention_heads=2, encoder_layers=1, decoder_layers=1, ffn_dim=16
+    )
+    torch.manual_seed(0)
+    model, fresh = Transformer(small), Transformer(small)
+    history = History([2.5, 2.0], [1e-3, 1e-3], [(2, {"exact_match": 0.25})])
+    save_trained(tmp_path / "run", model, history)
+    state, loaded = load_trained(tmp_path / "run")
+    fresh.load_state_dict(state)
+    assert loaded == history
+    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert not any(path.suffix in (".pt", ".bin", ".pkl") for path in (tmp_path / "run").iterdir())  # no pickle
 
 
 DDP_SCRIPT = """
