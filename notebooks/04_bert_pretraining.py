@@ -14,11 +14,11 @@
 # %% [markdown]
 # # 04 · BERT pretraining
 #
-# **What you will build.** BERT (Devlin et al., 2019) is a Transformer encoder trained on unlabelled text with two
+# **The lesson.** BERT (Devlin et al., 2019) is a Transformer encoder trained on unlabelled text with two
 # invented tasks, then fine-tuned for the task one actually cares about. An encoder that sees both sides of every
 # word cannot learn by predicting the next word, so BERT learns by restoring hidden ones.
 #
-# We build BERT's input, model and two objectives, pretrain small BERTs, and rerun three of the paper's
+# What you will build: BERT's input, model and two objectives, small pretrained BERTs, and three of the paper's
 # ablations at small scale.
 #
 # <details><summary>The chapter in more detail</summary>

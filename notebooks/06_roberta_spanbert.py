@@ -14,6 +14,11 @@
 # %% [markdown]
 # # 06 · RoBERTa, whole-word masking and SpanBERT
 #
+# **The lesson.** RoBERTa and SpanBERT kept BERT's model and changed its training: RoBERTa the recipe, SpanBERT
+# what is masked. Their gains were measured after billions of words. At a notebook's budget, each comparison
+# here first checks that its models learned more than word frequencies, and reads `inconclusive` where they
+# did not.
+#
 # **What you will build.** Two papers of 2019 kept BERT's architecture and changed what it is trained on.
 # RoBERTa (Liu et al., 2019) changed the *recipe*: longer training with bigger batches over more data, no
 # next-sentence prediction, longer sequences, and masks drawn anew each time. It also moved to a byte-level

@@ -14,8 +14,13 @@
 # %% [markdown]
 # # 07 · ALBERT
 #
-# **What you will build.** ALBERT (Lan et al., 2020, "A Lite BERT") keeps BERT's architecture and removes
-# most of its parameters with two changes. It also replaces next-sentence prediction by a harder pair task.
+# **The lesson.** Most of BERT's parameters can go. ALBERT (Lan et al., 2020, "A Lite BERT") factorizes the
+# embedding and shares one layer across the whole depth, which takes BERT-large's 334M parameters down to
+# ALBERT-large's 18M. It also replaces next-sentence prediction by sentence order, a pair task that topic
+# alone cannot answer.
+#
+# **What you will build.** ALBERT keeps BERT's architecture and makes those two changes to it, plus the new
+# pair task.
 #
 # We count parameters exactly, as formulas and as code, for BERT and the four ALBERTs of the paper's Table 1,
 # and set them beside the paper's rounded figures. We build the factorized embedding (V×E then E×H) and check

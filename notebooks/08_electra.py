@@ -14,6 +14,11 @@
 # %% [markdown]
 # # 08 · ELECTRA
 #
+# **The lesson.** ELECTRA trains BERT's encoder to spot replaced words instead of restoring masked ones, so
+# every token gives a training signal, not 15% of them. The paper finds that this learns more per unit of
+# compute, once the encoder judges words by their context. Whether a small encoder gets there within a
+# notebook's budget is what this chapter measures.
+#
 # **What you will build.** ELECTRA (Clark et al., 2020) keeps BERT's encoder and changes what it learns
 # from. A small masked LM, the *generator*, fills the masked positions by sampling. The encoder we keep, the
 # *discriminator*, says for every token whether it is the original or a replacement, so every token carries a

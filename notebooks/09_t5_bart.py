@@ -14,6 +14,11 @@
 # %% [markdown]
 # # 09 · T5 and BART
 #
+# **The lesson.** T5 and BART pretrain an encoder-decoder by corrupting text and asking the decoder for what
+# was lost. T5 found that dropping short spans and predicting only those matches the best objectives at a
+# fraction of the cost of rebuilding the whole input. This chapter builds every objective exactly and tests
+# that ranking on a tiny T5.
+#
 # **What you will build.** T5 (Raffel et al., 2020, "Exploring the Limits of Transfer Learning with a Unified
 # Text-to-Text Transformer") casts every task as text in, text out. It asks which pretraining objective
 # serves an encoder-decoder best. BART (Lewis et al., 2020) asks the same question with five ways of

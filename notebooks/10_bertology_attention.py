@@ -14,13 +14,13 @@
 # %% [markdown]
 # # 10 · BERTology I: what attention heads do
 #
-# **What you will build.** A trained BERT has dozens of attention heads (BERT-base 144, MiniLM 72). What does
-# each one look at, and do we need them all? We open a real pretrained encoder and measure where its heads look.
-# Then we remove heads from a small BERT and ask which ones matter.
-#
 # **The lesson.** Much of the attention is parked on a special token, where it barely changes the output. A few
 # heads follow position or syntax, and a parser built from attention alone beats a simple baseline. Which heads
 # matter depends on the loss they are scored with.
+#
+# **What you will build.** A trained BERT has dozens of attention heads (BERT-base 144, MiniLM 72). What does
+# each one look at, and do we need them all? We open a real pretrained encoder and measure where its heads look.
+# Then we remove heads from a small BERT and ask which ones matter.
 #
 # <details><summary>The chapter in more detail</summary>
 #

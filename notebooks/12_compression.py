@@ -14,6 +14,11 @@
 # %% [markdown]
 # # 12 · Compression: distillation, quantization, pruning
 #
+# **The lesson.** A trained BERT can be made several times smaller with little loss. Distillation trains a
+# smaller student on the teacher's softened predictions, quantization stores numbers in 8 bits or fewer, and
+# pruning removes what the model barely uses. Each trades accuracy for size in its own way, and this chapter
+# measures the trade on one small teacher.
+#
 # **What you will build.** A trained BERT is big and slow for what it does. This chapter makes one smaller in
 # the three ways the Primer in BERTology (Rogers et al., 2020) sorts its Table 1 by, and ends with the Primer's
 # compression table at small scale.
