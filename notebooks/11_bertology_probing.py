@@ -14,26 +14,37 @@
 # %% [markdown]
 # # 11 · BERTology II: probing what the layers know
 #
-# **What you will build.** Chapter 10 read BERT's attention; this chapter reads its *vectors*. A *probe* is
-# a small classifier trained on frozen vectors to predict a property (Liu et al. 2019): if a linear map can
-# read a word's dependency label from layer 3 but not from layer 0, the encoder computed something on the
-# way. We need gold answers, and the synthetic language of chapter 05 gives them for every word: its part of
-# speech, its dependency label and head, its entity tag, whether the clause is negated, which subject each
-# verb agrees with, and the facts of its world. Because most of its words have one part of speech and one
-# label, we build tasks whose label the context decides (a noun's grammatical role; the number of the noun
-# phrase a word like "the" or "happy" belongs to) and train probing classifiers layer by layer on three
-# encoders (the real MiniLM, a randomly initialised twin of it, and the course's own small BERT), with Hewitt
-# and Liang's (2019) *control task* on word types held out of training, so that a probe that memorises words
-# fails; fit Hewitt and Manning's (2019) *structural probe*, which finds parse trees as distances in a linear
-# projection of a layer; probe *spans* of words with Tenney et al.'s (2019) edge probing and a learned mix of
-# layers, to ask where each task's information sits; and, with the course's BERT (the one with a masked-LM
-# head), ask cloze questions: does it prefer the verb form that agrees with its subject across attractors
-# (Goldberg 2019), and, after reading a text that states a small world's facts with controlled frequencies,
-# what does it know (Petroni et al. 2019, LAMA) and does negating a fact change its answer (Ettinger 2020)?
-# Last, on sentences written for the course, we watch the occurrences of "bank", "play" and "restrain"
-# cluster by sense and grow more context-specific with depth (Ethayarajh 2019). The probes live in
-# `lecture_lib.analysis` (`probes`, `word_vectors`, `structural_probe`, `edge_probing`, `cloze`,
-# `word_senses`), each tested against an independent reference in `tests/analysis/`.
+# **What you will build.** Chapter 10 read BERT's attention; this chapter reads its *vectors*. A *probe* is a
+# small classifier trained on frozen vectors to predict a property (Liu et al. 2019). If a linear map can read a
+# word's dependency label from layer 3 but not from layer 0, the encoder computed something on the way. The
+# lesson: a probe's accuracy says what the encoder computed only when it beats the baselines, namely the word
+# alone, a random encoder of the same shape, and a control task that only memorising can solve.
+#
+# The synthetic language of chapter 05 gives the gold answers. We probe three encoders five ways: word by word
+# and layer by layer, for whole parse trees, over spans of words, with cloze questions, and for word senses.
+#
+# <details><summary>The route in more detail, and where the code lives</summary>
+#
+# The language gives every word its part of speech, its dependency label and head, its entity tag, whether the
+# clause is negated, which subject each verb agrees with, and the facts of its world. Most of its words have one
+# part of speech and one label. So we also build tasks whose label the context decides: a noun's grammatical
+# role, and the number of the noun phrase a word like "the" or "happy" belongs to.
+#
+# We train probes layer by layer with Hewitt and Liang's (2019) *control task*, scored on word types held out of
+# training, so that a probe that memorises words fails. We fit Hewitt and Manning's (2019) *structural probe*,
+# which finds parse trees as distances in a linear projection of a layer. We probe spans with Tenney et al.'s
+# (2019) edge probing and a learned mix of layers, to ask where each task's information sits.
+#
+# The cloze questions go to the course's BERT, the one with a masked-LM head. Does it prefer the verb form that
+# agrees with its subject across attractors (Goldberg 2019)? After reading a text that states a small world's
+# facts with controlled frequencies, what does it know (Petroni et al. 2019), and does negating a fact change
+# its answer (Ettinger 2020)? Last, on sentences written for the course, we watch the occurrences of "bank",
+# "play" and "restrain" cluster by sense and grow more context-specific with depth (Ethayarajh 2019).
+#
+# The probes live in `lecture_lib.analysis` (`probes`, `word_vectors`, `structural_probe`, `edge_probing`,
+# `cloze`, `word_senses`), each tested against an independent reference in `tests/analysis/`.
+#
+# </details>
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/11_bertology_probing.ipynb)
 
@@ -112,21 +123,27 @@ print(config)
 # %% [markdown]
 # ## 1. Three encoders and a treebank
 #
-# * **MiniLM** (`all-MiniLM-L6-v2`): a real pretrained BERT, 6 layers of width 384, with bert-base's
-#   WordPiece vocabulary, so it reads the synthetic sentences (their words are English). It was distilled
-#   from a larger model and then fine-tuned for sentence similarity, and it ships **without a masked-LM
-#   head**: it cannot fill a blank, so the cloze probes of sections 6–7 cannot use it.
-# * **Its random twin**: the same architecture with freshly initialised weights. Whatever a probe reads from
-#   the twin comes from the word embeddings, the positions and the probe itself, not from pretraining; it is
-#   the baseline every claim about "what pretraining put there" must beat.
-# * **The course's BERT**: chapter 05's small BERT (4 layers of width 64) pretrained with masked LM on the
-#   synthetic language, read from the cache (the first notebook that needs it trains it, about 65 s of CPU).
-#   It has an MLM head, so it answers cloze questions.
+# * **MiniLM** (`all-MiniLM-L6-v2`): a real pretrained BERT, 6 layers of width 384. Its WordPiece vocabulary is
+#   bert-base's, so it reads the synthetic sentences, whose words are English. It was distilled from a larger
+#   model, then fine-tuned for sentence similarity, and it has **no masked-LM head**.
 #
-# The *treebank* is a few hundred sentences of the synthetic language with their gold annotation (a
-# training and a test set, drawn with their own seeds). Here is a test sentence in CoNLL-U style (index,
-# word, part of speech, head, dependency label, entity tag, number), one whose verb agrees with a subject
-# across a noun of the other number; it serves as the chapter's running example.
+# * **Its random twin**: the same architecture with fresh random weights. What a probe reads from it comes from
+#   the word embeddings, the positions and the probe itself. Every claim about "what pretraining put there" must
+#   beat it.
+#
+# * **The course's BERT**: chapter 05's small BERT (4 layers of width 64), pretrained with masked LM on the
+#   synthetic language. It has an MLM head, so it answers cloze questions.
+#
+# <details><summary>Where the course's BERT comes from</summary>
+#
+# It is read from the cache. The first notebook that needs it trains it, in about 65 s of CPU.
+#
+# </details>
+#
+# The *treebank* is a few hundred gold-annotated sentences, in a training and a test set drawn with their own
+# seeds. Below is a test sentence in CoNLL-U style (index, word, part of speech, head, dependency label, entity
+# tag, number). Its verb agrees with a subject across a noun of the other number; it is the chapter's running
+# example.
 
 # %%
 minilm, minilm_tokenizer = load_minilm()
@@ -140,11 +157,11 @@ print(example.conllu())
 # %% [markdown]
 # ## 2. Word vectors from every layer
 #
-# Probes ask about words; BERT holds vectors of word pieces. A word's vector at layer $\ell$ is the mean of
-# its pieces' vectors, $h^{(\ell)}_w = \frac{1}{|P_w|}\sum_{t \in P_w} h^{(\ell)}_t$ (Hewitt and Manning do
-# the same; a NER head usually reads the first piece). Layer 0 is the embedding layer's output, so a
-# 6-layer encoder gives 7 vectors per word. We compute them by hand for the example sentence and check the
-# library's batched `word_vectors` against it (the tests check it against `transformers`).
+# Probes ask about words; BERT holds vectors of word pieces. A word's vector at layer $\ell$ is the mean of its
+# pieces' vectors, $h^{(\ell)}_w = \frac{1}{|P_w|}\sum_{t \in P_w} h^{(\ell)}_t$, as in Hewitt and Manning (a NER
+# head usually reads the first piece). Layer 0 is the embedding layer's output, so a 6-layer encoder gives 7
+# vectors per word. We compute them by hand for the example sentence and check the library's batched
+# `word_vectors` against them (the tests check it against `transformers`).
 
 # %%
 ids, word_of_piece = align_words(minilm_tokenizer, example.words)
@@ -161,32 +178,36 @@ torch.testing.assert_close(library, by_hand, atol=1e-5, rtol=1e-5)
 # %% [markdown]
 # ## 3. Probing classifiers, layer by layer
 #
-# A linear probe is softmax regression on a frozen vector: $p(y \mid h) = \mathrm{softmax}(W h + b)$,
-# trained on the cross-entropy. It sees one layer at a time, so its test accuracy per layer draws a curve of
-# where the property is *linearly readable* (Liu et al. 2019, Figure 5's shape). The diagram shows the
-# set-up: the encoder is frozen, one layer's vector of one word goes into a small classifier, and only the
-# classifier learns.
+# A linear probe is softmax regression on a frozen vector, $p(y \mid h) = \mathrm{softmax}(W h + b)$, trained on
+# the cross-entropy. It sees one layer at a time. So its test accuracy per layer draws a curve of where the
+# property is *linearly readable* (Liu et al. 2019, Figure 5's shape). The diagram shows the set-up: the encoder
+# is frozen, one layer's vector of one word goes into a small classifier, and only the classifier learns.
 
 # %%
 fig = probe_diagram()
 plt.show()
 
 # %% [markdown]
-# A curve over layers tells us something only if the label needs what the layers add. In this language
-# almost every word has one part of speech and most have one dependency label: a probe that knows only the
-# word's identity (layer 0) already gets most of them. So besides two such *lexical* tasks we built two
-# tasks whose label the word's type does not decide (`word_labels`; the tests check every label against the
-# grammar):
+# A curve over layers tells us something only if the label needs what the layers add. In this language almost
+# every word has one part of speech, and most have one dependency label, so a probe that knows only the word
+# (layer 0) gets most of them. Besides two such *lexical* tasks we built two whose label the word's type does
+# not decide (`word_labels`, checked against the grammar by the tests):
 #
-# * **pos**: each word's part of speech (lexical: the word gives it away).
-# * **deprel**: each word's dependency label (mostly lexical: `the` is always `det`, a verb after the
-#   subject mostly `root`).
-# * **role**: the grammatical role of every noun and name (`nsubj`, `obj`, `obl` or `nmod`): the same noun
-#   is a subject in one sentence and an object or the noun of a prepositional phrase in the next.
-# * **number**: the grammatical number of the noun phrase a number-neutral word belongs to: `the` and an
-#   adjective take it from the noun they modify, a copula's adjective from the subject ("the chefs are
-#   *happy*"), a relative `who`/`that` or a past-tense relative verb from the noun the clause modifies. The
-#   word is the same in both numbers; only the context tells, often from the right ("the *kind* chefs").
+# * **pos**: each word's part of speech; the word gives it away.
+# * **deprel**: each word's dependency label, mostly lexical (`the` is always `det`).
+# * **role**: the grammatical role of every noun and name (`nsubj`, `obj`, `obl` or `nmod`). The same noun is a
+#   subject in one sentence and an object in the next.
+# * **number**: the grammatical number of the noun phrase that a number-neutral word belongs to. The word is the
+#   same in both numbers; only the context tells, often from the right ("the *kind* chefs").
+#
+# <details><summary>More on the four tasks</summary>
+#
+# A verb after the subject is mostly `root`. A noun's role may also be `obl` or `nmod`, the noun of a
+# prepositional phrase. In the number task, `the` and an adjective take their number from the noun they modify,
+# and a copula's adjective from the subject ("the chefs are *happy*"). A relative `who`/`that` or a past-tense
+# relative verb takes it from the noun the clause modifies.
+#
+# </details>
 #
 # How lexical is each task? Answer every test word with its type's most frequent label in the training
 # sentences (`word_type_baseline`):
@@ -199,12 +220,12 @@ for task in PROBING_TASKS:
     )
 
 # %% [markdown]
-# An accurate probe is not yet evidence that the encoder computed the property: a probe with enough capacity
-# can memorise words. Hewitt and Liang's **control task** gives every word *type* one random label, drawn
-# from the task's label distribution, and keeps it in every context. Only memorising words solves it, so
-# the **selectivity** $=$ task accuracy $-$ control accuracy says how much of the accuracy the word identity
-# alone does not explain. First one probe by hand, on layer 3 of MiniLM for `deprel`, through the library's
-# `linear_probe` and `fit_probe` (full-batch Adam on standardised vectors), trained and tested on all words.
+# An accurate probe is not yet evidence that the encoder computed the property: a probe with enough capacity can
+# memorise words. Hewitt and Liang's **control task** gives every word *type* one random label, drawn from the
+# task's label distribution, and keeps it in every context. Only memorising words solves it. So the
+# **selectivity** $=$ task accuracy $-$ control accuracy is the accuracy that the word's identity does not
+# explain. First one probe by hand, on MiniLM's layer 3 for `deprel`, trained and tested on all words
+# (`linear_probe` and `fit_probe`: full-batch Adam on standardised vectors).
 
 # %%
 train_vectors = word_vectors(minilm, minilm_tokenizer, [s.words for s in train])
@@ -238,15 +259,21 @@ for layer in (0, 3):
     )
 
 # %% [markdown]
-# The control task cannot fail here: the language has a closed vocabulary of a few hundred word types, every
-# test word was seen in training, and a linear probe on 384 dimensions memorises them all, so the control
-# scores as high as the task. Hewitt and Liang's treebank has tens of thousands of types, many unseen in
-# training. We make ours like it: for each task a third of the word *types* is **held out** of the probes'
-# training words (`held_out_types`), and both probes are scored only on test words of those unseen types. A
-# probe cannot know the random control label of a word it never saw, so the control falls to chance; the
-# task keeps whatever the vector holds beyond the word's identity. Every task, every layer, all three
-# encoders, over three seeds (each holds out other types and draws other control labels and probes; the
-# treebank is the same). The runs are cached: a second run reads them back.
+# The control task cannot fail here. The language has a few hundred word types, every test word was seen in
+# training, and a linear probe on 384 dimensions memorises them all, so the control scores as high as the task.
+# Hewitt and Liang's treebank has tens of thousands of types, many unseen in training.
+#
+# We make ours like it. For each task a third of the word *types* is **held out** of the probes' training words
+# (`held_out_types`), and both probes are scored only on test words of those types. A probe cannot know the
+# random label of a word it never saw, so the control falls to chance. The task keeps whatever the vector holds
+# beyond the word's identity. We run every task, layer and encoder over three seeds.
+#
+# <details><summary>What the seeds vary, and the cache</summary>
+#
+# Each seed holds out other types and draws other control labels and probes; the treebank is the same.
+# The runs are cached: a second run reads them back.
+#
+# </details>
 
 # %%
 profile.expect(
@@ -293,8 +320,8 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The table: per task and encoder, the accuracy at layer 0 and at the best single layer (the layer of best
-# mean accuracy), the mean and the range over the seeds, and the selectivity there.
+# The table: per task and encoder, the accuracy at layer 0 and at the best layer (of best mean accuracy), as
+# the mean and range over the seeds, and the selectivity there.
 
 
 # %%
@@ -337,20 +364,21 @@ show_reproduction(
 # %% [markdown]
 # Read the table with the control beside each accuracy.
 #
-# * **The control now fails, as it should.** On unseen types the control probe is near or below the share of
-#   the most frequent label for every task, encoder and layer: it cannot guess a random label it never saw.
-#   The selectivity is large, and it is the task's accuracy on unseen words.
-# * **The lexical tasks peak at layer 0 or 1.** MiniLM's pretrained embeddings already say which part of
-#   speech an unseen word has; deeper layers keep or lose it.
-# * **The contextual tasks need the layers.** On `number` MiniLM's layer 0 is at or below the majority and a
-#   middle layer reads the number of the right noun; on `role` the middle layers add to what the word and its
-#   position give. Tenney et al.'s order, read off the best layers: part of speech lowest, the roles and the
-#   agreement features of a phrase in the middle layers.
-# * **The random twin** reads nothing beyond its random embeddings: below the trained MiniLM on every task.
-# * **The course's BERT** (4 layers of width 64) learned its embeddings on this language: noun classes give
-#   `role` away at layer 0, and its layers add little; `number` stays near the majority.
+# * **The control now fails, as it should.** On unseen types it is near or below the majority share, for every
+#   task, encoder and layer. So the selectivity is large: it is the task's accuracy on unseen words.
 #
-# The claims of the results table are computed from these runs below.
+# * **The lexical tasks peak at layer 0 or 1.** MiniLM's pretrained embeddings already say which part of speech
+#   an unseen word has; deeper layers keep or lose it.
+#
+# * **The contextual tasks need the layers.** On `number`, MiniLM's layer 0 is at or below the majority, and a
+#   middle layer reads the number of the right noun. On `role` the middle layers add to what the word and its
+#   position give. So the best layers follow Tenney et al.'s order: part of speech lowest, a phrase's role and
+#   agreement in the middle.
+#
+# * **The random twin**, with nothing but random embeddings, is below MiniLM on every task.
+#
+# * **The course's BERT** learned its embeddings on this language. Noun classes give `role` away at layer 0, and
+#   its layers add little; `number` stays near the majority.
 
 # %%
 context_gap = {
@@ -376,21 +404,28 @@ print("MiniLM's best layer per task:", best_layers)
 # ## 4. The structural probe
 #
 # Hewitt and Manning (2019) ask whether a whole parse tree is written into a layer's geometry. The *tree
-# distance* $d_T(i, j)$ is the number of edges between words $i$ and $j$; the probe is a matrix
-# $B \in \mathbb{R}^{k \times H}$ fitted so that squared distances after it match it,
+# distance* $d_T(i, j)$ is the number of edges between words $i$ and $j$. The probe is a matrix
+# $B \in \mathbb{R}^{k \times H}$, fitted so that squared distances after it match the tree distances:
 #
 # $$d_B(h_i, h_j)^2 = (B(h_i - h_j))^\top (B(h_i - h_j)), \qquad
-#   \min_B \sum_\ell \frac{1}{|s_\ell|^2} \sum_{i,j} \left| d_T(w_i, w_j) - d_B(h_i, h_j)^2 \right|,$$
+#   \min_B \sum_\ell \frac{1}{|s_\ell|^2} \sum_{i,j} \left| d_T(w_i, w_j) - d_B(h_i, h_j)^2 \right|.$$
 #
-# (the right half of section 3's diagram), and a second probe fits the depth in the tree as a squared norm,
-# $\lVert B h_i \rVert^2 \approx$ depth$(w_i)$. From predicted distances we get a tree back with a **minimum spanning tree**, and score its
-# undirected edges against the gold ones (**UUAS**, punctuation left out); **DSpr** is the Spearman
-# correlation between a word's predicted and gold distances to the others, averaged per sentence length
-# (5 to 50 words) and then over lengths; **root%** asks whether the shallowest word is the root, **NSpr**
-# correlates the depths. The baseline that needs no model: link every word to the next (*right-branching*).
+# A **minimum spanning tree** of the predicted distances gives a tree back. We score its undirected edges
+# against the gold ones (**UUAS**, punctuation left out). The baseline that needs no model links every word to
+# the next (*right-branching*).
 #
-# First the pieces by hand on the example: tree distance as "up to the lowest common ancestor and down",
-# the depth, and the minimum spanning tree of the gold distances, which must be the gold tree itself.
+# <details><summary>The depth probe and the paper's other metrics</summary>
+#
+# This is the right half of the probe diagram in section 3. A second probe fits the depth in the tree as a
+# squared norm, $\lVert B h_i \rVert^2 \approx$ depth$(w_i)$. **DSpr** is the Spearman correlation between a
+# word's predicted and gold distances to the others, averaged per sentence length (5 to 50 words) and then over
+# lengths. **root%** asks whether the shallowest word is the root. **NSpr** correlates the predicted and gold
+# depths.
+#
+# </details>
+#
+# First the pieces by hand on the example: tree distance as "up to the lowest common ancestor and down", the
+# depth, and the minimum spanning tree of the gold distances, which must be the gold tree itself.
 
 # %%
 heads = example.heads
@@ -408,9 +443,9 @@ assert minimum_spanning_tree(distances.float()) == gold_edges(heads)
 print(distances)
 
 # %% [markdown]
-# Now the probes of rank 64 on every layer of MiniLM and of the course's BERT, and a sweep of the distance
-# probe's rank on MiniLM's best layer (the paper's "low-rank syntactic subspace": a few dozen directions hold
-# the tree).
+# Now the probes of rank 64 on every layer of MiniLM and of the course's BERT. Then a sweep of the distance
+# probe's rank on MiniLM's best layer: in the paper's "low-rank syntactic subspace", a few dozen directions hold
+# the tree.
 
 # %%
 profile.expect(20, "Fitting the structural probes (the first time; then they load from the cache)")
@@ -454,10 +489,10 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Two predicted trees against the gold ones, from MiniLM's best layer (of the first test sentences, the two
-# with the most wrong edges): gold edges are drawn above the words, predicted edges below; green below means
-# the probe found the gold edge, red that it did not. Look at where the red edges go: a probe reads distances
-# from vectors, and two nouns (a subject and an object) can lie closer together than the subject and its verb.
+# Two predicted trees against the gold ones, from MiniLM's best layer: among the first test sentences, the two with
+# the most wrong edges. Gold edges are drawn above the words, predicted edges below, green where the probe found a
+# gold edge and red where it did not. A probe reads distances from vectors, and two nouns (a subject and an object)
+# can lie closer together than the subject and its verb.
 
 # %%
 best_layer = structural["MiniLM"]["best_layer"]
@@ -515,8 +550,8 @@ show_reproduction(
     "because the synthetic sentences are short and their trees regular: layer 0 alone gets most edges.",
 )
 # %% [markdown]
-# The asserts: the best layer beats layer 0 (this run's values are in the table above); and a rank-1 probe, a
-# single direction, recovers far fewer edges than the rank where the curve flattens.
+# The asserts: the best layer beats layer 0, and a rank-1 probe, a single direction, recovers far fewer edges
+# than the rank where the curve flattens.
 
 # %%
 print("UUAS by rank:", {rank: round(r["uuas"], 3) for rank, r in ranks.items()})
@@ -527,48 +562,62 @@ assert best_scores["uuas"] > minilm_layers[0]["uuas"] + 0.05
 # ## 5. Edge probing: spans and the order of the pipeline
 #
 # The probes so far read one word. Many properties belong to a *span* of words ("is a global brand" is a verb
-# phrase) or to a *pair* of spans (the subject and the object of a fact stand in a relation). Tenney et al.
-# (ICLR 2019, "What do you learn from context?") built one probe for all of them, *edge probing*: the probe
-# receives the encoder's vectors and one or two spans $[i, j)$, and predicts the label. Because the probe
-# sees only the span's own vectors, whatever it knows about the words *outside* the span came through the
-# encoder's context. Their second paper (Tenney, Das and Pavlick, ACL 2019, "BERT rediscovers the classical
-# NLP pipeline") asks *where* in the layers each task's information sits, and finds the order of a classical
-# pipeline: part of speech first, then constituents and dependencies, then entities, semantic roles and
-# coreference.
+# phrase) or to a *pair* of spans (a fact's subject and object stand in a relation). Tenney et al.'s (2019)
+# *edge probing* reads the encoder's vectors of one or two spans $[i, j)$ and predicts the label. It sees only
+# the spans' own vectors, so whatever it knows about the words *outside* them came through the encoder's
+# context. Tenney, Das and Pavlick (2019) ask *where* in the layers each task's information sits. They find the
+# order of a classical pipeline, from part of speech up to coreference.
 #
 # **Pooling a span.** Each word vector is projected, $p_t = P h_t$, and the span's words are averaged with
-# weights the probe learns to put on them (self-attentive pooling):
+# weights the probe learns (self-attentive pooling):
 #
 # $$\alpha_t = \frac{\exp(w^\top p_t)}{\sum_{u=i}^{j-1} \exp(w^\top p_u)}, \qquad r = \sum_{t=i}^{j-1} \alpha_t\, p_t .$$
 #
-# The softmax runs over the span's words only: a one-word span pools to its own projected word. A two-span
-# task pools each span with its own $w$ and concatenates $[r_1; r_2]$; a small MLP reads the label.
-# Tenney et al.'s outputs are independent sigmoids, since a span may carry several labels; each span of our
-# tasks has exactly one, so we use a softmax and the cross-entropy, and score accuracy (which equals their
-# micro-averaged F1 when every example has one label).
+# A small MLP reads the label from $r$.
 #
-# **Mixing the layers.** The probe does not read one layer: it learns a *scalar mix*
-# $h_t = \gamma \sum_\ell s_\ell\, h_t^{(\ell)}$ with $s = \mathrm{softmax}(a)$, and the weights say where it
-# looked. Two summaries: the mix's **centre of gravity** $E_s[\ell] = \sum_\ell \ell\, s_\ell$; and the
-# **expected layer** of *cumulative scoring*. Train a probe $P^{(\ell)}$ on the mix of layers $0..\ell$ for every
-# $\ell$; the gain of adding layer $\ell$ is $\Delta^{(\ell)} = \mathrm{Score}(P^{(\ell)}) - \mathrm{Score}(P^{(\ell-1)})$,
-# and $E_\Delta[\ell] = \sum_\ell \ell\, \Delta^{(\ell)} / \sum_\ell \Delta^{(\ell)}$ is the layer at which, on
-# average, the score was gained. The centre of gravity can be fooled by a mix that spreads its weight over
-# layers that all hold the same thing; the expected layer asks what each layer *adds*.
+# <details><summary>Two spans, and a softmax where Tenney et al. use sigmoids</summary>
+#
+# The softmax runs over the span's words only, so a one-word span pools to its own projected word. A two-span
+# task pools each span with its own $w$ and concatenates $[r_1; r_2]$.
+#
+# Tenney et al.'s outputs are independent sigmoids, since a span may carry several labels. Each span of our
+# tasks has exactly one, so we use a softmax and the cross-entropy. We score accuracy, which equals their
+# micro-averaged F1 when every example has one label.
+#
+# </details>
+#
+# **Mixing the layers.** The probe learns a *scalar mix* $h_t = \gamma \sum_\ell s_\ell\, h_t^{(\ell)}$ with
+# $s = \mathrm{softmax}(a)$, and the weights say where it looked. Two summaries. The mix's **centre of
+# gravity** is $E_s[\ell] = \sum_\ell \ell\, s_\ell$. The **expected layer** comes from *cumulative scoring*: a
+# probe $P^{(\ell)}$ on the mix of layers $0..\ell$ for every $\ell$, and the layer at which, on average, the
+# score was gained,
+#
+# $$E_\Delta[\ell] = \frac{\sum_\ell \ell\, \Delta^{(\ell)}}{\sum_\ell \Delta^{(\ell)}}, \qquad
+#   \Delta^{(\ell)} = \mathrm{Score}(P^{(\ell)}) - \mathrm{Score}(P^{(\ell-1)}).$$
+#
+# A mix that spreads its weight over layers holding the same thing fools the centre of gravity. The expected
+# layer asks what each layer *adds*.
 #
 # Six tasks, gold from the grammar (`edge_examples`):
 #
-# * **dependency**: a (head, dependent) pair of words, two one-word spans -> the dependent's label;
-# * **constituent**: a phrase -> NP, PP or VP, labelled by its head word (a noun's subtree is an NP, or a PP
-#   when it starts with a preposition; a verb's VP runs from the verb to the end of its subtree);
+# * **dependency**: a (head, dependent) pair of words -> the dependent's label;
+# * **constituent**: a phrase -> NP, PP or VP;
 # * **entity**: a name -> PER, LOC or ORG;
-# * **relation**: the subject's and the object's names in a fact sentence -> `lives_in`, `works_for` or
-#   `based_in`;
+# * **relation**: the two names in a fact sentence -> `lives_in`, `works_for` or `based_in`;
 # * **negation**: the main predicate ("walk to a church") -> is the clause negated? The "not" comes *before*
-#   the span, so the span's own words cannot tell; only what the encoder carried in from the context can.
-# * **coreference**, a stand-in for Tenney et al.'s coreference (the language has no personal pronouns): a
-#   relative `who` or `that` and one noun or name of its sentence (two spans) -> does the pronoun refer to
-#   it (`coreference_examples`)? The pronoun is the same word whatever it refers to.
+#   the span, so only what the encoder carried in from the context can tell.
+# * **coreference**, our stand-in: a relative `who` or `that` and a noun or name of its sentence -> does the
+#   pronoun refer to it?
+#
+# <details><summary>How the spans of each task are built</summary>
+#
+# A dependency example is two one-word spans. A constituent is labelled by its head word: a noun's subtree is an
+# NP, or a PP when it starts with a preposition; a verb's VP runs from the verb to the end of its subtree. A
+# relation joins the subject's and the object's names. The language has no personal pronouns, hence the
+# stand-in for Tenney et al.'s coreference: its pairs (`coreference_examples`) are two spans, the relative
+# pronoun and a noun or name of the same sentence. The pronoun is the same word whatever it refers to.
+#
+# </details>
 #
 # First one span pooled by hand: the example sentence's predicate, through a probe with its mix and pooling
 # weights set at random, checked against the library's `EdgeProbe`.
@@ -592,12 +641,16 @@ with torch.no_grad():
 torch.testing.assert_close(library, probe.mlp(pooled)[None], atol=1e-5, rtol=1e-5)
 
 # %% [markdown]
-# Now the runs. MiniLM's probes read the word vectors of section 3 (the first 150 training sentences, and the
-# 150 test sentences), standardised per layer; for every task, a probe on each single layer and seven
-# cumulative probes $P^{(0)}, \dots, P^{(6)}$:
-# $P^{(0)}$ is the *lexical* baseline (layer 0: the word pieces and their positions, no context) and
-# $P^{(6)}$ the mix of all layers. The random twin, the baseline of an encoder that mixes context without
-# having learned anything, gets the mix of all its layers on negation and coreference. All are cached.
+# Now the runs, on MiniLM's word vectors of section 3, standardised per layer. For every task there is a probe on
+# each single layer, and seven cumulative probes $P^{(0)}, \dots, P^{(6)}$. $P^{(0)}$ is the *lexical* baseline
+# (layer 0: word pieces and positions, no context), $P^{(6)}$ the mix of all layers. The random twin gets the mix
+# of all its layers on negation and coreference.
+#
+# <details><summary>The data and the cache</summary>
+#
+# The probes train on the first 150 training sentences and test on the 150 test sentences. All runs are cached.
+#
+# </details>
 
 # %%
 profile.expect(12, "Training the edge probes (the first time; then they load from the cache)")
@@ -634,11 +687,17 @@ plt.show()
 
 # %% [markdown]
 # Tenney et al. report, for BERT-large's 24 layers, the order POS < constituents ≈ dependencies < entities <
-# semantic roles < coreference, with relations late; the seed deck states the order, and we have not checked
-# their per-task expected layers against the paper (a figure like 3.4 for POS and 9.5 for coreference is
-# quoted in the chapter notes as *unverified*), so the table puts only the order beside ours. The expected
-# layer is shown only where the mix gains at least 5 points over layer 0: a gain within the noise of a test
-# set of a few hundred examples makes $E_\Delta$ a ratio of noise.
+# semantic roles < coreference, with relations late. The table puts this order beside ours. It shows the
+# expected layer only where the mix gains at least 5 points over layer 0. On a few hundred test examples a
+# smaller gain is noise, and $E_\Delta$ would be a ratio of noise.
+#
+# <details><summary>Why only the order</summary>
+#
+# We have not checked Tenney et al.'s per-task expected layers against the paper. Figures such as 3.4 for POS
+# and 9.5 for coreference are sometimes quoted for them, but they are unverified here, so the table leaves them
+# out.
+#
+# </details>
 
 
 # %%
@@ -694,32 +753,45 @@ show_reproduction(
     "al.'s per-task expected layers are not verified here.",
 )
 # %% [markdown]
-# * **Five of the six tasks are lexical or positional here.** The label of a gold dependency arc is given by the two
-#   words and their order (a determiner before a noun is `det`, a name before a verb its `nsubj`); a
-#   constituent by its first word and its length; an entity by its name; and a relation by its two names'
-#   types (a person and a place can only be `lives_in`); a relative pronoun's antecedent is the noun just
-#   before it, which the positions in the two spans' vectors tell. Layer 0 already scores near the top (the table
-#   above), and the mix adds at most a few points, within the noise of a few hundred test examples (a few dozen for relations):
-#   no expected layer can be read, and the random twin solves coreference too. Tenney et al.'s lexical
-#   baselines are high too, but their
-#   open-vocabulary text leaves the context more to add.
-# * **Negation needs the context.** Layer 0 scores at or below the majority label (a probe that always
-#   answers "not negated"); the mix reads the "not" that lies outside the span. The random twin's mix does
-#   not: its attention mixes context with random weights, and it stays at the majority.
-# * **Two summaries, two answers.** For negation most of the gain arrives with layer 1 (the expected layer
-#   is about 1), yet the mix puts its weight on later layers (the centre of gravity, in the table above): once
-#   the first layer has carried the "not" into the verb's vector, the later layers keep it, and the mix may
-#   read it from any of them. The expected layer says where information *appears*, the centre of gravity where the probe
-#   *reads* it.
-# * **The best single layer against the mix** (the table's two columns): the mix learns its seven weights from
-#   the same few hundred examples as one probe; where one layer holds the answer, the single layer needs no
-#   weights and does at least as well, so the mix buys robustness (no need to pick the layer), not accuracy.
-# * **Where the mix looks.** Dependencies and constituents put their weight on layers 1–2, negation on
-#   layers 3–4: the direction of Tenney et al.'s order, syntax below meaning, on a small scale. Entities and
-#   relations lean on layer 3 too, but every layer answers them: where all layers hold the answer, the
-#   weights say where the probe found it easiest to read, not where it appeared. Coreference's mix sits
-#   highest of all, as in Tenney et al.'s order, though layer 0 already knew the answer: the centre of
-#   gravity alone would have told the pipeline's story.
+# * **Five of the six tasks are lexical or positional here.** A dependency arc's label is given by its two words
+#   and their order: a determiner before a noun is `det`, a name before a verb its `nsubj`. The other four are as
+#   easy. Layer 0 already scores near the top, and the mix adds at most a few points, within the noise. So no
+#   expected layer can be read; the random twin solves coreference too.
+#
+# <details><summary>What gives each task away, and the noise</summary>
+#
+# A constituent is given by its first word and its length, an entity by its name, and a relation by the types
+# of its two names (a person and a place can only be `lives_in`). A relative pronoun's antecedent is the noun
+# just before it, which the positions in the two spans' vectors tell. The test sets hold a few hundred examples
+# (a few dozen for relations), so a gain of a few points is noise. Tenney et al.'s lexical baselines are high
+# too, but their open-vocabulary text leaves the context more to add.
+#
+# </details>
+#
+# * **Negation needs the context.** Layer 0 scores at or below the majority label (always "not negated"), while
+#   the mix reads the "not" outside the span. The random twin's mix, which mixes context with random weights,
+#   stays at the majority.
+#
+# * **Two summaries, two answers.** For negation most of the gain arrives with layer 1 (the expected layer is
+#   about 1), yet the mix's centre of gravity lies in later layers: layer 1 carries the "not" into the verb's
+#   vector, and the later layers keep it. The expected layer says where information *appears*, the centre of
+#   gravity where the probe *reads* it.
+#
+# * **Where the mix looks.** Dependencies and constituents put their weight on layers 1–2, negation on layers
+#   3–4: Tenney et al.'s order, syntax below meaning, on a small scale.
+#
+# <details><summary>Entities, relations, coreference, and the mix against a single layer</summary>
+#
+# Entities and relations lean on layer 3 too, but every layer answers them. Where all layers hold the answer,
+# the weights say where the probe found it easiest to read, not where it appeared. Coreference's mix sits
+# highest of all, as in Tenney et al.'s order, though layer 0 already knew the answer. The centre of gravity
+# alone would have told the pipeline's story.
+#
+# Compare the table's best single layer with the mix. The mix learns its seven weights from the same few hundred
+# examples as one probe. Where one layer holds the answer, the single layer needs no weights and does at least
+# as well. So the mix buys robustness (no need to pick the layer), not accuracy.
+#
+# </details>
 #
 # The asserts: on negation the mix beats the better of the majority and layer 0, and the random twin's mix.
 
@@ -738,19 +810,23 @@ assert negation["mix"]["accuracy"] > edge_twin["negation"]["mix"]["accuracy"] + 
 # %% [markdown]
 # ## 6. Subject-verb agreement across attractors
 #
-# From here on the probes are *cloze* questions, and only the course's BERT can answer them (MiniLM has no
-# masked-LM head). Goldberg (2019) masks the verb and compares the model's probability of the right and the
-# wrong form: "the chef who ran to the stores **[is/are]** out of food". Nouns of the other number between
-# the subject and the verb (*attractors*, Linzen et al. 2016) pull towards the wrong form. Our score is
-# $\log p(\text{right}) - \log p(\text{wrong})$ at the masked verb; the model is right when it is positive.
-# The masked input does not depend on which form the sentence had, so the score of a sentence and of its
-# corrupted twin (`corrupt_agreement`) must be exact opposites: a check that the verb is really masked.
+# From here on the probes are *cloze* questions, which only the course's BERT can answer. Goldberg (2019) masks
+# the verb and compares the model's probability of the right and the wrong form: "the chef who ran to the stores
+# **[is/are]** out of food". Nouns of the other number between subject and verb (*attractors*, Linzen et al.
+# 2016) pull towards the wrong form. Our score is $\log p(\text{right}) - \log p(\text{wrong})$ at the masked
+# verb; the model is right when it is positive. A sentence and its corrupted twin (`corrupt_agreement`) give the
+# same masked input, so they must score exact opposites: a check that the verb is really masked.
 #
-# Attractors are rare in the free grammar (about 2% of its sentences have two), so we build the test
-# sentences instead (`attractor_sentence`): a subject, two prepositional phrases each attached to the noun
-# before it, then the verb, "the chefs near the store behind the bridges are happy". Of the two nouns between
-# subject and verb, 0, 1 or 2 have the other number; every bucket has the same length and shape, and 150
-# sentences.
+# We build the test sentences (`attractor_sentence`): a subject, two prepositional phrases each attached to the
+# noun before it, then the verb, as in "the chefs near the store behind the bridges are happy". Zero, one or two
+# of the nouns in between have the other number.
+#
+# <details><summary>Why build the sentences, and the buckets</summary>
+#
+# Attractors are rare in the free grammar: about 2% of its sentences have two. Every bucket has the same length
+# and shape, and 150 sentences.
+#
+# </details>
 
 # %%
 agreeing = agreement_sentences(config, config.seed)
@@ -771,30 +847,41 @@ for count, right in sorted(by_attractors.items()):
 assert all(len(right) >= 100 for right in by_attractors.values())
 
 # %% [markdown]
-# Goldberg found BERT-base and BERT-large preferring the right form in well over 90% of cases even with
-# several attractors (his numbers are not checked against the paper here). The course's small BERT of the
-# quick profile does not: on these sentences, with two prepositional phrases stacked on the subject (rare in
-# its pretraining text), it is near chance without an attractor and falls below chance as attractors are
-# added (the rates above). It follows the nearest noun's number more than the subject's: the shallow
-# heuristic the attractor test was designed to expose.
+# Goldberg found BERT-base and BERT-large preferring the right form in well over 90% of cases, even with several
+# attractors (his numbers are not checked against the paper here). The course's small BERT of the quick profile
+# does not. On these sentences, whose stacked phrases are rare in its pretraining text, it is near chance without
+# an attractor and falls below chance as attractors are added. It follows the nearest noun's number more than the
+# subject's: the shallow heuristic the attractor test was designed to expose.
 #
 # ## 7. Knowledge the model could learn
 #
-# LAMA (Petroni et al. 2019) turns facts into cloze sentences ("Anna Berg lives in ___ .") and scores
-# precision at 1: how often the model's top candidate is the true object. Its baseline answers every query of
-# a relation with the object seen most often. A probe of knowledge is fair only if the model had a chance to
-# learn the facts, and how often a fact was stated decides that (Kandpal et al. 2023 found LAMA-style accuracy
-# rising with the number of documents that state a fact). So we write the text ourselves: a small world of
-# people (drawn from the course's world), in four buckets whose two facts (home and employer) the text states
-# 30 times, 6 times, once, or never, in the language's varied wordings, mixed with as many free sentences
-# about the same people (`knowledge_text`). The course's BERT is trained further on it with masked LM, names
-# masked whole half of the time as in ERNIE's entity masking (Sun et al. 2019) (`further_pretrain`), once per
-# seed (other people, other text, other masks).
+# LAMA (Petroni et al. 2019) turns facts into cloze sentences ("Anna Berg lives in ___ .") and scores precision
+# at 1: how often the model's top candidate is the true object. Its baseline answers every query of a relation
+# with the object seen most often. A probe of knowledge is fair only if the model could learn the facts, which
+# depends on how often each was stated (Kandpal et al. 2023). So we write the text ourselves (`knowledge_text`):
+# people in four buckets, whose home and employer the text states 30 times, 6 times, once, or never. The
+# course's BERT is trained further on it with masked LM (`further_pretrain`), once per seed.
 #
-# Many names are several pieces ("Northwind Bank", "New Harbor"): LAMA kept single-piece objects only; we
-# score a candidate of $m$ pieces by putting $m$ masks in the blank and **summing the log-probabilities of its
-# pieces** (`cloze_scores`), which lets every name compete but leans towards short names (each piece adds a
-# negative term). First by hand:
+# <details><summary>The knowledge text and the further pretraining</summary>
+#
+# Kandpal et al. (2023) found LAMA-style accuracy rising with the number of documents that state a fact. Our
+# people are drawn from the course's world. Their facts come in the language's varied wordings, mixed with as
+# many free sentences about the same people. The further pretraining masks names whole half of the time, as in
+# ERNIE's entity masking (Sun et al. 2019). Each seed brings other people, other text and other masks.
+#
+# </details>
+#
+# Many names are several pieces ("Northwind Bank"). A candidate of $m$ pieces fills $m$ masks, and its score is
+# the **sum of its pieces' log-probabilities** (`cloze_scores`).
+#
+# <details><summary>What this scoring favours</summary>
+#
+# LAMA kept single-piece objects only. Summing lets every name compete, "New Harbor" as well as a one-piece
+# name, but leans towards short names, since each piece adds a negative term.
+#
+# </details>
+#
+# First by hand:
 
 # %%
 query, candidate = "Anna Berg works for", "Northwind Bank"
@@ -809,10 +896,10 @@ print(course.tokenizer.convert_ids_to_tokens(ids), f"score of {candidate!r}: {by
 assert abs(cloze_scores(course.model, course.tokenizer, query, ".", [candidate])[0].item() - by_hand) < 1e-4
 
 # %% [markdown]
-# Ettinger (2020) asked BERT to complete "A robin is a ___" and "A robin is not a ___": it gave the true
-# category ("bird") in both, insensitive to the negation. We ask each fact twice, "Anna Berg lives in ___ ."
-# and "Anna Berg does not live in ___ ." (`KNOWLEDGE_QUERIES`), and count how often the negation leaves the
-# top candidate unchanged. The knowledge text never negates a fact, as most text does not.
+# Ettinger (2020) asked BERT to complete "A robin is a ___" and "A robin is not a ___". It gave the true category
+# ("bird") in both, insensitive to the negation. We ask each fact twice, "Anna Berg lives in ___ ." and "Anna
+# Berg does not live in ___ ." (`KNOWLEDGE_QUERIES`), and count how often the negation leaves the top candidate
+# unchanged. The knowledge text never negates a fact, as most text does not.
 
 # %%
 profile.expect(
@@ -863,40 +950,47 @@ assert all(run["before"]["frequent"]["p1"] < min(frequent["p1"]) - 0.3 for run i
 # %% [markdown]
 # ## 8. Word senses in context
 #
-# A static embedding (word2vec, GloVe) gives "bank" one vector, whether the sentence is about a river or a
-# loan. A contextual encoder gives every *occurrence* its own vector, and the survey of Rogers et al. (2020)
-# reports that those vectors "form distinct and clear word sense clusters" (Wiedemann et al. 2019). The
-# seed's examples are "open a bank account" against "on the river bank", and "restrain" in the sense of
-# holding someone back against holding *oneself* back. We wrote ten sentences for each of two senses of
-# three words ("bank": river or money; "play": a theatre play or playing a game or instrument; "restrain":
-# physically or oneself) and labelled each with the sense we meant (`sense_sentences`).
+# A static embedding (word2vec, GloVe) gives "bank" one vector, whether the sentence is about a river or a loan.
+# A contextual encoder gives every *occurrence* its own vector. Those vectors "form distinct and clear word
+# sense clusters" (Rogers et al. 2020, citing Wiedemann et al. 2019). We wrote ten sentences for each of two
+# senses of three words (`sense_sentences`): "bank" (river or money), "play" (a theatre play, or playing a game
+# or instrument) and "restrain" (physically or oneself).
 #
 # Two measures per layer $\ell$, on the vectors $h^{(\ell)}_1, \dots, h^{(\ell)}_N$ of one word's $N$
 # occurrences:
 #
 # * **k-nearest-neighbour sense accuracy.** Each occurrence $i$ takes the majority sense among the $k$ other
 #   occurrences most similar to it by cosine, $\cos(a, b) = a^\top b / (\lVert a\rVert\,\lVert b\rVert)$
-#   (leave-one-out: $i$ does not vote for itself). The share of occurrences labelled right is high when the
-#   layer's vectors cluster by sense. With two senses of ten sentences each, the majority baseline is 50%.
+#   (leave-one-out: $i$ does not vote for itself). The accuracy is high when the layer's vectors cluster by
+#   sense; the majority baseline is 50%.
+#
 # * **Self-similarity** (Ethayarajh 2019), the mean cosine over the distinct pairs of occurrences,
 #   $\mathrm{SelfSim}^{(\ell)} = \frac{1}{N(N-1)}\sum_{i \ne j}\cos(h^{(\ell)}_i, h^{(\ell)}_j)$. It is 1 for a
-#   static embedding, and lower the more each occurrence depends on its context. But it must be read against
-#   the layer's **anisotropy**: if all vectors of a layer point into a narrow cone, even unrelated words have a
-#   high cosine. Ethayarajh's baseline is the mean cosine between vectors of random words at the same layer
-#   (here 200 words drawn from all the sentences), and the *adjusted* self-similarity is
-#   $\mathrm{SelfSim}^{(\ell)} - \mathrm{baseline}^{(\ell)}$.
+#   static embedding, and lower the more each occurrence depends on its context. It must be read against the
+#   layer's **anisotropy**: if all vectors of a layer point into a narrow cone, even unrelated words have a high
+#   cosine. The baseline is the mean cosine between random words at the same layer, and the *adjusted*
+#   self-similarity is $\mathrm{SelfSim}^{(\ell)} - \mathrm{baseline}^{(\ell)}$.
 #
-# What should layer 0 do? The embedding layer sees the word, its position and its segment, nothing of the
-# context: the occurrences of "bank" differ only by their positions, so their self-similarity is near 1 and
-# k-NN can only use the position. Positions can leak the sense: a first draft of our sentences put "restrain"
-# later in the physical ones, and layer 0 "knew" the sense from that alone (90%), so we rewrote them. "bank"
-# still leaks a little, as real English does: the river bank tends to come late, after a preposition ("on the
-# far bank"), the money bank early ("the bank approved our loan"). Where the position tells nothing,
-# leave-one-out scores *below* chance: removing an occurrence leaves its own sense one vote short.
+# Layer 0 sees the word, its position and its segment, not the context. There a word's occurrences differ only
+# by position, so their self-similarity is near 1 and k-NN can only use positions. Where the position tells
+# nothing, leave-one-out scores *below* chance: removing an occurrence leaves its own sense one vote short.
 #
-# First by hand for "bank" at MiniLM's layer 3: the nearest other occurrences of one sentence, and the
-# accuracy and self-similarity with explicit loops, checked against `knn_accuracy` and
-# `mean_pairwise_cosine`.
+# <details><summary>The sentences, the baseline's words, and how positions can leak the sense</summary>
+#
+# The classic examples are "open a bank account" against "on the river bank", and "restrain" in the sense of
+# holding someone back against holding *oneself* back. Each sentence is labelled with the sense we meant.
+# Ethayarajh's anisotropy baseline here uses
+# 200 words drawn from all the sentences.
+#
+# We placed "restrain" at similar positions in both senses. Where it came later in the physical sentences,
+# layer 0 "knew" the sense from position alone (90%). "bank" still leaks a little, as real English does: the
+# river bank tends to come late, after a preposition ("on the far bank"), the money bank early ("the bank
+# approved our loan").
+#
+# </details>
+#
+# First by hand for "bank" at MiniLM's layer 3: the nearest other occurrences of one sentence, and the accuracy
+# and self-similarity with explicit loops, checked against `knn_accuracy` and `mean_pairwise_cosine`.
 
 # %%
 senses = sense_sentences()["bank"]
@@ -958,18 +1052,25 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# * **The senses separate from the first layer on.** MiniLM's layer 0 sees no context: "play" and
-#   "restrain" score below the majority baseline, "bank" 70% from its positions alone. One layer of attention
-#   already puts "play" and "bank" into two clean clusters, and "restrain" climbs to about 90% by layer 3. The random twin's layers mix context too, but
-#   with random weights the mix carries no sense: it stays at or below 50% everywhere.
-# * **Deeper layers are more context-specific** (Ethayarajh 2019). The adjusted self-similarity falls from
-#   about 0.9 at layer 0 to 0.5–0.65 in layers 3–5: the occurrences drift apart as each takes in its
-#   sentence. "play", whose two senses are also two parts of speech (a noun and a verb), drifts most.
+# * **The senses separate from the first layer on.** At MiniLM's layer 0, "play" and "restrain" score
+#   below the majority baseline, "bank" 70% from its positions alone. One layer of attention already puts
+#   "play" and "bank" into two clean clusters, and "restrain" climbs to about 90% by layer 3. The random twin
+#   mixes context with random weights, which carries no sense: it stays at or below 50% everywhere.
+#
+# * **Deeper layers are more context-specific** (Ethayarajh 2019). The adjusted self-similarity falls from about
+#   0.9 at layer 0 to 0.5–0.65 in layers 3–5, as each occurrence takes in its sentence. "play", whose two senses
+#   are also two parts of speech (a noun and a verb), drifts most.
+#
 # * **Anisotropy grows with depth, then MiniLM undoes it.** The random-word baseline rises from about 0.08 at
 #   layer 0 to about 0.26 at layer 5, as Ethayarajh found for BERT, ELMo and GPT-2. MiniLM's last layer drops
-#   back to about 0.06: it was fine-tuned to compare sentences by the cosine of their mean vectors, which
-#   rewards spreading the vectors out. That is also why the raw self-similarity at layer 6 falls while the
-#   adjusted one rises.
+#   back to about 0.06.
+#
+# <details><summary>Why MiniLM's last layer is the exception</summary>
+#
+# MiniLM was fine-tuned to compare sentences by the cosine of their mean vectors, which rewards spreading the
+# vectors out. That is also why the raw self-similarity at layer 6 falls while the adjusted one rises.
+#
+# </details>
 
 # %%
 measures, baseline = senses_of["MiniLM"]
