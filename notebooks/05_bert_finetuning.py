@@ -14,23 +14,31 @@
 # %% [markdown]
 # # 05 · Fine-tuning BERT
 #
-# **What you will build.** Pretraining leaves us an encoder that turns a sentence into contextual vectors;
-# fine-tuning puts one small layer on top and trains the whole thing on a task. The BERT paper (Devlin et
-# al., 2019, Figure 4) did this for four shapes of task: one sentence to a class, a sentence pair to a
-# class, one tag per token, and a span of a passage as the answer to a question. We build all four,
-# on a *synthetic language* that we write ourselves and that therefore knows the right answer to
-# everything: the parts of speech and dependency tree of each sentence, which subject each verb agrees
-# with, the named entities, and the facts of a small world. We pretrain a small BERT on that language,
-# fine-tune it and the same network from scratch with the same budget, and measure what pretraining buys.
-# The first four tasks turn out too easy to show the papers' effects, so we then make them harder (entity
-# types that depend on context, inference with *neutral* and contradictions that are not negations) and
-# add the shapes Figure 4 leaves out: sentence-pair regression (STS-B), multiple choice (SWAG) and
-# questions without an answer (SQuAD 2.0), each head written out by hand; every fine-tuning run is
-# repeated over three seeds, because with little data the seed alone moves the scores.
-# Then we reproduce the shape of three more experiments: BERT used as a frozen feature extractor (the
-# paper's Table 7), SciBERT's comparison of general and in-domain pretraining (with and without further
-# pretraining), and the cheap ways of fine-tuning that train only a sliver of the weights: a frozen
-# encoder, BitFit, adapters and prompt tuning.
+# **What you will build.** Fine-tuning puts one small layer on top of a pretrained encoder and trains the whole
+# network on a task. The BERT paper (Devlin et al., 2019, Figure 4) did this for four shapes of task: a sentence
+# to a class, a pair to a class, a tag per token, and a span of a passage that answers a question.
+#
+# We build all four on a *synthetic language* that we write ourselves, so that we know the right answer to
+# everything. We pretrain a small BERT on it, fine-tune it and the same network from scratch, and measure what
+# pretraining buys. Then we ask when a frozen encoder, or one that trains only a sliver of its weights, does as
+# well.
+#
+# <details><summary>The chapter in more detail</summary>
+#
+# The language comes with the parts of speech and dependency tree of each sentence, which subject each verb
+# agrees with, the named entities, and the facts of a small world. The first four tasks turn out too easy to
+# show the papers' effects. So we make them harder (entity types that depend on context, inference with
+# *neutral* and contradictions that are not negations). We also add the shapes Figure 4 leaves out:
+# sentence-pair regression (STS-B), multiple choice (SWAG) and questions without an answer (SQuAD 2.0), each
+# head written out by hand. Every fine-tuning run is repeated over three seeds, because with little data the
+# seed alone moves the scores.
+#
+# Then we reproduce the shape of three more experiments: BERT used as a frozen feature extractor (the paper's
+# Table 7), SciBERT's comparison of general and in-domain pretraining (with and without further pretraining),
+# and the cheap ways of fine-tuning that train only a sliver of the weights: a frozen encoder, BitFit, adapters
+# and prompt tuning.
+#
+# </details>
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/05_bert_finetuning.ipynb)
 
@@ -118,24 +126,28 @@ notebook_start = time.perf_counter()
 # %% [markdown]
 # ## 1. A synthetic language with ground truth
 #
-# Fine-tuning experiments usually run on benchmark data sets (GLUE, CoNLL-2003, SQuAD), which we cannot
-# download here, and whose labels we would have to take on trust. Instead we write the language. A small
-# probabilistic grammar draws English-like sentences: a subject (a noun phrase, sometimes with a
-# prepositional phrase or a relative clause inside it, or a person's name), then a copular, transitive
-# or intransitive predicate, sometimes negated. Because the grammar builds each sentence, it also writes
-# down everything about it:
+# Fine-tuning experiments usually run on benchmarks (GLUE, CoNLL-2003, SQuAD), which we cannot download here,
+# and whose labels we would have to take on trust. Instead a small probabilistic grammar draws English-like
+# sentences, and writes down everything about each one as it builds it:
 #
 # - each word's part of speech and its **dependency head and label** (Universal Dependencies style);
-# - **subject-verb agreement**: which subject each finite verb agrees with. Agreement can reach across
-#   *attractors*, nouns of the other number between subject and verb, the hard cases of Linzen et al.
-#   (2016): in "those kind nurses that walk to this church are kind", "are" agrees with "nurses";
+# - **subject-verb agreement**, which can reach across *attractors*, nouns of the other number between subject
+#   and verb (Linzen et al., 2016). In "those kind nurses that walk to this church are kind", "are" agrees with
+#   "nurses";
 # - **named entities** (people, places, organisations) in BIO tags;
-# - **negation**, and **facts**: the seed also draws a small world (who lives where, who works for which
-#   organisation, where each organisation is based), and fact sentences tell it in several wordings, so
-#   all text about the world agrees with it.
+# - **negation**, and **facts** about a small world that the seed also draws.
 #
-# Here is one sentence with its annotation (CoNLL-U's convention: the head is a 1-based word index, 0 for
-# the root).
+# <details><summary>The grammar and the world</summary>
+#
+# A sentence has a subject (a noun phrase, sometimes with a prepositional phrase or a relative clause inside it,
+# or a person's name), then a copular, transitive or intransitive predicate, sometimes negated. The world says
+# who lives where, who works for which organisation, and where each organisation is based. Fact sentences tell
+# it in several wordings, so all text about the world agrees with it.
+#
+# </details>
+#
+# Here is one sentence with its annotation (CoNLL-U's convention: the head is a 1-based word index, 0 for the
+# root).
 
 # %%
 lang = SyntheticLanguage(seed=config.language_seed)
@@ -151,8 +163,8 @@ ax.set_title("A sentence of the synthetic language and its dependency tree")
 plt.show()
 
 # %% [markdown]
-# The world is drawn from the same seed. Every fact can be told in several ways, affirmatively, and its
-# negation ("... does not live in ...") is available too, which the entailment task below uses.
+# The world comes from the same seed. Each fact has several wordings, and a negation ("... does not live in
+# ...") that the entailment task below uses.
 
 # %%
 rng = random.Random(0)
@@ -167,10 +179,9 @@ print(
 )
 
 # %% [markdown]
-# Two properties we rely on, checked on a fresh sample: every dependency analysis is a **tree** (exactly
-# one root, and following heads from any word reaches it without a cycle), and each agreeing verb has the
-# number of its subject. The sample also times the generator: the grammar is plain Python, and it writes
-# thousands of sentences per second on one core, so data is never the bottleneck.
+# Two properties we rely on, checked on a fresh sample: every dependency analysis is a **tree** (one root,
+# reached from every word without a cycle), and each agreeing verb has the number of its subject. The grammar
+# writes thousands of sentences per second, so data is never the bottleneck.
 
 # %% tags=["wall-clock"]
 start = time.perf_counter()
@@ -214,24 +225,28 @@ assert with_attractor > 0.1 * len(sample)
 # %% [markdown]
 # ## 2. A BERT pretrained on the language
 #
-# Fine-tuning starts from a pretrained encoder. Chapter 04 pretrained one on Python's documentation; here
-# we pretrain on the synthetic language instead, with chapter 04's recipe unchanged (a WordPiece
-# vocabulary learned from the text, next-sentence pairs, masked LM with 15% of the positions selected and
-# the 80/10/10 rule, AdamW with warm-up and linear decay). The reason is the one BERT itself obeys:
-# pretraining helps when its text resembles the tasks' text. A model pretrained on documentation would
-# share neither vocabulary nor domain with our tasks, and in the minute or so of pretraining the quick
-# profile allows it learns little English that could carry over (section 8 measures it); pretraining on the
-# language teaches exactly what the tasks will need (agreement, the names of the world's people, where names
-# occur).
+# Fine-tuning starts from a pretrained encoder. Chapter 04 pretrained one on Python's documentation; here we
+# pretrain on the synthetic language instead, with chapter 04's recipe unchanged. The reason is the one BERT
+# itself obeys: pretraining helps when its text resembles the tasks' text. The language teaches exactly what the
+# tasks will need: agreement, the names of the world's people, where names occur. The documents name *every*
+# person of the world; the fine-tuning test sets will name only people that fine-tuning never saw.
 #
-# The documents name *every* person of the world. Fine-tuning will not: the people are split by their
-# names (section 3), and the test sets name only people whose first and last names never occur in
-# fine-tuning data. The first run trains and stores the model in a disk cache; later runs read it.
+# <details><summary>The recipe, and what this cell runs</summary>
 #
-# Pretraining runs on one CPU thread, and most machines have more than one core. So that the others do not wait,
-# the cell pretrains section 8's three smaller encoders (chapter 04's, `domain_adaptation_encoders`, one after the
-# other) at the same time, in a second worker process: `parallel_map` (section 6 explains it) runs the two jobs
-# side by side, and `invoke(f, *args)` is `f(*args)`.
+# The recipe is chapter 04's: a WordPiece vocabulary learned from the text, next-sentence pairs, masked LM with
+# 15% of the positions selected and the 80/10/10 rule, AdamW with warm-up and linear decay. A model pretrained
+# on documentation would share neither vocabulary nor domain with our tasks, and in the minute or so of
+# pretraining the quick profile allows, it learns little English that could carry over (section 8 measures
+# it). The people are split by their names in section 3: the test sets name only people whose first and last
+# names never occur in fine-tuning data. The first run trains the model and stores it in a disk cache; later
+# runs read it.
+#
+# Pretraining runs on one CPU thread, and most machines have more than one core. So that the others do not
+# wait, the cell pretrains the three smaller encoders of section 8 at the same time, in a second worker process
+# (chapter 04's `domain_adaptation_encoders`, one after the other). `parallel_map` (explained in section 6) runs
+# the two jobs side by side, and `invoke(f, *args)` is `f(*args)`.
+#
+# </details>
 
 # %%
 print(config.pretrain)
@@ -262,9 +277,9 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Has the model learned agreement? Masked LM lets us ask it directly (Goldberg, 2019): mask the main verb of
-# held-out sentences whose verb is *is* or *are*, and check whether the model gives the right form the
-# higher probability, separately for sentences with and without an attractor between subject and verb.
+# Has the model learned agreement? Masked LM lets us ask it directly (Goldberg, 2019). We mask the main verb, *is*
+# or *are*, of held-out sentences, and check whether the model gives the right form the higher probability.
+# Sentences with and without an attractor between subject and verb are counted apart.
 
 
 # %%
@@ -294,12 +309,18 @@ for kind, results in by_kind.items():
 print(fill_mask(pretrained.model, tokenizer, "the teachers who swim near the river [MASK] small .")[0])
 
 # %% [markdown]
-# Without an attractor the model almost always prefers the right form: masked LM has taught it agreement.
-# With an attractor it does much worse, around chance or below: it has mostly learned to agree with the
-# *nearest* noun, a shortcut that is right whenever no other noun intervenes. Linzen et al. (2016) found the
-# same failure in LSTM language models, and Goldberg (2019) found that BERT-base, with far more data and
-# depth, gets most attractor cases right. In the example printed above, see how much probability goes to
-# the singular *is*, with the singular "river" just before the mask and the plural subject further away.
+# Without an attractor the model almost always prefers the right form: masked LM has taught it agreement. With
+# an attractor it does much worse, around chance or below. It has mostly learned to agree with the *nearest*
+# noun, a shortcut that is right whenever no other noun intervenes. In the last example above, see how much
+# probability goes to the singular *is*, with the singular "river" just before the mask and the plural subject
+# further away.
+#
+# <details><summary>The same failure elsewhere</summary>
+#
+# Linzen et al. (2016) found the same failure in LSTM language models. Goldberg (2019) found that BERT-base,
+# with far more data and depth, gets most attractor cases right.
+#
+# </details>
 
 # %% [markdown]
 # What about the facts of the world? Cloze questions such as "Anna Berg lives in [MASK] ." probe them
@@ -322,7 +343,7 @@ assert with_ <= without, "an attractor between subject and verb makes agreement 
 # %% [markdown]
 # ## 3. Four task shapes
 #
-# BERT's input is `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`; the encoder returns a vector $T_i \in
+# BERT's input is `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`. The encoder returns a vector $T_i \in
 # \mathbb{R}^H$ for every token, and the pooler a vector $C = \tanh(W_p T_{[CLS]})$ for the whole input.
 # Each task shape adds one linear layer and a softmax (Devlin et al., 2019, section 4):
 #
@@ -343,9 +364,9 @@ assert with_ <= without, "an attractor between subject and verb makes agreement 
 # | tokens → tags | **named entities** PER, LOC, ORG | CoNLL-2003 | 7 BIO tags | span F1 |
 # | question + passage → span | **question answering** about the facts in a passage | SQuAD 1.1 | start, end | exact match, F1 |
 #
-# The people of the world are split by name: the first and last names of the lexicon are cut in two
-# halves; training examples name only people whose two names come from the first halves, test examples
-# only people whose two names come from the second. One example of each task:
+# The people are split by name: the lexicon's first and last names are each cut in two halves. Training
+# examples name only people whose two names come from the first halves, test examples only people from the
+# second. One example of each task:
 
 # %%
 tasks = build_tasks(tokenizer, config)
@@ -370,20 +391,18 @@ example = qa.test_examples[0]
 print("qa:           ", " ".join(example.question), "||", " ".join(example.passage), "->", repr(example.answer))
 
 # %% [markdown]
-# Chapter 04's picture of the two stages (after Devlin et al., 2019, Figure 1); its right half is this section:
-# the class is read from $C$, a tag from every $T_i$, and a span from the $T_i$ of the passage, scored against the
-# start and end vectors $S$ and $E$.
+# Chapter 04's picture of the two stages (after Devlin et al., 2019, Figure 1). Its right half is this section:
+# a class read from $C$, a tag from every $T_i$, a span from the passage's $T_i$.
 
 # %%
 plots.bert_pretraining_diagram()
 plt.show()
 
 # %% [markdown]
-# Tagging meets a detail: WordPiece splits words, but tags belong to words. BERT's recipe gives each word's
-# tag to its **first** sub-word and ignores the others (label $-100$: no loss), and reads predictions off
-# the first sub-words. Below, the rule written out by hand for one sentence, next to the library's
-# encoding; and for question answering, the span search written as a double loop next to the library's
-# vectorised `best_spans`.
+# Tagging meets a detail: WordPiece splits words, but tags belong to words. BERT gives each word's tag to its
+# **first** sub-word and ignores the others (label $-100$: no loss), and reads predictions off the first
+# sub-words. Below, that rule written out by hand beside the library's encoding, and the span search as a
+# double loop beside the library's vectorised `best_spans`.
 
 # %%
 example = next(e for e in ner.test_examples if any(len(tokenizer.tokenize(w)) > 1 for w in e.words))
@@ -425,41 +444,52 @@ assert hand_spans == library_spans[:50]
 # %% [markdown]
 # ## 4. Harder tasks and three more shapes
 #
-# The four tasks above are too easy to show what the papers found. In a first version of this chapter,
-# fine-tuning solved them almost perfectly, and every way of reading features off a frozen encoder (section 7)
-# scored the same, the embedding layer included. Each task had
-# a shortcut: an entity's type was fixed by the word itself (a surname is always a person), and a
-# contradiction was always a negation, so a model only had to notice the word *not*. Real benchmarks have
-# no such shortcuts, and they also come in shapes Figure 4 leaves out. So we build harder versions, and the
-# missing shapes, still from the language and still with their ground truth:
+# The four tasks above are too easy to show what the papers found. Each has a shortcut: a surname is always a
+# person, and a contradiction is always a negation, so a model only has to notice the word *not*. Real
+# benchmarks have no such shortcuts, and come in shapes Figure 4 leaves out. So we build harder versions and the
+# missing shapes, still with their ground truth:
 #
 # | shape | task | like | label | score |
 # |---|---|---|---|---|
-# | tokens → tags | **context entities**: the world's surnames also name cities and companies: *Weber* is a person in "Anna Weber sings", a city in "Bruno Costa lives in Weber", a company in "Weber Foods employs Anna Costa" | CoNLL-2003 | 7 BIO tags | span F1 |
-# | pair → class | **inference** with *neutral*, and contradictions that are not negations (below) | MNLI | 3 classes | accuracy |
+# | tokens → tags | **context entities**: surnames also name cities and companies ("Bruno Costa lives in Weber") | CoNLL-2003 | 7 BIO tags | span F1 |
+# | pair → class | **inference** with *neutral*, and contradictions that are not negations | MNLI | 3 classes | accuracy |
 # | pair → real number | **similarity** of two statements, from 0 to 5 | STS-B | $y \in [0, 5]$ | Pearson, Spearman |
-# | context + 4 endings → choice | **multiple choice**: which of four sentences follows from the context? | SWAG | 1 of 4 | accuracy |
-# | question + passage → span or nothing | **unanswerable questions**: about a quarter ask for a fact the passage does not tell | SQuAD 2.0 | start, end, or [CLS] | exact match, F1 |
+# | context + 4 endings → choice | **multiple choice**: which ending follows from the context? | SWAG | 1 of 4 | accuracy |
+# | question + passage → span or nothing | **unanswerable questions**: about a quarter ask for an untold fact | SQuAD 2.0 | start, end, or [CLS] | exact match, F1 |
 #
 # The inference labels follow from one rule of the world: everyone lives in exactly one city and works for
-# exactly one company. The premise states a fact, as the pretraining documents do (section 2: they tell
-# facts about two people and restate them in other words). With $P$ the premise and $H$ the hypothesis
-# about the same person and relation,
+# exactly one company. With $P$ the premise and $H$ the hypothesis about the same person and relation,
 #
 # | | $H$: lives in Oslo (other words) | $H$: lives in Lima | $H$: does not live in Oslo | $H$: does not live in Lima |
 # |---|---|---|---|---|
 # | $P$: lives in Oslo | entailment | **contradiction** | contradiction | **entailment** |
 #
-# and any hypothesis about another relation ("works for Acme") or another person is neutral. The label is
-# drawn first and a hypothesis made to fit it, so *not* appears as often in entailments as in
-# contradictions, and an entailment that restates the premise always uses other words than the premise (a
-# copy would let a model answer by matching strings). The similarity of two statements adds up what they share: 2 points for the same
-# relation, 1.5 for the same polarity (both affirm or both deny), 1 for the same person, 0.5 for the same
-# object (the head is trained on the score divided by 5: no correlation changes, and a freshly initialised
-# head, whose outputs start near 0, reaches targets of that size in our few steps). In the multiple-choice task the right ending restates the context in other words; the three
-# wrong ones are edits of it (its negation, the other relation, another city or company, another person).
-# The question-answering passages are those of section 3, but where a passage leaves a fact about one of
-# its people untold, the question may ask for exactly that fact; the right answer is then nothing.
+# and any hypothesis about another relation ("works for Acme") or another person is neutral.
+#
+# <details><summary>How easy the first four tasks are, and how the new examples are drawn</summary>
+#
+# On the four tasks of section 3, fine-tuning is almost perfect, and every way of reading features off a frozen
+# encoder, as in section 7, scores the same, the embedding layer included: an entity's type is fixed by the
+# word itself. In the harder task the same surname changes type with its context: *Weber* is a person in
+# "Anna Weber sings" and a company in "Weber Foods employs Anna Costa".
+#
+# The premise states a fact, as the pretraining documents do: they tell facts about two people and restate them
+# in other words. The label is drawn first and a hypothesis made to fit it, so *not* appears as often in
+# entailments as in contradictions. An entailment that restates the premise always uses other words than the
+# premise (a copy would let a model answer by matching strings).
+#
+# The similarity of two statements adds up what they share: 2 points for the same relation, 1.5 for the same
+# polarity (both affirm or both deny), 1 for the same person, 0.5 for the same object. The head is trained on
+# the score divided by 5: no correlation changes, and a freshly initialised head, whose outputs start near 0,
+# reaches targets of that size in our few steps.
+#
+# In the multiple-choice task the right ending restates the context in other words. The three wrong ones are
+# edits of it (its negation, the other relation, another city or company, another person).
+#
+# The question-answering passages are those of section 3. But where a passage leaves a fact about one of its
+# people untold, the question may ask for exactly that fact; the right answer is then nothing.
+#
+# </details>
 
 # %%
 harder = build_harder_tasks(tokenizer, config)
@@ -485,25 +515,29 @@ e = next(e for e in harder["unanswerable_qa"].test_examples if not e.answer)
 print("unanswerable:    ", " ".join(e.question), "||", " ".join(e.passage), "->", repr(e.answer))
 
 # %% [markdown]
-# The three new shapes need one new head and two new readings of old ones (Devlin et al., 2019, section 4;
-# the SWAG head is in section 4.4, the SQuAD 2.0 rule in section 4.3):
+# The three new shapes need one new head and two new readings of old ones (Devlin et al., 2019, sections
+# 4.3-4.4):
 #
 # - **regression** is sequence classification with a single output, $\hat y = C\,w + b$, trained with the
-#   squared error $\frac1B\sum_b (\hat y_b - y_b)^2$: in `transformers`, `BertForSequenceClassification`
-#   with `num_labels=1`;
-# - **multiple choice** encodes each (context, ending) pair as its own `[CLS] context [SEP] ending [SEP]`;
-#   one vector $w$ scores each pooled $C_i$, and a softmax runs over the endings of one example:
-#   $P(i) = \mathrm{softmax}_i(w \cdot C_i + b)$ (`BertForMultipleChoice`);
-# - **no answer** is the span that starts and ends at `[CLS]`: an unanswerable question is trained with
-#   both positions at 0, and at prediction time the null score $s_\text{null} = S\cdot T_0 + E\cdot T_0$
-#   competes with the best real span: the model answers nothing when
+#   squared error $\frac1B\sum_b (\hat y_b - y_b)^2$ (`BertForSequenceClassification` with `num_labels=1`).
+# - **multiple choice** encodes each (context, ending) pair as its own `[CLS] context [SEP] ending [SEP]`, and
+#   a softmax runs over the endings of one example: $P(i) = \mathrm{softmax}_i(w \cdot C_i + b)$
+#   (`BertForMultipleChoice`).
+# - **no answer** is the span that starts and ends at `[CLS]`, trained with both positions at 0. The model
+#   answers nothing when the null score $s_\text{null} = S\cdot T_0 + E\cdot T_0$ beats the best real span:
 #   $s_\text{null} > \max_{j \ge i} (S\cdot T_i + E\cdot T_j) + \tau$, with the threshold $\tau$ chosen on
 #   development data.
 #
+# Below, each head written out by hand on the encoder's outputs, beside the library's heads (which the tests
+# prove equal to `transformers`' classes).
+#
+# <details><summary>The span loss</summary>
+#
 # The span loss is the mean of two cross-entropies over the $T$ positions,
-# $\mathcal{L} = -\tfrac12\big(\log P(\text{start}=s^*) + \log P(\text{end}=e^*)\big)$. Below, each head
-# written out by hand on top of the encoder's outputs, beside the library's heads (proven equal to the
-# `transformers` classes in the tests).
+# $\mathcal{L} = -\tfrac12\big(\log P(\text{start}=s^*) + \log P(\text{end}=e^*)\big)$. The SWAG head is in
+# section 4.4 of Devlin et al. (2019), the SQuAD 2.0 rule in section 4.3.
+#
+# </details>
 
 
 # %%
@@ -550,8 +584,8 @@ print(
 
 
 # %% [markdown]
-# And the null rule, written out for one question at a time, against `best_spans` with a threshold: for
-# random scores and several thresholds, the same questions are left unanswered.
+# And the null rule, written out for one question at a time, against `best_spans` with a threshold. For random
+# scores and several thresholds, the same questions are left unanswered.
 
 
 # %%
@@ -601,14 +635,18 @@ assert null_checks[-2.0][1] > null_checks[0.0][1] > null_checks[2.0][1]  # a hig
 # 0 for chance and for any constant answer, 1 for perfect predictions.
 #
 # **Span F1** (CoNLL-2003). Entities are scored as whole chunks: a predicted entity counts only if its type,
-# first word and last word are all right; precision and recall are over chunks, not tags. The reference
-# scorer `conlleval` also reads ill-formed tag sequences in a particular way (an `I-` after `O` opens a new
-# chunk), and we do the same (the tests check our scorer against `seqeval`, which implements the same
-# rules independently).
+# first word and last word are all right. Precision and recall are over chunks, not tags.
 #
 # **Exact match and F1** (SQuAD). Both compare answer *strings* after normalisation (lower-case, no
-# punctuation, no articles *a*/*an*/*the*, single spaces); F1 counts the tokens the prediction and the
-# reference share.
+# punctuation, no articles, single spaces). F1 counts the tokens the prediction and the reference share.
+#
+# <details><summary>Ill-formed tag sequences</summary>
+#
+# The reference scorer `conlleval` reads ill-formed tag sequences in a particular way (an `I-` after `O` opens
+# a new chunk), and we do the same. The tests check our scorer against `seqeval`, which implements the same
+# rules independently. The articles SQuAD's normalisation drops are *a*, *an* and *the*.
+#
+# </details>
 
 # %%
 labels = [1, 1, 1, 1, 0, 0, 0, 0]
@@ -651,17 +689,23 @@ assert span_f1(gold, guess)["f1"] == by_hand == 0.5  # the I-LOC after O opens a
 assert qa_f1("Northwind", "the Northwind Bank") == 2 * (1 * 0.5) / 1.5  # precision 1, recall 1/2
 
 # %% [markdown]
-# **Pearson and Spearman correlation** (STS-B). A similarity model is judged by how well its scores follow
-# the gold ones, not by their exact values. Pearson's $r$ measures a linear relation,
+# **Pearson and Spearman correlation** (STS-B). A similarity model is judged by how well its scores follow the
+# gold ones, not by their exact values. Pearson's $r$ measures a linear relation,
 #
 # $$r = \frac{\sum_i (x_i - \bar x)(y_i - \bar y)}{\sqrt{\sum_i (x_i - \bar x)^2 \sum_i (y_i - \bar y)^2}},$$
 #
-# and Spearman's $\rho$ is Pearson's $r$ between the *ranks* of the two lists (tied values share the mean
-# of their ranks), so it only asks whether the pairs come out in the right order. GLUE reports both.
+# and Spearman's $\rho$ is Pearson's $r$ between the *ranks* of the two lists, so it only asks whether the pairs
+# come out in the right order. GLUE reports both.
 #
-# **No answer** (SQuAD 2.0). An unanswerable question's gold answer is the empty string. The official
-# script gives exact match and F1 of 1 when the prediction is empty too, and 0 when only one of the two
-# is empty; otherwise the SQuAD 1.1 rules apply.
+# **No answer** (SQuAD 2.0). An unanswerable question's gold answer is the empty string. Exact match and F1 are
+# 1 when the prediction is empty too, and 0 when only one of the two is empty.
+#
+# <details><summary>Ties, and the official script</summary>
+#
+# Tied values share the mean of their ranks. When neither answer is empty, the official SQuAD 2.0 script
+# applies the SQuAD 1.1 rules.
+#
+# </details>
 
 # %%
 gold_scores = [0.0, 1.5, 2.0, 3.5, 5.0, 5.0]
@@ -697,29 +741,36 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # %% [markdown]
 # ## 6. Pretrained or from scratch
 #
-# Now the experiment the chapter is about. For each task we fine-tune two networks of the same shape with
-# the same data, the same number of steps, the same batches and the same learning-rate schedule (AdamW,
-# warm-up over the first 10% of the steps, then linear decay, as in BERT's fine-tuning): one starts from
-# the pretrained encoder, the other from random weights. Only the starting point differs.
+# Now the experiment the chapter is about. For each task we fine-tune two networks of the same shape, with the
+# same data, steps, batches and learning-rate schedule (AdamW, warm-up over the first 10% of the steps, then
+# linear decay, as in BERT's fine-tuning). One starts from the pretrained encoder, the other from random
+# weights. Only the starting point differs.
 #
-# One run per method would not do: with little data, fine-tuning is unstable. Devlin et al. (2019,
-# section 4.1) saw BERT-large fail on small GLUE sets often enough that they ran several random restarts
-# and kept the best on the development set, and Dodge et al. (2020) found that the seed alone (the head's
-# initial weights and the order of the batches) moves scores by several points. So every run is repeated
-# with three seeds, and the table gives the mean and the spread (the standard deviation over seeds).
-# These runs get a smaller budget than sections 3-4 assumed (100 steps of 16 examples), to fit three
-# seeds into the quick profile; three-way inference, the one task that compares two sentences word by word,
-# gets three times the steps (both starting points alike): at 100 steps neither model has left chance.
+# With little data, fine-tuning is unstable: Dodge et al. (2020) found that the seed alone (the head's initial
+# weights and the order of the batches) moves scores by several points. So every run is repeated with three
+# seeds, and the table gives the mean and the spread (the standard deviation over seeds).
 #
-# The runs are independent of one another, and each trains on one CPU thread, so `parallel_map` runs as
-# many at a time as the machine has cores, each in its own process (on a GPU, one after the other). Its
-# results are those of a plain loop, `[finetune_from(*job) for job in jobs]`, bit for bit: every run seeds
-# itself, and a test (`tests/chapters/test_course_language.py`) compares weights and scores. Worker
-# processes cannot see functions defined in a notebook, so the job is a library function:
-# `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`, and
-# `cached_finetune_from` is `finetune_from` with the trained model kept in the disk cache, under the name of what
-# made it (the training data, the head, the starting weights and the budget): a second execution of the notebook
-# reads the models instead of training them, and scores them on the test set again.
+# <details><summary>Restarts, the budget, and how the runs share the machine</summary>
+#
+# Devlin et al. (2019, section 4.1) saw BERT-large fail on small GLUE sets often enough that they ran several
+# random restarts and kept the best on the development set.
+#
+# These runs get a smaller budget than sections 3-4 assumed (100 steps of 16 examples), to fit three seeds into
+# the quick profile. Three-way inference, the one task that compares two sentences word by word, gets three
+# times the steps (both starting points alike): at 100 steps neither model has left chance.
+#
+# The runs are independent of one another, and each trains on one CPU thread. So `parallel_map` runs as many at
+# a time as the machine has cores, each in its own process (on a GPU, one after the other). Its results are
+# those of a plain loop, `[finetune_from(*job) for job in jobs]`, bit for bit: every run seeds itself, and a
+# test (`tests/chapters/test_course_language.py`) compares weights and scores.
+#
+# Worker processes cannot see functions defined in a notebook, so the job is a library function:
+# `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`.
+# `cached_finetune_from` is `finetune_from` with the trained model kept in the disk cache, under the name of
+# what made it (the training data, the head, the starting weights and the budget). A second execution of the
+# notebook reads the models instead of training them, and scores them on the test set again.
+#
+# </details>
 
 # %%
 budget = config.seeded_finetune
@@ -821,29 +872,37 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Every task now sits far below its ceiling, and the pretrained model is ahead of the one trained from
-# scratch on all of them, by margins that depend on what the task needs:
+# Every task now sits far below its ceiling, and the pretrained model is ahead of the one trained from scratch
+# on all of them. The margins depend on what the task needs:
 #
-# - **context entities**: about 0.85 span F1 against 0.2. The test sentences name people, places and
-#   companies only with surnames fine-tuning never saw; pretraining has seen them all (as surnames), and
-#   the model must read the context to type them. From scratch, those words are noise;
-# - **unanswerable questions**: the scratch model learns only that answering nothing is often right (its
-#   F1 is that of the "always nothing" baseline); the pretrained one also finds some answers (at $\tau = 0$;
-#   the threshold is the next experiment);
-# - **similarity**: the clearest case of instability. One seed of three takes off (Spearman 0.66), the
-#   other two stay near 0.15-0.2; from scratch, no seed learns anything. With 100 small steps the head's
-#   starting point and the order of the batches decide whether the run finds the signal in time, which is
-#   why BERT's authors restarted their small-data runs;
-# - **acceptability** and **multiple choice**: a steady lead of 6-12 points, larger than the spread;
-# - **three-way inference**: the model from scratch stays near chance (0.33), the pretrained one does not
-#   (printed above). Telling the labels apart needs the model to see whether the two sentences name the
-#   same person and relation in different words, and whether the objects agree; the pretraining documents
-#   restate each fact in other words and never give one person two cities, so the pretrained encoder has
-#   met exactly these comparisons.
+# - **context entities**: about 0.85 span F1 against 0.2. The test surnames never occur in fine-tuning, but
+#   pretraining has seen them all; from scratch, those words are noise.
+# - **unanswerable questions**: the scratch model learns only that answering nothing is often right; the
+#   pretrained one also finds some answers (at $\tau = 0$).
+# - **similarity**: the clearest case of instability (below).
+# - **acceptability** and **multiple choice**: a steady lead of 6-12 points, larger than the spread.
+# - **three-way inference**: the model from scratch stays near chance (0.33), the pretrained one does not.
 #
-# Our scores are far from the papers' (printed at the end) for the obvious reasons: a model 500 times
-# smaller than BERT-base, pretrained for a minute, fine-tuned for 100 steps, on tasks we made up. The
-# *shape* of the result is what carries over.
+# Our scores are far from the papers': our model is 500 times smaller than BERT-base, pretrained for a minute,
+# fine-tuned for 100 steps, on tasks we made up. The *shape* of the result is what carries over.
+#
+# <details><summary>Similarity, inference and the "always nothing" baseline in detail</summary>
+#
+# Similarity: one seed of three takes off (Spearman 0.66), the other two stay near 0.15-0.2; from scratch, no
+# seed learns anything. With 100 small steps, the head's starting point and the order of the batches decide
+# whether the run finds the signal in time. That is why BERT's authors restarted their small-data runs.
+#
+# Three-way inference needs the model to see whether the two sentences name the same person and relation in
+# different words, and whether the objects agree. The pretraining documents restate each fact in other words
+# and never give one person two cities, so the pretrained encoder has met exactly these comparisons.
+#
+# Context entities: the test sentences name people, places and companies only with surnames fine-tuning never
+# saw, and the model must read the context to type them.
+#
+# On unanswerable questions, the scratch model's F1 is that of the "always nothing" baseline. The threshold $\tau$
+# is the next experiment. The papers' scores are in the table at the end of the chapter.
+#
+# </details>
 
 # %%
 for name in HARDER_TASK_NAMES:
@@ -852,14 +911,20 @@ for name in HARDER_TASK_NAMES:
     assert ours.mean() > theirs.mean() + theirs.std(), f"pretraining should help on {name} (mean of the seeds)"
 
 # %% [markdown]
-# For the unanswerable questions the threshold $\tau$ matters when the model's habit of answering does not
-# fit the questions it meets. SQuAD 2.0 is built that way (Rajpurkar et al., 2018): a third of its training
-# questions have no answer, half of its development and test questions. A model trained on fewer
-# unanswerable questions than it is tested on answers too often, and a $\tau$ below 0 (answer nothing
-# sooner) corrects that. BERT chose $\tau$ on the development set; we do the same, with the mismatch made
-# plain: three models (the seeds), fine-tuned with section 6's budget on passages where few questions lack an
-# answer, then a development set (training people, another seed) and a test set (held-out people) where most
-# do (the shares are printed). Each seed's $\tau$ is chosen on development F1 and scores the test set.
+# For the unanswerable questions, the threshold $\tau$ matters when the model's habit of answering does not fit
+# the questions it meets. SQuAD 2.0 is built that way (Rajpurkar et al., 2018): a third of its training
+# questions have no answer, half of its development and test questions. A model trained on fewer unanswerable
+# questions than it is tested on answers too often, and a $\tau$ below 0 (answer nothing sooner) corrects that.
+# Like BERT, we choose $\tau$ on the development set, for three models (the seeds) fine-tuned on passages where
+# few questions lack an answer.
+#
+# <details><summary>The development and test sets</summary>
+#
+# The models are fine-tuned with the budget of section 6. In the development set (training people, another
+# seed) and the test set (held-out people), most questions lack an answer. Each seed's $\tau$ is chosen on
+# development F1 and scores the test set.
+#
+# </details>
 
 
 # %%
@@ -946,44 +1011,57 @@ assert (tuned_f1 > untuned_f1).all(), "the threshold chosen on dev should raise 
 # %% [markdown]
 # ## 7. Feature-based or fine-tuned
 #
-# Fine-tuning updates every weight for every task. The alternative is to freeze BERT, compute its
-# activations once, and train only a small task model on top: cheaper when there are many tasks, and the
-# way ELMo was used. The BERT paper tested it on CoNLL-2003 NER (Table 7): a two-layer BiLSTM tagger read
-# the activations of a frozen BERT-base chosen in six ways. With layers $h_0$ (the embeddings) to $h_L$,
-# a *weighted sum* is ELMo's scalar mix, with weights $s_j$ and scale $\gamma$ learned with the tagger:
+# Fine-tuning updates every weight for every task. The alternative is to freeze BERT, compute its activations once,
+# and train only a small task model on top: cheaper when there are many tasks, and how ELMo was used. The BERT
+# paper tested it on CoNLL-2003 NER (Table 7): a BiLSTM tagger read a frozen BERT-base's activations, chosen in six
+# ways. With layers $h_0$ (the embeddings) to $h_L$, a *weighted sum* is ELMo's scalar mix, with weights $s_j$ and
+# scale $\gamma$ learned with the tagger:
 #
 # $$\text{mix} = \gamma \sum_j \mathrm{softmax}(s)_j\, h_j .$$
 #
-# We run the same six choices on the *context* entity task, where a word's type depends on its
-# neighbours, as "Washington" the person and "Washington" the place do in real text. The tagger matters
-# more than one might think. A BiLSTM reads the whole sentence, so it can build context itself, even from
-# the embedding layer: in a first version of this section a one-layer BiLSTM tagged almost perfectly
-# (F1 99 to 100) from *every* choice, because our contexts are short and regular (a first name before a
-# surname, a company word after it, "in" before a place) and 1,000 sentences teach a BiLSTM those few
-# patterns. On real text the cues are far more varied, and the BiLSTM leans on what BERT's layers already
-# computed, which is why the paper's choices differ. To ask the same question of our encoder we take the
-# context away from the tagger: a **linear tagger** scores each token from its own vector alone,
-# $P(y_i) = \mathrm{softmax}(W x_i + b)$ with $x_i$ the chosen features of token $i$. The embedding of
-# "Weber" is the same vector whether Weber is a person, a city or a company, so from the embeddings alone
-# the tagger cannot know which; only the encoder's layers can have mixed in the neighbours. We keep the
-# BiLSTM on the embeddings as the contrast, and add a control the paper did not need: the last layer of an
-# encoder that was never pretrained.
+# We run the same six choices on the *context* entity task, where a word's type depends on its neighbours. We
+# read them with a **linear tagger**, which scores each token from its own vector alone:
+# $P(y_i) = \mathrm{softmax}(W x_i + b)$, with $x_i$ the chosen features of token $i$. The embedding of "Weber"
+# is the same vector whether Weber is a person, a city or a company, so only the encoder's layers can tell
+# which. We keep a BiLSTM on the embeddings as the contrast, and the last layer of a never-pretrained encoder as
+# a control. Fine-tuning and every
+# tagger get the steps and batch of section 6, each at its own learning rate, chosen on a development set.
 #
-# **A fair budget.** Fine-tuning and every tagger get the same budget: section 6's steps and batch, so each
-# sees the same number of training sentences. What may differ is the learning rate: a tagger trains a few
-# freshly initialised weights on fixed features and wants larger steps than a whole pretrained network.
-# So each recipe gets its own rate, chosen on a development set by a small sweep (`tuned_runs`: the first
-# seed at each rate of the grid printed below, the best on development F1 wins, then the other seeds at that
-# rate). The development set is other sentences about the held-out people (Table 7's scores are development
-# F1 too); the test set scores the runs. And the concatenation of the last four layers gives a linear tagger
-# four times the inputs of any other choice, so it appears a second time read through its principal
-# directions, as many as one layer has numbers (computed from the training features without labels), so
-# that the tagger has as many weights as the others.
+# <details><summary>Why a linear tagger, not the paper's BiLSTM</summary>
 #
-# One limit of the quick profile shows here: our encoder has four layers, so "the last four" are all of
-# its Transformer layers, and "all layers" differs from them only by the embedding layer (ELMo's mix, and
-# ours, includes it). A deeper encoder would have to be pretrained for this section alone, which the quick
-# profile's time does not allow; the full profile's encoder has six layers.
+# The paper's tagger was a two-layer BiLSTM. A BiLSTM reads the whole sentence, so it can build context itself,
+# even from the embedding layer. On our task a one-layer BiLSTM tags almost perfectly (F1 99 to 100) from *every*
+# choice. Our contexts are short and regular (a first name before a surname, a company word after it, "in" before a
+# place), and 1,000 sentences teach a BiLSTM those few patterns. On real text, as with "Washington" the person and
+# "Washington" the place, the cues are far more varied, and the BiLSTM leans on what BERT's layers already
+# computed. That is why the paper's choices differ. To ask the same question of our encoder, we take the context
+# away from the tagger.
+#
+# </details>
+#
+# <details><summary>A fair budget: the learning-rate sweep</summary>
+#
+# With the same steps and batch, every recipe sees the same number of training sentences. Only the learning
+# rate may differ: a tagger trains a few freshly initialised weights on fixed features, and wants larger steps
+# than a whole pretrained network. `tuned_runs` trains the first seed at each rate of the grid that the cell
+# below prints; the best on development F1 wins, then the other seeds train at that rate. The development set
+# is other sentences about the held-out people (Table 7's scores are development F1 too); the test set scores
+# the runs.
+#
+# </details>
+#
+# <details><summary>The projected concatenation, and a limit of the quick profile</summary>
+#
+# The concatenation of the last four layers gives a linear tagger four times the inputs of any other choice. So
+# it appears a second time, read through its principal directions, as many as one layer has numbers (computed
+# from the training features without labels), so that the tagger has as many weights as the others.
+#
+# Our encoder has four layers, so "the last four" are all of its Transformer layers, and "all layers" differs
+# from them only by the embedding layer (ELMo's mix, and ours, includes it). A deeper encoder would have to be
+# pretrained for this section alone, which the quick profile's time does not allow; the full profile's encoder
+# has six layers.
+#
+# </details>
 
 # %%
 ner = harder["context_ner"]
@@ -1100,17 +1178,22 @@ print(
 )
 
 # %% [markdown]
-# With the context taken away from the tagger, the shape of Table 7 appears. The embedding layer is far
-# behind every Transformer layer (the gap in points of F1 is printed under the figure, against 5 in Devlin et al. (2019), because our task was built so that the word alone cannot tell the
-# type, while in CoNLL-2003 most entity words can): it tags the world's surnames well as people, but cannot
-# tell a place or a company named after one. Every Transformer layer has looked at the neighbours and can,
-# and the layer choices sit close to each other; the concatenation read through as many numbers as one
-# layer loses little, so its lead in the paper is not just its width. The BiLSTM on the same embeddings
-# closes the gap by itself, the point of the paragraph above; and an encoder that was never pretrained gives
-# features worth little. Fine-tuning the whole network, at the same budget and its own tuned rate, comes out
-# level with the best frozen choice or above it, within the seeds' spread (printed above), as in the paper
-# (96.4 against 96.1). It scores higher here than in section 6's table because section 6 gives every task one
-# learning rate, and the development sweep picks a larger one for this task (printed above).
+# With the context taken away from the tagger, the shape of Table 7 appears. The embedding layer is far behind
+# every Transformer layer: it tags the world's surnames well as people, but cannot tell a place or a company
+# named after one. Every Transformer layer has looked at the neighbours, and the layer choices sit close to
+# each other. The BiLSTM on the same embeddings closes the gap by itself, and an encoder that was never
+# pretrained gives features worth little. Fine-tuning the whole network comes out level with the best frozen
+# choice or above it, within the seeds' spread, as in the paper (Devlin et al., 2019: 96.4 against 96.1).
+#
+# <details><summary>The size of the gap, the projection, and the fine-tuning rate</summary>
+#
+# The line under the figure gives the gap in points of F1, against 5 in Devlin et al. (2019). Ours is built so
+# that the word alone cannot tell the type, while in CoNLL-2003 most entity words can. The concatenation read
+# through as many numbers as one layer loses little, so its lead in the paper is not just its width.
+# Fine-tuning scores higher here than in the table of section 6, because that section gives every task one
+# learning rate, and the development sweep picks a larger one for this task.
+#
+# </details>
 
 # %%
 assert all(table7_f1["embeddings"].mean() + 10 < table7_f1[c].mean() for c in table7_f1 if c != "embeddings"), (
@@ -1125,42 +1208,48 @@ assert min(v.mean() for v in table7_f1.values()) > 100 * untrained.scores["f1"] 
 # %% [markdown]
 # ## 8. Domain-adaptive pretraining
 #
-# Section 2 argued that a BERT pretrained on Python's documentation would not help our tasks, and chose to
-# pretrain on the synthetic language instead. Here we measure that choice. It is the question of SciBERT
-# (Beltagy et al., 2019): BERT-Base was pretrained on Wikipedia and books; is a BERT pretrained on scientific
-# papers, with a vocabulary learned from them, better on scientific tasks? Their Table 1 answers it for
-# twelve data sets, with each model used two ways: **frozen** (its last layer's vectors are features for a
-# task model trained on top) and **fine-tuned** (every weight trained on the task). Chalkidis et al. (2020),
-# for legal text, name the three options one has: (a) use the general BERT as it is, (b) pretrain it
-# *further* on in-domain text, keeping its vocabulary, or (c) pretrain a BERT from scratch on in-domain text.
-# Gururangan et al. (2020) call (b) domain-adaptive pretraining (DAPT) and find it helps in each of their
-# four domains.
+# Section 2 chose to pretrain on the synthetic language rather than on Python's documentation; here we measure
+# that choice. It is SciBERT's question (Beltagy et al., 2019): does a BERT pretrained on scientific papers, with
+# their vocabulary, beat BERT-Base on scientific tasks, **frozen** (its last layer read by a task model) and
+# **fine-tuned**? Chalkidis et al. (2020) name three options: (a) the general BERT as it is, (b) the general
+# BERT pretrained *further* on in-domain text, keeping its vocabulary, (c) a BERT pretrained from scratch on
+# in-domain text. We build all three at one shape, so that only the text differs, and the vocabulary:
 #
-# We build all three at one shape, 2 layers of width $H = 64$ with 4 heads, so that only the text differs,
-# and the vocabulary learned from it (2,000 pieces or 700: the embedding tables differ in size, the
-# Transformer layers do not):
+# - **general**: chapter 04's documentation model (`small_pretrained_bert`), in BERT-Base's role;
+# - **in-domain**: chapter 04's synthetic-language model (`synthetic_bert`), in SciBERT's role (option c);
+# - **general + further pretraining** (`further_pretrained_bert`): the documentation model and its vocabulary,
+#   pretrained further on the synthetic documents (option b).
 #
-# - **general**: chapter 04's documentation model (`small_pretrained_bert`), 400 steps of 16 pairs of real
-#   English from another domain, with a 2,000-piece vocabulary learned from the documentation (BERT-Base's
-#   role);
-# - **in-domain**: chapter 04's synthetic-language model (`synthetic_bert`), 600 steps of 32 pairs with a
-#   vocabulary learned from the language (SciBERT's role, option c);
-# - **general + further pretraining** (`further_pretrained_bert`): the documentation model and its
-#   vocabulary, pretrained 300 steps of 32 more on the same synthetic documents with the same masked LM and
-#   next-sentence objectives (option b).
+# On context entities, *frozen* is the linear tagger of section 7 on the last layer, and *fine-tuned* the
+# recipe of section 6. First the three encoders, and SciBERT's vocabulary argument: a vocabulary learned from
+# other text cuts in-domain words into more pieces.
 #
-# `domain_adaptation_encoders()` builds the three (or reads them from the cache); given two workers of section 6's
-# `parallel_map`, it pretrains the in-domain model in one and the general model, then its further pretraining, in
-# the other. Section 2 ran it with one, `domain_adaptation_encoders(1)`: the three one after the other, in a worker
-# beside the one that pretrained section 2's BERT.
+# <details><summary>The papers, the recipes, and how they are built</summary>
 #
-# The task is context entities, where section 7 showed what a frozen encoder's layers know. *Frozen* is
-# section 7's linear tagger on the last layer, $P(y_i) = \mathrm{softmax}(W h^{(L)}_i + b)$ with the
-# encoder's $h^{(L)}$ computed once and never changed (SciBERT's frozen models put a BiLSTM on the features;
-# ours is linear so that the tagger cannot build the context itself, as section 7 showed it would);
-# *fine-tuned* is section 6's recipe, the same linear layer on top but every encoder weight trained too.
-# First the three encoders, and the vocabulary argument SciBERT makes: a vocabulary learned from other text
-# cuts in-domain words into more pieces.
+# BERT-Base was pretrained on Wikipedia and books. SciBERT's Table 1 covers twelve data sets. Gururangan et al.
+# (2020) call option (b) domain-adaptive pretraining (DAPT) and find it helps in each of their four domains.
+#
+# All three encoders have 2 layers of width $H = 64$ with 4 heads. The general model saw 400 steps of 16 pairs
+# of real English from another domain, with a 2,000-piece vocabulary learned from the documentation. The
+# in-domain model saw 600 steps of 32 pairs, with a 700-piece vocabulary learned from the language. The further
+# pretraining adds 300 steps of 32 on the same synthetic documents, with the same masked LM and next-sentence
+# objectives. The embedding tables differ in size with the vocabulary; the Transformer layers do not.
+#
+# `domain_adaptation_encoders()` builds the three (or reads them from the cache). Given two workers of
+# `parallel_map`, it pretrains the in-domain model in one, and the general model, then its further pretraining,
+# in the other. Section 2 ran it with one, `domain_adaptation_encoders(1)`: the three one after the other, in a
+# worker beside the one that pretrained the BERT of section 2.
+#
+# </details>
+#
+# <details><summary>The frozen and fine-tuned models in detail</summary>
+#
+# The frozen model is $P(y_i) = \mathrm{softmax}(W h^{(L)}_i + b)$, with the encoder's $h^{(L)}$ computed once
+# and never changed. The fine-tuned one has the same linear layer on top, but every encoder weight trained too.
+# SciBERT's frozen models put a BiLSTM on the features; ours is linear so that the tagger cannot build the
+# context itself, as section 7 showed it would.
+#
+# </details>
 
 # %%
 print(further_pretraining_config().pretrain.train)
@@ -1197,18 +1286,23 @@ assert further.tokenizer.vocab == general.tokenizer.vocab, "further pretraining 
 assert pieces_per_word(general.tokenizer, held_out_words) > 1.5 * pieces_per_word(in_domain.tokenizer, held_out_words)
 
 # %% [markdown]
-# Our two vocabularies share a little over a quarter of the in-domain one's pieces (SciBERT's and BERT's
-# shared 42%, Beltagy et al., 2019), and the documentation's pieces cut an average word of the language in two, a surname in almost
-# four, while the in-domain vocabulary keeps nearly every word whole. For a tagger that reads a word's *first*
-# piece (section 3's rule), *Kowalski* is "k" to the general model. Further pretraining cannot change that:
-# it keeps the vocabulary, and only teaches the model what the pieces mean in the new text.
+# Our two vocabularies share a little over a quarter of the in-domain one's pieces (SciBERT's and BERT's shared
+# 42%, Beltagy et al., 2019). The documentation's pieces cut an average word of the language in two, and a
+# surname in almost four, while the in-domain vocabulary keeps nearly every word whole. A tagger reads a word's
+# *first* piece, so *Kowalski* is "k" to the general model. Further pretraining keeps the vocabulary, and only
+# teaches the model what the pieces mean in the new text.
 #
-# Now the table: each encoder frozen and fine-tuned, beside a never-pretrained encoder of the same shape (with
-# the in-domain vocabulary) as the baseline to beat; always tagging `O` scores 0. To keep the notebook's time,
-# each is trained with one seed.
-# `frozen_and_fine_tuned(task, encoder, tagger_run, finetune_run)` trains section 7's linear tagger on the frozen
-# encoder's last layer and section 6's fine-tuning of the whole network, and returns the span F1 of each
-# (`cached_frozen_and_fine_tuned` keeps the two numbers in the disk cache).
+# Now the table: each encoder frozen and fine-tuned, with one seed each, beside a never-pretrained encoder of the
+# same shape as the baseline to beat.
+#
+# <details><summary>The baseline, and the function that trains them</summary>
+#
+# One seed each keeps the notebook's time. The never-pretrained encoder has the in-domain vocabulary; always
+# tagging `O` scores 0. `frozen_and_fine_tuned(task, encoder, tagger_run, finetune_run)` trains the linear tagger
+# of section 7 on the frozen encoder's last layer, and the fine-tuning of section 6 on the whole network. It
+# returns the span F1 of each (`cached_frozen_and_fine_tuned` keeps the two numbers in the disk cache).
+#
+# </details>
 
 # %%
 tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (config.feature_finetune, budget))
@@ -1228,9 +1322,9 @@ for name, f1s in domain_f1.items():
     print(f"{name:18s}{f1s['frozen']:8.3f}{f1s['fine-tuned']:12.3f}")
 
 # %% [markdown]
-# SciBERT's Table 1 (test scores: F1 for entities, PICO, relations and classes;
-# attachment scores for dependencies), and the averages of its columns. The table's own "Average" row is a
-# little lower than the mean of these twelve rows; we show both.
+# SciBERT's Table 1 (test scores: F1 for entities, PICO, relations and classes; attachment scores for
+# dependencies), and the averages of its columns. The table's own "Average" row is a little lower than the mean
+# of these twelve rows; we show both.
 
 # %%
 # Beltagy et al. (2019), Table 1: (BERT-Base frozen, BERT-Base fine-tuned, SciBERT frozen, SciBERT fine-tuned)
@@ -1324,22 +1418,29 @@ plt.show()
 
 
 # %% [markdown]
-# Two things reproduce, and the asserts below check them on this run's seed. The model pretrained on
-# in-domain text is far ahead of the general one, frozen and fine-tuned; and fine-tuning beats frozen features
-# for each pretrained encoder, as in both of SciBERT's pairs of columns. The size of the gap does not: SciBERT
-# gains about 2 points over BERT-Base in either column (Beltagy et al., 2019), we gain
-# the points printed under the table, frozen and fine-tuned. BERT-Base read 3.3 billion words of English (Devlin et al., 2019), and scientific
-# papers are English too; our general model read the documentation for 400 steps, and what it learned there
-# is of little use in the synthetic language. Compare it, in the table, with the encoder that was never
-# pretrained, fine-tuned and frozen. Its vocabulary is most of the reason: the tagger reads
-# the first piece of each word, which for a surname is one or two letters (exercise 6 separates the two).
+# Two things reproduce, and the asserts below check them on this run's seed. The model pretrained on in-domain
+# text is far ahead of the general one, frozen and fine-tuned. And fine-tuning beats frozen features for each
+# pretrained encoder, as in both of SciBERT's pairs of columns.
 #
-# Further pretraining, the option Gururangan et al. (2020) recommend and Legal-BERT compares, closes
-# the share of the gap printed below, frozen and fine-tuned, after 300 steps of the synthetic language, half the in-domain model's. It
-# keeps the vocabulary that cuts names into letters, which no amount of further pretraining changes; Gururangan
-# et al. trained RoBERTa further for 12,500 steps of 2,048 sequences, starting from a model that already knew
-# English well. Exercise 6 doubles the steps. The asserts below check the two claims that reproduce; the share
-# of the gap closed is printed, not asserted.
+# The size of the gap does not: SciBERT gains about 2 points over BERT-Base in either column (Beltagy et al.,
+# 2019), and ours is in the line under the table. What our general model learned from 400 steps of documentation
+# is of little use in the synthetic language. Its vocabulary is most of the reason: the first piece of a surname,
+# which the tagger reads, is one or two letters. The next cell gives the share of the gap that further
+# pretraining closes.
+#
+# <details><summary>Why our gap is so large, and further pretraining at the paper's scale</summary>
+#
+# BERT-Base read 3.3 billion words of English (Devlin et al., 2019), and scientific papers are English too.
+# Compare our general model, in the table, with the encoder that was never pretrained. Exercise 6 separates the
+# model's text from its vocabulary.
+#
+# Further pretraining is the option Gururangan et al. (2020) recommend and Legal-BERT compares. Ours ran 300
+# steps of the synthetic language, half the in-domain model's, and no amount of it changes the vocabulary that
+# cuts names into letters. Gururangan et al. (2020) trained RoBERTa further for 12,500 steps of 2,048
+# sequences, starting from a model that already knew English well. Exercise 6 doubles the steps. The share of
+# the gap closed is printed, not asserted.
+#
+# </details>
 
 # %%
 for mode in ("frozen", "fine-tuned"):
@@ -1357,23 +1458,29 @@ for mode in ("frozen", "fine-tuned"):
 # %% [markdown]
 # ## 9. Cheap fine-tuning
 #
-# Fine-tuning a copy of every weight for every task is expensive to store and to train. Four cheaper ways
-# keep the pretrained encoder frozen, or nearly:
+# Fine-tuning a copy of every weight for every task is expensive to store and to train. Four cheaper ways keep
+# the pretrained encoder frozen, or nearly:
 #
 # - **frozen encoder + head**: only the task's linear layer learns;
 # - **prompt tuning** (Lester et al., 2021): $k$ vectors $P \in \mathbb{R}^{k\times H}$ are inserted after
 #   `[CLS]` in place of word embeddings, and only they (and the head) learn;
 # - **BitFit** (Ben Zaken et al., 2022): in every $Wx + b$ of the encoder, only $b$ learns;
-# - **adapters** (Houlsby et al., 2019): after the attention projection and after the feed-forward
-#   projection of every layer, a bottleneck $a(h) = h + W_\text{up}\,\mathrm{GELU}(W_\text{down} h)$ with
-#   $W_\text{down} \in \mathbb{R}^{m\times H}$; the adapters and the LayerNorms learn. $W_\text{up}$
-#   starts at zero, so the network starts out exactly as pretrained.
+# - **adapters** (Houlsby et al., 2019): after the attention and the feed-forward projections of every layer, a
+#   bottleneck $a(h) = h + W_\text{up}\,\mathrm{GELU}(W_\text{down} h)$ with
+#   $W_\text{down} \in \mathbb{R}^{m\times H}$; the adapters and the LayerNorms learn. $W_\text{up}$ starts at
+#   zero, so the network starts out exactly as pretrained.
 #
-# We compare them on the context entity task, over the same three seeds and with section 7's budget (the
-# same steps and batch), with the trainable-parameter count of each. The cheap methods train at `head_lr`,
-# the usual larger rate for few weights (not tuned on dev); full fine-tuning is section 7's runs, at the rate
-# chosen on dev. The frozen encoder with its head is section 7's linear tagger on the last layer, at `head_lr`
-# instead of the rate section 7 chose for it, and so a few points lower here.
+# We compare them on context entities, with the seeds, steps and batch of section 7, and count the trainable
+# parameters of each.
+#
+# <details><summary>The learning rates</summary>
+#
+# The cheap methods train at `head_lr`, the usual larger rate for few weights (not tuned on dev). Full
+# fine-tuning is the runs of section 7, at the rate chosen on dev. The frozen encoder with its head is the
+# linear tagger of section 7 on the last layer, at `head_lr` instead of the rate section 7 chose for it, and so
+# a few points lower here.
+#
+# </details>
 
 # %%
 methods = {  # each turns a head into what trains; partial(f, k=v)(model) is f(model, k=v)
@@ -1418,14 +1525,20 @@ ax.set(
 plt.show()
 
 # %% [markdown]
-# The counts span three orders of magnitude: the head alone is a few hundred weights, prompts and biases a
-# few thousand, adapters about a twentieth of the network. The scores come out in the same order as the
-# counts, with small spreads (printed above): the frozen encoder and prompt tuning lowest, BitFit a little
-# higher, and adapters level with full fine-tuning or above it, as Houlsby et al. (2019) found (within 0.4
-# GLUE points of full fine-tuning, with 3.6% of the parameters). Adapters change every layer's output,
-# through few weights; BitFit's biases shift them; a frozen encoder with prompts can only add inputs, and
-# prompt tuning is known to need very large models to compete (Lester et al., 2021, close the gap only at
-# about ten billion parameters): here it behaves like a slightly better frozen encoder.
+# The counts span three orders of magnitude: the head alone is a few hundred weights, prompts and biases a few
+# thousand, adapters about a twentieth of the network. The scores come out in the same order as the counts: the
+# frozen encoder and prompt tuning lowest, BitFit a little higher, and adapters level with full fine-tuning or
+# above it. Adapters change every layer's output, through few weights; BitFit's biases shift them; prompts can
+# only add inputs.
+#
+# <details><summary>What the papers found</summary>
+#
+# Houlsby et al. (2019) found adapters within 0.4 GLUE points of full fine-tuning, with 3.6% of the parameters.
+# Prompt tuning is known to need very large models to compete (Lester et al., 2021, close the gap only at about
+# ten billion parameters); here it behaves like a slightly better frozen encoder. The spreads over seeds are
+# small.
+#
+# </details>
 
 # %%
 ordered = [counts[m] for m in ("frozen encoder", "prompt tuning", "BitFit", "adapters", "full fine-tuning")]
@@ -1437,17 +1550,23 @@ assert cheap_f1["full fine-tuning"].mean() > cheap_f1["frozen encoder"].mean() +
 # %% [markdown]
 # ### Frozen, fine-tuned or cheap: sections 7, 8 and 9 together
 #
-# The three sections answer one question, "train the whole network, or read a frozen one?", and they agree
-# once each comparison's budget is known. Section 7 gave fine-tuning and the frozen taggers the same steps
-# and batch, each at the learning rate its own development sweep chose, and fine-tuning came out level with
-# the best frozen choice, as in Table 7 (Devlin et al., 2019: 96.4 against 96.1). That encoder was pretrained
-# on the task's own language, so its layers already hold the entity types and a linear read-out gets
-# nearly all of them: fine-tuning has little left to add. Section 8's encoders are chapter 04's two-layer
-# models, and the general one learned another text; their frozen last layer holds much less, so fine-tuning,
-# which can change it, gains far more there, SciBERT's pattern (Beltagy et al., 2019), even though section 8's
-# taggers keep the larger budget (`config.feature_finetune`, printed there) and fine-tuning section 6's. Section 9 asks what
-# fine-tuning costs in stored weights, at section 7's steps and batch: adapters match it with a small share
-# of the weights, and the methods that change less of the network score less.
+# The three sections answer one question, "train the whole network, or read a frozen one?", and they agree. In
+# section 7 the encoder was pretrained on the task's own language, so a linear read-out of its layers gets
+# nearly all the entity types, and fine-tuning has little left to add. In section 8 the general encoder learned
+# another text; its frozen last layer holds much less, so fine-tuning gains far more, SciBERT's pattern
+# (Beltagy et al., 2019). Section 9 prices fine-tuning in stored weights: adapters match it with a small share
+# of them.
+#
+# <details><summary>The budgets behind the comparison</summary>
+#
+# Section 7 gave fine-tuning and the frozen taggers the same steps and batch, each at the learning rate its own
+# development sweep chose; fine-tuning came out level with the best frozen choice, as in Table 7
+# (Devlin et al., 2019: 96.4 against 96.1). The encoders of section 8 are chapter 04's two-layer models.
+# Fine-tuning gains far more there, even though the taggers there keep the larger budget
+# (`config.feature_finetune`) and fine-tuning the budget of section 6. Section 9 trains at the steps and batch of
+# section 7, and there the methods that change less of the network score less.
+#
+# </details>
 
 # %% [markdown]
 # ## What we saw
@@ -1576,11 +1695,11 @@ show_what_we_saw(
 )
 # %% [markdown]
 # What did not carry over: absolute scores (our tasks are made up and our model is 500 times smaller than
-# BERT-base), and world knowledge: asked where the held-out people live, our model does little better than chance (section 2),
-# which is why no task here relies on remembered facts; the size of SciBERT's gain (ours is far larger, see
-# the table: our general model knows almost nothing that carries over), and the gain of further
-# pretraining (section 8). One more experiment of the decks is left for the full profile: Table 7 on an
-# encoder deep enough that "the last four" are not all of its layers (the full profile's six layers).
+# BERT-base), and world knowledge. Asked where the held-out people live, our model does little better than
+# chance, which is why no task here relies on remembered facts. Nor did the size of SciBERT's gain (ours is far
+# larger: our general model knows almost nothing that carries over), or the gain of further pretraining. One
+# more experiment is left for the full profile: Table 7 on an encoder deep enough that "the last four" are not
+# all of its layers (the full profile's six layers).
 
 # %%
 show_reproduction(
@@ -1617,7 +1736,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # Write the contradiction rule as a function of the premise that swaps the city (or the employer) for another one
 # of the language. The solution is `object_swap_entailment_examples` in `lecture_lib/finetuning/tasks.py`, and
 # `object_swap_entailment_task(tokenizer, config)` in `lecture_lib/chapters/course_language.py` builds the task,
-# split by people as section 3's. Train both models with `finetune_from(task, encoder, budget)` and
+# split by people as in section 3. Train both models with `finetune_from(task, encoder, budget)` and
 # `finetune_from(task, encoder.config, budget)` for a few budgets of steps (25, 50, 100, ...) and seeds, to find
 # the first budget where each beats the majority label (accuracy 0.5).
 #
@@ -1639,7 +1758,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #
 # <details><summary>Hint</summary>
 #
-# Section 6's runs read `config.seeded_finetune`, whose steps are set by `table_finetune`:
+# The runs of section 6 read `config.seeded_finetune`, whose steps are set by `table_finetune`:
 # `chapter_config(table_finetune=dict(steps=200))` doubles them, and adding `finetune=dict(dropout=0.1)` gives
 # those runs dropout 0.1. With `budget` that config's `seeded_finetune`, fine-tune context entities with
 # `finetune_from(harder["context_ner"], encoder, dataclasses.replace(budget, seed=seed))` for each seed, and read
@@ -1653,7 +1772,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # fine-tuned network, encoder and head, drops with probability 0.1 while it trains (none at evaluation). What the
 # F1 does is the measurement: expect it not to rise much and perhaps to fall, since longer training fits the
 # training names, not the contexts that identify a name, and dropout 0.1 to reduce that drop. Differences of a few
-# points are within section 6's spread over seeds: compare the means of 2-3 seeds.
+# points are within the spread over seeds of section 6: compare the means of 2-3 seeds.
 #
 # </details>
 #
@@ -1688,7 +1807,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # Make the adapter's position a parameter of the adapter layer; count trainable parameters with
 # `sum(p.numel() for p in model.parameters() if p.requires_grad)`. An adapter of bottleneck $m$ on width $H$ has
 # $2Hm + H + m$ parameters. The solution is the `positions` argument of `add_adapters`:
-# `partial(add_adapters, bottleneck=m, positions=("feed-forward",))` in section 9's `methods`.
+# `partial(add_adapters, bottleneck=m, positions=("feed-forward",))` in the `methods` of section 9.
 #
 # </details>
 #
@@ -1708,48 +1827,47 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #
 # Pretraining twice as long is one change of `chapter_config`: set
 # `pretrained = synthetic_pretrained_bert(chapter_config(pretrain=dict(train=dict(steps=1600))))` and
-# `tokenizer = pretrained.tokenizer`, then rerun section 2's agreement probe and print the share right with and
+# `tokenizer = pretrained.tokenizer`, then rerun the agreement probe of section 2 and print the share right with and
 # without attractors.
 #
 # </details>
 #
 # <details><summary>Expected outcome</summary>
 #
-# The recipe differs from section 2's in the steps alone (1,600 instead of 800), so it is a new model with its own
-# cache entry, trained the first time, never section 2's model read back.
-# The two shares are the measurement: expect sentences without attractors to stay right, and the share with
-# attractors to stay below it even if it rises: agreement across an attractor is the hard case for small models
-# (Linzen et al., 2016; Goldberg, 2019).
+# The recipe differs from that of section 2 in the steps alone (1,600 instead of 800), so it is a new model with
+# its own cache entry, trained the first time, never the model of section 2 read back. The two shares are the
+# measurement: expect sentences without attractors to stay right, and the share with attractors to stay below it
+# even if it rises: agreement across an attractor is the hard case for small models (Linzen et al., 2016; Goldberg,
+# 2019).
 #
 # </details>
 #
 # 6. Pretrain the documentation model further for as many steps as the in-domain model had
 #    (`further_pretrained_bert(general, further_pretraining_config(pretrain=dict(train=dict(steps=600,
 #    warmup_steps=60))))`, importing `further_pretrained_bert` from `lecture_lib.chapters.ch04_bert_pretraining`)
-#    and fill section 8's table again. How much of the gap does it close now? Then give the in-domain model the
+#    and fill the table of section 8 again. How much of the gap does it close now? Then give the in-domain model the
 #    documentation's vocabulary instead of its own: how much of the gap was the vocabulary?
 #
 # <details><summary>Hint</summary>
 #
-# The longer run is one changed recipe (it is cached under its own name); section 8's `frozen_and_fine_tuned` call
-# scores it, with its encoder and the documentation's tokenizer.
-# For the second question, with `config` the longer run's `further_pretraining_config(...)`, build the in-domain
-# data with `synthetic_pretraining_data(config, general.tokenizer)` (import it from
-# `lecture_lib.chapters.course_language`) and pretrain a fresh model of the same shape on it with
-# `pretrain(config.pretrain, data=...)` (from `lecture_lib.pretraining`); section 8's call scores it, with
-# `result.model.bert` and `general.tokenizer`.
+# The longer run is one changed recipe (it is cached under its own name); the `frozen_and_fine_tuned` call of
+# section 8 scores it, with its encoder and the documentation's tokenizer. For the second question, with `config`
+# the longer run's `further_pretraining_config(...)`, build the in-domain data with
+# `synthetic_pretraining_data(config, general.tokenizer)` (import it from `lecture_lib.chapters.course_language`)
+# and pretrain a fresh model of the same shape on it with `pretrain(config.pretrain, data=...)` (from
+# `lecture_lib.pretraining`); the same call scores it, with `result.model.bert` and `general.tokenizer`.
 #
 # </details>
 #
 # <details><summary>Expected outcome</summary>
 #
-# The longer further pretraining is a new run of 600 steps of 32, the in-domain model's budget, not section 8's
-# 300-step run read back; the second model's recipe differs from the in-domain model's only in its vocabulary (the
-# documentation's 2,000 pieces against 700) and in the number of held-out pairs its pretraining is evaluated on:
-# the same documents, the same shape, the same steps. The F1s are the measurement, one seed each as in section 8's
-# table. Expect the longer run to close part of the gap, not all of it. If the model with the documentation's
-# vocabulary stays well below the in-domain model, most of the gap is the vocabulary: SciBERT's argument for
-# learning its own (Beltagy et al., 2019).
+# The longer further pretraining is a new run of 600 steps of 32, the in-domain model's budget, not the 300-step
+# run of section 8 read back; the second model's recipe differs from the in-domain model's only in its vocabulary
+# (the documentation's 2,000 pieces against 700) and in the number of held-out pairs its pretraining is evaluated
+# on: the same documents, the same shape, the same steps. The F1s are the measurement, one seed each as in the
+# table of section 8. Expect the longer run to close part of the gap, not all of it. If the model with the
+# documentation's vocabulary stays well below the in-domain model, most of the gap is the vocabulary: SciBERT's
+# argument for learning its own (Beltagy et al., 2019).
 #
 # </details>
 
@@ -1760,7 +1878,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 #     Understanding*. Section 4 and Figure 4: one added layer per task shape, and the feature-based experiment of
 #     Table 7.
 # - Dodge et al. (2020). *Fine-Tuning Pretrained Language Models: Weight Initializations, Data Orders, and Early
-#     Stopping*. How much a seed moves a fine-tuned score (section 6).
+#     Stopping*. How much a seed moves a fine-tuned score, as in section 6.
 # - Mosbach, Andriushchenko and Klakow (2021). *On the Stability of Fine-tuning BERT: Misconceptions,
 #     Explanations, and Strong Baselines*. Why small-data fine-tuning fails on some seeds, and a recipe that avoids
 #     it.
@@ -1769,7 +1887,7 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # - Beltagy, Lo and Cohan (2019). *SciBERT: A Pretrained Language Model for Scientific Text*; Gururangan et al.
 #   (2020). *Don't Stop Pretraining: Adapt Language Models to Domains and Tasks*; Chalkidis et al. (2020).
 #   *LEGAL-BERT: The Muppets straight out of Law School*. Pretraining for a specialised domain: from scratch
-#   with its own vocabulary, or further from a general BERT (section 8).
-# - Houlsby et al. (2019). *Parameter-Efficient Transfer Learning for NLP*. Adapters (section 9).
+#   with its own vocabulary, or further from a general BERT, as in section 8.
+# - Houlsby et al. (2019). *Parameter-Efficient Transfer Learning for NLP*. Adapters, as in section 9.
 # - Ben Zaken, Goldberg and Ravfogel (2022). *BitFit: Simple Parameter-efficient Fine-tuning for Transformer-based
-#   Masked Language-models*. Training only the biases (section 9).
+#   Masked Language-models*. Training only the biases, as in section 9.
