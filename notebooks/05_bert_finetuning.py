@@ -14,12 +14,13 @@
 # %% [markdown]
 # # 05 · Fine-tuning BERT
 #
-# **What you will build.** Fine-tuning puts one small layer on top of a pretrained encoder and trains the whole
-# network on a task. The BERT paper (Devlin et al., 2019, Figure 4) did this for four shapes of task: a sentence
-# to a class, a pair to a class, a tag per token, and a span of a passage that answers a question.
+# **The lesson.** Fine-tuning puts one small layer on top of a pretrained encoder and trains the whole network
+# on a task. What pretraining buys is knowledge that the task's own small training set cannot teach. The BERT
+# paper (Devlin et al., 2019, Figure 4) fine-tuned four shapes of task: a sentence to a class, a pair to a
+# class, a tag per token, and a span of a passage that answers a question.
 #
-# We build all four on a *synthetic language* that we write ourselves, so that we know the right answer to
-# everything. We pretrain a small BERT on it, fine-tune it and the same network from scratch, and measure what
+# **What you will build.** All four tasks, on a *synthetic language* that we write ourselves, so that we know
+# the right answer to everything. We pretrain a small BERT on it, fine-tune it and the same network from scratch, and measure what
 # pretraining buys. Then we ask when a frozen encoder, or one that trains only a sliver of its weights, does as
 # well.
 #
@@ -468,9 +469,9 @@ assert hand_spans == library_spans[:50]
 #
 # <details><summary>How easy the first four tasks are, and how the new examples are drawn</summary>
 #
-# On the four tasks of section 3, fine-tuning is almost perfect, and every way of reading features off a frozen
-# encoder, as in section 7, scores the same, the embedding layer included: an entity's type is fixed by the
-# word itself. In the harder task the same surname changes type with its context: *Weber* is a person in
+# On the four tasks of section 3 an entity's type is fixed by the word itself. The embedding layer already
+# holds it, so those tasks cannot tell the ways of reading features off a frozen encoder (section 7) apart. In
+# the harder task the same surname changes type with its context: *Weber* is a person in
 # "Anna Weber sings" and a company in "Weber Foods employs Anna Costa".
 #
 # The premise states a fact, as the pretraining documents do: they tell facts about two people and restate them
@@ -1030,9 +1031,9 @@ assert (tuned_f1 > untuned_f1).all(), "the threshold chosen on dev should raise 
 # <details><summary>Why a linear tagger, not the paper's BiLSTM</summary>
 #
 # The paper's tagger was a two-layer BiLSTM. A BiLSTM reads the whole sentence, so it can build context itself,
-# even from the embedding layer. On our task a one-layer BiLSTM tags almost perfectly (F1 99 to 100) from *every*
-# choice. Our contexts are short and regular (a first name before a surname, a company word after it, "in" before a
-# place), and 1,000 sentences teach a BiLSTM those few patterns. On real text, as with "Washington" the person and
+# even from the embedding layer. Our contexts are short and regular (a first name before a surname, a company
+# word after it, "in" before a place), and 1,000 sentences teach a BiLSTM those few patterns from *any* choice
+# of features, so it would hide the differences between the choices. On real text, as with "Washington" the person and
 # "Washington" the place, the cues are far more varied, and the BiLSTM leans on what BERT's layers already
 # computed. That is why the paper's choices differ. To ask the same question of our encoder, we take the context
 # away from the tagger.

@@ -14,11 +14,12 @@
 # %% [markdown]
 # # 11 · BERTology II: probing what the layers know
 #
+# **The lesson.** A probe's accuracy says what an encoder computed only when it beats the baselines: the word
+# alone, a random encoder of the same shape, and a control task that only memorising can solve.
+#
 # **What you will build.** Chapter 10 read BERT's attention; this chapter reads its *vectors*. A *probe* is a
 # small classifier trained on frozen vectors to predict a property (Liu et al. 2019). If a linear map can read a
-# word's dependency label from layer 3 but not from layer 0, the encoder computed something on the way. The
-# lesson: a probe's accuracy says what the encoder computed only when it beats the baselines, namely the word
-# alone, a random encoder of the same shape, and a control task that only memorising can solve.
+# word's dependency label from layer 3 but not from layer 0, the encoder computed something on the way.
 #
 # The synthetic language of chapter 05 gives the gold answers. We probe three encoders five ways: word by word
 # and layer by layer, for whole parse trees, over spans of words, with cloze questions, and for word senses.
