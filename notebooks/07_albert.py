@@ -15,14 +15,16 @@
 # # 07 · ALBERT
 #
 # **What you will build.** ALBERT (Lan et al., 2020, "A Lite BERT") keeps BERT's architecture and removes
-# most of its parameters with two changes, then replaces next-sentence prediction by a harder pair task.
-# We count parameters exactly, as formulas and as code, for BERT and the four ALBERTs of the paper's Table 1
-# and set them beside the paper's rounded figures; build the factorized embedding (V×E then E×H) and check
-# the rank of the matrix it makes; build an encoder that applies *one* layer N times and see that it is one
-# module object; compare how BERT and ALBERT move a token's vector from layer to layer (Figure 1); and
-# pretrain small ALBERTs with MLM + NSP and MLM + sentence-order prediction on a language built so that topic
-# and order are separate cues, scoring each on both pair tasks over three seeds (Table 5). Our `AlbertModel` and `AlbertForPreTraining` are tested equal to `transformers`'
-# in float64 (`tests/models/test_albert.py`).
+# most of its parameters with two changes. It also replaces next-sentence prediction by a harder pair task.
+#
+# We count parameters exactly, as formulas and as code, for BERT and the four ALBERTs of the paper's Table 1,
+# and set them beside the paper's rounded figures. We build the factorized embedding (V×E then E×H) and check
+# the rank of the matrix it makes. We build an encoder that applies *one* layer N times, and see that it is
+# one module object. We compare how BERT and ALBERT move a token's vector from layer to layer (Figure 1).
+# Last, we pretrain small ALBERTs with MLM + NSP and with MLM + sentence-order prediction. The language is
+# built so that topic and order are separate cues, and each model is scored on both pair tasks over three
+# seeds (Table 5). Our `AlbertModel` and `AlbertForPreTraining` are tested equal to `transformers`' in
+# float64 (`tests/models/test_albert.py`).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/07_albert.ipynb)
 
@@ -79,7 +81,7 @@ print(config.sharing.model)
 # ## 1. Counting parameters exactly
 #
 # Every count here follows from the sizes: vocabulary $V$, positions $P = 512$, segment types $T = 2$,
-# hidden size $H$, feed-forward size $I = 4H$, $L$ layers, and for ALBERT the embedding size $E$ and the
+# hidden size $H$, feed-forward size $I = 4H$ and $L$ layers. ALBERT adds the embedding size $E$ and the
 # number $G$ of distinct layers (1: all shared). One encoder layer holds $4H^2 + 4H$ (query, key, value,
 # output), $2H$ (LayerNorm), $2HI + I + H$ (the feed-forward pair) and $2H$ (LayerNorm): $12H^2 + 13H$ when
 # $I = 4H$. Then, with the [CLS] pooler $H^2 + H$,
@@ -87,8 +89,8 @@ print(config.sharing.model)
 # $$\text{BERT} = (V{+}P{+}T)H + 2H + L\,(12H^2{+}13H) + H^2 + H$$
 # $$\text{ALBERT} = (V{+}P{+}T)E + 2E + (EH + H) + G\,(12H^2{+}13H) + H^2 + H.$$
 #
-# The formula is checked against the modules themselves, built on PyTorch's *meta* device (shapes without
-# memory, so ALBERT-xxlarge's 223M parameters cost nothing); the tests check the same counts against
+# The formula is checked against the modules themselves, built on PyTorch's *meta* device: shapes without
+# memory, so ALBERT-xxlarge's 223M parameters cost nothing. The tests check the same counts against
 # `transformers`' own classes.
 
 # %%
@@ -125,10 +127,11 @@ show_reproduction(
 # %% [markdown]
 # The paper's figures are rounded, and not all from one convention. BERT base and large match "no pooler,
 # $V = 30{,}000$" (108.5M → 108M, 333.6M → 334M); ALBERT base and large match "with pooler" (11.7M → 12M,
-# 17.7M → 18M). ALBERT xlarge (58.7M) rounds to the paper's 60M only at its one printed digit, and **xxlarge
-# (222.6M) cannot be reproduced** from the stated configuration with any of these conventions: the paper prints
-# 235M, while the `transformers` documentation lists 223M, as we count. The sharing is what makes ALBERT small: xxlarge's one layer
-# alone is $12 \cdot 4096^2 + 13 \cdot 4096 = 201$M parameters, BERT-large's 24 layers are 302M.
+# 17.7M → 18M). ALBERT xlarge (58.7M) rounds to the paper's 60M only at its one printed digit. ALBERT
+# **xxlarge (222.6M) cannot be reproduced** from the stated configuration with any of these conventions. The
+# paper prints 235M, while the `transformers` documentation lists 223M, as we count. The sharing is what
+# makes ALBERT small: xxlarge's one layer alone is $12 \cdot 4096^2 + 13 \cdot 4096 = 201$M parameters,
+# BERT-large's 24 layers are 302M.
 
 # %%
 assert counts["ALBERT base"] == 11_683_584 and counts["ALBERT xxlarge"] == 222_595_584
@@ -143,14 +146,14 @@ assert round(no_pooler["BERT base"] / 1e6) == 108 and round(no_pooler["BERT larg
 # 110M. ALBERT's argument: a token's embedding is *context-independent*, the hidden states are
 # *context-dependent*, so the first needs fewer dimensions. It stores $V \times E$ and projects with an
 # $E \times H$ matrix, $O(V \times H) \to O(V \times E + E \times H)$. The effective table
-# $W_\text{word} W_\text{proj}^\top$ is still $V \times H$, but its **rank is at most $E$**: every token
+# $W_\text{word} W_\text{proj}^\top$ is still $V \times H$, but its **rank is at most $E$**. Every token
 # vector that enters the first layer lies in an $E$-dimensional subspace of $\mathbb{R}^H$ (plus the bias).
 # BERT's $V \times H$ table has rank up to $H$.
 
 # %% [markdown]
-# Both of ALBERT's changes at ALBERT-base's sizes: on the left, the tall $V \times E$ table and the small
-# $E \times H$ projection that replace BERT's $V \times H$ table (section 3 returns to the right half, where one
-# `AlbertLayer` serves every depth).
+# Both of ALBERT's changes at ALBERT-base's sizes. On the left, the tall $V \times E$ table and the small
+# $E \times H$ projection replace BERT's $V \times H$ table. Section 3 returns to the right half, where one
+# `AlbertLayer` serves every depth.
 
 # %%
 plots.albert_diagram()
@@ -181,11 +184,16 @@ assert ranks == {"ALBERT V×E·E×H": 16, "BERT V×H": 64}
 # %% [markdown]
 # At ALBERT-base's size the factorization turns the table of $30{,}000 \times 768 \approx 23.0$M parameters
 # into $30{,}000 \times 128 + 128 \times 768 \approx 3.8\text{M} + 0.1\text{M}$. The embedding columns of
-# the paper's Table 3 (ALBERT-base, $E$ swept, layers shared or not) follow from the formula, each equal to
-# `transformers`' count and to the paper's figure rounded with or without the pooler, except one:
-# `transformers`' ALBERT keeps the $E \to H$ projection even when $E = H$, so the $E = 768$ not-shared
-# `AlbertModel` is BERT-base plus 0.6M, and the paper's 108M there is BERT-base's count without its pooler
-# (section 1).
+# the paper's Table 3 (ALBERT-base, $E$ swept, layers shared or not) follow from the formula. Each equals
+# `transformers`' count and the paper's figure rounded with or without the pooler, except one.
+#
+# <details><summary>The exception: E = H, not shared</summary>
+#
+# `transformers`' ALBERT keeps the $E \to H$ projection even when $E = H$. So the $E = 768$ not-shared
+# `AlbertModel` is BERT-base plus 0.6M. The paper's 108M there is BERT-base's count without its pooler, one of
+# the conventions of the first section.
+#
+# </details>
 
 # %%
 table3_paper = {
@@ -275,12 +283,19 @@ show_reproduction(
 )
 # %% [markdown]
 # Does sharing cost accuracy, and does it change what the layers do? We pretrain three models of the same
-# depth (4 layers, $H = 64$, masked LM only, the same data and steps): an all-shared ALBERT with $E = 16$,
-# the same factorized model with its layers not shared, and BERT (not shared, $E = H$), each on the first
-# `config.sharing_seeds` seeds of the claims (one in the quick profile, all of them in the full one). These runs read chapter 05's synthetic language rather than the documentation text: its grammar
-# is regular enough that a 400-step run learns it, where on the documentation text every model this small stays
-# at the unigram guess. The paper ranks models by GLUE/SQuAD/RACE averages after fine-tuning; we rank by
-# held-out MLM accuracy, with the unigram guess as the floor. The curves are the first seed's.
+# depth (4 layers, $H = 64$, masked LM only, the same data and steps). They are an all-shared ALBERT with
+# $E = 16$, the same factorized model with its layers not shared, and BERT (not shared, $E = H$). The paper
+# ranks models by GLUE/SQuAD/RACE averages after fine-tuning; we rank by held-out MLM accuracy, with the
+# unigram guess as the floor. The curves are the first seed's.
+#
+# <details><summary>Seeds, and why chapter 05's language</summary>
+#
+# Each model runs on the first `config.sharing_seeds` seeds of the claims: one in the quick profile, all of
+# them in the full one. These runs read chapter 05's synthetic language rather than the documentation text.
+# Its grammar is regular enough that a 400-step run learns it, where on the documentation text every model
+# this small stays at the unigram guess.
+#
+# </details>
 
 # %%
 profile.expect(
@@ -367,18 +382,25 @@ for pair in make_order_pairs(documents, 8, seed=3):
 #
 # To see Table 5's effect, the text must hold the two cues apart, and the topic must be the easier one, as the
 # paper argues it is in real text. Our *diaries* do this by construction (`lecture_lib/data/diaries.py`).
+#
 # - **Topic.** Each diary is kept by one person of one of eight settings (a farm, a harbour, a school, ...),
-#   about the two things that person looks after; the people, verbs and things of a setting belong to it
-#   alone. A NotNext entry comes from a diary of another setting (as a random document of a large corpus is
-#   almost always about something else), so NSP can be solved by asking whether A and B name the same person
+#   about the two things that person looks after. The people, verbs and things of a setting belong to it
+#   alone. A NotNext entry comes from a diary of another setting, as a random document of a large corpus is
+#   almost always about something else. So NSP can be solved by asking whether A and B name the same person
 #   and things.
 # - **Order.** The entries are dated, among the first ten days of a month, in the order of their dates. Two
 #   entries of one diary share their person and things, so SOP can only be solved by reading the dates.
 #
 # The dates help NSP too, but less: a true continuation is always later, a random entry later about half the
-# time. Each pair is two entries of ten words: 23 positions with [CLS] and the two [SEP], so no pair is
-# truncated and no date cut off. The pair runs use $E = H = 64$, chosen after runs at $E = 16$ learned to match
-# the names of the two segments late or not at all.
+# time. Each pair is two entries of ten words: 23 positions with [CLS] and the two [SEP]. So no pair is
+# truncated and no date cut off.
+#
+# <details><summary>Why the pair runs use E = H</summary>
+#
+# The pair runs use $E = H = 64$, chosen after runs at $E = 16$ learned to match the names of the two segments
+# late or not at all.
+#
+# </details>
 
 # %%
 pair_data = DiaryPairs(config.pairs)
@@ -404,11 +426,16 @@ for diary in diaries(500, seed=0):
 # %% [markdown]
 # Table 5 of the paper pretrains ALBERT-base three times, with MLM only, MLM + NSP and MLM + SOP, and scores
 # each on *both* pair tasks. We pretrain the chapter's small ALBERT with MLM + NSP and with MLM + SOP on the
-# diaries, each on three seeds (the initialisation, the masks and the order of the batches; the pairs are the
-# same), and score each pair head on the same held-out NSP and SOP pairs. The paper's "None" row, MLM only,
-# leaves the pair head untrained, so it scores chance by construction; we do not train it. The trivial
-# baseline of each column is the majority label of its held-out pairs. The six runs go two at a time, one per
-# core.
+# diaries, each on three seeds. Each pair head is scored on the same held-out NSP and SOP pairs. The paper's
+# "None" row, MLM only, leaves the pair head untrained, so it scores chance by construction; we do not train
+# it. The trivial baseline of each column is the majority label of its held-out pairs.
+#
+# <details><summary>What the seeds change</summary>
+#
+# A seed sets the initialisation, the masks and the order of the batches; the pairs are the same. The six runs
+# go two at a time, one per core.
+#
+# </details>
 
 # %%
 profile.expect(
@@ -460,12 +487,13 @@ for task, row in pair_rows.items():
 
 # %% [markdown]
 # Read the table as the paper does. Each model solves its own task. The NSP model scores the majority label on
-# SOP pairs, and the shares above say why: it calls nearly every SOP pair "B follows A", in either order,
-# because both entries name the same person and things. It learned the topic, not the order. The SOP model
-# had no topic to lean on and learned the dates; on NSP pairs it catches the random entries dated before A,
-# which lifts it well above the majority label, though not to the NSP model's level (a random entry dated
-# later than A passes its test). That is the paper's pattern: 52.0% for the NSP model on SOP, 78.9% for the
-# SOP model on NSP.
+# SOP pairs, and the shares above say why. It calls nearly every SOP pair "B follows A", in either order,
+# because both entries name the same person and things. It learned the topic, not the order.
+#
+# The SOP model had no topic to lean on and learned the dates. On NSP pairs it catches the random entries dated
+# before A, which lifts it well above the majority label. It does not reach the NSP model's level, since a
+# random entry dated later than A passes its test. That is the paper's pattern: 52.0% for the NSP model on
+# SOP, 78.9% for the SOP model on NSP.
 
 # %%
 # The NSP head reads the topic: on every seed it calls over 90% of the SOP pairs "B follows A", either order.
@@ -478,9 +506,9 @@ assert all(a > majority[task] + 0.1 for task, row in pair_rows.items() for a in 
 # %% [markdown]
 # ## What we saw
 #
-# Made by the cell below from this run's numbers: the claims and their rules are declared in
-# `lecture_lib/chapters/ch07_albert.py` (`CLAIMS`, `CHECKS`) before anything runs; each verdict follows the rule
-# in its column.
+# Made by the cell below from this run's numbers. The claims and their rules are declared in
+# `lecture_lib/chapters/ch07_albert.py` (`CLAIMS`, `CHECKS`) before anything runs; each verdict follows the
+# rule in its column.
 
 # %%
 from lecture_lib.chapters.ch07_albert import CHECKS, CLAIMS  # noqa: E402
@@ -600,15 +628,16 @@ show_what_we_saw(
 )
 
 # %% [markdown]
-# What did not reproduce, and why. ALBERT-xxlarge's count, 222.6M, is not the paper's 235M, under any counting
+# What did not reproduce, and why. ALBERT-xxlarge's count, 222.6M, is not the paper's 235M under any counting
 # convention (`transformers` lists 223M). Table 4's sharing strategies and the larger-$E$ rows of Table 3 are
-# trained only in the full profile, not measured for this notebook; Table 5's MLM column does not compare
-# (Wikipedia and books against the diaries). Table 5's pattern is judged on a language built to hold topic and
-# order apart, with topic the easier cue, as the paper argues it is in real text: that construction is the
-# caveat. The dates also help NSP (a true continuation is always later); how easily the order can be read
-# decides the result, which exercise 3 lets you see. The paper's gaps are one to three points of a GLUE average
-# after billions of words; ours are accuracies of 4-layer models after a few hundred steps, so only the pattern
-# compares, not the sizes.
+# trained only in the full profile, not measured for this notebook. Table 5's MLM column does not compare
+# (Wikipedia and books against the diaries).
+#
+# Table 5's pattern is judged on a language built to hold topic and order apart, with topic the easier cue,
+# as the paper argues it is in real text. That construction is the caveat. The dates also help NSP (a true
+# continuation is always later), and how easily the order can be read decides the result; exercise 3 lets
+# you see this. The paper's gaps are one to three points of a GLUE average after billions of words. Ours are
+# accuracies of 4-layer models after a few hundred steps, so only the pattern compares, not the sizes.
 #
 # ## Exercises
 #
@@ -641,8 +670,8 @@ show_what_we_saw(
 #
 # Multiply the word table by the projection to get the $V \times H$ matrix the model effectively uses, take its
 # singular values (`torch.linalg.svdvals`) and find the smallest $k$ whose squared values reach 90% of the sum.
-# The solution is `effective_word_table` and `energy_rank` in `lecture_lib/chapters/ch07_albert.py`; section 3's
-# models are `pretrained(run, SyntheticData(chapter_config().sharing))` for its rows, read back from the cache.
+# The solution is `effective_word_table` and `energy_rank` in `lecture_lib/chapters/ch07_albert.py`; the models
+# of section 3 are `pretrained(run, SyntheticData(chapter_config().sharing))` for its rows, read back from the cache.
 #
 # </details>
 #
@@ -662,9 +691,9 @@ show_what_we_saw(
 # <details><summary>Hint</summary>
 #
 # One change of the recipe: `pair_task_grid(chapter_config(pairs=dict(train=dict(steps=2400)), seeds=(0,)))`
-# trains both models for 2,400 steps (new runs: the steps are part of the recipe, so section 4's cached runs are
-# not reused; about twice one seed of section 4). Print its "nsp" row's SOP accuracy and "follows" shares beside
-# section 4's.
+# trains both models for 2,400 steps (new runs: the steps are part of the recipe, so the cached runs of section 4
+# are not reused; about twice one seed of section 4). Print its "nsp" row's SOP accuracy and "follows" shares
+# beside those of section 4.
 #
 # </details>
 #

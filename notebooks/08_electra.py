@@ -15,15 +15,17 @@
 # # 08 · ELECTRA
 #
 # **What you will build.** ELECTRA (Clark et al., 2020) keeps BERT's encoder and changes what it learns
-# from. A small masked LM, the *generator*, fills the masked positions by sampling; the encoder we keep,
-# the *discriminator*, says for every token whether it is the original or a replacement. We write the
-# objective (which positions, what the generator sees, how samples are drawn and labelled, the loss
-# $L_\text{MLM} + 50\,L_\text{Disc}$), the two networks as their difference from BERT, and the pair that
-# shares one embedding module; then we count the compute of both networks with chapter 04's formula and
-# pretrain ELECTRA and masked LM on the same data at the same FLOPs, fine-tuning checkpoints on chapter
-# 05's tasks (the paper's Figure 1 and Table 1 in shape), the efficiency ablation (Table 5) and the
-# generator's size (Figure 3). Our `ElectraForPreTraining` and `ElectraForMaskedLM` are tested equal to
-# `transformers`' in float64 (`tests/models/test_electra.py`).
+# from. A small masked LM, the *generator*, fills the masked positions by sampling. The encoder we keep, the
+# *discriminator*, says for every token whether it is the original or a replacement, so every token carries a
+# loss.
+#
+# We write the objective: which positions, what the generator sees, how samples are drawn and labelled, and
+# the loss $L_\text{MLM} + 50\,L_\text{Disc}$. We build the two networks as their difference from BERT, and
+# the pair that shares one embedding module. Then we count the compute of both networks with chapter 04's
+# formula. We pretrain ELECTRA and masked LM on the same data at the same FLOPs and fine-tune checkpoints on
+# chapter 05's tasks (the paper's Figure 1 and Table 1 in shape). Two more experiments follow at the same
+# compute: the efficiency ablation (Table 5) and the generator's size (Figure 3). Our `ElectraForPreTraining`
+# and `ElectraForMaskedLM` are tested equal to `transformers`' in float64 (`tests/models/test_electra.py`).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/08_electra.ipynb)
 
@@ -106,9 +108,9 @@ tokens = data.tokenizer.convert_ids_to_tokens
 # BERT's loss reads 15% of the positions: the other 85% pass through the whole network, forward and
 # backward, and contribute no loss term of their own. A sequence of 64 tokens gives masked LM about 10
 # predictions and ELECTRA's discriminator 64. The cost of a training step hardly depends on how many
-# positions carry a loss (the encoder runs on all of them either way; only the output layer is saved where
-# nothing is predicted), so the number of learning signals per FLOP is what changes. The masked positions
-# also show the model a [MASK] token that never occurs at fine-tuning time.
+# positions carry a loss. The encoder runs on all of them either way; only the output layer is saved where
+# nothing is predicted. What changes is the number of learning signals per FLOP. The masked positions also
+# show the model a [MASK] token that never occurs at fine-tuning time.
 
 # %%
 batch = data.batch(0)
@@ -134,15 +136,17 @@ assert not (chosen & ~real).any() and not chosen[:, 0].any()  # only real tokens
 # with $D$ the probability of "replaced" (the sign convention of `transformers`; the paper writes $D$ for
 # "original"). The training loss is $L_\text{MLM} + \lambda L_\text{Disc}$, $\lambda = 50$, and no gradient
 # flows through the sampling: the generator learns masked LM by maximum likelihood, not to fool the
-# discriminator. The details, as the authors' code has them: exactly $\text{round}(0.15\,n)$ positions per
-# sequence of $n$ tokens (not BERT's coin flip per position), 85% of them shown to the generator as [MASK]
-# and 15% unchanged, *none* replaced by a random token; and a sample that happens to equal the original is
-# labelled original. We write each step by hand on a toy row, then check the library's functions agree.
+# discriminator.
+#
+# The details follow the authors' code. A sequence of $n$ tokens gets exactly $\text{round}(0.15\,n)$
+# positions, not BERT's coin flip per position. The generator sees 85% of them as [MASK] and 15% unchanged;
+# *none* is replaced by a random token. A sample that happens to equal the original is labelled original. We
+# write each step by hand on a toy row, then check that the library's functions agree.
 
 # %% [markdown]
-# The pipeline on the paper's example sentence (after Clark et al., 2020, Figure 1), bottom to top: two positions
-# masked, the generator's samples written into them (one sample equals the original "the", so its label is
-# original), and the discriminator's label for every token.
+# The pipeline on the paper's example sentence (after Clark et al., 2020, Figure 1), read bottom to top. Two
+# positions are masked, and the generator's samples are written into them. One sample equals the original
+# "the", so its label is original. At the top, the discriminator's label for every token.
 
 # %%
 plots.electra_diagram()
@@ -238,12 +242,18 @@ flipped[1, 8:] = 1 - flipped[1, 8:]
 assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_loss(logits_d, y, mask))
 
 # %% [markdown]
-# Now the pair the chapter trains: a discriminator of two layers of $H = E = 64$ and a generator of a
-# quarter of its width ($H = 16$), pretrained on chapter 05's synthetic language (section 5 says for how
-# long). The cell below pretrains every run of the chapter at once (ELECTRA, masked LM and Table 5's rows,
-# once per seed, and the generator sweep), each on one CPU thread, as many at a time as the machine has cores,
-# each cached; the sections read them. One held-out sequence through the first seed's pair: what the
-# generator saw, what it sampled, the label, and the discriminator's probability of "replaced".
+# Now the pair the chapter trains: a discriminator of two layers of $H = E = 64$, and a generator of a
+# quarter of its width ($H = 16$). Both learn chapter 05's synthetic language; section 5 says for how long.
+# The cell below pretrains every run of the chapter at once, and the later sections read them. Then one
+# held-out sequence goes through the first seed's pair: what the generator saw, what it sampled, the label,
+# and the discriminator's probability of "replaced".
+#
+# <details><summary>Which runs, and how they are scheduled</summary>
+#
+# The runs are ELECTRA, masked LM and Table 5's rows, once per seed, and the generator sweep. Each trains on
+# one CPU thread, as many at a time as the machine has cores, and each is cached.
+#
+# </details>
 
 # %%
 profile.expect(50, "Pretraining every run of the chapter, as many at a time as there are CPU cores")
@@ -266,8 +276,8 @@ assert all(t["replaced"] == int(t["original"] != t["corrupted"]) for t in walk)
 # %% [markdown]
 # ## 4. Sharing embeddings
 #
-# The paper shares the token and position embeddings of the two networks (the authors' code shares the
-# whole embedding module: segment table and LayerNorm too); the generator's output matrix is its token
+# The paper shares the token and position embeddings of the two networks; the authors' code shares the
+# whole embedding module, segment table and LayerNorm too. The generator's output matrix is its token
 # table, so it is the shared table as well. Sharing is one module object used by both networks: one set of
 # Parameters, updated by both losses. The discriminator alone would update only the embeddings of the
 # tokens it sees; through the generator's softmax every token's embedding gets a gradient at every step.
@@ -299,15 +309,22 @@ for half in hf_halves:
 # ## 5. Matched compute
 #
 # Chapter 04 counted training compute as $6N + 12LTH$ FLOPs per token (forward and backward), $N$ the weights
-# of the matrix products a token passes through. How we match the compute: an ELECTRA step costs the
-# generator's forward and backward pass (its output matrix on the masked 15% only) *plus* the discriminator's
-# (a head of $H^2 + H$ on every token); a masked-LM step costs one network of the discriminator's size with a
-# generator head on the masked 15%. The budget is what ELECTRA's steps cost; every run gets the steps the
-# budget pays for, so masked LM, cheaper per step, gets more of them. Every sequence is counted at the full
-# length $T$, for every run alike, although each batch is cut after its longest row: the columns cut off are
-# padding, which no attention and no loss reads, so they would change no output. The cell prints each network's
-# count per token, the steps and the FLOPs each run spends; first the formula against chapter 04's for a BERT of
-# the same sizes.
+# of the matrix products a token passes through. An ELECTRA step costs the generator's forward and backward
+# pass, with its output matrix on the masked 15% only. It costs the discriminator's *as well*, with a head of
+# $H^2 + H$ on every token. A masked-LM step costs one network of the discriminator's size, with a generator
+# head on the masked 15%. The budget is what ELECTRA's steps cost. Every run gets the steps the budget pays
+# for, so masked LM, cheaper per step, gets more of them.
+#
+# The cell first checks the formula against chapter 04's for a BERT of the same sizes. Then it prints each
+# network's count per token, and the steps and FLOPs each run spends.
+#
+# <details><summary>Why padding does not change the count</summary>
+#
+# Every sequence is counted at the full length $T$, for every run alike, although each batch is cut after its
+# longest row. The columns cut off are padding, which no attention and no loss reads, so they would change no
+# output.
+#
+# </details>
 
 # %%
 sizes = config.model
@@ -339,23 +356,38 @@ assert electra_training_flops_per_token(sizes, T, "generator") == training_flops
 assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  # the same compute, within a step
 
 # %% [markdown]
-# The headline experiment, repeated over seeds. For each seed both runs draw their initialisation, batch
-# order, masked positions and samples from it, and the two read the same batches with the same masked
-# positions; the language, the documents and the task examples are the same for every seed. We keep copies of
-# the encoder at fractions of the budget (as the paper's "x% trained" rows, from one run, so the learning-rate
-# schedule is the whole run's), fine-tune each copy on chapter 05's NER task (its test sentences name only
-# people whom pretraining, and not fine-tuning, has shown: the task reads what pretraining learned about every
-# token), each with the seed's fine-tuning seed, and report the mean and spread (standard deviation) over
-# seeds. A model fine-tuned from random weights marks the floor. The paper's claim is judged at the budgets
-# below the whole one, where its Figure 1 shows the widest gap: the fewer the steps, the more a loss on every
-# token should count. Below the table, what ELECTRA's discriminator has learned at each checkpoint (the whole
-# pair as it was at that share of its run, on held-out batches): its recall on replacements (the share of the
-# replaced tokens that it calls replaced); the same recall on the replacements by a word that occurs in the
-# pretraining text (the generator also samples entries of the vocabulary that the text never uses, and those
-# the token alone gives away: only a word of the text has to be judged by its context); and its held-out loss
-# per token against the loss of a constant guess at the share of tokens replaced (the entropy of that share):
-# the share of the constant guess's loss it has removed is how much of the per-token signal it has turned into
-# knowledge. Beside them, ELECTRA's lead over masked LM at that checkpoint.
+# The headline experiment, repeated over seeds. We keep copies of the encoder at fractions of the budget, as
+# the paper's "x% trained" rows do. Each copy is fine-tuned on chapter 05's NER task. Its test sentences name
+# only people whom pretraining, and not fine-tuning, has shown, so the task reads what pretraining learned
+# about every token. We report the mean and spread (standard deviation) over seeds. A model fine-tuned from
+# random weights marks the floor.
+#
+# The paper's claim is judged at the budgets below the whole one, where its Figure 1 shows the widest gap: the
+# fewer the steps, the more a loss on every token should count. A second table shows what ELECTRA's
+# discriminator has learned at each checkpoint, beside ELECTRA's lead over masked LM there.
+#
+# <details><summary>What a seed fixes, and what the checkpoints are</summary>
+#
+# For each seed both runs draw their initialisation, batch order, masked positions and samples from it. The
+# two read the same batches with the same masked positions. The language, the documents and the task examples
+# are the same for every seed. The checkpoints all come from one run, so the learning-rate schedule is the
+# whole run's. Each copy is fine-tuned with the seed's fine-tuning seed.
+#
+# </details>
+#
+# <details><summary>The discriminator's columns</summary>
+#
+# Each row measures the whole pair as it was at that share of its run, on held-out batches. *Recall on
+# replacements* is the share of the replaced tokens that it calls replaced. *By words of the text* is the same
+# recall on the replacements by a word that occurs in the pretraining text. The generator also samples entries
+# of the vocabulary that the text never uses, and the token alone gives those away. Only a word of the text
+# has to be judged by its context.
+#
+# *Guess loss removed* sets its held-out loss per token against the loss of a constant guess at the share of
+# tokens replaced (the entropy of that share). The share of the guess's loss it has removed is how much of the
+# per-token signal it has turned into knowledge.
+#
+# </details>
 
 # %%
 profile.expect(20, "Fine-tuning each checkpoint of ELECTRA and masked LM, as many at a time as there are CPU cores")
@@ -484,14 +516,17 @@ assert all(end > start for end, start in zip(text_recall[1.0], text_recall[confi
 # Where does ELECTRA's gain come from? Table 5 separates the two changes: learning from all tokens, and
 # never showing [MASK] to the network that is kept.
 #
-# - **ELECTRA 15%**: the discriminator's loss on the masked positions only (the same inputs);
-# - **Replace MLM**: masked LM whose masked positions hold generator samples instead of [MASK];
+# - **ELECTRA 15%**: the discriminator's loss on the masked positions only (the same inputs).
+#
+# - **Replace MLM**: masked LM whose masked positions hold generator samples instead of [MASK].
+#
 # - **All-Tokens MLM**: Replace MLM predicting every token, with a copy mechanism
-#   $p(x_t) = D_t\,\mathbb 1[x_t = \text{input}_t] + (1 - D_t)\,\text{softmax}(\ell_t)[x_t]$;
+#   $p(x_t) = D_t\,\mathbb 1[x_t = \text{input}_t] + (1 - D_t)\,\text{softmax}(\ell_t)[x_t]$.
+#
 # - **BERT**: masked LM as in section 5.
 #
-# Every row gets the same FLOP budget and the same seeds as section 5 (the FLOPs of each row are in the table).
-# Below the table, the share of the masked positions whose token the generator replaced: the share of
+# Every row gets the same FLOP budget and the same seeds as section 5; the table gives each row's FLOPs. The
+# cell also prints the share of the masked positions whose token the generator replaced. That is the share of
 # ELECTRA 15%'s labels that say "replaced".
 
 # %%
@@ -529,16 +564,25 @@ assert all(abs(runs[config.seeds[0]].flops / budget(config) - 1) < 0.01 for runs
 # %% [markdown]
 # ## 7. The generator's size
 #
-# A generator as large as the discriminator makes the task too hard: most samples are plausible, and the
-# discriminator spends its capacity on them (and the pair costs twice as much). The paper found a quarter
+# A generator as large as the discriminator makes the task too hard. Most of its samples are plausible, and
+# the discriminator spends its capacity on them; the pair also costs twice as much. The paper found a quarter
 # to a half of the discriminator's width best, and a unigram generator (tokens drawn by frequency, nothing
-# learned) clearly worse. Each size here spends the same FLOPs, so a larger generator means fewer steps, and
-# the unigram generator, which costs nothing, the most. The quick profile compares the sizes below on the first
-# seed (`config.sweep_seeds`); the full profile adds 1/8, 1/2 and 1, each on every seed. Beside each score, what the generator gives the discriminator to learn
-# from: its accuracy at the masked positions (the unigram generator's is the most frequent token's), and the
-# trained discriminator's recall on its replacements. (The authors' rule gives a generator a feed-forward layer
-# of 4 x its width; our quick discriminator has 2 x, so at size 1 its generator would be the discriminator with
-# a feed-forward layer twice as wide.)
+# learned) clearly worse. Each size here spends the same FLOPs. So a larger generator means fewer steps, and
+# the unigram generator, which costs nothing, gets the most.
+#
+# Beside each score, the table shows what the generator gives the discriminator to learn from. One column is
+# its accuracy at the masked positions; the unigram generator's is the most frequent token's. The other is the
+# trained discriminator's recall on its replacements.
+#
+# <details><summary>Which sizes run, and their feed-forward width</summary>
+#
+# The quick profile compares the sizes in the table on the first seed (`config.sweep_seeds`). The full profile
+# adds 1/8, 1/2 and 1, each on every seed.
+#
+# The authors' rule gives a generator a feed-forward layer of 4 x its width. Our quick discriminator has 2 x,
+# so at size 1 its generator would be the discriminator with a feed-forward layer twice as wide.
+#
+# </details>
 
 # %%
 profile.expect(10, "Fine-tuning the generator sweep's runs")
@@ -583,9 +627,9 @@ show_reproduction(
 # %% [markdown]
 # ## What we saw
 #
-# Made by the cell below from this run's numbers: the claims and their rules are declared in
+# The cell below makes this table from this run's numbers. The claims and their rules are declared in
 # `lecture_lib/chapters/ch08_electra.py` (`CLAIMS`, `CHECKS`) before anything runs. Each score is a model
-# fine-tuned on one task of 400 test sentences, once per pretraining seed; each verdict follows the rule in its
+# fine-tuned on one task of 400 test sentences, once per pretraining seed. Each verdict follows the rule in its
 # column.
 
 # %%
@@ -694,13 +738,16 @@ show_what_we_saw(
 )
 # %% [markdown]
 # What did and did not reproduce, and why. The paper's Figure 1 gap needs a discriminator that judges words by
-# their context. Ours trains for a few hundred steps of 24 sequences, what two CPU cores give a notebook:
-# at the judged checkpoints it finds few of the replacements by words of the text, and by the end it removes only
-# a small share of a constant guess's loss: undertrained, while masked LM learns which token fits where from its
-# first steps. ELECTRA 15%'s labels are almost all "replaced", so its loss teaches little: a
-# degenerate baseline. All-Tokens MLM's 600-way softmax on every position costs
-# it steps at equal FLOPs; Replace MLM reads the generator's samples, nearly all wrong at our scale. Unigram
-# replacements are easier and cost nothing: what an undertrained discriminator learns most from.
+# their context. Ours trains for a few hundred steps of 24 sequences, what two CPU cores give a notebook. At
+# the judged checkpoints it finds few of the replacements by words of the text. By the end it removes only a
+# small share of a constant guess's loss. It is undertrained, while masked LM learns which token fits where
+# from its first steps.
+#
+# In Table 5, ELECTRA 15%'s labels are almost all "replaced", so its loss teaches little: a degenerate
+# baseline. All-Tokens MLM's 600-way softmax on every position costs it steps at equal FLOPs. Replace MLM
+# reads the generator's samples, nearly all wrong at our scale. In Figure 3, unigram replacements are easier
+# and cost nothing: what an undertrained discriminator learns most from.
+#
 # The full profile (`LECTURE_PROFILE=full`, a GPU) was not run for this notebook.
 #
 # ## Exercises
@@ -742,10 +789,10 @@ show_what_we_saw(
 # <details><summary>Expected outcome</summary>
 #
 # At the kept positions the generator sees the true token, and a generator that has learned to copy its input is
-# right at all of them, far more often than at `[MASK]`, where it is right on the share printed in section 7's
-# table. A discriminator could learn that a chosen position whose input token is real is "original" and so learn
-# little there; measuring the two rates on section 7's trained generator says how much of the 15% is such free
-# labels.
+# right at all of them, far more often than at `[MASK]`, where its accuracy is the one in the table of
+# section 7. A discriminator could learn that a chosen position whose input token is real is "original", and
+# so learn little there. Measuring the two rates on the trained generator of section 7 says how much of the 15%
+# is such free labels.
 #
 # </details>
 #

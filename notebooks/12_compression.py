@@ -14,16 +14,19 @@
 # %% [markdown]
 # # 12 · Compression: distillation, quantization, pruning
 #
-# **What you will build.** A trained BERT is big and slow for what it does; this chapter makes one smaller in
-# the three ways the Primer in BERTology (Rogers et al., 2020) sorts its Table 1 by. *Distillation* (Hinton et
-# al., 2015; Sanh et al., 2019): a student with half the layers, started from every other layer of the teacher
-# and trained on the teacher's softened predictions. *Quantization* (Zafrir et al., 2019): weights and
-# activations stored as 8-bit (or fewer) integers, with real integer matrix products. *Pruning* (Han et al.,
-# 2015; Michel et al., 2019): weights, heads, neurons and layers removed. And from the table's "other" rows,
-# ALBERT's *sharing* (Lan et al., 2020): one layer applied at every depth, the embeddings factorised. Every method is written from its
-# equation in `lecture_lib.compression`; our `DistilBertModel`, `DistilBertForMaskedLM` and
-# `DistilBertForSequenceClassification` are tested equal to `transformers`' in float64
-# (`tests/models/test_distilbert.py`). The chapter ends with the Primer's compression table at small scale.
+# **What you will build.** A trained BERT is big and slow for what it does. This chapter makes one smaller in
+# the three ways the Primer in BERTology (Rogers et al., 2020) sorts its Table 1 by, and ends with the Primer's
+# compression table at small scale.
+#
+# *Distillation* (Hinton et al., 2015; Sanh et al., 2019) trains a student with half the layers, started from
+# every other layer of the teacher, on the teacher's softened predictions. *Quantization* (Zafrir et al., 2019)
+# stores weights and activations as 8-bit (or fewer) integers, with real integer matrix products. *Pruning* (Han
+# et al., 2015; Michel et al., 2019) removes weights, heads, neurons and layers. From the table's "other" rows
+# comes ALBERT's *sharing* (Lan et al., 2020): one layer applied at every depth, the embeddings factorised.
+#
+# Every method is written from its equation in `lecture_lib.compression`. Our `DistilBertModel`,
+# `DistilBertForMaskedLM` and `DistilBertForSequenceClassification` are tested equal to `transformers`' in
+# float64 (`tests/models/test_distilbert.py`).
 #
 # [Open this notebook in Colab](https://colab.research.google.com/github/transformers-bert-course/course/blob/main/notebooks/12_compression.ipynb)
 
@@ -112,11 +115,11 @@ def parameters(model):
 # %% [markdown]
 # ## 1. The teacher and its task
 #
-# The teacher is chapter 05's BERT of the synthetic language (in the quick profile 4 layers of width 64), fine-tuned
-# on one of chapter 05's tasks: **acceptability** (is the sentence grammatical? a CoLA-like task, scored by
-# accuracy on sentences about people the fine-tuning never saw). We pick it because it is not solved: the
-# entailment task is answered perfectly by every model of this chapter, so it could not tell a good student from a
-# bad one. Every score below is a percentage of this teacher's, as the Primer's "performance" column is.
+# The teacher is chapter 05's BERT of the synthetic language (in the quick profile 4 layers of width 64). It is
+# fine-tuned on one of chapter 05's tasks, **acceptability**: is the sentence grammatical? This CoLA-like task is
+# scored by accuracy on sentences about people the fine-tuning never saw. We pick it because it is not solved:
+# every model of this chapter answers the entailment task perfectly, so that task could not tell a good student
+# from a bad one. Every score below is a percentage of this teacher's, as the Primer's "performance" column is.
 #
 # If chapter 05's BERT is not in the cache yet it is pretrained first: about 75 s of one CPU core.
 
@@ -143,9 +146,9 @@ assert teacher_score > majority + 10  # the teacher learned the task: there is s
 # $$p_i(T) = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)},$$
 #
 # and train the student's softened distribution q(T) towards the teacher's p(T): the loss is
-# $T^2 \cdot \mathrm{KL}(p(T)\,\|\,q(T))$. Below, the teacher's MLM prediction at T = 1, 2, 4 for the masked word it
-# is surest of among 64 sentences (the code picks it): the higher T, the more of the ranking below the top word
-# the student gets to see. The top word's probability at each T is printed below the figure.
+# $T^2 \cdot \mathrm{KL}(p(T)\,\|\,q(T))$. Below is the teacher's MLM prediction at T = 1, 2, 4 for the masked
+# word it is surest of among 64 sentences (the code picks it). The higher T, the more of the ranking below the top
+# word the student gets to see. The code also prints the top word's probability at each T.
 
 # %%
 masked_position = 3
@@ -211,8 +214,8 @@ assert norms[8][1] < norms[4][1] / 3.5  # unscaled: falls about fourfold
 # %% [markdown]
 # ## 3. A DistilBERT-style student
 #
-# DistilBERT (Sanh et al., 2019) is BERT with half the layers, **no segment embeddings and no pooler**; it starts
-# from the teacher's weights "taking one layer out of two" (for BERT-base, layers 0, 2, 4, 7, 9 and 11) and is
+# DistilBERT (Sanh et al., 2019) is BERT with half the layers, **no segment embeddings and no pooler**. It starts
+# from the teacher's weights "taking one layer out of two" (for BERT-base, layers 0, 2, 4, 7, 9 and 11). It is
 # trained on the pretraining text with three losses: the soft targets at T = 2, the masked-LM loss on the true
 # tokens, and a cosine loss pulling its last hidden states towards the teacher's,
 #
@@ -253,14 +256,22 @@ print(
 )
 
 # %% [markdown]
-# Now the distillation runs, and DistilBERT's Table 4 ablations, each labelled as the paper labels it: the
+# Now the distillation runs, with DistilBERT's Table 4 ablations. Each is labelled as the paper labels it: the
 # three loss terms in the order $L_{ce}$, $L_{cos}$, $L_{mlm}$, with ∅ where a term is dropped, and the triple
 # loss from a random initialisation. Each student is then fine-tuned on the task with the teacher's budget.
-# Every row runs on three seeds (the distillation's batches and masking, and the fine-tuning's order); so do
-# the baseline that matters most, the student **copied from the teacher and fine-tuned without any
-# distillation**, and the floor, the same student drawn at random and fine-tuned with **no pretraining** at all. A `width = 0.5` student (half of every width, randomly initialised, TinyBERT-like; one seed)
-# joins the compression table at the end; it cannot use L_cos (the widths differ). About a minute on one CPU
-# core the first time (cached afterwards).
+#
+# Two more students run beside them. The baseline that matters most is the student **copied from the teacher
+# and fine-tuned without any distillation**. The floor is the same student drawn at random and fine-tuned with
+# **no pretraining** at all. Every row runs on three seeds. About a minute on one CPU core the first time
+# (cached afterwards).
+#
+# <details><summary>What the seeds vary, and a narrower student</summary>
+#
+# A seed sets the distillation's batches and masking, and the fine-tuning's order. A `width = 0.5` student (half
+# of every width, randomly initialised, TinyBERT-like; one seed) joins the compression table at the end. It
+# cannot use L_cos, because the widths differ.
+#
+# </details>
 
 # %%
 profile.expect(80, "Distilling sixteen students (the first time; then they load from the cache)")
@@ -321,9 +332,9 @@ show_reproduction(
 )
 # %% [markdown]
 # What the seeds say at this scale. The random initialisation is the one ablation that costs more than the
-# seeds' spread, as the paper's −3.69 is its largest row (the Δ per seed are printed in the table). The loss
-# terms' differences are within what the seeds move: the paper's −2.96 for dropping L_ce and −1.46 for dropping
-# L_cos are GLUE averages over eight tasks, and our single 400-sentence test set cannot resolve a point.
+# seeds' spread, as the paper's −3.69 is its largest row (the table gives the Δ per seed). The loss terms'
+# differences are within what the seeds move. The paper's −2.96 for dropping L_ce and −1.46 for dropping L_cos
+# are GLUE averages over eight tasks, and our single 400-sentence test set cannot resolve a point.
 #
 # The copied student is the harder baseline: fine-tuned without any distillation, it scores about what the
 # distilled students score. Distillation does what it optimises, which we can measure: the share of masked
@@ -341,19 +352,19 @@ assert min(distilled_mlm) > copied_mlm + 5  # distillation restores what the dro
 
 # %% [markdown]
 # The copy loses much of the teacher's masked-word accuracy when it drops half the layers, and the short
-# distillation wins it all back (printed above): the student imitates the teacher's predictions. The task,
-# though, is fine-tuned on a thousand labelled sentences, and that fine-tuning gives the copied student what
-# the task needs whatever its masked-word accuracy: what acceptability asks of the encoder is within reach of
-# two layers (the teacher is only a few points ahead of the copy). DistilBERT's gain over a copy comes on
-# GLUE, whose tasks need what the full model learned in pretraining more than their fine-tuning data can
-# teach; at this size the fine-tuning data suffices, so "distillation beats the copy" does not reproduce.
+# distillation wins it all back: the student imitates the teacher's predictions. The task, though, is
+# fine-tuned on a thousand labelled sentences. That fine-tuning gives the copied student what the task needs,
+# whatever its masked-word accuracy. What acceptability asks of the encoder is within reach of two layers (the
+# teacher is only a few points ahead of the copy). DistilBERT's gain over a copy comes on GLUE, whose tasks need
+# what the full model learned in pretraining more than their fine-tuning data can teach. At this size the
+# fine-tuning data suffices, so "distillation beats the copy" does not reproduce.
 #
 # ### Dark knowledge
 #
 # Hinton et al.'s argument for soft targets is strongest with little data: a soft target says, for each training
 # input, how much it resembles each class, which a hard label cannot. We fine-tune the copied student on only the
-# first 64 (then 256) labelled sentences, once on their true labels and once on the fine-tuned teacher's soft
-# targets at T = 2, for 50 steps at the same learning rate. About 3 s on one CPU core.
+# first 64 (then 256) labelled sentences, for 50 steps at the same learning rate. It learns once from their true
+# labels and once from the fine-tuned teacher's soft targets at T = 2. About 3 s on one CPU core.
 
 # %%
 print("examples   hard labels   teacher's soft targets")
@@ -365,27 +376,36 @@ for n in config.dark_knowledge_examples:
 
 # %% [markdown]
 # On this task the two stay within a few points of each other, and a change of fine-tuning seed can swap their
-# order: a binary task whose teacher is itself only about 80% right has little dark knowledge to pass on. Hinton et al.'s striking case (a speech model trained on 3% of the data
-# that keeps most of its accuracy with soft targets, and overfits with hard ones) had thousands of classes.
+# order. A binary task whose teacher is itself only about 80% right has little dark knowledge to pass on. Hinton
+# et al.'s striking case had thousands of classes: a speech model trained on 3% of the data keeps most of its
+# accuracy with soft targets, and overfits with hard ones.
 #
 # ### ALBERT-style sharing
 #
-# ALBERT (Lan et al., 2020; chapter 07) saves parameters in the two places where BERT spends them: one layer is held
-# once and applied at every depth, and the V × H token table becomes a V × E table times an E × H projection. Chapter
-# 07 pretrains its ALBERTs from scratch; here we cut one out of the teacher, as DistilBERT is cut out of BERT. The
-# shared layer is a copy of one teacher layer (the last; we tried the first and the last, and neither was ahead on all
-# of three seeds). The token table W becomes its best rank-E approximation, from the truncated singular value
-# decomposition $W = U S V^\top$:
+# ALBERT (Lan et al., 2020; chapter 07) saves parameters in the two places where BERT spends them. One layer is
+# held once and applied at every depth, and the V × H token table becomes a V × E table times an E × H projection.
+# Chapter 07 pretrains its ALBERTs from scratch; here we cut one out of the teacher, as DistilBERT is cut out of
+# BERT. The shared layer is a copy of the teacher's last layer. The token table W becomes its best rank-E
+# approximation, from the truncated singular value decomposition $W = U S V^\top$:
 #
 # $$W \approx A B, \quad A = U_E S_E \;(V \times E), \quad B = V_E^\top \;(E \times H), \qquad
 # \lVert W - A B \rVert_F = \sqrt{\textstyle\sum_{i > E} \sigma_i^2},$$
 #
-# and by Eckart and Young (1936) no rank-E product is closer. The position and segment tables are projected on the
-# same E directions ($P B^\top$); the projection back to H is $B^\top$, scaled by the teacher's embedding LayerNorm
-# gain and by $\sqrt{H/E}$ (a LayerNorm over E coordinates divides by a standard deviation that much larger), and the
-# MLM head's first matrix is projected the same way. Then the student is distilled with the triple loss (its width is
-# the teacher's, so L_cos applies) and fine-tuned, as the DistilBERT-style students were. E is 16, chapter 07's
-# choice. First the two facts the initialisation rests on, by hand:
+# and by Eckart and Young (1936) no rank-E product is closer. Then the student is distilled with the triple loss
+# (its width is the teacher's, so L_cos applies) and fine-tuned, as the DistilBERT-style students were. E is 16,
+# chapter 07's choice.
+#
+# <details><summary>The rest of the initialisation</summary>
+#
+# The position and segment tables are projected on the same E directions ($P B^\top$). The projection back to H
+# is $B^\top$, scaled by the teacher's embedding LayerNorm gain and by $\sqrt{H/E}$: a LayerNorm over E
+# coordinates divides by a standard deviation that much larger. The MLM head's first matrix is projected the same
+# way. Which teacher layer to share was a choice: the first and the last were both run on three seeds, and
+# neither was ahead on all of them, so the student keeps the last.
+#
+# </details>
+#
+# First the two facts the initialisation rests on, by hand:
 
 # %%
 embedding_size = 16
@@ -443,17 +463,24 @@ print(
 )
 
 # %% [markdown]
-# A quarter of the teacher's parameters, no accuracy lost, and no time saved: the four layers still run, each of the
-# teacher's size, so a batch takes the teacher's time (timings are printed, never asserted). That is the Primer's
-# point about ALBERT: sharing saves parameters, not computation. As for the accuracy, the student can even score
-# *above* its teacher (the line printed above says where this run's landed). Distillation matters here, where it
-# did not for the DistilBERT-style copy: the student's start is only an approximation of the teacher (the embedding
-# LayerNorm now normalises 16 coordinates, and the MLM head's activation comes after the projection, not before),
-# and the teacher's predictions repair it; fine-tuning it straight from that start (not run here) is the
-# comparison to make. Why it can beat the teacher we did not test; a guess is that one layer applied four times is
-# a strong constraint on a task learned from 1,000 sentences. ALBERT's own rows are not this:
-# ALBERT-base, pretrained from scratch at BERT-base's width, keeps 97% of BERT-base's scores in the Primer's table
-# (section 7 sets it beside ours).
+# A quarter of the teacher's parameters, no accuracy lost, and no time saved. The four layers still run, each of
+# the teacher's size, so a batch takes the teacher's time (timings are printed, never asserted). That is the
+# Primer's point about ALBERT: sharing saves parameters, not computation. As for the accuracy, the student can
+# even score *above* its teacher; the line above says where this run's landed.
+#
+# Distillation matters here, where it did not for the DistilBERT-style copy. The student's start is only an
+# approximation of the teacher, and the teacher's predictions repair it. ALBERT's own rows are not this:
+# ALBERT-base, pretrained from scratch at BERT-base's width, keeps 97% of BERT-base's scores in the Primer's
+# table, which the compression table at the end sets beside ours.
+#
+# <details><summary>Where the start differs, and open questions</summary>
+#
+# Two things change in the cut: the embedding LayerNorm now normalises 16 coordinates, and the MLM head's
+# activation comes after the projection, not before. Fine-tuning the student straight from that start (not run
+# here) is the comparison to make. Why it can beat the teacher we did not test. A guess is that one layer applied
+# four times is a strong constraint on a task learned from 1,000 sentences.
+#
+# </details>
 
 # %% [markdown]
 # ## 4. Quantization from scratch
@@ -552,15 +579,15 @@ for name, values in int8_scores.items():
 per_tensor = int8_scores["int8 per tensor (Q8BERT)"]
 
 # %% [markdown]
-# Per tensor is as good as per channel on this model's accuracy, and both are within two points of the float
-# teachers on every seed (printed above), as Q8BERT reports for BERT-base (at most 1.32% relative, on
-# RTE). The logits tell the schemes apart: per-tensor rounding moves them more than per-channel, because one
-# scale must cover the largest weight of the whole matrix and the loudest token of the batch, so most values
-# get fewer integer levels; PyTorch's dynamic layers, per tensor too, move them the most of the three. A classifier's decision survives that; Q8BERT adds quantization-aware training
-# (section 5) for what it does not.
+# Per tensor is as good as per channel on this model's accuracy. Both are within two points of the float teachers
+# on every seed, as Q8BERT reports for BERT-base (at most 1.32% relative, on RTE). The logits tell the schemes
+# apart: per-tensor rounding moves them more than per-channel. One scale must cover the largest weight of the
+# whole matrix and the loudest token of the batch, so most values get fewer integer levels. PyTorch's dynamic
+# layers, per tensor too, move them the most of the three. A classifier's decision survives that; for what it
+# does not survive, Q8BERT adds quantization-aware training, the next section.
 
 # %% [markdown]
-# **How few bits?** Seed 002's "8bit, 3bit, 1bit": every linear layer's weights rounded to b bits per output channel
+# **How few bits?** Eight, three, one: every linear layer's weights rounded to b bits per output channel
 # (1 bit: sign × mean |W|), the activations left in float, no retraining.
 
 # %%
@@ -582,12 +609,12 @@ assert abs(bit_scores[8] - teacher_score) <= 2.0
 # %% [markdown]
 # ## 5. Quantization-aware training
 #
-# Q8BERT (Zafrir et al., 2019) fine-tunes with the quantization in the loop: the forward pass uses $\hat W$ and
-# $\hat x$ (*fake* quantization: the rounded values, still as floats), and the backward pass treats the rounding as
+# Q8BERT (Zafrir et al., 2019) fine-tunes with the quantization in the loop. The forward pass uses $\hat W$ and
+# $\hat x$ (*fake* quantization: the rounded values, still as floats). The backward pass treats the rounding as
 # the identity, the straight-through estimator (gradient 1 inside the clipping range, 0 outside). The activations'
 # range is a moving average of max |x| seen in training. We fine-tune the pretrained BERT that way at 8 bits (the
-# full profile adds a run at 4), with the teacher's budget, and compare with rounding the float teacher afterwards
-# (post-training quantization). About 5 s on one CPU core.
+# full profile adds a run at 4), with the teacher's budget. We compare it with rounding the float teacher
+# afterwards (post-training quantization). About 5 s on one CPU core.
 
 # %%
 qat_scores = {bits: headline_score(qat_model(pretrained, task, bits, config), task) for bits in config.qat_bits}
@@ -670,24 +697,29 @@ print(
 )
 
 # %% [markdown]
-# Removing every other layer collapses the accuracy towards the majority class (printed above), while the
-# copied student of section 3, made of the *same* layers of the pretrained model, scores close to the teacher
-# once it is fine-tuned. The cut is not what fails; it is using the cut model without retraining. Each kept
-# layer now reads the output of a layer two steps down, which it never saw in training, and the classifier
-# reads the output of the layer it was not trained on: the errors compound through the depth. Fan et al.'s
-# (2019) LayerDrop trains with random layers dropped so that such a cut works without retraining; Sanh et
-# al. (2019) distil the cut model. Removing heads or neurons takes out a small part of each layer's sum, and
-# the residual stream carries the rest, so those cuts degrade gently.
+# Removing every other layer collapses the accuracy towards the majority class. Yet the copied student of
+# section 3, made of the *same* layers of the pretrained model, scores close to the teacher once it is
+# fine-tuned. The cut is not what fails; it is using the cut model without retraining. Each kept layer now reads
+# the output of a layer two steps down, which it never saw in training. The classifier reads the output of a
+# layer it was not trained on, and the errors compound through the depth. Fan et al.'s (2019) LayerDrop trains
+# with random layers dropped so that such a cut works without retraining; Sanh et al. (2019) distil the cut
+# model. Removing heads or neurons takes out a small part of each layer's sum, and the residual stream carries
+# the rest, so those cuts degrade gently.
 
 # %% [markdown]
 # Latency, on batches of 32 test examples, one CPU thread; the median of repeated runs. Only the structured cuts
-# can be faster on dense kernels; the magnitude-pruned model multiplies its zeros. (Timings are printed, never
-# asserted: they depend on the machine, and on a small model the Python around each layer weighs as much as the
-# products.)
+# can be faster on dense kernels; the magnitude-pruned model multiplies its zeros.
 #
-# At BERT-base's sizes, where the products dominate, `python -m lecture_lib.bench compression` times one 768 × 3072
-# feed-forward matrix the same ways: float32, our int8 layer (integer products), half the weights zero, half the
-# neurons removed, and PyTorch's own dynamic int8 layer for reference.
+# <details><summary>Reading the timings, and a benchmark at BERT-base's sizes</summary>
+#
+# Timings are printed, never asserted. They depend on the machine, and on a small model the Python around each
+# layer weighs as much as the products.
+#
+# At BERT-base's sizes, where the products dominate, `python -m lecture_lib.bench compression` times one 768 ×
+# 3072 feed-forward matrix the same ways. It runs float32, our int8 layer (integer products), half the weights
+# zero, half the neurons removed, and PyTorch's own dynamic int8 layer for reference.
+#
+# </details>
 
 # %% tags=["wall-clock"]
 speed = latencies(
@@ -708,15 +740,25 @@ plt.show()
 # %% [markdown]
 # ## 7. The compression table
 #
-# The Primer's columns: **compression** = the teacher's stored bytes over the model's (parameters for the students
-# and the structured cuts, int8 or 4-bit storage for the quantized rows, and for magnitude pruning the linear
-# weights in compressed sparse rows: every kept weight with its column index, and an offset per row, so the
-# indices take back part of what the zeros saved); **performance** = accuracy as % of the teacher's;
-# **speed-up** = the teacher's latency over the model's, batch 1, one CPU thread, this machine. The ALBERT-style row
-# is the one to read against its speed-up: it stores about a quarter of the teacher's bytes but still runs four
-# layers of the teacher's width, so on a batch of 32 it takes the teacher's time (section 3); at batch 1 it can come
-# out a little ahead, from less Python around the same products, not from fewer products. The Primer's (Rogers et al., 2020) ×5.6 for
-# ALBERT-base is training throughput against BERT-large (chapter 07), not inference against BERT-base.
+# The Primer's columns:
+#
+# - **compression** = the teacher's stored bytes over the model's;
+# - **performance** = accuracy as % of the teacher's;
+# - **speed-up** = the teacher's latency over the model's, batch 1, one CPU thread, this machine.
+#
+# The ALBERT-style row is the one to read against its speed-up. It stores about a quarter of the teacher's bytes
+# but still runs four layers of the teacher's width, so on a batch of 32 it takes the teacher's time. At batch 1
+# it can come out a little ahead, from less Python around the same products, not from fewer products. The
+# Primer's (Rogers et al., 2020) ×5.6 for ALBERT-base is training throughput against BERT-large (chapter 07),
+# not inference against BERT-base.
+#
+# <details><summary>How the bytes are counted</summary>
+#
+# The students and the structured cuts count their parameters; the quantized rows count int8 or 4-bit storage.
+# Magnitude pruning stores the linear weights in compressed sparse rows: every kept weight with its column index,
+# and an offset per row. So the indices take back part of what the zeros saved.
+#
+# </details>
 
 # %% tags=["wall-clock"]
 teacher_bytes = model_bytes(teacher)
@@ -917,14 +959,14 @@ show_what_we_saw(
 #
 # Build the recipe, pass it to `distilled_student` and `student_on_task`; rerun `student_on_task` with
 # `config.finetune.seed` set to 1 and 2 for the spread. For the factor, `soft_gradient_norm(student_logits,
-# teacher_logits, t, scaled=False)` of `lecture_lib.compression.distillation` on section 2's logits.
+# teacher_logits, t, scaled=False)` of `lecture_lib.compression.distillation` on the random logits of the T² check.
 #
 # </details>
 #
 # <details><summary>Expected outcome</summary>
 #
 # The T² factor is what keeps T = 8 from training the soft term sixteen times more slowly than T = 2: without it
-# the gradient shrinks as $1/T^2$, and on section 2's logits the unscaled norm at T = 2 is 16.0 times that at
+# the gradient shrinks as $1/T^2$, and on the T² check's logits the unscaled norm at T = 2 is 16.0 times that at
 # T = 8, $(8/2)^2$, while the scaled norms agree within 1%. Whether the accuracy moves more than the seed spread
 # is what your runs print: three students (a few seconds of distillation each, the first time), three seeds.
 #
@@ -981,12 +1023,12 @@ show_what_we_saw(
 #
 # <details><summary>Expected outcome</summary>
 #
-# The share is that of section 3's printout for E = 16, and it grows with E up to all of it at E = 64, the quick
-# teacher's width H: the factorised table $U_E S_E$ holds exactly that share of $\lVert W \rVert^2$ (on a tiny
-# random BERT of width 32, 0.22 at E = 4 and 0.67 at E = 16). The student grows with E ($V E + E H$ numbers for the
-# table), so the compression falls below section 7's E = 16 figure at E = 64 and rises at E = 4. The accuracies
-# are what your two students print (about 6 s each, the first time); expect E = 4, which drops most of the
-# table, to lose the most.
+# The share is the one the ALBERT-style check prints for E = 16, and it grows with E up to all of it at E = 64,
+# the quick teacher's width H: the factorised table $U_E S_E$ holds exactly that share of $\lVert W \rVert^2$ (on
+# a tiny random BERT of width 32, 0.22 at E = 4 and 0.67 at E = 16). The student grows with E ($V E + E H$ numbers
+# for the table), so the compression falls below the compression table's E = 16 figure at E = 64 and rises at
+# E = 4. The accuracies are what your two students print (about 6 s each, the first time); expect E = 4, which
+# drops most of the table, to lose the most.
 #
 # </details>
 #

@@ -445,13 +445,16 @@ def unpadded_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tor
 
 
 @cached_call(ignore=("progress",))
-def format_run(config: Chapter06Config, name: str, span_task: bool = True, progress: bool = True) -> dict[str, float]:
+def format_run(
+    config: Chapter06Config, name: str, span_task: bool = True, match_tokens: bool = True, progress: bool = True
+) -> dict[str, float]:
     """One row of the input-format study: pretrain on format ``name`` (with NSP for the two pair formats, as
     in RoBERTa's Table 2), then score held-out MLM on the common held-out rows, and (``span_task``) the span
     task fine-tuned on the pretrained encoder (:func:`span_task_scores`). Cached under a name made from the call.
 
-    Every format's batch holds as many tokens as SEGMENT-PAIR's: the short SENTENCE-PAIR rows come in a larger
-    batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours are fixed per run).
+    With ``match_tokens``, every format's batch holds as many tokens as SEGMENT-PAIR's: the short SENTENCE-PAIR
+    rows come in a larger batch, as in the paper (which also enlarged DOC-SENTENCES' batches dynamically; ours
+    are fixed per run). Without it the batch is the config's own, for runs compared in rows of one format.
     Returns ``mlm_accuracy``, ``mlm_loss``, ``nsp_accuracy`` (pair formats; on the format's own held-out
     pairs), ``tokens_per_row``, ``batch_size``, and with the span task ``qa_f1`` and ``qa_exact``.
 
@@ -473,7 +476,9 @@ def format_run(config: Chapter06Config, name: str, span_task: bool = True, progr
     )
     rows = {f: format_rows(f, train_docs, seed=pretrain_config.seed, **ids) for f in ("segment-pair", name)}
     tokens_per_row = {f: float(r["attention_mask"].sum(1).double().mean()) for f, r in rows.items()}
-    batch = round(pretrain_config.train.batch_size * tokens_per_row["segment-pair"] / tokens_per_row[name])
+    batch = pretrain_config.train.batch_size
+    if match_tokens:
+        batch = round(batch * tokens_per_row["segment-pair"] / tokens_per_row[name])
     run_config = replace(
         pretrain_config,
         objective=replace(pretrain_config.objective, pairs="nsp" if FORMATS[name] else None),
@@ -501,8 +506,8 @@ def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> d
     raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
     :func:`format_run`'s scores and the held-out ``perplexity`` exp(MLM loss), ``{batch size: {seed: scores}}``.
     The first two rows (the paper's 256 and 2K) run on every seed, the others on the first seed unless
-    ``config.every_row_seeded``; the missing runs two at a time. Pretraining only: the row of ``config``'s own
-    batch is the input-format study's DOC-SENTENCES run, read with its span task.
+    ``config.every_row_seeded``; the missing runs two at a time. Pretraining only, each at its row's own batch
+    (not matched to SEGMENT-PAIR's tokens), so every row trains on exactly batch × steps rows.
 
     Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
     """
@@ -516,8 +521,9 @@ def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> d
                 (
                     with_seed(replace(config, pretrain=replace(config.pretrain, train=train)), seed),
                     "doc-sentences",
-                    train == config.pretrain.train,
-                    False,
+                    False,  # no span task
+                    False,  # the row's own batch
+                    False,  # no progress bar in a worker
                 )
             )
     runs: dict[int, dict[int, dict[str, float]]] = {}
