@@ -30,7 +30,7 @@ from torch import nn
 from tqdm.auto import tqdm  # a widget in Jupyter and Colab, text in a terminal
 
 from lecture_lib.cache import atomic_open
-from lecture_lib.config import OneOf, Range, check_fields
+from lecture_lib.config import FieldError, OneOf, Range, check_fields
 from lecture_lib.runtime import default_device, to_device
 
 Batch = Any
@@ -39,6 +39,8 @@ LossFn = Callable[[nn.Module, Batch], torch.Tensor]
 CHECKPOINT_NAME = "checkpoint.pt"
 PRECISIONS = ("auto", "fp32", "bf16")
 LOG_EVERY = 100  # steps between reads of the training loss from the device (each read waits for it)
+# Steps between checkpoints (0: only at the end): the rule of train()'s ``checkpoint_every`` and of its flag.
+CHECKPOINT_EVERY = Range(0)
 # Fields that change what a run computes: a checkpoint resumes only under the same values.
 _RESUME_FIELDS = ("steps", "lr", "weight_decay", "warmup_steps", "schedule", "grad_clip", "grad_accum", "precision")
 
@@ -66,18 +68,28 @@ SCHEDULES = {"constant": constant, "linear": linear, "inverse_sqrt": inverse_sqr
 
 @dataclass
 class TrainConfig:
-    """What a run does. ``schedule`` is ``"constant"``, ``"linear"`` (warm-up, then linear decay to 0,
-    as BERT) or ``"inverse_sqrt"`` (warm-up, then 1/sqrt(step), as Vaswani et al. 2017).
+    """How the weights are fitted: the course's one optimisation config, read by the training loop, by
+    pretraining (``PretrainConfig.train``), by fine-tuning and by the chapters' own runs.
 
-    ``checkpoint_dir``: where ``checkpoint.pt`` is written every ``checkpoint_every`` steps (0: only at
-    the end) and read back on the next call, which then continues from it. ``precision``: ``"auto"``
-    is bf16 autocast on CUDA and fp32 elsewhere; ``"bf16"`` autocasts on any device. ``compile`` runs
-    the model through ``torch.compile`` with ``compile_backend``; ``fused`` picks the fused AdamW
-    kernel (``None``: on CUDA). ``num_threads`` sets PyTorch's CPU threads for the run (``None``: leave
-    them): for small models one thread is often faster than several, which mostly wait for each other.
+    ``steps`` AdamW optimizer steps, each averaging ``grad_accum`` micro-batches of ``batch_size`` examples
+    (what the caller's batch function draws: the loop itself does not read ``batch_size``); peak learning
+    rate ``lr`` after ``warmup_steps`` (:func:`warmup_from_fraction` for a share of the steps), then the
+    ``schedule``: ``"constant"``, ``"linear"`` (warm-up, then linear decay to 0, as BERT) or
+    ``"inverse_sqrt"`` (warm-up, then 1/sqrt(step), as Vaswani et al. 2017); clipping at ``grad_clip``;
+    evaluation every ``eval_every`` steps (0: at the end only). ``precision``: ``"auto"`` is bf16 autocast
+    on CUDA and fp32 elsewhere; ``"bf16"`` autocasts on any device. ``compile`` runs the model through
+    ``torch.compile`` with ``compile_backend``; ``fused`` picks the fused AdamW kernel (``None``: on CUDA).
+    ``num_threads`` sets PyTorch's CPU threads for the run (``None``: leave them): for small models one
+    thread is often faster than several, which mostly wait for each other.
+
+    What cannot change a result (the progress bar, where and how often checkpoints are written) is not
+    here but an argument of :func:`train`, so that a config stays the name of what a run computes.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT", "A training loop for real runs").
     """
 
     steps: int = field(metadata=Range(1).rule())
+    batch_size: int = field(default=32, metadata=Range(1).rule())
     lr: float = field(default=1e-3, metadata=Range(0).rule())  # 0: a run that must leave the weights as they were
     weight_decay: float = field(default=0.01, metadata=Range(0).rule())
     warmup_steps: int = field(default=0, metadata=Range(0).rule())
@@ -85,9 +97,6 @@ class TrainConfig:
     grad_clip: float | None = field(default=1.0, metadata=Range(0, open=True).rule())
     grad_accum: int = field(default=1, metadata=Range(1).rule())
     eval_every: int = field(default=0, metadata=Range(0).rule())
-    progress: bool = True
-    checkpoint_dir: str | None = None
-    checkpoint_every: int = field(default=0, metadata=Range(0).rule())
     precision: str = field(default="auto", metadata=OneOf(PRECISIONS).rule())
     compile: bool = False
     compile_backend: str = "inductor"
@@ -96,6 +105,14 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+
+def warmup_from_fraction(steps: int, fraction: float) -> int:
+    """The warm-up steps of a run whose warm-up is ``fraction`` of its ``steps``, rounded as Python rounds
+    (half to even): BERT's fine-tuning warms up over 10% of its steps, ``warmup_from_fraction(75, 0.1) == 8``.
+    For a run whose steps are chosen at run time; a config with its steps known states ``warmup_steps``.
+    """
+    return round(fraction * steps)
 
 
 @dataclass
@@ -234,6 +251,9 @@ def train(
     *,
     evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
     device: torch.device | str | None = None,
+    progress: bool = True,
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_every: int = 0,
 ) -> History:
     """Train ``model`` for ``config.steps`` optimizer steps with AdamW; return the history.
 
@@ -245,14 +265,20 @@ def train(
     needs other modules (a teacher, a frozen encoder) is an ``nn.Module`` holding them, and moves with the
     model. The losses stay on the device and are read every ``LOG_EVERY`` steps, at evaluations,
     checkpoints and the end, so a GPU is not made to wait for the host at every step. ``evaluate(model)``
-    receives the plain model in eval mode, under ``torch.no_grad``. With ``config.checkpoint_dir`` set, a checkpoint found there is resumed:
-    weights, optimizer moments, step, history and random-number state, so the run ends exactly where
-    an uninterrupted one would.
+    receives the plain model in eval mode, under ``torch.no_grad``. ``progress`` shows a progress bar.
+
+    With ``checkpoint_dir``, ``checkpoint.pt`` is written there every ``checkpoint_every`` steps (0: only at
+    the end) and read back on the next call, which then continues from it: weights, optimizer moments, step,
+    history and random-number state, so the run ends exactly where an uninterrupted one would. These run
+    settings cannot change what is computed, so they are arguments, not fields of ``config``.
 
     Taught in: 04_bert_pretraining ("A training loop for real runs").
     """
+    if not CHECKPOINT_EVERY.allows(checkpoint_every):
+        raise FieldError(["checkpoint_every"], CHECKPOINT_EVERY.reason(checkpoint_every))
+    checkpoint = Path(checkpoint_dir) / CHECKPOINT_NAME if checkpoint_dir else None
     with cpu_threads(config.num_threads):
-        return _train(model, batch_fn, loss_fn, config, evaluate, device)
+        return _train(model, batch_fn, loss_fn, config, evaluate, device, progress, checkpoint, checkpoint_every)
 
 
 def _train(
@@ -262,6 +288,9 @@ def _train(
     config: TrainConfig,
     evaluate: Callable[[nn.Module], dict[str, float]] | None,
     device: torch.device | str | None,
+    progress: bool,
+    checkpoint: Path | None,
+    checkpoint_every: int,
 ) -> History:
     rank, world = distributed_context()
     device = _pick_device(device, world)
@@ -271,7 +300,6 @@ def _train(
     fused = config.fused if config.fused is not None else device.type == "cuda"
     optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, fused=fused)
     history, start = History(), 0
-    checkpoint = Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None
     if checkpoint is not None and checkpoint.is_file():
         start, history = _resume(checkpoint, model, optimizer, config, world, device)
 
@@ -289,7 +317,7 @@ def _train(
         total=config.steps,
         desc="training",
         mininterval=1.0,
-        disable=not config.progress or rank != 0,
+        disable=not progress or rank != 0,
     )
     pending: list[torch.Tensor] = []  # the steps' micro-batch losses, still on the device
 
@@ -330,7 +358,7 @@ def _train(
             (config.eval_every and done % config.eval_every == 0) or done == config.steps
         )
         saving = checkpoint is not None and (
-            (config.checkpoint_every and done % config.checkpoint_every == 0) or done == config.steps
+            (checkpoint_every and done % checkpoint_every == 0) or done == config.steps
         )
         if evaluating or saving or done % LOG_EVERY == 0 or done == config.steps:
             read_losses()

@@ -1333,15 +1333,15 @@ seed_everything(1)
 uninterrupted = BertForPreTraining(config.model)
 expected = train(uninterrupted, data.batch, pretraining_loss, run, device="cpu")
 with tempfile.TemporaryDirectory() as checkpoints:
-    resumable = replace(run, checkpoint_dir=checkpoints, checkpoint_every=4)
+    resumable = dict(checkpoint_dir=checkpoints, checkpoint_every=4)
     seed_everything(1)
     try:
-        train(BertForPreTraining(config.model), preempted_at_step_8, pretraining_loss, resumable, device="cpu")
+        train(BertForPreTraining(config.model), preempted_at_step_8, pretraining_loss, run, device="cpu", **resumable)
     except Preempted:
         print("preempted at step 8")
     seed_everything(2)
     resumed = BertForPreTraining(config.model)
-    history_resumed = train(resumed, data.batch, pretraining_loss, resumable, device="cpu")
+    history_resumed = train(resumed, data.batch, pretraining_loss, run, device="cpu", **resumable)
 print(f"final loss: uninterrupted {expected.loss[-1]:.6f}, resumed {history_resumed.loss[-1]:.6f}")
 
 # %%

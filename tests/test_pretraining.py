@@ -333,7 +333,7 @@ def test_bad_configs_raise():
         DataConfig(seq_len=4)
     with pytest.raises(ValueError, match="model.max_position_embeddings = data.seq_len = 64, got 128"):
         PretrainConfig.from_dict(dict(model=dict(max_position_embeddings=128)))
-    with pytest.raises(ValueError, match=r"unknown OptimizationConfig fields \['stpes'\]"):
+    with pytest.raises(ValueError, match=r"unknown TrainConfig fields \['stpes'\]"):
         PretrainConfig.from_dict(dict(train=dict(stpes=3)))
     with pytest.raises(SystemExit):
         main(["--out", "x", "--objective.dynamic_masking", "maybe"])

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from lecture_lib import train as train_module
+from lecture_lib.config import FieldError
 from lecture_lib.train import (
     CHECKPOINT_NAME,
     History,
@@ -25,7 +26,7 @@ from lecture_lib.train import (
     load_trained,
     save_checkpoint,
     save_trained,
-    train,
+    warmup_from_fraction,
 )
 from tests.fake_accelerator import FakeAccelerator
 
@@ -63,8 +64,13 @@ def mse(model: nn.Module, batch) -> torch.Tensor:
     return nn.functional.mse_loss(model(x), y)
 
 
+def train(*args, **kwargs):
+    """:func:`lecture_lib.train.train` without its progress bar (a run setting, not a field of the config)."""
+    return train_module.train(*args, **{"progress": False, **kwargs})
+
+
 def quiet(**kwargs) -> TrainConfig:
-    return TrainConfig(progress=False, **kwargs)
+    return TrainConfig(**kwargs)
 
 
 def params(model: nn.Module) -> list[torch.Tensor]:
@@ -190,12 +196,12 @@ def test_resume_continues_exactly_as_if_uninterrupted(tmp_path):
             raise Interrupted
         return batch_fn(i)
 
-    checkpointed = quiet(checkpoint_dir=str(tmp_path), checkpoint_every=3, **config)
+    checkpointed, run = quiet(**config), dict(checkpoint_dir=str(tmp_path), checkpoint_every=3)
     with pytest.raises(Interrupted):
-        train(make_model(dropout=0.3), dies_at_step_6, mse, checkpointed, evaluate=evaluate, device="cpu")
+        train(make_model(dropout=0.3), dies_at_step_6, mse, checkpointed, evaluate=evaluate, device="cpu", **run)
     assert load_checkpoint(tmp_path / CHECKPOINT_NAME)["step"] == 6
     resumed_model = make_model(seed=123, dropout=0.3)  # different initial weights: all must come from the file
-    resumed = train(resumed_model, batch_fn, mse, checkpointed, evaluate=evaluate, device="cpu")
+    resumed = train(resumed_model, batch_fn, mse, checkpointed, evaluate=evaluate, device="cpu", **run)
     for a, b in zip(resumed_model.parameters(), straight.parameters()):
         assert torch.equal(a, b)
     assert resumed == expected
@@ -203,9 +209,9 @@ def test_resume_continues_exactly_as_if_uninterrupted(tmp_path):
 
 
 def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
-    train(make_model(), batch_fn, mse, quiet(steps=2, checkpoint_dir=str(tmp_path)), device="cpu")
+    train(make_model(), batch_fn, mse, quiet(steps=2), device="cpu", checkpoint_dir=tmp_path)
     with pytest.raises(ValueError, match="different run"):
-        train(make_model(), batch_fn, mse, quiet(steps=2, lr=0.5, checkpoint_dir=str(tmp_path)), device="cpu")
+        train(make_model(), batch_fn, mse, quiet(steps=2, lr=0.5), device="cpu", checkpoint_dir=tmp_path)
 
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
@@ -291,16 +297,22 @@ def test_cpu_threads_are_set_for_the_run_and_restored():
 
 
 def test_bad_configs_raise():
-    for kwargs in (
-        dict(steps=0),
-        dict(steps=1, grad_accum=0),
-        dict(steps=1, schedule="cosine"),
-        dict(steps=1, precision="fp16"),
-        dict(steps=1, checkpoint_every=-1),
-        dict(steps=1, num_threads=0),
+    for kwargs, name in (
+        (dict(steps=0), "steps"),
+        (dict(steps=1, grad_accum=0), "grad_accum"),
+        (dict(steps=1, schedule="cosine"), "schedule"),
+        (dict(steps=1, precision="fp16"), "precision"),
+        (dict(steps=1, num_threads=0), "num_threads"),
+        (dict(steps=1, batch_size=0), "batch_size"),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(FieldError, match=f"^{name}: expected"):
             TrainConfig(**kwargs)
+    with pytest.raises(FieldError, match=r"^checkpoint_every: expected a value >= 0, got -1$"):
+        train(make_model(), batch_fn, mse, quiet(steps=1), device="cpu", checkpoint_every=-1)
+
+
+def test_a_warm_up_fraction_rounds_as_python_does():
+    assert [warmup_from_fraction(steps, 0.1) for steps in (2, 15, 75, 150, 300)] == [0, 2, 8, 15, 30]
 
 
 def test_history_round_trips_through_a_plain_dict():
@@ -338,8 +350,8 @@ from test_train import batch_fn, make_model, mse
 from lecture_lib.train import TrainConfig, train
 
 model = make_model()
-history = train(model, batch_fn, mse, TrainConfig(steps=4, lr=0.05, grad_accum={accum}, progress=False,
-                checkpoint_dir={ckpt!r}), device="cpu")
+history = train(model, batch_fn, mse, TrainConfig(steps=4, lr=0.05, grad_accum={accum}), device="cpu",
+                progress=False, checkpoint_dir={ckpt!r})
 rank = dist.get_rank()
 torch.save({{"params": [p.detach() for p in model.parameters()], "loss": history.loss}}, {out!r} + f".{{rank}}")
 dist.destroy_process_group()

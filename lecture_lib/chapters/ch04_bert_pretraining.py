@@ -64,7 +64,7 @@ from lecture_lib.train import cpu_threads
 # by one CPU thread (two mostly wait for each other, badly so on a busy machine). ``full`` (a GPU):
 # BERT-mini's shape, 4 layers of H = 256 with an 8,000-token vocabulary, 128-token pairs, 4,000 steps
 # of 64 pairs (about 90 passes over the corpus: it is small), BERT's dropout and initialisation.
-# Unnamed fields keep the defaults of BertConfig, DataConfig, ObjectiveConfig and OptimizationConfig.
+# Unnamed fields keep the defaults of BertConfig, DataConfig, ObjectiveConfig and PRETRAIN_DEFAULTS.
 QUICK = dict(
     model=dict(
         hidden_size=64,

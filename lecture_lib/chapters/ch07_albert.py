@@ -43,7 +43,7 @@ from lecture_lib.train import cpu_threads
 
 # The chapter's ALBERT, the command line's recipe, on the Python documentation (``full``: a GPU). As in chapter 04,
 # no dropout and N(0, 0.1) initialisation at quick's width. Unnamed fields keep the defaults of AlbertConfig
-# (ALBERT-base's), DataConfig, ObjectiveConfig and OptimizationConfig.
+# (ALBERT-base's), DataConfig, ObjectiveConfig and PRETRAIN_DEFAULTS.
 ALBERT_QUICK = dict(
     model=dict(
         model_type="albert",

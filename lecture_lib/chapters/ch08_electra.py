@@ -54,7 +54,7 @@ from lecture_lib.objectives.replaced_tokens import (
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Gate, Rule, Seeds
 from lecture_lib.runtime import epoch_batch, generator, module_device, seed_everything, to_device
-from lecture_lib.train import TrainConfig, train
+from lecture_lib.train import TrainConfig, train, warmup_from_fraction
 
 # Table 5's rows, and the names used for them here.
 VARIANTS = ("ELECTRA", "ELECTRA 15%", "Replace MLM", "All-Tokens MLM", "BERT")
@@ -522,10 +522,9 @@ def pretrain_run(
     train_config = TrainConfig(
         steps=steps,
         lr=config.lr,
-        warmup_steps=round(config.warmup_fraction * steps),
+        warmup_steps=warmup_from_fraction(steps, config.warmup_fraction),
         schedule="linear",
         eval_every=1,
-        progress=progress,
         num_threads=config.num_threads,
     )
     history = train(
@@ -534,6 +533,7 @@ def pretrain_run(
         run_loss(variant, config.seed, config.discriminator_weight),
         train_config,
         evaluate=snapshot,
+        progress=progress,
     )
     path.mkdir(parents=True, exist_ok=True)
     torch.save(

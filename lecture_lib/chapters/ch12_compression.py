@@ -45,7 +45,7 @@ from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
-from lecture_lib.train import TrainConfig, train
+from lecture_lib.train import TrainConfig, train, warmup_from_fraction
 
 
 @dataclass
@@ -440,11 +440,11 @@ def soft_or_hard_labels(
             steps=steps,
             lr=tune.lr,
             schedule="linear",
-            progress=False,
-            warmup_steps=round(tune.warmup_fraction * steps),
+            warmup_steps=warmup_from_fraction(steps, tune.warmup_fraction),
             num_threads=tune.num_threads,
             fused=tune.fused,
         ),
+        progress=False,
     )
     return head.eval()
 

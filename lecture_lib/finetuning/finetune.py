@@ -32,7 +32,7 @@ from lecture_lib.metrics import (
 )
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_everything
-from lecture_lib.train import History, TrainConfig, train
+from lecture_lib.train import History, TrainConfig, train, warmup_from_fraction
 
 
 @dataclass
@@ -163,14 +163,14 @@ def finetune(task: Task, model: nn.Module, config: FinetuneConfig) -> FinetuneRe
     start = time.perf_counter()
     train_config = TrainConfig(
         steps=config.steps,
+        batch_size=config.batch_size,
         lr=config.lr,
         schedule="linear",
-        progress=False,
-        warmup_steps=round(config.warmup_fraction * config.steps),
+        warmup_steps=warmup_from_fraction(config.steps, config.warmup_fraction),
         num_threads=config.num_threads,
         fused=config.fused,
     )
-    history = train(model, task.train.batches(config.batch_size, config.seed), task_loss, train_config)
+    history = train(model, task.train.batches(config.batch_size, config.seed), task_loss, train_config, progress=False)
     scores = score(task, model)
     return FinetuneResult(model, scores, time.perf_counter() - start, history)
 

@@ -6,7 +6,7 @@ public name of these modules is importable from ``lecture_lib.pretraining``.
 A run is three things: a batch stream from the objective (:class:`PretrainingData`: pairs cut from
 documents, masked as :class:`ObjectiveConfig` says), a model (:class:`BertForPreTraining` of
 ``config.model``, or the pretraining class of its family: :class:`AlbertForPreTraining` for an
-:class:`AlbertConfig`) and a :class:`~lecture_lib.train.TrainConfig` (from ``config.train``). The recipe
+:class:`AlbertConfig`) and a :class:`~lecture_lib.train.TrainConfig` (``config.train``). The recipe
 at small scale is BERT's: a WordPiece vocabulary learned from the training documents (chapter 03),
 next-sentence pairs cut from those documents, masked LM with 15% selection and the 80/10/10 rule, AdamW
 with warm-up and linear decay. Held-out documents (whole documents, never trained on) give the MLM and
@@ -39,10 +39,10 @@ from lecture_lib.pretraining.command_line import (
 from lecture_lib.pretraining.config import (
     DERIVED_FROM_DATA,
     PAIR_TASKS,
+    PRETRAIN_DEFAULTS,
     PRETRAINING_HEADS,
     DataConfig,
     ObjectiveConfig,
-    OptimizationConfig,
     PretrainConfig,
     PretrainingHead,
     config_dict,
@@ -76,11 +76,11 @@ from lecture_lib.pretraining.run import (
 __all__ = [
     "DERIVED_FROM_DATA",
     "PAIR_TASKS",
+    "PRETRAIN_DEFAULTS",
     "PRETRAINING_HEADS",
     "RESULT_FILES",
     "DataConfig",
     "ObjectiveConfig",
-    "OptimizationConfig",
     "PretrainConfig",
     "PretrainResult",
     "PretrainingData",

@@ -31,7 +31,7 @@ from lecture_lib.runtime import (
     existing_device,
 )
 from lecture_lib.train import (
-    TrainConfig,
+    CHECKPOINT_EVERY,
     distributed_context,
 )
 
@@ -115,7 +115,7 @@ def flag_parser(argv: Sequence[str] | None, *, defaults: Callable[..., PretrainC
     parser.add_argument(
         "--profile", choices=PROFILES, help="the chapter's sizes (default: $LECTURE_PROFILE, else quick)"
     )
-    checkpoint_rule = rule_of(TrainConfig, "checkpoint_every")
+    checkpoint_rule = CHECKPOINT_EVERY  # the rule train() applies to its checkpoint_every
     parser.add_argument(
         "--checkpoint-every",
         type=flag_type(int, checkpoint_rule),

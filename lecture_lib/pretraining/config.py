@@ -6,7 +6,8 @@ Taught in: 04_bert_pretraining ("Pretraining a small BERT"), 07_albert ("Sentenc
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from lecture_lib.config import (
@@ -17,7 +18,6 @@ from lecture_lib.config import (
     build_part,
     check_fields,
     merge_dicts,
-    same_rule_as,
 )
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
@@ -108,35 +108,11 @@ class ObjectiveConfig:
             raise FieldError(["masking"], str(error)) from None
 
 
-@dataclass
-class OptimizationConfig:
-    """How the weights are fitted: ``steps`` AdamW steps of ``batch_size`` pairs, peak learning rate ``lr``
-    after ``warmup_steps``, then the ``schedule`` (BERT's linear decay), clipping at ``grad_clip``;
-    evaluation every ``eval_every`` steps (0: at the end only); ``precision``, ``compile`` and
-    ``num_threads`` as in :class:`~lecture_lib.train.TrainConfig`.
-
-    Taught in: 04_bert_pretraining ("Pretraining a small BERT", "A training loop for real runs").
-    """
-
-    steps: int = field(default=300, metadata=same_rule_as(TrainConfig, "steps"))
-    batch_size: int = field(default=32, metadata=Range(1).rule())
-    lr: float = field(default=2e-3, metadata=same_rule_as(TrainConfig, "lr"))
-    warmup_steps: int = field(default=30, metadata=same_rule_as(TrainConfig, "warmup_steps"))
-    weight_decay: float = field(default=0.01, metadata=same_rule_as(TrainConfig, "weight_decay"))
-    schedule: str = field(default="linear", metadata=same_rule_as(TrainConfig, "schedule"))
-    grad_clip: float | None = field(default=1.0, metadata=same_rule_as(TrainConfig, "grad_clip"))
-    eval_every: int = field(default=0, metadata=same_rule_as(TrainConfig, "eval_every"))
-    precision: str = field(default="auto", metadata=same_rule_as(TrainConfig, "precision"))
-    compile: bool = False
-    num_threads: int | None = field(default=None, metadata=same_rule_as(TrainConfig, "num_threads"))
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-    def train_config(self, **run: Any) -> TrainConfig:
-        """The training loop's config: these settings plus ``run``'s (progress, checkpoints, fused)."""
-        recipe = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "batch_size"}
-        return TrainConfig(**recipe, **run)
+# Pretraining's optimisation unless a recipe says otherwise (a :class:`~lecture_lib.train.TrainConfig`'s fields):
+# ``steps`` AdamW steps of ``batch_size`` pairs, peak learning rate ``lr`` after ``warmup_steps``, then BERT's
+# linear decay. A recipe's ``train`` dict changes these field by field: ``{"train": {"steps": 100}}`` is 100
+# steps at 2e-3 with 30 of warm-up.
+PRETRAIN_DEFAULTS = dict(steps=300, batch_size=32, lr=2e-3, warmup_steps=30, schedule="linear")
 
 
 # The model's fields that the data decides: the tokenizer's vocabulary and the sequence length.
@@ -151,7 +127,8 @@ class PretrainConfig:
     """Everything a pretraining run depends on, by part: the ``model`` (a :class:`BertConfig` or an
     :class:`AlbertConfig`, whose
     ``vocab_size`` and ``max_position_embeddings`` must equal ``data``'s ``vocab_size`` and ``seq_len``),
-    the ``data``, the ``objective``, the optimisation (``train``) and the ``seed`` of all of them.
+    the ``data``, the ``objective``, the optimisation (``train``, a :class:`~lecture_lib.train.TrainConfig`
+    with :data:`PRETRAIN_DEFAULTS`) and the ``seed`` of all of them.
     :meth:`from_dict` builds one from nested dicts and fills the model's two derived sizes.
 
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
@@ -160,7 +137,7 @@ class PretrainConfig:
     model: BertConfig | AlbertConfig
     data: DataConfig = field(default_factory=DataConfig)
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
-    train: OptimizationConfig = field(default_factory=OptimizationConfig)
+    train: TrainConfig = field(default_factory=partial(TrainConfig, **PRETRAIN_DEFAULTS))
     seed: int = field(default=0, metadata=Range(0).rule())
 
     def __post_init__(self) -> None:

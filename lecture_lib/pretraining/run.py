@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -64,8 +64,8 @@ def pretrain(
     The run: the objective's batch stream (``data``, by default cut from the corpus as ``config`` says),
     the pretraining class of ``config.model`` (:func:`pretraining_head`; or ``model``, freshly built from it
     with a change the config cannot state, such as ALBERT's shared-attention ablation, or already pretrained
-    and trained further, as domain-adaptive pretraining does), and the loop's :class:`TrainConfig` from
-    ``config.train``; ``loss`` (default :func:`pretraining_loss`) may train another objective on the same
+    and trained further, as domain-adaptive pretraining does), and the loop's :class:`TrainConfig`
+    ``config.train`` (AdamW's fused kernel on CPU and CUDA unless it says otherwise); ``loss`` (default :func:`pretraining_loss`) may train another objective on the same
     batches, such as :func:`left_to_right_loss`. Rerunning with the same ``out_dir`` resumes from its checkpoint (or returns at
     once when done).
 
@@ -80,16 +80,21 @@ def pretrain(
         )
     model = model if model is not None else pretraining_head(config.model).model_class(config.model)
     out = Path(out_dir) if out_dir is not None else None
-    train_config = config.train.train_config(
-        progress=progress,
-        checkpoint_dir=str(out / "checkpoint") if out else None,
-        checkpoint_every=checkpoint_every,
-        fused=_fused_adamw(device),
-    )
+    train_config = config.train if config.train.fused is not None else replace(config.train, fused=_fused_adamw(device))
     eval_batches = data.eval_batches()
     if out is not None and distributed_context()[0] == 0:
         write_recipe(config, out)
-    history = train(model, data.batch, loss, train_config, evaluate=lambda m: evaluate(m, eval_batches), device=device)
+    history = train(
+        model,
+        data.batch,
+        loss,
+        train_config,
+        evaluate=lambda m: evaluate(m, eval_batches),
+        device=device,
+        progress=progress,
+        checkpoint_dir=out / "checkpoint" if out else None,
+        checkpoint_every=checkpoint_every,
+    )
     result = PretrainResult(model, data.tokenizer, history, config, out)
     if out is not None and distributed_context()[0] == 0:
         save_result(result, out)

@@ -34,7 +34,7 @@ def _empty_cache(monkeypatch, tmp_path):
 def test_chapter_02_trains_and_evaluates_its_transformer_on_the_accelerator():
     """The crash of notebook 02 on CUDA: ``train`` moved the model, the Seq2SeqBatch stayed on the CPU."""
     exp = ch02_transformer.reversal_experiment(d_model=16, ffn_dim=32)
-    exp = dataclasses.replace(exp, train=dataclasses.replace(exp.train, steps=3, eval_every=2, progress=False))
+    exp = dataclasses.replace(exp, train=dataclasses.replace(exp.train, steps=3, eval_every=2))
     test = exp.task.test_batch(8)
     with FakeAccelerator() as device:
         model, history = ch02_transformer.train_experiment(
