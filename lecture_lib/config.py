@@ -17,11 +17,13 @@ Taught in: 04_bert_pretraining ("A training loop for real runs").
 from __future__ import annotations
 
 import argparse
+import functools
 import typing
-from dataclasses import MISSING, Field, dataclass, fields, is_dataclass, replace
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
 from typing import Any, Callable, Sequence
 
 RULE = "rule"  # the metadata key of a field's rule
+BUILDER = "builder"  # the metadata key of a field made by built_by: what builds it from keyword values
 
 
 class FieldError(ValueError):
@@ -150,20 +152,17 @@ def check_indices(config: Any, size: str, *names: str) -> None:
 
 
 def seeded(config: Any, seed: int) -> Any:
-    """``config`` for the run of ``seed``: its own ``seed`` and its fine-tuning's (``config.finetune.seed``)
+    """``config`` for the run of ``seed``: its own ``seed`` and its fine-tuning's (``config.finetune_seed``)
     replaced, everything else (the data's settings among them) unchanged.
 
     >>> @dataclass(frozen=True)
-    ... class Tune:
-    ...     seed: int = 0
-    >>> @dataclass(frozen=True)
     ... class Run:
     ...     seed: int = 0
-    ...     finetune: Tune = Tune()
+    ...     finetune_seed: int = 0
     >>> seeded(Run(), 2)
-    Run(seed=2, finetune=Tune(seed=2))
+    Run(seed=2, finetune_seed=2)
     """
-    return replace(config, seed=seed, finetune=replace(config.finetune, seed=seed))
+    return replace(config, seed=seed, finetune_seed=seed)
 
 
 def merge_dicts(*layers: dict[str, Any]) -> dict[str, Any]:
@@ -190,11 +189,29 @@ def build_dataclass(cls: type, values: dict[str, Any] | Any) -> Any:
     return from_nested(values) if from_nested is not None else build_fields(cls, values)
 
 
+def built_by(builder: Callable[..., Any], **defaults: Any) -> Any:
+    """A dataclass field whose value is built by ``builder`` from keyword values: its default is
+    ``builder(**defaults)``, and :func:`build_fields` reads a dict given for it as ``builder(**defaults, **dict)``
+    (the dict over ``defaults``), so that values the builder derives follow the dict: a fine-tuning budget
+    ``finetune: TrainConfig = built_by(finetune_budget)`` given as ``dict(steps=75)`` warms up over 8 steps,
+    not over the default's 15.
+
+    >>> from dataclasses import make_dataclass
+    >>> def budget(steps=10, warmup=None):
+    ...     return {"steps": steps, "warmup": steps // 10 if warmup is None else warmup}
+    >>> Run = make_dataclass("Run", [("budget", dict, built_by(budget, steps=20))])
+    >>> Run().budget, build_fields(Run, {"budget": {"steps": 50}}).budget
+    ({'steps': 20, 'warmup': 2}, {'steps': 50, 'warmup': 5})
+    """
+    build = functools.partial(builder, **defaults)
+    return field(default_factory=build, metadata={BUILDER: build})
+
+
 def build_fields(cls: type, values: dict[str, Any]) -> Any:
     """``cls(**values)``, each dataclass-typed field given as a dict built with :func:`build_dataclass`: the
-    dict changes that field's default where it has one (a config whose ``finetune`` defaults to
-    ``FinetuneConfig(steps=150, ...)`` reads ``finetune=dict(lr=2e-4)`` as those 150 steps at 2e-4), else it
-    is all the field's values. Unknown names raise, naming the fields ``cls`` has.
+    dict changes that field's default where it has one (a config whose ``pretrain`` defaults to a recipe reads
+    ``pretrain=dict(seed=1)`` as that recipe with seed 1), else it is all the field's values; a field made by
+    :func:`built_by` is its builder's call on the dict. Unknown names raise, naming the fields ``cls`` has.
 
     >>> from dataclasses import make_dataclass
     >>> Inner = make_dataclass("Inner", [("steps", int, 1), ("lr", float, 0.1)])
@@ -215,6 +232,12 @@ def build_fields(cls: type, values: dict[str, Any]) -> Any:
 
 def _field_value(f: Field, hint: Any, value: Any) -> Any:
     """The value of field ``f`` (of type ``hint``) given as ``value``: see :func:`build_fields`."""
+    build = f.metadata.get(BUILDER)
+    if build is not None and isinstance(value, dict):
+        try:
+            return build(**value)
+        except FieldError as error:
+            raise error.within(f.name) from None
     if not is_dataclass(hint):
         return value
     default = f.default_factory() if f.default_factory is not MISSING else f.default

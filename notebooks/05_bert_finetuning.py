@@ -93,7 +93,7 @@ from lecture_lib.finetuning.features import (
     tuned_runs,
     with_features,
 )
-from lecture_lib.finetuning.finetune import new_head, null_threshold_scores
+from lecture_lib.finetuning.finetune import new_head, null_threshold_scores, with_steps
 from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
@@ -550,12 +550,12 @@ def pooled_by_hand(head, batch):
 
 with torch.no_grad():
     task = harder["similarity"]  # regression: one number per pair, squared error
-    head, batch = new_head(task, encoder, config.finetune).eval(), task.train.batch(range(8))
+    head, batch = new_head(task, encoder).eval(), task.train.batch(range(8))
     predicted = (pooled_by_hand(head, batch) @ head.classifier.weight.T + head.classifier.bias).squeeze(-1)  # (B,)
     regression = (head(**batch), predicted, ((predicted - batch["labels"]) ** 2).mean())
 
     task = harder["choice"]  # multiple choice: one score per (context, ending), softmax over the endings
-    head, batch = new_head(task, encoder, config.finetune).eval(), task.train.batch(range(8))
+    head, batch = new_head(task, encoder).eval(), task.train.batch(range(8))
     B, C, T = batch["input_ids"].shape
     flat = {k: v.reshape(B * C, T) for k, v in batch.items() if v.dim() == 3}
     scores = (pooled_by_hand(head, flat) @ head.classifier.weight.T + head.classifier.bias).view(B, C)
@@ -563,7 +563,7 @@ with torch.no_grad():
     multiple_choice = (head(**batch), scores, choice_loss)
 
     task = harder["unanswerable_qa"]  # spans: S and E against every token; no answer points at [CLS]
-    head, batch = new_head(task, encoder, config.finetune).eval(), task.train.batch(range(16))
+    head, batch = new_head(task, encoder).eval(), task.train.batch(range(16))
     hidden = head.bert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
     (S, E), (b_s, b_e) = head.qa_outputs.weight, head.qa_outputs.bias
     start, end = hidden @ S + b_s, hidden @ E + b_e  # (B, T)
@@ -766,7 +766,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # test (`tests/chapters/test_course_language.py`) compares weights and scores.
 #
 # Worker processes cannot see functions defined in a notebook, so the job is a library function:
-# `finetune_from(task, encoder, budget)` is `finetune(task, new_head(task, encoder, budget), budget)`.
+# `finetune_from(task, encoder, budget, seed)` is `finetune(task, new_head(task, encoder, seed=seed), budget, seed)`.
 # `cached_finetune_from` is `finetune_from` with the trained model kept in the disk cache, under the name of
 # what made it (the training data, the head, the starting weights and the budget). A second execution of the
 # notebook reads the models instead of training them, and scores them on the test set again.
@@ -776,7 +776,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 # %%
 budget = config.seeded_finetune
 task_budget = {name: budget for name in HARDER_TASK_NAMES} | {
-    "inference": dataclasses.replace(budget, steps=3 * budget.steps)
+    "inference": with_steps(budget, 3 * budget.steps)  # warming up over 10% of them, as every budget
 }
 print(budget, "seeds", config.seeds, "; inference:", task_budget["inference"].steps, "steps")
 profile.expect(45, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
@@ -798,11 +798,13 @@ jobs = [
     (
         harder[name],
         encoder if start_from == "pretrained" else encoder.config,  # a config: random weights
-        dataclasses.replace(task_budget[name], seed=seed),
+        task_budget[name],
+        seed,
     )
     for name, start_from, seed in keys
 ]
-runs = dict(zip(keys, parallel_map(cached_finetune_from, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
+tune = partial(cached_finetune_from, dropout=config.finetune_dropout)  # 0 unless exercise 2 sets it
+runs = dict(zip(keys, parallel_map(tune, jobs, desc="fine-tuning")))  # (task, start, seed) -> result
 
 
 def seed_scores(name, start_from, key=None):
@@ -970,7 +972,7 @@ print(
 )
 qa_runs = parallel_map(
     cached_finetune_from,
-    [(squad2_train, encoder, dataclasses.replace(budget, seed=seed)) for seed in config.seeds],
+    [(squad2_train, encoder, budget, seed) for seed in config.seeds],
     desc="SQuAD 2.0 models",
 )
 thresholds = [-6.0, -4.0, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0, 6.0]
@@ -1103,7 +1105,7 @@ tagged = parallel_map(
 by_name = {name: runs_ for half, done in zip(halves, tagged) for name, runs_ in zip(half, done)}
 linear = {name: by_name[name] for name in taggers}  # name -> TunedRuns, in the table's order
 head_config = dataclasses.replace(budget, lr=config.head_lr)  # the BiLSTM's, and the cheap methods' (section 9)
-random_encoder = new_head(ner, encoder.config, config.finetune).base_model
+random_encoder = new_head(ner, encoder.config).base_model
 untrained = feature_tagger_run(
     with_features(ner, random_encoder), {"choice": "last"}, dataclasses.replace(budget, lr=linear["last"].lr)
 )
@@ -1299,14 +1301,14 @@ assert pieces_per_word(general.tokenizer, held_out_words) > 1.5 * pieces_per_wor
 # <details><summary>The baseline, and the function that trains them</summary>
 #
 # One seed each keeps the notebook's time. The never-pretrained encoder has the in-domain vocabulary; always
-# tagging `O` scores 0. `frozen_and_fine_tuned(task, encoder, tagger_run, finetune_run)` trains the linear tagger
+# tagging `O` scores 0. `frozen_and_fine_tuned(task, encoder, tagger_run, finetune_run, seed, seed)` trains the linear tagger
 # of section 7 on the frozen encoder's last layer, and the fine-tuning of section 6 on the whole network. It
 # returns the span F1 of each (`cached_frozen_and_fine_tuned` keeps the two numbers in the disk cache).
 #
 # </details>
 
 # %%
-tagger_run, finetune_run = (dataclasses.replace(c, seed=config.seeds[0]) for c in (config.feature_finetune, budget))
+tagger_run, finetune_run = config.feature_finetune, budget  # both on the first seed
 print(
     f"frozen: {tagger_run.steps} steps of {tagger_run.batch_size} at lr {tagger_run.lr:g}; "
     f"fine-tuned: {finetune_run.steps} steps of {finetune_run.batch_size} at lr {finetune_run.lr:g}"
@@ -1314,7 +1316,14 @@ print(
 encoders = {name: (result.model.bert, result.tokenizer) for name, result in pretrained_on.items()}
 encoders["never pretrained"] = (in_domain.config.model, in_domain.tokenizer)
 domain_jobs = [
-    (build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"], encoder, tagger_run, finetune_run)
+    (
+        build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"],
+        encoder,
+        tagger_run,
+        finetune_run,
+        config.seeds[0],  # the tagger's seed
+        config.seeds[0],  # the fine-tuning's seed
+    )
     for encoder, tokenizer in encoders.values()
 ]
 domain_f1 = dict(zip(encoders, parallel_map(cached_frozen_and_fine_tuned, domain_jobs, desc="frozen and fine-tuned")))
@@ -1493,7 +1502,7 @@ methods = {  # each turns a head into what trains; partial(f, k=v)(model) is f(m
 cheap_keys = [(method, seed) for method in methods for seed in config.seeds]
 cheap_runs = parallel_map(
     cached_finetune_from,
-    [(ner, encoder, dataclasses.replace(head_config, seed=seed), methods[method]) for method, seed in cheap_keys],
+    [(ner, encoder, head_config, seed, methods[method]) for method, seed in cheap_keys],
     desc="cheap fine-tuning",
 )
 cheap = {k: (count_parameters(result.model), result) for k, result in zip(cheap_keys, cheap_runs)}
@@ -1755,14 +1764,14 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # </details>
 #
 # 2. Fine-tune on NER for twice as many steps. Does the test F1 on held-out names go up or down? Add
-#    dropout 0.1 (`chapter_config(finetune=dict(dropout=0.1))`) and try again.
+#    dropout 0.1 (`chapter_config(finetune_dropout=0.1)`) and try again.
 #
 # <details><summary>Hint</summary>
 #
 # The runs of section 6 read `config.seeded_finetune`, whose steps are set by `table_finetune`:
-# `chapter_config(table_finetune=dict(steps=200))` doubles them, and adding `finetune=dict(dropout=0.1)` gives
+# `chapter_config(table_finetune=dict(steps=200))` doubles them, and adding `finetune_dropout=0.1` gives
 # those runs dropout 0.1. With `budget` that config's `seeded_finetune`, fine-tune context entities with
-# `finetune_from(harder["context_ner"], encoder, dataclasses.replace(budget, seed=seed))` for each seed, and read
+# `finetune_from(harder["context_ner"], encoder, budget, seed, dropout=config.finetune_dropout)` for each seed, and read
 # the test F1 on held-out names from the result's `scores["f1"]`, as section 6 does.
 #
 # </details>

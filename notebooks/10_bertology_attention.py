@@ -107,7 +107,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
 )
 from lecture_lib.chapters.course_language import synthetic_sentences
 from lecture_lib.data.minilm import minilm_dir
-from lecture_lib.finetuning.finetune import FinetuneConfig
+from lecture_lib.finetuning.finetune import finetune_budget
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.metrics import seed_summary, spearman_correlation
 from lecture_lib.models.bert import BertModel
@@ -839,7 +839,7 @@ assert sum(area_importance) / len(area_importance) > sum(area_random) / len(area
 profile.expect(15, "Fine-tuning the course BERT on acceptability three times")
 by_mlm = head_importance(model, mlm_batches, mlm_loss, normalize=False)
 tuned_runs = {
-    seed: task_importance(course, "acceptability", FinetuneConfig(steps=150, batch_size=32, lr=1e-3, seed=seed))
+    seed: task_importance(course, "acceptability", finetune_budget(steps=150, batch_size=32, lr=1e-3), seed=seed)
     for seed in config.seeds
 }
 by_task = {seed: importance for seed, (importance, _) in tuned_runs.items()}

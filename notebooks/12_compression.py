@@ -963,7 +963,7 @@ show_what_we_saw(
 # <details><summary>Hint</summary>
 #
 # Build the recipe, pass it to `distilled_student` and `student_on_task`; rerun `student_on_task` with
-# `config.finetune.seed` set to 1 and 2 for the spread. For the factor, `soft_gradient_norm(student_logits,
+# `config.finetune_seed` set to 1 and 2 for the spread. For the factor, `soft_gradient_norm(student_logits,
 # teacher_logits, t, scaled=False)` of `lecture_lib.compression.distillation` on the random logits of the T² check.
 #
 # </details>

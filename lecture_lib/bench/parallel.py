@@ -10,7 +10,6 @@ Taught in: 05_bert_finetuning ("Pretrained or from scratch").
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import torch
@@ -34,7 +33,7 @@ def section6_jobs() -> list[tuple]:
     encoder = BertModel.from_pretrained(pretrained.path)
     tasks = build_harder_tasks(pretrained.tokenizer, config)
     return [
-        (tasks[name], start, dataclasses.replace(config.seeded_finetune, seed=seed))
+        (tasks[name], start, config.seeded_finetune, seed)
         for name in HARDER_TASK_NAMES
         for start in (encoder, encoder.config)
         for seed in config.seeds

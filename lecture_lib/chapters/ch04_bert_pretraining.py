@@ -435,7 +435,7 @@ def downstream_scores(
         if left_to_right:
             task = replace(task, head=left_to_right_head(task.head))
         scores[name] = [
-            finetune_from(task, encoder, replace(config.seeded_finetune, seed=seed)).scores["f1"]
+            finetune_from(task, encoder, config.seeded_finetune, seed, dropout=config.finetune_dropout).scores["f1"]
             for seed in config.seeds
         ]
     return scores

@@ -25,12 +25,12 @@ from torch import nn
 
 from lecture_lib.cache import cached_build, cached_call, describe
 from lecture_lib.finetuning.features import frozen_and_fine_tuned
-from lecture_lib.finetuning.finetune import FinetuneConfig, FinetuneResult, Task, finetune_from, new_head, score
+from lecture_lib.finetuning.finetune import FinetuneResult, Task, finetune_from, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.reproductions import Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import default_device
-from lecture_lib.train import History
+from lecture_lib.train import History, TrainConfig
 
 _FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points of its score on every seed
 PAPERS = {  # Devlin et al. (2019): the benchmark of each task shape, its score and BERT-base's figure
@@ -205,8 +205,11 @@ def adapt_recipe(adapt: Callable[[nn.Module], nn.Module] | None) -> Any:
 def cached_finetune_from(
     task: Task,
     encoder: BertModel | BertConfig,
-    config: FinetuneConfig,
+    config: TrainConfig,
+    seed: int = 0,
     adapt: Callable[[nn.Module], nn.Module] | None = None,
+    *,
+    dropout: float = 0.0,
 ) -> FinetuneResult:
     """:func:`~lecture_lib.finetuning.finetune.finetune_from` with its trained model cached: the same model, history
     and seconds on every call, on the default device (a run read back scores where the trained one did), the
@@ -215,8 +218,10 @@ def cached_finetune_from(
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
-    path = _fine_tuned(task, task.train, task.head, task.num_labels, encoder, config, adapt, adapt_recipe(adapt))
-    model = new_head(task, encoder, config)
+    path = _fine_tuned(
+        task, task.train, task.head, task.num_labels, encoder, config, seed, dropout, adapt, adapt_recipe(adapt)
+    )
+    model = new_head(task, encoder, seed=seed, dropout=dropout)
     model = adapt(model) if adapt else model
     model.load_state_dict(torch.load(path / "model.pt", weights_only=True))
     model.to(default_device())
@@ -232,13 +237,15 @@ def _fine_tuned(
     head: type,
     num_labels: int,
     encoder: BertModel | BertConfig,
-    config: FinetuneConfig,
+    config: TrainConfig,
+    seed: int,
+    dropout: float,
     adapt: Callable[[nn.Module], nn.Module] | None,
     adapt_name: Any,
 ) -> None:
     """The model :func:`cached_finetune_from` trains, saved at ``path``: named by the task's training part (its
     data, head and labels; its test set is scored afresh) and by ``adapt`` through ``adapt_name``."""
-    trained = finetune_from(task, encoder, config, adapt)
+    trained = finetune_from(task, encoder, config, seed, adapt, dropout=dropout)
     path.mkdir(parents=True, exist_ok=True)
     torch.save(trained.model.state_dict(), path / "model.pt")
     (path / "run.json").write_text(json.dumps({"seconds": trained.seconds, "history": asdict(trained.history)}))
@@ -246,12 +253,21 @@ def _fine_tuned(
 
 @cached_call
 def cached_frozen_and_fine_tuned(
-    task: Task, encoder: BertModel | BertConfig, tagger_config: FinetuneConfig, finetune_config: FinetuneConfig
+    task: Task,
+    encoder: BertModel | BertConfig,
+    tagger_config: TrainConfig,
+    finetune_config: TrainConfig,
+    tagger_seed: int = 0,
+    finetune_seed: int = 0,
+    *,
+    dropout: float = 0.0,
 ) -> dict[str, float]:
     """:func:`~lecture_lib.finetuning.features.frozen_and_fine_tuned`'s two span F1s, computed once per call (the
-    task's data, the encoder's weights or a random one's config, the budgets), then read from the cache. A module
+    task's data, the encoder's weights or a random one's config, the budgets, the seeds, the dropout), then read from the cache. A module
     function, for :func:`~lecture_lib.runtime.parallel_map`.
 
     Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
     """
-    return frozen_and_fine_tuned(task, encoder, tagger_config, finetune_config)
+    return frozen_and_fine_tuned(
+        task, encoder, tagger_config, finetune_config, tagger_seed, finetune_seed, dropout=dropout
+    )

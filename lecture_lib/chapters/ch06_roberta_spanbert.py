@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from lecture_lib import profile
 from lecture_lib.cache import cached_call, compute_all
-from lecture_lib.config import build_config
+from lecture_lib.config import build_config, built_by
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune_from
+from lecture_lib.finetuning.finetune import Task, finetune_budget, finetune_from
 from lecture_lib.finetuning.tasks import WordEncoder, encode_qa, qa_examples, split_people
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertForPreTraining, BertModel
@@ -43,6 +43,7 @@ from lecture_lib.profile import pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
 from lecture_lib.runtime import generator, seed_everything
 from lecture_lib.tokenization import WordPieceTokenizer
+from lecture_lib.train import TrainConfig
 
 # ``quick`` (the notebook, two CPU cores): a BERT of 2 layers of width 64, a 600-token WordPiece vocabulary
 # of the synthetic language, 1,500 documents of six sentences, 175 steps of 12 rows of 64 tokens per run on
@@ -247,7 +248,7 @@ class Chapter06Config:
     held_out_documents: int = 150
     language_seed: int = 0
     batch_sizes: tuple[tuple[int, int, float], ...] = ()  # Table 3's rows: (batch size, steps, peak lr)
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # the span task's budget (its seed: the run's)
+    finetune: TrainConfig = built_by(finetune_budget)  # the span task's budget (its seed: the run's pretraining seed)
     task_examples: int = 1000  # span-task questions to fine-tune on, about one half of the people
     test_examples: int = 400  # and to score, about the other half
     passage_sentences: int = 3  # the span task's passages, as chapter 05's
@@ -402,8 +403,8 @@ def span_task_scores(
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
-    budget = replace(config.finetune, seed=config.pretrain.seed)
-    scores = finetune_from(span_task(config, tokenizer), encoder or config.pretrain.model, budget).scores
+    task, start = span_task(config, tokenizer), encoder or config.pretrain.model
+    scores = finetune_from(task, start, config.finetune, config.pretrain.seed).scores
     return {"qa_f1": scores["f1"], "qa_exact": scores["exact_match"]}
 
 

@@ -31,8 +31,8 @@ from torch import nn
 from lecture_lib.cache import atomic_write, cached_build, cached_call, compute_all, key
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.solutions.ch08_electra import ElectraHeadForSequenceClassification
-from lecture_lib.config import build_config, seeded
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
+from lecture_lib.config import build_config, built_by, seeded
+from lecture_lib.finetuning.finetune import Task, finetune, finetune_budget, new_head
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.electra import (
@@ -182,13 +182,14 @@ class Chapter08Config:
     variants: tuple[str, ...] = VARIANTS
     generator_sizes: tuple[float | str, ...] = (0.125, 0.25, 0.5, 1.0, "unigram")
     tasks: tuple[str, ...] = ("ner",)
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    finetune: TrainConfig = built_by(finetune_budget)
+    finetune_seed: int = 0  # of the fine-tuning runs: the head's weights and the batches (seeded() sets it)
     documents: int = 2000
     language_seed: int = 0
     data_seed: int = 0  # of chapter 05's task examples, the same for every training seed
     seeds: tuple[int, ...] = field(default_factory=claim_seeds)  # every row's pretraining runs
     sweep_seeds: int | None = None  # how many of the seeds the generator sweep repeats (None: all)
-    seed: int | None = None  # of a run: initialisation, batch order, masking, sampling and fine-tuning
+    seed: int | None = None  # of a run: initialisation, batch order, masking and sampling (fine-tuning: finetune_seed)
 
     def __post_init__(self) -> None:
         self.seeds = tuple(self.seeds)
@@ -613,9 +614,12 @@ def as_bert(config: ElectraConfig, state: dict[str, torch.Tensor], seed: int = 0
 
 def _scores(tasks: dict[str, Task], encoder: BertModel | BertConfig, config: Chapter08Config) -> dict[str, float]:
     return {
-        name: finetune(tasks[name], new_head(tasks[name], encoder, config.finetune), config.finetune).scores[
-            MAIN_SCORE[name]
-        ]
+        name: finetune(
+            tasks[name],
+            new_head(tasks[name], encoder, seed=config.finetune_seed),
+            config.finetune,
+            config.finetune_seed,
+        ).scores[MAIN_SCORE[name]]
         for name in config.tasks
     }
 

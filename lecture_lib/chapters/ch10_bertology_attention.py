@@ -33,7 +33,7 @@ from lecture_lib.config import FieldError, Range, build_config, check_fields
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.minilm import minilm_dir
 from lecture_lib.data.synthetic import Sentence
-from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
+from lecture_lib.finetuning.finetune import finetune, new_head
 from lecture_lib.models.bert import BertForPreTraining, BertModel
 from lecture_lib.objectives.masking import mask_tokens
 from lecture_lib.pretraining import PretrainResult, masked_lm_counts
@@ -41,6 +41,7 @@ from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import generator, module_device, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
+from lecture_lib.train import TrainConfig
 
 WordMaps = Callable[[torch.Tensor, Sequence[int]], torch.Tensor]
 
@@ -461,16 +462,22 @@ def gated_task_loss(model: nn.Module, batch: dict[str, torch.Tensor], head_mask:
 
 
 def task_importance(
-    course: PretrainResult, task_name: str, config: FinetuneConfig, *, batches: int = 4, batch_size: int = 64
+    course: PretrainResult,
+    task_name: str,
+    config: TrainConfig,
+    *,
+    seed: int = 0,
+    batches: int = 4,
+    batch_size: int = 64,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Michel et al.'s importance as they measured it, on a fine-tuned task: a copy of ``course``'s encoder
-    fine-tuned on chapter 05's ``task_name`` with ``config``, its heads scored by |∂L/∂ξ_h| of that task's loss
+    fine-tuned on chapter 05's ``task_name`` with ``config`` and ``seed``, its heads scored by |∂L/∂ξ_h| of that task's loss
     on ``batches`` training batches; raw, (layers, heads); beside it the fine-tuned model's test scores (what it
     learned). ``course`` is left as it was; the result is cached (:func:`_task_importance`).
 
     Taught in: 10_bertology_attention ("Pruning by importance").
     """
-    result = _task_importance(course.model, course.tokenizer, task_name, config, batches, batch_size)
+    result = _task_importance(course.model, course.tokenizer, task_name, config, seed, batches, batch_size)
     return torch.tensor(result["importance"]), result["scores"]
 
 
@@ -479,12 +486,13 @@ def _task_importance(
     model: BertForPreTraining,
     tokenizer: WordPieceTokenizer,
     task_name: str,
-    config: FinetuneConfig,
+    config: TrainConfig,
+    seed: int,
     batches: int,
     batch_size: int,
 ) -> dict:
     task = course_language.build_tasks(tokenizer)[task_name]
-    tuned = finetune(task, new_head(task, model.bert, config), config)
+    tuned = finetune(task, new_head(task, model.bert, seed=seed), config, seed)
     device = module_device(tuned.model.eval())  # where fine-tuning left it: the GPU when there is one
     data = [
         to_device(task.train.batch(torch.arange(i, i + batch_size)), device)

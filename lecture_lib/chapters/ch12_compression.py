@@ -25,9 +25,9 @@ from lecture_lib.cache import cached_build, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.compression.distillation import DistillationObjective, TripleLoss, distillation_loss
 from lecture_lib.compression.quantization import FakeQuantLinear, replace_linears
-from lecture_lib.config import build_config, seeded
+from lecture_lib.config import build_config, built_by, seeded
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head, score
+from lecture_lib.finetuning.finetune import Task, finetune, finetune_budget, new_head, score, with_steps
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.models.albert import AlbertForMaskedLM, AlbertForSequenceClassification, albert_from_bert
@@ -45,7 +45,7 @@ from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
-from lecture_lib.train import TrainConfig, train, warmup_from_fraction
+from lecture_lib.train import TrainConfig, train
 
 
 @dataclass
@@ -66,9 +66,8 @@ class Chapter12Config:
     qat_bits: tuple[int, ...]  # bits of the quantization-aware fine-tunings
     latency_repeats: int
     dark_knowledge_steps: int | None  # fine-tuning steps of the dark-knowledge runs; None: the teacher's
-    finetune: FinetuneConfig = field(
-        default_factory=lambda: FinetuneConfig(steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True)
-    )
+    finetune: TrainConfig = built_by(finetune_budget, steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True)
+    finetune_seed: int = 0  # of the fine-tunings: the heads' weights and the batches (seeded() sets it)
     task: str = "acceptability"
     mlm_probability: float = 0.15
     bits: tuple[int, ...] = (8, 6, 4, 3, 2, 1)
@@ -162,16 +161,16 @@ def fine_tuned_teacher(pretrained: PretrainResult, task: Task, config: Chapter12
 
     Taught in: 12_compression ("The teacher and its task").
     """
-    return _fine_tuned_teacher(pretrained.model, task, task.name, config.finetune).eval()
+    return _fine_tuned_teacher(pretrained.model, task, task.name, config.finetune, config.finetune_seed).eval()
 
 
 @cached_build(load=BertForSequenceClassification.from_pretrained, ignore=("task",))
 def _fine_tuned_teacher(
-    path: Path, pretrained: BertForPreTraining, task: Task, task_name: str, tune: FinetuneConfig
+    path: Path, pretrained: BertForPreTraining, task: Task, task_name: str, tune: TrainConfig, seed: int
 ) -> None:
     """:func:`fine_tuned_teacher`, saved at ``path``: named by the pretrained weights, the task's name (its data
-    follows from the name and the pretrained model's tokenizer) and the fine-tuning config."""
-    finetune(task, new_head(task, pretrained.bert, tune), tune).model.save_pretrained(path)
+    follows from the name and the pretrained model's tokenizer) and the fine-tuning config and seed."""
+    finetune(task, new_head(task, pretrained.bert, seed=seed), tune, seed).model.save_pretrained(path)
 
 
 # ---------------------------------------------------------------- distillation
@@ -374,7 +373,7 @@ def student_on_task(
 
     Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
-    path = _student_on_task(student, task, task.name, config.finetune)
+    path = _student_on_task(student, task, task.name, config.finetune, config.finetune_seed)
     if isinstance(student, AlbertForMaskedLM):
         return AlbertForSequenceClassification.from_pretrained(path).to(default_device()).eval()
     return DistilBertForSequenceClassification.from_pretrained(path).to(default_device()).eval()
@@ -382,19 +381,22 @@ def student_on_task(
 
 @cached_build(load=Path, ignore=("task",))
 def _student_on_task(
-    path: Path, student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task, task_name: str, tune: FinetuneConfig
+    path: Path,
+    student: DistilBertForMaskedLM | AlbertForMaskedLM,
+    task: Task,
+    task_name: str,
+    tune: TrainConfig,
+    seed: int,
 ) -> None:
     """:func:`student_on_task`, saved at ``path``: named by the student's weights, the task's name and the
     fine-tuning config, as :func:`_fine_tuned_teacher` is."""
-    seed_everything(tune.seed)
+    seed_everything(seed)
     if isinstance(student, AlbertForMaskedLM):
-        head = AlbertForSequenceClassification.from_encoder(student.albert, task.num_labels, dropout=tune.dropout)
+        head = AlbertForSequenceClassification.from_encoder(student.albert, task.num_labels, dropout=0.0)
     else:
         task = without_segments(task)
-        head = DistilBertForSequenceClassification.from_encoder(
-            student.distilbert, task.num_labels, dropout=tune.dropout
-        )
-    finetune(task, head, tune).model.save_pretrained(path)
+        head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels, dropout=0.0)
+    finetune(task, head, tune, seed).model.save_pretrained(path)
 
 
 def soft_or_hard_labels(
@@ -426,26 +428,12 @@ def soft_or_hard_labels(
 
     loss_fn = DistillationObjective(teacher_on_task, loss)
 
-    seed_everything(config.finetune.seed)
-    head = DistilBertForSequenceClassification.from_encoder(
-        student.distilbert, task.num_labels, dropout=config.finetune.dropout
-    )
+    seed_everything(config.finetune_seed)
+    head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels, dropout=0.0)
     tune = config.finetune
-    steps = config.dark_knowledge_steps or tune.steps
-    train(
-        head,
-        few.batches(min(tune.batch_size, examples), tune.seed),
-        loss_fn,
-        TrainConfig(
-            steps=steps,
-            lr=tune.lr,
-            schedule="linear",
-            warmup_steps=warmup_from_fraction(steps, tune.warmup_fraction),
-            num_threads=tune.num_threads,
-            fused=tune.fused,
-        ),
-        progress=False,
-    )
+    if config.dark_knowledge_steps:  # the teacher's budget at other steps, warming up over the same share of them
+        tune = with_steps(tune, config.dark_knowledge_steps)
+    train(head, few.batches(min(tune.batch_size, examples), config.finetune_seed), loss_fn, tune, progress=False)
     return head.eval()
 
 
@@ -482,9 +470,9 @@ def qat_model(pretrained: PretrainResult, task: Task, bits: int, config: Chapter
 
     Taught in: 12_compression ("Quantization-aware training").
     """
-    model = new_head(task, pretrained.model.bert, config.finetune)
+    model = new_head(task, pretrained.model.bert, seed=config.finetune_seed)
     replace_linears(model, lambda linear: FakeQuantLinear(linear, bits))
-    return finetune(task, model, config.finetune).model.eval()
+    return finetune(task, model, config.finetune, config.finetune_seed).model.eval()
 
 
 # ---------------------------------------------------------------- measuring

@@ -18,13 +18,13 @@ Taught in: 05_bert_finetuning ("A BERT pretrained on the language", "Four task s
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from lecture_lib.cache import Deferred
-from lecture_lib.config import build_dataclass, merge_dicts
+from lecture_lib.config import build_dataclass, built_by, merge_dicts
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task
+from lecture_lib.finetuning.finetune import Task, finetune_budget
 from lecture_lib.finetuning.harder_tasks import (
     NLI_LABELS,
     choice_examples,
@@ -65,6 +65,7 @@ from lecture_lib.pretraining import (
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.runtime import seed_of
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+from lecture_lib.train import TrainConfig
 
 TASK_NAMES = ("acceptability", "entailment", "ner", "qa")
 HARDER_TASK_NAMES = ("acceptability", "inference", "context_ner", "unanswerable_qa", "similarity", "choice")
@@ -72,13 +73,15 @@ HARDER_TASK_NAMES = ("acceptability", "inference", "context_ner", "unanswerable_
 
 @dataclass
 class CourseLanguageConfig:
-    """The chapter's sizes: the pretraining recipe, the synthetic data, and the fine-tuning budget per task.
+    """The chapter's sizes: the pretraining recipe, the synthetic data, and the fine-tuning budget per task
+    (:func:`~lecture_lib.finetuning.finetune.finetune_budget`) with the heads' dropout while fine-tuning.
 
-    Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
+        Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
 
     pretrain: PretrainConfig
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    finetune: TrainConfig = built_by(finetune_budget)
+    finetune_dropout: float = 0.0  # the encoder's and the head's dropout while fine-tuning (new_head's dropout)
     language_seed: int = 0
     documents: int = 3000  # synthetic documents for pretraining
     sentences_per_document: int = 3
@@ -90,8 +93,8 @@ class CourseLanguageConfig:
     sentences_per_passage: int = 3
     seed: int = 0  # of the task examples
     seeds: tuple[int, ...] = (0, 1, 2)  # seeds of the runs a claim repeats (LECTURE_SEEDS, by chapter_config)
-    table_finetune: FinetuneConfig | None = None  # the budget of those runs (None: ``finetune``'s)
-    tagger_finetune: FinetuneConfig | None = None  # feature-based taggers' steps (None: the seeded runs')
+    table_finetune: TrainConfig | None = None  # the budget of those runs (None: ``finetune``'s)
+    tagger_finetune: TrainConfig | None = None  # feature-based taggers' steps (None: the seeded runs')
 
     def __post_init__(self) -> None:
         for name in (
@@ -105,18 +108,20 @@ class CourseLanguageConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"expected {name} ≥ 1, got {getattr(self, name)}")
+        if not 0 <= self.finetune_dropout < 1:
+            raise ValueError(f"expected finetune_dropout in [0, 1), got {self.finetune_dropout}")
         if not self.head_lr > 0:
             raise ValueError(f"expected head_lr > 0, got {self.head_lr}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"expected distinct seeds, at least one, got {list(self.seeds)}")
 
     @property
-    def seeded_finetune(self) -> FinetuneConfig:
+    def seeded_finetune(self) -> TrainConfig:
         """The fine-tuning budget of the runs repeated over :attr:`seeds`."""
         return self.table_finetune or self.finetune
 
     @property
-    def feature_finetune(self) -> FinetuneConfig:
+    def feature_finetune(self) -> TrainConfig:
         """The budget of the taggers trained on a frozen encoder's features (section "Feature-based or
         fine-tuned"), at ``head_lr``: they train few weights on precomputed features, so steps are cheap."""
         return dataclasses.replace(self.tagger_finetune or self.seeded_finetune, lr=self.head_lr)
@@ -163,16 +168,18 @@ def chapter_config(**overrides) -> CourseLanguageConfig:
     """The active profile's sizes (:data:`QUICK` or :data:`FULL`), the seeds from ``LECTURE_SEEDS``
     (:func:`~lecture_lib.profile.claim_seeds`), with ``overrides``; ``pretrain`` and
     ``finetune`` overrides are dicts merged into the profile's (``pretrain`` nested as a
-    :class:`PretrainConfig`: ``pretrain=dict(train=dict(steps=1600))``); ``table_finetune`` and
-    ``tagger_finetune`` are derived: changes to ``finetune`` (none: ``None``).
+    :class:`PretrainConfig`: ``pretrain=dict(train=dict(steps=1600))``; ``finetune`` built by
+    :func:`~lecture_lib.finetuning.finetune.finetune_budget`, its warm-up 10% of its steps); ``table_finetune``
+    and ``tagger_finetune`` are derived: changes to ``finetune``, built the same way (none: ``None``).
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
     values = merge_dicts(pick(quick=QUICK, full=FULL), dict(seeds=claim_seeds()), overrides)
-    finetune = build_dataclass(FinetuneConfig, values["finetune"])
+    finetune = values["finetune"]
+    finetune = finetune if isinstance(finetune, dict) else dataclasses.asdict(finetune)
     for name in ("table_finetune", "tagger_finetune"):  # budgets given as changes to ``finetune``'s
-        values[name] = dataclasses.replace(finetune, **values[name]) if values.get(name) else None
-    return build_dataclass(CourseLanguageConfig, {**values, "finetune": finetune})
+        values[name] = finetune_budget(**merge_dicts(finetune, values[name])) if values.get(name) else None
+    return build_dataclass(CourseLanguageConfig, values)
 
 
 def synthetic_pretraining_data(

@@ -28,13 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.finetuning.finetune import FinetuneConfig, FinetuneResult, Task, finetune, new_head, score
+from lecture_lib.finetuning.finetune import FinetuneResult, Task, finetune, new_head, score
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.inference import forward_in_batches
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import TokenClassifierOutput
 from lecture_lib.runtime import seed_everything
+from lecture_lib.train import TrainConfig
 
 FEATURE_CHOICES = (
     "embeddings",
@@ -176,28 +177,37 @@ class FeatureTagger(nn.Module):
 
 
 def frozen_and_fine_tuned(
-    task: Task, encoder: BertModel | BertConfig, tagger_config: FinetuneConfig, finetune_config: FinetuneConfig
+    task: Task,
+    encoder: BertModel | BertConfig,
+    tagger_config: TrainConfig,
+    finetune_config: TrainConfig,
+    tagger_seed: int = 0,
+    finetune_seed: int = 0,
+    *,
+    dropout: float = 0.0,
 ) -> dict[str, float]:
     """Span F1 of a tagging ``task`` two ways, SciBERT's "frozen" and "fine-tuned" columns (Beltagy et al.
     2019, Table 1): ``"frozen"``, a linear :class:`FeatureTagger` on the encoder's last layer, its features
     extracted once and the encoder left untouched, trained with ``tagger_config``; ``"fine-tuned"``, the task's
     head on a copy of the encoder, all of it trained with ``finetune_config`` (:func:`~lecture_lib.finetuning.
-    finetune.finetune`). Given a :class:`~lecture_lib.models.bert.BertConfig`, the encoder is a never-pretrained
-    one of that shape, its random weights drawn with ``finetune_config``'s seed; the tagger's initial weights are
-    drawn with ``tagger_config``'s.
+    finetune.finetune`) with ``finetune_seed`` and the head's ``dropout``. Given a
+    :class:`~lecture_lib.models.bert.BertConfig`, the encoder is a never-pretrained one of that shape, its random
+    weights drawn with ``finetune_seed``; the tagger's initial weights and its batches are drawn with ``tagger_seed``.
 
     Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
     """
     if isinstance(encoder, BertConfig):  # never pretrained: random weights of that shape
-        encoder = new_head(task, encoder, finetune_config).base_model
+        encoder = new_head(task, encoder, seed=finetune_seed, dropout=dropout).base_model
     features = with_features(task, encoder)
-    seed_everything(tagger_config.seed)
+    seed_everything(tagger_seed)
     tagger = FeatureTagger(
         "last", encoder.config.num_hidden_layers, encoder.config.hidden_size, task.num_labels, lstm_size=None
     )
     return {
-        "frozen": finetune(features, tagger, tagger_config).scores["f1"],
-        "fine-tuned": finetune(task, new_head(task, encoder, finetune_config), finetune_config).scores["f1"],
+        "frozen": finetune(features, tagger, tagger_config, tagger_seed).scores["f1"],
+        "fine-tuned": finetune(
+            task, new_head(task, encoder, seed=finetune_seed, dropout=dropout), finetune_config, finetune_seed
+        ).scores["f1"],
     }
 
 
@@ -234,14 +244,14 @@ def tuned_runs(
     run: Callable[..., FinetuneResult],
     task: Task,
     dev: Task,
-    budget: FinetuneConfig,
+    budget: TrainConfig,
     lrs: Sequence[float],
     seeds: Sequence[int],
     metric: str,
     args: tuple = (),
     map_jobs: Callable[[Callable, list[tuple]], list] | None = None,
 ) -> TunedRuns:
-    """Choose a recipe's learning rate on ``dev``, then run it on every seed: ``run(dev, *args, config)`` (``dev``
+    """Choose a recipe's learning rate on ``dev``, then run it on every seed: ``run(dev, *args, config, seed)`` (``dev``
     a :class:`Task` whose test set is the development set; e.g. ``run=finetune_from, args=(encoder,)``) with ``budget``'s steps and batch at each of ``lrs``
     on the first seed; the learning rate with the best development ``metric`` (the first of a tie) wins;
     its first-seed model is scored on ``task``'s test set, and the other seeds run at that rate and are
@@ -255,37 +265,37 @@ def tuned_runs(
         raise ValueError(f"expected learning rates and seeds, got {list(lrs)} and {list(seeds)}")
     map_jobs = map_jobs or (lambda fn, jobs: [fn(*job) for job in jobs])
     first, *others = seeds
-    sweep = map_jobs(run, [(dev, *args, dataclasses.replace(budget, lr=lr, seed=first)) for lr in lrs])
+    sweep = map_jobs(run, [(dev, *args, dataclasses.replace(budget, lr=lr), first) for lr in lrs])
     dev_scores = {lr: result.scores[metric] for lr, result in zip(lrs, sweep)}
     lr = max(lrs, key=lambda rate: (dev_scores[rate], -lrs.index(rate)))
     best = sweep[lrs.index(lr)]
     best = dataclasses.replace(best, scores=score(task, best.model))  # its scores on the test set, as the others'
-    rest = map_jobs(run, [(task, *args, dataclasses.replace(budget, lr=lr, seed=seed)) for seed in others])
+    rest = map_jobs(run, [(task, *args, dataclasses.replace(budget, lr=lr), seed) for seed in others])
     results = [best, *rest]
     return TunedRuns(lr, dev_scores, [result.scores[metric] for result in results], results)
 
 
-def feature_tagger_run(task: Task, tagger: dict, config: FinetuneConfig) -> FinetuneResult:
+def feature_tagger_run(task: Task, tagger: dict, config: TrainConfig, seed: int = 0) -> FinetuneResult:
     """Train a fresh :class:`FeatureTagger` on ``task``'s extracted features with ``config`` (its initial weights
-    drawn with ``config.seed``); ``tagger`` holds its keyword arguments other than the sizes (``choice``, and
+    and its batches drawn with ``seed``); ``tagger`` holds its keyword arguments other than the sizes (``choice``, and
     ``lstm_size``, default ``None``: linear, or ``projection``): a ``run`` for :func:`tuned_runs`,
     ``args=(tagger,)``.
 
     Taught in: 05_bert_finetuning ("Feature-based or fine-tuned").
     """
-    seed_everything(config.seed)
+    seed_everything(seed)
     layers, width = task.train.features["features"].shape[2:]
     model = FeatureTagger(
         num_hidden_layers=layers - 1, hidden_size=width, num_labels=task.num_labels, **{"lstm_size": None, **tagger}
     )
-    return finetune(task, model, config)
+    return finetune(task, model, config, seed)
 
 
 def tuned_feature_taggers(
     taggers: Sequence[dict],
     task: Task,
     dev: Task,
-    budget: FinetuneConfig,
+    budget: TrainConfig,
     lrs: Sequence[float],
     seeds: Sequence[int],
     metric: str = "f1",

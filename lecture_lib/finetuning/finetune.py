@@ -9,6 +9,7 @@ Taught in: 05_bert_finetuning ("Pretrained or from scratch", "Scoring the tasks"
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,26 +35,36 @@ from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_everything
 from lecture_lib.train import History, TrainConfig, train, warmup_from_fraction
 
+# BERT's fine-tuning recipe at the course's sizes: AdamW, a linear warm-up over FINETUNE_WARMUP of the steps, then
+# linear decay. A budget is a TrainConfig (the course's one optimisation config) built by finetune_budget.
+FINETUNE_DEFAULTS = dict(steps=150, batch_size=32, lr=1e-3, schedule="linear")
+FINETUNE_WARMUP = 0.1  # the share of the steps spent warming up, when a budget does not state warmup_steps
 
-@dataclass
-class FinetuneConfig:
-    """The fine-tuning budget of one task: AdamW steps, batch size, peak learning rate with a linear
-    warm-up over ``warmup_fraction`` of the steps then linear decay (as BERT's fine-tuning), the
-    encoder's dropout while fine-tuning, PyTorch's CPU threads (``None``: leave them), the seed, and
-    whether AdamW uses its fused kernel (``None``: on CUDA; on a CPU it can save some of a small model's
-    step, with the same updates up to rounding).
+
+def finetune_budget(**values) -> TrainConfig:
+    """The fine-tuning budget of one task: a :class:`~lecture_lib.train.TrainConfig` of ``values`` over
+    :data:`FINETUNE_DEFAULTS` (150 AdamW steps of 32 examples at peak rate 1e-3, linear schedule), its warm-up
+    :data:`FINETUNE_WARMUP` of its steps (:func:`~lecture_lib.train.warmup_from_fraction`) unless ``values``
+    state ``warmup_steps``: ``finetune_budget(steps=75).warmup_steps == 8``. ``fused`` picks AdamW's fused
+    kernel (``None``: on CUDA; on a CPU it can save some of a small model's step, with the same updates up to
+    rounding). A chapter config's budget field is built by it (:func:`lecture_lib.config.built_by`), so that
+    ``finetune=dict(steps=75)`` warms up over 8 steps. The seed and the head's dropout are not part of it:
+    they are arguments of :func:`finetune` and :func:`new_head`.
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
+    values = {**FINETUNE_DEFAULTS, **values}
+    values.setdefault("warmup_steps", warmup_from_fraction(values["steps"], FINETUNE_WARMUP))
+    return TrainConfig(**values)
 
-    steps: int = 150
-    batch_size: int = 32
-    lr: float = 1e-3
-    warmup_fraction: float = 0.1
-    dropout: float = 0.0
-    num_threads: int | None = None
-    seed: int = 0
-    fused: bool | None = None
+
+def with_steps(budget: TrainConfig, steps: int) -> TrainConfig:
+    """``budget`` run for ``steps`` steps, its warm-up :data:`FINETUNE_WARMUP` of them as
+    :func:`finetune_budget` gives: ``with_steps(finetune_budget(steps=100), 300).warmup_steps == 30``.
+
+    Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+    """
+    return dataclasses.replace(budget, steps=steps, warmup_steps=warmup_from_fraction(steps, FINETUNE_WARMUP))
 
 
 @dataclass
@@ -151,26 +162,18 @@ class FinetuneResult:
     history: History
 
 
-def finetune(task: Task, model: nn.Module, config: FinetuneConfig) -> FinetuneResult:
-    """Fine-tune ``model`` (a head, pretrained or not) on ``task`` with the chapter's budget; score it.
+def finetune(task: Task, model: nn.Module, config: TrainConfig, seed: int = 0) -> FinetuneResult:
+    """Fine-tune ``model`` (a head, pretrained or not) on ``task`` with the chapter's budget (a
+    :func:`finetune_budget`); score it. ``seed`` seeds the run and draws the order of the batches.
 
     AdamW with a linear warm-up and decay (as BERT's fine-tuning), the same steps, batches and learning
     rate whatever the model, so that pretrained and from-scratch runs spend the same budget.
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
-    seed_everything(config.seed)
+    seed_everything(seed)
     start = time.perf_counter()
-    train_config = TrainConfig(
-        steps=config.steps,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        schedule="linear",
-        warmup_steps=warmup_from_fraction(config.steps, config.warmup_fraction),
-        num_threads=config.num_threads,
-        fused=config.fused,
-    )
-    history = train(model, task.train.batches(config.batch_size, config.seed), task_loss, train_config, progress=False)
+    history = train(model, task.train.batches(config.batch_size, seed), task_loss, config, progress=False)
     scores = score(task, model)
     return FinetuneResult(model, scores, time.perf_counter() - start, history)
 
@@ -178,30 +181,35 @@ def finetune(task: Task, model: nn.Module, config: FinetuneConfig) -> FinetuneRe
 def finetune_from(
     task: Task,
     encoder: BertModel | BertConfig,
-    config: FinetuneConfig,
+    config: TrainConfig,
+    seed: int = 0,
     adapt: Callable[[nn.Module], nn.Module] | None = None,
+    *,
+    dropout: float = 0.0,
 ) -> FinetuneResult:
     """One whole run from its inputs: :func:`new_head` on ``encoder`` (pretrained weights, or a config for
-    random ones), ``adapt`` applied to it if given (e.g. :func:`~lecture_lib.finetuning.peft.bitfit`,
-    which chooses the weights that train), then :func:`finetune`. Being a module's function of its
-    arguments alone, it can run in a worker of :func:`~lecture_lib.runtime.parallel_map`.
+    random ones) with ``seed`` and ``dropout``, ``adapt`` applied to it if given (e.g.
+    :func:`~lecture_lib.finetuning.peft.bitfit`, which chooses the weights that train), then :func:`finetune`
+    with ``config`` and ``seed``. Being a module's function of its arguments alone, it can run in a worker of
+    :func:`~lecture_lib.runtime.parallel_map` (a job ``(task, encoder, budget, seed)``).
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
-    model = new_head(task, encoder, config)
-    return finetune(task, adapt(model) if adapt else model, config)
+    model = new_head(task, encoder, seed=seed, dropout=dropout)
+    return finetune(task, adapt(model) if adapt else model, config, seed)
 
 
-def new_head(task: Task, encoder: BertModel | BertConfig, config: FinetuneConfig) -> nn.Module:
+def new_head(task: Task, encoder: BertModel | BertConfig, *, seed: int = 0, dropout: float = 0.0) -> nn.Module:
     """The task's head on a copy of a pretrained encoder, or (given a BERT config) on a randomly
-    initialised one of the same shape; either way with the chapter's fine-tuning dropout.
+    initialised one of the same shape; either way with the fine-tuning ``dropout``, its new weights drawn with
+    ``seed``.
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
-    seed_everything(config.seed)  # the same initial weights, whatever ran before
+    seed_everything(seed)  # the same initial weights, whatever ran before
     if isinstance(encoder, BertConfig):
         encoder = BertModel(encoder)
-    return task.head.from_encoder(encoder, task.num_labels, dropout=config.dropout)
+    return task.head.from_encoder(encoder, task.num_labels, dropout=dropout)
 
 
 def reinitialize_pooler(model: nn.Module, top_layers: int = 0) -> nn.Module:

@@ -17,7 +17,7 @@ def test_loop_and_workers_agree_and_a_changed_run_does_not(monkeypatch, tmp_path
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
     task = build_tasks(tokenizer, config)["acceptability"]
     encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
-    jobs = [(task, encoder, dataclasses.replace(config.finetune, seed=seed)) for seed in (0, 1, 2)]
+    jobs = [(task, encoder, config.finetune, seed) for seed in (0, 1, 2)]
     result = loop_and_workers(jobs, workers=2)
     assert result["same"] and result["loop"] > 0 and result["workers"] > 0
     runs = [finetune_from(*job) for job in jobs]

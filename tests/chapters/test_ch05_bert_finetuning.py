@@ -36,10 +36,10 @@ def tiny(monkeypatch, tmp_path):
 def test_a_cached_run_is_the_run_it_stands_for_read_back(tiny, monkeypatch, adapt):
     config, tasks, encoder = tiny
     task = tasks["context_ner"]
-    direct = finetune_from(task, encoder, config.finetune, adapt)
-    first = cached_finetune_from(task, encoder, config.finetune, adapt)
+    direct = finetune_from(task, encoder, config.finetune, 0, adapt)
+    first = cached_finetune_from(task, encoder, config.finetune, 0, adapt)
     monkeypatch.setattr(ch05_bert_finetuning, "finetune_from", lambda *args: pytest.fail("trained again"))
-    again = cached_finetune_from(task, encoder, config.finetune, adapt)
+    again = cached_finetune_from(task, encoder, config.finetune, 0, adapt)
     for run in (first, again):
         assert run.scores == direct.scores and run.history == direct.history
         assert type(run.model) is type(direct.model)
@@ -61,15 +61,16 @@ def test_a_cached_run_is_scored_on_the_test_set_it_is_given_and_named_by_what_tr
     assert same_training.scores == score(other_test, run.model) and same_training.scores["accuracy"] == 1.0
     trained = []
     monkeypatch.setattr(
-        ch05_bert_finetuning, "finetune_from", lambda *args: trained.append(args) or finetune_from(*args)
+        ch05_bert_finetuning, "finetune_from", lambda *args, **kw: trained.append(args) or finetune_from(*args, **kw)
     )
-    cached_finetune_from(task, encoder, dataclasses.replace(config.finetune, seed=1))  # another seed
+    cached_finetune_from(task, encoder, config.finetune, 1)  # another seed
+    cached_finetune_from(task, encoder, config.finetune, dropout=0.1)  # another dropout
     cached_finetune_from(task, encoder.config, config.finetune)  # random weights
     fewer = dataclasses.replace(
         task, train=dataclasses.replace(task.train, features={k: v[:-1] for k, v in task.train.features.items()})
     )
     cached_finetune_from(fewer, encoder, config.finetune)  # other training data
-    assert len(trained) == 3
+    assert len(trained) == 4
 
 
 def test_adapt_recipe_names_the_function_and_a_partials_arguments():
@@ -85,7 +86,7 @@ def test_adapt_recipe_names_the_function_and_a_partials_arguments():
 def test_null_threshold_scores_are_the_scores_at_each_threshold(tiny):
     config, tasks, encoder = tiny
     task = tasks["unanswerable_qa"]
-    model = new_head(task, encoder, config.finetune)
+    model = new_head(task, encoder)
     thresholds = [-3.0, 0.0, 3.0]
     scores = null_threshold_scores(task, model, thresholds)
     assert scores == [score(task, model, null_threshold=t) for t in thresholds]

@@ -315,7 +315,7 @@ def test_seeded_changes_the_runs_seeds_and_not_the_data(data):
     """A seed's config draws its own initialisation, batches, masking and fine-tuning; the tasks stay the same."""
     config = small_config()
     one = seeded(config, 1)
-    assert (one.seed, one.finetune.seed) == (1, 1) and replace(one, seed=0, finetune=config.finetune) == config
+    assert (one.seed, one.finetune_seed) == (1, 1) and replace(one, seed=0, finetune_seed=0) == config
     assert chapter05_config(one) == chapter05_config(config)  # the same documents, tokenizer and task examples
     a, b = data.batch(2), data.batch(2, seed=1)
     assert all(torch.equal(a[k], data.batch(2, seed=0)[k]) for k in a)
@@ -450,7 +450,7 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
         "BERT": {0: ("BERT", 0, 0.25), 1: ("BERT", 1, 0.25)},
     }
     assert sweep == {0.25: table["ELECTRA"], "unigram": {0: ("ELECTRA", 0, "unigram"), 1: ("ELECTRA", 1, "unigram")}}
-    assert [cfg.finetune.seed for _, cfg, _, _ in asked] == [0, 1, 0, 1, 0, 1]
+    assert [cfg.finetune_seed for _, cfg, _, _ in asked] == [0, 1, 0, 1, 0, 1]
     _, sweep = chapter_runs(replace(config, sweep_seeds=1))  # the quick profile's sweep: the first seed only
     assert sweep == {0.25: {0: ("ELECTRA", 0, 0.25)}, "unigram": {0: ("ELECTRA", 0, "unigram")}}
 

@@ -35,7 +35,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
 from lecture_lib.chapters.course_language import build_tasks
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import FinetuneConfig, finetune, new_head
+from lecture_lib.finetuning.finetune import finetune, finetune_budget, new_head
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, BertModel
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
@@ -284,17 +284,17 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
     )
     course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    config = FinetuneConfig(steps=2, batch_size=8, seed=3)
-    scores, tuned_scores = task_importance(course, "acceptability", config, batches=1, batch_size=8)
+    config = finetune_budget(steps=2, batch_size=8)
+    scores, tuned_scores = task_importance(course, "acceptability", config, seed=3, batches=1, batch_size=8)
     assert set(tuned_scores) == {"accuracy", "mcc"}
     assert scores.shape == (2, 4) and bool((scores >= 0).all()) and float(scores.sum()) > 0
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     task = build_tasks(tokenizer)["acceptability"]
-    tuned = finetune(task, new_head(task, model.bert, config), config).model.eval()
+    tuned = finetune(task, new_head(task, model.bert, seed=3), config, 3).model.eval()
     expected = head_importance(tuned, [task.train.batch(torch.arange(8))], gated_task_loss, normalize=False)
     torch.testing.assert_close(scores, expected)
     other, _ = task_importance(
-        course, "acceptability", FinetuneConfig(steps=2, batch_size=8, seed=4), batches=1, batch_size=8
+        course, "acceptability", finetune_budget(steps=2, batch_size=8), seed=4, batches=1, batch_size=8
     )
     assert not torch.equal(scores, other)  # the seed decides the fine-tuning
 
@@ -316,7 +316,7 @@ def test_task_importance_scores_the_heads_where_fine_tuning_left_the_model():
     course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
     with FakeAccelerator():
         scores, _ = task_importance(
-            course, "acceptability", FinetuneConfig(steps=2, batch_size=8), batches=1, batch_size=8
+            course, "acceptability", finetune_budget(steps=2, batch_size=8), batches=1, batch_size=8
         )
     assert scores.shape == (2, 4)
 

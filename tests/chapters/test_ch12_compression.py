@@ -24,7 +24,7 @@ from lecture_lib.compression.distillation import TripleLoss, soft_gradient_norm
 from lecture_lib.compression.pruning import magnitude_prune_, sparsity_of
 from lecture_lib.compression.quantization import encoder_linears, model_bytes, weight_rounding_error
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune
+from lecture_lib.finetuning.finetune import Task, finetune, finetune_budget
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.albert import albert_from_bert
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
@@ -82,8 +82,8 @@ def test_the_objective_is_the_mlm_loss_alone_for_a_student_that_is_the_teacher(t
 def test_seeded_changes_the_distillation_and_the_fine_tuning_seeds_only():
     config = chapter_config()
     run = seeded(config, 2)
-    assert run.seed == 2 and run.finetune.seed == 2
-    assert dataclasses.replace(run, seed=config.seed, finetune=config.finetune) == config
+    assert run.seed == 2 and run.finetune_seed == 2
+    assert dataclasses.replace(run, seed=config.seed, finetune_seed=config.finetune_seed) == config
 
 
 def test_masked_word_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_whole_copy(tokenizer):
@@ -239,7 +239,7 @@ def test_exercise_3_fine_tuning_with_the_masks_in_place_keeps_exactly_half_the_w
     before = [layer.weight.detach().clone() for _, _, layer in encoder_linears(model)]
     threshold = torch.cat([w.abs().flatten() for w in before]).kthvalue(sum(w.numel() for w in before) // 2).values
     layers = magnitude_prune_(model, 0.5)
-    finetune(task, model, FinetuneConfig(steps=20, batch_size=8, lr=1e-3))
+    finetune(task, model, finetune_budget(steps=20, batch_size=8, lr=1e-3))
     assert sparsity_of(layers) == 0.5
     for w, layer in zip(before, layers):
         kept = w.abs() > threshold

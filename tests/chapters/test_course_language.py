@@ -108,7 +108,7 @@ def test_tasks_hold_out_people_and_fine_tuning_scores_the_test_set(monkeypatch, 
     encoder = BertModel(config.pretrain.model)
     for name in ("acceptability", "ner"):
         task = tasks[name]
-        result = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
+        result = finetune(task, new_head(task, encoder), config.finetune)
         assert len(result.history.loss) == config.finetune.steps and result.seconds > 0
         logits = predict(result.model, task.test)["logits"]
         if name == "acceptability":
@@ -118,7 +118,7 @@ def test_tasks_hold_out_people_and_fine_tuning_scores_the_test_set(monkeypatch, 
             expected = span_f1([e.tags for e in task.test_examples], word_tags(logits, task.test))["f1"]
             assert result.scores["f1"] == pytest.approx(expected)
     qa = tasks["qa"]
-    scores = finetune(qa, new_head(qa, config.pretrain.model, config.finetune), config.finetune).scores
+    scores = finetune(qa, new_head(qa, config.pretrain.model), config.finetune).scores
     assert set(scores) == {"exact_match", "f1"} and 0 <= scores["exact_match"] <= scores["f1"] <= 1
 
 
@@ -138,7 +138,7 @@ def test_harder_tasks_fine_tune_and_score_every_new_shape(monkeypatch, tmp_path)
     encoder = BertModel(config.pretrain.model)
     for name in ("similarity", "choice", "unanswerable_qa"):
         task = tasks[name]
-        result = finetune(task, new_head(task, encoder, config.finetune), config.finetune)
+        result = finetune(task, new_head(task, encoder), config.finetune)
         out = predict(result.model, task.test)
         if name == "similarity":
             labels = task.test.features["labels"]
@@ -183,12 +183,12 @@ def test_fused_adamw_fine_tunes_to_the_same_weights_up_to_rounding(monkeypatch, 
         torch.optim, "AdamW", lambda *args, fused=None, **kw: kernels.append(fused) or adamw(*args, fused=fused, **kw)
     )
     runs = [
-        finetune(task, new_head(task, config.pretrain.model, budget), budget).model
+        finetune(task, new_head(task, config.pretrain.model), budget).model
         for budget in (config.finetune, dataclasses.replace(config.finetune, fused=True))
     ]
     for (name, plain), fused in zip(runs[0].named_parameters(), runs[1].parameters()):
         torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-5, msg=name)
-    assert kernels == [False, True]  # FinetuneConfig.fused reached the optimizer
+    assert kernels == [False, True]  # the budget's fused reached the optimizer
     assert config.seeded_finetune.fused and config.feature_finetune.fused  # the quick tables' budgets use it
 
 
@@ -199,16 +199,16 @@ def test_fine_tuning_in_worker_processes_gives_the_loops_weights_and_scores(monk
     tasks = build_tasks(tokenizer, config)
     encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
     jobs = [
-        (tasks[name], start, dataclasses.replace(config.finetune, seed=seed), None)
+        (tasks[name], start, config.finetune, seed, None)
         for name in ("acceptability", "ner")
         for start in (encoder, encoder.config)
         for seed in (0, 1)
     ]
-    jobs.append((tasks["ner"], encoder, config.finetune, bitfit))
+    jobs.append((tasks["ner"], encoder, config.finetune, 0, bitfit))
     in_workers = parallel_map(finetune_from, jobs, workers=2)
-    for (task, start, budget, adapt), ours in zip(jobs, in_workers):
-        model = new_head(task, start, budget)  # the loop, here, as the notebook wrote it
-        loop = finetune(task, adapt(model) if adapt else model, budget)
+    for (task, start, budget, seed, adapt), ours in zip(jobs, in_workers):
+        model = new_head(task, start, seed=seed)  # the loop, here, as the notebook wrote it
+        loop = finetune(task, adapt(model) if adapt else model, budget, seed)
         assert ours.scores == loop.scores
         for (name, theirs), mine in zip(loop.model.state_dict().items(), ours.model.state_dict().values()):
             assert torch.equal(mine, theirs), name
@@ -237,18 +237,19 @@ def test_exercise_1_the_object_swap_task_is_entailment_split_by_people(monkeypat
 
 def test_exercise_2_twice_the_steps_and_dropout_reach_section_6s_runs(monkeypatch, tmp_path):
     """Exercise 2: table_finetune=dict(steps=200) doubles section 6's budget (100 -> 200 steps of 16) and
-    finetune=dict(dropout=0.1) reaches it; finetune_from then trains that many steps with every dropout of the
+    finetune_dropout=0.1 reaches it; finetune_from then trains that many steps with every dropout of the
     model at p = 0.1 (encoder and head: two passes in training differ, in evaluation they agree)."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    assert (chapter_config().seeded_finetune.steps, chapter_config().seeded_finetune.dropout) == (100, 0.0)
-    budget = chapter_config(table_finetune=dict(steps=200), finetune=dict(dropout=0.1)).seeded_finetune
-    assert (budget.steps, budget.batch_size, budget.dropout) == (200, 16, 0.1)
+    assert (chapter_config().seeded_finetune.steps, chapter_config().finetune_dropout) == (100, 0.0)
+    exercise = chapter_config(table_finetune=dict(steps=200), finetune_dropout=0.1)
+    budget = exercise.seeded_finetune
+    assert (budget.steps, budget.batch_size, budget.warmup_steps, exercise.finetune_dropout) == (200, 16, 20, 0.1)
     config = dataclasses.replace(_tiny(monkeypatch, tmp_path), table_finetune=dataclasses.replace(budget, steps=6))
     lang = SyntheticLanguage(config.language_seed)
     tokenizer = WordPieceTokenizer.train([s.text for s in lang.sentences(500, seed=0)], 300)
     task = build_harder_tasks(tokenizer, config, names=("context_ner",))["context_ner"]
     encoder = BertModel(dataclasses.replace(config.pretrain.model, vocab_size=tokenizer.vocab_size))
-    result = finetune_from(task, encoder, config.seeded_finetune)
+    result = finetune_from(task, encoder, config.seeded_finetune, dropout=exercise.finetune_dropout)
     assert len(result.history.loss) == 6
     model = result.model
     assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == 0.1

@@ -15,7 +15,7 @@ from lecture_lib.compression.distillation import TripleLoss
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.decoding import greedy_exact_match
-from lecture_lib.finetuning.finetune import FinetuneConfig, Task, finetune, new_head
+from lecture_lib.finetuning.finetune import Task, finetune, finetune_budget, new_head
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
 from lecture_lib.models.distilbert import distilbert_from_bert
@@ -162,8 +162,8 @@ def test_pretraining_evaluation_and_fine_tuning_run_on_the_accelerator(minilm):
         left_to_right = evaluate_left_to_right(result.model, data.eval_batches(), tokenizer.mask_token_id)
         tuned = finetune(
             _tiny_task(100),
-            new_head(_tiny_task(100), result.model.bert, FinetuneConfig(steps=2)),
-            FinetuneConfig(steps=2, batch_size=4),
+            new_head(_tiny_task(100), result.model.bert),
+            finetune_budget(steps=2, batch_size=4),
         )
         assert next(tuned.model.parameters()).device == device
     assert len(result.history.evals) == 2 and left_to_right["lm_loss"] > 0 and "accuracy" in tuned.scores

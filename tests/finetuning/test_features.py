@@ -22,7 +22,7 @@ from lecture_lib.finetuning.features import (
     tuned_runs,
     with_features,
 )
-from lecture_lib.finetuning.finetune import FinetuneConfig, FinetuneResult, Task, finetune, new_head
+from lecture_lib.finetuning.finetune import FinetuneResult, Task, finetune, finetune_budget, new_head
 from lecture_lib.finetuning.tasks import NER_LABELS, EncodedTask, encode_tagging, ner_examples
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.heads import BertForTokenClassification
@@ -173,23 +173,25 @@ def test_frozen_and_fine_tuned_trains_a_linear_tagger_on_the_frozen_last_layer_a
     )
     torch.manual_seed(3)
     encoder = BertModel(config).eval() if pretrained else config
-    tagger_config = FinetuneConfig(steps=4, batch_size=8, lr=1e-2, seed=5)
-    finetune_config = FinetuneConfig(steps=4, batch_size=8, lr=1e-3, seed=6)
-    expected_encoder = encoder if pretrained else new_head(task, config, finetune_config).base_model
+    tagger_config = finetune_budget(steps=4, batch_size=8, lr=1e-2)
+    finetune_config = finetune_budget(steps=4, batch_size=8, lr=1e-3)
+    expected_encoder = encoder if pretrained else new_head(task, config, seed=6).base_model
     before = {k: v.clone() for k, v in expected_encoder.state_dict().items()}
-    runs = []
+    runs, seeds = [], []
 
-    def recording_finetune(task, model, run_config):
+    def recording_finetune(task, model, run_config, seed=0):
         start = {k: v.clone() for k, v in model.state_dict().items()}
-        result = finetune(task, model, run_config)
+        result = finetune(task, model, run_config, seed)
         runs.append((task, model, run_config, start, result))
+        seeds.append(seed)
         return result
 
     monkeypatch.setattr(features_module, "finetune", recording_finetune)
-    f1 = frozen_and_fine_tuned(task, encoder, tagger_config, finetune_config)
+    f1 = frozen_and_fine_tuned(task, encoder, tagger_config, finetune_config, 5, 6)
 
     (tagger_task, tagger, tagger_run, _, tagger_result), (head_task, head, head_run, head_start, head_result) = runs
     assert f1 == {"frozen": tagger_result.scores["f1"], "fine-tuned": head_result.scores["f1"]}
+    assert seeds == [5, 6]  # the tagger's seed, then the fine-tuning's
     assert 0.0 <= f1["frozen"] <= 1.0 and 0.0 <= f1["fine-tuned"] <= 1.0
     # frozen: a linear tagger on the last layer of this encoder, whose weights stay as they were
     assert isinstance(tagger, FeatureTagger) and tagger.lstm is None and tagger.layers == [2]
@@ -240,13 +242,13 @@ def test_tuned_runs_give_every_recipe_the_same_steps_and_batch_and_pick_the_rate
     """The fine-tuning and tagger budgets of section 7: equal in steps x batch, each rate chosen on dev."""
     task = Task("ner", BertForTokenClassification, 3, _encoded(), _encoded(), [])
     dev = dataclasses.replace(task, name="dev")
-    budget = FinetuneConfig(steps=7, batch_size=5, lr=1.0)
+    budget = finetune_budget(steps=7, batch_size=5, lr=1.0)
     calls = []
     best_rate = {"fine-tuning": 2e-3, "tagger": 5e-2}
 
-    def fake_run(on, recipe, config):
-        calls.append((recipe, on.name, config))
-        f1 = 1.0 - abs(config.lr - best_rate[recipe]) if on.name == "dev" else config.seed / 10
+    def fake_run(on, recipe, config, seed):
+        calls.append((recipe, on.name, config, seed))
+        f1 = 1.0 - abs(config.lr - best_rate[recipe]) if on.name == "dev" else seed / 10
         return FinetuneResult(torch.nn.Linear(1, 1), {"f1": f1}, 0.0, None)
 
     monkeypatch.setattr(features_module, "score", lambda on, model: {"f1": 0.5})  # the test set's score
@@ -254,11 +256,11 @@ def test_tuned_runs_give_every_recipe_the_same_steps_and_batch_and_pick_the_rate
         recipe: tuned_runs(fake_run, task, dev, budget, lrs, [3, 4, 5], "f1", args=(recipe,))
         for recipe, lrs in (("fine-tuning", (1e-3, 2e-3, 5e-3)), ("tagger", (1e-2, 5e-2, 1e-1)))
     }
-    assert {config.steps * config.batch_size for _, _, config in calls} == {7 * 5}  # the same for both recipes
+    assert {config.steps * config.batch_size for _, _, config, _ in calls} == {7 * 5}  # the same for both recipes
     assert tuned["fine-tuning"].lr == 2e-3 and tuned["tagger"].lr == 5e-2
     for recipe, runs in tuned.items():
-        mine = [(on, config) for r, on, config in calls if r == recipe]
-        assert [(on, c.seed) for on, c in mine] == [("dev", 3)] * 3 + [("ner", 4), ("ner", 5)]
+        mine = [(on, config) for r, on, config, _ in calls if r == recipe]
+        assert [(on, seed) for r, on, _, seed in calls if r == recipe] == [("dev", 3)] * 3 + [("ner", 4), ("ner", 5)]
         assert all(c.lr == runs.lr for on, c in mine if on == "ner")
         assert runs.test_scores == [0.5, 0.4, 0.5]  # the first seed's dev-sweep model, scored on the test set
         assert runs.dev_scores == {c.lr: 1.0 - abs(c.lr - best_rate[recipe]) for on, c in mine if on == "dev"}
@@ -271,7 +273,7 @@ def test_feature_tagger_run_trains_a_linear_tagger_on_the_features():
     config = dataclasses.replace(CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48)
     torch.manual_seed(6)
     features = with_features(task, BertModel(config).eval())
-    result = feature_tagger_run(features, {"choice": "concat_last_four"}, FinetuneConfig(steps=3, batch_size=8, seed=2))
+    result = feature_tagger_run(features, {"choice": "concat_last_four"}, finetune_budget(steps=3, batch_size=8), 2)
     assert isinstance(result.model, FeatureTagger) and result.model.lstm is None
     assert result.model.layers == [2, 3, 4, 5] and len(result.history.loss) == 3
     assert 0.0 <= result.scores["f1"] <= 1.0
@@ -282,7 +284,7 @@ def test_tuned_feature_taggers_are_tuned_runs_of_each_tagger():
     config = dataclasses.replace(CONFIG, vocab_size=tokenizer.vocab_size, max_position_embeddings=48)
     torch.manual_seed(7)
     features = with_features(task, BertModel(config).eval())
-    budget, taggers = FinetuneConfig(steps=2, batch_size=8), [{"choice": "last"}, {"choice": "embeddings"}]
+    budget, taggers = finetune_budget(steps=2, batch_size=8), [{"choice": "last"}, {"choice": "embeddings"}]
     together = tuned_feature_taggers(taggers, features, features, budget, (1e-2, 1e-1), [0, 1])
     alone = [
         tuned_runs(feature_tagger_run, features, features, budget, (1e-2, 1e-1), [0, 1], "f1", args=(t,))
