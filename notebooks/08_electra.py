@@ -344,7 +344,10 @@ print(
     f"per token: masked LM (full head) {electra_training_flops_per_token(sizes, T, 'generator') / 1e6:.3f} MFLOP, "
     f"chapter 04's BERT formula {training_flops_per_token(bert_same, T) / 1e6:.3f} MFLOP"
 )
-print(f"budget: {budget(config):.3e} FLOPs (ELECTRA's {config.steps} steps of {config.batch_size} x {T} tokens)")
+print(
+    f"budget: {budget(config):.3e} FLOPs "
+    f"(ELECTRA's {config.pretrain.steps} steps of {config.pretrain.batch_size} x {T} tokens)"
+)
 spent = {}
 for variant, size in (("ELECTRA", config.generator_size), ("BERT", None)):
     parts = flops_per_token(variant, config, size)

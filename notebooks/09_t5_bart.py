@@ -938,9 +938,9 @@ show_what_we_saw(
 #
 # </details>
 #
-# 2. Pretrain with `objective_runs(chapter_config(pretrain_steps=1000))`, and with `pretrain_steps=150`. Does any
-#    objective beat "no pretraining" on the question task by more than two standard errors? How do the hidden
-#    words right (each run's `"probe"`) move with the steps?
+# 2. Pretrain with `objective_runs(chapter_config(pretrain=dict(steps=1000)))`, and with `pretrain=dict(steps=150)`
+#    (the warm-up follows: a tenth of the steps). Does any objective beat "no pretraining" on the question task by
+#    more than two standard errors? How do the hidden words right (each run's `"probe"`) move with the steps?
 #
 # <details><summary>Hint</summary>
 #
@@ -992,8 +992,8 @@ show_what_we_saw(
 # <details><summary>Hint</summary>
 #
 # `noising_runs` keeps only the scores: `run, model = pretrain_then_finetune(lambda seed: tiny_bart(recipe,
-# len(data.vocab), seed), functools.partial(data.noising_batches, "text_infilling", recipe.batch_size), data,
-# recipe)` returns the
+# len(data.vocab), seed), functools.partial(data.noising_batches, "text_infilling", recipe.pretrain.batch_size),
+# data, recipe)` returns the
 # last seed's fine-tuned model too. Then `most_frequent_answers(model, data)` gives each task's most frequent answer and how often it is
 # given, and `cross_attention_ratio(model, probe)` the ratio of section 9. Section 9 measured, at initialisation, how
 # large each decoder layer's cross-attention output is next to the residual stream it is added to: with weights

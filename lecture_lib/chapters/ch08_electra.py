@@ -160,10 +160,33 @@ CHECKS = (
 )
 
 
+# The pretraining recipe: ELECTRA's 300 steps of 32 sequences at peak rate 2e-3, AdamW with a linear warm-up over
+# ELECTRA_WARMUP of a run's steps then linear decay, one CPU thread per run. A budget is a TrainConfig (the course's
+# one optimisation config) built by electra_budget; every variant's run re-derives the warm-up for its own steps.
+ELECTRA_DEFAULTS = dict(steps=300, batch_size=32, lr=2e-3, schedule="linear", num_threads=1)
+ELECTRA_WARMUP = 0.1  # the share of a run's steps spent warming up
+
+
+def electra_budget(**values) -> TrainConfig:
+    """The pretraining budget: a :class:`~lecture_lib.train.TrainConfig` of ``values`` over
+    :data:`ELECTRA_DEFAULTS`, its ``steps`` ELECTRA's at 100% of the FLOP budget, ``batch_size`` the sequences per
+    step of every run, its warm-up :data:`ELECTRA_WARMUP` of the steps (:func:`~lecture_lib.train.
+    warmup_from_fraction`): ``electra_budget(steps=300).warmup_steps == 30``. :attr:`Chapter08Config.pretrain` is
+    built by it (:func:`lecture_lib.config.built_by`); each variant's run takes the steps the budget pays for and
+    warms up over :data:`ELECTRA_WARMUP` of them (:func:`run_budget`).
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    values = {**ELECTRA_DEFAULTS, **values}
+    values.setdefault("warmup_steps", warmup_from_fraction(values["steps"], ELECTRA_WARMUP))
+    return TrainConfig(**values)
+
+
 @dataclass
 class Chapter08Config:
     """The chapter's sizes: the discriminator (the masked LM baseline is the same network with a generator's
-    head), the generator's size, ELECTRA's steps at 100% of the budget, the checkpoints, the rows of
+    head), the generator's size, the pretraining budget (``pretrain``, :func:`electra_budget`: ELECTRA's steps at
+    100% of the FLOP budget, the sequences per step, the learning rate), the checkpoints, the rows of
     Table 5 and of the generator sweep, chapter 05's data and fine-tuning budget, and the seeds every claim's runs
     are repeated on (``seed``, a run's own, is the first of them unless given).
 
@@ -173,11 +196,7 @@ class Chapter08Config:
     model: ElectraConfig
     generator_size: float = 0.25
     discriminator_weight: float = DISCRIMINATOR_WEIGHT  # λ of the loss L_MLM + λ L_Disc (exercise 1 sets 1)
-    steps: int = 300  # ELECTRA's; the budget is what they cost
-    batch_size: int = 32
-    lr: float = 2e-3
-    warmup_fraction: float = 0.1
-    num_threads: int | None = 1
+    pretrain: TrainConfig = built_by(electra_budget)  # ELECTRA's steps (the budget is what they cost), batch, lr
     fractions: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1.0)
     variants: tuple[str, ...] = VARIANTS
     generator_sizes: tuple[float | str, ...] = (0.125, 0.25, 0.5, 1.0, "unigram")
@@ -235,9 +254,7 @@ QUICK = dict(
         attention_probs_dropout_prob=0.0,
         initializer_range=0.1,
     ),
-    steps=300,
-    batch_size=24,
-    lr=2e-3,
+    pretrain=dict(steps=300, batch_size=24, lr=2e-3),
     fractions=(0.25, 0.5, 1.0),
     variants=VARIANTS,
     generator_sizes=(0.25, "unigram"),
@@ -256,10 +273,7 @@ FULL = dict(
         intermediate_size=512,
         max_position_embeddings=128,
     ),
-    steps=2000,
-    batch_size=64,
-    lr=1e-3,
-    num_threads=None,
+    pretrain=dict(steps=2000, batch_size=64, lr=1e-3, num_threads=None),
     tasks=("acceptability", "entailment", "ner", "qa"),
     finetune=dict(steps=1000, batch_size=32, lr=2e-4),
     documents=20_000,
@@ -273,8 +287,8 @@ PAPER_TABLE5 = {"ELECTRA": 85.0, "All-Tokens MLM": 84.3, "Replace MLM": 82.4, "E
 
 
 def chapter_config(**overrides) -> Chapter08Config:
-    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``model`` and
-    ``finetune`` as dicts merged into the profile's).
+    """The active profile's sizes (:data:`QUICK` or :data:`FULL`) with ``overrides`` (``model``, ``pretrain`` and
+    ``finetune`` as dicts merged into the profile's; ``pretrain=dict(steps=150)`` warms up over 15 steps).
 
     Taught in: 08_electra ("Matched compute").
     """
@@ -289,7 +303,7 @@ def chapter05_config(config: Chapter08Config) -> course_language.CourseLanguageC
     return course_language.chapter_config(
         pretrain=dict(
             data=dict(vocab_size=config.model.vocab_size, seq_len=config.model.max_position_embeddings),
-            train=dict(batch_size=config.batch_size),
+            train=dict(batch_size=config.pretrain.batch_size),
         ),
         documents=config.documents,
         language_seed=config.language_seed,
@@ -324,7 +338,7 @@ class ElectraChapterData:
         """
         seed = self.config.seed if seed is None else seed
         tensors = self.pairs.test if test else self.pairs.train
-        _, rows = epoch_batch(step, len(tensors["input_ids"]), self.config.batch_size, "electra order", seed)
+        _, rows = epoch_batch(step, len(tensors["input_ids"]), self.config.pretrain.batch_size, "electra order", seed)
         ids, attention = tensors["input_ids"][rows], tensors["attention_mask"][rows]
         draws = generator("electra masking", seed, int(test), step)
         chosen = choose_positions(attention, tensors["special_tokens_mask"][rows], generator=draws)
@@ -425,20 +439,20 @@ def flops_per_token(variant: str, config: Chapter08Config, generator_size: float
 
 def flops_per_step(variant: str, config: Chapter08Config, generator_size: float | str) -> float:
     """Training FLOPs of one step of ``variant``: :func:`flops_per_token` summed over its networks, on
-    ``batch_size`` x ``max_position_embeddings`` tokens. The unigram generator costs nothing.
+    ``pretrain.batch_size`` x ``max_position_embeddings`` tokens. The unigram generator costs nothing.
 
     Taught in: 08_electra ("Matched compute").
     """
     length = config.model.max_position_embeddings
-    return sum(flops_per_token(variant, config, generator_size).values()) * config.batch_size * length
+    return sum(flops_per_token(variant, config, generator_size).values()) * config.pretrain.batch_size * length
 
 
 def budget(config: Chapter08Config) -> float:
-    """The FLOP budget: what ELECTRA's ``steps`` cost with the chapter's generator.
+    """The FLOP budget: what ELECTRA's ``pretrain.steps`` cost with the chapter's generator.
 
     Taught in: 08_electra ("Matched compute").
     """
-    return config.steps * flops_per_step("ELECTRA", config, config.generator_size)
+    return config.pretrain.steps * flops_per_step("ELECTRA", config, config.generator_size)
 
 
 def steps_for(variant: str, config: Chapter08Config, generator_size: float | str) -> int:
@@ -492,6 +506,15 @@ class Run:
         )
 
 
+def run_budget(config: Chapter08Config, steps: int) -> TrainConfig:
+    """``config.pretrain`` run for ``steps`` (a variant's share of the budget, :func:`steps_for`), warming up over
+    :data:`ELECTRA_WARMUP` of them: ``run_budget(config, 500).warmup_steps == 50``.
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    return replace(config.pretrain, steps=steps, warmup_steps=warmup_from_fraction(steps, ELECTRA_WARMUP))
+
+
 def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
     """A copy of ``module``'s state on the CPU, which later training steps leave as it is."""
     return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
@@ -520,19 +543,11 @@ def pretrain_run(
             saved[fraction], whole[fraction] = _state_copy(encoder_of(trained)), _state_copy(trained)
         return {}
 
-    train_config = TrainConfig(
-        steps=steps,
-        lr=config.lr,
-        warmup_steps=warmup_from_fraction(steps, config.warmup_fraction),
-        schedule="linear",
-        eval_every=1,
-        num_threads=config.num_threads,
-    )
     history = train(
         model,
         partial(chapter_data.batch, seed=config.seed),
         run_loss(variant, config.seed, config.discriminator_weight),
-        train_config,
+        replace(run_budget(config, steps), eval_every=1),  # every step: the snapshots at the fractions
         evaluate=snapshot,
         progress=progress,
     )

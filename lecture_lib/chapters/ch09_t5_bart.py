@@ -17,7 +17,7 @@ from typing import Callable, Sequence, Union
 import torch
 
 from lecture_lib.cache import cached_call
-from lecture_lib.config import FieldError, OneOf, Range, build_config, check_fields
+from lecture_lib.config import FieldError, OneOf, Range, build_config, built_by, check_fields
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, SyntheticLanguage
 from lecture_lib.decoding import greedy_decode
 from lecture_lib.finetuning.tasks import acceptability_examples, entailment_examples, qa_examples, split_people
@@ -41,9 +41,29 @@ ANSWER_TASKS = ("question", "facts")
 Seq2Seq = Union[T5ForConditionalGeneration, BartForConditionalGeneration]
 
 
+# Both phases' recipe: AdamW with a linear schedule, one CPU thread per run; a phase's budget is a TrainConfig (the
+# course's one optimisation config) built by seq2seq_budget.
+SEQ2SEQ_DEFAULTS = dict(schedule="linear", num_threads=1)
+
+
+def seq2seq_budget(**values) -> TrainConfig:
+    """The budget of a pretraining or fine-tuning phase: a :class:`~lecture_lib.train.TrainConfig` of ``values``
+    (``steps``, ``batch_size`` examples per step, peak ``lr``, ...) over :data:`SEQ2SEQ_DEFAULTS`, warming up over a
+    tenth of its steps (rounded down) unless ``values`` state ``warmup_steps``: ``seq2seq_budget(steps=450,
+    lr=3e-3).warmup_steps == 45``. :class:`Chapter09Config`'s ``pretrain`` and ``finetune`` are built by it
+    (:func:`lecture_lib.config.built_by`).
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    values = {**SEQ2SEQ_DEFAULTS, **values}
+    values.setdefault("warmup_steps", values["steps"] // 10)
+    return TrainConfig(**values)
+
+
 @dataclass(frozen=True)
 class Chapter09Config:
-    """What the objectives experiment trains: a T5's sizes, the steps of each phase, the objectives compared.
+    """What the objectives experiment trains: a T5's sizes, the budget of each phase (``pretrain`` and ``finetune``,
+    built by :func:`seq2seq_budget`), the objectives compared.
 
     The quick profile pretrains one model per objective and fine-tunes it once per seed (the seeds vary
     fine-tuning only); the full profile pretrains one model per seed and objective (``seed_varies="pretraining"``),
@@ -57,11 +77,9 @@ class Chapter09Config:
     num_heads: int = field(metadata=Range(1).rule())
     d_kv: int = field(metadata=Range(1).rule())
     d_ff: int = field(metadata=Range(1).rule())
-    pretrain_steps: int = field(metadata=Range(1).rule())
-    finetune_steps: int = field(metadata=Range(1).rule())
-    batch_size: int = field(metadata=Range(1).rule())
-    lr: float = field(metadata=Range(0, open=True).rule())
     objectives: tuple[str, ...]
+    pretrain: TrainConfig = built_by(seq2seq_budget, steps=450, batch_size=32, lr=3e-3)  # of each pretraining run
+    finetune: TrainConfig = built_by(seq2seq_budget, steps=100, batch_size=32, lr=3e-3)  # of each fine-tuning run
     noisings: tuple[str, ...] = ("text_infilling", "document_rotation")
     bart_init_std: float | None = field(default=None, metadata=Range(0, open=True).rule())  # None: d_model ** -0.5
     train_examples: int = field(default=2000, metadata=Range(1).rule())  # per task
@@ -98,10 +116,8 @@ QUICK = dict(
     num_heads=4,
     d_kv=16,
     d_ff=128,
-    pretrain_steps=450,
-    finetune_steps=100,
-    batch_size=32,
-    lr=3e-3,
+    pretrain=dict(steps=450, batch_size=32, lr=3e-3),
+    finetune=dict(steps=100, batch_size=32, lr=3e-3),
     objectives=("bert_style", "random_spans", "prefix_lm"),
 )
 FULL = dict(
@@ -110,10 +126,8 @@ FULL = dict(
     num_heads=4,
     d_kv=32,
     d_ff=512,
-    pretrain_steps=3000,
-    finetune_steps=1500,
-    batch_size=64,
-    lr=1e-3,
+    pretrain=dict(steps=3000, batch_size=64, lr=1e-3),
+    finetune=dict(steps=1500, batch_size=64, lr=1e-3),
     objectives=OBJECTIVES,
     input_length=128,
     seed_varies="pretraining",
@@ -571,10 +585,6 @@ def bias_by_offset(model: T5ForConditionalGeneration, offsets: range) -> dict[st
     return out
 
 
-def _schedule(steps: int, lr: float) -> TrainConfig:
-    return TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, schedule="linear", num_threads=1)
-
-
 def finetune_and_score(
     model: Seq2Seq, data: TextToTextData, recipe: Chapter09Config, seed: int = 0
 ) -> dict[str, float]:
@@ -582,9 +592,7 @@ def finetune_and_score(
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    train(
-        model, data.finetuning_batches(recipe.batch_size, seed), model_loss, _schedule(recipe.finetune_steps, recipe.lr)
-    )
+    train(model, data.finetuning_batches(recipe.finetune.batch_size, seed), model_loss, recipe.finetune)
     with torch.no_grad():
         return {t: evaluate_task(model, t, data.test[t], data.vocab) for t in TASKS}
 
@@ -612,7 +620,7 @@ def pretrain_then_finetune(
 
     def pretrained(seed: int | None) -> tuple[Seq2Seq, float]:
         model = make_model(0 if seed is None else seed)
-        history = train(model, pretraining(seed), model_loss, _schedule(recipe.pretrain_steps, recipe.lr))
+        history = train(model, pretraining(seed), model_loss, recipe.pretrain)
         return model, history.loss[-1]
 
     shared = pretrained(None) if pretraining is not None and recipe.seed_varies == "fine-tuning" else None
@@ -667,7 +675,7 @@ def objective_runs(recipe: Chapter09Config) -> dict:
         batches = (
             None
             if objective == "no pretraining"
-            else functools.partial(data.pretraining_batches, objective, recipe.batch_size)
+            else functools.partial(data.pretraining_batches, objective, recipe.pretrain.batch_size)
         )
         runs[objective], model = pretrain_then_finetune(
             lambda seed: tiny_t5(recipe, len(data.vocab), seed),
@@ -849,7 +857,7 @@ def noising_runs(recipe: Chapter09Config) -> dict:
     for name in recipe.noisings:
         runs[name], _ = pretrain_then_finetune(
             lambda seed: tiny_bart(recipe, len(data.vocab), seed),
-            functools.partial(data.noising_batches, name, recipe.batch_size),
+            functools.partial(data.noising_batches, name, recipe.pretrain.batch_size),
             data,
             recipe,
         )

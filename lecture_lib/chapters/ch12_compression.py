@@ -47,6 +47,23 @@ from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 from lecture_lib.train import TrainConfig, train
 
+# The students' distillation recipe: AdamW with a linear schedule, one CPU thread per run, AdamW's fused kernel
+# (as the fine-tunings'); a budget is a TrainConfig (the course's one optimisation config) built by distill_budget.
+DISTILL_DEFAULTS = dict(schedule="linear", num_threads=1, fused=True)
+
+
+def distill_budget(**values) -> TrainConfig:
+    """The students' distillation budget: a :class:`~lecture_lib.train.TrainConfig` of ``values`` (``steps``,
+    ``batch_size`` sentences per step, peak ``lr``, ...) over :data:`DISTILL_DEFAULTS`, warming up over a tenth of
+    its steps (rounded down) unless ``values`` state ``warmup_steps``: ``distill_budget(steps=100).warmup_steps ==
+    10``. :attr:`Chapter12Config.distill` is built by it (:func:`lecture_lib.config.built_by`).
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+    values = {**DISTILL_DEFAULTS, **values}
+    values.setdefault("warmup_steps", values["steps"] // 10)
+    return TrainConfig(**values)
+
 
 @dataclass
 class Chapter12Config:
@@ -60,12 +77,10 @@ class Chapter12Config:
     """
 
     distill_sentences: int  # unlabelled sentences of the synthetic language
-    distill_steps: int
-    distill_batch: int
-    distill_lr: float
     qat_bits: tuple[int, ...]  # bits of the quantization-aware fine-tunings
     latency_repeats: int
     dark_knowledge_steps: int | None  # fine-tuning steps of the dark-knowledge runs; None: the teacher's
+    distill: TrainConfig = built_by(distill_budget, steps=100, batch_size=32, lr=3e-3)  # the students' distillation
     finetune: TrainConfig = built_by(finetune_budget, steps=150, batch_size=32, lr=1e-3, num_threads=1, fused=True)
     finetune_seed: int = 0  # of the fine-tunings: the heads' weights and the batches (seeded() sets it)
     task: str = "acceptability"
@@ -77,11 +92,9 @@ class Chapter12Config:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("distill_sentences", "distill_steps", "distill_batch", "latency_repeats"):
+        for name in ("distill_sentences", "latency_repeats"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise ValueError(f"{name}: expected a whole number >= 1, got {getattr(self, name)!r}")
-        if not self.distill_lr > 0:
-            raise ValueError(f"distill_lr: expected a learning rate > 0, got {self.distill_lr!r}")
         if not 0 < self.mlm_probability < 1:
             raise ValueError(f"mlm_probability: expected a share in (0, 1), got {self.mlm_probability!r}")
         for name in ("bits", "qat_bits"):
@@ -97,18 +110,14 @@ class Chapter12Config:
 # time); every run uses AdamW's fused kernel (the same updates up to rounding; on a CPU, about 12% faster here)
 QUICK = dict(
     distill_sentences=6000,
-    distill_steps=100,
-    distill_batch=32,
-    distill_lr=3e-3,
+    distill=dict(steps=100, batch_size=32, lr=3e-3),
     qat_bits=(8,),
     latency_repeats=20,
     dark_knowledge_steps=50,
 )
 FULL = dict(
     distill_sentences=50_000,
-    distill_steps=3000,
-    distill_batch=64,
-    distill_lr=5e-4,
+    distill=dict(steps=3000, batch_size=64, lr=5e-4),
     qat_bits=(8, 4),
     latency_repeats=50,
     dark_knowledge_steps=None,
@@ -204,7 +213,7 @@ def _masked_batches(
 
     def batch_fn(step: int) -> dict[str, torch.Tensor]:
         g = generator("ch12 distillation", config.seed, step)
-        rows = torch.randint(n, (config.distill_batch,), generator=g)
+        rows = torch.randint(n, (config.distill.batch_size,), generator=g)
         length = int(text["attention_mask"][rows].sum(1).max())
         ids, mask = text["input_ids"][rows, :length], text["attention_mask"][rows, :length]
         masked, labels = mask_tokens(
@@ -342,15 +351,8 @@ def _distil(
 ) -> nn.Module:
     """``student`` trained on the distillation text towards ``teacher`` with ``recipe``'s loss."""
     text = distillation_text(tokenizer, config)
-    train_config = TrainConfig(
-        steps=config.distill_steps,
-        lr=config.distill_lr,
-        schedule="linear",
-        warmup_steps=config.distill_steps // 10,
-        num_threads=1,
-        fused=config.finetune.fused,
-    )
-    train(student, _masked_batches(text, tokenizer, config), distillation_objective(teacher, recipe.loss), train_config)
+    batches = _masked_batches(text, tokenizer, config)
+    train(student, batches, distillation_objective(teacher, recipe.loss), config.distill)
     return student
 
 

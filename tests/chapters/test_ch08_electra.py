@@ -26,12 +26,14 @@ from lecture_lib.chapters.ch08_electra import (
     chapter_config,
     chapter_runs,
     detection_accuracy,
+    electra_budget,
     electra_small_training_flops,
     finetune_scores,
     flops_per_step,
     flops_per_token,
     generator_right_by_input,
     pretrain_run,
+    run_budget,
     run_loss,
     seeded,
     steps_for,
@@ -64,8 +66,9 @@ MODEL = dict(
 )
 
 
-def small_config(**overrides):
-    return Chapter08Config(model=ElectraConfig(**MODEL), steps=40, batch_size=8, documents=150, **overrides)
+def small_config(steps=40, **overrides):
+    pretrain = electra_budget(steps=steps, batch_size=8)
+    return Chapter08Config(model=ElectraConfig(**MODEL), pretrain=pretrain, documents=150, **overrides)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +112,9 @@ def test_batches_end_at_their_longest_row_and_give_the_losses_of_the_full_width(
     full = 128  # longer than the documents' pairs, so that rows end in padding
     data = ElectraChapterData(
         Chapter08Config(
-            model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}), steps=40, batch_size=8, documents=150
+            model=ElectraConfig(**{**MODEL, "max_position_embeddings": full}),
+            pretrain=electra_budget(steps=40, batch_size=8),
+            documents=150,
         )
     )
     batches = [data.batch(step, test=True) for step in range(4)]
@@ -192,6 +197,18 @@ def test_the_quick_profile_keeps_the_papers_fractions(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     assert set(chapter_config().fractions) == set(PAPER_CHECKPOINTS)
     assert set(chapter_config().variants) == set(VARIANTS)
+
+
+def test_the_pretraining_budget_is_a_train_config_whose_warm_up_follows_each_runs_steps(monkeypatch):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    pretrain = chapter_config().pretrain
+    assert (pretrain.steps, pretrain.batch_size, pretrain.lr, pretrain.warmup_steps) == (300, 24, 2e-3, 30)
+    assert (pretrain.schedule, pretrain.num_threads) == ("linear", 1)
+    assert chapter_config(pretrain=dict(steps=150)).pretrain.warmup_steps == 15
+    run = run_budget(chapter_config(), 75)
+    assert (run.steps, run.warmup_steps, run.lr, run.batch_size) == (75, 8, 2e-3, 24)  # round(7.5) == 8
+    monkeypatch.setenv("LECTURE_PROFILE", "full")
+    assert chapter_config().pretrain.num_threads is None
 
 
 def test_exercise_1_the_discriminator_weight_is_a_field_that_reaches_the_loss_and_the_cache_key(
@@ -328,7 +345,7 @@ def test_flops_per_token_names_each_network_and_sums_to_a_step():
     assert set(flops_per_token("BERT", config, 0.25)) == {"masked LM"}
     assert set(flops_per_token("ELECTRA", config, "unigram")) == {"discriminator"}
     for variant in VARIANTS:
-        total = sum(flops_per_token(variant, config, 0.25).values()) * config.batch_size * 32
+        total = sum(flops_per_token(variant, config, 0.25).values()) * config.pretrain.batch_size * 32
         assert flops_per_step(variant, config, 0.25) == total
 
 
@@ -384,7 +401,7 @@ def test_detection_accuracy_counts_the_unigram_discriminators_calls(data):
 
 def test_compute_all_trains_the_missing_runs_and_returns_what_the_loop_returns(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    config = replace(small_config(), steps=3, fractions=(1.0,))
+    config = small_config(steps=3, fractions=(1.0,))
     jobs = [("ELECTRA", config, 0.25, False), ("BERT", seeded(config, 1), 0.25, False)]
     runs = compute_all(pretrain_run, jobs, workers=1)
     assert [(run.variant, run.generator_size) for run in runs] == [("ELECTRA", 0.25), ("BERT", 0.25)]
@@ -425,7 +442,7 @@ def test_a_run_keeps_the_whole_pair_at_each_fraction(data, tmp_path, monkeypatch
     """The snapshots hold generator and discriminator as they were at each fraction: the last is the final
     state, and each holds the encoder kept for fine-tuning at that fraction."""
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    run = pretrain_run("ELECTRA", replace(small_config(), steps=4, fractions=(0.5, 1.0)), 0.25, progress=False)
+    run = pretrain_run("ELECTRA", small_config(steps=4, fractions=(0.5, 1.0)), 0.25, progress=False)
     assert set(run.snapshots) == set(run.checkpoints) == {0.5, 1.0}
     assert all(torch.equal(run.snapshots[1.0][k], v) for k, v in run.final_state.items())
     for fraction, encoder in run.checkpoints.items():
@@ -465,6 +482,8 @@ def test_the_claims_seeds_come_from_lecture_seeds_and_bad_fields_are_refused(mon
         (dict(tasks=("parsing",)), r"tasks: expected some of"),
         (dict(seeds=(2, 2)), r"seeds: expected distinct non-negative seeds"),
         (dict(sweep_seeds=0), r"sweep_seeds: expected at least one run per generator"),
+        (dict(pretrain=dict(steps=0)), r"pretrain.steps: expected a value >= 1, got 0"),
+        (dict(pretrain=dict(batch_size=0)), r"pretrain.batch_size: expected a value >= 1, got 0"),
     ):
         with pytest.raises(ValueError, match=message):
             chapter_config(**overrides)

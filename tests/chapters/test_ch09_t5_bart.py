@@ -64,9 +64,8 @@ def test_bias_curves_read_the_models_table():
 def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypatch):
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     recipe = chapter_config(
-        pretrain_steps=2,
-        finetune_steps=2,
-        batch_size=4,
+        pretrain=dict(steps=2, batch_size=4),
+        finetune=dict(steps=2, batch_size=4),
         train_examples=20,
         eval_examples=4,
         documents=30,
@@ -240,7 +239,17 @@ def test_exercise_4_bart_init_std_002_leaves_the_decoder_deaf_to_the_encoder():
         assert answers.count(answer) / len(answers) == share == max(map(answers.count, answers)) / len(answers)
 
 
-TINY = dict(d_model=16, d_kv=4, d_ff=32, num_layers=1, batch_size=4, train_examples=20, eval_examples=12, documents=40)
+TINY = dict(
+    d_model=16,
+    d_kv=4,
+    d_ff=32,
+    num_layers=1,
+    pretrain=dict(batch_size=4),
+    finetune=dict(batch_size=4),
+    train_examples=20,
+    eval_examples=12,
+    documents=40,
+)
 
 
 def test_hidden_words_are_what_the_input_does_not_show():
@@ -307,13 +316,17 @@ def test_mean_task_score_averages_the_tasks_named():
 def test_the_seeds_vary_what_the_config_says(varies, pretrainings):
     """One pretraining shared by the seeds' fine-tunings (the quick profile), or one pretraining per seed: the
     runs a claim about a pretraining objective needs."""
-    recipe = chapter_config(**TINY, pretrain_steps=1, finetune_steps=1, seeds=(0, 1), seed_varies=varies)
+    recipe = chapter_config(
+        **{**TINY, "pretrain": dict(steps=1, batch_size=4), "finetune": dict(steps=1, batch_size=4)},
+        seeds=(0, 1),
+        seed_varies=varies,
+    )
     data = TextToTextData(recipe)
     asked, models = [], []
 
     def pretraining(seed):
         asked.append(seed)
-        return data.pretraining_batches("random_spans", recipe.batch_size, seed)
+        return data.pretraining_batches("random_spans", recipe.pretrain.batch_size, seed)
 
     def make_model(seed):
         models.append(seed)
@@ -337,7 +350,8 @@ def test_the_config_refuses_what_it_cannot_run():
         (dict(objectives=("mass",)), "objectives"),
         (dict(seeds=(0, 0)), "seeds"),
         (dict(seed_varies="data"), "seed_varies"),
-        (dict(pretrain_steps=0), "pretrain_steps"),
+        (dict(pretrain=dict(steps=0)), "pretrain.steps"),
+        (dict(finetune=dict(lr=-1.0)), "finetune.lr"),
     ):
         with pytest.raises(ValueError, match=f"^{name}: expected"):
             chapter_config(**overrides)

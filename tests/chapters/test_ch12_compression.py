@@ -43,7 +43,11 @@ def test_profiles_build(monkeypatch):
     for name, sizes in (("quick", QUICK), ("full", FULL)):
         monkeypatch.setenv("LECTURE_PROFILE", name)
         config = chapter_config()
-        assert config.distill_steps == sizes.get("distill_steps", 300)
+        assert (config.distill.steps, config.distill.batch_size, config.distill.lr) == tuple(
+            sizes["distill"][k] for k in ("steps", "batch_size", "lr")
+        )
+        assert config.distill.warmup_steps == sizes["distill"]["steps"] // 10
+        assert (config.distill.schedule, config.distill.num_threads, config.distill.fused) == ("linear", 1, True)
     assert chapter_config(finetune=dict(steps=7)).finetune.steps == 7
 
 
@@ -100,7 +104,7 @@ def test_masked_word_accuracy_counts_right_masked_tokens_for_a_teacher_and_its_w
             max_position_embeddings=64,
         )
     )
-    config = chapter_config(distill_sentences=64, distill_batch=8)
+    config = chapter_config(distill_sentences=64, distill=dict(batch_size=8))
     ours = masked_word_accuracy(teacher, tokenizer, config, batches=2)
     assert ours == masked_word_accuracy(distilbert_from_bert(teacher, layers=[0, 1]), tokenizer, config, batches=2)
     draw = _masked_batches(distillation_text(tokenizer, config), tokenizer, seeded(config, -1))
@@ -280,8 +284,11 @@ def test_exercise_4_the_factorised_table_keeps_the_top_e_squared_singular_values
 def test_the_config_refuses_sizes_that_cannot_run_and_takes_the_claims_seeds(monkeypatch):
     monkeypatch.setenv("LECTURE_SEEDS", "3,4,5")
     assert chapter_config().seeds == (3, 4, 5)
-    with pytest.raises(ValueError, match="distill_steps: expected a whole number >= 1, got 0"):
-        chapter_config(distill_steps=0)
+    with pytest.raises(ValueError, match="distill.steps: expected a value >= 1, got 0"):
+        chapter_config(distill=dict(steps=0))
+    with pytest.raises(ValueError, match="distill.lr: expected a value >= 0, got -1"):
+        chapter_config(distill=dict(lr=-1))
+    assert chapter_config(distill=dict(steps=45)).distill.warmup_steps == 4  # the warm-up follows the steps
     with pytest.raises(ValueError, match="bits: expected bit widths from 1 to 8"):
         chapter_config(bits=(9,))
     with pytest.raises(ValueError, match="sparsities: expected shares in"):

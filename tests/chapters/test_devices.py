@@ -62,9 +62,8 @@ def test_chapter_09_pretrains_fine_tunes_and_scores_t5_and_bart_on_the_accelerat
             d_kv=4,
             d_ff=32,
             num_layers=1,
-            pretrain_steps=2,
-            finetune_steps=2,
-            batch_size=4,
+            pretrain=dict(steps=2, batch_size=4),
+            finetune=dict(steps=2, batch_size=4),
             objectives=("random_spans",),
             noisings=("text_infilling",),
             train_examples=8,
@@ -95,7 +94,7 @@ def test_chapter_12_distils_a_student_with_its_teacher_on_the_accelerator(tmp_pa
         )
     )
     pretrained = PretrainResult(teacher, tokenizer, history=None, config=None, path=tmp_path / "teacher")
-    config = ch12_compression.chapter_config(distill_sentences=16, distill_steps=2, distill_batch=4)
+    config = ch12_compression.chapter_config(distill_sentences=16, distill=dict(steps=2, batch_size=4))
     with FakeAccelerator():
         student = ch12_compression.distilled_student(pretrained, ch12_compression.StudentRecipe(TripleLoss()), config)
     assert student.config.n_layers == 1
