@@ -185,9 +185,13 @@ def test_downstream_scores_fine_tune_left_to_right_through_a_causal_head(monkeyp
     monkeypatch.setattr(
         ch04,
         "finetune_from",
-        lambda task, encoder, budget: heads.append(task.head) or SimpleNamespace(scores={"f1": 0.5}),
+        lambda task, encoder, budget, seed, dropout: (
+            heads.append((task.head, seed, dropout)) or SimpleNamespace(scores={"f1": 0.5})
+        ),
     )
     assert downstream_scores(tasks, bert.model.bert, config, left_to_right=True) == {name: [0.5] for name in tasks}
+    assert {(seed, dropout) for _, seed, dropout in heads} == {(0, config.finetune_dropout)}  # the seed's run
+    heads = [head for head, _, _ in heads]
     assert all(
         issubclass(head, BertForTokenClassification) and head.encoder_class is LeftToRightBertModel for head in heads
     )
