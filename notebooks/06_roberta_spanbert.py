@@ -486,8 +486,9 @@ assert abs(mixed["per piece"] - 0.486) < 0.03 and mixed["per unit"] < 0.005
 
 # %% [markdown]
 # The BERT repository's README (Devlin et al., 2019) reports BERT-Large trained the same way with each rule.
-# Uncased, whole-word masking took SQuAD 1.1 F1/EM from 91.0/84.3 to 92.8/86.7 and MultiNLI from 86.05 to
-# 87.07. Cased, it took them from 91.5/84.8 to 92.9/86.7 and from 86.09 to 86.46.
+# For uncased BERT-Large, whole-word masking took SQuAD 1.1 F1/EM from 91.0/84.3 to 92.8/86.7 and MultiNLI from
+# 86.05 to 87.07 (Devlin et al., 2019). For cased BERT-Large it took them from 91.5/84.8 to 92.9/86.7 and from
+# 86.09 to 86.46 (Devlin et al., 2019).
 #
 # ## 5. Span lengths
 #

@@ -700,9 +700,9 @@ assert len(masked) == len(document) and len(deleted) < len(document)  # masking 
 assert sorted(permuted) == sorted(document) and "<mask>" in infilled
 
 # %% [markdown]
-# BART's Table 1 (Lewis et al., 2020; base size, 1M steps, Books and Wikipedia) ranks these. Text infilling is
-# best (SQuAD F1 90.8, MNLI 84.0, CNN/DM perplexity 5.83), masking and deletion are close (90.4), and document
-# rotation alone is far behind (77.2, 75.3, 10.59). `noising_runs` trains the two ends of that table in shape.
+# BART's Table 1 (Lewis et al., 2020; base size, 1M steps, Books and Wikipedia) ranks these. In Lewis et al.'s
+# table text infilling is best (SQuAD F1 90.8, MNLI 84.0, CNN/DM perplexity 5.83), masking and deletion are
+# close (90.4), and document rotation alone is far behind (77.2, 75.3, 10.59). `noising_runs` trains the two ends of that table in shape.
 # A tiny BART (chapter 02's blocks, the sizes of the T5 of section 7) is pretrained to rebuild the documents
 # from text infilling and from document rotation. It is then fine-tuned over three seeds and scored as the T5s
 # were.

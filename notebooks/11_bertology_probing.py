@@ -694,9 +694,7 @@ plt.show()
 #
 # <details><summary>Why only the order</summary>
 #
-# We have not checked Tenney et al.'s per-task expected layers against the paper. Figures such as 3.4 for POS
-# and 9.5 for coreference are sometimes quoted for them, but they are unverified here, so the table leaves them
-# out.
+# We have not checked Tenney et al.'s per-task expected layers against the paper, so the table leaves them out.
 #
 # </details>
 
