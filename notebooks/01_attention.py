@@ -71,7 +71,7 @@ from lecture_lib.attention import (
 )
 from lecture_lib.chapters.ch01_attention import (
     accuracy_by_length,
-    bottleneck_experiment,
+    chapter_config,
     cost_by_length,
     cost_lengths,
     train_reversal,
@@ -130,7 +130,7 @@ torch.testing.assert_close(shown_pair.tgt_out[0, :-1], shown_pair.src[0].flip(0)
 
 # %%
 profile.expect(22, "Training two encoder-decoders, without and with attention")
-exp = bottleneck_experiment()
+exp = chapter_config()
 print(exp)
 plain, plain_history = train_reversal(attention=False, exp=exp)
 attentive, attentive_history = train_reversal(attention=True, exp=exp)

@@ -46,36 +46,38 @@ def rnn_greedy_exact_match(model: RNNSeq2Seq, batch: Seq2SeqBatch) -> torch.Tens
 
 
 @dataclass
-class BottleneckExperiment:
-    """Sizes of the bottleneck experiment: train with and without attention, compare by length."""
+class Chapter01Config:
+    """The bottleneck experiment's sizes: the RNNs' hidden size, the strings' lengths and alphabet, and how the
+    models are trained (``train``: steps, batch of strings, learning rate), with and without attention.
+
+    Taught in: 01_attention ("The bottleneck, measured").
+    """
 
     hidden_size: int
-    steps: int
-    batch_size: int
     min_len: int
     max_len: int
+    train: TrainConfig
     num_symbols: int = 10
-    lr: float = 3e-3
 
 
-QUICK = dict(hidden_size=64, steps=700, batch_size=64, min_len=4, max_len=14)
-FULL = dict(hidden_size=256, steps=4000, batch_size=128, min_len=4, max_len=30)
+QUICK = dict(hidden_size=64, min_len=4, max_len=14, train=dict(steps=700, batch_size=64, lr=3e-3))
+FULL = dict(hidden_size=256, min_len=4, max_len=30, train=dict(steps=4000, batch_size=128, lr=3e-3))
 
 
-def bottleneck_experiment(**overrides) -> BottleneckExperiment:
-    """The experiment's sizes for the active profile (:data:`QUICK` or :data:`FULL`, see
-    :mod:`lecture_lib.profile`), with ``overrides``."""
-    return build_config(BottleneckExperiment, pick(quick=QUICK, full=FULL), overrides)
+def chapter_config(**overrides) -> Chapter01Config:
+    """The chapter's sizes for the active profile (:data:`QUICK` or :data:`FULL`, see :mod:`lecture_lib.profile`),
+    with ``overrides``: ``chapter_config(train=dict(steps=100))``."""
+    return build_config(Chapter01Config, pick(quick=QUICK, full=FULL), overrides)
 
 
-def reversal_stream(exp: BottleneckExperiment, seed: int) -> Callable[[int], Seq2SeqBatch]:
+def reversal_stream(exp: Chapter01Config, seed: int) -> Callable[[int], Seq2SeqBatch]:
     """``batch_fn`` for :func:`lecture_lib.train.train`: micro-batch i is drawn from ``generator("reversal", seed, i)``."""
     return lambda i: reversal_batch(
-        exp.batch_size, exp.min_len, exp.max_len, exp.num_symbols, generator("reversal", seed, i)
+        exp.train.batch_size, exp.min_len, exp.max_len, exp.num_symbols, generator("reversal", seed, i)
     )
 
 
-def reversal_model(attention: bool | str, exp: BottleneckExperiment) -> RNNSeq2Seq:
+def reversal_model(attention: bool | str, exp: Chapter01Config) -> RNNSeq2Seq:
     """The untrained encoder-decoder of :func:`train_reversal` (``"additive"``: exercise 1's model)."""
     vocab_size = NUM_SPECIAL + exp.num_symbols
     if attention == "additive":
@@ -84,16 +86,16 @@ def reversal_model(attention: bool | str, exp: BottleneckExperiment) -> RNNSeq2S
 
 
 @cached_build(load=load_trained)
-def trained_reversal(directory: Path, attention: bool | str, exp: BottleneckExperiment, seed: int) -> None:
+def trained_reversal(directory: Path, attention: bool | str, exp: Chapter01Config, seed: int) -> None:
     """Train :func:`reversal_model` to reverse strings on the default device, seeded by ``seed``, and write it into
     ``directory`` (:func:`lecture_lib.train.save_trained`); cached, so a second run of the notebook loads it."""
     seed_everything(seed)
     model = reversal_model(attention, exp)
-    history = train(model, reversal_stream(exp, seed), rnn_seq2seq_loss, TrainConfig(steps=exp.steps, lr=exp.lr))
+    history = train(model, reversal_stream(exp, seed), rnn_seq2seq_loss, exp.train)
     save_trained(directory, model, history)
 
 
-def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
+def train_reversal(attention: bool | str, exp: Chapter01Config, seed: int = 0) -> tuple[RNNSeq2Seq, History]:
     """An :class:`RNNSeq2Seq` trained to reverse strings (:func:`trained_reversal`, from the cache after the first
     time), on the CPU, where the notebook's analysis reads its attention with batches it makes by hand.
     ``attention="additive"`` trains :class:`AdditiveAttentionSeq2Seq` (exercise 1)."""
@@ -104,7 +106,7 @@ def train_reversal(attention: bool | str, exp: BottleneckExperiment, seed: int =
 
 
 def accuracy_by_length(
-    model: RNNSeq2Seq, exp: BottleneckExperiment, per_length: int = 200, seed: int = 0
+    model: RNNSeq2Seq, exp: Chapter01Config, per_length: int = 200, seed: int = 0
 ) -> dict[int, float]:
     """Exact-match rate of greedy decoding on fresh strings of each length min_len..max_len."""
     strings = generator("reversal by length", seed)
@@ -118,7 +120,7 @@ def accuracy_by_length(
 
 
 def bottleneck_models(
-    exp: BottleneckExperiment, seeds: list[int], trained: dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]
+    exp: Chapter01Config, seeds: list[int], trained: dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]
 ) -> dict[int, tuple[RNNSeq2Seq, RNNSeq2Seq]]:
     """The models without and with attention for every seed of ``seeds``: those already ``trained`` (seed ->
     models) are reused, the others are trained by :func:`train_reversal`, as many at a time as there are CPU cores."""

@@ -4,7 +4,7 @@ import torch
 
 from lecture_lib.attention import global_window_mask, sliding_window_mask
 from lecture_lib.chapters.ch01_attention import (
-    BottleneckExperiment,
+    Chapter01Config,
     accuracy_by_length,
     cost_by_length,
     key_variance_scores,
@@ -18,10 +18,11 @@ from lecture_lib.chapters.ch01_attention import (
 from lecture_lib.chapters.solutions.ch01_attention import AdditiveAttentionSeq2Seq
 from lecture_lib.data.toy import EOS, PAD, make_batch
 from lecture_lib.models.rnn_seq2seq import RNNSeq2Seq
+from lecture_lib.train import TrainConfig
 
 
 def test_training_is_deterministic_and_learns():
-    exp = BottleneckExperiment(hidden_size=32, steps=60, batch_size=32, min_len=2, max_len=4)
+    exp = Chapter01Config(hidden_size=32, min_len=2, max_len=4, train=TrainConfig(steps=60, batch_size=32, lr=3e-3))
     model_a, history_a = train_reversal(True, exp, seed=1)
     model_b, history_b = train_reversal(True, exp, seed=1)
     assert history_a.loss == history_b.loss
@@ -89,7 +90,7 @@ def test_exercise_1_additive_attention_scores_and_keeps_long_strings():
                 )
                 torch.testing.assert_close(alpha[b, t, :n], e.softmax(0))
                 assert (alpha[b, t, n:] == 0).all()  # padded source positions get no weight
-    exp = BottleneckExperiment(hidden_size=32, steps=300, batch_size=32, min_len=2, max_len=7)
+    exp = Chapter01Config(hidden_size=32, min_len=2, max_len=7, train=TrainConfig(steps=300, batch_size=32, lr=3e-3))
     additive = accuracy_by_length(train_reversal("additive", exp)[0], exp, per_length=100)
     plain = accuracy_by_length(train_reversal(False, exp)[0], exp, per_length=100)
     assert additive[exp.max_len] > 0.5 * additive[exp.min_len], additive  # 0.91 against 0.98

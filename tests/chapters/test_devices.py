@@ -22,6 +22,7 @@ from lecture_lib.models.distilbert import distilbert_from_bert
 from lecture_lib.models.heads import BertForSequenceClassification
 from lecture_lib.pretraining import PretrainConfig, PretrainingData, PretrainResult, evaluate_left_to_right, pretrain
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+from lecture_lib.train import TrainConfig
 from tests.fake_accelerator import MISMATCH, FakeAccelerator
 
 
@@ -45,7 +46,9 @@ def test_chapter_02_trains_and_evaluates_its_transformer_on_the_accelerator():
 
 
 def test_chapter_01_trains_its_recurrent_models_on_the_accelerator_and_hands_them_to_the_cpu():
-    exp = ch01_attention.BottleneckExperiment(hidden_size=8, steps=2, batch_size=4, min_len=3, max_len=4)
+    exp = ch01_attention.Chapter01Config(
+        hidden_size=8, min_len=3, max_len=4, train=TrainConfig(steps=2, batch_size=4, lr=3e-3)
+    )
     with FakeAccelerator():
         model, history = ch01_attention.train_reversal(attention=True, exp=exp)
         accuracy = ch01_attention.accuracy_by_length(model, exp, per_length=4)
