@@ -115,6 +115,21 @@ def warmup_from_fraction(steps: int, fraction: float) -> int:
     return round(fraction * steps)
 
 
+def recipe_config(defaults: dict[str, Any], warmup: Callable[[int], int], **values: Any) -> TrainConfig:
+    """A :class:`TrainConfig` of ``values`` over a recipe's ``defaults``, warming up over ``warmup(steps)`` steps
+    unless ``values`` state ``warmup_steps``: how each recipe's builder (fine-tuning's, ELECTRA's, T5's, the
+    students') completes a budget that a chapter config gives in part, its warm-up following its steps.
+
+    >>> recipe_config({"lr": 2e-3}, lambda steps: steps // 10, steps=45).warmup_steps
+    4
+    >>> recipe_config({"lr": 2e-3}, lambda steps: steps // 10, steps=45, warmup_steps=0).warmup_steps
+    0
+    """
+    values = {**defaults, **values}
+    values.setdefault("warmup_steps", warmup(values["steps"]))
+    return TrainConfig(**values)
+
+
 @dataclass
 class History:
     """Per optimizer step: mean training loss and learning rate; evaluations as (step, metrics)."""

@@ -54,7 +54,7 @@ from lecture_lib.objectives.replaced_tokens import (
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Gate, Rule, Seeds
 from lecture_lib.runtime import epoch_batch, generator, module_device, seed_everything, to_device
-from lecture_lib.train import TrainConfig, train, warmup_from_fraction
+from lecture_lib.train import TrainConfig, recipe_config, train, warmup_from_fraction
 
 # Table 5's rows, and the names used for them here.
 VARIANTS = ("ELECTRA", "ELECTRA 15%", "Replace MLM", "All-Tokens MLM", "BERT")
@@ -177,9 +177,7 @@ def electra_budget(**values) -> TrainConfig:
 
     Taught in: 08_electra ("Matched compute").
     """
-    values = {**ELECTRA_DEFAULTS, **values}
-    values.setdefault("warmup_steps", warmup_from_fraction(values["steps"], ELECTRA_WARMUP))
-    return TrainConfig(**values)
+    return recipe_config(ELECTRA_DEFAULTS, lambda steps: warmup_from_fraction(steps, ELECTRA_WARMUP), **values)
 
 
 @dataclass

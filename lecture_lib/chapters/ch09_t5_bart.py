@@ -32,7 +32,7 @@ from lecture_lib.objectives.text_to_text import NUM_SENTINELS, SPECIALS, Vocabul
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
 from lecture_lib.runtime import generator, module_device, seed_of, to_device
-from lecture_lib.train import TrainConfig, train
+from lecture_lib.train import TrainConfig, recipe_config, train
 
 TASKS = ("acceptability", "entailment", "question", "facts")
 # the tasks that write their answer, T5's SQuAD and CNN/DM columns: the answer's words come from an input about
@@ -55,9 +55,7 @@ def seq2seq_budget(**values) -> TrainConfig:
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    values = {**SEQ2SEQ_DEFAULTS, **values}
-    values.setdefault("warmup_steps", values["steps"] // 10)
-    return TrainConfig(**values)
+    return recipe_config(SEQ2SEQ_DEFAULTS, lambda steps: steps // 10, **values)
 
 
 @dataclass(frozen=True)

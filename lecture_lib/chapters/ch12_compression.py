@@ -45,7 +45,7 @@ from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, Rule, Seeds
 from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
-from lecture_lib.train import TrainConfig, train
+from lecture_lib.train import TrainConfig, recipe_config, train
 
 # The students' distillation recipe: AdamW with a linear schedule, one CPU thread per run, AdamW's fused kernel
 # (as the fine-tunings'); a budget is a TrainConfig (the course's one optimisation config) built by distill_budget.
@@ -60,9 +60,7 @@ def distill_budget(**values) -> TrainConfig:
 
     Taught in: 12_compression ("A DistilBERT-style student").
     """
-    values = {**DISTILL_DEFAULTS, **values}
-    values.setdefault("warmup_steps", values["steps"] // 10)
-    return TrainConfig(**values)
+    return recipe_config(DISTILL_DEFAULTS, lambda steps: steps // 10, **values)
 
 
 @dataclass

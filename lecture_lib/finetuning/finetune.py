@@ -33,7 +33,7 @@ from lecture_lib.metrics import (
 )
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_everything
-from lecture_lib.train import History, TrainConfig, train, warmup_from_fraction
+from lecture_lib.train import History, TrainConfig, recipe_config, train, warmup_from_fraction
 
 # BERT's fine-tuning recipe at the course's sizes: AdamW, a linear warm-up over FINETUNE_WARMUP of the steps, then
 # linear decay. A budget is a TrainConfig (the course's one optimisation config) built by finetune_budget.
@@ -53,9 +53,7 @@ def finetune_budget(**values) -> TrainConfig:
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
-    values = {**FINETUNE_DEFAULTS, **values}
-    values.setdefault("warmup_steps", warmup_from_fraction(values["steps"], FINETUNE_WARMUP))
-    return TrainConfig(**values)
+    return recipe_config(FINETUNE_DEFAULTS, lambda steps: warmup_from_fraction(steps, FINETUNE_WARMUP), **values)
 
 
 def with_steps(budget: TrainConfig, steps: int) -> TrainConfig:
