@@ -3,8 +3,9 @@ vectors to predict a property, and a control task that asks whether the probe le
 memorised the words.
 
 A linear probe is softmax regression, ``p(y | h) = softmax(W h + b)``; a rank-k probe factors ``W = A B``
-with ``B`` (k, H), so it may only read a k-dimensional projection of ``h``. Both are fitted full-batch with
-Adam on the cross-entropy. The *control task* (Hewitt and Liang 2019) gives every word type a label drawn
+with ``B`` (k, H), so it may only read a k-dimensional projection of ``h``; an MLP probe puts one hidden layer
+of ReLUs between, ``softmax(W2 relu(W1 h + b1) + b2)``. All are fitted full-batch with Adam on the
+cross-entropy. The *control task* (Hewitt and Liang 2019) gives every word type a label drawn
 at random from the task's label distribution, once, and keeps it in every context: a probe can solve it
 only by remembering word identities. *Selectivity* = task accuracy - control accuracy: a good probe is
 accurate on the task and poor on the control.
@@ -38,6 +39,18 @@ def linear_probe(
         else [nn.Linear(hidden_size, num_classes)]
     )
     return initialised(nn.Sequential(*layers), generator)
+
+
+def mlp_probe(hidden_size: int, num_classes: int, width: int, generator: torch.Generator | None = None) -> nn.Module:
+    """``W2 relu(W1 h + b1) + b2`` with ``W1`` (width, H): Hewitt and Liang's MLP probe with one hidden layer.
+
+    >>> mlp_probe(384, 10, 256)(torch.zeros(5, 384)).shape
+    torch.Size([5, 10])
+
+    Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
+    """
+    layers = nn.Sequential(nn.Linear(hidden_size, width), nn.ReLU(), nn.Linear(width, num_classes))
+    return initialised(layers, generator)
 
 
 def initialised(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
@@ -168,9 +181,11 @@ def probe_layers(
     rank: int | None = None,
     steps: int = 150,
     description: str = "layers",
+    width: int | None = None,
 ) -> list[ProbeScore]:
     """One probe per layer for the task and one for its control: ``train`` and ``test`` hold a (N, H) matrix
-    per layer; ``labels`` and ``control`` are (train, test) label vectors.
+    per layer; ``labels`` and ``control`` are (train, test) label vectors. The probes are linear (of rank
+    ``rank``), or with ``width`` MLPs of that hidden width.
 
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
@@ -178,7 +193,10 @@ def probe_layers(
     for x_train, x_test in zip(tqdm(train, desc=description), test):
         accuracies = []
         for y_train, y_test in (labels, control):
-            probe = linear_probe(x_train.shape[-1], num_classes, rank, generator)
+            if width is None:
+                probe = linear_probe(x_train.shape[-1], num_classes, rank, generator)
+            else:
+                probe = mlp_probe(x_train.shape[-1], num_classes, width, generator)
             probe = fit_probe(probe, x_train, y_train, steps)
             accuracies.append(probe_accuracy(probe, x_test, y_test))
         scores.append(ProbeScore(*accuracies))

@@ -18,6 +18,7 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     held_out_types,
     knowledge_text,
     name_pieces,
+    pairs_out_of_order,
     probe_at_layer,
     random_twin,
     span_batch,
@@ -151,6 +152,14 @@ def test_held_out_types_leave_a_share_of_the_types_out_and_the_control_falls_to_
     [layer] = out["layers"]
     assert out["test_words"] == sum(w in held_out_types(words, seed_of("toy", 0)) for w in words[400:])
     assert layer["accuracy"] > 0.95 and layer["control"] < 0.75 and layer["selectivity"] > 0.25, out
+
+
+def test_pairs_out_of_order_count_ties_across_tiers_and_allow_them_within_one():
+    """The pipeline's tiers pos < deprel < role ≈ number: a tie within the last tier is allowed, a tie or a
+    drop across tiers breaks the order (five pairs cross tiers)."""
+    assert pairs_out_of_order({"pos": 0, "deprel": 1, "role": 3, "number": 3}) == 0
+    assert pairs_out_of_order({"pos": 2, "deprel": 2, "role": 3, "number": 3}) == 1
+    assert pairs_out_of_order({"pos": 4, "deprel": 3, "role": 2, "number": 1}) == 5
 
 
 def test_the_knowledge_text_states_each_fact_as_often_as_its_bucket_says():
