@@ -12,12 +12,12 @@ from what the notebooks computed and is never copied by hand.
 and its checks in a ``CHECKS`` table, next to its sizes. A :class:`Rule` says what the paper claims and where
 (source and figure), the metric and the data, the compared model and the baseline, the direction, the margin,
 which seeds vary and how many (:class:`Seeds`), and its :class:`Gate` s: each compared model must beat a
-*floor* it can fail to beat (no pretraining, the most-frequent-token guess, chance, uniform) by a margin on
-every seed. A :class:`Demonstration` shows a mechanism and measures no outcome. A :class:`Check` (or a
-:class:`ParameterCount`) is an implementation equality, an exact count or a replay: it cannot fail short of a
-bug, so it is listed under the table, not counted as a claim. The notebook passes *measured values only*
-(:func:`measured`, :func:`shown`, :func:`checked`) to :func:`show_what_we_saw`, which computes one of four
-outcomes with :func:`judge` and renders the rule's text from its declaration:
+*floor* it can fail to beat (no pretraining, the most-frequent-token guess, chance, uniform, or on SQuAD 2.0
+always answering nothing) by a margin on every seed. A :class:`Demonstration` shows a mechanism and measures no
+outcome. A :class:`Check` (or a :class:`ParameterCount`) is an implementation equality, an exact count or a
+replay: it cannot fail short of a bug, so it is listed under the table, not counted as a claim. The notebook
+passes *measured values only* (:func:`measured`, :func:`shown`, :func:`checked`) to :func:`show_what_we_saw`,
+which computes one of four outcomes with :func:`judge` and renders the rule's text from its declaration:
 
 - ``reproduced``: every gate passes and the paper's direction holds by the rule, on every seed;
 - ``not reproduced``: every gate passes and the rule fails;
@@ -116,7 +116,7 @@ SEED_KINDS = {  # what a seed re-draws -> how the rule names its runs
     "none": "",  # deterministic: a fixed model on fixed data
 }
 MIN_SEEDS = 3  # COURSE_DESIGN: claims are measured over at least three seeds
-FLOORS = ("no pretraining", "most-frequent-token guess", "chance", "uniform")
+FLOORS = ("no pretraining", "most-frequent-token guess", "chance", "uniform", "always answering nothing")
 
 
 def format_cell(value: object) -> str:

@@ -124,6 +124,22 @@ def test_an_inconclusive_row_says_which_gate_failed_where():
     )
 
 
+def test_a_model_that_answers_no_better_than_answering_nothing_is_not_ranked():
+    """SQuAD 2.0's floor: a threshold that beats τ = 0 but not "always answering nothing" ranks nothing."""
+    tuned = Gate("τ tuned on dev", "always answering nothing", 0.02)
+    squad2 = rule(compared="τ tuned on dev", baseline="τ = 0", margin=0.0, seeds=Seeds("fine-tuning"), gates=(tuned,))
+    floor = [0.58] * 3
+
+    def verdict(values):
+        gates = {"τ tuned on dev": (values, floor)}
+        return judge(squad2, measured("o", values, [0.23] * 3, seeds=SEEDS, seed_kind="fine-tuning", gates=gates))
+
+    assert verdict([0.63, 0.64, 0.62]).verdict == "reproduced"
+    assert verdict([0.63, 0.59, 0.62]).reason == (
+        "τ tuned on dev does not beat always answering nothing by more than 0.02 on seed 1 (0.59 against 0.58)"
+    )
+
+
 def test_rows_at_the_ceiling_cannot_be_ranked():
     verdict = run([1.0, 1.0, 0.995], [1.0, 0.999, 1.0], ceiling=1.0)
     assert verdict.verdict == "inconclusive" and "ceiling" in verdict.reason
