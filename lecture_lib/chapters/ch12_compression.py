@@ -47,6 +47,8 @@ from lecture_lib.runtime import default_device, generator, seed_everything
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer, pad_ids
 from lecture_lib.train import TrainConfig, recipe_config, train
 
+SOFT_TARGETS_T = 2.0  # the temperature of the teacher's soft targets in the dark-knowledge runs (Hinton et al.)
+
 # The students' distillation recipe: AdamW with a linear schedule, one CPU thread per run, AdamW's fused kernel
 # (as the fine-tunings'); a budget is a TrainConfig (the course's one optimisation config) built by distill_budget.
 DISTILL_DEFAULTS = dict(schedule="linear", num_threads=1, fused=True)
@@ -406,16 +408,56 @@ def soft_or_hard_labels(
     examples: int,
     soft: bool,
     config: Chapter12Config,
-    temperature: float = 2.0,
+    temperature: float = SOFT_TARGETS_T,
 ) -> nn.Module:
-    """The student fine-tuned on the first ``examples`` training examples only, on their true labels (``soft``
-    False: cross-entropy) or on the fine-tuned teacher's soft targets at ``temperature`` (Hinton et al.'s
-    setting: the same few inputs, richer targets). Same steps and learning rate either way.
+    """The student fine-tuned on ``examples`` training examples only, a sample drawn with
+    ``config.finetune_seed``, on their true labels (``soft`` False: cross-entropy) or on the fine-tuned
+    teacher's soft targets at ``temperature`` (Hinton et al.'s setting: the same few inputs, richer targets).
+    Same sample, steps and learning rate either way; cached, in eval mode.
 
     Taught in: 12_compression ("Dark knowledge").
     """
-    features = {k: v[:examples] for k, v in task.train.features.items()}
-    few = EncodedTask(features, task.train.word_ids[:examples])
+    run = (student, teacher_on_task, task, examples, soft, config, temperature)
+    return _soft_or_hard_labels(*_labels_call(run)).eval()
+
+
+def labels_in_parallel(runs: Sequence[tuple]) -> None:
+    """Fine-tune the students of ``runs`` (each the arguments of :func:`soft_or_hard_labels`) not yet in the cache,
+    as many at a time as there are CPU cores (:func:`lecture_lib.cache.compute_all`); :func:`soft_or_hard_labels`
+    then loads each of them.
+
+    Taught in: 12_compression ("Dark knowledge").
+    """
+    compute_all(_soft_or_hard_labels, [_labels_call(run) for run in runs], desc="fine-tuning on few labels")
+
+
+def _labels_call(run: tuple) -> tuple:
+    """The arguments of :func:`_soft_or_hard_labels` for ``run``, the arguments of :func:`soft_or_hard_labels`
+    (its temperature optional)."""
+    student, teacher_on_task, task, examples, soft, config, *temperature = run
+    tune = config.finetune
+    if config.dark_knowledge_steps:  # the teacher's budget at other steps, warming up over the same share of them
+        tune = with_steps(tune, config.dark_knowledge_steps)
+    return student, teacher_on_task, task, task.name, examples, soft, tune, config.finetune_seed, *temperature
+
+
+@cached_build(load=DistilBertForSequenceClassification.from_pretrained, ignore=("task",))
+def _soft_or_hard_labels(
+    path: Path,
+    student: DistilBertForMaskedLM,
+    teacher_on_task: nn.Module,
+    task: Task,
+    task_name: str,
+    examples: int,
+    soft: bool,
+    tune: TrainConfig,
+    seed: int,
+    temperature: float = SOFT_TARGETS_T,
+) -> None:
+    """:func:`soft_or_hard_labels`, saved at ``path``: named by both models' weights, the task's name, the
+    sample's size, the targets, the fine-tuning config, seed and temperature."""
+    rows = torch.randperm(len(task.train), generator=generator("ch12 dark knowledge", seed))[:examples]
+    few = EncodedTask({k: v[rows] for k, v in task.train.features.items()})  # a sentence task: no word_ids
 
     def loss(model: nn.Module, teacher: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         inputs = {k: v for k, v in batch.items() if k not in ("labels", "token_type_ids")}
@@ -426,15 +468,11 @@ def soft_or_hard_labels(
             target = teacher(**{k: v for k, v in batch.items() if k != "labels"}).logits
         return distillation_loss(logits, target, temperature)
 
-    loss_fn = DistillationObjective(teacher_on_task, loss)
-
-    seed_everything(config.finetune_seed)
+    seed_everything(seed)
     head = DistilBertForSequenceClassification.from_encoder(student.distilbert, task.num_labels, dropout=0.0)
-    tune = config.finetune
-    if config.dark_knowledge_steps:  # the teacher's budget at other steps, warming up over the same share of them
-        tune = with_steps(tune, config.dark_knowledge_steps)
-    train(head, few.batches(min(tune.batch_size, examples), config.finetune_seed), loss_fn, tune, progress=False)
-    return head.eval()
+    batches = few.batches(min(tune.batch_size, examples), seed)
+    train(head, batches, DistillationObjective(teacher_on_task, loss), tune, progress=False)
+    head.save_pretrained(path)
 
 
 def kept_squared_norm(table: torch.Tensor, embedding_size: int) -> float:
@@ -519,7 +557,34 @@ def latencies(models: dict[str, nn.Module], task: Task, batch_size: int, repeats
 
 TASK = "the acceptability test sentences"
 GATE_POINTS = 5.0  # points of accuracy a model must gain over its floor to count as having learned the task
+# the pruning rules' "without (noticeable) loss": one standard error of an accuracy near 80% on the 400 test
+# sentences, √(0.8 · 0.2 / 400) = 2 points, a change the test set cannot tell from noise
+NO_LOSS_POINTS = 2.0
+PRUNED_SHARE = 0.4  # of the weights (Gordon et al.) and of the heads (Michel et al.) the pruning rules remove
+FEW_EXAMPLES = 64  # labelled sentences of the dark-knowledge rule, a sample drawn with each fine-tuning seed
 DISTILLED = "the distilled student (triple loss)"
+
+
+def _points_lost(
+    key: str, claim: str, *, paper: str, source: str, compressed: str, bar: float, higher: bool = False
+) -> Rule:
+    """A rule on the accuracy points the float teacher loses to ``compressed`` (a compressed copy of it), on each
+    of its fine-tuning seeds (the teachers of the int8 rows): below the fixed ``bar`` (``higher``: above it)."""
+    return Rule(
+        key,
+        claim,
+        paper=paper,
+        source=source,
+        metric="accuracy points lost",
+        data=TASK,
+        compared=f"the float teacher minus {compressed}",
+        baseline=bar,
+        higher=higher,
+        seeds=Seeds("fine-tuning"),
+        gates=(Gate("the float teacher", "chance", GATE_POINTS),),
+    )
+
+
 CLAIMS = (
     Demonstration(
         "12-temperature-softens",
@@ -569,6 +634,21 @@ CLAIMS = (
         ),
     ),
     Rule(
+        "12-soft-targets-help-with-little-data",
+        "with few labelled examples, the teacher's soft targets teach more than the hard labels",
+        paper="3% of the speech data: 57.0% frame accuracy with soft targets, 44.5% with hard labels",
+        source="Hinton et al. (2015), Table 3",
+        metric="accuracy (%)",
+        data=TASK,
+        compared=f"the copied student fine-tuned on {FEW_EXAMPLES} sentences with the teacher's soft targets (T = 2)",
+        baseline="the same student on their hard labels",
+        seeds=Seeds("fine-tuning"),
+        gates=(
+            Gate("the student on soft targets", "chance", GATE_POINTS),
+            Gate("the student on hard labels", "chance", GATE_POINTS),
+        ),
+    ),
+    Rule(
         "12-sharing-keeps-score",
         "sharing one layer with a small embedding keeps the score",
         paper="ALBERT-base ×9 smaller, 97% of BERT-base",
@@ -581,18 +661,13 @@ CLAIMS = (
         seeds=Seeds("pretraining"),
         gates=(Gate("the ALBERT-style student", "no pretraining", GATE_POINTS),),
     ),
-    Rule(
+    _points_lost(
         "12-int8-loses-little",
         "8-bit quantization loses almost nothing",
         paper="at most 1.32% relative (RTE)",
         source="Zafrir et al. (2019), Q8BERT, Table 1",
-        metric="accuracy points lost",
-        data=TASK,
-        compared="the float teacher minus its int8 copy (per channel, integer products)",
-        baseline=2.0,
-        higher=False,
-        seeds=Seeds("fine-tuning"),
-        gates=(Gate("the float teacher", "chance", GATE_POINTS),),
+        compressed="its int8 copy (per channel, integer products)",
+        bar=2.0,
     ),
     Rule(
         "12-int8-per-tensor-close-to-float",
@@ -607,17 +682,30 @@ CLAIMS = (
         seeds=Seeds("fine-tuning"),
         gates=(Gate("the float teacher", "chance", GATE_POINTS),),
     ),
-    Rule(
+    _points_lost(
         "12-few-bits-lose",
         "at ultra-low precision, rounding without retraining loses the task",
         paper="direct 2-bit quantization collapses; Q-BERT needs group-wise mixed precision",
         source="Shen et al. (2020), Q-BERT, Table 1",
-        metric="accuracy points lost",
-        data=TASK,
-        compared="the float teacher minus its weights rounded to 2 bits",
-        baseline=10.0,
-        seeds=Seeds("fine-tuning"),
-        gates=(Gate("the float teacher", "chance", GATE_POINTS),),
+        compressed="its weights rounded to 2 bits",
+        bar=10.0,
+        higher=True,
+    ),
+    _points_lost(
+        "12-magnitude-pruning-keeps-score",
+        "30–40% of the weights can be magnitude-pruned without loss",
+        paper="pruning 30–40% of the weights does not affect pretraining loss or transfer at all",
+        source="Gordon et al. (2020), abstract",
+        compressed=f"its copy with {PRUNED_SHARE:.0%} of the linear weights magnitude-pruned (no retraining)",
+        bar=NO_LOSS_POINTS,
+    ),
+    _points_lost(
+        "12-heads-prunable",
+        "40% of the heads can be pruned without noticeable loss",
+        paper="40% of BERT's heads pruned on MNLI without noticeable loss",
+        source="Michel et al. (2019), Figure 4",
+        compressed=f"its copy without its {PRUNED_SHARE:.0%} least important heads (no retraining)",
+        bar=NO_LOSS_POINTS,
     ),
     Demonstration(
         "12-structured-pruning-is-faster",

@@ -18,6 +18,7 @@ from lecture_lib.chapters.ch12_compression import (
     masked_word_accuracy,
     scratch_student,
     seeded,
+    soft_or_hard_labels,
     without_segments,
 )
 from lecture_lib.compression.distillation import TripleLoss, soft_gradient_norm
@@ -155,6 +156,29 @@ def test_without_segments_drops_only_the_segment_ids():
     stripped = without_segments(task)
     assert set(stripped.train.features) == {"input_ids", "attention_mask", "labels"}
     assert "token_type_ids" in task.train.features and dataclasses.is_dataclass(stripped)
+
+
+def test_soft_and_hard_labels_learn_from_one_sample_drawn_with_the_fine_tuning_seed(monkeypatch, tmp_path):
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    n = 40
+    features = dict(
+        input_ids=torch.arange(n).unsqueeze(1).repeat(1, 4),  # row i is made of token i: its identity
+        attention_mask=torch.ones(n, 4, dtype=torch.long),
+        token_type_ids=torch.zeros(n, 4, dtype=torch.long),
+        labels=torch.arange(n) % 2,
+    )
+    task = Task("acceptability", object, 2, EncodedTask(dict(features)), EncodedTask(dict(features)), [])
+    student = distilbert_from_bert(BertForPreTraining(_tiny_classifier().config))
+    samples = {}
+
+    def one_epoch(head, batches, loss_fn, tune, progress):  # train's place: record the rows of one batch
+        samples[len(samples)] = set(batches(0)["input_ids"][:, 0].tolist())
+
+    monkeypatch.setattr("lecture_lib.chapters.ch12_compression.train", one_epoch)
+    for soft, seed in ((False, 0), (True, 0), (False, 1)):
+        soft_or_hard_labels(student, _tiny_classifier(), task, 8, soft, seeded(chapter_config(), seed))
+    assert len(samples[0]) == 8 and samples[0] == samples[1]  # soft and hard targets: the same 8 sentences
+    assert samples[0] != samples[2]  # another fine-tuning seed draws another sample
 
 
 def _tiny_classifier(vocab_size: int = 200) -> BertForSequenceClassification:
