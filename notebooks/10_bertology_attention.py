@@ -16,7 +16,8 @@
 #
 # **The lesson.** Much of the attention is parked on a special token, where it barely changes the output. A few
 # heads follow position or syntax, and a parser built from attention alone beats a simple baseline. Which heads
-# matter depends on the loss they are scored with.
+# matter depends on the loss they are scored with. On a fine-tuned task, pruning by importance beats pruning at
+# random, but Michel et al.'s 40% of heads removed without noticeable loss holds on some of our fine-tunings only.
 #
 # **What you will build.** A trained BERT has dozens of attention heads (BERT-base 144, MiniLM 72). What does
 # each one look at, and do we need them all? We open a real pretrained encoder and measure where its heads look.
@@ -90,6 +91,8 @@ from lecture_lib.analysis.head_importance import (
 from lecture_lib.analysis.syntactic_heads import align_words, syntactic_heads
 from lecture_lib.chapters.ch10_bertology_attention import (
     DEPENDENCY_RELATIONS,
+    NOTICEABLE_LOSS,
+    PRUNED_HEADS,
     chapter_config,
     course_bert,
     documentation_pairs,
@@ -101,7 +104,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     rare_token_null,
     similarity_forward,
     similarity_pairs,
-    task_importance,
+    task_pruning,
     token_frequencies,
     word_maps,
 )
@@ -111,7 +114,7 @@ from lecture_lib.finetuning.finetune import finetune_budget
 from lecture_lib.measure import interleaved_medians
 from lecture_lib.metrics import seed_summary, spearman_correlation
 from lecture_lib.models.bert import BertModel
-from lecture_lib.plots import plot_head_grid
+from lecture_lib.plots import plot_head_grid, plot_seed_band
 from lecture_lib.plots.head_diagrams import head_masking_diagram
 from lecture_lib.reproductions import show_reproduction
 from lecture_lib.runtime import generator, limit_cpu_threads
@@ -779,8 +782,7 @@ for values, style, name in (
     (by_layer_normalised, "^:", "least important first, layer-normalised"),
     (at_random, "s--", f"random order (mean of {config.random_orders})"),
 ):
-    (line,) = ax.plot(fractions_pruned, values.mean(0), style, label=name)
-    ax.fill_between(fractions_pruned, values.min(0).values, values.max(0).values, color=line.get_color(), alpha=0.2)
+    plot_seed_band(ax, fractions_pruned, values, style, name)
 ax.set(
     xlabel="fraction of heads removed",
     ylabel="masked-LM accuracy",
@@ -826,49 +828,38 @@ assert sum(area_importance) / len(area_importance) > sum(area_random) / len(area
 # ### The same heads, scored on a fine-tuned task
 #
 # Michel et al. measured importance with the loss of the task the model was fine-tuned for (MNLI), not with the
-# pretraining loss used above. The two ask different things. The masked-LM loss needs every word the model can
-# predict, a sentence task only what decides its label. So we fine-tune a copy of the course BERT on chapter 05's
-# acceptability task (the task chapter 12's teacher learns), once per seed. We score its heads by
-# $|\partial L_\text{task} / \partial \xi_h|$ on training batches of that task.
-#
-# Two measures compare the rankings. One is the rank correlation (Spearman) between the task's ranking and the
-# masked-LM ranking of section 6 (raw scores). The other is the share of the total importance held by the four
-# most important of the 16 heads: a quarter of the heads, so 0.25 if every head mattered alike.
+# pretraining loss used above. The masked-LM loss needs every word the model can predict, a sentence task only
+# what decides its label. So we fine-tune a copy of the course BERT on chapter 05's acceptability task, once per
+# seed, and score its heads by $|\partial L_\text{task} / \partial \xi_h|$ on training batches of that task.
+# The rank correlation (Spearman) with the masked-LM ranking of section 6 says whether the two losses pick the
+# same heads.
 
 # %%
-profile.expect(15, "Fine-tuning the course BERT on acceptability three times")
+profile.expect(20, "Fine-tuning the course BERT on acceptability three times, then pruning each copy")
 by_mlm = head_importance(model, mlm_batches, mlm_loss, normalize=False)
-tuned_runs = {
-    seed: task_importance(course, "acceptability", finetune_budget(steps=150, batch_size=32, lr=1e-3), seed=seed)
+task_runs = {
+    seed: task_pruning(
+        course,
+        "acceptability",
+        finetune_budget(steps=150, batch_size=32, lr=1e-3),
+        seed=seed,
+        random_orders=config.random_orders,
+    )
     for seed in config.seeds
 }
-by_task = {seed: importance for seed, (importance, _) in tuned_runs.items()}
-task_mcc = [scores["mcc"] for _, scores in tuned_runs.values()]
-
-
-def top_quarter_share(scores: torch.Tensor) -> float:
-    values = (scores.flatten() / scores.sum()).sort(descending=True).values
-    return float(values[: values.numel() // 4].sum())
-
-
-rank_agreement = [spearman_correlation(by_mlm.flatten(), t.flatten()) for t in by_task.values()]
-task_top_share = [top_quarter_share(t) for t in by_task.values()]
-mlm_top_share = top_quarter_share(by_mlm)
+by_task = [run.importance for run in task_runs.values()]
+rank_agreement = [spearman_correlation(by_mlm.flatten(), t.flatten()) for t in by_task]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 for ax, title, values in zip(
-    axes, ["masked-LM loss (section 6)", f"acceptability, seed {config.seeds[0]}"], [by_mlm, by_task[config.seeds[0]]]
+    axes, ["masked-LM loss (section 6)", f"acceptability, seed {config.seeds[0]}"], [by_mlm, by_task[0]]
 ):
     plot_head_grid(ax, values / values.sum(), f"share of importance:\n{title}", label="share of importance")
 fig.tight_layout()
 plt.show()
-for seed, rho, share in zip(config.seeds, rank_agreement, task_top_share):
-    print(
-        f"seed {seed}: Spearman with the masked-LM ranking {rho:+.2f}; top quarter's share {share:.2f} "
-        f"(masked LM {mlm_top_share:.2f})"
-    )
-print("test MCC of the fine-tuned models:", ", ".join(f"{v:.2f}" for v in task_mcc))
-tuned = list(by_task.values())
-seed_agreement = [spearman_correlation(a.flatten(), b.flatten()) for i, a in enumerate(tuned) for b in tuned[i + 1 :]]
+print("Spearman with the masked-LM ranking, per seed:", ", ".join(f"{rho:+.2f}" for rho in rank_agreement))
+seed_agreement = [
+    spearman_correlation(a.flatten(), b.flatten()) for i, a in enumerate(by_task) for b in by_task[i + 1 :]
+]
 print("Spearman between the fine-tuning seeds' rankings:", ", ".join(f"{rho:+.2f}" for rho in seed_agreement))
 
 # %%
@@ -876,15 +867,53 @@ print("Spearman between the fine-tuning seeds' rankings:", ", ".join(f"{rho:+.2f
 assert max(rank_agreement) < 0.5
 
 # %% [markdown]
-# The rankings do not agree: all three correlations with the masked-LM ranking stay below 0.5. Which heads
-# matter depends on the loss they are scored with. Even the task's own rankings move with the fine-tuning seed,
-# as the correlations between the seeds' rankings show. A small model fine-tuned for a few steps can lean on
-# different heads each time, so one ranking should not be read as a fact about a head.
+# The rankings do not agree: which heads matter depends on the loss they are scored with. Even the task's own
+# rankings move with the fine-tuning seed. A small model fine-tuned for a few steps can lean on different heads
+# each time, so one ranking should not be read as a fact about a head.
 #
-# On the fine-tuned task, the importance gathers on fewer heads than under the masked-LM loss ("What we saw"
-# judges it on each seed). A sentence label needs a few of the pretrained model's heads, the language model most
-# of them. That is why Michel et al. could remove 40% of a fine-tuned BERT's heads, and why the pruning curve
-# above, scored on the masked-LM loss, falls sooner than theirs.
+# **Michel et al.'s Figure 4.** Now prune each fine-tuned copy as they did: remove its heads least important
+# first, score the 400 test sentences after each removal, and do the same in random orders. Michel et al.
+# (2019) removed 40% of BERT's heads without noticeable loss. For our 16 heads the rule, declared before the run,
+# reads: with the 7 least important removed, test accuracy falls by less than two points (about one standard
+# error here), on every seed.
+
+# %%
+task_mcc = [run.scores["mcc"] for run in task_runs.values()]
+lost_by_importance, lost_at_random = zip(*(run.accuracy_lost(PRUNED_HEADS) for run in task_runs.values()))
+fig, ax = plt.subplots(figsize=(6, 3.8))
+for name, style in (("by_importance", "o-"), ("at_random", "s--")):
+    values = torch.tensor([getattr(run, name) for run in task_runs.values()])
+    label = "least important first" if name == "by_importance" else f"random order (mean of {config.random_orders})"
+    plot_seed_band(ax, list(range(values.shape[1])), values, style, label)
+ax.axvline(PRUNED_HEADS, color="grey", linestyle=":", label=f"{PRUNED_HEADS} of 16 heads removed")
+ax.set(
+    xlabel="heads removed",
+    ylabel="test accuracy",
+    title=f"Acceptability, fine-tuned ({len(config.seeds)} seeds: mean and range)",
+)
+ax.legend()
+plt.show()
+for seed, run, by_importance, at_random in zip(config.seeds, task_runs.values(), lost_by_importance, lost_at_random):
+    print(
+        f"seed {seed}: test accuracy {run.by_importance[0]:.1%} (MCC {run.scores['mcc']:.2f}); {PRUNED_HEADS} heads "
+        f"removed cost {100 * by_importance:+.1f} points by importance, {100 * at_random:+.1f} at random; "
+        f"removable within {100 * NOTICEABLE_LOSS:.0f} points: {run.removable(NOTICEABLE_LOSS)} heads"
+    )
+quiet = sum(loss < NOTICEABLE_LOSS for loss in lost_by_importance)
+print(
+    f"{quiet} of {len(config.seeds)} fine-tuned copies lose less than {100 * NOTICEABLE_LOSS:.0f} points without {PRUNED_HEADS} heads"
+)
+task_areas = [run.mean_accuracy() for run in task_runs.values()]
+
+# %%
+# on the fine-tuned task too, the importance order keeps more accuracy than random orders over the whole curve
+assert sum(i for i, _ in task_areas) / len(task_areas) > sum(r for _, r in task_areas) / len(task_areas) + 0.01
+
+# %% [markdown]
+# Pruned by importance, the fine-tuned model keeps its accuracy longer than pruned at random, as Michel et al.
+# found. How many heads can go before the loss shows depends a great deal on the fine-tuning run, while the
+# rule asks for 7 on every seed; "What we saw" gives its verdict. Our model has 16 heads to BERT-base's 144, so
+# each head removed is a larger share of what it can compute.
 
 # %% [markdown]
 # ## 8. Pruning heads for good
@@ -1070,11 +1099,10 @@ show_what_we_saw(
             seeds=seeds,
             seed_kind="data sample",
         ),
-        "10-task-importance-concentrated": measured(
-            f"the top quarter's share, acceptability {listed(task_top_share)} against masked LM {mlm_top_share:.2f}; "
-            f"test MCC {listed(task_mcc)} (section 7)",
-            task_top_share,
-            [mlm_top_share] * len(seeds),
+        "10-forty-percent-of-heads-prunable": measured(
+            f"accuracy lost without the {PRUNED_HEADS} least important heads: {listed(lost_by_importance, '.1%')} "
+            f"(random orders {listed(lost_at_random, '.1%')}); test MCC {listed(task_mcc)} (section 7)",
+            list(lost_by_importance),
             seeds=seeds,
             seed_kind="fine-tuning",
             gates={"acceptability, fine-tuned (test MCC)": (task_mcc, [0.0] * len(seeds))},

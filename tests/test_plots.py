@@ -10,6 +10,7 @@ from lecture_lib.plots import (
     plot_head_grid,
     plot_history,
     plot_mask,
+    plot_seed_band,
 )
 from lecture_lib.plots.tokenization_figures import plot_merge_tree, plot_vocabulary_curve
 from lecture_lib.tokenization import learn_bpe
@@ -164,3 +165,16 @@ def test_vocabulary_curve_plots_each_tokenizer_on_plain_power_of_two_ticks(ax):
     assert len(ax.xaxis.get_minorticklocs()) == 0  # no minor labels to collide with the major ones
     with pytest.raises(ValueError, match="expected at least one curve"):
         plot_vocabulary_curve(ax, {"empty": []})
+
+
+def test_plot_seed_band_draws_the_mean_and_the_range_over_seeds():
+    values = torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [2.0, 5.0, 2.0]])
+    fig, ax = plt.subplots()
+    plot_seed_band(ax, [0, 1, 2], values, "o-", "curve")
+    (line,) = ax.get_lines()
+    assert line.get_label() == "curve" and list(line.get_ydata()) == [2.0, 3.0, 2.0]
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert min(band) == 1.0 and max(band) == 5.0
+    with pytest.raises(ValueError, match="seeds, 3"):
+        plot_seed_band(ax, [0, 1, 2], values[:, :2], "o-", "curve")
+    plt.close(fig)

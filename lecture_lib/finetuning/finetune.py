@@ -80,27 +80,31 @@ class Task:
     test_examples: list = field(repr=False)
 
 
-def predict(model: nn.Module, encoded: EncodedTask, batch_size: int = 128) -> dict[str, torch.Tensor]:
+def predict(model: nn.Module, encoded: EncodedTask, batch_size: int = 128, **forward_kwargs) -> dict[str, torch.Tensor]:
     """The model's logits on every example, in eval mode: ``logits`` (N, K) or (N, T, K), or
-    ``start_logits`` and ``end_logits`` (N, T).
+    ``start_logits`` and ``end_logits`` (N, T). ``forward_kwargs`` go to every call of the model (a
+    ``head_mask``, say).
 
     Taught in: 05_bert_finetuning ("Pretrained or from scratch").
     """
     labels = ("labels", "start_positions", "end_positions")
     inputs = {k: v for k, v in encoded.features.items() if k not in labels}
-    out = forward_in_batches(model, inputs, ("logits", "start_logits", "end_logits"), batch_size=batch_size)
+    out = forward_in_batches(
+        model, inputs, ("logits", "start_logits", "end_logits"), batch_size=batch_size, **forward_kwargs
+    )
     return {k: v.float() for k, v in out.items()}
 
 
-def score(task: Task, model: nn.Module, null_threshold: float = 0.0) -> dict[str, float]:
+def score(task: Task, model: nn.Module, null_threshold: float = 0.0, **forward_kwargs) -> dict[str, float]:
     """The task's metrics on its test set, by the task's name: accuracy and MCC (acceptability);
     accuracy (entailment, inference, choice); span F1 (ner, context_ner); Pearson and Spearman
     correlation (similarity); exact match and F1 (qa; and unanswerable_qa, also on the answerable and
-    the unanswerable questions apart, "no answer" predicted past ``null_threshold``).
+    the unanswerable questions apart, "no answer" predicted past ``null_threshold``). ``forward_kwargs``
+    go to the model with the inputs (chapter 10 scores a model with its heads gated by a ``head_mask``).
 
     Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
-    return _scores(task, predict(model, task.test), null_threshold)
+    return _scores(task, predict(model, task.test, **forward_kwargs), null_threshold)
 
 
 def null_threshold_scores(task: Task, model: nn.Module, thresholds: Sequence[float]) -> list[dict[str, float]]:

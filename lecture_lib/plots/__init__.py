@@ -40,6 +40,7 @@ __all__ = [
     "plot_head_grid",
     "plot_history",
     "plot_mask",
+    "plot_seed_band",
     # diagrams: one figure each, no arguments needed
     "albert_diagram",
     "beam_search_diagram",
@@ -137,6 +138,20 @@ def plot_mask(ax: Axes, mask: torch.Tensor, title: str, *, xlabel: str = "key", 
         raise ValueError(f"expected a mask of shape (queries, keys), got {tuple(mask.shape)}")
     ax.imshow(mask.float().cpu().numpy(), cmap="Blues", vmin=0, vmax=1.3)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    return ax
+
+
+def plot_seed_band(ax: Axes, x: Sequence[float], values: torch.Tensor, style: str, label: str) -> Axes:
+    """A curve repeated over seeds, ``values`` (seeds, points): its mean as a line drawn in ``style``, and the
+    band from the lowest to the highest seed around it, in the line's colour.
+
+    Taught in: 10_bertology_attention ("Pruning by importance").
+    """
+    if values.dim() != 2 or values.shape[1] != len(x):
+        raise ValueError(f"expected values of shape (seeds, {len(x)}), got {tuple(values.shape)}")
+    values = values.detach().float().cpu()
+    (line,) = ax.plot(x, values.mean(0).tolist(), style, label=label)
+    ax.fill_between(x, values.min(0).values.tolist(), values.max(0).values.tolist(), color=line.get_color(), alpha=0.2)
     return ax
 
 

@@ -1,5 +1,6 @@
 """Chapter 10's inputs: documentation pairs framed as BERT's, masked sentences as in pretraining, word maps."""
 
+import copy
 from collections import Counter
 
 import pytest
@@ -27,7 +28,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
     similarity_forward,
     similarity_pairs,
     summed_row_attention,
-    task_importance,
+    task_pruning,
     threshold_for_few_heterogeneous,
     token_frequencies,
     word_maps,
@@ -35,7 +36,7 @@ from lecture_lib.chapters.ch10_bertology_attention import (
 from lecture_lib.chapters.course_language import build_tasks
 from lecture_lib.data.corpus import load_corpus
 from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.finetune import finetune, finetune_budget, new_head
+from lecture_lib.finetuning.finetune import finetune, finetune_budget, new_head, score
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, BertModel
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
@@ -267,10 +268,7 @@ def test_exercise_4_summing_a_words_rows_leaves_clark_s_table_unchanged(tokenize
     )
 
 
-def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss():
-    """Michel et al.'s setting: the heads of a model fine-tuned on the task, scored by that task's loss. The
-    course model is left as it was; the same fine-tuning seed gives the same scores; the scores are those of
-    ``head_importance`` on the task loss of a model fine-tuned alike."""
+def _tiny_course() -> PretrainResult:
     tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(2000, seed=0)], 600)
     torch.manual_seed(0)
     model = BertForPreTraining(
@@ -282,43 +280,63 @@ def test_task_importance_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss
             intermediate_size=32,
         )
     )
-    course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
-    before = {k: v.clone() for k, v in model.state_dict().items()}
+    return PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
+
+
+def test_task_pruning_fine_tunes_a_copy_and_scores_its_heads_on_the_task_loss():
+    """Michel et al.'s setting: the heads of a model fine-tuned on the task, scored by that task's loss. The
+    course model is left as it was; the same fine-tuning seed gives the same scores; the scores are those of
+    ``head_importance`` on the task loss of a model fine-tuned alike."""
+    course = _tiny_course()
+    before = {k: v.clone() for k, v in course.model.state_dict().items()}
     config = finetune_budget(steps=2, batch_size=8)
-    scores, tuned_scores = task_importance(course, "acceptability", config, seed=3, batches=1, batch_size=8)
-    assert set(tuned_scores) == {"accuracy", "mcc"}
-    assert scores.shape == (2, 4) and bool((scores >= 0).all()) and float(scores.sum()) > 0
-    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
-    task = build_tasks(tokenizer)["acceptability"]
-    tuned = finetune(task, new_head(task, model.bert, seed=3), config, 3).model.eval()
+    run = task_pruning(course, "acceptability", config, seed=3, random_orders=2, batches=1, batch_size=8)
+    assert set(run.scores) == {"accuracy", "mcc"}
+    assert run.importance.shape == (2, 4) and bool((run.importance >= 0).all()) and float(run.importance.sum()) > 0
+    assert all(torch.equal(v, course.model.state_dict()[k]) for k, v in before.items())
+    task = build_tasks(course.tokenizer)["acceptability"]
+    tuned = finetune(task, new_head(task, course.model.bert, seed=3), config, 3).model.eval()
     expected = head_importance(tuned, [task.train.batch(torch.arange(8))], gated_task_loss, normalize=False)
-    torch.testing.assert_close(scores, expected)
-    other, _ = task_importance(
-        course, "acceptability", finetune_budget(steps=2, batch_size=8), seed=4, batches=1, batch_size=8
-    )
-    assert not torch.equal(scores, other)  # the seed decides the fine-tuning
+    torch.testing.assert_close(run.importance, expected)
+    other = task_pruning(course, "acceptability", config, seed=4, random_orders=2, batches=1, batch_size=8)
+    assert not torch.equal(run.importance, other.importance)  # the seed decides the fine-tuning
 
 
-def test_task_importance_scores_the_heads_where_fine_tuning_left_the_model():
+def test_task_pruning_curve_scores_the_model_with_its_least_important_heads_cut_out():
+    """The curve's accuracies, from gated heads, equal those of copies whose heads ``prune_heads`` cut out of
+    the weights; it starts at the fine-tuned score and ends at no head at all; the random orders' mean lies
+    between the extremes of what any order can score."""
+    course = _tiny_course()
+    config = finetune_budget(steps=20, batch_size=8, lr=1e-3)
+    run = task_pruning(course, "acceptability", config, seed=1, random_orders=2, batches=1, batch_size=8)
+    assert len(run.by_importance) == len(run.at_random) == 9
+    assert run.by_importance[0] == run.at_random[0] == run.scores["accuracy"]
+    assert run.by_importance[-1] == pytest.approx(run.at_random[-1])  # every head gone, whatever the order
+    task = build_tasks(course.tokenizer)["acceptability"]
+    tuned = finetune(task, new_head(task, course.model.bert, seed=1), config, 1).model.eval()
+    order = pruning_order(run.importance).tolist()
+    for removed in (1, 2, 3):  # fewer than a layer's 4 heads: prune_heads keeps one per layer
+        cut = copy.deepcopy(tuned)
+        heads: dict[int, list[int]] = {}
+        for flat in order[:removed]:
+            heads.setdefault(flat // 4, []).append(flat % 4)
+        cut.bert.prune_heads(heads)
+        assert score(task, cut)["accuracy"] == pytest.approx(run.by_importance[removed], abs=1e-9)
+    lost_by_importance, lost_at_random = run.accuracy_lost(3)
+    assert lost_by_importance == pytest.approx(run.by_importance[0] - run.by_importance[3])
+    assert lost_at_random == pytest.approx(run.at_random[0] - run.at_random[3])
+
+
+def test_task_pruning_scores_the_heads_where_fine_tuning_left_the_model():
     """On a GPU the fine-tuned copy stays there: its batches must follow it (the fake accelerator fails as CUDA)."""
     from tests.fake_accelerator import FakeAccelerator
 
-    tokenizer = WordPieceTokenizer.train([s.text for s in SyntheticLanguage(0).sentences(2000, seed=0)], 600)
-    model = BertForPreTraining(
-        BertConfig(
-            vocab_size=tokenizer.vocab_size,
-            hidden_size=16,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=32,
-        )
-    )
-    course = PretrainResult(model=model, tokenizer=tokenizer, history=None, config=None)
+    course = _tiny_course()
     with FakeAccelerator():
-        scores, _ = task_importance(
-            course, "acceptability", finetune_budget(steps=2, batch_size=8), batches=1, batch_size=8
+        run = task_pruning(
+            course, "acceptability", finetune_budget(steps=2, batch_size=8), random_orders=1, batches=1, batch_size=8
         )
-    assert scores.shape == (2, 4)
+    assert run.importance.shape == (2, 4)
 
 
 def test_shuffling_within_rows_permutes_the_kept_entries_only():
