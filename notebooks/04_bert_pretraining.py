@@ -81,6 +81,7 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     downstream_tasks,
     gpu_hours_and_kwh,
     masking_ablation,
+    masking_schedules,
     pretraining_ablations,
     right_context_entity_examples,
     small_pretrained_bert,
@@ -543,7 +544,7 @@ plt.show()
 
 # %% [markdown]
 # Liu et al. (2019, Table 1) found the difference small at BERT-base scale. They kept dynamic masking because it
-# is as good or better and free. Our pretraining below uses it too.
+# is as good or better and free; so do we. The masking ablation measures what a mask that keeps coming back costs.
 #
 # <details><summary>Their numbers</summary>
 #
@@ -850,6 +851,49 @@ assert all(ablation[rule]["[MASK]"] > unigram_level + 0.04 for rule in ablation)
 assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.1  # only the rule that keeps tokens reports them
 
 # %% [markdown]
+# ### Static against dynamic masking
+#
+# A static mask costs something only if it comes back: the model can then learn *those* answers instead of the
+# language. So we make it come back: 400 documents seen for about 20 epochs (masked LM alone), with one static
+# copy of the masks or fresh masks. The rule, declared before the run: dynamic ahead by more than two points of held-out masked-LM accuracy
+# on each of three seeds, both above the most-frequent-token guess.
+
+# %%
+profile.expect(60, "Six pretraining runs: two masking schedules, three pretraining seeds (then from the cache)")
+schedules = masking_schedules()
+schedule_seeds = profile.claim_seeds()
+fig, ax = plt.subplots(figsize=(6, 3))
+plot_grouped_bars(
+    ax,
+    [f"seed {seed}" for seed in schedule_seeds],
+    {
+        "dynamic": schedules["dynamic"],
+        "static, one copy": schedules["static"],
+        "most frequent token": schedules["guess"],
+    },
+    bar_width=0.27,
+)
+ax.set_ylabel("held-out masked-LM accuracy")
+ax.legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+for seed, dynamic, static, guess in zip(schedule_seeds, schedules["dynamic"], schedules["static"], schedules["guess"]):
+    print(f"seed {seed}: dynamic {dynamic:.1%}, static {static:.1%}, most frequent token {guess:.1%}")
+above_guess = sum(s > g + 0.05 for s, g in zip(schedules["static"], schedules["guess"]))
+print(
+    f"the static model beats the frequency guess by more than 5 points on {above_guess} of {len(schedule_seeds)} seeds"
+)
+
+# %% [markdown]
+# The static model saw each answer twenty times and predicts held-out words worse: it learned its masks, not
+# the language. Where it sinks toward the frequency guess, the gate makes the verdict inconclusive: no win over
+# a model that learned little. BERT's masks came back four times, hence Liu et al.'s near tie.
+
+# %%
+# a repeated mask costs held-out accuracy: dynamic masking ahead by more than two points on average
+assert mean(schedules["dynamic"]) > mean(schedules["static"]) + 0.02
+
+# %% [markdown]
 # ## 9. BERT's ablations: objectives and size
 #
 # Two more of the paper's tables, in shape. **Table 5** takes NSP away (MLM alone), then also the
@@ -1064,6 +1108,7 @@ for direction_name, head in (
     ("left to right", left_to_right_head(BertForTokenClassification)),
     ("bidirectional", BertForTokenClassification),
 ):
+    seed_everything(0)  # the new tagging head's weights, drawn alike on every run
     tagger = head.from_encoder(language_model.bert, 7).eval()
     with torch.no_grad():
         tag_logits[direction_name] = [tagger(ids).logits[0, weber] for ids in (place, company)]
@@ -1114,13 +1159,12 @@ show_reproduction(
     note="Right-context entities: the tag of a place or company word is told by the word after it.",
 )
 # %% [markdown]
-# Each number measures one thing. On the *right-context* task the masked LM tags nearly everything right, and
-# so does the same network from random weights: the task needs only a view of the next word. The left-to-right
-# model, with far more predictions on the same text, stays below the ceiling of any tagger that cannot look right,
-# on every seed. The direction of attention decides the score, the mechanism BERT's paper credits for its SQuAD
-# gain. On *context entities*, decided mostly by the left context, the left-to-right model's extra predictions
-# make it the better tagger. That is the honest form of BERT's bet at our scale. A masked LM learns from fewer
-# tokens per step, and its bidirectional vectors are what a task pays for when the evidence lies on both sides.
+# On the *right-context* task the masked LM tags nearly everything right, and so does the same network from
+# random weights: the task needs only a view of the next word. The left-to-right model stays below the ceiling
+# of any tagger that cannot look right, on every seed: the direction of attention decides the score. On *context
+# entities*, decided mostly by the left context, the left-to-right model's extra predictions make it the better
+# tagger. That is BERT's bet at our scale: a masked LM learns from fewer tokens per step, and its vectors pay
+# where the evidence lies on both sides.
 
 # %%
 # The left-to-right tagger cannot see the next word, so on the right-context task it stays at or below the ceiling
@@ -1153,10 +1197,9 @@ assert all(score <= ceiling + 1e-9 for score in left_to_right)
 #
 # </details>
 #
-# ELMo's two directions meet only at the end: no layer of either LSTM sees both sides. A deep network
-# that does (every layer attending left and right) cannot be trained as a left-to-right LM at all, because
-# the word to predict is in its input: the leak of section 1. Below, a BERT trained for 100 steps to predict
-# the *next* token with full attention, on the synthetic language:
+# ELMo's two directions meet only at the end: no layer of either LSTM sees both sides. A deep network that does
+# cannot be trained as a left-to-right LM, because the word to predict is in its input. Below, a BERT trained for
+# 100 steps to predict the *next* token with full attention:
 
 
 # %%
@@ -1402,12 +1445,12 @@ assert training_flops_per_token(BertConfig(), 128, masked_fraction=0.15) < 0.85 
 # %% [markdown]
 # ### What pretraining BERT-base costs
 #
-# The same count, for the paper's run: 1,000,000 steps of 256 sequences, 90% of the steps with 128 tokens
-# and the last 10% with 512 (Devlin et al., appendix A.2). Turning FLOPs into hours, energy and money takes
-# assumptions: a V100 at 30% utilisation, and the overhead, emissions and prices Strubell et al. (2019) used. The
-# code holds them as numbers one can change.
+# The same count for the paper's run, turned into hours, energy and money.
 #
-# <details><summary>The assumptions, one by one</summary>
+# <details><summary>The run and the assumptions, one by one</summary>
+#
+# The run: 1,000,000 steps of 256 sequences, 90% of the steps with 128 tokens and the last 10% with 512 (Devlin
+# et al., appendix A.2). Hours, energy and money take assumptions, which the code holds as numbers one can change:
 #
 # - **hardware**: NVIDIA V100, 125 TFLOP/s peak in fp16 on its tensor cores, drawing 300 W;
 # - **utilisation** (the share of peak a real training run sustains, MFU): 30%, a fair value for BERT on
@@ -1457,11 +1500,9 @@ tpu_utilisation = bert_flops / (16 * 96 * 3600 * 45e12)  # the paper's own run: 
 print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_utilisation:.0%} of their peak")
 
 # %% [markdown]
-# The arithmetic and the measured bill disagree by a factor of about 20: the FLOP count says what the model
-# *needs*, Strubell et al. priced what one reported run *used*. Either way, one
-# pretraining of BERT-base cost between a few hundred dollars (the count, at a good utilisation) and over ten
-# thousand (Strubell et al.'s upper estimate), and 100 to 1,500 kWh. The tuning and the architecture searches
-# around it cost far more, which is why the course's chapters pretrain small models and reuse checkpoints.
+# The FLOP count says what the model *needs*; Strubell et al. priced what one reported run *used*, about 20
+# times more. Either way, one pretraining of BERT-base cost hundreds to over ten thousand dollars (Strubell et
+# al.'s upper estimate), and the searches around it far more. So the course pretrains small models.
 #
 # <details><summary>Where the gap comes from</summary>
 #
@@ -1579,8 +1620,21 @@ show_what_we_saw(
             f"selected {library['selected']:.2%}, [MASK] {library['[MASK]']:.1%}, random {library['random']:.1%}, "
             f"unchanged {library['same']:.1%} over 200k tokens (section 4)"
         ),
-        "04-dynamic-masking": shown(
-            "distinct masks in 12 epochs: " + ", ".join(f"{name} {n}" for name, n in distinct.items()) + " (section 5)"
+        "04-dynamic-masking": measured(
+            "held-out masked-LM accuracy: "
+            + per_run(
+                f"seed {s} dynamic {d:.1%}, static {st:.1%}, most frequent token {g:.1%}"
+                for s, d, st, g in zip(schedule_seeds, *(schedules[k] for k in ("dynamic", "static", "guess")))
+            )
+            + " (section 8)",
+            schedules["dynamic"],
+            schedules["static"],
+            seeds=schedule_seeds,
+            seed_kind="pretraining",
+            gates={
+                "dynamic masking": (schedules["dynamic"], schedules["guess"]),
+                "static masking": (schedules["static"], schedules["guess"]),
+            },
         ),
         "04-pretraining-teaches-context-english": at_masks_measured(
             english, f"Python's documentation, {len(history.loss)} steps (section 7)"

@@ -88,6 +88,28 @@ def test_masking_ablation_trains_one_cached_model_per_rule(monkeypatch, tmp_path
     assert masking_ablation(config) == results  # read back from the cache
 
 
+def test_masking_schedules_pretrain_both_schedules_on_each_seed_and_score_the_guess(monkeypatch, tmp_path):
+    """Each seed pretrains a static and a dynamic model on one corpus; the guess is the most frequent training
+    token's share of the held-out labels, counted here by hand."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    tiny = dict(
+        documents=40,
+        pretrain=dict(data=dict(vocab_size=300, eval_pairs=16), train=dict(steps=6, batch_size=8, warmup_steps=1)),
+    )
+    runs = ch04.masking_schedules([0, 1], progress=False, **tiny)
+    assert set(runs) == {"dynamic", "static", "guess"} and all(len(v) == 2 for v in runs.values())
+    assert runs["dynamic"] != runs["static"]  # one schedule each, both trained
+    config = ch04.synthetic_config(**ch04.merge_dicts(ch04.SCHEDULE_QUICK, tiny, dict(pretrain=dict(seed=1))))
+    assert config.pretrain.objective.pairs is None and config.documents == 40
+    corpus = course_language.synthetic_pretraining_data(config)
+    tokens = corpus.train["input_ids"][~corpus.train["special_tokens_mask"]].tolist()
+    frequent = max(set(tokens), key=tokens.count)
+    labels = [t for b in corpus.eval_batches() for t in b["labels"].flatten().tolist() if t != IGNORE_INDEX]
+    assert runs["guess"][1] == pytest.approx(labels.count(frequent) / len(labels))
+    assert ch04.masking_schedules([0, 1], progress=False, **tiny) == runs  # read back from the cache
+
+
 SIZES = [(1, 16, 2), (2, 64, 4)]
 TINY_BUDGET = dict(steps=3, batch_size=8)  # the seeded fine-tuning runs' budget (chapter 05's is 100 steps of 16)
 
