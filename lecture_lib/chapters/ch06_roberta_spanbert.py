@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from lecture_lib import profile
+from lecture_lib.analysis.gradient_noise import noise_scale, single_examples
 from lecture_lib.cache import cached_call, compute_all
 from lecture_lib.config import build_config, built_by
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
@@ -537,6 +538,58 @@ def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> d
             "perplexity": math.exp(scores["mlm_loss"]),
         }
     return runs
+
+
+def bigger_batches_in_range(batch_sizes: Sequence[int], simple_noise_scale: float) -> bool:
+    """The range of RoBERTa's Table 3 claim, declared with the claims: the larger compared batch is at most the
+    simple noise scale B_simple at the end of the chapter's run. Above it, McCandlish et al. (2018) find that a
+    bigger batch needs more examples to reach the same loss, so at equal compute it cannot train better; below
+    it, a bigger batch costs about no extra examples and the claim can show. Out of range, the rule's ``quick``
+    field would say so.
+
+    >>> bigger_batches_in_range([6, 12], 250.0), bigger_batches_in_range([6, 12], 10.0)
+    (True, False)
+
+    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    """
+    return max(batch_sizes) <= simple_noise_scale
+
+
+@cached_call
+def batch_noise_scales(config: Chapter06Config, examples: int = 256) -> dict[str, float]:
+    """McCandlish et al.'s (2018) simple noise scale B_simple = tr(Σ) / |G|² (:func:`~lecture_lib.analysis.
+    gradient_noise.noise_scale`) of the chapter's loss on DOC-SENTENCES training rows, from the per-example
+    gradients of ``examples`` rows masked as in training: at the initial weights (``initial``) and at the end
+    (``end``) of the chapter's own recipe, which is :func:`batch_size_runs`' row of the config's batch size,
+    trained again to keep its model. Also each one's ``*_trace`` and ``*_squared_norm``, the end model's
+    held-out ``perplexity`` (the same as that row's), and ``examples``.
+
+    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    """
+    run, corpus = config.pretrain, synthetic_corpus(config)
+    tok = corpus.tokenizer
+    documents = tokenize_documents(tok, [[s.text for s in doc] for doc in corpus.train])
+    specials = dict(cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id)
+    rows = format_rows("doc-sentences", documents, length=run.data.seq_len, seed=run.seed, **specials)
+    held_out, tokens, _ = _held_out(corpus, config)
+
+    def stream(batch_size: int) -> PretrainingData:
+        return PretrainingData.from_rows(
+            replace(run, train=replace(run.train, batch_size=batch_size)), tok, rows, held_out
+        )
+
+    sample = single_examples(stream(examples).batch(0))  # one training draw of rows and masks
+    seed_everything(run.seed)  # the run's initial weights, as pretrain draws them
+    scales = {"initial": noise_scale(BertForPreTraining(run.model), unpadded_loss, sample)}
+    model = pretrain(run, data=stream(run.train.batch_size), progress=False, loss=unpadded_loss).model
+    scales["end"] = noise_scale(model, unpadded_loss, sample)
+    return {
+        "examples": examples,
+        "perplexity": math.exp(evaluate(model, tokens)["mlm_loss"]),
+        **{name: s.simple for name, s in scales.items()},
+        **{f"{name}_trace": s.trace for name, s in scales.items()},
+        **{f"{name}_squared_norm": s.squared_norm for name, s in scales.items()},
+    }
 
 
 @cached_call(ignore=("progress",))

@@ -5,6 +5,7 @@ import torch
 
 from lecture_lib.chapters.ch06_roberta_spanbert import (
     SCHEMES,
+    batch_noise_scales,
     chapter_config,
     format_run,
     left_padding_shift,
@@ -262,6 +263,20 @@ def test_a_scheme_run_does_not_depend_on_what_ran_before():
         rows.append(scheme_run.__wrapped__(config, "whole words", progress=False))
     assert rows[0] == rows[1]
     assert 0 <= rows[0]["qa_exact"] <= rows[0]["qa_f1"] <= 1
+
+
+def test_the_noise_scales_are_measured_on_the_batch_size_study_run():
+    """batch_noise_scales trains the chapter's own recipe again: its end model scores the held-out perplexity of
+    format_run's DOC-SENTENCES row at the config's batch, and both noise scales come from resolved gradients."""
+    import math
+
+    config = tiny_config()
+    noise = batch_noise_scales.__wrapped__(config, examples=8)
+    row = format_run.__wrapped__(config, "doc-sentences", span_task=False, match_tokens=False, progress=False)
+    assert noise["perplexity"] == pytest.approx(math.exp(row["mlm_loss"]), rel=1e-9)
+    for name in ("initial", "end"):
+        assert noise[f"{name}_trace"] > 0
+        assert noise[name] == pytest.approx(noise[f"{name}_trace"] / noise[f"{name}_squared_norm"])
 
 
 def test_the_unpadded_loss_is_the_padded_one_with_the_same_gradients():
