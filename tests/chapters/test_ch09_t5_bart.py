@@ -362,6 +362,7 @@ def test_the_claims_about_objectives_vary_pretraining_and_say_why_quick_cannot()
     assert {rule.key for rule in rules} == {
         "09-denoising-beats-no-pretraining",
         "09-span-corruption-matches-bert-style",
+        "09-denoising-beats-prefix-lm",
         "09-infilling-beats-rotation",
     }
     assert all(rule.seeds.kind == "pretraining" and rule.quick for rule in rules)
