@@ -872,7 +872,7 @@ assert max(rank_agreement) < 0.5
 # each time, so one ranking should not be read as a fact about a head.
 #
 # **Michel et al.'s Figure 4.** Now prune each fine-tuned copy as they did: remove its heads least important
-# first, score the 400 test sentences after each removal, and do the same in random orders. Michel et al.
+# first, score the test sentences after each removal, and do the same in random orders. Michel et al.
 # (2019) removed 40% of BERT's heads without noticeable loss. For our 16 heads the rule, declared before the run,
 # reads: with the 7 least important removed, test accuracy falls by less than two points (about one standard
 # error here), on every seed.

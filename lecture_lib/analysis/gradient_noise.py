@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from lecture_lib.runtime import module_device, to_device
+
 Loss = Callable[[nn.Module, dict[str, torch.Tensor]], torch.Tensor]
 
 
@@ -55,6 +57,7 @@ def single_examples(batch: dict[str, torch.Tensor]) -> list[dict[str, torch.Tens
 def noise_scale(model: nn.Module, loss: Loss, examples: Sequence[dict[str, torch.Tensor]]) -> NoiseScale:
     """tr Σ and |G|² of ``loss(model, example)`` over the parameters that require a gradient, from one gradient
     per example (``torch.autograd.grad``: the parameters' ``.grad`` are left as they were), summed in float64.
+    Each example goes to the model's device first (a model that training left on the GPU).
 
     Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
     """
@@ -64,8 +67,9 @@ def noise_scale(model: nn.Module, loss: Loss, examples: Sequence[dict[str, torch
     params = [p for p in model.parameters() if p.requires_grad]
     total = [torch.zeros_like(p, dtype=torch.float64) for p in params]  # Σᵢ g_i
     squares = 0.0  # Σᵢ |g_i|²
+    device = module_device(model)
     for example in examples:
-        grads = torch.autograd.grad(loss(model, example), params, allow_unused=True)
+        grads = torch.autograd.grad(loss(model, to_device(example, device)), params, allow_unused=True)
         for t, g in zip(total, grads):
             if g is not None:
                 t += g.double()

@@ -314,21 +314,12 @@ def frequency_guess(corpus: PretrainingData) -> float:
 # Liu et al.'s static against dynamic masking where it can matter: a small corpus seen for many epochs, so that
 # a static mask repeats. ``quick``: 400 documents (half as many held out), 300 steps of 32 pairs, about 20 epochs
 # (some 15 s a run on one core); ``full``: 4,000 documents, 1,000 steps of 128, about 25 epochs. MLM alone.
+_SCHEDULE_DATA = dict(data=dict(held_out_fraction=0.5), objective=dict(pairs=None))
 SCHEDULE_QUICK = dict(
-    documents=400,
-    pretrain=dict(
-        data=dict(held_out_fraction=0.5),
-        objective=dict(pairs=None),
-        train=dict(steps=300, warmup_steps=30, eval_every=0),
-    ),
+    documents=400, pretrain=dict(**_SCHEDULE_DATA, train=dict(steps=300, warmup_steps=30, eval_every=0))
 )
 SCHEDULE_FULL = dict(
-    documents=4000,
-    pretrain=dict(
-        data=dict(held_out_fraction=0.5),
-        objective=dict(pairs=None),
-        train=dict(steps=1000, warmup_steps=100, eval_every=0),
-    ),
+    documents=4000, pretrain=dict(**_SCHEDULE_DATA, train=dict(steps=1000, warmup_steps=100, eval_every=0))
 )
 # The schedules compared: a fresh mask every epoch (RoBERTa), and one mask drawn once (BERT's rule, without the
 # ten copies that made each of its masks come back only four times)

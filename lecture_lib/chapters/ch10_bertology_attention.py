@@ -114,7 +114,7 @@ def chapter_config(**overrides) -> Chapter10Config:
 
 DOCUMENTATION_PAIRS = "the documentation's sentence pairs of section 1"
 # Michel et al.'s 40% of heads, rounded up on the course BERT's 16 (44%), and the loss that would be noticeable:
-# two points of accuracy, about one standard error on 400 test sentences scored near 80%
+# two points of accuracy, about one standard error on the quick profile's 400 test sentences scored near 80%
 PRUNED_HEADS = 7
 NOTICEABLE_LOSS = 0.02
 CLAIMS = (
@@ -240,7 +240,7 @@ CLAIMS = (
         paper="40% of BERT's heads pruned on MNLI without noticeable loss of accuracy",
         source="Michel et al. (2019), Figure 4",
         metric=f"test accuracy lost with the {PRUNED_HEADS} least important of the 16 heads removed",
-        data="acceptability (400 test sentences), the course BERT fine-tuned",
+        data="acceptability's test sentences, the course BERT fine-tuned",
         compared="pruning by importance",
         baseline=NOTICEABLE_LOSS,
         higher=False,

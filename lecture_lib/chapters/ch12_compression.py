@@ -667,7 +667,7 @@ CLAIMS = (
         paper="at most 1.32% relative (RTE)",
         source="Zafrir et al. (2019), Q8BERT, Table 1",
         compressed="its int8 copy (per channel, integer products)",
-        bar=2.0,
+        bar=NO_LOSS_POINTS,
     ),
     Rule(
         "12-int8-per-tensor-close-to-float",

@@ -56,3 +56,15 @@ def test_unresolved_gradient_gives_an_infinite_scale_and_too_few_examples_raise(
     model, data, _ = regression(1, 2, 0.1, seed=0)
     with pytest.raises(ValueError, match="at least 2 examples"):
         noise_scale(model, squared_error, single_examples(data))
+
+
+def test_examples_follow_a_model_on_an_accelerator():
+    """A model that training left on the GPU, examples on the host: the same scale (the fake device fails as CUDA)."""
+    from tests.fake_accelerator import FakeAccelerator
+
+    model, data, _ = regression(20, 3, 0.5, seed=2)
+    on_host = noise_scale(model, squared_error, single_examples(data))
+    with FakeAccelerator() as device:
+        on_device = noise_scale(model.to(device), squared_error, single_examples(data))
+    assert on_device.trace == pytest.approx(on_host.trace, rel=1e-12)
+    assert on_device.squared_norm == pytest.approx(on_host.squared_norm, rel=1e-12)
