@@ -334,12 +334,19 @@ class ElectraPretrainingModel(nn.Module):
     that both losses update, and the generator's output matrix is that token table too. Both networks
     need the same ``embedding_size`` (the paper: "embeddings the size of the discriminator's hidden
     states"); their hidden sizes may differ, each with its own projection. ``transformers`` has no class
-    for the pair: :meth:`to_hf` gives its two halves, each holding the shared tensors.
+    for the pair: :meth:`to_hf` gives its two halves, each holding the shared tensors. ``sample_from`` (V,)
+    bool limits the replacements to those tokens (chapter 08: the tokens of its pretraining text); ``None``, the
+    paper's default, draws from the whole vocabulary.
 
     Taught in: 08_electra ("Sharing embeddings").
     """
 
-    def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining) -> None:
+    def __init__(
+        self,
+        generator: ElectraForMaskedLM,
+        discriminator: ElectraForPreTraining,
+        sample_from: torch.Tensor | None = None,
+    ) -> None:
         super().__init__()
         g, d = generator.config, discriminator.config
         for name in ("embedding_size", "vocab_size", "max_position_embeddings", "type_vocab_size", "pad_token_id"):
@@ -350,6 +357,13 @@ class ElectraPretrainingModel(nn.Module):
         self.generator, self.discriminator = generator, discriminator
         generator.electra.embeddings = discriminator.electra.embeddings
         generator.tie_output()
+        # the tokens a replacement may be (V,) bool, None: any; a buffer that follows the model to its device
+        # but stays out of the state dict, which is the two networks' and nothing else
+        self.register_buffer("sample_from", sample_from, persistent=False)
+
+    def sample(self, logits: torch.Tensor, sampling_generator: torch.Generator | None) -> torch.Tensor:
+        """One replacement per row of the generator's ``logits`` (N, V), drawn among :attr:`sample_from`."""
+        return sample_tokens(logits, generator=sampling_generator, allowed=self.sample_from)
 
     def forward(
         self,
@@ -372,8 +386,7 @@ class ElectraPretrainingModel(nn.Module):
         generated = self.generator(input_ids, attention_mask, token_type_ids, labels=labels, masked_only=True)
         chosen = labels != IGNORE_INDEX
         original = torch.where(chosen, labels, input_ids)
-        sampled = sample_tokens(generated.logits, generator=sampling_generator)
-        corrupted, replaced = replace_tokens(original, labels, sampled)
+        corrupted, replaced = replace_tokens(original, labels, self.sample(generated.logits, sampling_generator))
         logits = self.discriminator(corrupted, attention_mask, token_type_ids).logits  # (B, T)
         counted = chosen.long() if masked_positions_only else attention_mask
         disc_loss = discriminator_loss(logits, replaced, counted)

@@ -49,8 +49,7 @@ class ReplaceMLM(ElectraPretrainingModel):
             masked_only=True,
         )
         original = torch.where(batch["labels"] != IGNORE_INDEX, batch["labels"], batch["input_ids"])
-        sampled = sample_tokens(generated.logits, generator=sampling_generator)
-        corrupted, _ = replace_tokens(original, batch["labels"], sampled)
+        corrupted, _ = replace_tokens(original, batch["labels"], self.sample(generated.logits, sampling_generator))
         return generated, corrupted, original
 
     def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:
@@ -68,8 +67,10 @@ class AllTokensMLM(ReplaceMLM):
     Taught in: 08_electra ("Table 5 at equal FLOPs").
     """
 
-    def __init__(self, generator: ElectraForMaskedLM, student: ElectraForMaskedLM) -> None:
-        super().__init__(generator, student)
+    def __init__(
+        self, generator: ElectraForMaskedLM, student: ElectraForMaskedLM, sample_from: torch.Tensor | None = None
+    ) -> None:
+        super().__init__(generator, student, sample_from)
         self.copy_gate = nn.Linear(student.config.hidden_size, 1)
 
     def forward(self, batch: dict[str, torch.Tensor], sampling_generator: torch.Generator) -> torch.Tensor:

@@ -105,10 +105,18 @@ def mask_for_generator(
 
 @torch.no_grad()
 def sample_tokens(
-    logits: torch.Tensor, *, temperature: float = 1.0, generator: torch.Generator | None = None
+    logits: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    allowed: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """One token per row of ``logits`` (N, V), x̂ ~ softmax(logits / temperature), by the Gumbel-max trick:
     argmax(logits / temperature + g) with g = -log(-log u), u ~ U(0, 1). Outside the autograd graph.
+
+    ``allowed`` (V,) bool restricts the draw to those tokens, renormalised among them: the chapter passes the
+    tokens that occur in the pretraining text, so that a replacement is never a vocabulary entry the text never
+    uses (which the token alone gives away, with no need to read its context).
 
     Taught in: 08_electra ("Replaced-token detection").
     """
@@ -117,7 +125,15 @@ def sample_tokens(
     device = generator.device if generator is not None else logits.device  # a CPU stream for a GPU model too
     u = torch.rand(logits.shape, generator=generator, device=device, dtype=torch.float64).to(logits.device)
     gumbel = -torch.log(-torch.log(u.clamp(min=1e-20)))
-    return (logits.double() / temperature + gumbel).argmax(-1)
+    scores = logits.double() / temperature + gumbel
+    if allowed is not None:
+        if allowed.shape != logits.shape[-1:] or allowed.dtype != torch.bool or not allowed.any():
+            raise ValueError(
+                f"allowed: expected a bool mask over the {logits.shape[-1]} tokens with at least one True, "
+                f"got {allowed.dtype} of shape {tuple(allowed.shape)}"
+            )
+        scores = scores.masked_fill(~allowed.to(scores.device), float("-inf"))
+    return scores.argmax(-1)
 
 
 def replace_tokens(

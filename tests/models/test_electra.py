@@ -149,6 +149,27 @@ def test_joint_model_shares_the_embedding_parameters_themselves():
     assert count(model) == count(alone[0]) + count(alone[1]) - count(alone[0].electra.embeddings)
 
 
+def test_joint_model_draws_replacements_only_among_the_allowed_tokens():
+    torch.manual_seed(0)
+    allowed = torch.zeros(SMALL["vocab_size"], dtype=torch.bool)
+    allowed[[5, 6, 7, 11, 40, 60]] = True
+    free = ElectraPretrainingModel.from_config(ElectraConfig(**SMALL))
+    model = ElectraPretrainingModel(free.generator, free.discriminator, sample_from=allowed)
+    assert model.state_dict().keys() == free.state_dict().keys()  # the mask is not a weight
+    batch = inputs()
+    labels, _ = pretraining_labels(batch)
+    chosen = labels != -100
+    drawn = torch.cat(
+        [
+            model(**batch, labels=labels, sampling_generator=torch.Generator().manual_seed(i)).corrupted_ids[chosen]
+            for i in range(50)
+        ]
+    )
+    assert allowed[drawn].all()
+    unrestricted = free(**batch, labels=labels, sampling_generator=torch.Generator().manual_seed(0))
+    assert not allowed[unrestricted.corrupted_ids[chosen]].all()  # without the mask, other tokens are drawn
+
+
 def test_joint_model_to_hf_writes_the_shared_tables_into_both_halves():
     model = ElectraPretrainingModel.from_config(ElectraConfig(**SMALL), generator_size=0.5)
     with torch.no_grad():

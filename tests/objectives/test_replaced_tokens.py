@@ -75,6 +75,20 @@ def test_samples_follow_the_generator_softmax_and_carry_no_gradient():
     assert torch.equal(draws, again)
 
 
+def test_allowed_tokens_are_drawn_from_the_renormalised_softmax():
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0])
+    allowed = torch.tensor([False, True, True, True])
+    draws = sample_tokens(logits.expand(40000, 4), generator=torch.Generator().manual_seed(6), allowed=allowed)
+    frequency = torch.bincount(draws, minlength=4).double() / draws.numel()
+    expected = torch.distributions.Categorical(logits=logits.double().masked_fill(~allowed, -math.inf)).probs
+    assert frequency[0] == 0  # the most likely token, but not allowed
+    assert (frequency - expected).abs().max() < 4 * math.sqrt(0.25 / 40000)
+    with pytest.raises(ValueError, match="at least one True"):
+        sample_tokens(logits.expand(2, 4), allowed=torch.zeros(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="a bool mask over the 4 tokens"):
+        sample_tokens(logits.expand(2, 4), allowed=torch.ones(3, dtype=torch.bool))
+
+
 def test_a_sample_equal_to_the_original_is_labelled_original():
     ids = torch.tensor([[2, 10, 11, 12, 13, 3, 0]])
     labels = torch.full_like(ids, IGNORE_INDEX)
