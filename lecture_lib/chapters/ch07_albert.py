@@ -87,7 +87,6 @@ QUICK = dict(
         ),
     ),
     sharing_rows=((16, "all-shared"), (16, "not-shared"), (None, "not-shared")),
-    sharing_seeds=1,
     pairs=merge_dicts(
         ALBERT_QUICK,
         dict(
@@ -151,7 +150,6 @@ class Chapter07Config:
     pairs: PretrainConfig
     sharing_rows: tuple[tuple[int | None, str], ...] = ((None, "all-shared"), (None, "not-shared"))
     seeds: tuple[int, ...] = field(default_factory=claim_seeds)
-    sharing_seeds: int | None = None  # how many of the seeds the sharing runs repeat (None: all)
 
     def __post_init__(self) -> None:
         self.sharing_rows = tuple((width, sharing) for width, sharing in self.sharing_rows)
@@ -169,15 +167,6 @@ class Chapter07Config:
             )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise ValueError(f"seeds: expected distinct non-negative seeds, at least one, got {list(self.seeds)}")
-        if self.sharing_seeds is not None and self.sharing_seeds < 1:
-            raise ValueError(
-                f"sharing_seeds: expected at least one run per row (or None: every seed), got {self.sharing_seeds}"
-            )
-
-    @property
-    def seeds_of_sharing(self) -> tuple[int, ...]:
-        """The seeds the sharing runs repeat: the first :attr:`sharing_seeds` of :attr:`seeds`."""
-        return self.seeds[: self.sharing_seeds]
 
 
 def chapter_config(**overrides) -> Chapter07Config:
@@ -201,10 +190,6 @@ def albert_config(**overrides) -> PretrainConfig:
 MLM_ACCURACY = "held-out masked-LM accuracy"
 SYNTHETIC = "held-out masked positions of chapter 05's synthetic language"
 LEARNED_TEXT = "{} masked-LM accuracy"  # a gate: the model learned the language at all
-ONE_SHARING_RUN = (
-    "one pretraining run per row in the quick profile (sharing_seeds=1): three seeds of the three rows "
-    "triple the notebook's longest cell"
-)
 SOP_PAIRS, NSP_PAIRS = "600 held-out SOP pairs of the diaries", "600 held-out NSP pairs of the diaries"
 CLAIMS = (
     Rule(
@@ -217,7 +202,6 @@ CLAIMS = (
         compared="not-shared ALBERT, E = 16",
         baseline="all-shared ALBERT, E = 16",
         seeds=Seeds("pretraining"),
-        quick=ONE_SHARING_RUN,
         gates=(
             Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
             Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01),
@@ -233,7 +217,6 @@ CLAIMS = (
         compared="BERT (not shared, E = H)",
         baseline="not-shared ALBERT, E = 16",
         seeds=Seeds("pretraining"),
-        quick=ONE_SHARING_RUN,
         gates=(
             Gate(LEARNED_TEXT.format("not-shared ALBERT"), "most-frequent-token guess", 0.01),
             Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
@@ -250,7 +233,6 @@ CLAIMS = (
         baseline="BERT",
         higher=False,
         seeds=Seeds("pretraining"),
-        quick=ONE_SHARING_RUN,
         gates=(
             Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
             Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
@@ -520,7 +502,7 @@ def layer_transitions(
 
 def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
     """Tables 3 and 4 and Figure 1 in shape, MLM only on the synthetic language (``config.sharing``): each row of
-    ``config.sharing_rows`` pretrained once per seed of ``config.seeds_of_sharing`` (:func:`sharing_row`, the missing runs
+    ``config.sharing_rows`` pretrained once per seed of ``config.seeds`` (:func:`sharing_row`, the missing runs
     ``workers`` at a time), the not-shared E = H row being BERT (:func:`bert_twin`).
 
     Returns ``{"seeds": [...], "runs": {label: {"E", "sharing", "parameters", "mlm_accuracy": [per seed]}},
@@ -532,7 +514,7 @@ def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None =
     config = config or chapter_config()
     calls = [
         (replace(config.sharing, seed=seed), width, sharing)
-        for seed in config.seeds_of_sharing
+        for seed in config.seeds
         for width, sharing in config.sharing_rows
     ]
     rows = compute_all(sharing_row, calls, workers=workers, desc="sharing runs")
@@ -546,7 +528,7 @@ def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None =
         elif i % len(config.sharing_rows) == first_all_shared:
             figure1["ALBERT"].append(row["curves"])
     baseline = [row["unigram"] for row in rows[:: len(config.sharing_rows)]]
-    return {"seeds": list(config.seeds_of_sharing), "runs": runs, "baseline": baseline, "figure1": figure1}
+    return {"seeds": list(config.seeds), "runs": runs, "baseline": baseline, "figure1": figure1}
 
 
 @cached_call

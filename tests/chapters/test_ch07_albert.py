@@ -386,6 +386,3 @@ def test_the_claims_seeds_come_from_lecture_seeds_and_bad_rows_are_refused(monke
         chapter_config(sharing_rows=((16, "not-shared"), (None, "not-shared")))
     with pytest.raises(ValueError, match=r"seeds: expected distinct non-negative seeds, at least one, got \[1, 1\]"):
         chapter_config(seeds=(1, 1))
-    with pytest.raises(ValueError, match="sharing_seeds: expected at least one run per row"):
-        chapter_config(sharing_seeds=0)
-    assert chapter_config(sharing_seeds=2).seeds_of_sharing == (3, 4)
