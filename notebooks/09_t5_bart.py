@@ -29,8 +29,8 @@
 # norm, unscaled attention, a relative position bias) with T5 1.1's untied output, and BART (chapter 02's
 # Transformer with learned positions) with its classifier. We draw T5's three architectures as attention masks
 # and count t5-small's and bart-base's parameters. We print T5's bucket table and plot the bias a small model
-# learned. Then we pretrain a tiny T5 with each objective and fine-tune it on all tasks at once over three
-# seeds, beside the paper's rows. Last, we corrupt a document in BART's five ways and compare infilling with
+# learned. Then we pretrain a tiny T5 with each objective on three seeds and fine-tune each on all tasks at
+# once, beside the paper's rows. Last, we corrupt a document in BART's five ways and compare infilling with
 # rotation.
 #
 # Our `T5ForConditionalGeneration` (1.0 and 1.1), `BartForConditionalGeneration` and
@@ -101,7 +101,7 @@ from lecture_lib.objectives.noising import (
 from lecture_lib.objectives.span_corruption import noise_spans, random_spans_noise_mask, span_corrupt, span_counts
 from lecture_lib.plots.t5_architectures import architecture_masks, t5_architectures_figure
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import generator, limit_cpu_threads
+from lecture_lib.runtime import generator, invoke, limit_cpu_threads, parallel_map
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 recipe = chapter_config()
@@ -415,11 +415,12 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 
 # %%
 profile.expect(
-    75,
-    f"Pretraining one model per objective and fine-tuning each over {len(recipe.seeds)} seeds (the first "
-    "time; then they load from the cache)",
+    370,
+    f"Pretraining one T5 per objective and seed, and section 9's BARTs beside them, then fine-tuning each "
+    f"({len(recipe.seeds)} seeds; the first time, then they load from the cache)",
 )
-results = objective_runs(recipe)
+# the two tables' runs side by side, one per CPU core; invoke(f, x) is f(x), and section 9 reads its runs back
+results, _ = parallel_map(invoke, [(objective_runs, recipe), (noising_runs, recipe)], desc="pretraining")
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
 for ax, stack in zip(axes, ("encoder", "decoder")):
@@ -445,7 +446,7 @@ assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]]) 
 # T5's Tables 4 and 5 pretrain the same model with each objective, fine-tune it on every task, and compare.
 # We do the same at toy scale. A T5 of 2 + 2 layers of width 64 is pretrained for 450 steps on documents of
 # the synthetic language with each objective, and once not at all. It is then fine-tuned for 100 steps on a
-# mixture of the four text-to-text tasks of section 1, once per seed. Pretraining gets the larger share of the
+# mixture of the four text-to-text tasks of section 1. Each of three seeds repeats both phases. Pretraining gets the larger share of the
 # steps, as in T5 (2^19 pretraining steps against 2^18 of fine-tuning).
 #
 # Test examples name people whose names never appear in fine-tuning (chapter 05's split). The words of those
@@ -455,8 +456,9 @@ assert torch.allclose(decoder_curves[:, future], decoder_curves[:, future[:1]]) 
 #
 # <details><summary>What the seeds vary</summary>
 #
-# There are three seeds. Each pretrained model is copied and fine-tuned with the seed's batches. Without
-# pretraining, the seed also draws the initialisation.
+# There are three seeds. A seed draws the initialisation and the pretraining batches of each objective's
+# model, then the fine-tuning batches. Without pretraining, it draws the initialisation and the fine-tuning
+# batches. The language and the task examples are the same for every seed.
 #
 # </details>
 #
@@ -531,8 +533,8 @@ show_reproduction(
     header,
     rows,
     note=f"Ours: mean ± standard deviation over the {recipe.seed_varies} seeds; exact match (token F1 for facts) on 100 "
-    "unseen-name examples per task; hidden words right: 512 documents, before fine-tuning. The verdicts are in "
-    '"What we saw".',
+    "unseen-name examples per task; hidden words right: the first seed's model on 512 documents, before "
+    'fine-tuning. The verdicts are in "What we saw".',
 )
 t5_seeds = {name: mean_task_score(run) for name, run in runs.items()}
 answer_seeds = {name: mean_task_score(run, ANSWER_TASKS) for name, run in runs.items()}
@@ -552,8 +554,8 @@ assert min(runs["bert_style"]["names_written"]) > max(runs["no pretraining"]["na
 # %% [markdown]
 # Read the table against its scale. The classification tasks are balanced, so a majority answer scores 0.5.
 # The question is scored by exact match of the whole answer, and each score rests on 100 test examples. The
-# scores also swing with the fine-tuning seed (the spreads beside them). That is why every verdict below must
-# hold on each seed, not on the mean.
+# scores also swing with the seed, which draws both pretraining and fine-tuning (the spreads beside them). That
+# is why every verdict below must hold on each seed, not on the mean.
 #
 # The reading of this run's numbers, printed by the cell below:
 
@@ -741,12 +743,7 @@ assert max(ratios[0.02]) < 0.05 < 0.2 < min(ratios[recipe.d_model**-0.5])  # los
 # With the width-matched initialisation, the same learning rate, warm-up and steps as the T5s:
 
 # %%
-profile.expect(
-    40,
-    f"Pretraining {len(recipe.noisings)} tiny BARTs and fine-tuning each over {len(recipe.seeds)} "
-    "seeds (the first time; then they load from the cache)",
-)
-bart_runs = noising_runs(recipe)["runs"]
+bart_runs = noising_runs(recipe)["runs"]  # trained in section 6's cell, beside the T5s: read from the cache
 header = ["BART", *TASKS, "unseen names written", "pretraining loss", "paper: SQuAD F1", "MNLI", "CNN/DM PPL"]
 rows = [["majority answer", *(baseline[t] for t in TASKS), "–", None, "–", "–", "–"]]
 paper = {name: [f"{v:.2f}" for v in values] for name, values in BART_PAPER_ROWS.items()}
@@ -811,9 +808,7 @@ display(
 #
 # The cell below passes this run's numbers to the rules declared before the run in `CLAIMS` and `CHECKS` of
 # `lecture_lib.chapters.ch09_t5_bart`, which compute each verdict. The claims about objectives are about
-# pretraining, so their runs must vary the pretraining seed. The quick profile pretrains one model per
-# objective and varies only fine-tuning. There these claims show as mechanism only, with their numbers printed
-# beside the rule.
+# pretraining, so each seed pretrains its own model of each objective, then fine-tunes it.
 
 # %%
 from lecture_lib.chapters.ch09_t5_bart import CHECKS, CLAIMS  # noqa: E402
