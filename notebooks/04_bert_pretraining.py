@@ -73,18 +73,24 @@ from lecture_lib.attention import MultiHeadAttention, causal_mask
 from lecture_lib.chapters.ch04_bert_pretraining import (
     BANK_SENTENCES,
     BERT_BASE_TOKENS,
+    DIRECTION_ROWS,
     PROBES,
     ablation_config,
     bert_base_pretraining_flops,
     best_left_to_right_tags,
     chapter_config,
+    direction_runs,
     downstream_tasks,
     gpu_hours_and_kwh,
+    left_to_right_steps,
     masking_ablation,
     masking_schedules,
+    predictions_per_step,
     pretraining_ablations,
     right_context_entity_examples,
+    schedule_downstream,
     small_pretrained_bert,
+    subject_by_predicate_examples,
     synthetic_bert,
     synthetic_config,
 )
@@ -887,11 +893,20 @@ print(
 # %% [markdown]
 # The static model saw each answer twenty times and predicts held-out words worse: it learned its masks, not
 # the language. Where it sinks toward the frequency guess, the gate makes the verdict inconclusive: no win over
-# a model that learned little. BERT's masks came back four times, hence Liu et al.'s near tie.
+# a model that learned little. BERT's masks came back four times, hence Liu et al.'s near tie. They scored tasks
+# downstream; we fine-tune the six models on chapter 05's context entities.
+
+# %%
+profile.expect(35, "Fine-tuning the six models, and the network from random weights, on context entities")
+schedule_f1 = {name: [mean(scores) for scores in runs] for name, runs in schedule_downstream().items()}
+for name, means in schedule_f1.items():
+    print(f"{name:<15} context entities F1 " + ", ".join(f"seed {s}: {m:.3f}" for s, m in zip(schedule_seeds, means)))
 
 # %%
 # a repeated mask costs held-out accuracy: dynamic masking ahead by more than two points on average
 assert mean(schedules["dynamic"]) > mean(schedules["static"]) + 0.02
+# and both schedules' models give the tagger something: above random weights on every seed
+assert all(d > n and s > n for d, s, n in zip(*schedule_f1.values()))
 
 # %% [markdown]
 # ## 9. BERT's ablations: objectives and size
@@ -1029,9 +1044,6 @@ plt.show()
 #   Every row of Table 5 is far above it, on every seed: pretraining pays downstream, the claim that carries
 #   BERT's whole paper.
 #
-# - **LTR & No NSP** is ahead on this task: a context entity is mostly told by the words on its *left*, which a
-#   left-to-right model sees. The next subsection explains why, and tests the other side.
-#
 # - **Table 6.** The paper's perplexity falls and its scores rise with every step up in size. Ours, at equal
 #   steps: the perplexity falls with every step up (asserted below), and the downstream column rises with it on
 #   every seed.
@@ -1071,11 +1083,9 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 #
 # $$h_i = f(x_0, \dots, x_i), \qquad \frac{\partial h_i}{\partial x_j} = 0 \text{ for } j > i$$
 #
-# The task is built so that the right side decides: "Anna Berg visits Weber ." or "Anna Berg visits Weber Foods
-# .", a place or a company named after a surname, one or the other at random. Up to and including "Weber" the two
-# readings are the same words; only the next word tells `B-LOC` from `B-ORG`. The best a tagger that reads the
-# left side only can do is every other tag right and the more frequent type at the surname
-# (`best_left_to_right_tags`). That is the left-to-right model's ceiling.
+# In "Anna Berg visits Weber ." and "Anna Berg visits Weber Foods ." only the word after "Weber" tells `B-LOC`
+# from `B-ORG`. A tagger that reads the left side only can at best get every other tag right and give the surname
+# the more frequent type (`best_left_to_right_tags`): the left-to-right model's ceiling.
 #
 # <details><summary>Why the mask stays, and what is held equal</summary>
 #
@@ -1094,7 +1104,7 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 #
 # </details>
 #
-# Counted on one batch, the left-to-right model gets several times more predictions per step:
+# Below: both taggers' view of one pair, then each objective's predictions per step.
 
 # %%
 # The left-to-right tagger's view: its output at "Weber" is the same whatever follows; the bidirectional one's is not.
@@ -1124,19 +1134,11 @@ right_task = downstream_tasks(language_tokenizer, table_config)["right-context e
 ceiling = span_f1([e.tags for e in right_task.test_examples], best_left_to_right_tags(right_task.test_examples))["f1"]
 print(f"test set: {len(right_task.test_examples)} sentences; the best left-side-only tagger scores F1 {ceiling:.3f}")
 
-one_batch = synthetic_data.with_config(
-    replace(table_config.pretrain, objective=replace(table_config.pretrain.objective, pairs=None))
-).batch(0)
-predicted_mlm = int((one_batch["labels"] != IGNORE_INDEX).sum())
-predicted_ltr = int(one_batch["attention_mask"][:, 1:].sum())
-seq_len = one_batch["input_ids"].shape[1]
-flops_mlm = training_flops_per_token(
-    table_config.pretrain.model, seq_len, masked_fraction=predicted_mlm / one_batch["attention_mask"].sum().item()
-)
-flops_ltr = training_flops_per_token(table_config.pretrain.model, seq_len)
+per_step = predictions_per_step(table_config)
 print(
-    f"predicted tokens per step: masked LM {predicted_mlm}, left-to-right {predicted_ltr} "
-    f"(×{predicted_ltr / predicted_mlm:.1f}); training FLOPs per token: ×{flops_ltr / flops_mlm:.2f} for the left-to-right LM"
+    f"predicted tokens per step: masked LM {per_step['masked LM']}, left-to-right {per_step['left-to-right']} "
+    f"(×{per_step['left-to-right'] / per_step['masked LM']:.1f}); training FLOPs per token: "
+    f"×{per_step['FLOPs ratio']:.2f} for the left-to-right LM"
 )
 
 rows_compared = ("No NSP", "LTR & No NSP", "No pretraining")
@@ -1160,11 +1162,8 @@ show_reproduction(
 )
 # %% [markdown]
 # On the *right-context* task the masked LM tags nearly everything right, and so does the same network from
-# random weights: the task needs only a view of the next word. The left-to-right model stays below the ceiling
-# of any tagger that cannot look right, on every seed: the direction of attention decides the score. On *context
-# entities*, decided mostly by the left context, the left-to-right model's extra predictions make it the better
-# tagger. That is BERT's bet at our scale: a masked LM learns from fewer tokens per step, and its vectors pay
-# where the evidence lies on both sides.
+# random weights: the task needs only a view of the next word. The left-to-right tagger stays at or below the
+# ceiling of any tagger that cannot look right. Here the fine-tuning mask decides the score, not the pretraining.
 
 # %%
 # The left-to-right tagger cannot see the next word, so on the right-context task it stays at or below the ceiling
@@ -1173,6 +1172,62 @@ show_reproduction(
 assert torch.allclose(*tag_logits["left to right"], atol=1e-5) and not torch.allclose(*tag_logits["bidirectional"])
 bidirectional, left_to_right = (f1(objectives[name], "right-context entities") for name in ("No NSP", "LTR & No NSP"))
 assert all(score <= ceiling + 1e-9 for score in left_to_right)
+
+# %% [markdown]
+# **Both fine-tuned with full attention, as BERT is.** Now both encoders get a full-attention tagger, on a task
+# only pretraining can answer. A surname alone names a company ("Weber employs Anna Costa .") or a person ("Weber
+# works for Acme ."). Fine-tuning shows one predicate per kind; the test uses the language's others ("is based
+# in", "has a home in", ...), which share no word with those, and held-out names. One kind for every subject
+# scores about 0.5. Each row is pretrained on three seeds.
+
+# %%
+profile.expect(90, "Pretraining both language models on two more seeds, then fine-tuning every row")
+for split in ("train", "test"):
+    for example in subject_by_predicate_examples(lang, 2, seed=5, split=split):
+        print(f"{split}: " + " ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(example.words, example.tags)))
+directions = direction_runs(table_config)
+direction_seeds = list(profile.claim_seeds())
+direction_f1 = {name: [mean(scores) for scores in runs] for name, runs in directions.items()}
+budgets = left_to_right_steps(table_config)
+for name, (_, budget) in DIRECTION_ROWS.items():
+    steps = f"{budgets[budget]} steps" if DIRECTION_ROWS[name][0] else "no pretraining"
+    print(
+        f"{name:<40} ({steps:>14}) subject F1 "
+        + ", ".join(f"seed {s}: {m:.3f}" for s, m in zip(direction_seeds, direction_f1[name]))
+    )
+learned_over = {
+    name: sum(m > f + 0.05 for m, f in zip(direction_f1[name], direction_f1["no pretraining"]))
+    for name in ("masked LM", "left-to-right LM")
+}
+print(
+    f"More than 5 points above no pretraining: the masked LM on {learned_over['masked LM']} of "
+    f"{len(direction_seeds)} seeds, the left-to-right LM on {learned_over['left-to-right LM']}."
+)
+
+# %% [markdown]
+# A row counts only where it beats the same network from random weights; "What we saw" applies that gate, then
+# the rule.
+#
+# <details><summary>Why the masked LM should win here</summary>
+#
+# A masked LM is trained to fill a blank from both sides, so its vector for a word already carries the words after
+# it. A left-to-right LM's never saw them: its tagger must learn to look right from a few hundred fine-tuning
+# examples, and carry that to predicates it never saw in fine-tuning.
+#
+# </details>
+#
+# <details><summary>The left-to-right LM at equal FLOPs and at equal predicted tokens</summary>
+#
+# The rule compares the two objectives at equal steps, as Devlin et al. did. Step for step, the left-to-right LM
+# spends more FLOPs and predicts several times more tokens (counted above). Two more rows give it only the steps
+# that match the masked LM's FLOPs, or its predicted tokens. They are views, not judged.
+#
+# </details>
+
+# %%
+# The masked LM's tagger reads the meaning of predicates it never saw in fine-tuning: above the same network from
+# random weights on every pretraining seed.
+assert all(m > f for m, f in zip(direction_f1["masked LM"], direction_f1["no pretraining"]))
 
 # %% [markdown]
 # ## 10. The road to BERT
@@ -1546,10 +1601,16 @@ print(f"the paper's run on 16 TPU v2 chips (45 TFLOP/s each) for 96 hours: {tpu_
 # The cell below passes this run's numbers to the rules declared before the run in `CLAIMS` and `CHECKS` of
 # `lecture_lib.chapters.ch04_bert_pretraining`, which compute each verdict. A claim about a pretraining recipe is
 # judged over pretraining runs, one value per run (for the tables, the mean of its fine-tuning seeds); the quick
-# profile pretrains each row once, so there those claims show as mechanism only.
+# profile pretrains the tables' rows once, so there their claims show as mechanism only.
 
 # %%
-from lecture_lib.chapters.ch04_bert_pretraining import CHECKS, CLAIMS, mask_accuracy_on, pretraining_seeds  # noqa: E402
+from lecture_lib.chapters.ch04_bert_pretraining import (  # noqa: E402
+    CHECKS,
+    CLAIMS,
+    MASK_SCHEDULES,
+    mask_accuracy_on,
+    pretraining_seeds,
+)
 from lecture_lib.reproductions import checked, measured, show_what_we_saw, shown  # noqa: E402
 
 runs = list(pretraining_seeds())
@@ -1611,6 +1672,27 @@ def rows_measured(compared, baseline, gates=None):
 
 
 learned = {name: ([row_f1[s][name] for s in runs], scratch_f1) for name in ("BERT (MLM + NSP)", "No NSP")}
+
+
+def seed_rows_measured(what, rows, floor, row_seeds, section, number="{:.3f}"):
+    """The first of two ``rows`` (name: one value per pretraining seed) against the second, each gated on ``floor``
+    (name, values)."""
+    (_, values), (_, base_values) = rows.items()
+    return measured(
+        f"{what}: "
+        + per_run(
+            f"seed {s}: " + ", ".join(f"{name} {number.format(v[k])}" for name, v in (*rows.items(), floor))
+            for k, s in enumerate(row_seeds)
+        )
+        + f" (section {section})",
+        values,
+        base_values,
+        seeds=row_seeds,
+        seed_kind="pretraining",
+        gates={name: (v, floor[1]) for name, v in rows.items()},
+    )
+
+
 show_what_we_saw(
     "ch04-what-we-saw",
     "What we saw: chapter 04",
@@ -1620,21 +1702,20 @@ show_what_we_saw(
             f"selected {library['selected']:.2%}, [MASK] {library['[MASK]']:.1%}, random {library['random']:.1%}, "
             f"unchanged {library['same']:.1%} over 200k tokens (section 4)"
         ),
-        "04-dynamic-masking": measured(
-            "held-out masked-LM accuracy: "
-            + per_run(
-                f"seed {s} dynamic {d:.1%}, static {st:.1%}, most frequent token {g:.1%}"
-                for s, d, st, g in zip(schedule_seeds, *(schedules[k] for k in ("dynamic", "static", "guess")))
-            )
-            + " (section 8)",
-            schedules["dynamic"],
-            schedules["static"],
-            seeds=schedule_seeds,
-            seed_kind="pretraining",
-            gates={
-                "dynamic masking": (schedules["dynamic"], schedules["guess"]),
-                "static masking": (schedules["static"], schedules["guess"]),
-            },
+        "04-dynamic-masking": seed_rows_measured(
+            "held-out masked-LM accuracy",
+            {"dynamic masking": schedules["dynamic"], "static masking": schedules["static"]},
+            ("most frequent token", schedules["guess"]),
+            schedule_seeds,
+            "8",
+            "{:.1%}",
+        ),
+        "04-dynamic-masking-downstream": seed_rows_measured(
+            "context entities F1 (mean of the fine-tuning seeds)",
+            {f"{name} masking": schedule_f1[name] for name in MASK_SCHEDULES},
+            ("no pretraining", schedule_f1["no pretraining"]),
+            schedule_seeds,
+            "8",
         ),
         "04-pretraining-teaches-context-english": at_masks_measured(
             english, f"Python's documentation, {len(history.loss)} steps (section 7)"
@@ -1653,11 +1734,16 @@ show_what_we_saw(
         "04-nsp-helps": rows_measured(
             "BERT (MLM + NSP)", "No NSP", {"MLM + NSP": learned["BERT (MLM + NSP)"], "No NSP": learned["No NSP"]}
         ),
-        "04-bidirectional-beats-left-to-right": shown(
+        "04-left-to-right-tagger-cannot-see-right": shown(
             f"right-context entities F1: masked LM {seed_summary(bidirectional)}, left-to-right LM fine-tuned left to "
-            f"right {seed_summary(left_to_right)} (left-side-only ceiling {ceiling:.3f}); on context entities, decided "
-            f"mostly from the left, the left-to-right LM {seed_summary(f1(objectives['LTR & No NSP']))}, the masked LM "
-            f"{seed_summary(f1(objectives['No NSP']))} (section 9)"
+            f"right {seed_summary(left_to_right)} (left-side-only ceiling {ceiling:.3f}) (section 9)"
+        ),
+        "04-bidirectional-beats-left-to-right": seed_rows_measured(
+            "subject F1 with full-attention fine-tuning (mean of the fine-tuning seeds)",
+            {name: direction_f1[name] for name in ("masked LM", "left-to-right LM")},
+            ("no pretraining", direction_f1["no pretraining"]),
+            direction_seeds,
+            "9",
         ),
         "04-bigger-lowers-perplexity": measured(
             "perplexity by size, "
@@ -1708,9 +1794,7 @@ show_what_we_saw(
 # that reads the context on both sides. The tables' claims compare pretraining recipes, so they need several
 # pretraining runs per row: the quick profile pretrains each row once, and shows how the comparison is made, not
 # its outcome. The full profile (a GPU) pretrains each row on every seed of `LECTURE_SEEDS` and judges them. The
-# left-to-right row is a demonstration: a tagger fine-tuned with a causal mask cannot see the word on its right,
-# whatever its pretraining; where the evidence lies on the left, its many more predictions per step make it the
-# better tagger.
+# direction rule is judged here too, three pretraining runs per row, both taggers with full attention.
 #
 # ## Exercises
 #

@@ -32,7 +32,7 @@ import torch
 from lecture_lib.cache import Deferred, cached_call, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, merge_dicts
-from lecture_lib.data.synthetic import Person, SyntheticLanguage
+from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, Person, SyntheticLanguage
 from lecture_lib.finetuning.finetune import Task, finetune_from
 from lecture_lib.finetuning.harder_tasks import COMPANY_SUFFIXES
 from lecture_lib.finetuning.tasks import NER_LABELS, TaggingExample, encode_tagging, split_people
@@ -358,6 +358,39 @@ def _schedule_run(config: course_language.CourseLanguageConfig, progress: bool =
     return {"accuracy": accuracy, "guess": frequency_guess(corpus)}
 
 
+def schedule_downstream(
+    seeds: Sequence[int] | None = None, *, workers: int | None = None, **overrides
+) -> dict[str, list[list[float]]]:
+    """The models of :func:`masking_schedules` (the same seeds and ``overrides``) downstream: for each of
+    :data:`MASK_SCHEDULES` and each pretraining seed, the entity F1 on context entities per fine-tuning seed
+    (:func:`downstream_scores`); and ``"no pretraining"``, the same network from random weights, fine-tuned on
+    the same task cut by that seed's vocabulary. Each row is cached on its own; the rows not yet cached run in
+    the workers of :func:`~lecture_lib.cache.compute_all`.
+
+    Taught in: 04_bert_pretraining ("Static against dynamic masking").
+    """
+    seeds = claim_seeds() if seeds is None else seeds
+    recipe = merge_dicts(pick(quick=SCHEDULE_QUICK, full=SCHEDULE_FULL), overrides)
+    rows = {name: (objective, True) for name, objective in MASK_SCHEDULES.items()}
+    rows["no pretraining"] = (MASK_SCHEDULES["dynamic"], False)  # the dynamic run's vocabulary, not its weights
+    jobs = [
+        (_with_pretrain(synthetic_config(**merge_dicts(recipe, dict(pretrain=dict(seed=seed)))), objective), pretrained)
+        for seed in seeds
+        for objective, pretrained in rows.values()
+    ]
+    scores = compute_all(_schedule_f1, jobs, workers=workers, desc="masking schedules downstream")
+    return {name: scores[k :: len(rows)] for k, name in enumerate(rows)}
+
+
+@cached_call(ignore=("progress",))
+def _schedule_f1(config: course_language.CourseLanguageConfig, pretrained: bool, progress: bool = False) -> list[float]:
+    """One job of :func:`schedule_downstream`. Cached as JSON, named from the call."""
+    result = course_language.synthetic_pretrained_bert(config, progress=progress)
+    task = downstream_tasks(result.tokenizer, config)["context entities"]
+    encoder = result.model.bert if pretrained else config.pretrain.model
+    return downstream_scores({"context entities": task}, encoder, config)["context entities"]
+
+
 # BERT's Table 5 rows, as (pair task, language model): MLM + NSP, MLM alone, a left-to-right LM alone.
 TABLE5_ROWS = {
     "BERT (MLM + NSP)": ("nsp", "masked"),
@@ -424,6 +457,49 @@ def best_left_to_right_tags(examples: Sequence[TaggingExample]) -> list[list[str
         raise ValueError("expected examples of right_context_entity_examples: a place or a company as fourth word")
     kind = max(("LOC", "ORG"), key=lambda k: place.count(f"B-{k}"))
     return [[*e.tags[:3], f"B-{kind}", *[f"I-{kind}"] * (len(e.tags) - 5), "O"] for e in examples]
+
+
+# Subjects told only by their predicate: a bare surname is a company ("Weber employs ...") or a person called by
+# their surname ("Weber works for ..."). The wordings are the language's fact templates; fine-tuning shows one
+# predicate per kind, the test others, with no word in common: what "is based in" or "has a home in" says about its
+# subject, only pretraining (where the language's companies and people say it) can teach.
+SUBJECT_PREDICATES = {
+    "train": {"ORG": ("employs {P}",), "PER": ("works for {O}",)},
+    "test": {
+        "ORG": ("is based in {C}", "has an office in {C}"),
+        "PER": ("is a resident of {C}", "has a home in {C}", "is employed by {O}", "has a job at {O}"),
+    },
+}
+
+
+def subject_by_predicate_examples(
+    lang: SyntheticLanguage, n: int, seed: int, people: Sequence[Person] | None = None, split: str = "train"
+) -> list[TaggingExample]:
+    """ "X <predicate> ." where X is a surname of ``people`` standing alone, a company (``B-ORG``) or a person
+    (``B-PER``) with probability 1/2 each, and the predicate one of :data:`SUBJECT_PREDICATES` ``[split]`` for that
+    kind. Only the subject is tagged; only the words on its right tell its kind.
+
+    >>> for e in subject_by_predicate_examples(SyntheticLanguage(0), 3, seed=0, split="test"):
+    ...     print(" ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(e.words, e.tags)))
+    Castell/B-ORG is based in New Harbor .
+    Berg/B-PER has a home in Port Elm .
+    Garcia/B-PER is a resident of Oslo .
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    if split not in SUBJECT_PREDICATES:
+        raise ValueError(f"expected split 'train' or 'test', got {split!r}")
+    people = people or lang.world.people
+    surnames = sorted({p.name.split(" ")[-1] for p in people})
+    rng = random.Random(seed_of("subject by predicate", seed))
+    examples = []
+    for _ in range(n):
+        kind = rng.choice(("ORG", "PER"))
+        fillers = {"P": rng.choice(people).name, "C": rng.choice(CITIES), "O": rng.choice(ORGANISATIONS)}
+        predicate = rng.choice(SUBJECT_PREDICATES[split][kind]).format(**fillers).split(" ")
+        words = [rng.choice(surnames), *predicate, "."]
+        examples.append(TaggingExample(words, [f"B-{kind}"] + ["O"] * (len(words) - 1)))
+    return examples
 
 
 def downstream_tasks(tokenizer, config: course_language.CourseLanguageConfig) -> dict[str, Task]:
@@ -598,6 +674,120 @@ def pretraining_ablations(
     return tables
 
 
+# The rows of the direction rule as (language model, budget of left_to_right_steps), pretrained on the "No NSP"
+# documents, each fine-tuned with full attention on subject_task; "no pretraining" is the network from random
+# weights. The rule compares the first two, at equal steps; the two other budgets are views, not judged.
+DIRECTION_ROWS = {
+    "masked LM": ("masked", "equal steps"),
+    "left-to-right LM": ("left-to-right", "equal steps"),
+    "left-to-right LM, equal FLOPs": ("left-to-right", "equal FLOPs"),
+    "left-to-right LM, equal predicted tokens": ("left-to-right", "equal predicted tokens"),
+    "no pretraining": (None, "equal steps"),
+}
+
+
+def predictions_per_step(config: course_language.CourseLanguageConfig) -> dict[str, float]:
+    """What a step of ``config``'s recipe (without sentence pairs) gives each objective, counted on its first
+    batch: the tokens each predicts (``"masked LM"``: the selected ones; ``"left-to-right"``: every next token)
+    and ``"FLOPs ratio"``, the left-to-right LM's training FLOPs per token over the masked LM's (its output layer
+    runs at every position, the masked LM's at the selected ones: :func:`training_flops_per_token`).
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    batch = course_language.synthetic_pretraining_data(_with_pretrain(config, dict(pairs=None))).batch(0)
+    tokens, seq_len = int(batch["attention_mask"].sum()), batch["input_ids"].shape[1]
+    masked = int((batch["labels"] != IGNORE_INDEX).sum())
+    model = config.pretrain.model
+    flops_masked = training_flops_per_token(model, seq_len, masked_fraction=masked / tokens)
+    return {
+        "masked LM": masked,
+        "left-to-right": int(batch["attention_mask"][:, 1:].sum()),
+        "FLOPs ratio": training_flops_per_token(model, seq_len) / flops_masked,
+    }
+
+
+def left_to_right_steps(config: course_language.CourseLanguageConfig) -> dict[str, int]:
+    """The left-to-right LM's pretraining steps against the masked LM's ``config.pretrain.train.steps``: the same
+    (``"equal steps"``, the paper's comparison), as many FLOPs (``"equal FLOPs"``), and as many predicted tokens
+    (``"equal predicted tokens"``), by :func:`predictions_per_step`; one step at least.
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    counts, steps = predictions_per_step(config), config.pretrain.train.steps
+    return {
+        "equal steps": steps,
+        "equal FLOPs": max(1, round(steps / counts["FLOPs ratio"])),
+        "equal predicted tokens": max(1, round(steps * counts["masked LM"] / counts["left-to-right"])),
+    }
+
+
+def subject_task(tokenizer, config: course_language.CourseLanguageConfig) -> Task:
+    """:func:`subject_by_predicate_examples` as a tagging task: trained on the train predicates and the surnames
+    of some people, tested on the test predicates and the surnames of others, scored by entity F1.
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    lang = SyntheticLanguage(config.language_seed)
+    train_people, test_people = split_people(lang.world)
+    train, test = (
+        subject_by_predicate_examples(lang, n, config.seed + offset, people, split)
+        for n, offset, people, split in (
+            (config.train_examples, 1, train_people, "train"),
+            (config.test_examples, 2, test_people, "test"),
+        )
+    )
+    encode = lambda examples: encode_tagging(examples, tokenizer, config.max_length)  # noqa: E731
+    return Task("context_ner", BertForTokenClassification, len(NER_LABELS), encode(train), encode(test), test)
+
+
+def direction_runs(
+    config: course_language.CourseLanguageConfig | None = None,
+    seeds: Sequence[int] | None = None,
+    *,
+    workers: int | None = None,
+) -> dict[str, list[list[float]]]:
+    """Bidirectional against left to right, both fine-tuned as BERT is, with full attention: for each row of
+    :data:`DIRECTION_ROWS` (its steps from :func:`left_to_right_steps`) and each pretraining seed (default
+    :func:`~lecture_lib.profile.claim_seeds`), the entity F1 on :func:`subject_task` per fine-tuning seed. ``config`` (default :func:`synthetic_config`) gives
+    the recipe, without sentence pairs; each row is cached on its own, and the rows not yet cached run in the
+    workers of :func:`~lecture_lib.cache.compute_all`.
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
+    config = _with_pretrain(config or synthetic_config(), dict(pairs=None))
+    seeds = claim_seeds() if seeds is None else seeds
+    budgets = left_to_right_steps(config)
+    jobs = [
+        (_with_steps(replace(config, pretrain=replace(config.pretrain, seed=seed)), budgets[budget]), language_model)
+        for seed in seeds
+        for language_model, budget in DIRECTION_ROWS.values()
+    ]
+    scores = compute_all(_direction_row, jobs, workers=workers, desc="direction rows")
+    return {name: scores[k :: len(DIRECTION_ROWS)] for k, name in enumerate(DIRECTION_ROWS)}
+
+
+def _with_steps(config: course_language.CourseLanguageConfig, steps: int) -> course_language.CourseLanguageConfig:
+    """``config`` pretrained for ``steps``, a tenth of them warm-up as in the recipe; unchanged at its own steps."""
+    train = config.pretrain.train
+    if steps == train.steps:
+        return config
+    return replace(
+        config, pretrain=replace(config.pretrain, train=replace(train, steps=steps, warmup_steps=max(1, steps // 10)))
+    )
+
+
+@cached_call(ignore=("progress",))
+def _direction_row(
+    config: course_language.CourseLanguageConfig, language_model: str | None, progress: bool = False
+) -> list[float]:
+    """One job of :func:`direction_runs`. Cached as JSON, named from the call."""
+    result = synthetic_bert(config, progress=progress)  # the vocabulary of every row, as in Table 5
+    if language_model is not None:
+        result = pretrained_row(config, language_model, progress=progress)
+    encoder = config.pretrain.model if language_model is None else result.model.bert
+    return downstream_scores({"subjects": subject_task(result.tokenizer, config)}, encoder, config)["subjects"]
+
+
 def pretraining_seeds() -> tuple[int, ...]:
     """The pretraining seeds of the claims about a pretraining recipe (Tables 5 and 6, section 7's models): every
     seed of ``$LECTURE_SEEDS`` in the full profile, the first alone in the quick one, where those claims show as
@@ -638,6 +828,22 @@ CLAIMS = (
         gates=(
             Gate("dynamic masking", "most-frequent-token guess", 0.05),
             Gate("static masking", "most-frequent-token guess", 0.05),
+        ),
+    ),
+    Rule(
+        "04-dynamic-masking-downstream",
+        "dynamic masking beats a static mask that repeats, downstream",
+        paper="SQuAD 2.0 78.3 → 78.7, MNLI 84.3 → 84.0, SST-2 92.5 → 92.9 (static: 10 copies, each mask seen 4 times)",
+        source="Liu et al. (2019), Table 1",
+        metric=TABLE_F1,
+        data="the models of the rule above, fine-tuned",
+        compared="dynamic masking",
+        baseline="static masking",
+        margin=F1_MARGIN,
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate("dynamic masking", "no pretraining", LEARNED),
+            Gate("static masking", "no pretraining", LEARNED),
         ),
     ),
     Rule(
@@ -690,13 +896,26 @@ CLAIMS = (
         gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("No NSP", "no pretraining", LEARNED)),
     ),
     Demonstration(
+        "04-left-to-right-tagger-cannot-see-right",
+        "a tagger fine-tuned left to right cannot use the word on its right",
+        paper="LTR & No NSP −10.7 SQuAD, −9.2 MRPC, −2.3 MNLI, fine-tuned with the causal mask",
+        source=f"{DEVLIN}, Table 5",
+        shows="on right-context entities a causal tagger's F1 is bounded by the left-side-only ceiling, which the "
+        "fine-tuning mask decides, not the pretraining objective",
+    ),
+    Rule(
         "04-bidirectional-beats-left-to-right",
-        "a left-to-right LM is worse downstream where the answer depends on the words to its right",
+        "a masked LM beats a left-to-right LM downstream, both fine-tuned with full attention",
         paper="LTR & No NSP −10.7 SQuAD, −9.2 MRPC, −2.3 MNLI",
         source=f"{DEVLIN}, Table 5",
-        shows="a tagger fine-tuned with a causal mask cannot read the word on its right: its F1 on "
-        "right-context entities is bounded by the left-side-only ceiling, which the fine-tuning "
-        "mask decides, not the pretraining objective",
+        metric="entity F1 of a bare surname whose kind (person or company) only a predicate on its right tells, the "
+        "test's predicates never seen in fine-tuning, held-out names; the mean of 3 fine-tuning seeds",
+        data="the synthetic language, the same documents, steps and batches for both",
+        compared="masked LM",
+        baseline="left-to-right LM",
+        margin=F1_MARGIN,
+        seeds=Seeds("pretraining"),
+        gates=(Gate("masked LM", "no pretraining", LEARNED), Gate("left-to-right LM", "no pretraining", LEARNED)),
     ),
     Rule(
         "04-bigger-lowers-perplexity",

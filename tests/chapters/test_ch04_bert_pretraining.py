@@ -13,6 +13,7 @@ from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch04_bert_pretraining import (
     BANK_SENTENCES,
     BOTH_TASKS_ROWS,
+    DIRECTION_ROWS,
     DOWNSTREAM_TASKS,
     MASKING_RULES,
     TABLE5_ROWS,
@@ -21,6 +22,7 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     bert_base_pretraining_flops,
     best_left_to_right_tags,
     chapter_config,
+    direction_runs,
     downstream_scores,
     downstream_tasks,
     further_pretrained_bert,
@@ -35,10 +37,12 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     right_context_entity_examples,
     sense_similarities,
     small_pretrained_bert,
+    subject_by_predicate_examples,
+    subject_task,
     synthetic_bert,
     synthetic_config,
 )
-from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.data.synthetic import CITIES, FACT_TEMPLATES, ORGANISATIONS, SyntheticLanguage
 from lecture_lib.finetuning.harder_tasks import COMPANY_SUFFIXES
 from lecture_lib.finetuning.tasks import TaggingExample, split_people
 from lecture_lib.labels import IGNORE_INDEX
@@ -108,6 +112,35 @@ def test_masking_schedules_pretrain_both_schedules_on_each_seed_and_score_the_gu
     labels = [t for b in corpus.eval_batches() for t in b["labels"].flatten().tolist() if t != IGNORE_INDEX]
     assert runs["guess"][1] == pytest.approx(labels.count(frequent) / len(labels))
     assert ch04.masking_schedules([0, 1], progress=False, **tiny) == runs  # read back from the cache
+
+
+def test_schedule_downstream_fine_tunes_the_schedules_models(monkeypatch, tmp_path):
+    """The rows are the cached models of :func:`masking_schedules` (and the same network from random weights),
+    fine-tuned on context entities; the static row of seed 1 and the untrained row are recomputed here."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    tiny = dict(
+        documents=40,
+        train_examples=48,
+        test_examples=24,
+        table_finetune=dict(steps=60, batch_size=16, lr=3e-3),
+        pretrain=dict(data=dict(vocab_size=300, eval_pairs=16), train=dict(steps=6, batch_size=8, warmup_steps=1)),
+    )
+    rows = ch04.schedule_downstream([0, 1], workers=1, **tiny)
+    assert list(rows) == [*ch04.MASK_SCHEDULES, "no pretraining"]
+    assert all(len(per_seed) == 2 and all(len(f1) == 3 for f1 in per_seed) for per_seed in rows.values())
+    base = ch04.synthetic_config(**ch04.merge_dicts(ch04.SCHEDULE_QUICK, tiny, dict(pretrain=dict(seed=1))))
+    static = ch04._with_pretrain(base, ch04.MASK_SCHEDULES["static"])
+    model = course_language.synthetic_pretrained_bert(static)
+    task = {"f1": downstream_tasks(model.tokenizer, static)["context entities"]}
+    assert downstream_scores(task, model.model.bert, static)["f1"] == rows["static"][1]
+    assert downstream_scores(task, static.pretrain.model, static)["f1"] == rows["no pretraining"][1]
+    dynamic = course_language.synthetic_pretrained_bert(ch04._with_pretrain(base, ch04.MASK_SCHEDULES["dynamic"]))
+    assert not torch.equal(
+        dynamic.model.bert.embeddings.word_embeddings.weight, model.model.bert.embeddings.word_embeddings.weight
+    )
+    assert any(f1 > 0 for f1 in rows["static"][1])  # the recomputed scores are not all zero
+    assert ch04.schedule_downstream([0, 1], workers=1, **tiny) == rows  # read back from the cache
 
 
 SIZES = [(1, 16, 2), (2, 64, 4)]
@@ -180,6 +213,104 @@ def test_right_context_entity_labels_by_brute_force():
         assert 160 < places < 240  # a coin per sentence: 400 draws, 200 ± 40 is over four standard deviations
         assert len(prefixes["B-LOC"] & prefixes["B-ORG"]) > 0.5 * len(prefixes["B-LOC"])  # same left side, both tags
     assert right_context_entity_examples(lang, 20, seed=3) == right_context_entity_examples(lang, 20, seed=3)
+
+
+def _language_predicates(slot: str) -> set[str]:
+    """The language's affirmative fact wordings whose subject is ``slot`` ("O" a company, "P" a person), each as
+    the words after its subject, with the object's slot left in braces: the independent reference the task's
+    predicates are checked against."""
+    wordings = set()
+    for (_, negated), templates in FACT_TEMPLATES.items():
+        for template in templates:
+            words = [item.split("/")[0].rstrip("*") for item in template.split(" ")]
+            if not negated and words[0] == "{" + slot + "}":
+                wordings.add(" ".join(words[1:-1]))
+    return wordings
+
+
+def test_subject_by_predicate_examples_by_brute_force():
+    """Each sentence is a surname of ``people``, one of the language's own wordings for a company or a person
+    subject, and a full stop; only the subject is tagged, by that wording's kind; and no word of the test
+    predicates is ever seen at fine-tuning."""
+    lang = SyntheticLanguage(0)
+    kinds = {"ORG": _language_predicates("O"), "PER": _language_predicates("P")}
+    fillers = {"{C}": CITIES, "{O}": ORGANISATIONS}
+    train_people, test_people = split_people(lang.world)
+    seen = {"train": set(), "test": set()}
+    for split, people in (("train", train_people), ("test", test_people)):
+        people_names = {p.name for p in people}
+        examples = subject_by_predicate_examples(lang, 400, seed=3, people=people, split=split)
+        for e in examples:
+            kind = e.tags[0][2:]
+            assert e.words[0] in {name.split(" ")[1] for name in people_names} and e.words[-1] == "."
+            assert e.tags == [f"B-{kind}"] + ["O"] * (len(e.words) - 1)
+            text = " ".join(e.words[1:-1])
+            matches = [
+                w
+                for w in kinds[kind]
+                for slot, options in (*fillers.items(), ("{P}", people_names))
+                if slot in w and any(text == w.replace(slot, o) for o in options)
+            ]
+            assert len(matches) == 1, text  # a wording of the subject's own kind, its object filled
+            seen[split].add(matches[0])
+        organisations = sum(e.tags[0] == "B-ORG" for e in examples)
+        assert 160 < organisations < 240  # a coin per sentence: 200 ± 40 is over four standard deviations
+
+    def words(wordings):
+        return {w for wording in wordings for w in wording.split(" ") if not w.startswith("{")}
+
+    assert not words(seen["train"]) & words(seen["test"])
+    assert len(seen["test"]) == 6 and len(seen["train"]) == 2  # every wording drawn
+    with pytest.raises(ValueError, match="split"):
+        subject_by_predicate_examples(lang, 1, seed=0, split="dev")
+
+
+def test_direction_runs_rows(monkeypatch, tmp_path):
+    budget = dict(steps=40, batch_size=8)  # enough for the tiny taggers to tag some subjects
+    config = ablation_config(**tiny_language(monkeypatch, tmp_path), seeds=(0, 1), table_finetune=budget)
+    runs = direction_runs(config, [0, 1], workers=1)
+    assert list(runs) == list(DIRECTION_ROWS)
+    assert all(len(per_seed) == 2 and all(len(f1) == 2 for f1 in per_seed) for per_seed in runs.values())
+    # recomputed: the masked LM of pretraining seed 1 (MLM alone) and the untrained network, both with full attention
+    no_pairs = dataclasses.replace(
+        config,
+        pretrain=dataclasses.replace(
+            config.pretrain, seed=1, objective=dataclasses.replace(config.pretrain.objective, pairs=None)
+        ),
+    )
+    bert = synthetic_bert(no_pairs)
+    task = {"subjects": subject_task(bert.tokenizer, no_pairs)}
+    assert downstream_scores(task, bert.model.bert, no_pairs)["subjects"] == runs["masked LM"][1]
+    assert downstream_scores(task, no_pairs.pretrain.model, no_pairs)["subjects"] == runs["no pretraining"][1]
+    left_to_right = ch04.pretrained_row(no_pairs, "left-to-right").model.bert  # its tagger: full attention
+    assert downstream_scores(task, left_to_right, no_pairs)["subjects"] == runs["left-to-right LM"][1]
+    assert len({tuple(f1) for per_seed in runs.values() for f1 in per_seed}) > 1 and runs["masked LM"][1] != [0, 0]
+    assert direction_runs(config, [0, 1], workers=1) == runs  # from the cache
+
+
+def test_left_to_right_budgets_match_the_masked_lm(monkeypatch, tmp_path):
+    """The counts of one batch, redone by hand: the masked LM predicts about 15% of the real tokens, the
+    left-to-right LM every token after the first of each row; the steps give the left-to-right LM the masked
+    LM's FLOPs (6 N per token, N its matrices' weights) or its predicted tokens."""
+    config = ablation_config(**tiny_language(monkeypatch, tmp_path))
+    counts, steps = ch04.predictions_per_step(config), ch04.left_to_right_steps(config)
+    no_pairs = ch04._with_pretrain(config, dict(pairs=None))
+    batch = course_language.synthetic_pretraining_data(no_pairs).batch(0)
+    rows, tokens = batch["input_ids"].shape[0], int(batch["attention_mask"].sum())
+    assert counts["left-to-right"] == tokens - rows  # every row starts with [CLS]
+    assert 0.1 < counts["masked LM"] / tokens < 0.2
+    model, length = config.pretrain.model, batch["input_ids"].shape[1]
+    h, v, layers = model.hidden_size, model.vocab_size, model.num_hidden_layers
+    encoder = layers * (4 * h * h + 2 * h * model.intermediate_size) + h * h
+    attention = 12 * layers * length * h
+    by_hand = (6 * (encoder + h * v) + attention) / (6 * (encoder + counts["masked LM"] / tokens * h * v) + attention)
+    assert counts["FLOPs ratio"] == pytest.approx(by_hand)
+    total = config.pretrain.train.steps
+    assert steps == {
+        "equal steps": total,
+        "equal FLOPs": max(1, round(total / by_hand)),
+        "equal predicted tokens": max(1, round(total * counts["masked LM"] / counts["left-to-right"])),
+    }
 
 
 def test_best_left_to_right_tags_is_the_majority_at_the_place_word():
