@@ -123,7 +123,7 @@ def test_schedule_downstream_fine_tunes_the_schedules_models(monkeypatch, tmp_pa
         documents=40,
         train_examples=48,
         test_examples=24,
-        table_finetune=dict(steps=60, batch_size=16, lr=3e-3),
+        table_finetune=dict(steps=30, batch_size=16, lr=3e-3),
         pretrain=dict(data=dict(vocab_size=300, eval_pairs=16), train=dict(steps=6, batch_size=8, warmup_steps=1)),
     )
     rows = ch04.schedule_downstream([0, 1], workers=1, **tiny)
