@@ -748,9 +748,9 @@ def direction_runs(
 ) -> dict[str, list[list[float]]]:
     """Bidirectional against left to right, both fine-tuned as BERT is, with full attention: for each row of
     :data:`DIRECTION_ROWS` (its steps from :func:`left_to_right_steps`) and each pretraining seed (default
-    :func:`~lecture_lib.profile.claim_seeds`), the entity F1 on :func:`subject_task` per fine-tuning seed. ``config`` (default :func:`synthetic_config`) gives
-    the recipe, without sentence pairs; each row is cached on its own, and the rows not yet cached run in the
-    workers of :func:`~lecture_lib.cache.compute_all`.
+    :func:`~lecture_lib.profile.claim_seeds`), the entity F1 on :func:`subject_task` per fine-tuning seed.
+    ``config`` (default :func:`synthetic_config`) gives the recipe, without sentence pairs; each row is cached on
+    its own, and the rows not yet cached run in the workers of :func:`~lecture_lib.cache.compute_all`.
 
     Taught in: 04_bert_pretraining ("Bidirectional or left to right").
     """
@@ -780,12 +780,14 @@ def _with_steps(config: course_language.CourseLanguageConfig, steps: int) -> cou
 def _direction_row(
     config: course_language.CourseLanguageConfig, language_model: str | None, progress: bool = False
 ) -> list[float]:
-    """One job of :func:`direction_runs`. Cached as JSON, named from the call."""
-    result = synthetic_bert(config, progress=progress)  # the vocabulary of every row, as in Table 5
-    if language_model is not None:
+    """One job of :func:`direction_runs`. Cached as JSON, named from the call. Every row cuts words with the
+    vocabulary learned from the documents; "no pretraining" takes it from the masked LM, as in Table 5."""
+    if language_model is None:
+        tokenizer, encoder = synthetic_bert(config, progress=progress).tokenizer, config.pretrain.model
+    else:
         result = pretrained_row(config, language_model, progress=progress)
-    encoder = config.pretrain.model if language_model is None else result.model.bert
-    return downstream_scores({"subjects": subject_task(result.tokenizer, config)}, encoder, config)["subjects"]
+        tokenizer, encoder = result.tokenizer, result.model.bert
+    return downstream_scores({"subjects": subject_task(tokenizer, config)}, encoder, config)["subjects"]
 
 
 def pretraining_seeds() -> tuple[int, ...]:
