@@ -33,9 +33,9 @@ pretraining claim), gets a ``ValueError``, never a verdict: the chapter must the
 A worked example. The chapter module declares, before anything runs::
 
     CLAIMS = (
-        Rule("04-nsp-helps", "NSP helps downstream",
+        Rule("04-nsp-helps", "NSP helps downstream on a sentence-pair task",
              paper="No NSP −0.5 MNLI, −3.5 QNLI", source="Devlin et al. (2019), Table 5",
-             metric="F1", data="context entities with held-out names",
+             metric="accuracy", data="three-way inference with held-out people",
              compared="MLM + NSP", baseline="MLM only", margin=0.01,
              seeds=Seeds("pretraining", 3),
              gates=(Gate("MLM + NSP", "no pretraining", 0.05), Gate("MLM only", "no pretraining", 0.05))),

@@ -93,7 +93,7 @@ from lecture_lib.finetuning.features import (
     tuned_runs,
     with_features,
 )
-from lecture_lib.finetuning.finetune import new_head, null_threshold_scores, with_steps
+from lecture_lib.finetuning.finetune import new_head, null_threshold_scores
 from lecture_lib.finetuning.harder_tasks import NLI_LABELS, context_ner_examples, unanswerable_qa_examples
 from lecture_lib.finetuning.peft import (
     PromptTuning,
@@ -775,9 +775,7 @@ assert [exact_match(*case) for case in no_answer_cases] == [1.0, 0.0, 0.0, 1.0]
 
 # %%
 budget = config.seeded_finetune
-task_budget = {name: budget for name in HARDER_TASK_NAMES} | {
-    "inference": with_steps(budget, 3 * budget.steps)  # warming up over 10% of them, as every budget
-}
+task_budget = {name: config.seeded_finetune_for(name) for name in HARDER_TASK_NAMES}
 print(budget, "seeds", config.seeds, "; inference:", task_budget["inference"].steps, "steps")
 profile.expect(45, f"Fine-tuning {len(HARDER_TASK_NAMES) * 2 * len(config.seeds)} models, two at a time")
 main_score = {

@@ -337,6 +337,11 @@ def test_bad_configs_raise():
         PretrainConfig.from_dict(dict(train=dict(stpes=3)))
     with pytest.raises(SystemExit):
         main(["--out", "x", "--objective.dynamic_masking", "maybe"])
+    sop = PretrainConfig.from_dict(dict(objective=dict(pairs="sop")))
+    with pytest.raises(
+        ValueError, match="negative_sources pick NSP's NotNext segments; the objective's pairs are 'sop'"
+    ):
+        PretrainingData(sop, [["a b", "c d"]] * 2, [["a b", "c d"]] * 2, negative_sources=([[1], [0]], [[1], [0]]))
 
 
 # ---------------------------------------------------------------- bad input, refused before any work

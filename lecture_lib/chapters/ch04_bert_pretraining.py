@@ -32,7 +32,8 @@ import torch
 from lecture_lib.cache import Deferred, cached_call, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, merge_dicts
-from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, Person, SyntheticLanguage
+from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, Person, Sentence, SyntheticLanguage
+from lecture_lib.data.treebank import entity_spans
 from lecture_lib.finetuning.finetune import Task, finetune_from
 from lecture_lib.finetuning.harder_tasks import COMPANY_SUFFIXES
 from lecture_lib.finetuning.tasks import NER_LABELS, TaggingExample, encode_tagging, split_people
@@ -790,6 +791,91 @@ def _direction_row(
     return downstream_scores({"subjects": subject_task(tokenizer, config)}, encoder, config)["subjects"]
 
 
+# The rows of the NSP rule, each pretrained with section 7's recipe on the same documents, then fine-tuned on chapter
+# 05's three-way inference (a sentence-pair task on held-out people): MLM with NSP whose NotNext segments come from
+# documents about one of the same people, MLM alone (the direction rule's masked LM), the network from random weights.
+NSP_ROWS = ("MLM + NSP", "MLM only", "no pretraining")
+
+
+def documents_sharing_a_person(documents: Sequence[Sequence[Sentence]]) -> list[list[int]]:
+    """For each document, the other documents that name one of its people (a ``PER`` entity); a document whose
+    people appear nowhere else gets every other document.
+
+    >>> docs = SyntheticLanguage(0).documents(400, seed=0, sentences_per_document=3)
+    >>> sharing = documents_sharing_a_person(docs)
+    >>> for d in (0, sharing[0][0]):
+    ...     print(d, " | ".join(s.text for s in docs[d]))
+    0 Sven Dahl is employed by Silverline Rail . | Silverline Rail employs Sven Dahl . | Sven Dahl has a job at Silverline Rail .
+    28 Felix Ueda lives in Dakar . | Felix Ueda works for Harbor Air . | Sven Dahl has a job at Silverline Rail .
+
+    Taught in: 04_bert_pretraining ("NSP on a sentence-pair task").
+    """
+    named = [
+        {" ".join(s.words[i:j]) for s in doc for (i, j), kind in entity_spans(s) if kind == "PER"} for doc in documents
+    ]
+    by_person: dict[str, set[int]] = {}
+    for d, people in enumerate(named):
+        for person in people:
+            by_person.setdefault(person, set()).add(d)
+    everyone = range(len(documents))
+    return [
+        sorted(set().union(*(by_person[p] for p in people)) - {d}) or [j for j in everyone if j != d]
+        for d, people in enumerate(named)
+    ]
+
+
+def same_people_pretraining_data(config: course_language.CourseLanguageConfig) -> PretrainingData:
+    """:func:`~lecture_lib.chapters.course_language.synthetic_pretraining_data` (its documents, vocabulary and
+    masking) with each NotNext segment taken from a document about one of the same people
+    (:func:`documents_sharing_a_person`): who is named no longer tells a NotNext, only what is said of them.
+
+    Taught in: 04_bert_pretraining ("NSP on a sentence-pair task").
+    """
+    documents = course_language.synthetic_documents(config)
+    train, test = ([[s.text for s in doc] for doc in docs] for docs in documents)
+    sources = tuple(documents_sharing_a_person(docs) for docs in documents)
+    return PretrainingData(config.pretrain, train, test, negative_sources=sources)
+
+
+def nsp_runs(
+    config: course_language.CourseLanguageConfig | None = None,
+    seeds: Sequence[int] | None = None,
+    *,
+    workers: int | None = None,
+) -> dict[str, list[list[float]]]:
+    """MLM + NSP against MLM alone on a sentence-pair task: for each row of :data:`NSP_ROWS` and each pretraining
+    seed (default :func:`~lecture_lib.profile.claim_seeds`), the three-way inference accuracy per fine-tuning seed
+    (chapter 05's budget for the task).
+    ``config`` (default :func:`synthetic_config`) gives the recipe; each row is cached on its own, and the rows not
+    yet cached run in the workers of :func:`~lecture_lib.cache.compute_all`.
+
+    Taught in: 04_bert_pretraining ("NSP on a sentence-pair task").
+    """
+    config = config or synthetic_config()
+    seeds = claim_seeds() if seeds is None else seeds
+    jobs = [(replace(config, pretrain=replace(config.pretrain, seed=seed)), row) for seed in seeds for row in NSP_ROWS]
+    scores = compute_all(_nsp_row, jobs, workers=workers, desc="NSP rows")
+    return {row: scores[k :: len(NSP_ROWS)] for k, row in enumerate(NSP_ROWS)}
+
+
+@cached_call(ignore=("progress",))
+def _nsp_row(config: course_language.CourseLanguageConfig, row: str, progress: bool = False) -> list[float]:
+    """One job of :func:`nsp_runs`. Cached as JSON, named from the call. "no pretraining" cuts words with the
+    masked LM's vocabulary, which the NSP model's documents also give."""
+    if row == "MLM + NSP":
+        config = _with_pretrain(config, dict(pairs="nsp"))
+        result = cached_pretraining(config.pretrain, Deferred(same_people_pretraining_data, config), progress=progress)
+    else:
+        result = synthetic_bert(_with_pretrain(config, dict(pairs=None)), progress=progress)
+    encoder = config.pretrain.model if row == "no pretraining" else result.model.bert
+    task = course_language.build_harder_tasks(result.tokenizer, config, names=("inference",))["inference"]
+    budget = config.seeded_finetune_for("inference")
+    return [
+        finetune_from(task, encoder, budget, seed, dropout=config.finetune_dropout).scores["accuracy"]
+        for seed in config.seeds
+    ]
+
+
 def pretraining_seeds() -> tuple[int, ...]:
     """The pretraining seeds of the claims about a pretraining recipe (Tables 5 and 6, section 7's models): every
     seed of ``$LECTURE_SEEDS`` in the full profile, the first alone in the quick one, where those claims show as
@@ -806,7 +892,8 @@ _ONE_PRETRAINING_RUN = (
 )
 TABLE_F1 = "entity F1 on context entities with held-out names, the mean of 3 fine-tuning seeds"
 F1_MARGIN = 0.01  # one point of F1: a smaller difference is not called a gain
-LEARNED = 0.05  # five points of F1 over the same network from random weights: the row learned from pretraining
+ACCURACY_MARGIN = 0.01  # one point of accuracy, likewise
+LEARNED = 0.05  # five points (F1 or accuracy) over the same network from random weights: the row learned
 CLAIMS = (
     Demonstration(
         "04-mlm-selection-rates",
@@ -885,17 +972,17 @@ CLAIMS = (
     ),
     Rule(
         "04-nsp-helps",
-        "NSP helps downstream",
+        "NSP helps downstream on a sentence-pair task",
         paper="No NSP −0.5 MNLI, −3.5 QNLI",
         source=f"{DEVLIN}, Table 5",
-        metric=TABLE_F1,
-        data="the synthetic language",
+        metric="accuracy of chapter 05's three-way inference (premise, hypothesis) on held-out people, the mean of 3 "
+        "fine-tuning seeds",
+        data="the synthetic language, the same documents and steps; NSP's NotNext segments about the same people",
         compared="MLM + NSP",
-        baseline="No NSP",
-        margin=F1_MARGIN,
+        baseline="MLM only",
+        margin=ACCURACY_MARGIN,
         seeds=Seeds("pretraining"),
-        quick=_ONE_PRETRAINING_RUN,
-        gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("No NSP", "no pretraining", LEARNED)),
+        gates=(Gate("MLM + NSP", "no pretraining", LEARNED), Gate("MLM only", "no pretraining", LEARNED)),
     ),
     Demonstration(
         "04-left-to-right-tagger-cannot-see-right",

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 from lecture_lib.cache import Deferred
 from lecture_lib.config import build_dataclass, built_by, merge_dicts
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
-from lecture_lib.finetuning.finetune import Task, finetune_budget
+from lecture_lib.finetuning.finetune import Task, finetune_budget, with_steps
 from lecture_lib.finetuning.harder_tasks import (
     NLI_LABELS,
     choice_examples,
@@ -120,6 +120,16 @@ class CourseLanguageConfig:
         """The fine-tuning budget of the runs repeated over :attr:`seeds`."""
         return self.table_finetune or self.finetune
 
+    def seeded_finetune_for(self, task: str) -> TrainConfig:
+        """:attr:`seeded_finetune` for the task named ``task``: three times the steps for three-way inference, the
+        one task that compares two sentences word by word (at the seeded budget's steps no model leaves chance),
+        warming up over a tenth of them as every budget.
+
+        Taught in: 05_bert_finetuning ("Pretrained or from scratch").
+        """
+        budget = self.seeded_finetune
+        return with_steps(budget, 3 * budget.steps) if task == "inference" else budget
+
     @property
     def feature_finetune(self) -> TrainConfig:
         """The budget of the taggers trained on a frozen encoder's features (section "Feature-based or
@@ -194,14 +204,24 @@ def synthetic_pretraining_data(
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
+    train_docs, test_docs = ([[s.text for s in doc] for doc in docs] for docs in synthetic_documents(config))
+    return PretrainingData(config.pretrain, train_docs, test_docs, tokenizer)
+
+
+def synthetic_documents(config: CourseLanguageConfig) -> tuple[list[list[Sentence]], list[list[Sentence]]]:
+    """The training and held-out documents of :func:`synthetic_pretraining_data`, as sentences with their
+    ground truth; the held-out ones (``config.pretrain.data.held_out_fraction`` as many) drawn with another seed.
+
+    Taught in: 04_bert_pretraining ("NSP on a sentence-pair task").
+    """
     lang = SyntheticLanguage(config.language_seed)
     pretrain_config = config.pretrain
     test_size = max(2, round(config.documents * pretrain_config.data.held_out_fraction))
     train_docs, test_docs = (
-        [[s.text for s in doc] for doc in lang.documents(n, seed, config.sentences_per_document)]
+        lang.documents(n, seed, config.sentences_per_document)
         for n, seed in ((config.documents, pretrain_config.seed), (test_size, pretrain_config.seed + 1))
     )
-    return PretrainingData(pretrain_config, train_docs, test_docs, tokenizer)
+    return train_docs, test_docs
 
 
 def synthetic_pretrained_bert(config: CourseLanguageConfig | None = None, *, progress: bool = True) -> PretrainResult:

@@ -88,10 +88,16 @@ def truncate_pair(
     return a, b
 
 
-def _random_segment(documents: list[list[list[int]]], avoid: int, target: int, rng: random.Random) -> list[int]:
-    """Consecutive sentences of a random other document, from a random sentence, until ``target`` tokens."""
-    other = rng.randrange(len(documents) - 1)
-    other += other >= avoid  # uniform over the documents other than ``avoid``
+def _random_segment(
+    documents: list[list[list[int]]], avoid: int, target: int, rng: random.Random, sources: list[int] | None
+) -> list[int]:
+    """Consecutive sentences of a random other document (one of ``sources`` when given), from a random sentence,
+    until ``target`` tokens."""
+    if sources is None:
+        other = rng.randrange(len(documents) - 1)
+        other += other >= avoid  # uniform over the documents other than ``avoid``
+    else:
+        other = rng.choice(sources)
     document = documents[other]
     segment: list[int] = []
     for sentence in document[rng.randrange(len(document)) :]:
@@ -101,8 +107,30 @@ def _random_segment(documents: list[list[list[int]]], avoid: int, target: int, r
     return segment
 
 
+def _kept_sources(docs: list[list[list[int]]], negative_sources: Sequence[Sequence[int]]) -> list[list[int]]:
+    """:func:`make_pairs`' ``negative_sources`` re-indexed over the non-empty documents, without the document
+    itself; a non-empty document left without a source is an error."""
+    if len(negative_sources) != len(docs):
+        raise ValueError(
+            f"expected one list of negative sources per document ({len(docs)}), got {len(negative_sources)}"
+        )
+    kept = {old: new for new, old in enumerate(i for i, doc in enumerate(docs) if doc)}
+    sources = []
+    for d, listed in enumerate(negative_sources):
+        if d in kept:
+            sources.append([kept[j] for j in listed if j in kept and j != d])
+            if not sources[-1]:
+                raise ValueError(f"document {d} has no other non-empty document among its negative sources {listed}")
+    return sources
+
+
 def make_pairs(
-    documents: Sequence[Sequence[Sequence[int]]], max_num_tokens: int, *, seed: int = 0, random_next_prob: float = 0.5
+    documents: Sequence[Sequence[Sequence[int]]],
+    max_num_tokens: int,
+    *,
+    seed: int = 0,
+    random_next_prob: float = 0.5,
+    negative_sources: Sequence[Sequence[int]] | None = None,
 ) -> list[SentencePair]:
     """Cut NSP pairs from ``documents`` (each a list of sentences, each a list of token ids).
 
@@ -113,11 +141,21 @@ def make_pairs(
     skipped. BERT gives such one-sentence chunks a random B, which on short documents would make
     most pairs NotNext.
 
+    ``negative_sources[d]`` lists the documents (indices into ``documents``) that document ``d``'s NotNext
+    segments may come from, say those about the same people, so that the topic does not give a NotNext away;
+    by default every other document. Empty documents and ``d`` itself are dropped from each list.
+
+    >>> docs = [[[1], [2]], [[3], [4]], [[5], [6]]]
+    >>> pairs = make_pairs(docs, 4, random_next_prob=1.0, negative_sources=[[2], [2], [0]])
+    >>> [(p.tokens_a, p.tokens_b) for p in pairs]
+    [([1], [5, 6]), ([3], [6]), ([5], [1, 2])]
+
     Taught in: 04_bert_pretraining ("Next-sentence prediction").
     """
     if not 0.0 <= random_next_prob <= 1.0:
         raise ValueError(f"expected random_next_prob in [0, 1], got {random_next_prob}")
     docs = [[list(s) for s in doc if len(s)] for doc in documents]
+    sources = None if negative_sources is None else _kept_sources(docs, negative_sources)
     docs = [doc for doc in docs if doc]
     if len(docs) < 2:
         raise ValueError(
@@ -135,7 +173,7 @@ def make_pairs(
                 split = rng.randint(1, len(chunk) - 1)
                 a = [t for sentence in chunk[:split] for t in sentence]
                 if rng.random() < random_next_prob:
-                    b = _random_segment(docs, d, max(1, max_num_tokens - len(a)), rng)
+                    b = _random_segment(docs, d, max(1, max_num_tokens - len(a)), rng, sources and sources[d])
                     i -= len(chunk) - split  # put the unused sentences back
                     is_random = True
                 else:

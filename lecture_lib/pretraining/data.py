@@ -7,6 +7,7 @@ Taught in: 04_bert_pretraining ("Pretraining a small BERT").
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any, Sequence
 
 import torch
@@ -41,7 +42,9 @@ class PretrainingData:
 
     ``train_documents`` and ``test_documents`` are lists of documents, each a list of sentences
     (strings). Without a ``tokenizer``, a WordPiece vocabulary of ``config.data.vocab_size`` tokens is
-    learned from the training sentences (chapter 03). Training pairs are shuffled anew each epoch;
+    learned from the training sentences (chapter 03). ``negative_sources``, for NSP, lists for each training
+    and each held-out document the documents its NotNext segments may come from
+    (:func:`~lecture_lib.objectives.sentence_pairs.make_pairs`). Training pairs are shuffled anew each epoch;
     the mask of each pair is drawn anew each epoch (``dynamic_masking``) or fixed at preprocessing.
     The held-out pairs carry masks fixed once per strategy, so every evaluation of every model sees
     the same corrupted inputs. :meth:`from_corpus` builds it from the embedded Python documentation.
@@ -55,7 +58,13 @@ class PretrainingData:
         train_documents: Sequence[Sequence[str]],
         test_documents: Sequence[Sequence[str]],
         tokenizer: WordPieceTokenizer | None = None,
+        *,
+        negative_sources: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
     ) -> None:
+        if negative_sources is not None and config.objective.pairs != "nsp":
+            raise ValueError(
+                f"negative_sources pick NSP's NotNext segments; the objective's pairs are {config.objective.pairs!r}"
+            )
         self.config = config
         if tokenizer is None:
             tokenizer = WordPieceTokenizer.train([s for doc in train_documents for s in doc], config.data.vocab_size)
@@ -63,6 +72,9 @@ class PretrainingData:
         seq_len = config.data.seq_len
         budget = seq_len - NUM_SPECIAL_IN_PAIR
         cut, self.label_key = PAIR_TASKS[config.objective.pairs or "nsp"]
+        train_cut, test_cut = cut, cut
+        if negative_sources is not None:
+            train_cut, test_cut = (partial(cut, negative_sources=sources) for sources in negative_sources)
         ids = dict(
             cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id,
@@ -70,9 +82,9 @@ class PretrainingData:
             label_name=self.label_key,
         )
         train = collate_pairs(
-            cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed), length=seq_len, **ids
+            train_cut(tokenize_documents(tokenizer, train_documents), budget, seed=config.seed), length=seq_len, **ids
         )
-        test_pairs = cut(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
+        test_pairs = test_cut(tokenize_documents(tokenizer, test_documents), budget, seed=config.seed + 1)
         self._hold(train, collate_pairs(test_pairs[: config.data.eval_pairs], length=seq_len, **ids))
 
     def _hold(self, train: dict[str, torch.Tensor], test: dict[str, torch.Tensor], masks: Any = None) -> None:

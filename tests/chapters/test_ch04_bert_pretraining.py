@@ -43,13 +43,14 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     synthetic_config,
 )
 from lecture_lib.data.synthetic import CITIES, FACT_TEMPLATES, ORGANISATIONS, SyntheticLanguage
+from lecture_lib.finetuning.finetune import finetune_from
 from lecture_lib.finetuning.harder_tasks import COMPANY_SUFFIXES
 from lecture_lib.finetuning.tasks import TaggingExample, split_people
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.metrics import span_f1
 from lecture_lib.models.heads import BertForTokenClassification
 from lecture_lib.models.left_to_right import LeftToRightBertModel
-from lecture_lib.pretraining import PretrainingData, evaluate_at_masks
+from lecture_lib.pretraining import PretrainingData, evaluate_at_masks, pretrain
 from tests.chapters.tiny_language import tiny_language
 
 
@@ -286,6 +287,45 @@ def test_direction_runs_rows(monkeypatch, tmp_path):
     assert downstream_scores(task, left_to_right, no_pairs)["subjects"] == runs["left-to-right LM"][1]
     assert len({tuple(f1) for per_seed in runs.values() for f1 in per_seed}) > 1 and runs["masked LM"][1] != [0, 0]
     assert direction_runs(config, [0, 1], workers=1) == runs  # from the cache
+
+
+def test_documents_sharing_a_person_by_brute_force():
+    """Each document's list, redone from the text: the other documents in which one of the world's full names that
+    the document contains also appears (the language's names are its people's; no name contains another)."""
+    lang = SyntheticLanguage(0)
+    documents = lang.documents(120, seed=3, sentences_per_document=3)
+    texts = [" ".join(s.text for s in doc) for doc in documents]
+    names = [{p.name for p in lang.world.people if f"{p.name} " in text} for text in texts]
+    expected = [[j for j in range(len(texts)) if j != d and names[d] & names[j]] for d in range(len(texts))]
+    everyone = [[j for j in range(len(texts)) if j != d] for d in range(len(texts))]
+    listed = ch04.documents_sharing_a_person(documents)
+    assert listed == [e or everyone[d] for d, e in enumerate(expected)]
+    assert sum(map(bool, expected)) > 60  # most documents share a person with another
+
+
+def test_nsp_runs_rows(monkeypatch, tmp_path):
+    budget = dict(steps=20, batch_size=8)
+    config = ablation_config(**tiny_language(monkeypatch, tmp_path), seeds=(0, 1), table_finetune=budget)
+    runs = ch04.nsp_runs(config, [1], workers=1)
+    assert list(runs) == list(ch04.NSP_ROWS) and all(len(per_seed) == 1 for per_seed in runs.values())
+    seeded = dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, seed=1))
+    inference_budget = seeded.seeded_finetune_for("inference")
+    assert inference_budget.steps == 3 * budget["steps"]
+
+    def accuracies(tokenizer, encoder):
+        task = course_language.build_harder_tasks(tokenizer, seeded, names=("inference",))["inference"]
+        return [finetune_from(task, encoder, inference_budget, s).scores["accuracy"] for s in seeded.seeds]
+
+    # recomputed: MLM alone is the direction rule's masked LM; MLM + NSP pretrains on same-people negatives
+    mlm = synthetic_bert(ch04._with_pretrain(seeded, dict(pairs=None)))
+    assert accuracies(mlm.tokenizer, mlm.model.bert) == runs["MLM only"][0]
+    assert accuracies(mlm.tokenizer, seeded.pretrain.model) == runs["no pretraining"][0]
+    with_nsp = ch04._with_pretrain(seeded, dict(pairs="nsp"))
+    data = ch04.same_people_pretraining_data(with_nsp)
+    assert data.tokenizer.vocab == mlm.tokenizer.vocab  # the same documents, so the same vocabulary
+    nsp = pretrain(with_nsp.pretrain, data=data, progress=False)
+    assert accuracies(nsp.tokenizer, nsp.model.bert) == runs["MLM + NSP"][0]
+    assert ch04.nsp_runs(config, [1], workers=1) == runs  # from the cache
 
 
 def test_left_to_right_budgets_match_the_masked_lm(monkeypatch, tmp_path):

@@ -134,6 +134,24 @@ def test_pairs_come_from_the_right_places():
     assert make_pairs(docs, budget, seed=2) != pairs
 
 
+def test_negatives_come_only_from_the_listed_documents():
+    docs = synthetic_documents()
+    # each document's NotNext may come only from the two documents after it (its "same people")
+    sources = [[(d + 1) % len(docs), (d + 2) % len(docs), d] for d in range(len(docs))]
+    pairs = make_pairs(docs, 40, seed=1, negative_sources=sources)
+    negatives = [p for p in pairs if p.is_random_next]
+    assert len(negatives) > 50
+    for pair in negatives:
+        doc_a, doc_b = pair.tokens_a[0] // 100000, pair.tokens_b[0] // 100000
+        assert doc_b in sources[doc_a][:2]
+    # every other document listed: the same NotNext/IsNext draws and lengths as the default (only B's source moves)
+    everyone = [[j for j in range(len(docs)) if j != d] for d in range(len(docs))]
+    listed = make_pairs(docs, 40, seed=1, negative_sources=everyone)
+    default = make_pairs(docs, 40, seed=1)
+    assert [p.is_random_next for p in listed] == [p.is_random_next for p in default]
+    assert [p.tokens_a for p in listed if not p.is_random_next] == [p.tokens_a for p in default if not p.is_random_next]
+
+
 def test_all_true_next_when_asked():
     docs = synthetic_documents()
     pairs = make_pairs(docs, 200, seed=0, random_next_prob=0.0)
@@ -172,6 +190,10 @@ def test_order_pairs_collate_under_the_transformers_label_name():
 def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="at least 2"):
         make_pairs([[[1, 2, 3]]], 10)
+    with pytest.raises(ValueError, match="one list of negative sources per document"):
+        make_pairs([[[1], [2]], [[3], [4]]], 10, negative_sources=[[1]])
+    with pytest.raises(ValueError, match="document 1 has no other non-empty document"):
+        make_pairs([[[1], [2]], [[3], [4]], []], 10, negative_sources=[[1], [1, 2], [0]])
     with pytest.raises(ValueError, match="swap_prob in"):
         make_order_pairs([[[1], [2]], [[3], [4]]], 10, swap_prob=2.0)
     with pytest.raises(ValueError, match="max_num_tokens >= 2"):
