@@ -1077,9 +1077,10 @@ assert all(bigger["mlm_loss"] < smaller["mlm_loss"] for smaller, bigger in zip(b
 # ### Bidirectional or left to right
 #
 # The paper's left-to-right model lost most on SQuAD, 10.7 points of F1 (Devlin et al., 2019, Table 5): its
-# vectors have seen nothing to their right, where an answer's end is often decided. Devlin et al. kept the left-only mask when
-# fine-tuning that model, and so do we. `LeftToRightBertModel` is BERT's encoder with a causal mask in every
-# layer, under the same tagging head, so that the tag at position $i$ is a function of tokens $0..i$ only:
+# vectors have seen nothing to their right, where an answer's end is often decided. Devlin et al. kept the
+# left-only mask when fine-tuning that model, and so do we. `LeftToRightBertModel` is BERT's encoder with a
+# causal mask in every layer, under the same tagging head, so that the tag at position $i$ is a function of
+# tokens $0..i$ only:
 #
 # $$h_i = f(x_0, \dots, x_i), \qquad \frac{\partial h_i}{\partial x_j} = 0 \text{ for } j > i$$
 #
@@ -1162,8 +1163,8 @@ show_reproduction(
 )
 # %% [markdown]
 # On *right-context* entities the network from random weights does nearly as well as the masked LM: the task
-# needs only a view of the next word. The left-to-right tagger stays at or below the left-only ceiling. The fine-tuning mask
-# decides this score, not pretraining.
+# needs only a view of the next word. The left-to-right tagger stays at or below the left-only ceiling. The
+# fine-tuning mask decides this score, not pretraining.
 
 # %%
 # The left-to-right tagger cannot see the next word, so on the right-context task it stays at or below the ceiling
@@ -1246,7 +1247,7 @@ assert all(m > f for m, f in zip(direction_f1["masked LM"], direction_f1["no pre
 # away is whether it goes on about A's pair of people.
 #
 # Both rows see the same documents for the same steps and cut them with the same vocabulary. Inference is
-# fine-tuned for three times the other tasks' steps, as in chapter 05: at 100 steps no model leaves chance.
+# fine-tuned for three times the other tasks' steps, chapter 05's budget for this task.
 #
 # </details>
 

@@ -122,8 +122,7 @@ class CourseLanguageConfig:
 
     def seeded_finetune_for(self, task: str) -> TrainConfig:
         """:attr:`seeded_finetune` for the task named ``task``: three times the steps for three-way inference, the
-        one task that compares two sentences word by word (at the seeded budget's steps no model leaves chance),
-        warming up over a tenth of them as every budget.
+        one task that compares two sentences word by word, warming up over a tenth of them as every budget.
 
         Taught in: 05_bert_finetuning ("Pretrained or from scratch").
         """
