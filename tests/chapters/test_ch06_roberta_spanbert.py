@@ -1,5 +1,7 @@
 """lecture_lib.chapters.ch06_roberta_spanbert: gold units against the annotation, rows that carry them, bad names."""
 
+import inspect
+
 import pytest
 import torch
 
@@ -117,7 +119,7 @@ def test_exercise_3_the_full_profile_is_a_new_study_judged_by_the_same_rule(monk
         config = chapter_config()
         names.append(format_run.cache_name(config, "doc-sentences"))
     assert config.pretrain.model.hidden_size == 256 and config.pretrain.train.steps == 3000
-    assert config.documents == 20_000
+    assert config.documents == 8600 and config.sentences_per_document == 14
     assert names[0] != names[1], names
     row = lambda accuracy: {"mlm_accuracy": accuracy}  # noqa: E731
     formats = {
@@ -222,7 +224,9 @@ def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_ev
     assert all(
         job[0].seeds == (job[0].pretrain.seed,) and job[0].pretrain.train == config.pretrain.train for job in jobs
     )
-    assert all(span_task == (name in compared) for _, name, span_task in jobs)  # the others pretrained only
+    # as scheme_run reads its arguments: the others pretrained only, and no row trained with SBO
+    bound = [inspect.signature(scheme_run).bind(*job).arguments for job in jobs]
+    assert all(args["span_task"] == (args["scheme"] in compared) and not args.get("sbo") for args in bound)
     every = seeded_runs(chapter_config(seeds=(3, 4, 5), every_row_seeded=True), "scheme", SCHEMES)
     assert all(sorted(r) == [3, 4, 5] for r in every.values())
     scratch = seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])
