@@ -17,8 +17,8 @@
 # **The lesson.** RoBERTa and SpanBERT kept BERT's model and changed its training: RoBERTa the recipe, SpanBERT
 # what is masked. Their gains were measured after billions of words. Our small BERTs learn context, well past
 # the most-frequent-token guess, but not enough to help the chapter's question answering: pretrained on whole
-# documents or with masked spans, they answer no better than a BERT trained from scratch. So the papers'
-# downstream comparisons read `inconclusive` here. What does help that task at our scale is the shape of the
+# documents or with masked spans, they do not reliably answer better than a BERT trained from scratch. So the
+# papers' downstream comparisons read `inconclusive` here. What does help that task at our scale is the shape of the
 # rows: short sentence pairs.
 #
 # **What you will build.** Two papers of 2019 kept BERT's architecture and changed what it is trained on.
@@ -700,9 +700,9 @@ for name, values in span_task.items():
 # Every scheme learns context: with single tokens or with spans masked, its held-out accuracy is well above
 # the most-frequent-token guess, and the five schemes lie within a point or two of each other. The span task
 # does not rank them either. Neither geometric spans nor subword tokens beats the same fine-tuning from random
-# weights on every seed, so SpanBERT's question is not judged here: its rule reads inconclusive in "What we
-# saw". A two-layer encoder pretrained for 400 steps holds little that this task needs. Section 2 showed that
-# the task can gain from pretraining, but through the rows' shape, not through what is masked.
+# weights by the rule's margin on every seed, so SpanBERT's question is not judged here: its rule reads
+# inconclusive in "What we saw". Our small encoders hold little that this task needs. Section 2 showed that the
+# task can gain from pretraining, but through the rows' shape, not through what is masked.
 
 # %% [markdown]
 # ## 7. The span boundary objective
