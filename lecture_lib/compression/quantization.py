@@ -216,17 +216,23 @@ class FakeQuantLinear(nn.Module):
     """Q8BERT's training-time linear layer: weights fake-quantized per output channel by their max |W|,
     inputs fake-quantized per tensor by an exponential moving average of max |x| (updated in training,
     frozen in eval), both with the straight-through estimator. Holds the float weights it trains.
+    ``quantize_inputs=False`` quantizes the weights alone (the inputs stay float), as
+    :func:`quantize_weights_` does after training.
 
     Taught in: 12_compression ("Quantization-aware training").
     """
 
-    def __init__(self, linear: nn.Linear, bits: int = 8, momentum: float = 0.9) -> None:
+    def __init__(self, linear: nn.Linear, bits: int = 8, momentum: float = 0.9, quantize_inputs: bool = True) -> None:
         super().__init__()
-        self.linear, self.bits, self.momentum = linear, bits, momentum
+        self.linear, self.bits, self.momentum, self.quantize_inputs = linear, bits, momentum, quantize_inputs
         self.register_buffer("input_range", torch.zeros((), dtype=linear.weight.dtype))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         levels = max_level(self.bits)
+        w = self.linear.weight
+        w_hat = fake_quantize(w, _absmax(w, per_channel=True).clamp(min=1e-8) / levels, self.bits)
+        if not self.quantize_inputs:
+            return F.linear(x, w_hat, self.linear.bias)
         if self.training:
             current = x.detach().abs().amax()
             started = bool(self.input_range > 0)
@@ -234,8 +240,6 @@ class FakeQuantLinear(nn.Module):
                 self.momentum * self.input_range + (1 - self.momentum) * current if started else current
             )
         x_hat = fake_quantize(x, self.input_range.clamp(min=1e-8) / levels, self.bits)
-        w = self.linear.weight
-        w_hat = fake_quantize(w, _absmax(w, per_channel=True).clamp(min=1e-8) / levels, self.bits)
         return F.linear(x_hat, w_hat, self.linear.bias)
 
 

@@ -103,6 +103,21 @@ def test_fake_quant_linear_tracks_the_input_range_and_trains():
     assert layer.linear.weight.grad is not None and layer.linear.weight.grad.abs().sum() > 0
 
 
+def test_weight_only_fake_quant_linear_is_torch_per_channel_fake_quant_and_trains_through_it():
+    linear = nn.Linear(6, 5)
+    layer = FakeQuantLinear(linear, bits=2, quantize_inputs=False)
+    x = torch.randn(3, 6, generator=torch.Generator().manual_seed(0))
+    scale = linear.weight.detach().abs().amax(dim=1)  # 2 bits: q_max = 1, so the scale is max |w| of the row
+    reference = torch.fake_quantize_per_channel_affine(
+        linear.weight.detach(), scale, torch.zeros(5, dtype=torch.int32), 0, -1, 1
+    )
+    torch.testing.assert_close(layer(x), torch.nn.functional.linear(x, reference, linear.bias))
+    torch.testing.assert_close(layer(100 * x), torch.nn.functional.linear(100 * x, reference, linear.bias))  # float x
+    assert float(layer.input_range) == 0.0  # no input range kept
+    layer(x).sum().backward()
+    assert linear.weight.grad is not None and linear.weight.grad.abs().sum() > 0
+
+
 def test_quantizing_a_bert_keeps_embeddings_and_shrinks_linear_weights_fourfold():
     model = BertModel(
         BertConfig(
