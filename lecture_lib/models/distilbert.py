@@ -49,7 +49,14 @@ from lecture_lib.models.bert import (
     BertModelOutput,
     pruned_heads_table,
 )
-from lecture_lib.models.heads import LabelCount, NoPooler, SequenceClassifierOutput, sequence_classification_loss
+from lecture_lib.models.heads import (
+    LabelCount,
+    NoPooler,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+    sequence_classification_loss,
+    token_classification_loss,
+)
 from lecture_lib.models.hf import Family, HFConfig, PreTrainedModule
 from lecture_lib.models.masked_lm import MaskedLMOutput, check_mlm_labels, mlm_logits_and_loss
 
@@ -238,6 +245,27 @@ class DistilBertPreTrainedModel(PreTrainedModule):
     base_model_prefix = "distilbert"
 
 
+class _DistilBertTaskHead(LabelCount, DistilBertPreTrainedModel):
+    """What the two task heads share: a new head on a copy of a (distilled) encoder."""
+
+    @classmethod
+    def from_encoder(cls, encoder: DistilBertModel, num_labels: int = 2, *, dropout: float | None = None):
+        """A new head on a copy of ``encoder``; ``dropout`` replaces every dropout probability of the copy.
+
+        Taught in: 12_compression ("A DistilBERT-style student").
+        """
+        config = encoder.config
+        if dropout is not None:
+            config = dataclasses.replace(
+                config, dropout=dropout, attention_dropout=dropout, seq_classif_dropout=dropout
+            )
+            config.pruned_heads = encoder.config.pruned_heads
+        first = next(encoder.parameters())
+        head = cls(config, num_labels).to(device=first.device, dtype=first.dtype)
+        head.distilbert.load_state_dict(encoder.state_dict())
+        return head
+
+
 # ---------------------------------------------------------------- heads
 
 
@@ -289,7 +317,7 @@ class DistilBertForMaskedLM(DistilBertPreTrainedModel):
         return MaskedLMOutput(logits, loss, out.hidden_states, out.attentions)
 
 
-class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel):
+class DistilBertForSequenceClassification(_DistilBertTaskHead):
     """final [CLS] vector → ``pre_classifier`` → ReLU → dropout → ``classifier``: one label per text.
 
     Cross-entropy over classes, or mean squared error with ``num_labels=1``, as BERT's head.
@@ -310,25 +338,6 @@ class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel)
         for module in (self.pre_classifier, self.classifier):
             module.apply(self._init_weights)
 
-    @classmethod
-    def from_encoder(
-        cls, encoder: DistilBertModel, num_labels: int = 2, *, dropout: float | None = None
-    ) -> "DistilBertForSequenceClassification":
-        """A new head on a copy of ``encoder``; ``dropout`` replaces every dropout probability of the copy.
-
-        Taught in: 12_compression ("A DistilBERT-style student").
-        """
-        config = encoder.config
-        if dropout is not None:
-            config = dataclasses.replace(
-                config, dropout=dropout, attention_dropout=dropout, seq_classif_dropout=dropout
-            )
-            config.pruned_heads = encoder.config.pruned_heads
-        first = next(encoder.parameters())
-        head = cls(config, num_labels).to(device=first.device, dtype=first.dtype)
-        head.distilbert.load_state_dict(encoder.state_dict())
-        return head
-
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -346,6 +355,42 @@ class DistilBertForSequenceClassification(LabelCount, DistilBertPreTrainedModel)
         logits = self.classifier(pooled)  # (B, K)
         loss = sequence_classification_loss(logits, labels, self.num_labels) if labels is not None else None
         return SequenceClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+
+class DistilBertForTokenClassification(_DistilBertTaskHead):
+    """every final hidden state → dropout → ``classifier``: one tag per token (-100 labels carry no loss), as
+    BERT's token head but for its dropout, DistilBERT's ``dropout``.
+
+    Taught in: 12_compression ("A DistilBERT-style student").
+    """
+
+    hf_class = "DistilBertForTokenClassification"
+
+    def __init__(self, config: DistilBertConfig, num_labels: int = 2) -> None:
+        super().__init__()
+        self._set_num_labels(num_labels)
+        self.config = config
+        self.distilbert = DistilBertModel(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(config.dim, num_labels)
+        self.classifier.apply(self._init_weights)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> TokenClassifierOutput:
+        out = self.distilbert(
+            input_ids, attention_mask, position_ids, output_attentions, output_hidden_states, head_mask=head_mask
+        )
+        logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
+        loss = token_classification_loss(logits, labels, input_ids) if labels is not None else None
+        return TokenClassifierOutput(logits, loss, out.hidden_states, out.attentions)
 
 
 # ---------------------------------------------------------------- a student cut out of a BERT

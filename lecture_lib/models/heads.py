@@ -107,6 +107,19 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num
     return F.cross_entropy(logits, labels.reshape(-1), ignore_index=IGNORE_INDEX)
 
 
+def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy of one tag per token, ``logits`` (B, T, K) against ``labels`` (B, T) shaped as
+    ``input_ids``; positions labelled -100 carry no loss.
+
+    Taught in: 05_bert_finetuning ("Four task shapes").
+    """
+    if labels.shape != input_ids.shape:
+        raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+    num_labels = logits.shape[-1]
+    _check_labels(labels, num_labels, "labels")
+    return F.cross_entropy(logits.reshape(-1, num_labels), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
 class LabelCount:
     """Saves and reads a head's ``num_labels`` with its config: as we write it, or as transformers does (one
     ``id2label`` entry per label, 2 when absent). Listed before the family's pretrained-model class."""
@@ -255,12 +268,7 @@ class BertForTokenClassification(_ClassifierHead):
             head_mask=head_mask,
         )
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
-        loss = None
-        if labels is not None:
-            if labels.shape != input_ids.shape:
-                raise ValueError(f"expected labels of shape {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
-            _check_labels(labels, self.num_labels, "labels")
-            loss = F.cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        loss = token_classification_loss(logits, labels, input_ids) if labels is not None else None
         return TokenClassifierOutput(logits, loss, out.hidden_states, out.attentions)
 
 

@@ -1,5 +1,6 @@
-"""lecture_lib.models.distilbert against transformers' DistilBertModel, DistilBertForMaskedLM and
-DistilBertForSequenceClassification, and the BERT -> DistilBERT initialisation."""
+"""lecture_lib.models.distilbert against transformers' DistilBertModel, DistilBertForMaskedLM,
+DistilBertForSequenceClassification and DistilBertForTokenClassification, and the BERT -> DistilBERT
+initialisation."""
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from lecture_lib.models.distilbert import (
     DistilBertConfig,
     DistilBertForMaskedLM,
     DistilBertForSequenceClassification,
+    DistilBertForTokenClassification,
     DistilBertModel,
     distilbert_config,
     distilbert_from_bert,
@@ -86,6 +88,25 @@ def test_distilbert_for_sequence_classification_equals_transformers(num_labels):
     labels = torch.tensor([0.5, -1.0, 2.0, 0.0]) if num_labels == 1 else torch.tensor([2, 0, 1, 1])
     assert_equivalent(ours, hf, dict(batch(), labels=labels), lambda out: out.loss, outputs=["logits"])
     assert ours.num_labels == num_labels
+
+
+def test_distilbert_for_token_classification_equals_transformers():
+    ours, hf = hf_pair(DistilBertForTokenClassification, "DistilBertForTokenClassification", num_labels=5)
+    inputs = batch()
+    labels = torch.randint(0, 5, inputs["input_ids"].shape, generator=torch.Generator().manual_seed(4))
+    labels[inputs["attention_mask"] == 0] = -100
+    assert_equivalent(ours, hf, dict(inputs, labels=labels), lambda out: out.loss, outputs=["logits"])
+    assert ours.num_labels == 5
+    with pytest.raises(ValueError, match="labels of shape"):
+        ours(**inputs, labels=labels[:, :3])
+
+
+def test_a_new_head_on_a_distilled_encoder_copies_it():
+    encoder = DistilBertModel(DistilBertConfig(**SMALL))
+    head = DistilBertForTokenClassification.from_encoder(encoder, 3, dropout=0.0)
+    assert head.num_labels == 3 and head.config.dropout == 0.0
+    for name, value in encoder.state_dict().items():
+        assert torch.equal(head.distilbert.state_dict()[name], value)
 
 
 def test_sinusoidal_positions_equal_transformers_table():
