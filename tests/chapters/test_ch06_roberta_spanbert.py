@@ -11,6 +11,7 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     chapter_config,
     format_run,
     left_padding_shift,
+    longer_runs,
     mask_chosen_per_token,
     mean_masked_run,
     no_nsp_holds,
@@ -20,6 +21,7 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     spans_showing_a_token,
     synthetic_corpus,
     unit_rows,
+    with_pretraining_steps,
 )
 from lecture_lib.data.synthetic import SyntheticLanguage
 from lecture_lib.finetuning.tasks import qa_examples, split_people
@@ -237,6 +239,36 @@ def test_seeded_runs_run_every_row_on_the_first_seed_and_the_compared_ones_on_ev
         seeded_runs(config, "format", ["doc-sentences"], compared=["sentence-pair"])
     with pytest.raises(ValueError, match="expected a study in"):
         seeded_runs(config, "formats", ["doc-sentences"])
+
+
+def test_longer_runs_give_each_length_its_own_schedule_and_reuse_the_recipes_runs(monkeypatch):
+    """A quarter, half and all of the recipe's steps on every seed, each warming up over the recipe's share of its
+    steps; the whole recipe's run is the input-format study's call, so it comes from the same cache entry."""
+    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
+
+    calls = []
+
+    def compute_all(fn, jobs, **kwargs):
+        calls.append((fn, jobs))
+        return [{"qa_f1": job[0].pretrain.train.steps + job[0].pretrain.seed / 10} for job in jobs]
+
+    monkeypatch.setattr(ch06, "compute_all", compute_all)
+    config = chapter_config(seeds=(3, 4), pretrain=dict(train=dict(steps=400, warmup_steps=40)))
+    runs = longer_runs(config)
+    assert {s: sorted(r) for s, r in runs.items()} == {100: [3, 4], 200: [3, 4], 400: [3, 4]}
+    assert runs[200][4]["qa_f1"] == 200.4
+    fn, jobs = calls[-1]
+    assert fn is format_run
+    bound = [inspect.signature(format_run).bind(*job).arguments for job in jobs]
+    assert all(args["name"] == "sentence-pair" and args["span_task"] for args in bound)
+    assert [(job[0].pretrain.train.steps, job[0].pretrain.train.warmup_steps) for job in jobs[::2]] == [
+        (100, 10),
+        (200, 20),
+        (400, 40),
+    ]
+    whole = [job for job in jobs if job[0].pretrain.train.steps == 400]
+    assert all(job[0] == ch06.with_seed(config, job[0].pretrain.seed) for job in whole)  # the study's own configs
+    assert with_pretraining_steps(config, 400) == config
 
 
 def test_a_seed_is_one_cached_run_whatever_the_other_seeds():
