@@ -13,7 +13,7 @@ number of examples; above it, a bigger batch needs more examples to reach the sa
 From N per-example gradients g_i (exact: one backward pass per example), both terms are estimated without
 bias: tr Σ̂ = Σᵢ |g_i − ḡ|² / (N − 1), and |G|² ≈ |ḡ|² − tr Σ̂ / N, since E|ḡ|² = |G|² + tr Σ / N.
 
-Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def noise_scale(model: nn.Module, loss: Loss, examples: Sequence[dict[str, torch
     per example (``torch.autograd.grad``: the parameters' ``.grad`` are left as they were), summed in float64.
     Each example goes to the model's device first (a model that training left on the GPU).
 
-    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
     """
     n = len(examples)
     if n < 2:

@@ -530,7 +530,7 @@ def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> d
     ``config.every_row_seeded``; the missing runs two at a time. Pretraining only, each at its row's own batch
     (not matched to SEGMENT-PAIR's tokens), so every row trains on exactly batch × steps rows.
 
-    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
     """
     jobs = []
     for row, (batch_size, steps, lr) in enumerate(config.batch_sizes):
@@ -569,7 +569,7 @@ def bigger_batches_in_range(batch_sizes: Sequence[int], simple_noise_scale: floa
     >>> bigger_batches_in_range([6, 12], 250.0), bigger_batches_in_range([6, 12], 10.0)
     (True, False)
 
-    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
     """
     return max(batch_sizes) <= simple_noise_scale
 
@@ -583,7 +583,7 @@ def batch_noise_scales(config: Chapter06Config, examples: int = 256) -> dict[str
     trained again to keep its model. Also each one's ``*_trace`` and ``*_squared_norm``, the end model's
     held-out ``perplexity`` (the same as that row's), and ``examples``.
 
-    Taught in: 06_roberta_spanbert ("Bigger batches at equal compute").
+    Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
     """
     run, corpus = config.pretrain, synthetic_corpus(config)
     tok = corpus.tokenizer
