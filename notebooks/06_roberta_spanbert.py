@@ -448,9 +448,9 @@ assert math.isclose(noise["perplexity"], batch_seeds[config.pretrain.train.batch
 #
 # ### Longer training
 #
-# RoBERTa's Table 4 (Liu et al., 2019) keeps the batch and trains longer: 100K, then 300K, then 500K steps, each run with its own
-# learning-rate schedule, and every downstream score rises (SQuAD 2.0 F1 87.7, 88.7, 89.4). We do the same at our
-# scale: runs of a quarter, half and all of the recipe's steps, each warming up over a tenth of its steps and
+# RoBERTa's Table 4 (Liu et al., 2019) keeps the batch and trains longer: 100K, then 300K, then 500K steps,
+# each run with its own learning-rate schedule, and every downstream score rises (SQuAD 2.0 F1 87.7, 88.7,
+# 89.4). We do the same at our scale: runs of a quarter, half and all of the recipe's steps, each warming up over a tenth of its steps and
 # decaying to zero at its end, on every seed. Each is fine-tuned on the span task. The rows are SENTENCE-PAIR's,
 # the one format whose pretraining beats no pretraining on that task (section 2), since a curve of steps can only
 # rise where pretraining pays. The rule compares the whole recipe with half of it.

@@ -377,10 +377,10 @@ assert min(distilled_mlm) > copied_mlm + 5  # distillation restores what the dro
 # **A task that needs pretraining.** Chapter 05's entity tagging is tested on sentences about people that no
 # fine-tuning sentence names. To tag a surname it was never shown a label for, a model must already know, from
 # pretraining, that the word is a name. The same three students (distilled, copied, unpretrained) are fine-tuned
-# on it with the same budget and seeds. Nine short runs, about a minute of one CPU core the first time.
+# on it with the same budget and seeds. Nine short runs, about 25 s of one CPU core the first time.
 
 # %%
-profile.expect(60, "Fine-tuning nine students on entity tagging (the first time; then they load from the cache)")
+profile.expect(25, "Fine-tuning nine students on entity tagging (the first time; then they load from the cache)")
 names_task = chapter_task(tokenizer, config, config.names_task)
 names_students = {
     "triple loss": lambda seed: distilled["triple loss", seed],
@@ -716,7 +716,7 @@ show_reproduction(
 # forward pass uses the 2-bit weights, and the straight-through gradient moves the float weights behind them,
 # so training looks for weights whose *rounded* versions do the task. The inputs stay in float, as in the
 # rounding the run is compared with. Each seed fine-tunes from the same pretrained BERT, with its teacher's
-# seed and budget (about 10 s per seed on one core).
+# seed and budget (a few seconds per seed on one core).
 
 # %%
 few_bit_aware = [
@@ -737,8 +737,8 @@ for name, reference in (("rounded teacher", two_bit_scores), ("float teacher", f
 
 # %% [markdown]
 # On every seed the model fine-tuned at 2 bits keeps the task that rounding afterwards lost, and it even lands
-# above its float teacher on some seeds. Rounding a trained model hopes its weights survive the error; training on the
-# grid chooses weights that the grid can hold. Above the float teacher is not the claim, and one task on a small
+# above its float teacher on some seeds. Rounding a trained model hopes its weights survive the error; training
+# on the grid chooses weights that the grid can hold. Above the float teacher is not the claim, and one task on a small
 # model cannot say whether the coarse weights act as a regularizer. Q-BERT needs more than this (a scale per
 # group of rows, more bits where the loss is sharper) to keep BERT-base's GLUE scores at 2 or 3 bits.
 

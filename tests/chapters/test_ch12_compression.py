@@ -11,6 +11,7 @@ from lecture_lib.chapters.ch12_compression import (
     FULL,
     QUICK,
     _masked_batches,
+    _student_head,
     chapter_config,
     distillation_objective,
     distillation_text,
@@ -29,8 +30,12 @@ from lecture_lib.finetuning.finetune import Task, finetune, finetune_budget
 from lecture_lib.finetuning.tasks import EncodedTask
 from lecture_lib.models.albert import albert_from_bert
 from lecture_lib.models.bert import BertConfig, BertForPreTraining
-from lecture_lib.models.distilbert import distilbert_from_bert
-from lecture_lib.models.heads import BertForSequenceClassification
+from lecture_lib.models.distilbert import (
+    DistilBertForSequenceClassification,
+    DistilBertForTokenClassification,
+    distilbert_from_bert,
+)
+from lecture_lib.models.heads import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 
 
@@ -336,3 +341,22 @@ def test_the_scratch_student_has_the_students_shape_and_its_seeds_weights(tokeni
     weight = "distilbert.encoder.layer.0.attention.self.query.weight"
     assert torch.equal(a.state_dict()[weight], b.state_dict()[weight])
     assert not torch.equal(a.state_dict()[weight], c.state_dict()[weight])
+
+
+def test_a_student_is_fine_tuned_with_its_own_family_s_head_for_the_task_shape():
+    """A DistilBERT student takes the sentence or token head of its family; an ALBERT student has a sentence head
+    only, and a task shape without a head of the family is refused by name."""
+    teacher = BertForPreTraining(
+        BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
+    )
+    distilled, albert = distilbert_from_bert(teacher), albert_from_bert(teacher, 8, shared_layer=1)
+
+    def task(head):
+        return SimpleNamespace(name=head.__name__, head=head)
+
+    assert _student_head(distilled, task(BertForSequenceClassification)) is DistilBertForSequenceClassification
+    assert _student_head(distilled, task(BertForTokenClassification)) is DistilBertForTokenClassification
+    with pytest.raises(ValueError, match="BertForTokenClassification"):
+        _student_head(albert, task(BertForTokenClassification))
+    with pytest.raises(ValueError, match="BertForQuestionAnswering"):
+        _student_head(distilled, task(BertForQuestionAnswering))
