@@ -100,6 +100,7 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     SENSE_NEIGHBOURS,
     agreement_preferences,
     agreement_sentences,
+    attractor_training,
     attractors,
     chapter_config,
     edge_probing,
@@ -606,12 +607,11 @@ assert best_scores["uuas"] > minilm_layers[0]["uuas"] + 0.05
 # %% [markdown]
 # ## 5. Edge probing: spans and the order of the pipeline
 #
-# The probes so far read one word. Many properties belong to a *span* of words ("is a global brand" is a verb
-# phrase) or to a *pair* of spans (a fact's subject and object stand in a relation). Tenney et al.'s (2019)
-# *edge probing* reads the encoder's vectors of one or two spans $[i, j)$ and predicts the label. It sees only
-# the spans' own vectors, so whatever it knows about the words *outside* them came through the encoder's
-# context. Tenney, Das and Pavlick (2019) ask *where* in the layers each task's information sits. They find the
-# order of a classical pipeline, from part of speech up to coreference.
+# Many properties belong to a *span* of words ("is a global brand" is a verb phrase) or to a *pair* of spans (a
+# fact's subject and object). Tenney et al.'s (2019) *edge probing* reads the encoder's vectors of one or two
+# spans $[i, j)$ and predicts the label. It sees only the spans' own vectors, so what it knows about the words
+# outside them came through the context. Tenney, Das and Pavlick (2019) ask where in the layers each task's
+# information sits, and find the order of a classical pipeline.
 #
 # **Pooling a span.** Each word vector is projected, $p_t = P h_t$, and the span's words are averaged with
 # weights the probe learns (self-attentive pooling):
@@ -857,17 +857,20 @@ assert negation["mix"]["accuracy"] > edge_twin["negation"]["mix"]["accuracy"] + 
 # the verb and compares the model's probability of the right and the wrong form: "the chef who ran to the stores
 # **[is/are]** out of food". Nouns of the other number between subject and verb (*attractors*, Linzen et al.
 # 2016) pull towards the wrong form. Our score is $\log p(\text{right}) - \log p(\text{wrong})$ at the masked
-# verb; the model is right when it is positive. A sentence and its corrupted twin (`corrupt_agreement`) give the
-# same masked input, so they must score exact opposites: a check that the verb is really masked.
+# verb; the model is right when it is positive.
 #
-# We build the test sentences (`attractor_sentence`): a subject, two prepositional phrases each attached to the
-# noun before it, then the verb, as in "the chefs near the store behind the bridges are happy". Zero, one or two
-# of the nouns in between have the other number.
+# The test sentences (`attractor_sentence`) stack two phrases between subject and verb, as in "the chefs near
+# the store behind the bridges are happy"; zero, one or two of their nouns have the other number.
 #
-# <details><summary>Why build the sentences, and the buckets</summary>
+# <details><summary>Why build the sentences, why only "is" and "are", the buckets, and a check</summary>
+#
+# A sentence and its corrupted twin (`corrupt_agreement`) give the same masked input, so they must score exact
+# opposites: a check that the verb is really masked.
 #
 # Attractors are rare in the free grammar: about 2% of its sentences have two. Every bucket has the same length
-# and shape, and 150 sentences.
+# and shape, and 150 sentences. Goldberg kept only verbs whose two forms are single word pieces. Ours are not
+# all: "walks" is "walk ##s" where "walk" is one piece, and a score that sums pieces' log-probabilities leans to
+# the shorter form. So the test keeps the sentences whose verb is "is" or "are".
 #
 # </details>
 
@@ -891,19 +894,79 @@ assert all(len(right) >= 100 for right in by_attractors.values())
 
 # %% [markdown]
 # Goldberg found BERT-base and BERT-large preferring the right form in well over 90% of cases, even with several
-# attractors (his numbers are not checked against the paper here). The course's small BERT of the quick profile
-# does not. On these sentences, whose stacked phrases are rare in its pretraining text, it is near chance without
-# an attractor and falls below chance as attractors are added. It follows the nearest noun's number more than the
-# subject's: the shallow heuristic the attractor test was designed to expose.
+# attractors. The course's small BERT does not: it falls as attractors are added, towards the number of the
+# nearest noun, the shallow heuristic the test was built to expose. Its pretraining text gives it little
+# reason to do better: stacked phrases are rare there.
+#
+# ### Agreement learned from a text full of attractors
+#
+# So we write a text full of attractors (`attractor_text`) and train the course's BERT further on it with
+# masked LM, once per seed (`attractor_training`). The test's subjects are nouns the text never uses.
+#
+# <details><summary>The attractor text, the held-out subjects and the heuristic</summary>
+#
+# Its sentences have the test's shape, with a chain of zero to two phrases and zero to all of its nouns of the
+# other number; on them the nearest noun is right only two times in three. A third of the people nouns are
+# left out of it, so the model must apply what it learned to subjects it never saw across an attractor. The
+# nearest-noun heuristic (`nearest_noun_agrees`) is right without an attractor and wrong whenever the nearest
+# noun is one.
+#
+# </details>
+
+# %%
+profile.expect(
+    90, "Further pretraining the course's BERT on the attractor text, three seeds (the first time; then from the cache)"
+)
+attractor_runs = attractor_training(course, config)
+attracted = {  # per seed: the share right over the sentences with one or two attractors
+    row: [sum(run[row][1:]) / len(run[row][1:]) for run in attractor_runs] for row in ("before", "after", "nearest")
+}
+by_count = {row: torch.tensor([run[row] for run in attractor_runs]) for row in ("after", "seen", "before", "nearest")}
+fig, ax = plt.subplots(figsize=(6, 3.4))
+counts = range(config.attractor_chain + 1)
+for row, label, style in (
+    ("after", "trained on the attractor text", "-"),
+    ("seen", "... on subjects of that text", "--"),
+    ("before", "the course's BERT", "-"),
+    ("nearest", "nearest-noun heuristic", "-"),
+):
+    mean, low, high = by_count[row].mean(0), by_count[row].min(0).values, by_count[row].max(0).values
+    ax.errorbar(counts, mean, yerr=(mean - low, high - mean), marker="o", ls=style, capsize=3, label=label)
+ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+ax.set(
+    xticks=list(counts),
+    xlabel="attractors",
+    ylabel="right form preferred",
+    ylim=(-0.03, 1.03),
+    title="Held-out subjects unless marked; mean and range over 3 seeds",
+)
+ax.legend(fontsize=8)
+plt.show()
+for seed, run, before, after, nearest in zip(config.seeds, attractor_runs, *attracted.values()):
+    print(
+        f"seed {seed}, held-out subjects {', '.join(run['held_out'])}: right with attractors "
+        f"{before:.1%} before, {after:.1%} after; nearest noun {nearest:.1%}"
+    )
+after, seen = by_count["after"].mean(0), by_count["seen"].mean(0)
+print(
+    f"Trained on the attractor text, over the seeds: {after[0]:.1%} right without an attractor and {after[-1]:.1%} "
+    f"with two on held-out subjects; {seen[0]:.1%} and {seen[-1]:.1%} on the subjects of its text."
+)
+assert all(after > max(before, nearest) + 0.2 for before, after, nearest in zip(*attracted.values()))
+
+# %% [markdown]
+# The text moves the model off the heuristic on every seed, and its line is nearly flat: attractors no longer
+# pull it. What it gets wrong on held-out subjects it gets wrong without an attractor too, and on the subjects
+# of its text it is almost always right: it lacks a sure reading of an unseen subject's number, not the
+# structure. Whether it reaches Goldberg's "well over 90%" is judged under "What we saw".
 #
 # ## 7. Knowledge the model could learn
 #
 # LAMA (Petroni et al. 2019) turns facts into cloze sentences ("Anna Berg lives in ___ .") and scores precision
 # at 1: how often the model's top candidate is the true object. Its baseline answers every query of a relation
-# with the object seen most often. A probe of knowledge is fair only if the model could learn the facts, which
-# depends on how often each was stated (Kandpal et al. 2023). So we write the text ourselves (`knowledge_text`):
-# people in four buckets, whose home and employer the text states 30 times, 6 times, once, or never. The
-# course's BERT is trained further on it with masked LM (`further_pretrain`), once per seed.
+# with the object seen most often. A model can only know facts it could learn, so we write the text ourselves
+# (`knowledge_text`): people in four buckets, whose home and employer it states 30 times, 6 times, once, or
+# never. The course's BERT is trained further on it with masked LM (`further_pretrain`), once per seed.
 #
 # <details><summary>The knowledge text and the further pretraining</summary>
 #
@@ -942,7 +1005,7 @@ assert abs(cloze_scores(course.model, course.tokenizer, query, ".", [candidate])
 # Ettinger (2020) asked BERT to complete "A robin is a ___" and "A robin is not a ___". It gave the true category
 # ("bird") in both, insensitive to the negation. We ask each fact twice, "Anna Berg lives in ___ ." and "Anna
 # Berg does not live in ___ ." (`KNOWLEDGE_QUERIES`), and count how often the negation leaves the top candidate
-# unchanged. The knowledge text never negates a fact, as most text does not.
+# unchanged. Like most text, the knowledge text never negates a fact.
 
 # %%
 profile.expect(
@@ -994,10 +1057,9 @@ assert all(run["before"]["frequent"]["p1"] < min(frequent["p1"]) - 0.3 for run i
 # ## 8. Word senses in context
 #
 # A static embedding (word2vec, GloVe) gives "bank" one vector, whether the sentence is about a river or a loan.
-# A contextual encoder gives every *occurrence* its own vector. Those vectors "form distinct and clear word
+# A contextual encoder gives every *occurrence* its own vector, and those vectors "form distinct and clear word
 # sense clusters" (Rogers et al. 2020, citing Wiedemann et al. 2019). We wrote ten sentences for each of two
-# senses of three words (`sense_sentences`): "bank" (river or money), "play" (a theatre play, or playing a game
-# or instrument) and "restrain" (physically or oneself).
+# senses of "bank", "play" and "restrain" (`sense_sentences`).
 #
 # Two measures per layer $\ell$, on the vectors $h^{(\ell)}_1, \dots, h^{(\ell)}_N$ of one word's $N$
 # occurrences:
@@ -1374,6 +1436,23 @@ show_what_we_saw(
             gates={
                 "the course's BERT without an attractor": (
                     [agreement_rates[seed][False] for seed in seeds],
+                    [0.5] * len(seeds),
+                )
+            },
+        ),
+        "11-agreement-learned-from-attractors": measured(
+            "after further pretraining on the attractor text, right with one or two attractors: "
+            + per_seed_list(
+                f"seed {seed} {after:.1%} (nearest noun {nearest:.1%})"
+                for seed, after, nearest in zip(seeds, attracted["after"], attracted["nearest"])
+            )
+            + " (section 6)",
+            attracted["after"],
+            seeds=seeds,
+            seed_kind="pretraining",
+            gates={
+                "the further-pretrained BERT without an attractor": (
+                    [run["after"][0] for run in attractor_runs],
                     [0.5] * len(seeds),
                 )
             },

@@ -52,6 +52,7 @@ from lecture_lib.cache import cached_call
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import (
+    ANIMATE_NOUNS,
     CITIES,
     ORGANISATIONS,
     OTHER_NUMBER,
@@ -110,13 +111,16 @@ class Chapter11Config:
     edge_mix_lr: float = 0.2  # ... and that of the scalar mix's logits
     edge_projection: int = 16  # width of the edge probes' span projection
     attractor_chain: int = 2  # prepositional phrases between the subject and its verb
+    attractor_text_sentences: int = 3000  # sentences of the attractor text (see :func:`attractor_text`),
+    attractor_steps: int = 1500  # ... further-pretraining steps on it: enough for its own subjects to agree,
+    attractor_lr: float = 1e-3  # ... and their learning rate
     seed: int = 0  # of the treebank and the random twin
     knowledge_people: int = 8  # people per frequency bucket of the knowledge text
     knowledge_free: float = 0.25  # free sentences of the grammar per fact sentence in it
-    knowledge_batch: int = 32  # sentences per further-pretraining step,
+    knowledge_batch: int = 32  # sentences per further-pretraining step (both texts),
     knowledge_lr: float = 4e-3  # ... and its learning rate
     seeds: tuple[int, ...] = field(default_factory=claim_seeds)
-    held_out: float = 1 / 3  # share of word types left out of the probes' training words
+    held_out: float = 1 / 3  # share of word types left out of the probes' training words and of the attractor text
 
     def __post_init__(self) -> None:
         counts = (
@@ -131,6 +135,8 @@ class Chapter11Config:
             "structural_rank",
             "edge_projection",
             "attractor_chain",
+            "attractor_text_sentences",
+            "attractor_steps",
             "knowledge_people",
             "knowledge_batch",
         )
@@ -746,20 +752,29 @@ def attractors(sentence: Sentence, agreement: Agreement) -> int:
     return sum(sentence.pos[i] in ("NOUN", "PROPN") and sentence.number[i] not in ("", number) for i in between)
 
 
-def agreement_sentences(config: Chapter11Config, seed: int) -> list[Sentence]:
+def agreement_sentences(
+    config: Chapter11Config, seed: int, subjects: Sequence[tuple[str, str]] = ANIMATE_NOUNS
+) -> list[Sentence]:
     """:attr:`~Chapter11Config.agreement_per_bucket` sentences for every number of attractors from 0 to
     :attr:`~Chapter11Config.attractor_chain` (:meth:`~lecture_lib.data.synthetic.SyntheticLanguage.attractor_sentence`:
-    the same shape and length in every bucket), drawn with ``seed`` (one data sample per seed).
+    the same shape and length in every bucket), drawn with ``seed`` (one data sample per seed), their subjects
+    drawn from ``subjects``. Only sentences whose verb is the copula are kept: as Goldberg kept verbs whose two
+    forms are single pieces of BERT's vocabulary, "is" and "are" are one piece each, where "walks" is two
+    ("walk ##s"), and a sum of pieces' log-probabilities would favour the one-piece form.
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
     language = SyntheticLanguage(course_language.chapter_config().language_seed)
     rng = random.Random(seed_of("ch11 agreement", seed))
-    return [
-        language.attractor_sentence(rng, count, config.attractor_chain)
-        for count in range(config.attractor_chain + 1)
-        for _ in range(config.agreement_per_bucket)
-    ]
+    out = []
+    for count in range(config.attractor_chain + 1):
+        bucket = []
+        while len(bucket) < config.agreement_per_bucket:
+            sentence = language.attractor_sentence(rng, count, config.attractor_chain, subjects)
+            if sentence.pos[sentence.agreement[-1].verb] == "AUX":
+                bucket.append(sentence)
+        out += bucket
+    return out
 
 
 def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[tuple[int, float]]:
@@ -774,6 +789,108 @@ def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sente
         verb = s.words[agreement.verb]
         out.append(
             (attractors(s, agreement), form_preference(model, tokenizer, s.words, agreement.verb, OTHER_NUMBER[verb]))
+        )
+    return out
+
+
+def nearest_noun_agrees(sentence: Sentence, agreement: Agreement) -> bool:
+    """Whether the nearest-noun heuristic gets a verb's number right: the last noun or name before the verb has
+    the subject's number. It is right without an attractor and wrong whenever the nearest noun is one.
+
+    >>> s = SyntheticLanguage(0).sentences(72, seed=1)[71]  # "those kind nurses that walk to this church are kind ."
+    >>> nearest_noun_agrees(s, s.agreement[-1])  # "church" is singular, "are" plural
+    False
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    nearest = max(i for i in range(agreement.verb) if sentence.pos[i] in ("NOUN", "PROPN"))
+    return sentence.number[nearest] == ("Plur" if agreement.plural else "Sing")
+
+
+def held_out_subjects(config: Chapter11Config, seed: int) -> tuple[tuple[str, str], ...]:
+    """The animate nouns (singular, plural) that the seed's :func:`attractor_text` never uses: a share
+    :attr:`~Chapter11Config.held_out` of them, drawn with ``seed``. The agreement test's subjects come from them.
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    rng = random.Random(seed_of("ch11 held-out subjects", seed))
+    return tuple(rng.sample(ANIMATE_NOUNS, max(1, round(config.held_out * len(ANIMATE_NOUNS)))))
+
+
+def attractor_text(config: Chapter11Config, seed: int) -> list[Sentence]:
+    """A text where attractors are common: :attr:`~Chapter11Config.attractor_text_sentences` sentences of
+    :meth:`~lecture_lib.data.synthetic.SyntheticLanguage.attractor_sentence`'s shape, each with a chain of 0 to
+    :attr:`~Chapter11Config.attractor_chain` phrases and, among the chain's nouns, 0 to all attractors (both
+    drawn uniformly with ``seed``). Its subjects are the animate nouns not in :func:`held_out_subjects`. With a
+    chain of two, 7 in 18 sentences carry an attractor, and the nearest noun gives the verb's number in only 2
+    of 3 (:func:`nearest_noun_agrees`).
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    language = SyntheticLanguage(course_language.chapter_config().language_seed)
+    held_out = held_out_subjects(config, seed)
+    subjects = [noun for noun in ANIMATE_NOUNS if noun not in held_out]
+    rng = random.Random(seed_of("ch11 attractor text", seed))
+    text = []
+    for _ in range(config.attractor_text_sentences):
+        chain = rng.randint(0, config.attractor_chain)
+        text.append(language.attractor_sentence(rng, rng.randint(0, chain), chain, subjects))
+    return text
+
+
+def right_form_rates(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[float]:
+    """Per number of attractors (0, 1, ...): the share of ``sentences`` whose main verb's right form ``model``
+    prefers (:func:`agreement_preferences`).
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    right = defaultdict(list)
+    for count, preference in agreement_preferences(model, tokenizer, sentences):
+        right[count].append(preference > 0)
+    return [sum(right[count]) / len(right[count]) for count in sorted(right)]
+
+
+def attractor_training(course: PretrainResult, config: Chapter11Config) -> list[dict]:
+    """For every seed of :attr:`~Chapter11Config.seeds`: the course's BERT further pretrained on that seed's
+    :func:`attractor_text` (:func:`further_pretrain`), and per number of attractors the share of right forms on
+    :func:`agreement_sentences` whose subjects are the seed's :func:`held_out_subjects`, before (``before``) and
+    after (``after``), beside the nearest-noun heuristic's (``nearest``), and after on sentences whose subjects
+    the text used (``seen``); cached (:func:`attractor_runs`).
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    return attractor_runs(course.model, course.tokenizer, config)
+
+
+@cached_call
+def attractor_runs(model: nn.Module, tokenizer, config: Chapter11Config) -> list[dict]:
+    """:func:`attractor_training` of a model with an MLM head and its tokenizer."""
+    out = []
+    for seed in config.seeds:
+        held_out = held_out_subjects(config, seed)
+        test = agreement_sentences(config, seed, held_out)
+        seen = agreement_sentences(config, seed, [noun for noun in ANIMATE_NOUNS if noun not in held_out])
+        text = attractor_text(config, seed)
+        trained = further_pretrain(
+            model,
+            tokenizer,
+            text,
+            seed,
+            steps=config.attractor_steps,
+            batch=config.knowledge_batch,
+            lr=config.attractor_lr,
+        )
+        nearest = defaultdict(list)
+        for s in test:
+            nearest[attractors(s, s.agreement[-1])].append(nearest_noun_agrees(s, s.agreement[-1]))
+        out.append(
+            dict(
+                held_out=[singular for singular, _ in held_out],
+                before=right_form_rates(model, tokenizer, test),
+                after=right_form_rates(trained, tokenizer, test),
+                nearest=[sum(nearest[count]) / len(nearest[count]) for count in sorted(nearest)],
+                seen=right_form_rates(trained, tokenizer, seen),
+            )
         )
     return out
 
@@ -850,11 +967,10 @@ def name_pieces(tokenizer, sentence: Sentence) -> tuple[list[int], list[list[int
 
 
 def further_pretrain(
-    model: nn.Module, tokenizer, text: Sequence[Sentence], config: Chapter11Config, seed: int
+    model: nn.Module, tokenizer, text: Sequence[Sentence], seed: int, *, steps: int, batch: int, lr: float
 ) -> nn.Module:
-    """A copy of ``model`` (a BERT with an MLM head) trained further on ``text`` with masked LM:
-    :attr:`~Chapter11Config.knowledge_steps` AdamW steps on batches of
-    :attr:`~Chapter11Config.knowledge_batch` sentences drawn at random with ``seed``. Each piece is
+    """A copy of ``model`` (a BERT with an MLM head) trained further on ``text`` with masked LM: ``steps``
+    AdamW steps at learning rate ``lr`` on batches of ``batch`` sentences drawn at random with ``seed``. Each piece is
     selected with BERT's 15% and, as in ERNIE's entity masking (Sun et al. 2019), every name with a
     probability of a half, all its pieces together; the selected pieces are replaced 80/10/10.
 
@@ -863,9 +979,9 @@ def further_pretrain(
     model = copy.deepcopy(model).train()
     framed = [name_pieces(tokenizer, sentence) for sentence in text]
     draw = generator("ch11 knowledge batches", seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.knowledge_lr)
-    for _ in tqdm(range(config.knowledge_steps), desc=f"further pretraining, seed {seed}"):
-        rows = [framed[i] for i in torch.randint(len(framed), (config.knowledge_batch,), generator=draw).tolist()]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    for _ in tqdm(range(steps), desc=f"further pretraining, seed {seed}"):
+        rows = [framed[i] for i in torch.randint(len(framed), (batch,), generator=draw).tolist()]
         ids = pad_ids([r[0] for r in rows], tokenizer.pad_token_id)
         attention = pad_ids([[1] * len(r[0]) for r in rows], 0)
         special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id) | (attention == 0)
@@ -941,7 +1057,15 @@ def knowledge_runs(model: nn.Module, tokenizer, config: Chapter11Config) -> list
     out = []
     for seed in config.seeds:
         facts, text = knowledge_text(config, seed, KNOWLEDGE_FREQUENCIES)
-        trained = further_pretrain(model, tokenizer, text, config, seed)
+        trained = further_pretrain(
+            model,
+            tokenizer,
+            text,
+            seed,
+            steps=config.knowledge_steps,
+            batch=config.knowledge_batch,
+            lr=config.knowledge_lr,
+        )
         out.append(
             dict(
                 sentences=len(text),

@@ -740,9 +740,11 @@ class SyntheticLanguage:
         b.add(".", "PUNCT", "punct", root)
         return b.sentence(negated)
 
-    def attractor_sentence(self, rng: random.Random, attractors: int, chain: int = 2) -> Sentence:
-        """A sentence built to test agreement across attractors (Linzen et al. 2016): an animate subject, a
-        chain of ``chain`` prepositional phrases each attached to the noun before it, and a present-tense
+    def attractor_sentence(
+        self, rng: random.Random, attractors: int, chain: int = 2, subjects: Sequence[tuple[str, str]] = ANIMATE_NOUNS
+    ) -> Sentence:
+        """A sentence built to test agreement across attractors (Linzen et al. 2016): an animate subject (a noun
+        of ``subjects``, a subset of :data:`ANIMATE_NOUNS`), a chain of ``chain`` prepositional phrases each attached to the noun before it, and a present-tense
         predicate (a copula with an adjective, or an intransitive verb) that agrees with the subject. Exactly
         ``attractors`` of the chain's nouns, drawn at random, have the other number than the subject; the
         rest share its number, so that every count comes with the same length and shape:
@@ -756,9 +758,11 @@ class SyntheticLanguage:
         """
         if not 0 <= attractors <= chain:
             raise ValueError(f"attractors must be in [0, chain={chain}], got {attractors}")
+        if not subjects or not set(subjects) <= set(ANIMATE_NOUNS):
+            raise ValueError(f"subjects must be a non-empty subset of ANIMATE_NOUNS, got {subjects!r}")
         b = _Builder()
         plural = rng.random() < self.config.p_plural
-        subject = previous = self._common_np(b, rng, ANIMATE_NOUNS, plural)
+        subject = previous = self._common_np(b, rng, tuple(subjects), plural)
         other = set(rng.sample(range(chain), attractors))
         for link in range(chain):
             prep = b.add(rng.choice(SUBJECT_PREPOSITIONS[:-2]), "ADP", "case")  # near, behind, beside
@@ -783,7 +787,7 @@ class SyntheticLanguage:
     def _common_np(self, b: _Builder, rng: random.Random, nouns: tuple, plural: bool) -> int:
         """DET (ADJ) NOUN; returns the noun's index (its own head and label are set by the caller)."""
         det = b.add(rng.choice(DETERMINERS[plural]), "DET", "det")
-        adjectives = ADJECTIVES if nouns is ANIMATE_NOUNS else PLACE_ADJECTIVES
+        adjectives = ADJECTIVES if nouns[0] in ANIMATE_NOUNS else PLACE_ADJECTIVES  # people's, or places
         adj = b.add(rng.choice(adjectives), "ADJ", "amod") if rng.random() < self.config.p_adjective else -1
         noun = b.add(rng.choice(nouns)[plural], "NOUN", number="Plur" if plural else "Sing")
         b.heads[det] = noun

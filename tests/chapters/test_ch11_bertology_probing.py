@@ -2,6 +2,8 @@
 brute force), the held-out word types, the knowledge text and its further pretraining, the random twin, and the
 structural scores on vectors that hold the gold trees by construction."""
 
+import random
+
 import pytest
 import torch
 
@@ -12,12 +14,15 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     ROLES,
     Chapter11Config,
     agreement_sentences,
+    attractor_text,
     attractors,
     further_pretrain,
     held_out_probes,
+    held_out_subjects,
     held_out_types,
     knowledge_text,
     name_pieces,
+    nearest_noun_agrees,
     pairs_out_of_order,
     probe_at_layer,
     random_twin,
@@ -28,7 +33,7 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     word_labels,
     word_type_baseline,
 )
-from lecture_lib.data.synthetic import ADJECTIVES, PLACE_ADJECTIVES, SyntheticLanguage
+from lecture_lib.data.synthetic import ADJECTIVES, ANIMATE_NOUNS, PLACE_ADJECTIVES, SyntheticLanguage
 from lecture_lib.data.treebank import edge_examples
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.runtime import seed_of
@@ -135,6 +140,43 @@ def test_agreement_sentences_fill_every_attractor_bucket(many_sentences):
         assert [h for h in s.heads].count(0) == 1 and len({len(x) for x in (s.words, s.heads, s.number)}) == 1
 
 
+def test_agreement_sentences_test_the_copula_on_the_subjects_given():
+    config = Chapter11Config(**{**QUICK, "agreement_per_bucket": 30})
+    subjects = held_out_subjects(config, seed=1)
+    nouns = {form for pair in subjects for form in pair}
+    for s in agreement_sentences(config, seed=1, subjects=subjects):
+        agreement = s.agreement[-1]
+        assert s.words[agreement.verb] in ("is", "are") and s.words[agreement.subject] in nouns
+
+
+def test_the_nearest_noun_is_right_exactly_when_no_attractor_sits_last_before_the_verb():
+    language = SyntheticLanguage(0)
+    rng = random.Random(0)
+    for count in range(3):
+        for _ in range(30):
+            s = language.attractor_sentence(rng, count, chain=2)
+            agreement = s.agreement[-1]
+            last = max(i for i in range(agreement.verb) if s.pos[i] == "NOUN")
+            expected = s.number[last] == s.number[agreement.subject]
+            assert nearest_noun_agrees(s, agreement) == expected
+            assert expected or count > 0  # without an attractor the heuristic is always right
+            assert not expected or count < 2  # with two of two it is always wrong
+
+
+def test_the_attractor_text_leaves_the_held_out_subjects_out_and_defeats_the_nearest_noun():
+    config = Chapter11Config(**QUICK)
+    held_out = held_out_subjects(config, seed=0)
+    assert len(held_out) == round(len(ANIMATE_NOUNS) / 3) and held_out != held_out_subjects(config, seed=1)
+    text = attractor_text(config, seed=0)
+    held_forms = {form for pair in held_out for form in pair}
+    assert len(text) == config.attractor_text_sentences
+    assert not any(s.words[s.agreement[-1].subject] in held_forms for s in text)
+    attracted = sum(attractors(s, s.agreement[-1]) > 0 for s in text) / len(text)
+    nearest = sum(nearest_noun_agrees(s, s.agreement[-1]) for s in text) / len(text)
+    assert attracted == pytest.approx(7 / 18, abs=0.03) and nearest == pytest.approx(2 / 3, abs=0.03)
+    assert text[0].words == attractor_text(config, seed=0)[0].words  # seeded
+
+
 def test_held_out_types_leave_a_share_of_the_types_out_and_the_control_falls_to_chance():
     words = [f"w{i % 30}" for i in range(600)]
     unseen = held_out_types(words, seed=0)
@@ -204,7 +246,7 @@ def test_name_pieces_find_every_name_and_further_pretraining_leaves_the_model_al
         )
     ).eval()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    trained = further_pretrain(model, tokenizer, sentences, Chapter11Config(**{**QUICK, "knowledge_steps": 3}), seed=0)
+    trained = further_pretrain(model, tokenizer, sentences, seed=0, steps=3, batch=4, lr=1e-3)
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     assert not trained.training and not torch.equal(
         trained.state_dict()[next(iter(before))], before[next(iter(before))]

@@ -6,10 +6,12 @@ import random
 import pytest
 
 from lecture_lib.data.synthetic import (
+    ADJECTIVES,
     ANIMATE_NOUNS,
     CITIES,
     INTRANSITIVE_VERBS,
     ORGANISATIONS,
+    PLACE_ADJECTIVES,
     PLACE_NOUNS,
     THING_NOUNS,
     TRANSITIVE_VERBS,
@@ -224,3 +226,16 @@ def test_attractor_sentences_hold_exactly_the_attractors_asked_for_and_agree_wit
                 assert s.deprels[i] == "nmod" and s.pos[s.heads[i] - 1] == "NOUN" and s.heads[i] - 1 < i
     with pytest.raises(ValueError, match="attractors"):
         LANG.attractor_sentence(rng, 3, chain=2)
+
+
+def test_attractor_sentences_draw_their_subjects_from_the_subset_given():
+    rng = random.Random(1)
+    subjects = [("chef", "chefs"), ("child", "children")]
+    drawn = [LANG.attractor_sentence(rng, 1, subjects=subjects) for _ in range(60)]
+    assert {s.words[s.agreement[0].subject] for s in drawn} == {"chef", "chefs", "child", "children"}
+    # a people noun keeps the adjectives of people, as with the whole list
+    adjectives = [s.words[s.agreement[0].subject - 1] for s in drawn if s.pos[s.agreement[0].subject - 1] == "ADJ"]
+    assert adjectives and set(adjectives) <= set(ADJECTIVES) and not set(adjectives) <= set(PLACE_ADJECTIVES)
+    for bad in ([], [("store", "stores")]):
+        with pytest.raises(ValueError, match="subset of ANIMATE_NOUNS"):
+            LANG.attractor_sentence(rng, 1, subjects=bad)
