@@ -22,7 +22,7 @@ from lecture_lib.config import build_config, merge_dicts
 from lecture_lib.data.diaries import WORDS_PER_ENTRY, Diary, diaries, entry_pairs
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, share_across_layers
-from lecture_lib.models.bert import BertConfig, BertForPreTraining
+from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
 from lecture_lib.objectives.sentence_pairs import SentenceOrderPair, SentencePair, collate_pairs
 from lecture_lib.pretraining import (
     PAIR_TASKS,
@@ -87,6 +87,8 @@ QUICK = dict(
         ),
     ),
     sharing_rows=((16, "all-shared"), (16, "not-shared"), (None, "not-shared")),
+    wide_hidden=128,
+    wide_embedding=32,
     pairs=merge_dicts(
         ALBERT_QUICK,
         dict(
@@ -114,6 +116,8 @@ FULL = dict(
         (None, "shared-ffn"),
         (None, "not-shared"),
     ),
+    wide_hidden=616,
+    wide_embedding=64,
     pairs=merge_dicts(
         ALBERT_FULL,
         dict(
@@ -149,6 +153,8 @@ class Chapter07Config:
     sharing: PretrainConfig
     pairs: PretrainConfig
     sharing_rows: tuple[tuple[int | None, str], ...] = ((None, "all-shared"), (None, "not-shared"))
+    wide_hidden: int = 128  # the wide all-shared ALBERT's H (its FFN 4H), about BERT's parameters at ...
+    wide_embedding: int = 32  # ... this E (:func:`wide_runs`)
     seeds: tuple[int, ...] = field(default_factory=claim_seeds)
 
     def __post_init__(self) -> None:
@@ -165,6 +171,14 @@ class Chapter07Config:
                 "sharing_rows: expected an all-shared row and BERT's (None, 'not-shared') row, the two "
                 f"curves of Figure 1, got {list(self.sharing_rows)}"
             )
+        model = self.sharing.model
+        if self.wide_hidden <= model.hidden_size or self.wide_hidden % model.num_attention_heads:
+            raise ValueError(
+                f"wide_hidden: expected a width above the sharing runs' {model.hidden_size} and divisible by their "
+                f"{model.num_attention_heads} heads, got {self.wide_hidden}"
+            )
+        if not 1 <= self.wide_embedding <= self.wide_hidden:
+            raise ValueError(f"wide_embedding: expected 1 <= E <= wide_hidden, got {self.wide_embedding}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise ValueError(f"seeds: expected distinct non-negative seeds, at least one, got {list(self.seeds)}")
 
@@ -190,6 +204,7 @@ def albert_config(**overrides) -> PretrainConfig:
 MLM_ACCURACY = "held-out masked-LM accuracy"
 SYNTHETIC = "held-out masked positions of chapter 05's synthetic language"
 LEARNED_TEXT = "{} masked-LM accuracy"  # a gate: the model learned the language at all
+WIDE_ALBERT = "the wide all-shared ALBERT"  # twice BERT's width, about BERT's parameters (Chapter07Config.wide)
 SOP_PAIRS, NSP_PAIRS = "600 held-out SOP pairs of the diaries", "600 held-out NSP pairs of the diaries"
 CLAIMS = (
     Rule(
@@ -235,6 +250,37 @@ CLAIMS = (
         seeds=Seeds("pretraining"),
         gates=(
             Gate(LEARNED_TEXT.format("all-shared ALBERT"), "most-frequent-token guess", 0.01),
+            Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
+        ),
+    ),
+    # declared before their first run (issue 49, item 2): ALBERT's headline, a wider model sharing one layer
+    Rule(
+        "07-wide-shared-beats-bert-at-equal-parameters",
+        "a wider ALBERT sharing one layer beats BERT with no more parameters",
+        paper="ALBERT-xxlarge (235M) 88.7 against BERT-large (334M) 85.2 (average of SQuAD, MNLI, SST-2, RACE)",
+        source="Lan et al. (2020), Table 2",
+        metric=MLM_ACCURACY,
+        data=SYNTHETIC,
+        compared=WIDE_ALBERT,
+        baseline="BERT",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate(LEARNED_TEXT.format(WIDE_ALBERT), "most-frequent-token guess", 0.01),
+            Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
+        ),
+    ),
+    Rule(
+        "07-wide-shared-beats-bert-at-equal-compute",
+        "the wider ALBERT still beats BERT when both train for the same compute",
+        paper="ALBERT-xxlarge (125k steps, 32 h) 88.7 against BERT-large (400k steps, 34 h) 87.2",
+        source="Lan et al. (2020), Table 6",
+        metric=MLM_ACCURACY,
+        data=SYNTHETIC,
+        compared=WIDE_ALBERT + ", its steps cut to BERT's training FLOPs",
+        baseline="BERT",
+        seeds=Seeds("pretraining"),
+        gates=(
+            Gate(LEARNED_TEXT.format(WIDE_ALBERT + " at equal compute"), "most-frequent-token guess", 0.01),
             Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
         ),
     ),
@@ -562,6 +608,54 @@ def sharing_row(config: PretrainConfig, width: int | None, sharing: str) -> dict
             "curves": layer_transitions(model, batches),
             "unigram": unigram_baseline(data(run)),
         }
+
+
+def wide_albert(config: Chapter07Config, seed: int, equal_compute: bool = False) -> PretrainConfig:
+    """The sharing runs' recipe for ALBERT's headline model (Table 2): one layer shared across the depth, of width
+    :attr:`~Chapter07Config.wide_hidden` (FFN four times that) and embedding width
+    :attr:`~Chapter07Config.wide_embedding`, which gives it about BERT's parameters. With ``equal_compute`` its steps
+    (and warm-up) are cut to BERT's training FLOPs, each model's FLOPs per token counted by chapter 04's
+    :func:`~lecture_lib.models.bert.training_flops_per_token` (at quick's sizes, about a quarter of the steps).
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    run = replace(config.sharing, seed=seed)
+    wide = replace(
+        run.model,
+        hidden_size=config.wide_hidden,
+        intermediate_size=4 * config.wide_hidden,
+        embedding_size=config.wide_embedding,
+        num_hidden_groups=1,
+    )
+    train = run.train
+    if equal_compute:
+        seq_len = run.data.seq_len
+        share = training_flops_per_token(bert_twin(run).model, seq_len) / training_flops_per_token(wide, seq_len)
+        train = replace(train, steps=round(train.steps * share), warmup_steps=round(train.warmup_steps * share))
+    return replace(run, model=wide, train=train)
+
+
+def wide_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
+    """ALBERT's headline at the chapter's scale: the wide all-shared ALBERT (:func:`wide_albert`) pretrained once per
+    seed of ``config.seeds`` on the sharing runs' data (:func:`sharing_row`), with BERT's steps and with its
+    training FLOPs. Returns ``{"parameters", "steps": {"equal parameters", "equal compute"}, "mlm_accuracy":
+    {"equal parameters": [per seed], "equal compute": [per seed]}}``.
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    config = config or chapter_config()
+    views = {"equal parameters": False, "equal compute": True}
+    calls = [
+        (wide_albert(config, seed, equal), config.wide_embedding, "all-shared")
+        for seed in config.seeds
+        for equal in views.values()
+    ]
+    rows = compute_all(sharing_row, calls, workers=workers, desc="wide ALBERT runs")
+    return {
+        "parameters": rows[0]["parameters"],
+        "steps": {view: wide_albert(config, config.seeds[0], equal).train.steps for view, equal in views.items()},
+        "mlm_accuracy": {view: [row["mlm_accuracy"] for row in rows[i :: len(views)]] for i, view in enumerate(views)},
+    }
 
 
 @torch.no_grad()

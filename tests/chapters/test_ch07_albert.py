@@ -26,6 +26,8 @@ from lecture_lib.chapters.ch07_albert import (
     pair_task_grid,
     paper_configs,
     pretrained,
+    wide_albert,
+    wide_runs,
 )
 from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, AlbertLayer, AlbertModel
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
@@ -122,6 +124,59 @@ def test_the_bert_twin_has_the_albert_sizes_and_bert_layers():
         "max_position_embeddings",
     ):
         assert getattr(twin.model, name) == getattr(config.model, name), name
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_the_wide_albert_shares_one_wider_layer_with_at_most_berts_parameters(monkeypatch, profile):
+    """Tables 2 and 6 in shape: the wide ALBERT is all-shared, twice (quick) or more as wide as BERT, with no more
+    parameters (counted on transformers' models, not ours) and not 5% fewer; at equal compute its steps times its
+    FLOPs per token are BERT's, to within one step."""
+    monkeypatch.setenv("LECTURE_PROFILE", profile)
+    config = chapter_config()
+    wide, bert = wide_albert(config, seed=2), bert_twin(replace(config.sharing, seed=2))
+    assert wide.seed == 2 and wide.model.num_hidden_groups == 1 and wide.data == config.sharing.data
+    assert wide.model.hidden_size >= 2 * bert.model.hidden_size
+    assert wide.model.num_hidden_layers == bert.model.num_hidden_layers
+    with torch.device("meta"):
+        counts = [
+            sum(p.numel() for p in model.parameters())
+            for model in (
+                transformers.AlbertForPreTraining(wide.model.to_hf()),
+                transformers.BertForPreTraining(bert.model.to_hf()),
+            )
+        ]
+    assert 0.95 * counts[1] <= counts[0] <= counts[1]
+    cheap = wide_albert(config, seed=2, equal_compute=True)
+    seq = config.sharing.data.seq_len
+    per_step = training_flops_per_token(cheap.model, seq)
+    assert abs(cheap.train.steps * per_step - bert.train.steps * training_flops_per_token(bert.model, seq)) <= per_step
+    assert cheap.train.steps < bert.train.steps and cheap.train.warmup_steps < bert.train.warmup_steps
+    with pytest.raises(ValueError, match="wide_hidden: expected a width above"):
+        chapter_config(wide_hidden=config.sharing.model.hidden_size)
+    with pytest.raises(ValueError, match="wide_embedding"):
+        chapter_config(wide_embedding=0)
+
+
+def test_the_wide_runs_train_each_view_once_per_seed_and_read_back(monkeypatch, tmp_path):
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    tiny = chapter_config(
+        sharing=dict(
+            model=dict(
+                hidden_size=16, embedding_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+            ),
+            train=dict(steps=8, batch_size=4, warmup_steps=2),
+        ),
+        wide_hidden=32,
+        wide_embedding=8,
+        seeds=(0, 1),
+    )
+    runs = wide_runs(tiny, workers=1)
+    assert runs["steps"] == {"equal parameters": 8, "equal compute": wide_albert(tiny, 0, True).train.steps}
+    assert all(len(values) == 2 and all(0 <= v <= 1 for v in values) for values in runs["mlm_accuracy"].values())
+    assert runs["parameters"] == sum(p.numel() for p in AlbertForPreTraining(wide_albert(tiny, 0).model).parameters())
+    assert runs["mlm_accuracy"]["equal parameters"] != runs["mlm_accuracy"]["equal compute"]  # two trainings
+    assert wide_runs(tiny, workers=1) == runs  # read back from the cache
 
 
 def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch, capsys):
