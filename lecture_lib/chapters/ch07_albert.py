@@ -7,6 +7,7 @@ Taught in: 07_albert ("Counting parameters exactly", "Factorized embeddings", "C
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -19,9 +20,17 @@ from lecture_lib.cache import Deferred, cached_call, compute_all
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
 from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.config import build_config, merge_dicts
-from lecture_lib.data.diaries import WORDS_PER_ENTRY, Diary, diaries, entry_pairs
+from lecture_lib.data.diaries import WORDS_PER_ENTRY, Diary, date_gap_pairs, diaries, entry_pairs
+from lecture_lib.finetuning.finetune import Task, finetune_budget, finetune_from
+from lecture_lib.finetuning.tasks import ClassificationExample, EncodedTask, encode_classification
 from lecture_lib.labels import IGNORE_INDEX
-from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, share_across_layers
+from lecture_lib.models.albert import (
+    AlbertConfig,
+    AlbertForPreTraining,
+    AlbertForSequenceClassification,
+    AlbertModel,
+    share_across_layers,
+)
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
 from lecture_lib.objectives.sentence_pairs import SentenceOrderPair, SentencePair, collate_pairs
 from lecture_lib.pretraining import (
@@ -37,7 +46,7 @@ from lecture_lib.pretraining import (
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Check, Gate, ParameterCount, Rule, Seeds
-from lecture_lib.runtime import default_device, module_device, to_device
+from lecture_lib.runtime import default_device, module_device, seed_everything, seed_of, to_device
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
 from lecture_lib.train import cpu_threads
 
@@ -744,6 +753,75 @@ def pair_run_scores(config: PretrainConfig, task: str, seed: int) -> dict:
             scores["follows_share"][tested] = float((predicted == 0).float().mean())
             scores["majority"][tested] = _majority(held.test[held.label_key])
     return scores
+
+
+# Section 4's downstream task (Table 5's right-hand columns): is the second of two entries of a diary at most
+# DATE_GAP days after the first? Few labelled pairs, so that what pretraining taught decides the score.
+DATE_GAP = 2
+DATE_GAP_LABELS = 256
+DATE_GAP_BUDGET = dict(steps=150, batch_size=32, lr=1e-3)
+
+
+def date_gap_task(config: PretrainConfig, seed: int) -> Task:
+    """The downstream task on the diaries of :class:`DiaryPairs` ``(config)``: :data:`DATE_GAP_LABELS` training pairs
+    of :func:`~lecture_lib.data.diaries.date_gap_pairs` drawn with ``seed``, and the first ``config.data.eval_pairs``
+    pairs of the held-out diaries as its test set, for ALBERT's sequence-classification head.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    data = DiaryPairs(config)
+    labelled = random.Random(seed_of("date-gap labels", seed)).sample(
+        date_gap_pairs(data.train_documents, DATE_GAP), DATE_GAP_LABELS
+    )
+    held_out = date_gap_pairs(data.test_documents, DATE_GAP)[: config.data.eval_pairs]
+
+    def encoded(pairs: list[tuple[str, str, int]]) -> tuple[EncodedTask, list[ClassificationExample]]:
+        examples = [ClassificationExample(a.split(), label, b.split()) for a, b, label in pairs]
+        return encode_classification(examples, data.tokenizer, config.data.seq_len, 2), examples
+
+    (train, _), (test, test_examples) = encoded(labelled), encoded(held_out)
+    return Task("date_gap", AlbertForSequenceClassification, 2, train, test, test_examples)
+
+
+@cached_call
+def date_gap_score(config: PretrainConfig, pretraining: str | None, seed: int) -> float:
+    """Held-out accuracy on :func:`date_gap_task` of the ALBERT of the pair grid pretrained with MLM + ``pretraining``
+    (``"nsp"`` or ``"sop"``) on seed ``seed`` (read from the cache once trained), or of one never pretrained
+    (``None``, initialised with ``seed``), fine-tuned with ``seed`` on :data:`DATE_GAP_BUDGET`.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    task = date_gap_task(config, seed)
+    with cpu_threads(config.train.num_threads):
+        if pretraining is None:
+            seed_everything(seed)
+            encoder = AlbertModel(config.model)
+        else:
+            run = replace(_with_pairs(config, pretraining), seed=seed)
+            encoder = pretrained(run, DiaryPairs(config), progress=False).model.albert
+        result = finetune_from(task, encoder, finetune_budget(**DATE_GAP_BUDGET), seed)
+    return result.scores["accuracy"]
+
+
+def date_gap_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
+    """Table 5's downstream columns in shape: the NSP and SOP models of :func:`pair_task_grid` and a never-pretrained
+    ALBERT, each fine-tuned on :func:`date_gap_task` once per seed of ``config.seeds`` (:func:`date_gap_score`).
+    Returns ``{"seeds", "rows": {"sop", "nsp", "no pretraining": [accuracy per seed]}, "majority"}``, the last the
+    share of the commoner label among the held-out pairs.
+
+    Taught in: 07_albert ("Sentence-order prediction").
+    """
+    config = config or chapter_config()
+    rows = {"sop": "sop", "nsp": "nsp", "no pretraining": None}
+    jobs = [(config.pairs, pretraining, seed) for pretraining in rows.values() for seed in config.seeds]
+    scores = compute_all(date_gap_score, jobs, workers=workers, desc="date-gap fine-tuning")
+    n = len(config.seeds)
+    labels = date_gap_task(config.pairs, config.seeds[0]).test.features["labels"]
+    return {
+        "seeds": list(config.seeds),
+        "rows": {name: scores[i * n : (i + 1) * n] for i, name in enumerate(rows)},
+        "majority": _majority(labels),
+    }
 
 
 def _with_pairs(config: PretrainConfig, task: str) -> PretrainConfig:

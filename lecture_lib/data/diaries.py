@@ -143,3 +143,22 @@ def entry_pairs(documents: list[Diary], task: str, seed: int) -> list[tuple[str,
                 second = rng.choice(other.entries)
             pairs.append((first, second, label))
     return pairs
+
+
+def date_gap_pairs(documents: list[Diary], gap: int) -> list[tuple[str, str, int]]:
+    """Every two entries of a diary in their order, ``(A, B, label)``: label 1 when B is at most ``gap`` days
+    after A, else 0. Both entries name the same person and things, so the topic says nothing, and their order is
+    always the written one: only the two dates tell the label. Chapter 07's downstream task of two sentences.
+
+    >>> diary = Diary("farm", (1, 2, 6), ("on the 2nd a", "on the 3rd b", "on the 7th c"))
+    >>> [(a[-1], b[-1], label) for a, b, label in date_gap_pairs([diary], gap=2)]
+    [('a', 'b', 1), ('a', 'c', 0), ('b', 'c', 0)]
+    """
+    if gap < 1:
+        raise ValueError(f"expected a gap of at least one day, got {gap}")
+    return [
+        (diary.entries[i], diary.entries[j], int(diary.dates[j] - diary.dates[i] <= gap))
+        for diary in documents
+        for i in range(len(diary.entries))
+        for j in range(i + 1, len(diary.entries))
+    ]

@@ -97,7 +97,7 @@ def predict(model: nn.Module, encoded: EncodedTask, batch_size: int = 128, **for
 
 def score(task: Task, model: nn.Module, null_threshold: float = 0.0, **forward_kwargs) -> dict[str, float]:
     """The task's metrics on its test set, by the task's name: accuracy and MCC (acceptability);
-    accuracy (entailment, inference, choice); span F1 (ner, context_ner); Pearson and Spearman
+    accuracy (entailment, inference, choice; chapter 07's date_gap); span F1 (ner, context_ner); Pearson and Spearman
     correlation (similarity); exact match and F1 (qa; and unanswerable_qa, also on the answerable and
     the unanswerable questions apart, "no answer" predicted past ``null_threshold``). ``forward_kwargs``
     go to the model with the inputs (chapter 10 scores a model with its heads gated by a ``head_mask``).
@@ -122,7 +122,7 @@ def _scores(task: Task, out: dict[str, torch.Tensor], null_threshold: float) -> 
     if task.name == "acceptability":
         predicted = out["logits"].argmax(-1)
         return {"accuracy": accuracy(predicted, labels), "mcc": matthews_corrcoef(predicted, labels)}
-    if task.name in ("entailment", "inference", "choice"):
+    if task.name in ("entailment", "inference", "choice", "date_gap"):
         return {"accuracy": accuracy(out["logits"].argmax(-1), labels)}
     if task.name in ("ner", "context_ner"):
         return {"f1": span_f1([e.tags for e in task.test_examples], word_tags(out["logits"], task.test))["f1"]}

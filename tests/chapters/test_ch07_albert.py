@@ -11,11 +11,14 @@ import torch
 import transformers
 
 from lecture_lib.chapters.ch07_albert import (
+    DATE_GAP,
+    DATE_GAP_LABELS,
     DiaryPairs,
     albert_config,
     bert_twin,
     chapter_config,
     count_on_meta,
+    date_gap_task,
     effective_word_table,
     encoder_parameters,
     energy_rank,
@@ -29,7 +32,14 @@ from lecture_lib.chapters.ch07_albert import (
     wide_albert,
     wide_runs,
 )
-from lecture_lib.models.albert import AlbertConfig, AlbertForPreTraining, AlbertLayer, AlbertModel
+from lecture_lib.data.diaries import DATES, date_gap_pairs
+from lecture_lib.models.albert import (
+    AlbertConfig,
+    AlbertForPreTraining,
+    AlbertForSequenceClassification,
+    AlbertLayer,
+    AlbertModel,
+)
 from lecture_lib.models.bert import BertConfig, BertForPreTraining, training_flops_per_token
 from lecture_lib.pretraining import cached_pretraining
 from tests.command_line import (
@@ -177,6 +187,30 @@ def test_the_wide_runs_train_each_view_once_per_seed_and_read_back(monkeypatch, 
     assert runs["parameters"] == sum(p.numel() for p in AlbertForPreTraining(wide_albert(tiny, 0).model).parameters())
     assert runs["mlm_accuracy"]["equal parameters"] != runs["mlm_accuracy"]["equal compute"]  # two trainings
     assert wide_runs(tiny, workers=1) == runs  # read back from the cache
+
+
+def test_the_date_gap_task_labels_each_pair_by_its_two_dates(monkeypatch):
+    """Section 4's downstream task: the label is whether the second entry is at most DATE_GAP days after the first,
+    both entries of one diary in their order (the same person and things), read off the encoded words; the labelled
+    pairs are drawn per seed, the test pairs are fixed."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    config = chapter_config().pairs
+    task, again = date_gap_task(config, seed=0), date_gap_task(config, seed=1)
+    assert task.head is AlbertForSequenceClassification and task.num_labels == 2
+    assert len(task.test_examples) == config.data.eval_pairs and task.train.features["labels"].shape == (
+        DATE_GAP_LABELS,
+    )
+    assert torch.equal(task.test.features["input_ids"], again.test.features["input_ids"])
+    assert not torch.equal(task.train.features["input_ids"], again.train.features["input_ids"])
+    for example in task.test_examples:
+        a, b = example.words_a, example.words_b
+        assert (a[4], a[6], a[8]) == (b[4], b[6], b[8])  # one diary: its person and things
+        gap = DATES.index(b[2]) - DATES.index(a[2])
+        assert gap >= 1 and example.label == int(gap <= DATE_GAP)
+    labels = task.test.features["labels"].float().mean()
+    assert 0.3 < labels < 0.7  # both answers are common
+    with pytest.raises(ValueError, match="gap of at least one day"):
+        date_gap_pairs(DiaryPairs(config).test_documents, 0)
 
 
 def test_the_command_line_takes_the_albert_recipe_and_its_own_fields(monkeypatch, capsys):
