@@ -915,7 +915,7 @@ assert all(len(right) >= 100 for right in by_attractors.values())
 
 # %%
 profile.expect(
-    90, "Further pretraining the course's BERT on the attractor text, three seeds (the first time; then from the cache)"
+    50, "Further pretraining the course's BERT on the attractor text, three seeds (the first time; then from the cache)"
 )
 attractor_runs = attractor_training(course, config)
 attracted = {  # per seed: the share right over the sentences with one or two attractors
@@ -1009,7 +1009,7 @@ assert abs(cloze_scores(course.model, course.tokenizer, query, ".", [candidate])
 
 # %%
 profile.expect(
-    30, "Further pretraining the course's BERT on the knowledge text, three seeds (the first time; then from the cache)"
+    20, "Further pretraining the course's BERT on the knowledge text, three seeds (the first time; then from the cache)"
 )
 knowledge = knowledge_probing(course, config)
 buckets = list(KNOWLEDGE_FREQUENCIES)

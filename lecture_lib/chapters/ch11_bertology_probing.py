@@ -48,7 +48,7 @@ from lecture_lib.analysis.word_senses import (
     sense_sentences,
 )
 from lecture_lib.analysis.word_vectors import word_vectors
-from lecture_lib.cache import cached_call
+from lecture_lib.cache import cached_call, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import (
@@ -777,14 +777,16 @@ def agreement_sentences(
     return out
 
 
-def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[tuple[int, float]]:
+def agreement_preferences(
+    model: nn.Module, tokenizer, sentences: Sequence[Sentence], progress: bool = True
+) -> list[tuple[int, float]]:
     """For each sentence's main verb: (attractors, log p(right form) - log p(wrong form)) with the verb
     masked (Goldberg 2019).
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
     out = []
-    for s in tqdm(sentences, desc="agreement"):
+    for s in tqdm(sentences, desc="agreement", disable=not progress):
         agreement = s.agreement[-1]
         verb = s.words[agreement.verb]
         out.append(
@@ -838,61 +840,61 @@ def attractor_text(config: Chapter11Config, seed: int) -> list[Sentence]:
     return text
 
 
-def right_form_rates(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[float]:
+def right_form_rates(model: nn.Module, tokenizer, sentences: Sequence[Sentence], progress: bool = True) -> list[float]:
     """Per number of attractors (0, 1, ...): the share of ``sentences`` whose main verb's right form ``model``
     prefers (:func:`agreement_preferences`).
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
     right = defaultdict(list)
-    for count, preference in agreement_preferences(model, tokenizer, sentences):
+    for count, preference in agreement_preferences(model, tokenizer, sentences, progress):
         right[count].append(preference > 0)
     return [sum(right[count]) / len(right[count]) for count in sorted(right)]
 
 
 def attractor_training(course: PretrainResult, config: Chapter11Config) -> list[dict]:
-    """For every seed of :attr:`~Chapter11Config.seeds`: the course's BERT further pretrained on that seed's
-    :func:`attractor_text` (:func:`further_pretrain`), and per number of attractors the share of right forms on
-    :func:`agreement_sentences` whose subjects are the seed's :func:`held_out_subjects`, before (``before``) and
-    after (``after``), beside the nearest-noun heuristic's (``nearest``), and after on sentences whose subjects
-    the text used (``seen``); cached (:func:`attractor_runs`).
+    """For every seed of :attr:`~Chapter11Config.seeds`, :func:`attractor_run`: the course's BERT further pretrained on
+    that seed's :func:`attractor_text`, and its agreement before and after; the missing runs two at a time, one
+    per core, each cached.
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    return attractor_runs(course.model, course.tokenizer, config)
+    calls = [(course.model, course.tokenizer, config, seed) for seed in config.seeds]
+    return compute_all(attractor_run, calls, desc="further pretraining on the attractor text")
 
 
 @cached_call
-def attractor_runs(model: nn.Module, tokenizer, config: Chapter11Config) -> list[dict]:
-    """:func:`attractor_training` of a model with an MLM head and its tokenizer."""
-    out = []
-    for seed in config.seeds:
-        held_out = held_out_subjects(config, seed)
-        test = agreement_sentences(config, seed, held_out)
-        seen = agreement_sentences(config, seed, [noun for noun in ANIMATE_NOUNS if noun not in held_out])
-        text = attractor_text(config, seed)
-        trained = further_pretrain(
-            model,
-            tokenizer,
-            text,
-            seed,
-            steps=config.attractor_steps,
-            batch=config.knowledge_batch,
-            lr=config.attractor_lr,
-        )
-        nearest = defaultdict(list)
-        for s in test:
-            nearest[attractors(s, s.agreement[-1])].append(nearest_noun_agrees(s, s.agreement[-1]))
-        out.append(
-            dict(
-                held_out=[singular for singular, _ in held_out],
-                before=right_form_rates(model, tokenizer, test),
-                after=right_form_rates(trained, tokenizer, test),
-                nearest=[sum(nearest[count]) / len(nearest[count]) for count in sorted(nearest)],
-                seen=right_form_rates(trained, tokenizer, seen),
-            )
-        )
-    return out
+def attractor_run(model: nn.Module, tokenizer, config: Chapter11Config, seed: int) -> dict:
+    """One seed of :func:`attractor_training`: ``model`` (with an MLM head) further pretrained on the seed's
+    :func:`attractor_text` (:func:`further_pretrain`). Per number of attractors, the share of right forms on
+    :func:`agreement_sentences` whose subjects are the seed's :func:`held_out_subjects`: before (``before``) and
+    after (``after``), beside the nearest-noun heuristic's (``nearest``); and after, on sentences whose subjects
+    the text used (``seen``).
+    """
+    held_out = held_out_subjects(config, seed)
+    test = agreement_sentences(config, seed, held_out)
+    seen = agreement_sentences(config, seed, [noun for noun in ANIMATE_NOUNS if noun not in held_out])
+    text = attractor_text(config, seed)
+    trained = further_pretrain(
+        model,
+        tokenizer,
+        text,
+        seed,
+        steps=config.attractor_steps,
+        batch=config.knowledge_batch,
+        lr=config.attractor_lr,
+        progress=False,  # the workers' bars would interleave; compute_all shows the runs'
+    )
+    nearest = defaultdict(list)
+    for s in test:
+        nearest[attractors(s, s.agreement[-1])].append(nearest_noun_agrees(s, s.agreement[-1]))
+    return dict(
+        held_out=[singular for singular, _ in held_out],
+        before=right_form_rates(model, tokenizer, test, progress=False),
+        after=right_form_rates(trained, tokenizer, test, progress=False),
+        nearest=[sum(nearest[count]) / len(nearest[count]) for count in sorted(nearest)],
+        seen=right_form_rates(trained, tokenizer, seen, progress=False),
+    )
 
 
 def candidates_for(relation: str) -> list[str]:
@@ -967,7 +969,15 @@ def name_pieces(tokenizer, sentence: Sentence) -> tuple[list[int], list[list[int
 
 
 def further_pretrain(
-    model: nn.Module, tokenizer, text: Sequence[Sentence], seed: int, *, steps: int, batch: int, lr: float
+    model: nn.Module,
+    tokenizer,
+    text: Sequence[Sentence],
+    seed: int,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    progress: bool = True,
 ) -> nn.Module:
     """A copy of ``model`` (a BERT with an MLM head) trained further on ``text`` with masked LM: ``steps``
     AdamW steps at learning rate ``lr`` on batches of ``batch`` sentences drawn at random with ``seed``. Each piece is
@@ -980,7 +990,7 @@ def further_pretrain(
     framed = [name_pieces(tokenizer, sentence) for sentence in text]
     draw = generator("ch11 knowledge batches", seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    for _ in tqdm(range(steps), desc=f"further pretraining, seed {seed}"):
+    for _ in tqdm(range(steps), desc=f"further pretraining, seed {seed}", disable=not progress):
         rows = [framed[i] for i in torch.randint(len(framed), (batch,), generator=draw).tolist()]
         ids = pad_ids([r[0] for r in rows], tokenizer.pad_token_id)
         attention = pad_ids([[1] * len(r[0]) for r in rows], 0)
@@ -1041,39 +1051,37 @@ def knowledge_scores(
 
 
 def knowledge_probing(course: PretrainResult, config: Chapter11Config) -> list[dict]:
-    """For every seed of :attr:`~Chapter11Config.seeds`: the course's BERT further pretrained on that
-    seed's :func:`knowledge_text`, and its :func:`knowledge_scores` before (``before``) and after (``after``);
-    cached under the model's weights, the tokenizer's vocabulary and the config (:func:`knowledge_runs`).
+    """For every seed of :attr:`~Chapter11Config.seeds`, :func:`knowledge_run`: the course's BERT further pretrained
+    on that seed's :func:`knowledge_text`, and its :func:`knowledge_scores` before (``before``) and after
+    (``after``); the missing runs two at a time, one per core, each cached under the model's weights, the
+    tokenizer's vocabulary, the config and the seed.
 
     Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
-    return knowledge_runs(course.model, course.tokenizer, config)
+    calls = [(course.model, course.tokenizer, config, seed) for seed in config.seeds]
+    return compute_all(knowledge_run, calls, desc="further pretraining on the knowledge text")
 
 
 @cached_call
-def knowledge_runs(model: nn.Module, tokenizer, config: Chapter11Config) -> list[dict]:
-    """:func:`knowledge_probing` of a model with an MLM head and its tokenizer (:data:`KNOWLEDGE_FREQUENCIES` and
-    :data:`KNOWLEDGE_QUERIES` read here, so in the cache name)."""
-    out = []
-    for seed in config.seeds:
-        facts, text = knowledge_text(config, seed, KNOWLEDGE_FREQUENCIES)
-        trained = further_pretrain(
-            model,
-            tokenizer,
-            text,
-            seed,
-            steps=config.knowledge_steps,
-            batch=config.knowledge_batch,
-            lr=config.knowledge_lr,
-        )
-        out.append(
-            dict(
-                sentences=len(text),
-                before=knowledge_scores(model, tokenizer, facts, text, KNOWLEDGE_QUERIES),
-                after=knowledge_scores(trained, tokenizer, facts, text, KNOWLEDGE_QUERIES),
-            )
-        )
-    return out
+def knowledge_run(model: nn.Module, tokenizer, config: Chapter11Config, seed: int) -> dict:
+    """One seed of :func:`knowledge_probing`, for a model with an MLM head and its tokenizer
+    (:data:`KNOWLEDGE_FREQUENCIES` and :data:`KNOWLEDGE_QUERIES` read here, so in the cache name)."""
+    facts, text = knowledge_text(config, seed, KNOWLEDGE_FREQUENCIES)
+    trained = further_pretrain(
+        model,
+        tokenizer,
+        text,
+        seed,
+        steps=config.knowledge_steps,
+        batch=config.knowledge_batch,
+        lr=config.knowledge_lr,
+        progress=False,  # the workers' bars would interleave; compute_all shows the runs'
+    )
+    return dict(
+        sentences=len(text),
+        before=knowledge_scores(model, tokenizer, facts, text, KNOWLEDGE_QUERIES),
+        after=knowledge_scores(trained, tokenizer, facts, text, KNOWLEDGE_QUERIES),
+    )
 
 
 @dataclass

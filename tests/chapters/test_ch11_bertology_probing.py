@@ -14,6 +14,7 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     ROLES,
     Chapter11Config,
     agreement_sentences,
+    attractor_run,
     attractor_text,
     attractors,
     further_pretrain,
@@ -35,9 +36,18 @@ from lecture_lib.chapters.ch11_bertology_probing import (
 )
 from lecture_lib.data.synthetic import ADJECTIVES, ANIMATE_NOUNS, PLACE_ADJECTIVES, SyntheticLanguage
 from lecture_lib.data.treebank import edge_examples
-from lecture_lib.models.bert import BertConfig, BertModel
+from lecture_lib.models.bert import BertConfig, BertForPreTraining, BertModel
 from lecture_lib.runtime import seed_of
 from lecture_lib.tokenization.wordpiece import WordPieceTokenizer
+
+
+def tiny_mlm_bert(vocab_size: int) -> BertForPreTraining:
+    """A one-layer BERT with its MLM head, width 16, in eval mode, the same weights every call."""
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    return BertForPreTraining(config).eval()
 
 
 @pytest.fixture(scope="module")
@@ -233,24 +243,40 @@ def test_name_pieces_find_every_name_and_further_pretraining_leaves_the_model_al
             for k in range(sum(t.startswith("B-") for t in s.entities))
         ]
         assert [tokenizer.decode([ids[p] for p in name]) for name in names] == expected
-    from lecture_lib.models.bert import BertForPreTraining
-
-    torch.manual_seed(0)
-    model = BertForPreTraining(
-        BertConfig(
-            vocab_size=len(tokenizer.vocab),
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=32,
-        )
-    ).eval()
+    model = tiny_mlm_bert(len(tokenizer.vocab))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     trained = further_pretrain(model, tokenizer, sentences, seed=0, steps=3, batch=4, lr=1e-3)
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     assert not trained.training and not torch.equal(
         trained.state_dict()[next(iter(before))], before[next(iter(before))]
     )
+
+
+def test_an_attractor_run_scores_the_model_before_and_after_on_the_same_sentences(monkeypatch, tmp_path):
+    """One seed of attractor_training on a tiny BERT: per number of attractors, the untrained model's rates
+    (recomputed here by hand from form_preference), the trained model's, the heuristic's; cached, and read back."""
+    from lecture_lib.analysis.cloze import form_preference
+    from lecture_lib.data.synthetic import OTHER_NUMBER
+
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    config = Chapter11Config(
+        **{**QUICK, "agreement_per_bucket": 6, "attractor_text_sentences": 40, "attractor_steps": 3}
+    )
+    text = attractor_text(config, seed=0)
+    tokenizer = WordPieceTokenizer.train([s.text for s in text] + ["is are"], vocab_size=150)
+    model = tiny_mlm_bert(len(tokenizer.vocab))
+    run = attractor_run(model, tokenizer, config, 0)
+    test = agreement_sentences(config, 0, held_out_subjects(config, 0))
+    by_hand = [[], [], []]
+    for s in test:
+        a = s.agreement[-1]
+        by_hand[attractors(s, a)].append(
+            form_preference(model, tokenizer, s.words, a.verb, OTHER_NUMBER[s.words[a.verb]]) > 0
+        )
+    assert run["before"] == pytest.approx([sum(r) / len(r) for r in by_hand])
+    assert run["nearest"] == [1.0, run["nearest"][1], 0.0] and len(run["after"]) == len(run["seen"]) == 3
+    assert sorted(run["held_out"]) == sorted(singular for singular, _ in held_out_subjects(config, 0))
+    assert attractor_run.is_cached(model, tokenizer, config, 0) and attractor_run(model, tokenizer, config, 0) == run
 
 
 def test_the_random_twin_is_seeded_fresh_and_leaves_the_global_generator_alone():
