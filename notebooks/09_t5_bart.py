@@ -79,7 +79,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
     mean_task_score,
     noise_at_the_end,
     noising_runs,
-    objective_runs,
+    pretraining_tables,
     text_to_text,
     tiny_bart,
 )
@@ -101,7 +101,7 @@ from lecture_lib.objectives.noising import (
 from lecture_lib.objectives.span_corruption import noise_spans, random_spans_noise_mask, span_corrupt, span_counts
 from lecture_lib.plots.t5_architectures import architecture_masks, t5_architectures_figure
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import generator, invoke, limit_cpu_threads, parallel_map
+from lecture_lib.runtime import generator, limit_cpu_threads
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 recipe = chapter_config()
@@ -415,12 +415,12 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 
 # %%
 profile.expect(
-    370,
+    150,
     f"Pretraining one T5 per objective and seed, and section 9's BARTs beside them, then fine-tuning each "
     f"({len(recipe.seeds)} seeds; the first time, then they load from the cache)",
 )
-# the two tables' runs side by side, one per CPU core; invoke(f, x) is f(x), and section 9 reads its runs back
-results, _ = parallel_map(invoke, [(objective_runs, recipe), (noising_runs, recipe)], desc="pretraining")
+# the two tables' runs (one per row and seed) two at a time, one per CPU core; section 9 reads its runs back
+results, _ = pretraining_tables(recipe)
 curves, offsets = results["bias"], results["offsets"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
 for ax, stack in zip(axes, ("encoder", "decoder")):

@@ -11,12 +11,12 @@ import functools
 import math
 import random
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence, Union
 
 import torch
 
-from lecture_lib.cache import cached_call
+from lecture_lib.cache import cached_call, compute_all
 from lecture_lib.config import FieldError, OneOf, Range, build_config, built_by, check_fields
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, SyntheticLanguage
 from lecture_lib.decoding import greedy_decode
@@ -664,40 +664,97 @@ def mean_task_score(run: dict, tasks: Sequence[str] = TASKS) -> list[float]:
     return [sum(scores[t] for t in tasks) / len(tasks) for scores in run["seed_scores"]]
 
 
+BIAS_OFFSETS = range(-40, 41)  # the offsets of the relative position bias drawn in section 7
+
+
+def seed_groups(recipe: Chapter09Config) -> list[tuple[int, ...]]:
+    """The seeds of a row that one run trains together: each seed alone when each pretrains its own model
+    (``seed_varies="pretraining"``), else all of them, fine-tuning copies of one pretrained model.
+
+    >>> [seed_groups(chapter_config(seeds=(0, 1), seed_varies=v)) for v in ("pretraining", "fine-tuning")]
+    [[(0,), (1,)], [(0, 1)]]
+    """
+    return [(seed,) for seed in recipe.seeds] if recipe.seed_varies == "pretraining" else [tuple(recipe.seeds)]
+
+
 @cached_call
-def objective_runs(recipe: Chapter09Config) -> dict:
+def row_run(recipe: Chapter09Config, family: str, row: str, seeds: tuple[int, ...]) -> dict:
+    """One job of a table (:func:`objective_runs`, :func:`pretraining_tables`): :func:`pretrain_then_finetune` of one
+    row on ``seeds`` (one group of :func:`seed_groups`). ``family`` ``"t5"``: a tiny T5 and ``row`` an objective or
+    ``"no pretraining"``, probed by :func:`hidden_word_accuracy` on the recipe's first seed; the random-spans row
+    also keeps :func:`bias_by_offset` of its model after the recipe's last seed. ``family`` ``"bart"``: a tiny BART
+    and ``row`` a noising.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale", "BART's noising functions").
+    """
+    data, part, size = TextToTextData(recipe), replace(recipe, seeds=seeds), recipe.pretrain.batch_size
+    if family == "bart":
+        batches = functools.partial(data.noising_batches, row, size)
+        return pretrain_then_finetune(lambda seed: tiny_bart(recipe, len(data.vocab), seed), batches, data, part)[0]
+    if family != "t5":
+        raise ValueError(f"expected the family 't5' or 'bart', got {family!r}")
+    batches = None if row == "no pretraining" else functools.partial(data.pretraining_batches, row, size)
+    probe = None
+    if seeds[0] == recipe.seeds[0]:
+        probe = lambda pretrained: hidden_word_accuracy(pretrained, data, row, recipe.probe_documents)  # noqa: E731
+    run, model = pretrain_then_finetune(lambda seed: tiny_t5(recipe, len(data.vocab), seed), batches, data, part, probe)
+    if row == "random_spans" and seeds[-1] == recipe.seeds[-1]:
+        run["bias"] = bias_by_offset(model, BIAS_OFFSETS)
+    return run
+
+
+def _table_calls(recipe: Chapter09Config, family: str) -> list[tuple]:
+    rows = ("no pretraining", *recipe.objectives) if family == "t5" else recipe.noisings
+    return [(recipe, family, row, seeds) for row in rows for seeds in seed_groups(recipe)]
+
+
+def _joined(calls: list[tuple], parts: list[dict]) -> dict[str, dict]:
+    """The rows of a table from its jobs' parts: the seeds' scores and names in the recipe's order, their means,
+    and the first seed's pretraining loss and probe."""
+    rows: dict[str, list[dict]] = {}
+    for (_, _, row, _), part in zip(calls, parts):
+        rows.setdefault(row, []).append(part)
+    out = {}
+    for row, group in rows.items():
+        seed_scores = [scores for part in group for scores in part["seed_scores"]]
+        first = {key: group[0][key] for key in ("pretrain_loss", "probe") if key in group[0]}
+        out[row] = {
+            **first,
+            "seed_scores": seed_scores,
+            "scores": {t: sum(s[t] for s in seed_scores) / len(seed_scores) for t in TASKS},
+            "names_written": [name for part in group for name in part["names_written"]],
+        }
+    return out
+
+
+def objective_runs(recipe: Chapter09Config, *, workers: int | None = None) -> dict:
     """T5's objectives table in shape: for each objective of the recipe (and for no pretraining), a tiny T5
     pretrained with it, then fine-tuned on the four tasks at once per seed; :func:`task_score` per task on
     unseen names (:func:`pretrain_then_finetune`); each pretrained model is probed by :func:`hidden_word_accuracy`
-    before fine-tuning (the row without pretraining has no ``"probe"``).
+    before fine-tuning (the row without pretraining has no ``"probe"``). The jobs (:func:`row_run`, one per row
+    and group of :func:`seed_groups`) not yet in the cache run ``workers`` at a time.
 
-    Returns ``{"runs": {objective: {"pretrain_loss", "probe", "seed_scores", "scores"}}, "bias": {encoder, decoder
-    curves of the random-spans model, after fine-tuning on the last seed}, "offsets": [...], "tasks": TASKS}``,
-    cached as JSON under a name made of the call (:func:`lecture_lib.cache.cached_call`).
+    Returns ``{"runs": {objective: {"pretrain_loss", "probe", "seed_scores", "scores", "names_written"}}, "bias":
+    {encoder, decoder curves of the random-spans model, after fine-tuning on the last seed}, "offsets": [...],
+    "tasks": TASKS}``.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    offsets = range(-40, 41)
-    data = TextToTextData(recipe)
-    runs, bias = {}, None
-    for objective in ("no pretraining", *recipe.objectives):
-        batches = (
-            None
-            if objective == "no pretraining"
-            else functools.partial(data.pretraining_batches, objective, recipe.pretrain.batch_size)
-        )
-        runs[objective], model = pretrain_then_finetune(
-            lambda seed: tiny_t5(recipe, len(data.vocab), seed),
-            batches,
-            data,
-            recipe,
-            probe=lambda pretrained, objective=objective: hidden_word_accuracy(
-                pretrained, data, objective, recipe.probe_documents
-            ),
-        )
-        if objective == "random_spans":
-            bias = bias_by_offset(model, offsets)
-    return {"runs": runs, "bias": bias, "offsets": list(offsets), "tasks": list(TASKS)}
+    calls = _table_calls(recipe, "t5")
+    parts = compute_all(row_run, calls, workers=workers, desc="T5 runs")
+    bias = next((part["bias"] for part in parts if "bias" in part), None)
+    runs = _joined(calls, parts)
+    return {"runs": runs, "bias": bias, "offsets": list(BIAS_OFFSETS), "tasks": list(TASKS)}
+
+
+def pretraining_tables(recipe: Chapter09Config, *, workers: int | None = None) -> tuple[dict, dict]:
+    """(:func:`objective_runs`, :func:`noising_runs`) of ``recipe``, their jobs not yet in the cache run together,
+    ``workers`` at a time (by default one per core), so that neither table waits for the other.
+
+    Taught in: 09_t5_bart ("The objectives table at toy scale").
+    """
+    compute_all(row_run, _table_calls(recipe, "t5") + _table_calls(recipe, "bart"), workers=workers, desc="pretraining")
+    return objective_runs(recipe), noising_runs(recipe)
 
 
 def gains_in_standard_errors(
@@ -852,25 +909,18 @@ def most_frequent_answers(model: Seq2Seq, data: TextToTextData) -> dict[str, tup
 
 
 @cached_call
-def noising_runs(recipe: Chapter09Config) -> dict:
+def noising_runs(recipe: Chapter09Config, *, workers: int | None = None) -> dict:
     """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned per
-    seed and scored as :func:`objective_runs` does.
+    seed and scored as :func:`objective_runs` does, its jobs (:func:`row_run`) not yet in the cache ``workers`` at
+    a time.
 
-    Returns ``{"runs": {noising: {"pretrain_loss", "seed_scores", "scores", "names_written"}}, "tasks": TASKS}``,
-    cached as JSON under a name made of the call.
+    Returns ``{"runs": {noising: {"pretrain_loss", "seed_scores", "scores", "names_written"}}, "tasks": TASKS}``.
 
     Taught in: 09_t5_bart ("BART's noising functions").
     """
-    data = TextToTextData(recipe)
-    runs = {}
-    for name in recipe.noisings:
-        runs[name], _ = pretrain_then_finetune(
-            lambda seed: tiny_bart(recipe, len(data.vocab), seed),
-            functools.partial(data.noising_batches, name, recipe.pretrain.batch_size),
-            data,
-            recipe,
-        )
-    return {"runs": runs, "tasks": list(TASKS)}
+    calls = _table_calls(recipe, "bart")
+    parts = compute_all(row_run, calls, workers=workers, desc="BART runs")
+    return {"runs": _joined(calls, parts), "tasks": list(TASKS)}
 
 
 def majority_baseline(recipe: Chapter09Config) -> dict[str, float]:

@@ -27,6 +27,7 @@ from lecture_lib.chapters.ch09_t5_bart import (
     objective_runs,
     pack,
     pretrain_then_finetune,
+    row_run,
     span_corruption_lengths,
     text_to_text,
     tiny_bart,
@@ -90,6 +91,11 @@ def test_the_experiment_runs_every_objective_on_a_tiny_recipe(tmp_path, monkeypa
     bart = noising_runs(recipe)["runs"]
     assert set(bart) == set(recipe.noisings) and all(run["pretrain_loss"] is not None for run in bart.values())
     assert all(len(run["seed_scores"]) == 2 for run in bart.values())
+
+
+def test_a_table_job_refuses_a_family_it_does_not_know():
+    with pytest.raises(ValueError, match="expected the family 't5' or 'bart', got 'gpt'"):
+        row_run.__wrapped__(chapter_config(documents=30, train_examples=20, eval_examples=4), "gpt", "prefix_lm", (0,))
 
 
 def test_rolled_random_spans_put_noise_at_the_end_as_often_as_anywhere():
