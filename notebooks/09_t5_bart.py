@@ -415,7 +415,7 @@ assert decoder_table[31] == (-200, -113) and decoder_table[0] == (0, 200)  # the
 
 # %%
 profile.expect(
-    150,
+    160,
     f"Pretraining one T5 per objective and seed, and section 9's BARTs beside them, then fine-tuning each "
     f"({len(recipe.seeds)} seeds; the first time, then they load from the cache)",
 )

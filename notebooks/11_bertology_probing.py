@@ -915,7 +915,7 @@ assert all(len(right) >= 100 for right in by_attractors.values())
 
 # %%
 profile.expect(
-    50, "Further pretraining the course's BERT on the attractor text, three seeds (the first time; then from the cache)"
+    65, "Further pretraining the course's BERT on the attractor text, three seeds (the first time; then from the cache)"
 )
 attractor_runs = attractor_training(course, config)
 attracted = {  # per seed: the share right over the sentences with one or two attractors

@@ -213,7 +213,7 @@ def albert_config(**overrides) -> PretrainConfig:
 MLM_ACCURACY = "held-out masked-LM accuracy"
 SYNTHETIC = "held-out masked positions of chapter 05's synthetic language"
 LEARNED_TEXT = "{} masked-LM accuracy"  # a gate: the model learned the language at all
-WIDE_ALBERT = "the wide all-shared ALBERT"  # twice BERT's width, about BERT's parameters (Chapter07Config.wide)
+WIDE_ALBERT = "the wide all-shared ALBERT"  # twice BERT's width, about its parameters (Chapter07Config.wide_hidden)
 DATE_GAP_PAIRS = "held-out pairs of one diary's entries, in order: is the second within two days of the first?"
 SOP_PAIRS, NSP_PAIRS = "600 held-out SOP pairs of the diaries", "600 held-out NSP pairs of the diaries"
 CLAIMS = (
