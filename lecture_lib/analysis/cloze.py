@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
+from lecture_lib.runtime import module_device
 from lecture_lib.tokenization import WordPieceTokenizer
 
 
@@ -45,8 +46,9 @@ def cloze_scores(
     input_ids = pad_sequence(rows, batch_first=True, padding_value=tokenizer.pad_token_id)
     attention_mask = pad_sequence([torch.ones_like(r) for r in rows], batch_first=True)
     model.eval()
-    with torch.no_grad():
-        log_probs = model(input_ids, attention_mask).prediction_logits.log_softmax(-1)  # (C, T, V)
+    device = module_device(model)
+    with torch.no_grad():  # (C, T, V), read on the CPU
+        log_probs = model(input_ids.to(device), attention_mask.to(device)).prediction_logits.log_softmax(-1).cpu()
     start = 1 + len(prefix)  # after [CLS] and the left context
     return torch.stack([log_probs[c, start + torch.arange(len(ids)), ids].sum() for c, ids in enumerate(pieces)])
 

@@ -643,6 +643,8 @@ def wide_albert(config: Chapter07Config, seed: int, equal_compute: bool = False)
     :attr:`~Chapter07Config.wide_embedding`, which gives it about BERT's parameters. With ``equal_compute`` its steps
     (and warm-up) are cut to BERT's training FLOPs, each model's FLOPs per token counted by chapter 04's
     :func:`~lecture_lib.models.bert.training_flops_per_token` (at quick's sizes, about a quarter of the steps).
+    That formula counts BERT's MLM head, H² + HV, for ALBERT too; ALBERT's own, HE + EV, is smaller, so the wide
+    model's count runs high (by about 8% at quick's sizes) and its equal-compute steps a little low.
 
     Taught in: 07_albert ("Cross-layer sharing").
     """

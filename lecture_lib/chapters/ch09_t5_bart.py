@@ -908,7 +908,6 @@ def most_frequent_answers(model: Seq2Seq, data: TextToTextData) -> dict[str, tup
     return out
 
 
-@cached_call
 def noising_runs(recipe: Chapter09Config, *, workers: int | None = None) -> dict:
     """BART's Table 1 in shape: a tiny BART pretrained per noising function of the recipe, then fine-tuned per
     seed and scored as :func:`objective_runs` does, its jobs (:func:`row_run`) not yet in the cache ``workers`` at

@@ -67,7 +67,7 @@ from lecture_lib.objectives.masking import replace_selected, select_positions
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Demonstration, Gate, Rule, Seeds
-from lecture_lib.runtime import generator, seed_of
+from lecture_lib.runtime import generator, module_device, seed_of, to_device
 from lecture_lib.tokenization.wordpiece import pad_ids
 
 # what each probing classifier predicts, from which words (see :func:`word_labels`)
@@ -1004,6 +1004,7 @@ def further_pretrain(
         masked, labels = replace_selected(
             ids, selected, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer.vocab), generator=draw
         )
+        masked, attention, labels = to_device((masked, attention, labels), module_device(model))
         loss = model(masked, attention, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()

@@ -744,10 +744,11 @@ class SyntheticLanguage:
         self, rng: random.Random, attractors: int, chain: int = 2, subjects: Sequence[tuple[str, str]] = ANIMATE_NOUNS
     ) -> Sentence:
         """A sentence built to test agreement across attractors (Linzen et al. 2016): an animate subject (a noun
-        of ``subjects``, a subset of :data:`ANIMATE_NOUNS`), a chain of ``chain`` prepositional phrases each attached to the noun before it, and a present-tense
-        predicate (a copula with an adjective, or an intransitive verb) that agrees with the subject. Exactly
-        ``attractors`` of the chain's nouns, drawn at random, have the other number than the subject; the
-        rest share its number, so that every count comes with the same length and shape:
+        of ``subjects``, a subset of :data:`ANIMATE_NOUNS`), a chain of ``chain`` prepositional phrases each
+        attached to the noun before it, and a present-tense predicate (a copula with an adjective, or an
+        intransitive verb) that agrees with the subject. Exactly ``attractors`` of the chain's nouns, drawn at
+        random, have the other number than the subject; the rest share its number, so that every count comes
+        with the same length and shape:
         "the chef near the stores behind the bridge is happy ." has one attractor.
 
         >>> s = SyntheticLanguage(0).attractor_sentence(random.Random(0), attractors=2)

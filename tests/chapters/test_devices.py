@@ -10,7 +10,14 @@ import dataclasses
 import pytest
 import torch
 
-from lecture_lib.chapters import ch01_attention, ch02_transformer, ch09_t5_bart, ch12_compression
+from lecture_lib.chapters import (
+    ch01_attention,
+    ch02_transformer,
+    ch07_albert,
+    ch09_t5_bart,
+    ch11_bertology_probing,
+    ch12_compression,
+)
 from lecture_lib.compression.distillation import TripleLoss
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import SyntheticLanguage
@@ -102,6 +109,48 @@ def test_chapter_12_distils_a_student_with_its_teacher_on_the_accelerator(tmp_pa
         student = ch12_compression.distilled_student(pretrained, ch12_compression.StudentRecipe(TripleLoss()), config)
     assert student.config.n_layers == 1
     assert next(teacher.parameters()).device == torch.device("cpu")  # the notebook's teacher stays where it was
+
+
+def test_chapter_11_trains_the_course_bert_further_and_asks_it_cloze_questions_on_the_accelerator():
+    """Sections 6 and 7 with the course's BERT on a GPU: the further pretraining on the attractor and knowledge
+    texts, and the cloze scores before and after (the crash: batches and queries built on the host)."""
+    config = ch11_bertology_probing.Chapter11Config(
+        **{
+            **ch11_bertology_probing.QUICK,
+            "agreement_per_bucket": 3,
+            "attractor_text_sentences": 20,
+            "attractor_steps": 2,
+            "knowledge_steps": 2,
+            "knowledge_people": 1,
+        }
+    )
+    text = ch11_bertology_probing.attractor_text(config, 0)
+    _, told = ch11_bertology_probing.knowledge_text(config, 0)
+    tokenizer = WordPieceTokenizer.train([s.text for s in text + told] + ["is are"], vocab_size=200)
+    torch.manual_seed(0)
+    model = BertForPreTraining(
+        BertConfig(vocab_size=len(tokenizer.vocab), **TINY_BERT | dict(max_position_embeddings=64))
+    )
+    with FakeAccelerator() as device:
+        model.to(device)
+        agreement = ch11_bertology_probing.attractor_run.__wrapped__(model, tokenizer, config, 0)
+        knowledge = ch11_bertology_probing.knowledge_run.__wrapped__(model, tokenizer, config, 0)
+    assert len(agreement["after"]) == 3 and set(knowledge["after"]) == set(ch11_bertology_probing.KNOWLEDGE_FREQUENCIES)
+
+
+def test_chapter_07_fine_tunes_its_pair_models_on_the_date_gap_pairs_on_the_accelerator():
+    pairs = ch07_albert.chapter_config(
+        pairs=dict(
+            model=dict(
+                hidden_size=16, embedding_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+            ),
+            data=dict(eval_pairs=16),
+            train=dict(steps=2, batch_size=8, warmup_steps=1),
+        )
+    ).pairs
+    with FakeAccelerator():
+        scores = [ch07_albert.date_gap_score.__wrapped__(pairs, pretraining, 0) for pretraining in ("sop", None)]
+    assert all(0 <= score <= 1 for score in scores)
 
 
 def test_the_fake_accelerator_fails_as_cuda_does():
