@@ -274,27 +274,35 @@ def compute_all(
     fn: Callable[..., T], calls: Sequence[tuple], *, workers: int | None = None, desc: str | None = None
 ) -> list[T]:
     """``[fn(*call) for call in calls]`` for a cached function ``fn`` (:func:`cached_call`, :func:`cached_build`):
-    the calls not yet in the cache run first, each once, in ``workers`` processes
-    (:func:`~lecture_lib.runtime.parallel_map`), then every result is read from the cache here, so that a rerun
-    starts no worker and a result is the same whichever process made it. ``fn`` must be a module's function."""
-    if not hasattr(fn, "is_cached"):
-        raise TypeError(f"expected a function decorated with cached_call or cached_build, got {fn!r}")
-    from lecture_lib.runtime import parallel_map  # runtime's pool is needed only here
-
+    the calls not yet in the cache run first, each once, in ``workers`` processes (:func:`build_all`), then every
+    result is read from the cache here, so that a rerun starts no worker and a result is the same whichever
+    process made it. ``fn`` must be a module's function."""
     calls = [tuple(call) for call in calls]
-    missing = list({fn.cache_name(*call): call for call in calls if not fn.is_cached(*call)}.values())
-    if missing:
-        parallel_map(
-            _build_only,
-            [(fn, *call) for call in missing],
-            workers=workers,
-            desc=desc or f"{len(missing)} runs of {fn.__qualname__}",
-        )
+    build_all([(fn, call) for call in calls], workers=workers, desc=desc or f"runs of {fn.__qualname__}")
     return [fn(*call) for call in calls]
 
 
+def build_all(
+    jobs: Sequence[tuple[Callable[..., Any], tuple]], *, workers: int | None = None, desc: str | None = None
+) -> int:
+    """Build the cache entries of ``jobs``, ``(cached function, call)`` pairs of any cached functions, that are not
+    in the cache yet: each once, in the order given, ``workers`` at a time
+    (:func:`~lecture_lib.runtime.parallel_map`). Several tables' runs given together keep every core busy until
+    the last one ends, where one table at a time leaves a core idle while its last run finishes; put the longest
+    runs first. Returns how many entries were built."""
+    for fn, _ in jobs:
+        if not hasattr(fn, "is_cached"):
+            raise TypeError(f"expected a function decorated with cached_call or cached_build, got {fn!r}")
+    from lecture_lib.runtime import parallel_map  # runtime's pool is needed only here
+
+    missing = {(fn, fn.cache_name(*call)): (fn, *call) for fn, call in jobs if not fn.is_cached(*call)}
+    if missing:
+        parallel_map(_build_only, list(missing.values()), workers=workers, desc=desc)
+    return len(missing)
+
+
 def _build_only(fn: Callable[..., Any], *args: Any) -> None:
-    """One worker's job of :func:`compute_all`: build the entry, send nothing back (the caller reads the cache)."""
+    """One worker's job of :func:`build_all`: build the entry, send nothing back (the caller reads the cache)."""
     fn(*args)
 
 

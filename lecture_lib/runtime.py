@@ -20,6 +20,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from lecture_lib.cache import CACHE_ENV_VAR
+from lecture_lib.profile import ENV_VAR as PROFILE_ENV_VAR
+from lecture_lib.profile import SEEDS_ENV_VAR
+
 
 def default_device() -> torch.device:
     """CUDA when available, else Apple's MPS, else the CPU."""
@@ -172,7 +176,9 @@ def cpu_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}  # kept between calls: a new worker takes seconds to import torch
+# kept between calls (a new worker takes seconds to import torch), with the course's settings it started under
+_pools: dict[int, tuple[ProcessPoolExecutor, tuple[str | None, ...]]] = {}
+WORKER_SETTINGS = (CACHE_ENV_VAR, PROFILE_ENV_VAR, SEEDS_ENV_VAR)  # the environment a worker reads once, at its start
 
 
 def _start_worker() -> None:
@@ -181,11 +187,15 @@ def _start_worker() -> None:
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
+    """The kept pool of ``workers`` processes, started afresh if the cache, profile or seeds have changed since it
+    started: its workers would still read the old ones."""
+    settings = tuple(os.environ.get(name) for name in WORKER_SETTINGS)
+    if workers in _pools and _pools[workers][1] != settings:
+        _pools.pop(workers)[0].shutdown()
     if workers not in _pools:
-        _pools[workers] = ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
-        )
-    return _pools[workers]
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker)
+        _pools[workers] = pool, settings
+    return _pools[workers][0]
 
 
 def parallel_map(
@@ -200,8 +210,8 @@ def parallel_map(
     in the loop too (fine-tuning, whose budget sets ``num_threads=1``) then gives the loop's result bit for
     bit, as ``tests/chapters/test_course_language.py`` checks for weights and scores; one that the loop
     ran on more threads may differ in the last bits of its floats, as on a machine with another core count.
-    Workers are started fresh (the ``spawn`` method) and kept for the next call, so
-    ``fn`` must be importable: a function of a module, not a lambda or a function defined in a notebook.
+    Workers are started fresh (the ``spawn`` method) and kept for the next call (started afresh once
+    ``LECTURE_CACHE``, ``LECTURE_PROFILE`` or ``LECTURE_SEEDS`` has changed), so ``fn`` must be importable: a function of a module, not a lambda or a function defined in a notebook.
     An exception in a job is raised here, with the worker's traceback.
     """
     jobs = list(jobs)
@@ -223,7 +233,9 @@ def parallel_map(
         for future in tqdm(as_completed(futures), total=len(jobs), desc=desc):
             results[futures[future]] = future.result()
     except BrokenProcessPool:
-        _pools.pop(workers).shutdown(cancel_futures=True)  # a worker died (e.g. out of memory): start afresh next time
+        _pools.pop(workers)[0].shutdown(
+            cancel_futures=True
+        )  # a worker died (e.g. out of memory): start afresh next time
         raise
     except BaseException:
         for future in futures:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lecture_lib import cache
-from lecture_lib.cache import Deferred, cache_root, cached_build, cached_call, call_recipe, compute_all
+from lecture_lib.cache import Deferred, build_all, cache_root, cached_build, cached_call, call_recipe, compute_all
 
 SCALE = 3
 WORDS = ("a", "b")
@@ -163,3 +163,15 @@ def test_compute_all_runs_only_the_missing_calls_in_workers_then_reads_every_res
     assert compute_all(logged, calls, workers=2) == [1, 4, 9, 4] and not list(log.iterdir())
     with pytest.raises(TypeError, match="decorated with cached_call"):
         compute_all(sorted, calls)
+
+
+def test_build_all_builds_the_missing_calls_of_several_functions_once_each(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    jobs = [(logged, (5, str(log))), (written, ("one",)), (logged, (5, str(log))), (logged, (6, str(log)))]
+    assert build_all(jobs, workers=2) == 3  # the repeated call once
+    assert sorted(p.name for p in log.iterdir()) == ["5.ran", "6.ran"]
+    assert written("one") == "ONE" and logged(6, str(log)) == 36
+    assert build_all(jobs, workers=2) == 0  # all in the cache now
+    with pytest.raises(TypeError, match="decorated with cached_call"):
+        build_all([(logged, (1, str(log))), (sorted, ([2, 1],))])

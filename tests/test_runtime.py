@@ -142,3 +142,13 @@ def test_epoch_batch_shows_each_row_once_an_epoch_in_a_new_order_each_epoch():
 
 def test_invoke_lets_one_parallel_map_run_different_functions():
     assert runtime.parallel_map(runtime.invoke, [(sorted, [3, 1, 2]), (max, 4, 7)], workers=2) == [[1, 2, 3], 7]
+
+
+def test_kept_workers_start_afresh_once_the_cache_or_profile_changes(monkeypatch, tmp_path):
+    """A worker reads the environment once, when it starts: a pool kept from before a change would still build
+    into the old cache, or at the old profile's sizes."""
+    ask = [("LECTURE_CACHE",), ("LECTURE_PROFILE",)] * 2
+    for cache, profile in ((tmp_path / "a", "quick"), (tmp_path / "b", "quick"), (tmp_path / "b", "full")):
+        monkeypatch.setenv("LECTURE_CACHE", str(cache))
+        monkeypatch.setenv("LECTURE_PROFILE", profile)
+        assert parallel_map(os.getenv, ask, workers=2) == [str(cache), profile] * 2
