@@ -67,18 +67,21 @@ import torch.nn.functional as F
 import transformers
 
 from lecture_lib import profile
-from lecture_lib.cache import compute_all
 from lecture_lib.chapters.ch06_roberta_spanbert import (
-    LONGER_SHARES,
+    FORMAT_CLAIMED,
+    FORMAT_SEEDED,
     PAPER_BATCH_SIZES,
     PAPER_FORMATS,
+    SCHEME_SEEDED,
     SCHEMES,
+    SPAN_TASK_SCHEMES,
     batch_noise_scales,
     batch_size_runs,
     bigger_batches_in_range,
     chapter_config,
     longer_runs,
-    scheme_run,
+    pretrain_all,
+    sbo_runs,
     seeded_runs,
     synthetic_corpus,
     unigram_guess,
@@ -245,31 +248,28 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 #   span of the passage, found by its first and last tokens. Its trivial baseline is the same fine-tuning
 #   from random weights.
 #
-# The cell below prints the span task's sizes. The table shows the first seed of every format; the lines
-# after it summarise the runs made on every seed.
+# The cell below first trains every run of the chapter, this section's and the later ones', two at a time
+# on two cores; the later sections read theirs from the cache. It then prints the span task's sizes. The
+# table shows the first seed of every format; the lines after it summarise the runs made on every seed.
 #
 # <details><summary>Which formats run on which seeds</summary>
 #
 # The two formats the paper's comparison rests on, DOC-SENTENCES and SENTENCE-PAIR, are trained on every
-# seed. Each seed draws other documents, vocabulary, weights, masks and fine-tuning order. The runs go two at
-# a time on two cores. SEGMENT-PAIR, the NSP row the paper sets against DOC-SENTENCES, is pretrained on every
-# seed too; FULL-SENTENCES, an illustrative row, on the first. Every run is fine-tuned on the span task and
-# compared with the same fine-tuning from random weights on the same seeds.
+# seed. Each seed draws other documents, vocabulary, weights, masks and fine-tuning order. SEGMENT-PAIR, the
+# NSP row the paper sets against DOC-SENTENCES, is pretrained on every seed too; FULL-SENTENCES, an
+# illustrative row, on the first. Every run is fine-tuned on the span task and compared with the same
+# fine-tuning from random weights on the same seeds.
 #
 # </details>
 
 # %%
-profile.expect(
-    175,
-    f"Pretraining {len(FORMATS) + 3 * (len(config.seeds) - 1)} BERTs (every input format, three "
-    "on more seeds), each fine-tuned on question answering, and as many unpretrained ones",
-)
-claimed = ("doc-sentences", "sentence-pair")
+profile.expect(340, "Pretraining every run of the chapter and fine-tuning them on question answering")
+pretrain_all(config)
 print(
     f"span task: {config.task_examples} training questions, {config.test_examples} test questions, "
     f"{config.finetune.steps} steps of {config.finetune.batch_size} at lr {config.finetune.lr}"
 )
-format_seeds = seeded_runs(config, "format", FORMATS, compared=(*claimed, "segment-pair"))
+format_seeds = seeded_runs(config, "format", FORMATS, compared=FORMAT_SEEDED)
 formats = {name: runs[config.seeds[0]] for name, runs in format_seeds.items()}
 scratch = seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])["no pretraining"]
 guess = unigram_guess(config)
@@ -314,7 +314,7 @@ def by_seed(runs, score):
     return [runs[seed][score] for seed in sorted(runs)]
 
 
-for name in (*claimed, "segment-pair", "no pretraining"):
+for name in (*FORMAT_SEEDED, "no pretraining"):
     runs = scratch if name == "no pretraining" else format_seeds[name]
     mlm = "" if name == "no pretraining" else f"MLM acc {seed_summary(by_seed(runs, 'mlm_accuracy'), '.1%')}"
     qa = (
@@ -366,7 +366,6 @@ for name in (*claimed, "segment-pair", "no pretraining"):
 # from per-example gradients.
 
 # %%
-profile.expect(40, "Pretraining the chapter's recipe again and taking 256 per-example gradients at its start and end")
 noise = batch_noise_scales(with_seed(config, config.seeds[0]))
 compared = [size for size, _, _ in config.batch_sizes[:2]]
 print(
@@ -381,7 +380,6 @@ print(
 assert noise["initial"] < noise["end"]  # the noise scale grows as the loss falls (McCandlish et al., 2018)
 
 # %%
-profile.expect(135, f"Pretraining {2 * len(config.seeds) + len(config.batch_sizes) - 2} BERTs at three batch sizes")
 batch_seeds = batch_size_runs(config)
 batches = {size: runs[config.seeds[0]] for size, runs in batch_seeds.items()}
 rows = [
@@ -456,7 +454,6 @@ assert math.isclose(noise["perplexity"], batch_seeds[config.pretrain.train.batch
 # rise where pretraining pays. The rule compares the whole recipe with half of it.
 
 # %%
-profile.expect(75, f"Pretraining {len(LONGER_SHARES) * len(config.seeds)} shorter BERTs, each fine-tuned")
 longer = longer_runs(config)
 longer_steps = list(longer)
 floor_f1 = by_seed(scratch, "qa_f1")
@@ -716,14 +713,7 @@ assert truncation["rows of 64 tokens"]["cut"] > truncation[ours]["cut"]  # short
 # </details>
 
 # %%
-profile.expect(
-    195,
-    f"Pretraining {len(SCHEMES) + 4 * (len(config.seeds) - 1)} BERTs (every scheme, four on more "
-    "seeds, two of them fine-tuned on question answering)",
-)
-compared = ("subword tokens", "geometric spans")  # SpanBERT's span-task comparison
-seeded = (*compared, "named entities", "noun phrases")  # and the linguistic units geometric spans is judged against
-scheme_seeds = seeded_runs(config, "scheme", SCHEMES, compared=seeded, span_task=compared)
+scheme_seeds = seeded_runs(config, "scheme", SCHEMES, compared=SCHEME_SEEDED, span_task=SPAN_TASK_SCHEMES)
 schemes = {scheme: runs[config.seeds[0]] for scheme, runs in scheme_seeds.items()}
 print(f"seed {config.seeds[0]}:")
 print(f"{'scheme':20} {'MLM acc (tokens)':>17} {'MLM acc (spans)':>16} {'QA F1':>6}")
@@ -734,11 +724,14 @@ print(f"{'most frequent token':20} {guess['tokens']:>17.1%} {guess['spans']:>16.
 print(f"{'no pretraining':20} {'':>17} {'':>16} {scratch[config.seeds[0]]['qa_f1']:>6.3f}")
 span_task = {
     name: by_seed(runs, "qa_f1")
-    for name, runs in {**{scheme: scheme_seeds[scheme] for scheme in compared}, "no pretraining": scratch}.items()
+    for name, runs in {
+        **{scheme: scheme_seeds[scheme] for scheme in SPAN_TASK_SCHEMES},
+        "no pretraining": scratch,
+    }.items()
 }
 for name, values in span_task.items():
     print(f"{name:20} QA F1 {seed_summary(values)}, by seed {', '.join(f'{v:.3f}' for v in values)}")
-for scheme in seeded[1:]:
+for scheme in SCHEME_SEEDED[1:]:
     values = by_seed(scheme_seeds[scheme], "span_accuracy")
     print(f"{scheme:20} MLM acc (spans) {seed_summary(values, '.1%')}, by seed {', '.join(f'{v:.1%}' for v in values)}")
 
@@ -793,14 +786,7 @@ assert torch.allclose(out.loss, out.mlm_loss + out.sbo_loss)
 # question was measured in section 2.
 
 # %%
-profile.expect(
-    90, f"Pretraining {len(config.seeds)} BERTs with the span boundary objective, fine-tuned on question answering"
-)
-sbo_calls = [(with_seed(config, seed), "geometric spans", True, True) for seed in config.seeds]  # span task, SBO
-sbo_seeds = {
-    run_config.pretrain.seed: row
-    for (run_config, *_), row in zip(sbo_calls, compute_all(scheme_run, sbo_calls, desc="SBO runs"))
-}
+sbo_seeds = sbo_runs(config)  # geometric spans with SBO on every seed, fine-tuned on the span task
 sbo = sbo_seeds[config.seeds[0]]
 print(f"seed {config.seeds[0]}:")
 for name, row in (("spans, one segment", schemes["geometric spans"]), ("spans + SBO, one segment", sbo)):
@@ -834,7 +820,7 @@ floor = {
     "spans": [g["spans"] for g in guesses],
     "no pretraining": by_seed(scratch, "qa_f1"),
 }
-qa = {name: by_seed(format_seeds[name], "qa_f1") for name in claimed}
+qa = {name: by_seed(format_seeds[name], "qa_f1") for name in FORMAT_CLAIMED}
 mlm = {name: by_seed(format_seeds[name], "mlm_accuracy") for name in ("doc-sentences", "segment-pair")}
 perplexity = {size: by_seed(batch_seeds[size], "perplexity") for size in sizes[:2]}
 linguistic = [

@@ -328,26 +328,27 @@ MASK_SCHEDULES = {"dynamic": dict(dynamic_masking=True), "static": dict(dynamic_
 
 
 def masking_schedules(
-    seeds: Sequence[int] | None = None, *, progress: bool = True, **overrides
+    seeds: Sequence[int] | None = None, *, workers: int | None = None, **overrides
 ) -> dict[str, list[float]]:
     """Static against dynamic masking: for each of :data:`MASK_SCHEDULES` and each pretraining seed (default
     :func:`~lecture_lib.profile.claim_seeds`), the held-out masked-LM accuracy of a model pretrained with that
     schedule on the same small corpus (:data:`SCHEDULE_QUICK` or :data:`SCHEDULE_FULL` with ``overrides``, as
     :func:`synthetic_config` takes them; the seed draws the corpus, the weights and the masks); and ``"guess"``,
-    the :func:`frequency_guess` of each seed's corpus.
+    the :func:`frequency_guess` of each seed's corpus. Each run is cached on its own; the runs not yet cached go
+    ``workers`` at a time (:func:`~lecture_lib.cache.compute_all`).
 
     Taught in: 04_bert_pretraining ("Static against dynamic masking").
     """
     seeds = claim_seeds() if seeds is None else seeds
     recipe = merge_dicts(pick(quick=SCHEDULE_QUICK, full=SCHEDULE_FULL), overrides)
-    runs = {name: [] for name in (*MASK_SCHEDULES, "guess")}
-    for seed in seeds:
-        base = synthetic_config(**merge_dicts(recipe, dict(pretrain=dict(seed=seed))))
-        for name, objective in MASK_SCHEDULES.items():
-            row = _schedule_run(_with_pretrain(base, objective), progress=progress)
-            runs[name].append(row["accuracy"])
-        runs["guess"].append(row["guess"])
-    return runs
+    jobs = [
+        (_with_pretrain(synthetic_config(**merge_dicts(recipe, dict(pretrain=dict(seed=seed)))), objective), False)
+        for seed in seeds
+        for objective in MASK_SCHEDULES.values()
+    ]
+    rows = compute_all(_schedule_run, jobs, workers=workers, desc="masking schedules")
+    runs = {name: [row["accuracy"] for row in rows[k :: len(MASK_SCHEDULES)]] for k, name in enumerate(MASK_SCHEDULES)}
+    return {**runs, "guess": [row["guess"] for row in rows[:: len(MASK_SCHEDULES)]]}
 
 
 @cached_call(ignore=("progress",))

@@ -26,7 +26,7 @@ import torch
 
 from lecture_lib import profile
 from lecture_lib.analysis.gradient_noise import noise_scale, single_examples
-from lecture_lib.cache import cached_call, compute_all
+from lecture_lib.cache import build_all, cached_call, compute_all
 from lecture_lib.config import build_config, built_by
 from lecture_lib.data.synthetic import Sentence, SyntheticLanguage
 from lecture_lib.finetuning.finetune import Task, finetune_budget, finetune_from
@@ -111,6 +111,15 @@ PAPER_FORMATS = {
 _FLOOR_MARGIN = 0.02  # a compared model must beat its floor by two points (F1 or accuracy) on every seed
 LONGER_FORMAT = "sentence-pair"  # the format of Table 4's runs: its pretraining pays on the span task (section 2)
 LONGER_SHARES = (0.25, 0.5)  # Table 4's shorter runs, as shares of the recipe's steps (the rule reads the last)
+# The rows of a study that run on every seed (the others on the first, unless every_row_seeded).
+FORMAT_CLAIMED = ("doc-sentences", "sentence-pair")  # Table 2's comparison on the span task
+FORMAT_SEEDED = (*FORMAT_CLAIMED, "segment-pair")  # and the NSP row the paper sets against DOC-SENTENCES
+SPAN_TASK_SCHEMES = ("subword tokens", "geometric spans")  # SpanBERT's span-task comparison, fine-tuned
+SCHEME_SEEDED = (
+    *SPAN_TASK_SCHEMES,
+    "named entities",
+    "noun phrases",
+)  # and the units geometric spans is judged against
 CLAIMS = (
     Rule(
         "06-doc-sentences-beat-sentence-pairs",
@@ -522,6 +531,22 @@ def format_run(
     }
 
 
+def batch_size_calls(config: Chapter06Config) -> list[tuple]:
+    """The calls of :func:`format_run` behind :func:`batch_size_runs`, one per row of ``config.batch_sizes`` and seed.
+
+    Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
+    """
+    calls = []
+    for row, (batch_size, steps, lr) in enumerate(config.batch_sizes):
+        train = replace(
+            config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10)
+        )
+        for seed in config.seeds if row < 2 or config.every_row_seeded else config.seeds[:1]:
+            run_config = with_seed(replace(config, pretrain=replace(config.pretrain, train=train)), seed)
+            calls.append((run_config, "doc-sentences", False, False, False))  # no span task, own batch, no bar
+    return calls
+
+
 def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> dict[int, dict[int, dict[str, float]]]:
     """RoBERTa Table 3 in shape: DOC-SENTENCES runs (no NSP) at the same batch size × steps, the learning rate
     raised with the batch (about as its square root), one per row of ``config.batch_sizes``; each returns
@@ -532,21 +557,7 @@ def batch_size_runs(config: Chapter06Config, *, workers: int | None = None) -> d
 
     Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
     """
-    jobs = []
-    for row, (batch_size, steps, lr) in enumerate(config.batch_sizes):
-        train = replace(
-            config.pretrain.train, batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10)
-        )
-        for seed in config.seeds if row < 2 or config.every_row_seeded else config.seeds[:1]:
-            jobs.append(
-                (
-                    with_seed(replace(config, pretrain=replace(config.pretrain, train=train)), seed),
-                    "doc-sentences",
-                    False,  # no span task
-                    False,  # the row's own batch
-                    False,  # no progress bar in a worker
-                )
-            )
+    jobs = batch_size_calls(config)
     runs: dict[int, dict[int, dict[str, float]]] = {}
     for (run_config, *_), scores in zip(jobs, compute_all(format_run, jobs, workers=workers, desc="batch sizes")):
         train = run_config.pretrain.train
@@ -682,6 +693,37 @@ def with_seed(config: Chapter06Config, seed: int) -> Chapter06Config:
     return replace(config, seeds=(seed,), pretrain=replace(config.pretrain, seed=seed))
 
 
+def seeded_calls(
+    config: Chapter06Config,
+    study: str,
+    names: Sequence[str],
+    compared: Sequence[str] = (),
+    *,
+    span_task: Sequence[str] | None = None,
+) -> list[tuple[str, tuple]]:
+    """The ``(name, call)`` of each run of :func:`seeded_runs` (same arguments), the call's function being
+    ``STUDIES[study]``.
+
+    Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units").
+    """
+    if study not in STUDIES:
+        raise ValueError(f"expected a study in {list(STUDIES)}, got {study!r}")
+    tasked = names if span_task is None else span_task
+    unknown = sorted((set(compared) | set(tasked)) - set(names))
+    if unknown:
+        raise ValueError(f"expected the compared rows and those with the span task among {list(names)}, got {unknown}")
+    seeded = names if config.every_row_seeded else compared
+    runs = [
+        (name, with_seed(config, seed))
+        for name in names
+        for seed in (config.seeds if name in seeded else config.seeds[:1])
+    ]
+    return [
+        (name, (run_config,) if study == "no pretraining" else (run_config, name, name in tasked))
+        for name, run_config in runs
+    ]
+
+
 def seeded_runs(
     config: Chapter06Config,
     study: str,
@@ -701,24 +743,10 @@ def seeded_runs(
 
     Taught in: 06_roberta_spanbert ("The input-format study", "Masking whole units").
     """
-    if study not in STUDIES:
-        raise ValueError(f"expected a study in {list(STUDIES)}, got {study!r}")
-    tasked = names if span_task is None else span_task
-    unknown = sorted((set(compared) | set(tasked)) - set(names))
-    if unknown:
-        raise ValueError(f"expected the compared rows and those with the span task among {list(names)}, got {unknown}")
-    seeded = names if config.every_row_seeded else compared
-    runs = [
-        (name, with_seed(config, seed))
-        for name in names
-        for seed in (config.seeds if name in seeded else config.seeds[:1])
-    ]
-    calls = [
-        (run_config,) if study == "no pretraining" else (run_config, name, name in tasked) for name, run_config in runs
-    ]
-    scores = compute_all(STUDIES[study], calls, workers=workers, desc=f"{study} runs")
+    runs = seeded_calls(config, study, names, compared, span_task=span_task)
+    scores = compute_all(STUDIES[study], [call for _, call in runs], workers=workers, desc=f"{study} runs")
     rows: dict[str, dict[int, dict[str, float]]] = {}
-    for (name, run_config), row in zip(runs, scores):
+    for (name, (run_config, *_)), row in zip(runs, scores):
         rows.setdefault(name, {})[run_config.pretrain.seed] = row
     return rows
 
@@ -743,14 +771,75 @@ def longer_runs(config: Chapter06Config, *, workers: int | None = None) -> dict[
 
     Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
     """
+    calls = longer_calls(config)
+    scores = compute_all(format_run, [call for *_, call in calls], workers=workers, desc="longer runs")
+    rows: dict[int, dict[int, dict[str, float]]] = {}
+    for (steps, seed, _), row in zip(calls, scores):
+        rows.setdefault(steps, {})[seed] = row
+    return rows
+
+
+def longer_calls(config: Chapter06Config) -> list[tuple[int, int, tuple]]:
+    """``(steps, seed, call of format_run)`` for each run of :func:`longer_runs`.
+
+    Taught in: 06_roberta_spanbert ("Bigger batches and longer training").
+    """
     total = config.pretrain.train.steps
     steps = (*(round(share * total) for share in LONGER_SHARES), total)
-    runs = [(s, seed) for s in steps for seed in config.seeds]
-    calls = [(with_pretraining_steps(with_seed(config, seed), s), LONGER_FORMAT, True) for s, seed in runs]
-    rows: dict[int, dict[int, dict[str, float]]] = {}
-    for (s, seed), row in zip(runs, compute_all(format_run, calls, workers=workers, desc="longer runs")):
-        rows.setdefault(s, {})[seed] = row
-    return rows
+    return [
+        (s, seed, (with_pretraining_steps(with_seed(config, seed), s), LONGER_FORMAT, True))
+        for s in steps
+        for seed in config.seeds
+    ]
+
+
+def sbo_runs(config: Chapter06Config, *, workers: int | None = None) -> dict[int, dict[str, float]]:
+    """SpanBERT's one segment with the span boundary objective: :func:`scheme_run` with geometric spans and SBO
+    on every seed, fine-tuned on the span task; ``{seed: scores}``, the missing runs ``workers`` at a time.
+
+    Taught in: 06_roberta_spanbert ("The span boundary objective").
+    """
+    calls = sbo_calls(config)
+    return {call[0].pretrain.seed: row for call, row in zip(calls, compute_all(scheme_run, calls, workers=workers))}
+
+
+def sbo_calls(config: Chapter06Config) -> list[tuple]:
+    """The calls of :func:`scheme_run` behind :func:`sbo_runs`: geometric spans, the span task and SBO, per seed."""
+    return [(with_seed(config, seed), "geometric spans", True, True) for seed in config.seeds]
+
+
+def chapter_jobs(config: Chapter06Config) -> list[tuple]:
+    """Every cached run the notebook reads, as ``(function, call)``, the longest first: section 3's noise scales
+    and batch sizes, section 7's SBO runs, section 6's schemes, section 2's formats, section 3's shorter runs,
+    and the span task from random weights.
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    return [
+        (batch_noise_scales, (with_seed(config, config.seeds[0]),)),
+        *((format_run, call) for call in batch_size_calls(config)),
+        *((scheme_run, call) for call in sbo_calls(config)),
+        *(
+            (scheme_run, call)
+            for _, call in seeded_calls(config, "scheme", SCHEMES, SCHEME_SEEDED, span_task=SPAN_TASK_SCHEMES)
+        ),
+        *((format_run, call) for _, call in seeded_calls(config, "format", FORMATS, FORMAT_SEEDED)),
+        *((format_run, call) for *_, call in longer_calls(config)),
+        *(
+            (scratch_run, call)
+            for _, call in seeded_calls(config, "no pretraining", ["no pretraining"], ["no pretraining"])
+        ),
+    ]
+
+
+def pretrain_all(config: Chapter06Config, *, workers: int | None = None) -> int:
+    """Train every run of :func:`chapter_jobs` not yet in the cache, ``workers`` at a time in one pool
+    (:func:`~lecture_lib.cache.build_all`), so that no section waits with a core idle for its last run; the
+    sections then read their runs from the cache. Returns how many runs were trained.
+
+    Taught in: 06_roberta_spanbert ("The input-format study").
+    """
+    return build_all(chapter_jobs(config), workers=workers, desc="pretraining")
 
 
 @cached_call

@@ -102,7 +102,7 @@ def test_masking_schedules_pretrain_both_schedules_on_each_seed_and_score_the_gu
         documents=40,
         pretrain=dict(data=dict(vocab_size=300, eval_pairs=16), train=dict(steps=6, batch_size=8, warmup_steps=1)),
     )
-    runs = ch04.masking_schedules([0, 1], progress=False, **tiny)
+    runs = ch04.masking_schedules([0, 1], workers=1, **tiny)
     assert set(runs) == {"dynamic", "static", "guess"} and all(len(v) == 2 for v in runs.values())
     assert runs["dynamic"] != runs["static"]  # one schedule each, both trained
     config = ch04.synthetic_config(**ch04.merge_dicts(ch04.SCHEDULE_QUICK, tiny, dict(pretrain=dict(seed=1))))
@@ -112,7 +112,7 @@ def test_masking_schedules_pretrain_both_schedules_on_each_seed_and_score_the_gu
     frequent = max(set(tokens), key=tokens.count)
     labels = [t for b in corpus.eval_batches() for t in b["labels"].flatten().tolist() if t != IGNORE_INDEX]
     assert runs["guess"][1] == pytest.approx(labels.count(frequent) / len(labels))
-    assert ch04.masking_schedules([0, 1], progress=False, **tiny) == runs  # read back from the cache
+    assert ch04.masking_schedules([0, 1], workers=1, **tiny) == runs  # read back from the cache
 
 
 def test_schedule_downstream_fine_tunes_the_schedules_models(monkeypatch, tmp_path):

@@ -357,3 +357,29 @@ def test_the_unpadded_loss_is_the_padded_one_with_the_same_gradients():
     assert torch.allclose(padded, unpadded, atol=1e-12)
     assert len(padded_grads) == len(unpadded_grads)
     assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(padded_grads, unpadded_grads))
+
+
+def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(monkeypatch):
+    """:func:`pretrain_all` trains, in one pool, what each section then reads from the cache: the calls its section
+    functions make with the module's rows, and section 3's noise scales."""
+    from lecture_lib.chapters import ch06_roberta_spanbert as ch06
+
+    made = [(ch06.batch_noise_scales, (ch06.with_seed(chapter_config(seeds=(3, 4, 5)), 3),))]
+
+    def compute_all(fn, calls, **kwargs):
+        made.extend((fn, tuple(call)) for call in calls)
+        return [{"mlm_loss": 1.0} for _ in calls]
+
+    monkeypatch.setattr(ch06, "compute_all", compute_all)
+    config = chapter_config(seeds=(3, 4, 5))
+    seeded_runs(config, "format", ch06.FORMATS, compared=ch06.FORMAT_SEEDED)
+    seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])
+    seeded_runs(config, "scheme", SCHEMES, compared=ch06.SCHEME_SEEDED, span_task=ch06.SPAN_TASK_SCHEMES)
+    ch06.batch_size_runs(config), longer_runs(config), ch06.sbo_runs(config)
+
+    def names(jobs):
+        return {(fn.__qualname__, fn.cache_name(*call)) for fn, call in jobs}
+
+    jobs = ch06.chapter_jobs(config)
+    assert names(jobs) == names(made) and len(names(jobs)) < len(jobs)  # the whole recipe's longer runs: the formats'
+    assert jobs[0][0] is ch06.batch_noise_scales and jobs[-1][0] is ch06.scratch_run
