@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import torch
 from torch import nn
 
-from lecture_lib.cache import Deferred, cached_call, compute_all
+from lecture_lib.cache import Deferred, build_all, cached_call, compute_all
 from lecture_lib.chapters.course_language import chapter_config as language_chapter_config
 from lecture_lib.chapters.course_language import synthetic_pretraining_data
 from lecture_lib.config import build_config, merge_dicts
@@ -573,6 +573,15 @@ def layer_transitions(
     return {"l2": [float(a) / tokens for a, _ in sums], "angle": [float(b) / tokens for _, b in sums]}
 
 
+def sharing_calls(config: Chapter07Config) -> list[tuple]:
+    """The calls of :func:`sharing_row` behind :func:`sharing_runs`: each row of ``config.sharing_rows`` per seed."""
+    return [
+        (replace(config.sharing, seed=seed), width, sharing)
+        for seed in config.seeds
+        for width, sharing in config.sharing_rows
+    ]
+
+
 def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
     """Tables 3 and 4 and Figure 1 in shape, MLM only on the synthetic language (``config.sharing``): each row of
     ``config.sharing_rows`` pretrained once per seed of ``config.seeds`` (:func:`sharing_row`, the missing runs
@@ -585,12 +594,7 @@ def sharing_runs(config: Chapter07Config | None = None, *, workers: int | None =
     Taught in: 07_albert ("Factorized embeddings", "Cross-layer sharing").
     """
     config = config or chapter_config()
-    calls = [
-        (replace(config.sharing, seed=seed), width, sharing)
-        for seed in config.seeds
-        for width, sharing in config.sharing_rows
-    ]
-    rows = compute_all(sharing_row, calls, workers=workers, desc="sharing runs")
+    rows = compute_all(sharing_row, sharing_calls(config), workers=workers, desc="sharing runs")
     first_all_shared = [sharing for _, sharing in config.sharing_rows].index("all-shared")
     runs, figure1 = {}, {"BERT": [], "ALBERT": []}
     for i, row in enumerate(rows):
@@ -664,6 +668,9 @@ def wide_albert(config: Chapter07Config, seed: int, equal_compute: bool = False)
     return replace(run, model=wide, train=train)
 
 
+WIDE_VIEWS = {"equal parameters": False, "equal compute": True}  # the wide runs' views: equal_compute of wide_albert
+
+
 def wide_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
     """ALBERT's headline at the chapter's scale: the wide all-shared ALBERT (:func:`wide_albert`) pretrained once per
     seed of ``config.seeds`` on the sharing runs' data (:func:`sharing_row`), with BERT's steps and with its
@@ -673,18 +680,23 @@ def wide_runs(config: Chapter07Config | None = None, *, workers: int | None = No
     Taught in: 07_albert ("Cross-layer sharing").
     """
     config = config or chapter_config()
-    views = {"equal parameters": False, "equal compute": True}
-    calls = [
-        (wide_albert(config, seed, equal), config.wide_embedding, "all-shared")
-        for seed in config.seeds
-        for equal in views.values()
-    ]
-    rows = compute_all(sharing_row, calls, workers=workers, desc="wide ALBERT runs")
+    rows = compute_all(sharing_row, wide_calls(config), workers=workers, desc="wide ALBERT runs")
     return {
         "parameters": rows[0]["parameters"],
-        "steps": {view: wide_albert(config, config.seeds[0], equal).train.steps for view, equal in views.items()},
-        "mlm_accuracy": {view: [row["mlm_accuracy"] for row in rows[i :: len(views)]] for i, view in enumerate(views)},
+        "steps": {view: wide_albert(config, config.seeds[0], equal).train.steps for view, equal in WIDE_VIEWS.items()},
+        "mlm_accuracy": {
+            view: [row["mlm_accuracy"] for row in rows[i :: len(WIDE_VIEWS)]] for i, view in enumerate(WIDE_VIEWS)
+        },
     }
+
+
+def wide_calls(config: Chapter07Config, views: Sequence[str] = tuple(WIDE_VIEWS)) -> list[tuple]:
+    """The calls of :func:`sharing_row` behind :func:`wide_runs`: the wide ALBERT of each of ``views`` per seed."""
+    return [
+        (wide_albert(config, seed, WIDE_VIEWS[view]), config.wide_embedding, "all-shared")
+        for seed in config.seeds
+        for view in views
+    ]
 
 
 @torch.no_grad()
@@ -716,7 +728,7 @@ def pair_task_grid(config: Chapter07Config | None = None, *, workers: int | None
     Taught in: 07_albert ("Sentence-order prediction").
     """
     config = config or chapter_config()
-    jobs = [(config.pairs, task, seed) for seed in config.seeds for task in GRID_TASKS]
+    jobs = pair_calls(config)
     scores = compute_all(pair_run_scores, jobs, workers=workers, desc="pair-task grid")
     rows = {
         task: {"mlm_accuracy": [], **{t: [] for t in GRID_TASKS}, "follows_share": {t: [] for t in GRID_TASKS}}
@@ -728,6 +740,11 @@ def pair_task_grid(config: Chapter07Config | None = None, *, workers: int | None
             rows[task][tested].append(score[tested])
             rows[task]["follows_share"][tested].append(score["follows_share"][tested])
     return {"seeds": list(config.seeds), "rows": rows, "majority": scores[0]["majority"]}
+
+
+def pair_calls(config: Chapter07Config) -> list[tuple]:
+    """The calls of :func:`pair_run_scores` behind :func:`pair_task_grid`: each of :data:`GRID_TASKS` per seed."""
+    return [(config.pairs, task, seed) for seed in config.seeds for task in GRID_TASKS]
 
 
 @cached_call
@@ -815,8 +832,9 @@ def date_gap_runs(config: Chapter07Config | None = None, *, workers: int | None 
     """
     config = config or chapter_config()
     rows = {"sop": "sop", "nsp": "nsp", "no pretraining": None}
-    jobs = [(config.pairs, pretraining, seed) for pretraining in rows.values() for seed in config.seeds]
-    scores = compute_all(date_gap_score, jobs, workers=workers, desc="date-gap fine-tuning")
+    scores = compute_all(
+        date_gap_score, date_gap_calls(config, rows.values()), workers=workers, desc="date-gap fine-tuning"
+    )
     n = len(config.seeds)
     labels = date_gap_task(config.pairs, config.seeds[0]).test.features["labels"]
     return {
@@ -824,6 +842,37 @@ def date_gap_runs(config: Chapter07Config | None = None, *, workers: int | None 
         "rows": {name: scores[i * n : (i + 1) * n] for i, name in enumerate(rows)},
         "majority": _majority(labels),
     }
+
+
+def date_gap_calls(config: Chapter07Config, pretrainings: Iterable[str | None]) -> list[tuple]:
+    """The calls of :func:`date_gap_score` behind :func:`date_gap_runs`: each of ``pretrainings`` per seed."""
+    return [(config.pairs, pretraining, seed) for pretraining in pretrainings for seed in config.seeds]
+
+
+def chapter_jobs(config: Chapter07Config) -> list[tuple]:
+    """Every cached run the notebook reads, as ``(function, call)``, the longest first: the pair-task grid, the wide
+    ALBERTs at equal parameters, the sharing runs, the wide ALBERTs at equal compute, then the date-gap fine-tuning
+    (which reads the grid's models, trained by then).
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    return [
+        *((pair_run_scores, call) for call in pair_calls(config)),
+        *((sharing_row, call) for call in wide_calls(config, ["equal parameters"])),
+        *((sharing_row, call) for call in sharing_calls(config)),
+        *((sharing_row, call) for call in wide_calls(config, ["equal compute"])),
+        *((date_gap_score, call) for call in date_gap_calls(config, [None, "sop", "nsp"])),
+    ]
+
+
+def pretrain_all(config: Chapter07Config, *, workers: int | None = None) -> int:
+    """Train every run of :func:`chapter_jobs` not yet in the cache, ``workers`` at a time in one pool
+    (:func:`~lecture_lib.cache.build_all`), so that no section waits with a core idle for its last run; the
+    sections then read their runs from the cache. Returns how many runs were trained.
+
+    Taught in: 07_albert ("Cross-layer sharing").
+    """
+    return build_all(chapter_jobs(config), workers=workers, desc="pretraining")
 
 
 def _with_pairs(config: PretrainConfig, task: str) -> PretrainConfig:

@@ -475,3 +475,43 @@ def test_the_claims_seeds_come_from_lecture_seeds_and_bad_rows_are_refused(monke
         chapter_config(sharing_rows=((16, "not-shared"), (None, "not-shared")))
     with pytest.raises(ValueError, match=r"seeds: expected distinct non-negative seeds, at least one, got \[1, 1\]"):
         chapter_config(seeds=(1, 1))
+
+
+def test_the_chapters_jobs_are_every_run_its_sections_read_the_pair_models_before_their_fine_tuning(monkeypatch):
+    """:func:`pretrain_all` trains, in one pool, what each section then reads from the cache: the calls its section
+    functions make; the date-gap rows that read a pair model come after every pair run."""
+    from lecture_lib.chapters import ch07_albert as ch07
+
+    made = []
+
+    def compute_all(fn, calls, **kwargs):
+        made.extend((fn, tuple(call)) for call in calls)
+        score = {
+            "mlm_accuracy": 0.5,
+            "parameters": 1,
+            "label": "x",
+            "E": 16,
+            "sharing": "x",
+            "curves": [],
+            "unigram": 0.1,
+        }
+        pair = {"mlm_accuracy": 0.5, "nsp": 0.5, "sop": 0.5, "follows_share": {"nsp": 0.5, "sop": 0.5}, "majority": 0}
+        return [pair if fn is pair_run_scores else 0.5 if fn is ch07.date_gap_score else score for _ in calls]
+
+    monkeypatch.setattr(ch07, "compute_all", compute_all)
+    monkeypatch.setattr(
+        ch07,
+        "date_gap_task",
+        lambda config, seed: SimpleNamespace(test=SimpleNamespace(features={"labels": torch.tensor([0, 1])})),
+    )
+    config = chapter_config(seeds=(3, 4, 5))
+    ch07.sharing_runs(config), wide_runs(config), pair_task_grid(config), ch07.date_gap_runs(config)
+
+    def names(jobs):
+        return [(fn.__qualname__, fn.cache_name(*call)) for fn, call in jobs]
+
+    jobs = ch07.chapter_jobs(config)
+    assert sorted(names(jobs)) == sorted(names(made))
+    kinds = [fn for fn, _ in jobs]
+    last_pair = max(i for i, fn in enumerate(kinds) if fn is pair_run_scores)
+    assert last_pair < kinds.index(ch07.date_gap_score) and kinds[-1] is ch07.date_gap_score
