@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lecture_lib.cache import atomic_write, cached_build, cached_call, compute_all, key
+from lecture_lib.cache import atomic_write, build_all, cached_build, cached_call, compute_all, key
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.solutions.ch08_electra import ElectraHeadForSequenceClassification
 from lecture_lib.config import build_config, built_by, seeded
@@ -685,6 +685,9 @@ def chapter_runs(
     generator of ``config.generator_sizes`` on the same seeds (``{size: {seed: run}}``; the chapter's generator is
     the ELECTRA row's runs).
 
+    In the same pool, after the runs, each seed's fine-tuning from random weights (:func:`scratch_scores`, the
+    floor of every table): it needs no pretraining, so it keeps a core busy while the last runs finish.
+
     Taught in: 08_electra ("Generator and discriminator", "Matched compute").
     """
     sizes = [size for size in config.generator_sizes if size != config.generator_size]
@@ -693,7 +696,9 @@ def chapter_runs(
         for variant in config.variants
         for seed in config.seeds
     ] + [("ELECTRA", seeded(config, seed), size, False) for size in sizes for seed in config.seeds]
-    runs = iter(compute_all(pretrain_run, calls, workers=workers, desc="pretraining"))
+    floors = [(scratch_scores, (seeded(config, seed),)) for seed in config.seeds]
+    build_all([(pretrain_run, call) for call in calls] + floors, workers=workers, desc="pretraining")
+    runs = iter(compute_all(pretrain_run, calls))
     table = {variant: {seed: next(runs) for seed in config.seeds} for variant in config.variants}
     sweep = {size: {seed: next(runs) for seed in config.seeds} for size in sizes}
     return table, {config.generator_size: table["ELECTRA"], **sweep}

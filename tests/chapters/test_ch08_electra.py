@@ -35,6 +35,7 @@ from lecture_lib.chapters.ch08_electra import (
     pretrain_run,
     run_budget,
     run_loss,
+    scratch_scores,
     seeded,
     steps_for,
     with_electra_head,
@@ -459,7 +460,9 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
         asked.extend(calls)
         return [(variant, cfg.seed, size) for variant, cfg, size, _ in calls]
 
+    built = []
     monkeypatch.setattr("lecture_lib.chapters.ch08_electra.compute_all", fake)
+    monkeypatch.setattr("lecture_lib.chapters.ch08_electra.build_all", lambda jobs, **kwargs: built.extend(jobs))
     table, sweep = chapter_runs(config)
     assert table == {
         "ELECTRA": {0: ("ELECTRA", 0, 0.25), 1: ("ELECTRA", 1, 0.25)},
@@ -467,6 +470,9 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
     }
     assert sweep == {0.25: table["ELECTRA"], "unigram": {0: ("ELECTRA", 0, "unigram"), 1: ("ELECTRA", 1, "unigram")}}
     assert [cfg.finetune_seed for _, cfg, _, _ in asked] == [0, 1, 0, 1, 0, 1]
+    # one pool: the runs, then each seed's fine-tuning from random weights, which needs none of them
+    assert [call for fn, call in built if fn is pretrain_run] == asked
+    assert [(fn, call[0].seed) for fn, call in built[len(asked) :]] == [(scratch_scores, 0), (scratch_scores, 1)]
 
 
 def test_the_claims_seeds_come_from_lecture_seeds_and_bad_fields_are_refused(monkeypatch):
