@@ -70,8 +70,8 @@ from lecture_lib.chapters.ch07_albert import (
     layer_parameters,
     pair_task_grid,
     paper_configs,
-    pretrain_all,
     sharing_runs,
+    train_albert_runs,
     wide_runs,
 )
 from lecture_lib.data.diaries import DATES, SETTINGS, diaries
@@ -308,7 +308,7 @@ show_reproduction(
 
 # %%
 profile.expect(250, "Pretraining and fine-tuning every run of the chapter (the first time; then from the cache)")
-pretrain_all(config)
+train_albert_runs(config)
 sharing = sharing_runs(config)
 
 

@@ -808,7 +808,7 @@ def sbo_calls(config: Chapter06Config) -> list[tuple]:
     return [(with_seed(config, seed), "geometric spans", True, True) for seed in config.seeds]
 
 
-def chapter_jobs(config: Chapter06Config) -> list[tuple]:
+def format_and_scheme_jobs(config: Chapter06Config) -> list[tuple]:
     """Every cached run the notebook reads, as ``(function, call)``, the longest first: section 3's noise scales
     and batch sizes, section 7's SBO runs, section 6's schemes, section 2's formats, section 3's shorter runs,
     and the span task from random weights.
@@ -832,14 +832,14 @@ def chapter_jobs(config: Chapter06Config) -> list[tuple]:
     ]
 
 
-def pretrain_all(config: Chapter06Config, *, workers: int | None = None) -> int:
-    """Train every run of :func:`chapter_jobs` not yet in the cache, ``workers`` at a time in one pool
+def train_format_and_scheme_runs(config: Chapter06Config, *, workers: int | None = None) -> int:
+    """Train every run of :func:`format_and_scheme_jobs` not yet in the cache, ``workers`` at a time in one pool
     (:func:`~lecture_lib.cache.build_all`), so that no section waits with a core idle for its last run; the
     sections then read their runs from the cache. Returns how many runs were trained.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
-    return build_all(chapter_jobs(config), workers=workers, desc="pretraining")
+    return build_all(format_and_scheme_jobs(config), workers=workers, desc="pretraining")
 
 
 @cached_call

@@ -849,7 +849,7 @@ def date_gap_calls(config: Chapter07Config, pretrainings: Iterable[str | None]) 
     return [(config.pairs, pretraining, seed) for pretraining in pretrainings for seed in config.seeds]
 
 
-def chapter_jobs(config: Chapter07Config) -> list[tuple]:
+def albert_jobs(config: Chapter07Config) -> list[tuple]:
     """Every cached run the notebook reads, as ``(function, call)``, the longest first: the pair-task grid, the wide
     ALBERTs at equal parameters, the sharing runs, the wide ALBERTs at equal compute, then the date-gap fine-tuning
     (which reads the grid's models, trained by then).
@@ -865,14 +865,14 @@ def chapter_jobs(config: Chapter07Config) -> list[tuple]:
     ]
 
 
-def pretrain_all(config: Chapter07Config, *, workers: int | None = None) -> int:
-    """Train every run of :func:`chapter_jobs` not yet in the cache, ``workers`` at a time in one pool
+def train_albert_runs(config: Chapter07Config, *, workers: int | None = None) -> int:
+    """Train every run of :func:`albert_jobs` not yet in the cache, ``workers`` at a time in one pool
     (:func:`~lecture_lib.cache.build_all`), so that no section waits with a core idle for its last run; the
     sections then read their runs from the cache. Returns how many runs were trained.
 
     Taught in: 07_albert ("Cross-layer sharing").
     """
-    return build_all(chapter_jobs(config), workers=workers, desc="pretraining")
+    return build_all(albert_jobs(config), workers=workers, desc="pretraining")
 
 
 def _with_pairs(config: PretrainConfig, task: str) -> PretrainConfig:

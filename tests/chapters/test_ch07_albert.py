@@ -478,7 +478,7 @@ def test_the_claims_seeds_come_from_lecture_seeds_and_bad_rows_are_refused(monke
 
 
 def test_the_chapters_jobs_are_every_run_its_sections_read_the_pair_models_before_their_fine_tuning(monkeypatch):
-    """:func:`pretrain_all` trains, in one pool, what each section then reads from the cache: the calls its section
+    """:func:`train_albert_runs` trains, in one pool, what each section then reads from the cache: the calls its section
     functions make; the date-gap rows that read a pair model come after every pair run."""
     from lecture_lib.chapters import ch07_albert as ch07
 
@@ -510,7 +510,7 @@ def test_the_chapters_jobs_are_every_run_its_sections_read_the_pair_models_befor
     def names(jobs):
         return [(fn.__qualname__, fn.cache_name(*call)) for fn, call in jobs]
 
-    jobs = ch07.chapter_jobs(config)
+    jobs = ch07.albert_jobs(config)
     assert sorted(names(jobs)) == sorted(names(made))
     kinds = [fn for fn, _ in jobs]
     last_pair = max(i for i, fn in enumerate(kinds) if fn is pair_run_scores)
