@@ -83,7 +83,7 @@ from lecture_lib.chapters.ch06_roberta_spanbert import (
     sbo_runs,
     seeded_runs,
     synthetic_corpus,
-    train_format_and_scheme_runs,
+    train_roberta_spanbert_runs,
     unigram_guess,
     unit_rows,
     with_seed,
@@ -264,7 +264,7 @@ assert lengths["sentence-pair"] < lengths["segment-pair"]  # single sentences gi
 
 # %%
 profile.expect(340, "Pretraining every run of the chapter and fine-tuning them on question answering")
-train_format_and_scheme_runs(config)
+train_roberta_spanbert_runs(config)
 print(
     f"span task: {config.task_examples} training questions, {config.test_examples} test questions, "
     f"{config.finetune.steps} steps of {config.finetune.batch_size} at lr {config.finetune.lr}"

@@ -115,11 +115,8 @@ LONGER_SHARES = (0.25, 0.5)  # Table 4's shorter runs, as shares of the recipe's
 FORMAT_CLAIMED = ("doc-sentences", "sentence-pair")  # Table 2's comparison on the span task
 FORMAT_SEEDED = (*FORMAT_CLAIMED, "segment-pair")  # and the NSP row the paper sets against DOC-SENTENCES
 SPAN_TASK_SCHEMES = ("subword tokens", "geometric spans")  # SpanBERT's span-task comparison, fine-tuned
-SCHEME_SEEDED = (
-    *SPAN_TASK_SCHEMES,
-    "named entities",
-    "noun phrases",
-)  # and the units geometric spans is judged against
+# ... and the linguistic units that geometric spans is judged against
+SCHEME_SEEDED = (*SPAN_TASK_SCHEMES, "named entities", "noun phrases")
 CLAIMS = (
     Rule(
         "06-doc-sentences-beat-sentence-pairs",
@@ -735,8 +732,7 @@ def seeded_runs(
 ) -> dict[str, dict[int, dict[str, float]]]:
     """The rows of a ``study`` ("format": :func:`format_run`, "scheme": :func:`scheme_run`, each called as
     ``(config, name, span_task)``; "no pretraining": :func:`scratch_run`, whatever the name): every name on the
-    first seed of ``config.seeds``, the ``compared``
-    ones (every one when ``config.every_row_seeded``) on every seed; ``{name: {seed: scores}}``. The rows named in
+    first seed of ``config.seeds``, the ``compared`` ones (every one when ``config.every_row_seeded``) on every seed; ``{name: {seed: scores}}``. The rows named in
     ``span_task`` (``None``: every row) are fine-tuned on the span task, the others only pretrained. The runs not
     in the cache go two at a time on two cores (:func:`~lecture_lib.cache.compute_all`; each on one thread, so
     the same scores as one after the other).
@@ -808,7 +804,7 @@ def sbo_calls(config: Chapter06Config) -> list[tuple]:
     return [(with_seed(config, seed), "geometric spans", True, True) for seed in config.seeds]
 
 
-def format_and_scheme_jobs(config: Chapter06Config) -> list[tuple]:
+def roberta_spanbert_jobs(config: Chapter06Config) -> list[tuple]:
     """Every cached run the notebook reads, as ``(function, call)``, the longest first: section 3's noise scales
     and batch sizes, section 7's SBO runs, section 6's schemes, section 2's formats, section 3's shorter runs,
     and the span task from random weights.
@@ -832,14 +828,14 @@ def format_and_scheme_jobs(config: Chapter06Config) -> list[tuple]:
     ]
 
 
-def train_format_and_scheme_runs(config: Chapter06Config, *, workers: int | None = None) -> int:
-    """Train every run of :func:`format_and_scheme_jobs` not yet in the cache, ``workers`` at a time in one pool
+def train_roberta_spanbert_runs(config: Chapter06Config, *, workers: int | None = None) -> int:
+    """Train every run of :func:`roberta_spanbert_jobs` not yet in the cache, ``workers`` at a time in one pool
     (:func:`~lecture_lib.cache.build_all`), so that no section waits with a core idle for its last run; the
     sections then read their runs from the cache. Returns how many runs were trained.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
-    return build_all(format_and_scheme_jobs(config), workers=workers, desc="pretraining")
+    return build_all(roberta_spanbert_jobs(config), workers=workers, desc="pretraining")
 
 
 @cached_call

@@ -360,7 +360,7 @@ def test_the_unpadded_loss_is_the_padded_one_with_the_same_gradients():
 
 
 def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(monkeypatch):
-    """:func:`train_format_and_scheme_runs` trains, in one pool, what each section then reads from the cache: the calls its section
+    """:func:`train_roberta_spanbert_runs` trains, in one pool, what each section then reads from the cache: the calls its section
     functions make with the module's rows, and section 3's noise scales."""
     from lecture_lib.chapters import ch06_roberta_spanbert as ch06
 
@@ -380,6 +380,6 @@ def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(mon
     def names(jobs):
         return {(fn.__qualname__, fn.cache_name(*call)) for fn, call in jobs}
 
-    jobs = ch06.format_and_scheme_jobs(config)
+    jobs = ch06.roberta_spanbert_jobs(config)
     assert names(jobs) == names(made) and len(names(jobs)) < len(jobs)  # the whole recipe's longer runs: the formats'
     assert jobs[0][0] is ch06.batch_noise_scales and jobs[-1][0] is ch06.scratch_run
