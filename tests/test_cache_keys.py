@@ -27,31 +27,15 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
-import torch
 
 from lecture_lib import pretraining, profile
 from lecture_lib.chapters import ch04_bert_pretraining as ch04
 from lecture_lib.chapters import ch07_albert as ch07
 from lecture_lib.chapters import course_language
-from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.tokenization import WordPieceTokenizer
 
 CHAPTERS = Path(course_language.__file__).parent
 CACHE_CALLS = ("cached", "cached_json", "cached_pretraining")
-
-
-def tiny_encoder() -> BertModel:
-    torch.manual_seed(0)
-    return BertModel(
-        BertConfig(
-            vocab_size=30,
-            hidden_size=8,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=16,
-            max_position_embeddings=16,
-        )
-    )
 
 
 def tiny_tokenizer() -> WordPieceTokenizer:
@@ -67,14 +51,6 @@ def result(name: str, **fields) -> SimpleNamespace:
 # non-configuration inputs). The inputs are built anew for every call, so that a changed constant reaches them.
 ENTRY_POINTS = {
     "ch04.small_pretrained_bert": (ch04.small_pretrained_bert, lambda: dict(config=ch04.chapter_config()), {}),
-    "ch04.further_pretrained_bert": (
-        ch04.further_pretrained_bert,
-        lambda: dict(
-            general=result("bert-general", config=ch04.chapter_config(), model=tiny_encoder()),
-            config=ch04.further_pretraining_config(),
-        ),
-        {},
-    ),
     "ch04.pretrained_row": (
         ch04.pretrained_row,
         lambda: dict(config=ch04.synthetic_config(), language_model="left-to-right"),
@@ -115,7 +91,6 @@ NOT_IN_THE_RESULT: dict[tuple[str, str], str] = {
         for field in _TASK_FIELDS
         for entry in (
             "course_language.synthetic_pretrained_bert",
-            "ch04.further_pretrained_bert",
             "ch04.pretrained_row",
         )
     },

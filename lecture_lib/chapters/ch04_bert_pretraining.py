@@ -11,18 +11,14 @@ and fine-tuned over three seeds on two tagging tasks: chapter 05's context entit
 pretraining pays) and entities told apart only by the word on their right (where the direction of attention
 decides).
 
-Chapter 05 measures what each text is worth to its tasks (SciBERT's Table 1 in shape): the documentation
-model, the synthetic one, and the documentation model pretrained further on the synthetic language
-(:func:`further_pretrained_bert`). Those functions live here, beside the two models they start from; the
-synthetic language they pretrain on comes from :mod:`lecture_lib.chapters.course_language`, as in every chapter.
+The synthetic language comes from :mod:`lecture_lib.chapters.course_language`, as in every chapter.
 
 Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablation",
-"BERT's ablations: objectives and size", "Bidirectional or left to right"), 05_bert_finetuning ("Domain-adaptive pretraining").
+"BERT's ablations: objectives and size", "Bidirectional or left to right").
 """
 
 from __future__ import annotations
 
-import copy
 import random
 from dataclasses import replace
 from typing import Sequence
@@ -47,7 +43,6 @@ from lecture_lib.pretraining import (
     PretrainingData,
     PretrainResult,
     cached_pretraining,
-    config_dict,
     evaluate,
     evaluate_at_masks,
     left_to_right_loss,
@@ -55,7 +50,7 @@ from lecture_lib.pretraining import (
 from lecture_lib.pretraining import main as pretraining_main
 from lecture_lib.profile import claim_seeds, current, pick
 from lecture_lib.reproductions import Check, Demonstration, Gate, ParameterCount, Rule, Seeds
-from lecture_lib.runtime import parallel_map, seed_of
+from lecture_lib.runtime import seed_of
 from lecture_lib.train import cpu_threads
 
 # ``quick`` (the notebook, one CPU core, about 10 s): a 2-layer BERT of width H = 64 with 4 heads and a
@@ -145,80 +140,6 @@ def synthetic_bert(
     Taught in: 04_bert_pretraining ("Pretraining a small BERT").
     """
     return course_language.synthetic_pretrained_bert(config or synthetic_config(), progress=progress)
-
-
-# Domain-adaptive pretraining (Gururangan et al., 2020; Legal-BERT's "further pretrained" option), measured
-# in chapter 05: the documentation model, its vocabulary kept, pretrained further on the synthetic language's
-# documents (those of ``SYNTHETIC_QUICK``/``SYNTHETIC_FULL``) with its own recipe's shape and learning rate.
-# ``quick``: 300 steps of 32 pairs (about 10 s on one core), half the in-domain model's 600 from scratch.
-# ``full``: 2,000 steps of 128, half of its 4,000.
-FURTHER_QUICK = dict(train=dict(steps=300, batch_size=32, warmup_steps=30, eval_every=100))
-FURTHER_FULL = dict(train=dict(steps=2000, batch_size=128, warmup_steps=200, eval_every=500))
-
-
-def further_pretraining_config(
-    general: PretrainConfig | None = None, **overrides
-) -> course_language.CourseLanguageConfig:
-    """The synthetic language's documents (:func:`synthetic_config`'s) with the general model's recipe
-    (``general``, default :func:`chapter_config`: its shape, vocabulary size and learning rate), the run's
-    length from :data:`FURTHER_QUICK` or :data:`FURTHER_FULL`; ``overrides`` as :func:`synthetic_config`
-    takes them: ``further_pretraining_config(pretrain=dict(train=dict(steps=50)))``.
-
-    Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
-    """
-    general = general or chapter_config()
-    pretrain = PretrainConfig.from_dict(
-        config_dict(general), pick(quick=FURTHER_QUICK, full=FURTHER_FULL), overrides.pop("pretrain", {})
-    )
-    return replace(synthetic_config(**overrides), pretrain=pretrain)
-
-
-def further_pretrained_bert(
-    general: PretrainResult | None = None,
-    config: course_language.CourseLanguageConfig | None = None,
-    *,
-    progress: bool = True,
-) -> PretrainResult:
-    """Domain-adaptive pretraining: a copy of ``general`` (default :func:`small_pretrained_bert`), pretrained
-    further on the synthetic language cut into ``general``'s own vocabulary (``config``, default
-    :func:`further_pretraining_config` of ``general.config``). Cached, keyed by both recipes; ``general`` is
-    left as it was.
-
-    Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
-    """
-    general = general or small_pretrained_bert(progress=progress)
-    config = config or further_pretraining_config(general.config)
-    if config.pretrain.model != general.config.model:
-        raise ValueError(f"expected the general model's shape {general.config.model}, got {config.pretrain.model}")
-    return cached_pretraining(
-        config.pretrain,
-        Deferred(course_language.synthetic_pretraining_data, config, general.tokenizer),
-        progress=progress,
-        model=Deferred(copy.deepcopy, general.model),
-    )
-
-
-def domain_adaptation_encoders(workers: int | None = None) -> dict[str, PretrainResult]:
-    """The three encoders of chapter 05's domain-adaptive pretraining, each cached: ``general``
-    (:func:`small_pretrained_bert`), ``in-domain`` (:func:`synthetic_bert`) and ``general + further``
-    (:func:`further_pretrained_bert` of the general one). The in-domain model pretrains in one worker of
-    :func:`~lecture_lib.runtime.parallel_map` while the general one and then its further pretraining run in
-    the other (with one worker, one after the other); the bar counts the two shares.
-
-    Taught in: 05_bert_finetuning ("Domain-adaptive pretraining").
-    """
-    (general, further), in_domain = parallel_map(
-        _domain_encoders, [("general",), ("in-domain",)], workers=workers, desc="pretraining"
-    )
-    return {"general": general, "in-domain": in_domain, "general + further": further}
-
-
-def _domain_encoders(text: str) -> tuple[PretrainResult, PretrainResult] | PretrainResult:
-    """One worker's share of :func:`domain_adaptation_encoders`."""
-    if text == "in-domain":
-        return synthetic_bert(progress=False)
-    general = small_pretrained_bert(progress=False)
-    return general, further_pretrained_bert(general, progress=False)
 
 
 # The masking ablation's runs: the synthetic language's model and data, fewer steps each.

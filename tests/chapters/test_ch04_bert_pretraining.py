@@ -25,8 +25,6 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     direction_runs,
     downstream_scores,
     downstream_tasks,
-    further_pretrained_bert,
-    further_pretraining_config,
     gap_neighbour_probe,
     gpu_hours_and_kwh,
     initial_sublayer_scale,
@@ -62,12 +60,8 @@ def test_profiles_pick_the_sizes(monkeypatch):
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     quick, quick_docs = synthetic_config(), chapter_config()
     assert quick.finetune == course_language.chapter_config().finetune  # chapter 05's fine-tuning budget
-    further = further_pretraining_config()
     monkeypatch.setenv("LECTURE_PROFILE", "full")
     full = synthetic_config()
-    longer = further_pretraining_config()  # the full documentation model's shape, the full synthetic documents
-    assert further.pretrain.train.steps < longer.pretrain.train.steps
-    assert (longer.pretrain.model, longer.documents) == (chapter_config().model, full.documents)
     assert quick.pretrain.model.hidden_size < full.pretrain.model.hidden_size
     assert quick.pretrain.model.hidden_size == quick_docs.model.hidden_size  # the documentation model's shape
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
@@ -395,57 +389,6 @@ def test_synthetic_bert_is_cached(monkeypatch, tmp_path):
     first = synthetic_bert(config)
     second = synthetic_bert(config)
     assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()))
-
-
-def _general_and_further(monkeypatch, tmp_path, **train):
-    """A tiny documentation model and the recipe that pretrains it further on the synthetic language."""
-    monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    general = small_pretrained_bert(
-        chapter_config(
-            train=dict(steps=2, batch_size=8, warmup_steps=1, eval_every=0), data=dict(vocab_size=300, eval_pairs=16)
-        ),
-        progress=False,
-    )
-    config = further_pretraining_config(
-        general.config, documents=40, pretrain=dict(train=dict(batch_size=8, eval_every=0, **train))
-    )
-    return general, config
-
-
-def test_further_pretraining_starts_from_the_general_model_and_keeps_its_vocabulary(monkeypatch, tmp_path):
-    general, config = _general_and_further(monkeypatch, tmp_path, steps=1, warmup_steps=0, lr=0.0)
-    assert config.pretrain.model == general.config.model and config.pretrain.data == general.config.data
-    default, in_domain = further_pretraining_config(), synthetic_config()  # the in-domain model's documents
-    assert (default.documents, default.language_seed) == (in_domain.documents, in_domain.language_seed)
-    assert default.pretrain.model == chapter_config().model  # the documentation model's shape
-    further = further_pretrained_bert(general, config, progress=False)
-    # at learning rate 0 (AdamW's decay is scaled by it too) no weight moves: the run began at the general
-    # model's exact weights, not at a fresh initialisation
-    assert further.model.state_dict().keys() == general.model.state_dict().keys()
-    assert all(torch.equal(a, general.model.state_dict()[name]) for name, a in further.model.state_dict().items())
-    assert further.tokenizer.vocab == general.tokenizer.vocab
-    assert further.path.name.startswith("cached_pretraining-")
-
-
-def test_further_pretraining_moves_a_copy_and_is_cached(monkeypatch, tmp_path):
-    general, config = _general_and_further(monkeypatch, tmp_path, steps=2, warmup_steps=1)
-    before = {name: t.clone() for name, t in general.model.state_dict().items()}
-    further = further_pretrained_bert(general, config, progress=False)
-    assert all(torch.equal(t, before[name]) for name, t in general.model.state_dict().items())  # untouched
-    assert not all(torch.equal(t, before[name]) for name, t in further.model.state_dict().items())
-    again = further_pretrained_bert(general, config, progress=False)
-    assert all(
-        torch.equal(a, b) for a, b in zip(further.model.state_dict().values(), again.model.state_dict().values())
-    )
-    wider = dataclasses.replace(
-        config,
-        pretrain=dataclasses.replace(
-            config.pretrain, model=dataclasses.replace(config.pretrain.model, intermediate_size=64)
-        ),
-    )
-    with pytest.raises(ValueError, match="general model's shape"):
-        further_pretrained_bert(general, wider, progress=False)
 
 
 def test_exercise_1_bert_initialisation_is_three_times_smaller_at_h_64():

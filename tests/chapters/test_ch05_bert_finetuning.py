@@ -8,13 +8,21 @@ import pytest
 import torch
 
 from lecture_lib.chapters import ch05_bert_finetuning
-from lecture_lib.chapters.ch05_bert_finetuning import adapt_recipe, cached_finetune_from, cached_frozen_and_fine_tuned
+from lecture_lib.chapters.ch05_bert_finetuning import (
+    DOMAIN_ENCODERS,
+    GENERAL_GRAMMAR,
+    adapt_recipe,
+    cached_finetune_from,
+    domain_adaptation_run,
+    domain_adaptation_scores,
+    domain_texts,
+)
 from lecture_lib.chapters.course_language import build_harder_tasks, chapter_config
-from lecture_lib.data.synthetic import SyntheticLanguage
-from lecture_lib.finetuning.features import frozen_and_fine_tuned
+from lecture_lib.data.synthetic import LAST_NAMES, SyntheticLanguage
 from lecture_lib.finetuning.finetune import finetune_from, new_head, null_threshold_scores, predict, score
 from lecture_lib.finetuning.peft import PromptTuning, add_adapters, bitfit
 from lecture_lib.models.bert import BertModel
+from lecture_lib.pretraining import PretrainingData
 from lecture_lib.tokenization import WordPieceTokenizer
 from tests.chapters.tiny_language import tiny_language
 
@@ -93,13 +101,63 @@ def test_null_threshold_scores_are_the_scores_at_each_threshold(tiny):
     assert scores[0]["no_answer_f1"] >= scores[2]["no_answer_f1"]  # a lower threshold answers nothing more often
 
 
-def test_section_8s_scores_are_computed_once_then_read(tiny, monkeypatch):
-    config, tasks, encoder = tiny
-    task = tasks["context_ner"]
-    expected = frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune)
-    assert cached_frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune) == expected
-    monkeypatch.setattr(ch05_bert_finetuning, "frozen_and_fine_tuned", lambda *args: pytest.fail("computed again"))
-    assert cached_frozen_and_fine_tuned(task, encoder, config.feature_finetune, config.finetune) == expected
+def _share_with_a_surname(documents):
+    sentences = [s for document in documents for s in document]
+    return sum(any(word in LAST_NAMES for word in s.split()) for s in sentences) / len(sentences)
+
+
+def test_section_8s_general_text_is_the_grammar_without_facts_and_with_few_names(monkeypatch, tmp_path):
+    recipe = chapter_config(**tiny_language(monkeypatch, tmp_path))
+    texts = domain_texts(recipe)
+    (domain_train, domain_test), (general_train, general_test) = texts["in-domain"], texts["general"]
+    assert (len(general_train), len(general_test)) == (len(domain_train), len(domain_test))
+    assert {len(d) for d in general_train + domain_train} == {recipe.sentences_per_document}
+    assert _share_with_a_surname(general_train) < _share_with_a_surname(domain_train) / 4
+    assert not any(s.fact for s in SyntheticLanguage(0, GENERAL_GRAMMAR).sentences(300, seed=0))
+    other = domain_texts(dataclasses.replace(recipe, pretrain=dataclasses.replace(recipe.pretrain, seed=1)))
+    assert other["general"][0] != general_train and other["in-domain"][0] != domain_train  # a seed draws new text
+
+
+def test_section_8s_further_pretraining_continues_the_general_model_on_the_domain(monkeypatch, tmp_path):
+    recipe = chapter_config(**tiny_language(monkeypatch, tmp_path))
+    real, runs = ch05_bert_finetuning.pretrain, []
+
+    def spy(config, *, data, model=None, progress):
+        start = None if model is None else {k: v.clone() for k, v in model.state_dict().items()}
+        result = real(config, data=data, model=model, progress=progress)
+        runs.append((config, data, start, {k: v.clone() for k, v in result.model.state_dict().items()}))
+        return result
+
+    monkeypatch.setattr(ch05_bert_finetuning, "pretrain", spy)
+    scores = domain_adaptation_run(recipe, recipe, "general")
+    assert set(scores) == {"general", "general + further"}
+    (general_config, general_data, general_start, general_end), (further_config, further_data, start, _) = runs
+    assert general_start is None and all(torch.equal(start[k], general_end[k]) for k in general_end)
+    assert further_config.train.steps == general_config.train.steps // 2
+    assert further_data.tokenizer is general_data.tokenizer  # one vocabulary for both texts
+    domain = PretrainingData(recipe.pretrain, *domain_texts(recipe)["in-domain"], general_data.tokenizer)
+    assert torch.equal(further_data.train["input_ids"], domain.train["input_ids"])
+    assert not torch.equal(general_data.train["input_ids"], domain.train["input_ids"])
+    for name, values in scores.items():
+        assert set(values) == {"frozen", "fine-tuned", "mlm_accuracy"}, name
+        assert all(0 <= v <= 1 for v in values.values()), name
+
+
+def test_section_8s_runs_are_computed_once_then_read(monkeypatch, tmp_path):
+    tasks = dataclasses.replace(chapter_config(**tiny_language(monkeypatch, tmp_path)), seeds=(0, 1))
+    monkeypatch.setattr(ch05_bert_finetuning, "domain_recipe", lambda seed: _seeded(tasks, seed))
+    table = domain_adaptation_scores(tasks)
+    assert list(table) == list(DOMAIN_ENCODERS)
+    assert all(len(values) == 2 for runs in table.values() for values in runs.values())
+    assert "mlm_accuracy" not in table["never pretrained"]
+    monkeypatch.setattr(ch05_bert_finetuning, "pretrain", lambda *a, **k: pytest.fail("pretrained again"))
+    assert domain_adaptation_scores(tasks) == table
+    with pytest.raises(ValueError, match="expected text"):
+        domain_adaptation_run(tasks, tasks, "wikipedia")
+
+
+def _seeded(config, seed):
+    return dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, seed=seed))
 
 
 def test_a_run_read_back_is_on_the_device_where_a_fresh_run_leaves_it(tiny):

@@ -2,7 +2,6 @@
 builds, and the fine-tuning loop's scores (recomputed here from the model's own predictions)."""
 
 import dataclasses
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -10,7 +9,7 @@ import transformers
 
 import lecture_lib.pretraining as pretrain_module
 import lecture_lib.pretraining.run as pretrain_run
-from lecture_lib.chapters import ch04_bert_pretraining, course_language
+from lecture_lib.chapters import ch05_bert_finetuning, course_language
 from lecture_lib.chapters.course_language import (
     HARDER_TASK_NAMES,
     TASK_NAMES,
@@ -21,7 +20,7 @@ from lecture_lib.chapters.course_language import (
     synthetic_pretrained_bert,
     synthetic_pretraining_data,
 )
-from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.data.synthetic import LAST_NAMES, SyntheticLanguage
 from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, predict, reinitialize_pooler
 from lecture_lib.finetuning.peft import bitfit
 from lecture_lib.finetuning.tasks import best_spans, split_people, word_tags
@@ -326,50 +325,22 @@ def test_exercise_5_twice_the_pretraining_is_a_new_run_of_the_same_recipe(monkey
     assert dataclasses.replace(long, train=dataclasses.replace(long.train, steps=800)) == short
 
 
-def test_exercise_6_the_longer_further_run_and_the_vocabulary_swap_are_new_runs(monkeypatch, tmp_path):
-    """Exercise 6: further pretraining for 600 steps of 32 (the in-domain model's) is a new run, not section 8's
-    300-step one; the vocabulary-swap model's recipe differs from the in-domain model's only in the vocabulary
-    (2,000 pieces against 700) and the held-out pairs scored, and the hint's two calls pretrain it, at small size,
-    on the language cut into the other vocabulary."""
+def test_exercise_6_the_general_texts_own_vocabulary_cuts_surnames_into_more_pieces(monkeypatch):
+    """Exercise 6's hint at the quick recipe's documents: a vocabulary learned from section 8's general text alone
+    cuts the language's surnames into more pieces than the vocabulary both texts share, and cuts both texts into
+    pretraining data of its own pieces."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
-    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
-    ch04 = ch04_bert_pretraining
-    runs = []
-    monkeypatch.setattr(
-        ch04,
-        "cached_pretraining",
-        lambda config, *args, **kw: runs.append(
-            (pretrain_module.cached_pretraining.cache_name(config, *args, **kw), config)
-        ),
-    )
-    general = SimpleNamespace(config=ch04.chapter_config(), tokenizer=None, model=None)
-    ch04.further_pretrained_bert(general)
-    longer = ch04.further_pretraining_config(pretrain=dict(train=dict(steps=600, warmup_steps=60)))
-    ch04.further_pretrained_bert(general, longer)
-    (section_8, short), (exercise, long) = runs
-    in_domain = ch04.synthetic_config()
-    assert exercise != section_8 and (short.train.steps, long.train.steps) == (300, 600)
-    assert (long.train.steps, long.train.batch_size) == (
-        in_domain.pretrain.train.steps,
-        in_domain.pretrain.train.batch_size,
-    )
-    same = dataclasses.replace(
-        longer.pretrain,
-        model=dataclasses.replace(longer.pretrain.model, vocab_size=700),
-        data=dataclasses.replace(longer.pretrain.data, vocab_size=700, eval_pairs=256),
-    )
-    assert same == in_domain.pretrain and longer.pretrain.data.vocab_size == 2000
-    assert (longer.documents, longer.language_seed) == (in_domain.documents, in_domain.language_seed)
-    other = WordPieceTokenizer.train(["the documentation of a language with other words and pieces"] * 3, 80)
-    tiny = pretrain_module.PretrainConfig.from_dict(
-        dict(
-            model=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32),
-            data=dict(vocab_size=other.vocab_size, seq_len=32, eval_pairs=8),
-            train=dict(steps=2, batch_size=4, warmup_steps=1, eval_every=0),
-        )
-    )
-    config = ch04.further_pretraining_config(tiny, documents=30)
-    data = synthetic_pretraining_data(config, other)
-    result = pretrain_module.pretrain(config.pretrain, data=data, progress=False)
-    assert data.tokenizer is other and int(data.train["input_ids"].max()) < other.vocab_size
-    assert result.model.bert.embeddings.word_embeddings.weight.shape == (other.vocab_size, 16)
+    recipe = ch05_bert_finetuning.domain_recipe(0)
+    texts = ch05_bert_finetuning.domain_texts(recipe)
+    general, domain = ([s for d in texts[name][0] for s in d] for name in ("general", "in-domain"))
+    own = WordPieceTokenizer.train(general, recipe.pretrain.data.vocab_size)
+    shared = WordPieceTokenizer.train(general + domain, recipe.pretrain.data.vocab_size)
+
+    def pieces_per_surname(tokenizer):
+        return sum(len(tokenizer.tokenize(name)) for name in LAST_NAMES) / len(LAST_NAMES)
+
+    assert pieces_per_surname(own) > pieces_per_surname(shared)
+    small = dataclasses.replace(recipe.pretrain, data=dataclasses.replace(recipe.pretrain.data, eval_pairs=8))
+    for name in ("general", "in-domain"):
+        data = pretrain_module.PretrainingData(small, *texts[name], own)
+        assert data.tokenizer is own and int(data.train["input_ids"].max()) < own.vocab_size
