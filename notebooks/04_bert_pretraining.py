@@ -96,6 +96,7 @@ from lecture_lib.chapters.ch04_bert_pretraining import (
     subject_by_predicate_examples,
     synthetic_bert,
     synthetic_config,
+    train_bert_pretraining_runs,
 )
 from lecture_lib.chapters.course_language import synthetic_documents, synthetic_pretraining_data
 from lecture_lib.data.corpus import split_corpus
@@ -697,10 +698,20 @@ for text in fill_probes:
 # about a small world ("Sven Dahl is employed by Silverline Rail . Silverline Rail employs Sven Dahl ."). The
 # vocabulary (700 tokens) keeps nearly every word whole.
 #
+# The cell also trains every run that sections 8 and 9 read, two at a time, one per CPU core
+# (`train_bert_pretraining_runs`); this model is the first row of section 9's tables. A core that finishes a run
+# takes the next, so none waits idle while a section's last run ends. The sections then read their runs from
+# the cache.
+#
 # </details>
 
 # %%
-profile.expect(20, "Pretraining BERT on the synthetic language (the first time; then it loads from the cache)")
+profile.expect(
+    210,
+    "Pretraining BERT on the synthetic language, and every run of sections 8 and 9 beside it "
+    "(the first time; then they load from the cache)",
+)
+train_bert_pretraining_runs()
 synthetic = synthetic_config()
 synthetic_result = synthetic_bert(synthetic)
 synthetic_data = synthetic_pretraining_data(synthetic)
@@ -797,7 +808,6 @@ paper_rows = [
     (83.6, 94.9, 94.6),
 ]  # Table 8's rows in order: 80/10/10, 100/0/0, 80/0/20, 80/20/0, 0/20/80, 0/0/100
 paper = {strategy.name: row for strategy, row in zip(ABLATION_STRATEGIES, paper_rows, strict=True)}
-profile.expect(10, "Two pretraining runs, one per masking rule (the first time; then they load from the cache)")
 ablation = masking_ablation(ablation_config())
 unigram_level = ablation.pop("unigram")
 show_reproduction(
@@ -869,7 +879,6 @@ assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.1  # only 
 # on each of three seeds, both above the most-frequent-token guess.
 
 # %%
-profile.expect(25, "Six pretraining runs: two masking schedules, three pretraining seeds (then from the cache)")
 schedules = masking_schedules()
 schedule_seeds = profile.claim_seeds()
 fig, ax = plt.subplots(figsize=(6, 3))
@@ -901,7 +910,6 @@ print(
 # downstream; we fine-tune the six models on chapter 05's context entities.
 
 # %%
-profile.expect(35, "Fine-tuning the six models, and the network from random weights, on context entities")
 schedule_f1 = {name: [mean(scores) for scores in runs] for name, runs in schedule_downstream().items()}
 for name, means in schedule_f1.items():
     print(f"{name:<15} context entities F1 " + ", ".join(f"seed {s}: {m:.3f}" for s, m in zip(schedule_seeds, means)))
@@ -934,12 +942,11 @@ assert all(d > n and s > n for d, s, n in zip(*schedule_f1.values()))
 # Every row is pretrained with the recipe of section 7, the same documents for the same steps and batches (the
 # first row *is* that model), then fine-tuned with chapter 05's budget. Each pretrained model is fine-tuned with
 # three seeds, so a row's spread is that of fine-tuning on one pretraining run (exercise 3 adds pretraining
-# seeds). The rows run two at a time, one per CPU core.
+# seeds). The rows trained in section 7, two at a time.
 #
 # </details>
 
 # %%
-profile.expect(60, "Pretraining and fine-tuning the tables' rows (the first time; then they load from the cache)")
 table_config = synthetic_config()
 ablations = pretraining_ablations(table_config)
 objectives, sizes = ablations["objectives"], ablations["sizes"]
@@ -1182,7 +1189,6 @@ assert all(score <= ceiling + 1e-9 for score in left_to_right)
 # every subject scores about 0.5; each row is pretrained on three seeds.
 
 # %%
-profile.expect(190, "Pretraining both language models on two more seeds, then fine-tuning every row")
 for split in ("train", "test"):
     for example in subject_by_predicate_examples(lang, 2, seed=5, split=split):
         print(f"{split}: " + " ".join(f"{w}/{t}" if t != "O" else w for w, t in zip(example.words, example.tags)))
@@ -1253,7 +1259,6 @@ assert all(m > f for m, f in zip(direction_f1["masked LM"], direction_f1["no pre
 # </details>
 
 # %%
-profile.expect(140, "Pretraining MLM + NSP on three seeds, then fine-tuning every row on inference")
 documents = synthetic_documents(table_config)[0][:400]
 for label, d in (("a document", 0), ("a NotNext source", documents_sharing_a_person(documents)[0][0])):
     print(f"{label:>16}: " + " | ".join(sentence.text for sentence in documents[d]))

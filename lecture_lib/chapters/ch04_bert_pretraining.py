@@ -19,13 +19,14 @@ Taught in: 04_bert_pretraining ("Pretraining a small BERT", "The masking ablatio
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import replace
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import torch
 
-from lecture_lib.cache import Deferred, cached_call, compute_all
+from lecture_lib.cache import Deferred, build_all, cached_call, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config, merge_dicts
 from lecture_lib.data.synthetic import CITIES, ORGANISATIONS, Person, Sentence, SyntheticLanguage
@@ -198,9 +199,18 @@ def masking_ablation(
 
     Taught in: 04_bert_pretraining ("The masking ablation").
     """
-    return _masking_ablation(
-        _with_pretrain(config or ablation_config(), dict(pairs=None)), tuple(rules), progress=progress
-    )
+    return _masking_ablation(*masking_ablation_call(config, rules=rules), progress=progress)
+
+
+def masking_ablation_call(
+    config: course_language.CourseLanguageConfig | None = None, *, rules: Sequence[str] = MASKING_RULES
+) -> tuple:
+    """The call of the cached run that :func:`masking_ablation` makes: MLM only, ``config`` (default
+    :func:`ablation_config`), the rules as a tuple.
+
+    Taught in: 04_bert_pretraining ("The masking ablation").
+    """
+    return _with_pretrain(config or ablation_config(), dict(pairs=None)), tuple(rules)
 
 
 @cached_call(ignore=("progress",))
@@ -260,14 +270,9 @@ def masking_schedules(
 
     Taught in: 04_bert_pretraining ("Static against dynamic masking").
     """
-    seeds = claim_seeds() if seeds is None else seeds
-    recipe = merge_dicts(pick(quick=SCHEDULE_QUICK, full=SCHEDULE_FULL), overrides)
-    jobs = [
-        (_with_pretrain(synthetic_config(**merge_dicts(recipe, dict(pretrain=dict(seed=seed)))), objective), False)
-        for seed in seeds
-        for objective in MASK_SCHEDULES.values()
-    ]
-    rows = compute_all(_schedule_run, jobs, workers=workers, desc="masking schedules")
+    rows = compute_all(
+        _schedule_run, masking_schedule_calls(seeds, **overrides), workers=workers, desc="masking schedules"
+    )
     runs = {name: [row["accuracy"] for row in rows[k :: len(MASK_SCHEDULES)]] for k, name in enumerate(MASK_SCHEDULES)}
     return {**runs, "guess": [row["guess"] for row in rows[:: len(MASK_SCHEDULES)]]}
 
@@ -292,17 +297,48 @@ def schedule_downstream(
 
     Taught in: 04_bert_pretraining ("Static against dynamic masking").
     """
+    scores = compute_all(
+        _schedule_f1,
+        schedule_downstream_calls(seeds, **overrides),
+        workers=workers,
+        desc="masking schedules downstream",
+    )
+    names = [*MASK_SCHEDULES, "no pretraining"]
+    return {name: scores[k :: len(names)] for k, name in enumerate(names)}
+
+
+def masking_schedule_calls(seeds: Sequence[int] | None = None, **overrides) -> list[tuple]:
+    """The calls of the cached runs that :func:`masking_schedules` makes: each seed, each of :data:`MASK_SCHEDULES`.
+
+    Taught in: 04_bert_pretraining ("Static against dynamic masking").
+    """
+    return [(config, False) for config in _schedule_configs(seeds, overrides, MASK_SCHEDULES.values())]
+
+
+def schedule_downstream_calls(seeds: Sequence[int] | None = None, **overrides) -> list[tuple]:
+    """The calls of the cached runs that :func:`schedule_downstream` makes: for each seed, each of
+    :data:`MASK_SCHEDULES` pretrained, then the network from random weights (in the dynamic run's vocabulary).
+
+    Taught in: 04_bert_pretraining ("Static against dynamic masking").
+    """
+    rows = [*((objective, True) for objective in MASK_SCHEDULES.values()), (MASK_SCHEDULES["dynamic"], False)]
+    configs = _schedule_configs(seeds, overrides, [objective for objective, _ in rows])
+    return [(config, pretrained) for config, (_, pretrained) in zip(configs, itertools.cycle(rows))]
+
+
+def _schedule_configs(
+    seeds: Sequence[int] | None, overrides: dict, objectives: Iterable[dict]
+) -> list[course_language.CourseLanguageConfig]:
+    """The schedules' recipe (:data:`SCHEDULE_QUICK` or :data:`SCHEDULE_FULL` with ``overrides``) for each pretraining
+    seed (default :func:`~lecture_lib.profile.claim_seeds`), then each of ``objectives`` within a seed."""
     seeds = claim_seeds() if seeds is None else seeds
     recipe = merge_dicts(pick(quick=SCHEDULE_QUICK, full=SCHEDULE_FULL), overrides)
-    rows = {name: (objective, True) for name, objective in MASK_SCHEDULES.items()}
-    rows["no pretraining"] = (MASK_SCHEDULES["dynamic"], False)  # the dynamic run's vocabulary, not its weights
-    jobs = [
-        (_with_pretrain(synthetic_config(**merge_dicts(recipe, dict(pretrain=dict(seed=seed)))), objective), pretrained)
+    objectives = list(objectives)
+    return [
+        _with_pretrain(synthetic_config(**merge_dicts(recipe, dict(pretrain=dict(seed=seed)))), objective)
         for seed in seeds
-        for objective, pretrained in rows.values()
+        for objective in objectives
     ]
-    scores = compute_all(_schedule_f1, jobs, workers=workers, desc="masking schedules downstream")
-    return {name: scores[k :: len(rows)] for k, name in enumerate(rows)}
 
 
 @cached_call(ignore=("progress",))
@@ -577,10 +613,25 @@ def pretraining_ablations(
 
     Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size", "Bidirectional or left to right").
     """
+    jobs = ablation_calls(config, sizes=sizes)
+    rows = compute_all(_table_row, list(jobs.values()), workers=workers, desc="pretraining rows")
+    tables = {"objectives": {}, "sizes": {}}
+    for (table, name), row in zip(jobs, rows):
+        tables[table][name] = row
+    return tables
+
+
+def ablation_calls(
+    config: course_language.CourseLanguageConfig | None = None, *, sizes: Sequence[tuple[int, int, int]] | None = None
+) -> dict[tuple[str, str], tuple]:
+    """The calls of the cached rows that :func:`pretraining_ablations` makes, keyed by (table, row name).
+
+    Taught in: 04_bert_pretraining ("BERT's ablations: objectives and size").
+    """
     config = config or synthetic_config()
     sizes = [tuple(size) for size in sizes or TABLE6_SIZES[current()]]
     context = DOWNSTREAM_TASKS[:1]
-    jobs = {
+    calls = {
         ("objectives", name): (
             _with_pretrain(config, dict(pairs=pairs)),
             lm,
@@ -588,13 +639,8 @@ def pretraining_ablations(
         )
         for name, (pairs, lm) in TABLE5_ROWS.items()
     }
-    jobs[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS)
-    jobs |= {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context) for size in sizes}
-    rows = compute_all(_table_row, list(jobs.values()), workers=workers, desc="pretraining rows")
-    tables = {"objectives": {}, "sizes": {}}
-    for (table, name), row in zip(jobs, rows):
-        tables[table][name] = row
-    return tables
+    calls[("objectives", "No pretraining")] = (config, None, DOWNSTREAM_TASKS)
+    return calls | {("sizes", "/".join(map(str, size))): (_sized(config, *size), "masked", context) for size in sizes}
 
 
 # The rows of the direction rule as (language model, budget of left_to_right_steps), pretrained on the "No NSP"
@@ -677,16 +723,25 @@ def direction_runs(
 
     Taught in: 04_bert_pretraining ("Bidirectional or left to right").
     """
+    scores = compute_all(_direction_row, direction_calls(config, seeds), workers=workers, desc="direction rows")
+    return {name: scores[k :: len(DIRECTION_ROWS)] for k, name in enumerate(DIRECTION_ROWS)}
+
+
+def direction_calls(
+    config: course_language.CourseLanguageConfig | None = None, seeds: Sequence[int] | None = None
+) -> list[tuple]:
+    """The calls of the cached rows that :func:`direction_runs` makes: for each seed, each of :data:`DIRECTION_ROWS`.
+
+    Taught in: 04_bert_pretraining ("Bidirectional or left to right").
+    """
     config = _with_pretrain(config or synthetic_config(), dict(pairs=None))
     seeds = claim_seeds() if seeds is None else seeds
     budgets = left_to_right_steps(config)
-    jobs = [
+    return [
         (_with_steps(replace(config, pretrain=replace(config.pretrain, seed=seed)), budgets[budget]), language_model)
         for seed in seeds
         for language_model, budget in DIRECTION_ROWS.values()
     ]
-    scores = compute_all(_direction_row, jobs, workers=workers, desc="direction rows")
-    return {name: scores[k :: len(DIRECTION_ROWS)] for k, name in enumerate(DIRECTION_ROWS)}
 
 
 def _with_steps(config: course_language.CourseLanguageConfig, steps: int) -> course_language.CourseLanguageConfig:
@@ -773,11 +828,63 @@ def nsp_runs(
 
     Taught in: 04_bert_pretraining ("NSP on a sentence-pair task").
     """
+    scores = compute_all(_nsp_row, nsp_calls(config, seeds), workers=workers, desc="NSP rows")
+    return {row: scores[k :: len(NSP_ROWS)] for k, row in enumerate(NSP_ROWS)}
+
+
+def nsp_calls(
+    config: course_language.CourseLanguageConfig | None = None, seeds: Sequence[int] | None = None
+) -> list[tuple]:
+    """The calls of the cached rows that :func:`nsp_runs` makes: for each seed, each of :data:`NSP_ROWS`.
+
+    Taught in: 04_bert_pretraining ("NSP on a sentence-pair task").
+    """
     config = config or synthetic_config()
     seeds = claim_seeds() if seeds is None else seeds
-    jobs = [(replace(config, pretrain=replace(config.pretrain, seed=seed)), row) for seed in seeds for row in NSP_ROWS]
-    scores = compute_all(_nsp_row, jobs, workers=workers, desc="NSP rows")
-    return {row: scores[k :: len(NSP_ROWS)] for k, row in enumerate(NSP_ROWS)}
+    return [(replace(config, pretrain=replace(config.pretrain, seed=seed)), row) for seed in seeds for row in NSP_ROWS]
+
+
+def bert_pretraining_jobs(config: course_language.CourseLanguageConfig | None = None) -> list[tuple]:
+    """Every cached run that sections 8 and 9 read, as ``(function, call)``, with ``config`` (default
+    :func:`synthetic_config`) as the tables' recipe: first the runs that pretrain a model, then those that only
+    fine-tune one that another run pretrains (:func:`_only_fine_tunes`), so that no worker waits on another's model.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    jobs = [
+        *((_direction_row, call) for call in direction_calls(config)),
+        *((_nsp_row, call) for call in nsp_calls(config)),
+        *((_table_row, call) for call in ablation_calls(config).values()),
+        (_masking_ablation, masking_ablation_call()),
+        *((_schedule_run, call) for call in masking_schedule_calls()),
+        *((_schedule_f1, call) for call in schedule_downstream_calls()),
+    ]
+    return sorted(jobs, key=lambda job: _only_fine_tunes(*job))  # stable: each part keeps its order
+
+
+def _only_fine_tunes(fn, call: tuple) -> bool:
+    """Whether a job of :func:`bert_pretraining_jobs` fine-tunes a model that another of its jobs pretrains: the rows
+    from random weights (which read a pretrained row's vocabulary), the NSP rule's "MLM only" (the direction rule's
+    masked LM), the tables' rows without NSP (the direction rule's seed-0 models) and the schedules' fine-tuning."""
+    if fn is _direction_row:
+        return call[1] is None
+    if fn is _nsp_row:
+        return call[1] != "MLM + NSP"
+    if fn is _table_row:
+        return call[1] is None or call[0].pretrain.objective.pairs is None
+    return fn is _schedule_f1
+
+
+def train_bert_pretraining_runs(
+    config: course_language.CourseLanguageConfig | None = None, *, workers: int | None = None
+) -> int:
+    """Train every run of :func:`bert_pretraining_jobs` not yet in the cache, ``workers`` at a time in one pool
+    (:func:`~lecture_lib.cache.build_all`), so that no section waits with a core idle for its last run; the
+    sections then read their runs from the cache. Returns how many runs were trained.
+
+    Taught in: 04_bert_pretraining ("Pretraining a small BERT").
+    """
+    return build_all(bert_pretraining_jobs(config), workers=workers, desc="pretraining")
 
 
 @cached_call(ignore=("progress",))

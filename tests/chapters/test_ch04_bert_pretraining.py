@@ -496,3 +496,45 @@ def test_exercise_6_bert_base_is_about_20_h100_hours():
     assert round(gpu_hours_and_kwh(flops, 990e12, 0.4, 700, 1.58)[1], 1) == 22.5
     v100_hours = gpu_hours_and_kwh(flops, 125e12, 0.30, 300, 1.58)[0]
     assert round(v100_hours) == 215 and 9.5 < v100_hours / hours < 11
+
+
+def test_the_chapters_jobs_are_every_run_sections_8_and_9_read_each_model_pretrained_first(monkeypatch):
+    """:func:`train_bert_pretraining_runs` trains, in one pool, what sections 8 and 9 then read from the cache: the
+    calls their functions make as the notebook makes them. A run that only fine-tunes a model comes after the run
+    that pretrains it, so that a worker does not wait on another's model."""
+    monkeypatch.setenv("LECTURE_PROFILE", "quick")
+    monkeypatch.delenv("LECTURE_SEEDS", raising=False)
+    made = [(ch04._masking_ablation, ch04.masking_ablation_call(ch04.ablation_config()))]
+
+    def compute_all(fn, calls, **kwargs):
+        made.extend((fn, tuple(call)) for call in calls)
+        return [{"accuracy": 0.0, "guess": 0.0} for _ in calls]
+
+    monkeypatch.setattr(ch04, "compute_all", compute_all)
+    config = ch04.synthetic_config()
+    ch04.masking_schedules(), ch04.schedule_downstream(), ch04.pretraining_ablations(config)
+    ch04.direction_runs(config), ch04.nsp_runs(config)
+
+    def names(jobs):
+        return {(fn.__qualname__, fn.cache_name(*call)) for fn, call in jobs}
+
+    jobs = ch04.bert_pretraining_jobs(config)
+    assert names(jobs) == names(made)
+
+    def at(fn, row=lambda call: True):
+        return [i for i, (f, call) in enumerate(jobs) if f is fn and row(call)]
+
+    def seed(call):
+        return call[0].pretrain.seed
+
+    # each run that reads a model comes after the run that pretrains it
+    assert max(at(ch04._schedule_run)) < min(at(ch04._schedule_f1))
+    for s in config.seeds:
+        masked = at(ch04._direction_row, lambda c: seed(c) == s and c[1] == "masked")
+        readers = at(ch04._direction_row, lambda c: seed(c) == s and c[1] is None)
+        readers += at(ch04._nsp_row, lambda c: seed(c) == s and c[1] != "MLM + NSP")
+        assert len(masked) == 1 and masked[0] < min(readers)
+    no_nsp_rows = at(ch04._table_row, lambda c: c[0].pretrain.objective.pairs is None)
+    assert max(at(ch04._direction_row, lambda c: seed(c) == 0 and c[1] is not None)) < min(no_nsp_rows)
+    bert_row = at(ch04._table_row, lambda c: c[0] == config and c[1] == "masked")
+    assert bert_row[0] < min(at(ch04._table_row, lambda c: c[1] is None))
