@@ -1775,9 +1775,12 @@ print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretrain
 # `texts = domain_texts(domain_recipe(0))` holds both texts' training and held-out documents, and
 # `recipe = domain_recipe(0)` the recipe. `WordPieceTokenizer.train(sentences, recipe.pretrain.data.vocab_size)`
 # (from `lecture_lib.tokenization`) learns a vocabulary from the general sentences; `tokenizer.tokenize(name)` cuts
-# a name of `LAST_NAMES`. `pretrain(recipe.pretrain, data=PretrainingData(recipe.pretrain, *texts["general"],
-# tokenizer))` (both from `lecture_lib.pretraining`) pretrains; for the further pretraining, pass a copy of that
-# model as `model=` and the domain's documents in the same vocabulary, with `recipe.pretrain`'s steps halved.
+# a name of `LAST_NAMES`. Learned from one text, it may stop short of 700 pieces, so give the recipe its size:
+# `own = dataclasses.replace(recipe.pretrain, model=dataclasses.replace(recipe.pretrain.model,
+# vocab_size=tokenizer.vocab_size), data=dataclasses.replace(recipe.pretrain.data, vocab_size=tokenizer.vocab_size))`.
+# Then `pretrain(own, data=PretrainingData(own, *texts["general"], tokenizer))` (both from `lecture_lib.pretraining`)
+# pretrains; for the further pretraining, pass a copy of that model as `model=` and the domain's documents in the
+# same vocabulary, with `own`'s steps halved.
 # `frozen_and_fine_tuned(task, model.bert, config.feature_finetune, config.seeded_finetune, 0, 0)` (from
 # `lecture_lib.finetuning.features`) scores an encoder, with `task = build_harder_tasks(tokenizer, config,
 # names=("context_ner",))["context_ner"]` in its own vocabulary.

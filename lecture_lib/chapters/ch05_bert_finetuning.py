@@ -286,8 +286,8 @@ def _fine_tuned(
 
 # Section 8's two texts, each in documents of three sentences. The domain is the course's documents: facts about
 # people (where they live, who employs them) and free sentences that name them. The general text is the same
-# language's free grammar with no facts, and a name in about one sentence in twenty: it teaches the grammar and the
-# common words, and little about names. Both are cut by one WordPiece vocabulary learned from the two together, so
+# language's free grammar with no facts, and a surname in about one sentence in thirty: it teaches the grammar and
+# the common words, and little about names. Both are cut by one WordPiece vocabulary learned from the two together, so
 # that only the text differs. Chapter 04's recipe for the language (two layers of width 64, 600 steps of 32 pairs),
 # in ``quick``; the further pretraining adds half as many steps on the domain.
 GENERAL_GRAMMAR = GrammarConfig(p_fact=0.0, p_name_subject=0.02, p_entity_object=0.02)

@@ -1,6 +1,7 @@
 """lecture_lib.chapters.course_language and lecture_lib.finetuning.finetune: the chapter's sizes, the cached pretraining on the synthetic language, the tasks it
 builds, and the fine-tuning loop's scores (recomputed here from the model's own predictions)."""
 
+import copy
 import dataclasses
 
 import pytest
@@ -21,6 +22,7 @@ from lecture_lib.chapters.course_language import (
     synthetic_pretraining_data,
 )
 from lecture_lib.data.synthetic import LAST_NAMES, SyntheticLanguage
+from lecture_lib.finetuning.features import frozen_and_fine_tuned
 from lecture_lib.finetuning.finetune import finetune, finetune_from, new_head, predict, reinitialize_pooler
 from lecture_lib.finetuning.peft import bitfit
 from lecture_lib.finetuning.tasks import best_spans, split_people, word_tags
@@ -340,7 +342,21 @@ def test_exercise_6_the_general_texts_own_vocabulary_cuts_surnames_into_more_pie
         return sum(len(tokenizer.tokenize(name)) for name in LAST_NAMES) / len(LAST_NAMES)
 
     assert pieces_per_surname(own) > pieces_per_surname(shared)
-    small = dataclasses.replace(recipe.pretrain, data=dataclasses.replace(recipe.pretrain.data, eval_pairs=8))
-    for name in ("general", "in-domain"):
-        data = pretrain_module.PretrainingData(small, *texts[name], own)
-        assert data.tokenizer is own and int(data.train["input_ids"].max()) < own.vocab_size
+    small = dataclasses.replace(  # the hint's recipe: the model's vocabulary as large as the tokenizer's
+        recipe.pretrain,
+        model=dataclasses.replace(recipe.pretrain.model, vocab_size=own.vocab_size),
+        data=dataclasses.replace(recipe.pretrain.data, eval_pairs=8, vocab_size=own.vocab_size),
+        train=dataclasses.replace(recipe.pretrain.train, steps=2, warmup_steps=1),
+    )
+    data = {name: pretrain_module.PretrainingData(small, *texts[name], own) for name in ("general", "in-domain")}
+    assert all(d.tokenizer is own and int(d.train["input_ids"].max()) < own.vocab_size for d in data.values())
+    # the hint's runs, two steps each: the general model, its further pretraining, scored in its own vocabulary
+    general_model = pretrain_module.pretrain(small, data=data["general"], progress=False).model
+    further = pretrain_module.pretrain(
+        small, data=data["in-domain"], model=copy.deepcopy(general_model), progress=False
+    )
+    config = chapter_config(train_examples=48, test_examples=24, finetune=dict(steps=2, batch_size=8))
+    task = build_harder_tasks(own, config, names=("context_ner",))["context_ner"]
+    tagger, budget = dataclasses.replace(config.feature_finetune, steps=2), config.seeded_finetune
+    scores = frozen_and_fine_tuned(task, further.model.bert, tagger, budget, 0, 0)
+    assert set(scores) == {"frozen", "fine-tuned"} and all(0 <= v <= 1 for v in scores.values())
