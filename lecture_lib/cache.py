@@ -301,6 +301,24 @@ def build_all(
     return len(missing)
 
 
+def job(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Callable[..., Any], tuple]:
+    """The job of :func:`build_all` for the call ``fn(*args, **kwargs)``: ``(fn, call)``, the keyword arguments
+    moved to their positions and the defaults filled in, so that a list of jobs reads as the calls it stands for.
+
+    >>> def scaled(x, factor=2, offset=0):
+    ...     return x * factor + offset
+    >>> job(scaled, 3, offset=1)[1]
+    (3, 2, 1)
+    """
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise ValueError(
+            f"a job passes its call by position, and {fn.__qualname__} takes {sorted(bound.kwargs)} by keyword only"
+        )
+    return fn, bound.args
+
+
 def _build_only(fn: Callable[..., Any], *args: Any) -> None:
     """One worker's job of :func:`build_all`: build the entry, send nothing back (the caller reads the cache)."""
     fn(*args)

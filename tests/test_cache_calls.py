@@ -13,7 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lecture_lib import cache
-from lecture_lib.cache import Deferred, build_all, cache_root, cached_build, cached_call, call_recipe, compute_all
+from lecture_lib.cache import (
+    Deferred,
+    build_all,
+    cache_root,
+    cached_build,
+    cached_call,
+    call_recipe,
+    compute_all,
+    job,
+)
 
 SCALE = 3
 WORDS = ("a", "b")
@@ -175,3 +184,16 @@ def test_build_all_builds_the_missing_calls_of_several_functions_once_each(tmp_p
     assert build_all(jobs, workers=2) == 0  # all in the cache now
     with pytest.raises(TypeError, match="decorated with cached_call"):
         build_all([(logged, (1, str(log))), (sorted, ([2, 1],))])
+
+
+def test_a_job_passes_its_call_by_position_and_builds_the_entry_that_the_keyword_call_reads():
+    fn, call = job(scaled, Outer(steps=2), flag=True, n=4)
+    assert fn is scaled and call == (Outer(steps=2), 4, True, True)  # in order, the default filled in
+    assert build_all([(fn, call)], workers=1) == 1
+    assert scaled.is_cached(Outer(steps=2), n=4, flag=True) and not scaled.is_cached(Outer(steps=2), n=4)
+
+    def keyed(x, *, y=1):
+        return x + y
+
+    with pytest.raises(ValueError, match=r"takes \['y'\] by keyword only"):
+        job(keyed, 1)

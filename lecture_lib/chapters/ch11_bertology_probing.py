@@ -48,7 +48,7 @@ from lecture_lib.analysis.word_senses import (
     sense_sentences,
 )
 from lecture_lib.analysis.word_vectors import word_vectors
-from lecture_lib.cache import cached_call, compute_all
+from lecture_lib.cache import build_all, cached_call, compute_all, job
 from lecture_lib.chapters import course_language
 from lecture_lib.config import build_config
 from lecture_lib.data.synthetic import (
@@ -859,8 +859,9 @@ def attractor_training(course: PretrainResult, config: Chapter11Config) -> list[
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    calls = [(course.model, course.tokenizer, config, seed) for seed in config.seeds]
-    return compute_all(attractor_run, calls, desc="further pretraining on the attractor text")
+    return compute_all(
+        attractor_run, further_pretraining_calls(course, config), desc="further pretraining on the attractor text"
+    )
 
 
 @cached_call
@@ -1059,8 +1060,9 @@ def knowledge_probing(course: PretrainResult, config: Chapter11Config) -> list[d
 
     Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
-    calls = [(course.model, course.tokenizer, config, seed) for seed in config.seeds]
-    return compute_all(knowledge_run, calls, desc="further pretraining on the knowledge text")
+    return compute_all(
+        knowledge_run, further_pretraining_calls(course, config), desc="further pretraining on the knowledge text"
+    )
 
 
 @cached_call
@@ -1125,6 +1127,85 @@ def sense_measures(model: nn.Module, tokenizer, seed: int) -> tuple[dict[str, Se
             (similarity - baseline).tolist(),
         )
     return measures, baseline.tolist()
+
+
+# ---------------------------------------------------------------- the chapter's runs, in one pool
+
+
+def further_pretraining_calls(course: PretrainResult, config: Chapter11Config) -> list[tuple]:
+    """The calls of :func:`attractor_run` and :func:`knowledge_run`: the course's BERT, once per seed of
+    :attr:`~Chapter11Config.seeds`.
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    return [(course.model, course.tokenizer, config, seed) for seed in config.seeds]
+
+
+def minilm_probe_jobs(minilm: BertModel, tokenizer, config: Chapter11Config) -> list[tuple]:
+    """The cached probes of MiniLM and of its random twin that the chapter's sections read, each called as its
+    section calls it, as jobs of :func:`~lecture_lib.cache.build_all`, the longest first. MiniLM's word vectors of
+    the treebank go with its jobs (the twin's are computed in its own); they are not part of a probe's name.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    vectors = tuple(word_vectors(minilm, tokenizer, [s.words for s in split]) for split in treebank(config))
+    twin = random_twin(minilm, config.seed)
+    mixed = (*SYNTACTIC_EDGE_TASKS, *SEMANTIC_EDGE_TASKS)
+    return [
+        *(
+            job(structural_probing, "minilm", minilm, tokenizer, config, rank_sweep=True, vectors=vectors, seed=seed)
+            for seed in config.seeds
+        ),
+        job(layerwise_probing, "random-minilm", twin, tokenizer, config),
+        job(layerwise_probing, "minilm", minilm, tokenizer, config, vectors=vectors),
+        job(edge_probing, "minilm", minilm, tokenizer, config, vectors=vectors),
+        *(
+            job(edge_probing, "minilm", minilm, tokenizer, config, mixed, sweep=False, vectors=vectors, seed=seed)
+            for seed in config.seeds
+        ),
+        *(
+            job(edge_probing, "random-minilm", twin, tokenizer, config, mixed, sweep=False, seed=seed)
+            for seed in config.seeds
+        ),
+        job(edge_probing, "random-minilm", twin, tokenizer, config, ("negation", "coreference"), sweep=False),
+    ]
+
+
+def course_bert_jobs(course: PretrainResult, config: Chapter11Config) -> list[tuple]:
+    """The cached runs of the chapter on the course's BERT, as jobs of :func:`~lecture_lib.cache.build_all`: the
+    further pretraining of :func:`attractor_training` and :func:`knowledge_probing` first, then the probes.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    model, tokenizer = course.model, course.tokenizer
+    calls = further_pretraining_calls(course, config)
+    return [
+        *((attractor_run, call) for call in calls),
+        *((knowledge_run, call) for call in calls),
+        job(layerwise_probing, "course-bert", model, tokenizer, config),
+        job(probe_families, "course-bert", model, tokenizer, config),
+        job(structural_probing, "course-bert", model, tokenizer, config, depth=False),
+    ]
+
+
+def train_chapter_runs(
+    minilm: BertModel, tokenizer, config: Chapter11Config, *, workers: int | None = None
+) -> PretrainResult:
+    """Every run of the chapter that trains something, ``workers`` at a time (:func:`~lecture_lib.cache.build_all`),
+    so that no core waits while the other trains: first the course's BERT (chapter 05's) beside MiniLM's probes
+    (:func:`minilm_probe_jobs`), then what needs that BERT (:func:`course_bert_jobs`). Each run is made once; the
+    sections read them from the cache. Returns the course's BERT.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    bert = course_language.chapter_config()
+    first = [course_language.synthetic_pretraining_job(bert), *minilm_probe_jobs(minilm, tokenizer, config)]
+    build_all(first, workers=workers, desc="the course's BERT and MiniLM's probes")
+    course = course_language.synthetic_pretrained_bert(bert)
+    build_all(
+        course_bert_jobs(course, config), workers=workers, desc="further pretraining and the course BERT's probes"
+    )
+    return course
 
 
 # ---------------------------------------------------------------- the claims, declared before the run

@@ -229,8 +229,17 @@ def synthetic_pretrained_bert(config: CourseLanguageConfig | None = None, *, pro
 
     Taught in: 05_bert_finetuning ("A BERT pretrained on the language").
     """
-    config = config or chapter_config()
-    return cached_pretraining(config.pretrain, Deferred(synthetic_pretraining_data, config), progress=progress)
+    fn, call = synthetic_pretraining_job(config or chapter_config())
+    return fn(*call, progress=progress)
+
+
+def synthetic_pretraining_job(config: CourseLanguageConfig) -> tuple[Callable[..., None], tuple]:
+    """:func:`synthetic_pretrained_bert`'s training as a job of :func:`~lecture_lib.cache.build_all`, to run in a
+    pool beside other runs: ``(cached_pretraining, (pretraining config, deferred data))``.
+
+    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    """
+    return cached_pretraining, (config.pretrain, Deferred(synthetic_pretraining_data, config))
 
 
 def synthetic_sentences(n: int, seed: int) -> list[Sentence]:

@@ -2,6 +2,7 @@
 brute force), the held-out word types, the knowledge text and its further pretraining, the random twin, and the
 structural scores on vectors that hold the gold trees by construction."""
 
+import inspect
 import random
 
 import pytest
@@ -12,22 +13,32 @@ from lecture_lib.chapters.ch11_bertology_probing import (
     KNOWLEDGE_FREQUENCIES,
     QUICK,
     ROLES,
+    SEMANTIC_EDGE_TASKS,
+    SYNTACTIC_EDGE_TASKS,
     Chapter11Config,
     agreement_sentences,
     attractor_run,
     attractor_text,
+    attractor_training,
     attractors,
+    course_bert_jobs,
+    edge_probing,
     further_pretrain,
     held_out_probes,
     held_out_subjects,
     held_out_types,
+    knowledge_probing,
+    knowledge_run,
     knowledge_text,
+    layerwise_probing,
+    minilm_probe_jobs,
     name_pieces,
     nearest_noun_agrees,
     pairs_out_of_order,
     probe_at_layer,
     random_twin,
     span_batch,
+    structural_probing,
     structural_scores,
     task_data,
     treebank,
@@ -289,6 +300,66 @@ def test_the_random_twin_is_seeded_fresh_and_leaves_the_global_generator_alone()
     w = "encoder.layer.0.attention.self.query.weight"
     assert torch.equal(a.state_dict()[w], b.state_dict()[w]) and not torch.equal(a.state_dict()[w], c.state_dict()[w])
     assert not torch.equal(a.state_dict()[w], model.state_dict()[w])
+
+
+def test_the_pools_jobs_are_the_entries_that_the_sections_read(monkeypatch):
+    """train_chapter_runs trains in a pool what the sections then read: its jobs name the entries of the
+    sections' calls, written here as the notebook writes them (keywords, vectors given or not), each once; the
+    further pretraining is attractor_training's and knowledge_probing's own."""
+    from lecture_lib.pretraining import PretrainResult
+
+    config = Chapter11Config(**QUICK)
+    train, test = treebank(config)
+    tokenizer = WordPieceTokenizer.train([" ".join(s.words) for s in train + test], vocab_size=300)
+    minilm = BertModel(
+        BertConfig(
+            vocab_size=len(tokenizer.vocab),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+        )
+    ).eval()
+    twin = random_twin(minilm, config.seed)
+    jobs = minilm_probe_jobs(minilm, tokenizer, config)
+    names = [fn.cache_name(*call) for fn, call in jobs]
+    mixed = (*SYNTACTIC_EDGE_TASKS, *SEMANTIC_EDGE_TASKS)
+    sections = [
+        layerwise_probing.cache_name("minilm", minilm, tokenizer, config, vectors=([], [])),
+        layerwise_probing.cache_name("random-minilm", twin, tokenizer, config),
+        structural_probing.cache_name("minilm", minilm, tokenizer, config, rank_sweep=True),
+        edge_probing.cache_name("minilm", minilm, tokenizer, config),
+        edge_probing.cache_name(
+            "random-minilm", twin, tokenizer, config, tasks=("negation", "coreference"), sweep=False
+        ),
+        *(
+            fn.cache_name(name, model, tokenizer, config, **kwargs, seed=seed)
+            for seed in config.seeds
+            for fn, name, model, kwargs in (
+                (structural_probing, "minilm", minilm, dict(rank_sweep=True)),
+                (edge_probing, "minilm", minilm, dict(tasks=mixed, sweep=False)),
+                (edge_probing, "random-minilm", twin, dict(tasks=mixed, sweep=False)),
+            )
+        ),
+    ]
+    assert sorted(names) == sorted(set(sections)) == sorted(set(names))
+    given = [call[list(inspect.signature(fn).parameters).index("vectors")] for fn, call in jobs]
+    vectors = given[0]
+    assert [len(split) for split in vectors] == [len(train), len(test)]
+    assert [v is vectors for v in given] == [call[1] is minilm for _, call in jobs]  # the twin computes its own
+    assert all(v is None for v, (_, call) in zip(given, jobs) if call[1] is not minilm)
+
+    course = PretrainResult(tiny_mlm_bert(len(tokenizer.vocab)), tokenizer, None, None)
+    built = {fn: [] for fn in (attractor_run, knowledge_run)}
+    for fn, call in course_bert_jobs(course, config)[: 2 * len(config.seeds)]:
+        built[fn].append(fn.cache_name(*call))
+    read = {}
+    monkeypatch.setattr(
+        "lecture_lib.chapters.ch11_bertology_probing.compute_all",
+        lambda fn, calls, **kwargs: read.setdefault(fn, [fn.cache_name(*call) for call in calls]),
+    )
+    attractor_training(course, config), knowledge_probing(course, config)
+    assert read == built and len(set(read[attractor_run])) == len(config.seeds)
 
 
 def tree_vectors(sentence, g):
