@@ -1141,14 +1141,14 @@ def further_pretraining_calls(course: PretrainResult, config: Chapter11Config) -
     return [(course.model, course.tokenizer, config, seed) for seed in config.seeds]
 
 
-def minilm_probe_jobs(minilm: BertModel, tokenizer, config: Chapter11Config) -> list[tuple]:
+def minilm_probe_jobs(minilm: BertModel, tokenizer, vectors: tuple, config: Chapter11Config) -> list[tuple]:
     """The cached probes of MiniLM and of its random twin that the chapter's sections read, each called as its
-    section calls it, as jobs of :func:`~lecture_lib.cache.build_all`, the longest first. MiniLM's word vectors of
-    the treebank go with its jobs (the twin's are computed in its own); they are not part of a probe's name.
+    section calls it, as jobs of :func:`~lecture_lib.cache.build_all`, the longest first. ``vectors``, MiniLM's word
+    vectors of the treebank's training and test sentences, go with its jobs (the twin's are computed in its own);
+    they are not part of a probe's name.
 
-    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    Taught in: 11_bertology_probing ("Word vectors from every layer").
     """
-    vectors = tuple(word_vectors(minilm, tokenizer, [s.words for s in split]) for split in treebank(config))
     twin = random_twin(minilm, config.seed)
     mixed = (*SYNTACTIC_EDGE_TASKS, *SEMANTIC_EDGE_TASKS)
     return [
@@ -1175,7 +1175,7 @@ def course_bert_jobs(course: PretrainResult, config: Chapter11Config) -> list[tu
     """The cached runs of the chapter on the course's BERT, as jobs of :func:`~lecture_lib.cache.build_all`: the
     further pretraining of :func:`attractor_training` and :func:`knowledge_probing` first, then the probes.
 
-    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    Taught in: 11_bertology_probing ("Word vectors from every layer").
     """
     model, tokenizer = course.model, course.tokenizer
     calls = further_pretraining_calls(course, config)
@@ -1189,17 +1189,17 @@ def course_bert_jobs(course: PretrainResult, config: Chapter11Config) -> list[tu
 
 
 def train_chapter_runs(
-    minilm: BertModel, tokenizer, config: Chapter11Config, *, workers: int | None = None
+    minilm: BertModel, tokenizer, vectors: tuple, config: Chapter11Config, *, workers: int | None = None
 ) -> PretrainResult:
     """Every run of the chapter that trains something, ``workers`` at a time (:func:`~lecture_lib.cache.build_all`),
     so that no core waits while the other trains: first the course's BERT (chapter 05's) beside MiniLM's probes
-    (:func:`minilm_probe_jobs`), then what needs that BERT (:func:`course_bert_jobs`). Each run is made once; the
-    sections read them from the cache. Returns the course's BERT.
+    (:func:`minilm_probe_jobs`, with ``vectors``), then what needs that BERT (:func:`course_bert_jobs`). Each run is
+    made once; the sections read them from the cache. Returns the course's BERT.
 
-    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    Taught in: 11_bertology_probing ("Word vectors from every layer").
     """
     bert = course_language.chapter_config()
-    first = [course_language.synthetic_pretraining_job(bert), *minilm_probe_jobs(minilm, tokenizer, config)]
+    first = [course_language.synthetic_pretraining_job(bert), *minilm_probe_jobs(minilm, tokenizer, vectors, config)]
     build_all(first, workers=workers, desc="the course's BERT and MiniLM's probes")
     course = course_language.synthetic_pretrained_bert(bert)
     build_all(

@@ -237,7 +237,7 @@ def synthetic_pretraining_job(config: CourseLanguageConfig) -> tuple[Callable[..
     """:func:`synthetic_pretrained_bert`'s training as a job of :func:`~lecture_lib.cache.build_all`, to run in a
     pool beside other runs: ``(cached_pretraining, (pretraining config, deferred data))``.
 
-    Taught in: 11_bertology_probing ("Three encoders and a treebank").
+    Taught in: 11_bertology_probing ("Word vectors from every layer").
     """
     return cached_pretraining, (config.pretrain, Deferred(synthetic_pretraining_data, config))
 
