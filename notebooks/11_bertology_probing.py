@@ -184,9 +184,10 @@ torch.testing.assert_close(library, by_hand, atol=1e-5, rtol=1e-5)
 # %% [markdown]
 # <details><summary>The treebank's vectors, and why every run of the chapter trains here</summary>
 #
-# Every probe below reads MiniLM's vectors of the treebank's words, computed once here. Each probe learns from frozen vectors and is cheap, but with the course's BERT and the further pretraining of
-# sections 6 and 7 they add up to a few minutes of CPU. We train them all here, two at a time
-# (`train_chapter_runs`), and each section reads its runs back from the cache.
+# Every probe below reads MiniLM's vectors of the treebank's words, computed once here. Each probe learns from
+# frozen vectors and is cheap, but with the course's BERT and the further pretraining of sections 6 and 7 they
+# add up to a few minutes of CPU. We train them all here, two at a time (`train_chapter_runs`), and each section
+# reads its runs back from the cache.
 #
 # </details>
 
@@ -194,7 +195,7 @@ torch.testing.assert_close(library, by_hand, atol=1e-5, rtol=1e-5)
 train_vectors = word_vectors(minilm, minilm_tokenizer, [s.words for s in train])
 test_vectors = word_vectors(minilm, minilm_tokenizer, [s.words for s in test])
 profile.expect(
-    180,
+    170,
     "Training the course's BERT and every probe of the chapter, two at a time (the first time; then from the cache)",
 )
 course = train_chapter_runs(minilm, minilm_tokenizer, (train_vectors, test_vectors), config)
