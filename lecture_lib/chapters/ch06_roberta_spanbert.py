@@ -55,7 +55,10 @@ from lecture_lib.train import TrainConfig
 # after 600 steps of 32.
 # The rows that a claim compares run on every seed of LECTURE_SEEDS; those of the span task are then fine-tuned
 # on chapter 05's question answering, as is the same model from random weights. In ``quick`` the other rows are
-# illustrative, on the first seed; ``full`` (a GPU) runs every row on every seed.
+# illustrative, on the first seed; ``full`` (a GPU) runs every row on every seed. The quick profile's budget
+# (180 s on two cores) pays for the claims the chapter is about: the input formats, span masking against
+# subword tokens, SBO and longer training. Table 3's batch sizes and the linguistic masking units (whole words,
+# entities, noun phrases) are pretrained in ``full`` only, about 120 CPU-seconds each in ``quick``.
 QUICK = dict(
     pretrain=dict(
         model=dict(
@@ -74,7 +77,7 @@ QUICK = dict(
     documents=650,
     sentences_per_document=14,
     held_out_documents=100,
-    batch_sizes=((8, 800, 2e-3), (16, 400, 3e-3), (64, 100, 6e-3)),
+    schemes=("subword tokens", "geometric spans"),
     finetune=dict(steps=75, batch_size=16, lr=1e-3, num_threads=1),
     every_row_seeded=False,
 )
@@ -159,6 +162,7 @@ CLAIMS = (
         baseline="the first batch size",
         higher=False,
         seeds=Seeds("pretraining"),
+        quick="Table 3's rows run in the full profile only: the quick budget goes to the input formats and spans",
         gates=(Gate("the second batch size (MLM accuracy)", "most-frequent-token guess", _FLOOR_MARGIN),),
     ),
     Rule(
@@ -195,6 +199,7 @@ CLAIMS = (
         compared="geometric spans",
         baseline="the better of named entities and noun phrases",
         seeds=Seeds("pretraining"),
+        quick="the linguistic units are pretrained in the full profile only: the quick budget goes to the span task",
         gates=(
             Gate("geometric spans", "most-frequent-token guess", _FLOOR_MARGIN),
             Gate("the better of named entities and noun phrases", "most-frequent-token guess", _FLOOR_MARGIN),
@@ -273,7 +278,8 @@ class Chapter06Config:
     sentences_per_document: int = 6
     held_out_documents: int = 150
     language_seed: int = 0
-    batch_sizes: tuple[tuple[int, int, float], ...] = ()  # Table 3's rows: (batch size, steps, peak lr)
+    batch_sizes: tuple[tuple[int, int, float], ...] = ()  # Table 3's rows: (batch size, steps, peak lr), if any
+    schemes: tuple[str, ...] = SCHEMES  # Table 6's masking units pretrained, SPAN_TASK_SCHEMES among them
     finetune: TrainConfig = built_by(finetune_budget)  # the span task's budget (its seed: the run's pretraining seed)
     task_examples: int = 1000  # span-task questions to fine-tune on, about one half of the people
     test_examples: int = 400  # and to score, about the other half
@@ -296,6 +302,9 @@ class Chapter06Config:
             raise ValueError(f"expected distinct seeds, at least one, got {list(self.seeds)}")
         if any(len(row) != 3 for row in self.batch_sizes):
             raise ValueError(f"expected batch_sizes of (batch size, steps, lr) rows, got {self.batch_sizes}")
+        self.schemes = tuple(self.schemes)
+        if not set(SPAN_TASK_SCHEMES) <= set(self.schemes) <= set(SCHEMES):
+            raise ValueError(f"expected schemes of {SCHEMES}, {SPAN_TASK_SCHEMES} among them, got {self.schemes}")
 
 
 def chapter_config(**overrides) -> Chapter06Config:
@@ -571,8 +580,7 @@ def bigger_batches_in_range(batch_sizes: Sequence[int], simple_noise_scale: floa
     """The range of RoBERTa's Table 3 claim, declared with the claims: the larger compared batch is at most the
     simple noise scale B_simple at the end of the chapter's run. Above it, McCandlish et al. (2018) find that a
     bigger batch needs more examples to reach the same loss, so at equal compute it cannot train better; below
-    it, a bigger batch costs about no extra examples and the claim can show. Out of range, the rule's ``quick``
-    field would say so.
+    it, a bigger batch costs about no extra examples and the claim can show. Out of range, the notebook says so.
 
     >>> bigger_batches_in_range([6, 12], 250.0), bigger_batches_in_range([6, 12], 10.0)
     (True, False)
@@ -747,6 +755,20 @@ def seeded_runs(
     return rows
 
 
+def scheme_study(config: Chapter06Config) -> dict[str, tuple[str, ...]]:
+    """The rows of section 6's study, as the keywords of :func:`seeded_runs` and :func:`seeded_calls`: the
+    config's schemes, those of :data:`SCHEME_SEEDED` among them on every seed, :data:`SPAN_TASK_SCHEMES`
+    fine-tuned on the span task.
+
+    >>> scheme_study(chapter_config(schemes=("geometric spans", "whole words", "subword tokens")))["compared"]
+    ('subword tokens', 'geometric spans')
+
+    Taught in: 06_roberta_spanbert ("Masking whole units").
+    """
+    compared = tuple(scheme for scheme in SCHEME_SEEDED if scheme in config.schemes)
+    return dict(names=config.schemes, compared=compared, span_task=SPAN_TASK_SCHEMES)
+
+
 def with_pretraining_steps(config: Chapter06Config, steps: int) -> Chapter06Config:
     """``config`` pretrained for ``steps`` steps, warming up over the same share of them as the recipe, so each
     run has a whole schedule of its own (as RoBERTa's Table 4 rows): in the quick profile (400 steps, 40 of
@@ -806,7 +828,7 @@ def sbo_calls(config: Chapter06Config) -> list[tuple]:
 
 def roberta_spanbert_jobs(config: Chapter06Config) -> list[tuple]:
     """Every cached run the notebook reads, as ``(function, call)``, the longest first: section 3's noise scales
-    and batch sizes, section 7's SBO runs, section 6's schemes, section 2's formats, section 3's shorter runs,
+    and batch sizes (if the profile has any), section 7's SBO runs, section 6's schemes, section 2's formats, section 3's shorter runs,
     and the span task from random weights.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
@@ -815,10 +837,7 @@ def roberta_spanbert_jobs(config: Chapter06Config) -> list[tuple]:
         (batch_noise_scales, (with_seed(config, config.seeds[0]),)),
         *((format_run, call) for call in batch_size_calls(config)),
         *((scheme_run, call) for call in sbo_calls(config)),
-        *(
-            (scheme_run, call)
-            for _, call in seeded_calls(config, "scheme", SCHEMES, SCHEME_SEEDED, span_task=SPAN_TASK_SCHEMES)
-        ),
+        *((scheme_run, call) for _, call in seeded_calls(config, "scheme", **scheme_study(config))),
         *((format_run, call) for _, call in seeded_calls(config, "format", FORMATS, FORMAT_SEEDED)),
         *((format_run, call) for *_, call in longer_calls(config)),
         *(

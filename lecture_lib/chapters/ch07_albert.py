@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
@@ -98,6 +98,7 @@ QUICK = dict(
     sharing_rows=((16, "all-shared"), (16, "not-shared"), (None, "not-shared")),
     wide_hidden=128,
     wide_embedding=32,
+    wide_judged=False,
     pairs=merge_dicts(
         ALBERT_QUICK,
         dict(
@@ -164,6 +165,7 @@ class Chapter07Config:
     sharing_rows: tuple[tuple[int | None, str], ...] = ((None, "all-shared"), (None, "not-shared"))
     wide_hidden: int = 128  # the wide all-shared ALBERT's H (its FFN 4H), about BERT's parameters at ...
     wide_embedding: int = 32  # ... this E (:func:`wide_runs`)
+    wide_judged: bool = True  # both views on every seed (else BERT's steps on the first seed: does it learn?)
     seeds: tuple[int, ...] = field(default_factory=claim_seeds)
 
     def __post_init__(self) -> None:
@@ -214,6 +216,10 @@ MLM_ACCURACY = "held-out masked-LM accuracy"
 SYNTHETIC = "held-out masked positions of chapter 05's synthetic language"
 LEARNED_TEXT = "{} masked-LM accuracy"  # a gate: the model learned the language at all
 WIDE_ALBERT = "the wide all-shared ALBERT"  # twice BERT's width, about its parameters (Chapter07Config.wide_hidden)
+_WIDE_IN_FULL = (
+    "the quick profile trains the wide ALBERT on its first seed only, at BERT's steps, to see whether it learns "
+    "(section 3); a verdict needs every seed and both views, which the full profile runs"
+)
 DATE_GAP_PAIRS = "held-out pairs of one diary's entries, in order: is the second within two days of the first?"
 SOP_PAIRS, NSP_PAIRS = "600 held-out SOP pairs of the diaries", "600 held-out NSP pairs of the diaries"
 CLAIMS = (
@@ -274,6 +280,7 @@ CLAIMS = (
         compared=WIDE_ALBERT,
         baseline="BERT",
         seeds=Seeds("pretraining"),
+        quick=_WIDE_IN_FULL,
         gates=(
             Gate(LEARNED_TEXT.format(WIDE_ALBERT), "most-frequent-token guess", 0.01),
             Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
@@ -289,6 +296,7 @@ CLAIMS = (
         compared=WIDE_ALBERT + ", its steps cut to BERT's training FLOPs",
         baseline="BERT",
         seeds=Seeds("pretraining"),
+        quick=_WIDE_IN_FULL,
         gates=(
             Gate(LEARNED_TEXT.format(WIDE_ALBERT + " at equal compute"), "most-frequent-token guess", 0.01),
             Gate(LEARNED_TEXT.format("BERT"), "most-frequent-token guess", 0.01),
@@ -672,30 +680,48 @@ WIDE_VIEWS = {"equal parameters": False, "equal compute": True}  # the wide runs
 
 
 def wide_runs(config: Chapter07Config | None = None, *, workers: int | None = None) -> dict:
-    """ALBERT's headline at the chapter's scale: the wide all-shared ALBERT (:func:`wide_albert`) pretrained once per
-    seed of ``config.seeds`` on the sharing runs' data (:func:`sharing_row`), with BERT's steps and with its
-    training FLOPs. Returns ``{"parameters", "steps": {"equal parameters", "equal compute"}, "mlm_accuracy":
-    {"equal parameters": [per seed], "equal compute": [per seed]}}``.
+    """ALBERT's headline at the chapter's scale: the wide all-shared ALBERT (:func:`wide_albert`) pretrained on the
+    sharing runs' data (:func:`sharing_row`) with BERT's steps and with its training FLOPs, on the seeds and views
+    of :func:`wide_plan`. Returns ``{"parameters", "seeds", "steps": {view: steps}, "mlm_accuracy": {view: [per
+    seed]}}``, each view of the plan.
 
     Taught in: 07_albert ("Cross-layer sharing").
     """
     config = config or chapter_config()
+    seeds, views = wide_plan(config)
     rows = compute_all(sharing_row, wide_calls(config), workers=workers, desc="wide ALBERT runs")
     return {
         "parameters": rows[0]["parameters"],
-        "steps": {view: wide_albert(config, config.seeds[0], equal).train.steps for view, equal in WIDE_VIEWS.items()},
+        "seeds": list(seeds),
+        "steps": {view: wide_albert(config, seeds[0], WIDE_VIEWS[view]).train.steps for view in views},
         "mlm_accuracy": {
-            view: [row["mlm_accuracy"] for row in rows[i :: len(WIDE_VIEWS)]] for i, view in enumerate(WIDE_VIEWS)
+            view: [row["mlm_accuracy"] for row in rows[i * len(seeds) : (i + 1) * len(seeds)]]
+            for i, view in enumerate(views)
         },
     }
 
 
-def wide_calls(config: Chapter07Config, views: Sequence[str] = tuple(WIDE_VIEWS)) -> list[tuple]:
-    """The calls of :func:`sharing_row` behind :func:`wide_runs`: the wide ALBERT of each of ``views`` per seed."""
+def wide_plan(config: Chapter07Config) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The seeds and views :func:`wide_runs` trains: every seed and both views when ``config.wide_judged`` (the
+    rules can then be judged), else the first seed at BERT's steps only, which shows whether the wide model
+    learns at all.
+
+    >>> wide_plan(chapter_config(seeds=(3, 4), wide_judged=False))
+    ((3,), ('equal parameters',))
+    """
+    if config.wide_judged:
+        return config.seeds, tuple(WIDE_VIEWS)
+    return config.seeds[:1], ("equal parameters",)
+
+
+def wide_calls(config: Chapter07Config) -> list[tuple]:
+    """The calls of :func:`sharing_row` behind :func:`wide_runs`: the wide ALBERT of each view per seed of
+    :func:`wide_plan`, BERT's steps first."""
+    seeds, views = wide_plan(config)
     return [
         (wide_albert(config, seed, WIDE_VIEWS[view]), config.wide_embedding, "all-shared")
-        for seed in config.seeds
         for view in views
+        for seed in seeds
     ]
 
 
@@ -851,16 +877,15 @@ def date_gap_calls(config: Chapter07Config, pretrainings: Iterable[str | None]) 
 
 def albert_jobs(config: Chapter07Config) -> list[tuple]:
     """Every cached run the notebook reads, as ``(function, call)``, the longest first: the pair-task grid, the wide
-    ALBERTs at equal parameters, the sharing runs, the wide ALBERTs at equal compute, then the date-gap fine-tuning
-    (which reads the grid's models, trained by then).
+    ALBERTs (at equal parameters, then at equal compute), the sharing runs, then the date-gap fine-tuning (which
+    reads the grid's models, trained by then).
 
     Taught in: 07_albert ("Cross-layer sharing").
     """
     return [
         *((pair_run_scores, call) for call in pair_calls(config)),
-        *((sharing_row, call) for call in wide_calls(config, ["equal parameters"])),
+        *((sharing_row, call) for call in wide_calls(config)),
         *((sharing_row, call) for call in sharing_calls(config)),
-        *((sharing_row, call) for call in wide_calls(config, ["equal compute"])),
         *((date_gap_score, call) for call in date_gap_calls(config, [None, "sop", "nsp"])),
     ]
 

@@ -359,10 +359,14 @@ def test_the_unpadded_loss_is_the_padded_one_with_the_same_gradients():
     assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(padded_grads, unpadded_grads))
 
 
-def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(monkeypatch):
-    """:func:`train_roberta_spanbert_runs` trains, in one pool, what each section then reads from the cache: the calls its section
-    functions make with the module's rows, and section 3's noise scales."""
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(monkeypatch, profile):
+    """:func:`train_roberta_spanbert_runs` trains, in one pool, what each section then reads from the cache: the
+    calls its section functions make with the profile's rows, and section 3's noise scales. Table 3's batch
+    sizes and the linguistic masking units are the full profile's only."""
     from lecture_lib.chapters import ch06_roberta_spanbert as ch06
+
+    monkeypatch.setenv("LECTURE_PROFILE", profile)
 
     made = [(ch06.batch_noise_scales, (ch06.with_seed(chapter_config(seeds=(3, 4, 5)), 3),))]
 
@@ -374,7 +378,7 @@ def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(mon
     config = chapter_config(seeds=(3, 4, 5))
     seeded_runs(config, "format", ch06.FORMATS, compared=ch06.FORMAT_SEEDED)
     seeded_runs(config, "no pretraining", ["no pretraining"], compared=["no pretraining"])
-    seeded_runs(config, "scheme", SCHEMES, compared=ch06.SCHEME_SEEDED, span_task=ch06.SPAN_TASK_SCHEMES)
+    seeded_runs(config, "scheme", **ch06.scheme_study(config))
     ch06.batch_size_runs(config), longer_runs(config), ch06.sbo_runs(config)
 
     def names(jobs):
@@ -383,3 +387,8 @@ def test_the_chapters_jobs_are_every_run_its_sections_read_the_longest_first(mon
     jobs = ch06.roberta_spanbert_jobs(config)
     assert names(jobs) == names(made) and len(names(jobs)) < len(jobs)  # the whole recipe's longer runs: the formats'
     assert jobs[0][0] is ch06.batch_noise_scales and jobs[-1][0] is ch06.scratch_run
+    schemes = {call[1] for fn, call in jobs if fn is scheme_run}
+    assert (schemes == set(SCHEMES)) == (profile == "full") and schemes >= set(ch06.SPAN_TASK_SCHEMES)
+    assert bool(ch06.batch_size_calls(config)) == (profile == "full")
+    with pytest.raises(ValueError, match="expected schemes of"):
+        chapter_config(schemes=("whole words", "geometric spans"))

@@ -143,6 +143,7 @@ def test_the_wide_albert_shares_one_wider_layer_with_at_most_berts_parameters(mo
     FLOPs per token are BERT's, to within one step."""
     monkeypatch.setenv("LECTURE_PROFILE", profile)
     config = chapter_config()
+    assert config.wide_judged == (profile == "full")  # the rules are judged where the wide runs cover every seed
     wide, bert = wide_albert(config, seed=2), bert_twin(replace(config.sharing, seed=2))
     assert wide.seed == 2 and wide.model.num_hidden_groups == 1 and wide.data == config.sharing.data
     assert wide.model.hidden_size >= 2 * bert.model.hidden_size
@@ -168,9 +169,12 @@ def test_the_wide_albert_shares_one_wider_layer_with_at_most_berts_parameters(mo
 
 
 def test_the_wide_runs_train_each_view_once_per_seed_and_read_back(monkeypatch, tmp_path):
+    """Judged (the full profile's plan): both views on every seed, two trainings that differ, read back from the
+    cache. The quick profile's plan trains the first seed at BERT's steps only, and that run is the judged plan's."""
     monkeypatch.setenv("LECTURE_PROFILE", "quick")
     monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
     tiny = chapter_config(
+        wide_judged=True,
         sharing=dict(
             model=dict(
                 hidden_size=16, embedding_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
@@ -187,6 +191,10 @@ def test_the_wide_runs_train_each_view_once_per_seed_and_read_back(monkeypatch, 
     assert runs["parameters"] == sum(p.numel() for p in AlbertForPreTraining(wide_albert(tiny, 0).model).parameters())
     assert runs["mlm_accuracy"]["equal parameters"] != runs["mlm_accuracy"]["equal compute"]  # two trainings
     assert wide_runs(tiny, workers=1) == runs  # read back from the cache
+    assert runs["seeds"] == [0, 1] and not chapter_config().wide_judged
+    shown = wide_runs(replace(tiny, wide_judged=False), workers=1)
+    assert shown["seeds"] == [0] and shown["steps"] == {"equal parameters": 8}
+    assert shown["mlm_accuracy"] == {"equal parameters": runs["mlm_accuracy"]["equal parameters"][:1]}
 
 
 def test_the_date_gap_task_labels_each_pair_by_its_two_dates(monkeypatch):
