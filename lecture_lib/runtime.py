@@ -11,7 +11,7 @@ import multiprocessing
 import os
 import random
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
@@ -181,7 +181,29 @@ _pools: dict[int, tuple[ProcessPoolExecutor, tuple[str | None, ...]]] = {}
 WORKER_SETTINGS = (CACHE_ENV_VAR, PROFILE_ENV_VAR, SEEDS_ENV_VAR)  # the environment a worker reads once, at its start
 
 
+_in_worker = False  # set in each worker of parallel_map's pools, at its start
+
+
+def in_worker() -> bool:
+    """Whether this process is a worker of :func:`parallel_map` (the notebook's process is not)."""
+    return _in_worker
+
+
+def progress_bar(iterable: Iterable | None = None, **kwargs) -> tqdm:
+    """tqdm's bar over ``iterable`` (a widget in Jupyter and Colab, text in a terminal), with tqdm's keywords, and
+    silent in a worker of :func:`parallel_map`: there the pool's one bar counts the jobs, and each job's own bars
+    would print to the notebook as lines of text, one after another.
+
+    >>> bar = progress_bar(range(3), desc="steps", disable=True)
+    >>> list(bar), bar.disable
+    ([0, 1, 2], True)
+    """
+    return tqdm(iterable, **{**kwargs, "disable": kwargs.get("disable", False) or in_worker()})
+
+
 def _start_worker() -> None:
+    global _in_worker
+    _in_worker = True
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the notebook's to handle: it cancels the jobs
 

@@ -27,11 +27,10 @@ import torch
 import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 from torch import nn
-from tqdm.auto import tqdm  # a widget in Jupyter and Colab, text in a terminal
 
 from lecture_lib.cache import atomic_open
 from lecture_lib.config import FieldError, OneOf, Range, check_fields
-from lecture_lib.runtime import default_device, to_device
+from lecture_lib.runtime import default_device, progress_bar, to_device
 
 Batch = Any
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
@@ -326,7 +325,7 @@ def _train(
         running = torch.compile(running, backend=config.compile_backend)
     bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
     factor = SCHEDULES[config.schedule]
-    bar = tqdm(
+    bar = progress_bar(
         range(start, config.steps),
         initial=start,
         total=config.steps,

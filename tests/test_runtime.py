@@ -2,6 +2,7 @@
 the loop's results, in order, from worker processes (fine-tuning in workers: tests/chapters/test_course_language.py)."""
 
 import hashlib
+import io
 import math
 import os
 import subprocess
@@ -16,8 +17,10 @@ from lecture_lib.runtime import (
     cpu_workers,
     existing_device,
     generator,
+    in_worker,
     module_device,
     parallel_map,
+    progress_bar,
     seed_of,
     to_device,
 )
@@ -76,6 +79,22 @@ def test_parallel_map_keeps_the_order_of_the_jobs():
     jobs = [(2, k) for k in range(7)]
     assert parallel_map(pow, jobs, workers=2) == parallel_map(pow, jobs, workers=1) == [2**k for k in range(7)]
     assert parallel_map(pow, [], workers=2) == []
+
+
+def bar_text(steps: int) -> str:
+    """What a job's progress bar of ``steps`` writes (a module function, so the pool's workers can import it)."""
+    out = io.StringIO()
+    for _ in progress_bar(range(steps), desc="counting", file=out):
+        pass
+    return out.getvalue()
+
+
+def test_a_jobs_bars_are_silent_in_the_pools_workers_and_shown_in_the_notebooks_process():
+    """A worker's bars would print to the notebook as text, beside the pool's own bar that counts the jobs."""
+    assert parallel_map(in_worker, [(), ()], workers=2) == [True, True] and not in_worker()
+    assert parallel_map(bar_text, [(3,), (4,)], workers=2) == ["", ""]
+    assert "counting: 100%" in bar_text(3)
+    assert "counting: 100%" in parallel_map(bar_text, [(3,)], workers=1)[0]  # one worker: the loop, in this process
 
 
 @pytest.mark.parametrize("device, expected", [("cpu", len(os.sched_getaffinity(0))), ("cuda", 1), ("mps", 1)])

@@ -21,7 +21,8 @@ from typing import Hashable, Sequence
 import torch
 from torch import nn
 from torch.nn import functional as F
-from tqdm.auto import tqdm
+
+from lecture_lib.runtime import progress_bar
 
 
 def linear_probe(
@@ -190,7 +191,7 @@ def probe_layers(
     Taught in: 11_bertology_probing ("Probing classifiers, layer by layer").
     """
     scores = []
-    for x_train, x_test in zip(tqdm(train, desc=description), test):
+    for x_train, x_test in zip(progress_bar(train, desc=description), test):
         accuracies = []
         for y_train, y_test in (labels, control):
             if width is None:

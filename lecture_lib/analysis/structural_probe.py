@@ -22,9 +22,9 @@ from typing import Sequence
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from lecture_lib.metrics import spearman_correlation
+from lecture_lib.runtime import progress_bar
 
 
 def _check_heads(heads: Sequence[int]) -> None:
@@ -226,7 +226,7 @@ def fit_structural_probe(
     words = torch.cat(list(hidden))  # (total words, H): projecting these, not the padding, saves time
     y, mask = pad_sentences([t.float() for t in targets], square=not probe.depth)
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr)
-    for _ in tqdm(range(steps), desc=description, disable=description is None, leave=False):
+    for _ in progress_bar(range(steps), desc=description, disable=description is None, leave=False):
         optimizer.zero_grad()
         z = torch.zeros(*mask.shape, probe.proj.shape[0]).masked_scatter(mask[..., None], words @ probe.proj.T)
         structural_loss(probe.geometry(z), y, mask).backward()

@@ -19,7 +19,6 @@ from typing import Sequence
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from lecture_lib.analysis.cloze import cloze_scores, form_preference, frequency_baseline
 from lecture_lib.analysis.edge_probing import EdgeProbe, SpanBatch
@@ -67,7 +66,7 @@ from lecture_lib.objectives.masking import replace_selected, select_positions
 from lecture_lib.pretraining import PretrainResult
 from lecture_lib.profile import claim_seeds, pick
 from lecture_lib.reproductions import Demonstration, Gate, Rule, Seeds
-from lecture_lib.runtime import generator, module_device, seed_of, to_device
+from lecture_lib.runtime import generator, module_device, progress_bar, seed_of, to_device
 from lecture_lib.tokenization.wordpiece import pad_ids
 
 # what each probing classifier predicts, from which words (see :func:`word_labels`)
@@ -583,13 +582,18 @@ def structural_probing(
 
     layers = len(splits[0][0])
     out = dict(
-        layers=[at(layer, config.structural_rank, depth) for layer in tqdm(range(layers), desc=f"{model_name}: layers")]
+        layers=[
+            at(layer, config.structural_rank, depth)
+            for layer in progress_bar(range(layers), desc=f"{model_name}: layers")
+        ]
     )
     if rank_sweep:
         best = max(range(layers), key=lambda layer: out["layers"][layer]["uuas"])
         out.update(
             best_layer=best,
-            ranks={str(rank): at(best, rank, False) for rank in tqdm(config.ranks, desc=f"{model_name}: ranks")},
+            ranks={
+                str(rank): at(best, rank, False) for rank in progress_bar(config.ranks, desc=f"{model_name}: ranks")
+            },
         )
     return out
 
@@ -700,7 +704,7 @@ def edge_probing(
         word_vectors(model, tokenizer, [s.words for s in split]) for split in (train, test)
     ]
     out = {}
-    for task in tqdm(tasks, desc=f"{model_name}: edge probes"):
+    for task in progress_bar(tasks, desc=f"{model_name}: edge probes"):
         x_train, x_test, labels, (y_train, y_test), names = standardised_span_batches(
             (train_vectors, test_vectors), (train, test), task
         )
@@ -786,7 +790,7 @@ def agreement_preferences(
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
     out = []
-    for s in tqdm(sentences, desc="agreement", disable=not progress):
+    for s in progress_bar(sentences, desc="agreement", disable=not progress):
         agreement = s.agreement[-1]
         verb = s.words[agreement.verb]
         out.append(
@@ -991,7 +995,7 @@ def further_pretrain(
     framed = [name_pieces(tokenizer, sentence) for sentence in text]
     draw = generator("ch11 knowledge batches", seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    for _ in tqdm(range(steps), desc=f"further pretraining, seed {seed}", disable=not progress):
+    for _ in progress_bar(range(steps), desc=f"further pretraining, seed {seed}", disable=not progress):
         rows = [framed[i] for i in torch.randint(len(framed), (batch,), generator=draw).tolist()]
         ids = pad_ids([r[0] for r in rows], tokenizer.pad_token_id)
         attention = pad_ids([[1] * len(r[0]) for r in rows], 0)
