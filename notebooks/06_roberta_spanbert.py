@@ -433,14 +433,13 @@ else:
 # The noise scale bounds the claim: a batch above $B_\text{simple}$ cannot train better at equal compute, so
 # RoBERTa's Table 3 can only show for batches below it. Below it, McCandlish et al.'s model lets a bigger
 # batch reach the same loss in proportionally fewer steps at no extra cost in examples; whether it does is
-# what the `full` profile's rows measure. A run of a few hundred steps is limited by its number of updates,
-# which is why every run of this chapter takes many small batches.
+# what the `full` profile's rows measure.
 #
 # <details><summary>The noise scale grows as the loss falls</summary>
 #
-# At the initial weights $B_\text{simple}$ is near the compared batches: early on, the larger batch is close to
-# the noise limit. The rule reads the end of the run, as McCandlish et al. read the critical batch at the loss
-# reached. They derive it for SGD; for Adam, which we use, they found it still predicts the critical batch.
+# The cell asserts that $B_\text{simple}$ is larger at the end of the run than at the initial weights. So the
+# rule reads it at the end, as McCandlish et al. read the critical batch at the loss reached. They derive it
+# for SGD; for Adam, which we use, they found it still predicts the critical batch.
 #
 # </details>
 #
@@ -952,7 +951,9 @@ show_what_we_saw(
 
 # %% [markdown]
 # Not run here: RoBERTa's Table 4 (more data, longer training) and SpanBERT's main results (its large models on
-# SQuAD, the other QA sets and GLUE). Both are about scale, which the quick profile's budget does not reach.
+# SQuAD, the other QA sets and GLUE). Both are about scale, which the quick profile's budget does not reach. Run
+# in the `full` profile only: Table 3's batch sizes and the linguistic masking units, whose two rules read
+# mechanism only above.
 #
 # ## Exercises
 #
