@@ -58,7 +58,7 @@ from lecture_lib.train import TrainConfig
 # illustrative, on the first seed; ``full`` (a GPU) runs every row on every seed. The quick profile's budget
 # (180 s on two cores) pays for the claims the chapter is about: the input formats, span masking against
 # subword tokens, SBO and longer training. Table 3's batch sizes and the linguistic masking units (whole words,
-# entities, noun phrases) are pretrained in ``full`` only, about 120 CPU-seconds each in ``quick``.
+# entities, noun phrases) are pretrained in ``full`` only: at quick's sizes each would cost about 120 CPU-seconds.
 QUICK = dict(
     pretrain=dict(
         model=dict(
@@ -828,8 +828,8 @@ def sbo_calls(config: Chapter06Config) -> list[tuple]:
 
 def roberta_spanbert_jobs(config: Chapter06Config) -> list[tuple]:
     """Every cached run the notebook reads, as ``(function, call)``, the longest first: section 3's noise scales
-    and batch sizes (if the profile has any), section 7's SBO runs, section 6's schemes, section 2's formats, section 3's shorter runs,
-    and the span task from random weights.
+    and batch sizes (if the profile has any), section 7's SBO runs, section 6's schemes, section 2's formats,
+    section 3's shorter runs, and the span task from random weights.
 
     Taught in: 06_roberta_spanbert ("The input-format study").
     """
