@@ -98,6 +98,8 @@ except ImportError:
 KEY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 CLAIM_KEY = re.compile(r"^(?P<chapter>[0-9]{2})-[a-z0-9]+(?:-[a-z0-9]+)*$")
 LATEX = re.compile(r"(?<!\\)\$")  # an unescaped dollar opens TeX math, which a generated table must not hold
+TABLE_CALL = re.compile(r"\bshow_(?:reproduction|what_we_saw)\(")
+KEYED_TABLE_CALL = re.compile(r'\bshow_(?:reproduction|what_we_saw)\(\s*"(?P<key>[^"]+)"')
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, MECHANISM_ONLY = (
     "reproduced",
     "not reproduced",
@@ -117,6 +119,23 @@ SEED_KINDS = {  # what a seed re-draws -> how the rule names its runs
 }
 MIN_SEEDS = 3  # COURSE_DESIGN: claims are measured over at least three seeds
 FLOORS = ("no pretraining", "most-frequent-token guess", "chance", "uniform", "always answering nothing")
+
+
+def reproduction_keys(source: str, name: str) -> list[str]:
+    """The keys of the ``show_reproduction`` and ``show_what_we_saw`` calls in one notebook's source, in order: the
+    tables the book's Reproductions page pastes from that notebook. ``name`` names the source in the error.
+
+    >>> reproduction_keys('show_reproduction("ch01-a", "Cap", h, r)\\nshow_reproduction(\\n    "ch01-b", c, h, r)', "x")
+    ['ch01-a', 'ch01-b']
+    """
+    keys = [m.group("key") for m in KEYED_TABLE_CALL.finditer(source)]
+    calls = len(TABLE_CALL.findall(source))
+    if calls != len(keys):
+        raise ValueError(
+            f"{name}: expected every show_reproduction/show_what_we_saw call to name its key as a literal, "
+            f"got {calls} calls and {len(keys)} literal keys"
+        )
+    return keys
 
 
 def format_cell(value: object) -> str:

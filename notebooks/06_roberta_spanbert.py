@@ -377,46 +377,41 @@ assert noise["initial"] < noise["end"]  # the noise scale grows as the loss fall
 
 # %%
 batch_seeds = batch_size_runs(config)  # Table 3's rows: none in the quick profile
-if batch_seeds:
+batches = {size: runs[config.seeds[0]] for size, runs in batch_seeds.items()}
+ours = [
+    [row["batch_size"], row["steps"], f"{row['lr']:.1e}", f"{row['perplexity']:.1f}", f"{row['mlm_accuracy']:.1%}"]
+    for row in batches.values()
+] or [[None] * 5] * len(PAPER_BATCH_SIZES)
+show_reproduction(
+    "ch06-roberta-table3",
+    "Liu et al. (2019), Table 3: bigger batches at equal compute",
+    [
+        "batch",
+        "steps",
+        "lr",
+        "ours: ppl",
+        "ours: MLM acc",
+        "paper: batch",
+        "paper: steps",
+        "paper: lr",
+        "paper: ppl",
+        "paper: MNLI-m",
+        "paper: SST-2",
+    ],
+    [
+        [*row, paper[0], paper[1], f"{paper[2]:.0e}", *map(str, paper[3:])]
+        for row, paper in zip(ours, PAPER_BATCH_SIZES)
+    ],
+    note='Judged in "What we saw".'
+    if batches
+    else f"Our rows are pretrained in the full profile only; this is the {profile.current()} profile.",
+)
+if batch_seeds:  # the full profile
     compared = [size for size, _, _ in config.batch_sizes[:2]]
     in_range = bigger_batches_in_range(compared, noise["end"])
     print(
         f"the compared batches {compared[0]} and {compared[1]} lie {'below' if in_range else 'above'} the "
         f"end-of-run noise scale: the claim is {'in range, and judged' if in_range else 'out of range here'}"
-    )
-    batches = {size: runs[config.seeds[0]] for size, runs in batch_seeds.items()}
-    rows = [
-        [
-            row["batch_size"],
-            row["steps"],
-            f"{row['lr']:.1e}",
-            f"{row['perplexity']:.1f}",
-            f"{row['mlm_accuracy']:.1%}",
-            paper[0],
-            paper[1],
-            f"{paper[2]:.0e}",
-            *map(str, paper[3:]),
-        ]
-        for row, paper in zip(batches.values(), PAPER_BATCH_SIZES)
-    ]
-    show_reproduction(
-        "ch06-roberta-table3",
-        "Liu et al. (2019), Table 3: bigger batches at equal compute",
-        [
-            "batch",
-            "steps",
-            "lr",
-            "ours: ppl",
-            "ours: MLM acc",
-            "paper: batch",
-            "paper: steps",
-            "paper: lr",
-            "paper: ppl",
-            "paper: MNLI-m",
-            "paper: SST-2",
-        ],
-        rows,
-        note='Judged in "What we saw".',
     )
     sizes = list(batches)
     seen = [row["batch_size"] * row["steps"] for row in batches.values()]  # rows trained on: the compute
@@ -426,8 +421,6 @@ if batch_seeds:
     # the noise was measured on this table's model of the chapter's own batch, trained again
     own = batch_seeds[config.pretrain.train.batch_size][config.seeds[0]]["perplexity"]
     assert math.isclose(noise["perplexity"], own)
-else:
-    print(f"Table 3's rows are pretrained in the full profile only; this is the {profile.current()} profile")
 
 # %% [markdown]
 # The noise scale bounds the claim: a batch above $B_\text{simple}$ cannot train better at equal compute, so

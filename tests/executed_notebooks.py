@@ -2,7 +2,7 @@
 
 A pytest plugin (registered by the root ``conftest.py``) with four jobs:
 
-- **Keep what nbval executed.** When every cell of a notebook passes under nbval, and both its checks (below)
+- **Keep what nbval executed.** When every cell of a notebook passes under nbval, and its checks (below)
   pass too, the notebook is stored with the outputs nbval received into the book's jupyter-cache (``_build/.jupyter_cache``), the cache myst-nb
   reads in ``make book`` (``execute_notebooks: cache`` in ``book/_config.yml``). ``make book`` after
   ``make test`` then renders without executing anything.
@@ -10,11 +10,12 @@ A pytest plugin (registered by the root ``conftest.py``) with four jobs:
   depend on ``lecture_lib``, the locked dependencies, the profile and the Python and torch versions, so a
   stamp of those is kept beside the cache: a session that finds another stamp empties the cache first, and
   a notebook is not kept when the code changed while it ran.
-- **Check what each notebook printed.** After a notebook's cells, two more items run on the same worker
+- **Check what each notebook printed.** After a notebook's cells, three more items run on the same worker
   (:mod:`tests.notebook_checks`): ``NN.ipynb::rerun-prints-the-same`` executes the notebook a second time, now
-  from the ``$LECTURE_CACHE`` its first execution filled, and compares the text of the two; and
+  from the ``$LECTURE_CACHE`` its first execution filled, and compares the text of the two;
   ``NN.ipynb::no-unprinted-result-in-prose`` finds numbers in the prose that look like results and that the run
-  did not print.
+  did not print; and ``NN.ipynb::every-table-reaches-the-book`` requires each table the code shows to be glued
+  for the book's Reproductions page.
 - **Schedule the notebooks well.** Under ``--dist loadgroup`` each notebook's cells form one unit of work
   (they share a kernel and run in order on one worker) and unit tests are spread one by one
   (:func:`pytest_xdist_make_scheduler`). Notebooks come first, in :data:`NOTEBOOK_ORDER`, so that the long
@@ -261,9 +262,20 @@ def _no_unprinted_result_in_prose(path: Path, executed) -> None:
     )
 
 
+def _every_table_reaches_the_book(path: Path, executed) -> None:
+    if importlib.util.find_spec("myst_nb") is None:
+        pytest.skip("myst-nb is not installed (the `book` extra), so no table was glued for the book")
+    missing = notebook_checks.unglued_tables(executed)
+    assert not missing, (
+        f"{path.name}: tables the book's Reproductions page pastes, which this run did not show (show each one in "
+        f"every profile, with empty cells where the profile has no rows): {missing}"
+    )
+
+
 NOTEBOOK_CHECKS = {
     "rerun-prints-the-same": _rerun_prints_the_same,
     "no-unprinted-result-in-prose": _no_unprinted_result_in_prose,
+    "every-table-reaches-the-book": _every_table_reaches_the_book,
 }
 
 

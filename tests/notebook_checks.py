@@ -1,4 +1,4 @@
-"""Two checks on an executed notebook, run by ``tests/executed_notebooks.py`` after each notebook's cells.
+"""Three checks on an executed notebook, run by ``tests/executed_notebooks.py`` after each notebook's cells.
 
 **A rerun prints the same** (:func:`rerun_differences`). A notebook executed twice on one machine, once from an
 empty ``$LECTURE_CACHE`` and once from the filled one, must print the same text: every model and every draw is
@@ -17,6 +17,11 @@ the paper by an author and a year (``Lan et al. (2020)``, ``(Clark et al., 2020,
 alone does not, since such a sentence often sets our numbers beside the paper's. Numbers written as code (backticks) or as mathematics (``$…$``:
 equations and the arithmetic of constants), and those of the Exercises section (their solution tests check
 them) are not prose quotes.
+
+**Every table reaches the book** (:func:`unglued_tables`). The book's Reproductions page pastes each table that a
+notebook's code shows with ``show_reproduction`` or ``show_what_we_saw`` (its key, a literal, read from the source),
+and the book fails to build on one the executed notebook did not glue: a table shown in one profile only. So each
+key of the code must be glued in this run.
 
 >>> import nbformat
 >>> cells = [nbformat.v4.new_code_cell("print(0.7712)", outputs=[
@@ -211,3 +216,21 @@ def unquoted_results(notebook) -> list[Quote]:
                 if not _accounted(str(_WORDS[word]), printed):
                     quotes.append(Quote(number, match.group(), shown))
     return quotes
+
+
+# --- Every table reaches the book ---------------------------------------------------------------------------
+
+
+def unglued_tables(notebook) -> list[str]:
+    """The keys of the tables the notebook's code shows (``show_reproduction``, ``show_what_we_saw``) that no output
+    of this run glued under that key, in the code's order."""
+    from lecture_lib.reproductions import reproduction_keys
+
+    source = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    glued = {
+        output.get("metadata", {}).get("scrapbook", {}).get("name")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    }
+    return [key for key in reproduction_keys(source, "the notebook's code") if key not in glued]

@@ -1,10 +1,11 @@
-"""The two checks on executed notebooks (tests/notebook_checks.py), on small notebooks built here: each must flag
-what issue 36 found in the course's prose and reruns, and let through what the course writes correctly."""
+"""The checks on executed notebooks (tests/notebook_checks.py), on small notebooks built here: each must flag
+what issue 36 found in the course's prose and reruns (and a table shown in one profile only), and let through
+what the course writes correctly."""
 
 import nbformat
 import pytest
 
-from tests.notebook_checks import WALL_CLOCK, rerun_differences, unquoted_results
+from tests.notebook_checks import WALL_CLOCK, rerun_differences, unglued_tables, unquoted_results
 
 new_code_cell, new_markdown, new_output = (
     nbformat.v4.new_code_cell,
@@ -110,3 +111,26 @@ def test_timings_addresses_and_stderr_may_differ_and_nothing_else():
     a, b = run("51.7", "7f01", "42,549", ""), run("51.7", "7f01", "42,549", "")
     b.cells[0].outputs[0].text = b.cells[0].outputs[0].text.replace("0.77", "0.78")
     assert len(rerun_differences(a, b)) == 1
+
+
+def glued(key: str):
+    """An output as myst-nb's glue leaves it: the table's text, its key in the scrapbook metadata."""
+    output = new_output("display_data", data={"text/markdown": "| a |"})
+    output.metadata["scrapbook"] = {"mime_prefix": "", "name": key}
+    return output
+
+
+def test_every_table_the_code_shows_must_be_glued_in_this_run():
+    """Chapter 06's Table 3 in the quick profile: shown only when its rows ran, so its key was never glued and the
+    book's Reproductions page failed to build."""
+    code = (
+        'show_reproduction("ch06-a", "A", h, rows)\n'
+        'if batches:\n    show_reproduction(\n        "ch06-b", "B", h, rows)\n'
+        'show_what_we_saw("ch06-what-we-saw", "C", claims, m)'
+    )
+    shown_all = new_code_cell(code, outputs=[glued("ch06-a"), glued("ch06-b"), glued("ch06-what-we-saw")])
+    assert unglued_tables(notebook(shown_all)) == []
+    one_profile = new_code_cell(code, outputs=[glued("ch06-a"), glued("ch06-what-we-saw")])
+    assert unglued_tables(notebook(one_profile, new_markdown('show_reproduction("ch06-c", ...)'))) == ["ch06-b"]
+    with pytest.raises(ValueError, match="to name its key as a literal"):
+        unglued_tables(notebook(new_code_cell("show_reproduction(key, c, h, r)")))

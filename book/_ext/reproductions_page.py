@@ -17,37 +17,18 @@ per claim that is not reproduced or inconclusive, with its reason, read from the
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.util import logging
 
-from lecture_lib.reproductions import chapter_records, unsettled, verdict_counts
+from lecture_lib.reproductions import chapter_records, reproduction_keys, unsettled, verdict_counts
 
 logger = logging.getLogger(__name__)
 
 PAGE = "book/reproductions"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CALL = re.compile(r"\bshow_(?:reproduction|what_we_saw)\(")
-KEYED_CALL = re.compile(r'\bshow_(?:reproduction|what_we_saw)\(\s*"(?P<key>[^"]+)"')
 COUNT_COLUMNS = ["chapter", "claims", "reproduced", "not reproduced", "inconclusive", "mechanism only", "checks"]
-
-
-def reproduction_keys(source: str, name: str) -> list[str]:
-    """The keys of the ``show_reproduction`` and ``show_what_we_saw`` calls in one notebook's source, in order.
-
-    >>> reproduction_keys('show_reproduction("ch01-a", "Cap", h, r)\\nshow_reproduction(\\n    "ch01-b", c, h, r)', "x")
-    ['ch01-a', 'ch01-b']
-    """
-    keys = [m.group("key") for m in KEYED_CALL.finditer(source)]
-    calls = len(CALL.findall(source))
-    if calls != len(keys):
-        raise ValueError(
-            f"{name}: expected every show_reproduction/show_what_we_saw call to name its key as a literal, "
-            f"got {calls} calls and {len(keys)} literal keys"
-        )
-    return keys
 
 
 def reproductions_by_chapter(notebooks: Path) -> dict[str, list[str]]:
