@@ -728,8 +728,8 @@ for scheme in scheme_study(config)["compared"]:
     print(f"{scheme:20} MLM acc (spans) {seed_summary(values, '.1%')}, by seed {', '.join(f'{v:.1%}' for v in values)}")
 
 # %% [markdown]
-# Every scheme learns context: with single tokens or with spans masked, its held-out accuracy is well above
-# the most-frequent-token guess, on every seed (the printout above).
+# Each scheme pretrained here learns context: on the first seed (the table above), with single tokens or with
+# spans masked, its held-out accuracy is well above the most-frequent-token guess.
 #
 # The span task does not rank the two schemes. Neither geometric spans nor subword tokens beats the same
 # fine-tuning from random weights by the rule's margin on every seed, so SpanBERT's question is not judged here:
