@@ -1895,8 +1895,8 @@ show_what_we_saw(
 # </details>
 #
 # 3. The ablation tables' spreads are those of fine-tuning, on one pretraining run per row. Rerun its tables with
-#    another pretraining seed (`pretraining_ablations(synthetic_config(pretrain=dict(seed=1)))`). Do the three
-#    verdicts that reproduced still hold, and does NSP now help?
+#    another pretraining seed (`pretraining_ablations(synthetic_config(pretrain=dict(seed=1)))`). Do the gaps that
+#    section 9 asserts still hold, and does NSP now help?
 #
 # <details><summary>Hint</summary>
 #
@@ -1908,7 +1908,7 @@ show_what_we_saw(
 #
 # <details><summary>Expected outcome</summary>
 #
-# The gaps that reproduced in section 9 are many times their spreads (pretrained against random weights, the
+# The gaps that section 9 asserts are many times their spreads (pretrained against random weights, the
 # masked LM against the left-to-right one on right-context entities), and another pretraining run should leave
 # them standing. The NSP and No NSP rows differ by about their spread; with another seed their order may flip,
 # which is what "within noise" means.
