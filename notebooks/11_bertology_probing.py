@@ -17,6 +17,9 @@
 # **The lesson.** A probe's accuracy says what an encoder computed only when it beats the baselines: the word
 # alone, a random encoder of the same shape, and a control task that only memorising can solve.
 #
+# **At our scale** two results do not show: the layers do not order the tasks as Tenney et al.'s pipeline does,
+# and our BERT gets agreement across an attractor wrong more often than right.
+#
 # **What you will build.** Chapter 10 read BERT's attention; this chapter reads its *vectors*. A *probe* is a
 # small classifier trained on frozen vectors to predict a property (Liu et al. 2019). If a linear map can read a
 # word's dependency label from layer 3 but not from layer 0, the encoder computed something on the way.
@@ -147,10 +150,9 @@ print(config)
 #
 # </details>
 #
-# The *treebank* is a few hundred gold-annotated sentences, in a training and a test set drawn with their own
-# seeds. Below is a test sentence in CoNLL-U style (index, word, part of speech, head, dependency label, entity
-# tag, number). Its verb agrees with a subject across a noun of the other number; it is the chapter's running
-# example.
+# The *treebank* is a few hundred gold-annotated sentences, split into training and test. Below is a test
+# sentence in CoNLL-U style (index, word, part of speech, head, dependency label, entity tag, number). Its verb
+# agrees with a subject across a noun of the other number; it is the chapter's running example.
 
 # %%
 minilm, minilm_tokenizer = load_minilm()
@@ -166,8 +168,7 @@ print(example.conllu())
 # Probes ask about words; BERT holds vectors of word pieces. A word's vector at layer $\ell$ is the mean of its
 # pieces' vectors, $h^{(\ell)}_w = \frac{1}{|P_w|}\sum_{t \in P_w} h^{(\ell)}_t$, as in Hewitt and Manning (a NER
 # head usually reads the first piece). Layer 0 is the embedding layer's output, so a 6-layer encoder gives 7
-# vectors per word. We compute them by hand for the example sentence and check the library's batched
-# `word_vectors` against them (the tests check it against `transformers`).
+# vectors per word. We compute them by hand and check the library's batched `word_vectors` against them.
 
 # %%
 ids, word_of_piece = align_words(minilm_tokenizer, example.words)
@@ -216,7 +217,7 @@ plt.show()
 # A curve over layers tells us something only if the label needs what the layers add. In this language almost
 # every word has one part of speech, and most have one dependency label, so a probe that knows only the word
 # (layer 0) gets most of them. Besides two such *lexical* tasks we built two whose label the word's type does
-# not decide (`word_labels`, checked against the grammar by the tests):
+# not decide (`word_labels`):
 #
 # * **pos**: each word's part of speech; the word gives it away.
 # * **deprel**: each word's dependency label, mostly lexical (`the` is always `det`).
@@ -249,8 +250,8 @@ for task in PROBING_TASKS:
 # memorise words. Hewitt and Liang's **control task** gives every word *type* one random label, drawn from the
 # task's label distribution, and keeps it in every context. Only memorising words solves it. So the
 # **selectivity** $=$ task accuracy $-$ control accuracy is the accuracy that the word's identity does not
-# explain. First one probe by hand, on MiniLM's layer 3 for `deprel`, trained and tested on all words
-# (`linear_probe` and `fit_probe`: full-batch Adam on standardised vectors).
+# explain. First one probe by hand, on MiniLM's layer 3 for `deprel`, all words (`linear_probe` and
+# `fit_probe`).
 
 # %%
 (x_train, y_train, w_train), (x_test, y_test, w_test) = (
