@@ -571,8 +571,8 @@ answer, label, mean = (
     {name: mean_and_spread(seeds[name])[0] for name in runs} for seeds in (answer_seeds, label_seeds, t5_seeds)
 )
 steady_on_labels = [
-    name
-    for name in ("bert_style", "random_spans")
+    shown_name
+    for name, shown_name in (("bert_style", "BERT-style"), ("random_spans", "random spans"))
     if all(a > b for a, b in zip(label_seeds[name], label_seeds["no pretraining"]))
 ]
 display(
@@ -586,7 +586,8 @@ display(
         f"{hidden['random_spans']:.2f} of its hidden words, where the most frequent word would get "
         f"{runs['random_spans']['probe']['unigram']:.2f}.\n\n"
         "On the classification tasks the input alone decides the label, and "
-        f"{' and '.join(steady_on_labels) or 'no denoising row'} beats no pretraining on every seed (means: random "
+        f"{' and '.join(steady_on_labels) or 'no denoising row'} {'beat' if len(steady_on_labels) == 2 else 'beats'} "
+        "no pretraining on every seed (means: random "
         f"spans {label['random_spans']:.3f}, BERT-style {label['bert_style']:.3f}, no pretraining "
         f"{label['no pretraining']:.3f}). Over all four tasks: random spans {mean['random_spans']:.3f}, BERT-style "
         f"{mean['bert_style']:.3f}, no pretraining {mean['no pretraining']:.3f}."
