@@ -18,8 +18,8 @@
 # invented tasks, then fine-tuned for the task one cares about. An encoder that sees both sides of every word
 # cannot learn by predicting the next word, so BERT learns by restoring hidden ones.
 #
-# **At our scale** three of the paper's comparisons do not resolve: NSP does not help a pair task on every seed;
-# the left-to-right and static-mask baselines each fail a gate on one seed.
+# **At our scale** three comparisons do not resolve: NSP does not help a pair task on every seed, and the
+# left-to-right and static-mask baselines each learn too little on one seed to judge.
 #
 # <details><summary>What you will build</summary>
 #

@@ -874,8 +874,8 @@ print(
 # Replace the pooler with dense → GELU → dense on token 0 (ELECTRA's classification head), keep the rest of the
 # fine-tuning loop and plot the same curve. The solution is `ElectraHeadForSequenceClassification` in
 # `lecture_lib/chapters/solutions/ch08_electra.py` and `with_electra_head` in `lecture_lib/chapters/ch08_electra.py`:
-# `finetune_scores(run, f, config, electra_head=True)` fine-tunes each checkpoint with it (cached apart from
-# the pooler's scores).
+# `finetune_scores(run.variant, config, run.generator_size, f, electra_head=True)` fine-tunes each checkpoint with
+# it (cached apart from the pooler's scores).
 #
 # </details>
 #

@@ -17,8 +17,8 @@
 # **The lesson.** A probe's accuracy says what an encoder computed only when it beats the baselines: the word
 # alone, a random encoder of the same shape, and a control task that only memorising can solve.
 #
-# **At our scale** two results do not show: the layers do not order the tasks as Tenney et al.'s pipeline does,
-# and our BERT gets agreement across an attractor wrong more often than right.
+# **At our scale** two results do not show: the layers do not read part of speech first and roles last, as a
+# pipeline would, and our BERT mostly gets agreement across an attractor wrong.
 #
 # **What you will build.** Chapter 10 read BERT's attention; this chapter reads its *vectors*. A *probe* is a
 # small classifier trained on frozen vectors to predict a property (Liu et al. 2019). If a linear map can read a

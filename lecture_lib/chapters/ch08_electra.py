@@ -25,6 +25,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -481,8 +482,7 @@ def steps_for(variant: str, config: Chapter08Config, generator_size: float | str
 class Run:
     """One cached pretraining run: its losses, the encoder at each budget fraction (what is fine-tuned), the
     final model's state, and the whole model at each fraction (generator and discriminator head included:
-    what :func:`detection_accuracy` reads at a checkpoint). ``name`` is its cache entry, which names it as an
-    argument of a cached call (:func:`finetune_scores`)."""
+    what :func:`detection_accuracy` reads at a checkpoint)."""
 
     variant: str
     generator_size: float | str
@@ -492,12 +492,6 @@ class Run:
     checkpoints: dict[float, dict[str, torch.Tensor]]
     final_state: dict[str, torch.Tensor]
     snapshots: dict[float, dict[str, torch.Tensor]] = field(default_factory=dict)
-    name: str = ""
-
-    def cache_recipe(self) -> dict:
-        if not self.name:
-            raise ValueError(f"expected a run read from the cache (a name), got an unnamed {self.variant} run")
-        return {"run": self.name}
 
     @classmethod
     def load(cls, path: Path) -> Run:
@@ -513,7 +507,6 @@ class Run:
             weights["checkpoints"],
             weights["final"],
             weights["snapshots"],
-            path.name,
         )
 
 
@@ -660,13 +653,18 @@ def scratch_scores(config: Chapter08Config) -> dict[str, float]:
 
 
 @cached_call
-def finetune_scores(run: Run, fraction: float, config: Chapter08Config, electra_head: bool = False) -> dict[str, float]:
-    """The main score of each of ``config.tasks`` after fine-tuning the run's checkpoint at ``fraction``
-    (cached under the run's name). With ``electra_head``, the sentence tasks read token 0 through
-    :class:`ElectraHeadForSequenceClassification` instead of BERT's pooler.
+def finetune_scores(
+    variant: str, config: Chapter08Config, generator_size: float | str, fraction: float, electra_head: bool = False
+) -> dict[str, float]:
+    """The main score of each of ``config.tasks`` after fine-tuning, with ``config``'s seed, the checkpoint at
+    ``fraction`` of the run ``pretrain_run(variant, config, generator_size)`` (cached). Named by the run's call,
+    not by the run, so that it can join the pool that trains the run (:func:`chapter_runs`): it reads the run from
+    the cache, or waits while another worker trains it. With ``electra_head``, the sentence tasks read token 0
+    through :class:`ElectraHeadForSequenceClassification` instead of BERT's pooler.
 
     Taught in: 08_electra ("Matched compute").
     """
+    run = pretrain_run(variant, config, generator_size, False)
     encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
     tasks = chapter_data_of(config).tasks
     return _scores(with_electra_head(tasks) if electra_head else tasks, encoder, config)
@@ -685,8 +683,10 @@ def chapter_runs(
     generator of ``config.generator_sizes`` on the same seeds (``{size: {seed: run}}``; the chapter's generator is
     the ELECTRA row's runs).
 
-    In the same pool, after the runs, each seed's fine-tuning from random weights (:func:`scratch_scores`, the
-    floor of every table): it needs no pretraining, so it keeps a core busy while the last runs finish.
+    In the same pool, after the runs: each seed's fine-tuning from random weights (:func:`scratch_scores`, the
+    floor of every table), then the fine-tuning the sections read (:func:`finetuning_calls`), in the order of the
+    runs they read. So while the last runs train, the other cores fine-tune the runs already done, where a pool per
+    table would leave a core idle at the end of each.
 
     Taught in: 08_electra ("Generator and discriminator", "Matched compute").
     """
@@ -697,11 +697,36 @@ def chapter_runs(
         for seed in config.seeds
     ] + [("ELECTRA", seeded(config, seed), size, False) for size in sizes for seed in config.seeds]
     floors = [(scratch_scores, (seeded(config, seed),)) for seed in config.seeds]
-    build_all([(pretrain_run, call) for call in calls] + floors, workers=workers, desc="pretraining")
+    tunes = [(finetune_scores, call) for call in finetuning_calls(calls, config)]
+    build_all([(pretrain_run, call) for call in calls] + floors + tunes, workers=workers, desc="pretraining")
     runs = iter(compute_all(pretrain_run, calls))
     table = {variant: {seed: next(runs) for seed in config.seeds} for variant in config.variants}
     sweep = {size: {seed: next(runs) for seed in config.seeds} for size in sizes}
     return table, {config.generator_size: table["ELECTRA"], **sweep}
+
+
+# The rows whose every checkpoint the chapter fine-tunes (Table 1's curve); every other run is fine-tuned at the end
+# of its budget only (Table 5's other rows, the generator sweep).
+CURVE_VARIANTS = ("ELECTRA", "BERT")
+
+
+def finetuning_calls(runs: Sequence[tuple], config: Chapter08Config) -> list[tuple]:
+    """The :func:`finetune_scores` calls the chapter's sections make on the pretraining calls ``runs`` (as
+    :func:`chapter_runs` lists them), in their order: each checkpoint of ``config.fractions`` for
+    :data:`CURVE_VARIANTS` with the chapter's generator, the whole budget for every other run.
+
+    >>> config = chapter_config(seeds=(0,), fractions=(0.5, 1.0), generator_size=0.25)
+    >>> runs = [("BERT", config, 0.25, False), ("ELECTRA", config, "unigram", False)]
+    >>> [(variant, size, fraction) for variant, _, size, fraction, _ in finetuning_calls(runs, config)]
+    [('BERT', 0.25, 0.5), ('BERT', 0.25, 1.0), ('ELECTRA', 'unigram', 1.0)]
+
+    Taught in: 08_electra ("Matched compute").
+    """
+    return [
+        (variant, seeded_config, size, fraction, False)
+        for variant, seeded_config, size, _ in runs
+        for fraction in (config.fractions if variant in CURVE_VARIANTS and size == config.generator_size else (1.0,))
+    ]
 
 
 def seeded_scores(
@@ -713,7 +738,11 @@ def seeded_scores(
 
     Taught in: 08_electra ("Matched compute").
     """
-    calls = [(run, f, seeded(config, seed)) for f in fractions for seed, run in runs.items()]
+    calls = [
+        (run.variant, seeded(config, seed), run.generator_size, f, False)
+        for f in fractions
+        for seed, run in runs.items()
+    ]
     scores = iter(compute_all(finetune_scores, calls, desc="fine-tuning"))
     return {f: [mean_score(next(scores)) for _ in runs] for f in fractions}
 

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 import transformers
 from transformers.models.electra.modeling_electra import ElectraClassificationHead
 
-from lecture_lib.cache import compute_all
+from lecture_lib.cache import build_all, compute_all
 from lecture_lib.chapters import course_language
 from lecture_lib.chapters.ch08_electra import (
     PAPER_CHECKPOINTS,
@@ -42,6 +42,7 @@ from lecture_lib.chapters.ch08_electra import (
 )
 from lecture_lib.chapters.solutions.ch08_electra import ElectraHeadForSequenceClassification
 from lecture_lib.data.synthetic import SyntheticLanguage
+from lecture_lib.finetuning.finetune import finetune, finetune_budget, new_head
 from lecture_lib.labels import IGNORE_INDEX
 from lecture_lib.models.bert import BertConfig, BertModel
 from lecture_lib.models.electra import (
@@ -325,8 +326,9 @@ def test_exercise_4_electras_head_is_transformers_and_reaches_the_sentence_tasks
         assert {name for name in chapter_config().tasks if tasks[name].head is BertForSequenceClassification} == (
             sentence_tasks
         )
-    run = Run("ELECTRA", 0.25, 10, 1.0, [], {}, {}, name="pretrain_run-0123456789abcdef")
-    names = {finetune_scores.cache_name(run, 1.0, small_config(), electra_head) for electra_head in (False, True)}
+    names = {
+        finetune_scores.cache_name("ELECTRA", small_config(), 0.25, 1.0, electra_head) for electra_head in (False, True)
+    }
     assert len(names) == 2, names
 
 
@@ -409,6 +411,29 @@ def test_compute_all_trains_the_missing_runs_and_returns_what_the_loop_returns(t
     compute_all(pretrain_run, jobs, workers=1)  # all cached: nothing trains
 
 
+def test_a_checkpoints_fine_tuning_is_named_by_its_runs_call_and_shares_the_runs_pool(tmp_path, monkeypatch):
+    """finetune_scores reads the run that its call names, so build_all can list it after that run in one pool; its
+    scores are those of fine-tuning the run's checkpoint by hand with the library's finetune."""
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path))
+    config = replace(
+        small_config(steps=4, fractions=(0.5, 1.0)),
+        model=ElectraConfig(**{**MODEL, "vocab_size": 600, "max_position_embeddings": 64}),  # every task fits
+        finetune=finetune_budget(steps=3, batch_size=4),
+    )
+    run_call = ("ELECTRA", config, 0.25, False)
+    tune_calls = [("ELECTRA", config, 0.25, f, False) for f in config.fractions]
+    built = build_all([(pretrain_run, run_call), *((finetune_scores, call) for call in tune_calls)], workers=1)
+    assert built == 3
+    run = pretrain_run(*run_call)
+    task = ElectraChapterData(config).tasks["ner"]
+    for fraction, call in zip(config.fractions, tune_calls):
+        encoder = as_bert(config.model, run.checkpoints[fraction], config.seed)
+        by_hand = finetune(task, new_head(task, encoder, seed=config.finetune_seed), config.finetune, 0)
+        assert finetune_scores(*call) == {"ner": by_hand.scores["f1"]}
+    monkeypatch.setattr("lecture_lib.runtime.parallel_map", lambda *a, **k: pytest.fail("built again"))
+    assert build_all([(finetune_scores, call) for call in tune_calls]) == 0
+
+
 def test_replacements_are_tokens_of_the_text_and_detection_accuracy_counts_their_recall(data):
     """A learned (here untrained) generator samples only vocabulary entries the training text uses, which an
     unrestricted one would not; the recall detection_accuracy reports is a direct count of the calls."""
@@ -470,9 +495,18 @@ def test_chapter_runs_lays_out_the_rows_per_seed_and_the_sweep(monkeypatch):
     }
     assert sweep == {0.25: table["ELECTRA"], "unigram": {0: ("ELECTRA", 0, "unigram"), 1: ("ELECTRA", 1, "unigram")}}
     assert [cfg.finetune_seed for _, cfg, _, _ in asked] == [0, 1, 0, 1, 0, 1]
-    # one pool: the runs, then each seed's fine-tuning from random weights, which needs none of them
+    # one pool: the runs, then each seed's fine-tuning from random weights, which needs none of them, then the
+    # fine-tuning of the runs in their order: every checkpoint of the curve's rows, the whole budget of the others
     assert [call for fn, call in built if fn is pretrain_run] == asked
-    assert [(fn, call[0].seed) for fn, call in built[len(asked) :]] == [(scratch_scores, 0), (scratch_scores, 1)]
+    floors = built[len(asked) : len(asked) + 2]
+    assert [(fn, call[0].seed) for fn, call in floors] == [(scratch_scores, 0), (scratch_scores, 1)]
+    tunes = built[len(asked) + 2 :]
+    assert {fn for fn, _ in tunes} == {finetune_scores}
+    assert [(variant, cfg.seed, size, f) for variant, cfg, size, f, _ in (call for _, call in tunes)] == [
+        *((variant, seed, 0.25, f) for variant in ("ELECTRA", "BERT") for seed in (0, 1) for f in config.fractions),
+        ("ELECTRA", 0, "unigram", 1.0),
+        ("ELECTRA", 1, "unigram", 1.0),
+    ]
 
 
 def test_the_claims_seeds_come_from_lecture_seeds_and_bad_fields_are_refused(monkeypatch):
