@@ -296,13 +296,9 @@ def average_ranks(values: Sequence | torch.Tensor) -> torch.Tensor:
     Taught in: 05_bert_finetuning ("Scoring the tasks").
     """
     x = torch.as_tensor(_as_list(values), dtype=torch.float64)
-    order = x.argsort(stable=True)
-    ranks = torch.empty_like(x)
-    ranks[order] = torch.arange(1, len(x) + 1, dtype=torch.float64)
-    for value in x.unique():
-        tied = x == value
-        ranks[tied] = ranks[tied].mean()
-    return ranks
+    _, group, counts = x.unique(return_inverse=True, return_counts=True)  # groups of equal values, in order
+    last = counts.cumsum(0).to(torch.float64)  # the rank of each group's last member
+    return ((last - counts + 1 + last) / 2)[group]  # a group spans ranks last - count + 1 .. last: their mean
 
 
 def spearman_correlation(predictions: Sequence | torch.Tensor, labels: Sequence | torch.Tensor) -> float:

@@ -66,6 +66,7 @@ from IPython.display import Markdown, display
 
 from lecture_lib import plots, profile
 from lecture_lib.chapters.ch08_electra import (
+    CURVE_VARIANTS,
     PAPER_BERT_SMALL,
     PAPER_CHECKPOINTS,
     PAPER_TABLE5,
@@ -277,7 +278,7 @@ assert torch.equal(discriminator_loss(shifted, flipped, mask), discriminator_los
 # The quick profile runs ELECTRA, masked LM and ELECTRA with a unigram generator, once per pretraining seed;
 # the full profile adds Table 5's rows and more generator sizes. Each run trains on one CPU thread, as many at
 # a time as the machine has cores, and each is cached. The fine-tuning of each run's checkpoints follows its run
-# in the same pool, so no core waits for the slowest run.
+# in the same pool, so no core sits idle for long.
 #
 # </details>
 
@@ -424,7 +425,7 @@ assert all(abs(flops / budget(config) - 1) < 0.01 for flops in spent.values())  
 # </details>
 
 # %%
-electra_runs, mlm_runs = table5_runs["ELECTRA"], table5_runs["BERT"]
+electra_runs, mlm_runs = (table5_runs[variant] for variant in CURVE_VARIANTS)  # ELECTRA, then BERT
 curve = {
     "ELECTRA": seeded_scores(electra_runs, config, config.fractions),
     "masked LM (BERT)": seeded_scores(mlm_runs, config, config.fractions),

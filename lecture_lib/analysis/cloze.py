@@ -33,24 +33,45 @@ def cloze_scores(
 
     Taught in: 11_bertology_probing ("Knowledge the model could learn").
     """
-    if not candidates:
-        raise ValueError("expected at least one candidate")
-    prefix, suffix = tokenizer.encode(left), tokenizer.encode(right)
-    rows, pieces = [], []
-    for candidate in candidates:
-        ids = tokenizer.encode(candidate)
-        if not ids:
-            raise ValueError(f"candidate {candidate!r} has no tokens")
-        rows.append(torch.tensor(tokenizer.frame(prefix + [tokenizer.mask_token_id] * len(ids) + suffix)[0]))
-        pieces.append(ids)
-    input_ids = pad_sequence(rows, batch_first=True, padding_value=tokenizer.pad_token_id)
-    attention_mask = pad_sequence([torch.ones_like(r) for r in rows], batch_first=True)
+    return blank_scores(model, tokenizer, [(left, right, candidates)])[0]
+
+
+def blank_scores(
+    model: nn.Module,
+    tokenizer: WordPieceTokenizer,
+    blanks: Sequence[tuple[str, str, Sequence[str]]],
+    batch_size: int = 64,
+) -> list[torch.Tensor]:
+    """:func:`cloze_scores` of each blank ``(left, right, candidates)``, in forward passes of ``batch_size``
+    rows, one row per blank and candidate. Rows are padded on the right and the padding is masked, so a row
+    scores as it would alone.
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    rows, targets = [], []  # targets: per row, the position of its first [MASK] and the candidate's pieces
+    for left, right, candidates in blanks:
+        if not candidates:
+            raise ValueError("expected at least one candidate")
+        prefix, suffix = tokenizer.encode(left), tokenizer.encode(right)
+        for candidate in candidates:
+            ids = tokenizer.encode(candidate)
+            if not ids:
+                raise ValueError(f"candidate {candidate!r} has no tokens")
+            rows.append(torch.tensor(tokenizer.frame(prefix + [tokenizer.mask_token_id] * len(ids) + suffix)[0]))
+            targets.append((1 + len(prefix), torch.tensor(ids)))  # after [CLS] and the left context
     model.eval()
     device = module_device(model)
-    with torch.no_grad():  # (C, T, V), read on the CPU
-        log_probs = model(input_ids.to(device), attention_mask.to(device)).prediction_logits.log_softmax(-1).cpu()
-    start = 1 + len(prefix)  # after [CLS] and the left context
-    return torch.stack([log_probs[c, start + torch.arange(len(ids)), ids].sum() for c, ids in enumerate(pieces)])
+    scores = []
+    for at in range(0, len(rows), batch_size):
+        batch = rows[at : at + batch_size]
+        input_ids = pad_sequence(batch, batch_first=True, padding_value=tokenizer.pad_token_id)
+        attention_mask = pad_sequence([torch.ones_like(r) for r in batch], batch_first=True)
+        with torch.no_grad():  # (B, T, V), read on the CPU
+            logits = model(input_ids.to(device), attention_mask.to(device)).prediction_logits.cpu()
+        for row, (start, ids) in enumerate(targets[at : at + batch_size]):
+            at_masks = logits[row, start + torch.arange(len(ids))].log_softmax(-1)
+            scores.append(at_masks[torch.arange(len(ids)), ids].sum())
+    return list(torch.stack(scores).split([len(candidates) for _, _, candidates in blanks]))
 
 
 def ranked(candidates: Sequence[str], scores: torch.Tensor, k: int | None = None) -> list[tuple[str, float]]:
@@ -80,18 +101,30 @@ def frequency_baseline(answers: Sequence[Hashable]) -> tuple[Hashable, float]:
     return answer, count / len(answers)
 
 
-def form_preference(
-    model: nn.Module, tokenizer: WordPieceTokenizer, words: Sequence[str], index: int, alternative: str
-) -> float:
-    """Goldberg's agreement test: with word ``index`` masked, ``log p(words[index]) - log p(alternative)``
-    (each by :func:`cloze_scores`). Positive: the model prefers the form the sentence has. The masked input
-    does not depend on which form the sentence had, so a sentence and its twin with ``alternative`` in
-    place score exactly opposite.
+def form_preferences(
+    model: nn.Module, tokenizer: WordPieceTokenizer, items: Sequence[tuple[Sequence[str], int, str]]
+) -> list[float]:
+    """Goldberg's agreement test for each ``(words, index, alternative)``: with word ``index`` masked,
+    ``log p(words[index]) - log p(alternative)`` (each by :func:`cloze_scores`, all items batched by
+    :func:`blank_scores`). Positive: the model prefers the form the sentence has. The masked input does not
+    depend on which form the sentence had, so a sentence and its twin with ``alternative`` in place score
+    exactly opposite.
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    if not 0 <= index < len(words):
-        raise ValueError(f"expected a word index in [0, {len(words)}), got {index}")
-    left, right = " ".join(words[:index]), " ".join(words[index + 1 :])
-    scores = cloze_scores(model, tokenizer, left, right, [words[index], alternative])
-    return (scores[0] - scores[1]).item()
+    blanks = []
+    for words, index, alternative in items:
+        if not 0 <= index < len(words):
+            raise ValueError(f"expected a word index in [0, {len(words)}), got {index}")
+        blanks.append((" ".join(words[:index]), " ".join(words[index + 1 :]), [words[index], alternative]))
+    return [(scores[0] - scores[1]).item() for scores in blank_scores(model, tokenizer, blanks)]
+
+
+def form_preference(
+    model: nn.Module, tokenizer: WordPieceTokenizer, words: Sequence[str], index: int, alternative: str
+) -> float:
+    """:func:`form_preferences` of one sentence.
+
+    Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
+    """
+    return form_preferences(model, tokenizer, [(words, index, alternative)])[0]

@@ -65,15 +65,14 @@ def tree_distances(heads: Sequence[int]) -> torch.Tensor:
     Taught in: 11_bertology_probing ("The structural probe").
     """
     _check_heads(heads)
-    paths = [_ancestors(heads, i) for i in range(len(heads))]
     n = len(heads)
-    out = torch.zeros(n, n, dtype=torch.long)
+    above = torch.zeros(n, n, dtype=torch.bool)  # above[i, a]: a is i or one of its ancestors
     for i in range(n):
-        up = {w: steps for steps, w in enumerate(paths[i])}
-        for j in range(n):
-            steps_j, lca = next((s, w) for s, w in enumerate(paths[j]) if w in up)
-            out[i, j] = up[lca] + steps_j
-    return out
+        above[i, _ancestors(heads, i)] = True
+    depth = above.sum(1) - 1
+    shared = above[:, None, :] & above[None, :, :]  # (W, W, W): the common ancestors of i and j
+    lca_depth = torch.where(shared, depth, -1).amax(-1)  # the lowest common ancestor is the deepest
+    return depth[:, None] + depth[None, :] - 2 * lca_depth
 
 
 def minimum_spanning_tree(distances: torch.Tensor) -> set[tuple[int, int]]:

@@ -749,11 +749,14 @@ def objective_runs(recipe: Chapter09Config, *, workers: int | None = None) -> di
 
 def pretraining_tables(recipe: Chapter09Config, *, workers: int | None = None) -> tuple[dict, dict]:
     """(:func:`objective_runs`, :func:`noising_runs`) of ``recipe``, their jobs not yet in the cache run together,
-    ``workers`` at a time (by default one per core), so that neither table waits for the other.
+    ``workers`` at a time (by default one per core), so that neither table waits for the other; the rows without
+    pretraining, which only fine-tune, go last.
 
     Taught in: 09_t5_bart ("The objectives table at toy scale").
     """
-    compute_all(row_run, _table_calls(recipe, "t5") + _table_calls(recipe, "bart"), workers=workers, desc="pretraining")
+    calls = _table_calls(recipe, "t5") + _table_calls(recipe, "bart")
+    shortest_last = sorted(calls, key=lambda call: call[2] == "no pretraining")  # they fill the pool's end
+    compute_all(row_run, shortest_last, workers=workers, desc="pretraining")
     return objective_runs(recipe), noising_runs(recipe)
 
 

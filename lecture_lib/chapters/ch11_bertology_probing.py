@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from lecture_lib.analysis.cloze import cloze_scores, form_preference, frequency_baseline
+from lecture_lib.analysis.cloze import blank_scores, form_preferences, frequency_baseline
 from lecture_lib.analysis.edge_probing import EdgeProbe, SpanBatch
 from lecture_lib.analysis.probes import (
     ProbeScore,
@@ -781,22 +781,16 @@ def agreement_sentences(
     return out
 
 
-def agreement_preferences(
-    model: nn.Module, tokenizer, sentences: Sequence[Sentence], progress: bool = True
-) -> list[tuple[int, float]]:
+def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[tuple[int, float]]:
     """For each sentence's main verb: (attractors, log p(right form) - log p(wrong form)) with the verb
-    masked (Goldberg 2019).
+    masked (Goldberg 2019), the sentences batched (:func:`~lecture_lib.analysis.cloze.form_preferences`).
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    out = []
-    for s in progress_bar(sentences, desc="agreement", disable=not progress):
-        agreement = s.agreement[-1]
-        verb = s.words[agreement.verb]
-        out.append(
-            (attractors(s, agreement), form_preference(model, tokenizer, s.words, agreement.verb, OTHER_NUMBER[verb]))
-        )
-    return out
+    verbs = [s.agreement[-1] for s in sentences]
+    items = [(s.words, verb.verb, OTHER_NUMBER[s.words[verb.verb]]) for s, verb in zip(sentences, verbs)]
+    preferences = form_preferences(model, tokenizer, items)
+    return [(attractors(s, verb), p) for s, verb, p in zip(sentences, verbs, preferences)]
 
 
 def nearest_noun_agrees(sentence: Sentence, agreement: Agreement) -> bool:
@@ -844,14 +838,14 @@ def attractor_text(config: Chapter11Config, seed: int) -> list[Sentence]:
     return text
 
 
-def right_form_rates(model: nn.Module, tokenizer, sentences: Sequence[Sentence], progress: bool = True) -> list[float]:
+def right_form_rates(model: nn.Module, tokenizer, sentences: Sequence[Sentence]) -> list[float]:
     """Per number of attractors (0, 1, ...): the share of ``sentences`` whose main verb's right form ``model``
     prefers (:func:`agreement_preferences`).
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
     right = defaultdict(list)
-    for count, preference in agreement_preferences(model, tokenizer, sentences, progress):
+    for count, preference in agreement_preferences(model, tokenizer, sentences):
         right[count].append(preference > 0)
     return [sum(right[count]) / len(right[count]) for count in sorted(right)]
 
@@ -895,10 +889,10 @@ def attractor_run(model: nn.Module, tokenizer, config: Chapter11Config, seed: in
         nearest[attractors(s, s.agreement[-1])].append(nearest_noun_agrees(s, s.agreement[-1]))
     return dict(
         held_out=[singular for singular, _ in held_out],
-        before=right_form_rates(model, tokenizer, test, progress=False),
-        after=right_form_rates(trained, tokenizer, test, progress=False),
+        before=right_form_rates(model, tokenizer, test),
+        after=right_form_rates(trained, tokenizer, test),
         nearest=[sum(nearest[count]) / len(nearest[count]) for count in sorted(nearest)],
-        seen=right_form_rates(trained, tokenizer, seen, progress=False),
+        seen=right_form_rates(trained, tokenizer, seen),
     )
 
 
@@ -1038,13 +1032,14 @@ def knowledge_scores(
     baseline = {relation: frequency_baseline(objects)[0] for relation, objects in stated.items()}
     out = {}
     for bucket, told in facts.items():
-        top = {False: [], True: []}
-        for fact in told:
-            candidates = candidates_for(fact.relation)
-            for negated in (False, True):
+        top = {}
+        for negated in (False, True):
+            blanks = []
+            for fact in told:
                 left, right = queries[fact.relation, negated].format(fact.subject).split("___")
-                scores = cloze_scores(model, tokenizer, left.strip(), right.strip(), candidates)
-                top[negated].append(candidates[int(scores.argmax())])
+                blanks.append((left.strip(), right.strip(), candidates_for(fact.relation)))
+            scores = blank_scores(model, tokenizer, blanks)
+            top[negated] = [candidates[int(s.argmax())] for (_, _, candidates), s in zip(blanks, scores)]
         n = len(told)
         out[bucket] = dict(
             facts=n,
