@@ -110,15 +110,23 @@ def _target(units: torch.Tensor, budget: float) -> int:
 
 def _select_units(units: torch.Tensor, budget: float, generator: torch.Generator | None) -> torch.Tensor:
     """One row: whole units in a random order until the budget; (T,) ids 0, 1, ... of the chosen units, -1 elsewhere."""
-    ids, sizes = units[units >= 0].unique(return_counts=True)
-    target, count = _target(units, budget), 0
-    chosen = torch.full_like(units, NOT_MASKABLE)
-    for k in torch.randperm(len(ids), generator=generator).tolist():
+    maskable = units >= 0
+    _, unit_of, sizes = units[maskable].unique(return_inverse=True, return_counts=True)
+    target, count, sizes = _target(units, budget), 0, sizes.tolist()
+    label = [NOT_MASKABLE] * len(sizes)  # per unit, in order: the id it gets if chosen
+    for k in torch.randperm(len(sizes), generator=generator).tolist():
         if count + sizes[k] <= target:
-            chosen[units == ids[k]] = k
-            count += int(sizes[k])
+            label[k] = k
+            count += sizes[k]
         if count == target:
             break
+    return _labelled(units, maskable, unit_of, label)
+
+
+def _labelled(units: torch.Tensor, maskable: torch.Tensor, unit_of: torch.Tensor, label: list[int]) -> torch.Tensor:
+    """(T,) each maskable token's unit's ``label`` (``unit_of``: its unit's index among the row's units), -1 elsewhere."""
+    chosen = torch.full_like(units, NOT_MASKABLE)
+    chosen[maskable] = torch.tensor(label, dtype=units.dtype)[unit_of]
     return chosen
 
 
@@ -132,30 +140,28 @@ def _select_spans(
     take its words (fewer at the end of the row or of the budget, so a short row gets short spans). Stop at the
     budget, or after ``10 × budget`` draws (a row whose free words are all too long for what is left).
     """
-    ids, sizes = words[words >= 0].unique(return_counts=True)  # words in order: contiguous, increasing
-    target, count = _target(words, budget), 0
-    taken = torch.zeros(len(ids), dtype=torch.bool)
-    chosen = torch.full_like(words, NOT_MASKABLE)
-    if not len(ids):  # a row with nothing to mask
-        return chosen, []
+    maskable = words >= 0
+    _, word_of, sizes = words[maskable].unique(return_inverse=True, return_counts=True)  # words in order
+    target, count, sizes = _target(words, budget), 0, sizes.tolist()
+    if not sizes:  # a row with nothing to mask
+        return torch.full_like(words, NOT_MASKABLE), []
     lengths = sample_span_lengths(10 * target, p=p, max_length=max_length, generator=generator).tolist()
-    starts = torch.randint(len(ids), (10 * target,), generator=generator).tolist()
-    spans = []
+    starts = torch.randint(len(sizes), (10 * target,), generator=generator).tolist()
+    label, spans = [NOT_MASKABLE] * len(sizes), []  # per word, in order: its span's id once taken
     for length, start in zip(lengths, starts):
-        stop = min(start + length, len(ids))
-        if taken[start:stop].any():
+        stop = min(start + length, len(sizes))
+        if any(label[w] != NOT_MASKABLE for w in range(start, stop)):
             continue
         for w in range(start, stop):
             if count + sizes[w] > target:
                 break
-            taken[w] = True
-            chosen[words == ids[w]] = len(spans)
-            count += int(sizes[w])
-        if taken[start]:
-            spans.append((length, int(taken[start:stop].sum())))
+            label[w] = len(spans)
+            count += sizes[w]
+        if label[start] != NOT_MASKABLE:
+            spans.append((length, sum(label[w] != NOT_MASKABLE for w in range(start, stop))))
         if count == target:
             break
-    return chosen, spans
+    return _labelled(words, maskable, word_of, label), spans
 
 
 def _mask_chosen(
