@@ -44,7 +44,7 @@ def blank_scores(
 ) -> list[torch.Tensor]:
     """:func:`cloze_scores` of each blank ``(left, right, candidates)``, in forward passes of ``batch_size``
     rows, one row per blank and candidate. Rows are padded on the right and the padding is masked, so a row
-    scores as it would alone.
+    scores as it would alone, up to float rounding.
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """

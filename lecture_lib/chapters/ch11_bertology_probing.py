@@ -787,10 +787,10 @@ def agreement_preferences(model: nn.Module, tokenizer, sentences: Sequence[Sente
 
     Taught in: 11_bertology_probing ("Subject-verb agreement across attractors").
     """
-    verbs = [s.agreement[-1] for s in sentences]
-    items = [(s.words, verb.verb, OTHER_NUMBER[s.words[verb.verb]]) for s, verb in zip(sentences, verbs)]
+    main = [s.agreement[-1] for s in sentences]  # each sentence's main subject-verb agreement
+    items = [(s.words, a.verb, OTHER_NUMBER[s.words[a.verb]]) for s, a in zip(sentences, main)]
     preferences = form_preferences(model, tokenizer, items)
-    return [(attractors(s, verb), p) for s, verb, p in zip(sentences, verbs, preferences)]
+    return [(attractors(s, a), p) for s, a, p in zip(sentences, main, preferences)]
 
 
 def nearest_noun_agrees(sentence: Sentence, agreement: Agreement) -> bool:

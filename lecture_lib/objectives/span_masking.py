@@ -113,7 +113,7 @@ def _select_units(units: torch.Tensor, budget: float, generator: torch.Generator
     maskable = units >= 0
     _, unit_of, sizes = units[maskable].unique(return_inverse=True, return_counts=True)
     target, count, sizes = _target(units, budget), 0, sizes.tolist()
-    label = [NOT_MASKABLE] * len(sizes)  # per unit, in order: the id it gets if chosen
+    label = [NOT_MASKABLE] * len(sizes)  # per unit, in order: its own index once chosen
     for k in torch.randperm(len(sizes), generator=generator).tolist():
         if count + sizes[k] <= target:
             label[k] = k
