@@ -728,8 +728,8 @@ show_what_we_saw(
             [3, len(worked_merges)],
         ),
         "03-byte-level-no-unknowns": checked(
-            f"{round_trips} of {len(test_texts)} held-out documents and {len(awkward)} awkward strings decode exactly "
-            "(section 5)",
+            f"{round_trips} of {len(test_texts) + len(awkward)} strings ({len(test_texts)} held-out documents and "
+            f"{len(awkward)} awkward strings) decode exactly (section 5)",
             round_trips,
             len(test_texts) + len(awkward),
         ),

@@ -18,7 +18,7 @@
 # invented tasks, then fine-tuned for the task one cares about. An encoder that sees both sides of every word
 # cannot learn by predicting the next word, so BERT learns by restoring hidden ones.
 #
-# **At our scale** three comparisons do not resolve: NSP does not help a pair task on every seed, and the
+# **At our scale** NSP does not help a pair task on every seed, and two comparisons do not resolve: the
 # left-to-right and static-mask baselines each learn too little on one seed to judge.
 #
 # <details><summary>What you will build</summary>
@@ -879,7 +879,7 @@ assert ablation["80/10/10"]["same"] > ablation["100/0/0"]["same"] + 0.1  # only 
 # A static mask costs something only if it comes back: the model can then learn *those* answers instead of the
 # language. So we make it come back: 400 documents seen for about 20 epochs (masked LM alone), with one static
 # copy of the masks or fresh masks. The rule, declared before the run: dynamic ahead by more than two points of held-out masked-LM accuracy
-# on each of three seeds, both above the most-frequent-token guess.
+# on each of three seeds, both over five points above the most-frequent-token guess.
 
 # %%
 schedules = masking_schedules()
@@ -909,8 +909,8 @@ print(
 # %% [markdown]
 # The static model saw each answer twenty times and predicts held-out words worse: it learned its masks, not
 # the language. Where it sinks toward the frequency guess, the gate makes the verdict inconclusive: no win over
-# a model that learned little. BERT's masks came back four times, hence Liu et al.'s near tie. They scored tasks
-# downstream; we fine-tune the six models on chapter 05's context entities.
+# a model that learned little. BERT's masks came back four times, hence Liu et al.'s near tie. Downstream, we
+# fine-tune the six models on chapter 05's context entities.
 
 # %%
 schedule_f1 = {name: [mean(scores) for scores in runs] for name, runs in schedule_downstream().items()}

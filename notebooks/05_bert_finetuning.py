@@ -21,7 +21,7 @@
 #
 # **At our scale** one of the paper's results turns around. Section 7 finds that with a tenth of the labels, a
 # linear tagger on four frozen layers beats fine-tuning the whole network on context entities. And in section 6,
-# a no-answer threshold tuned on dev does not beat always answering nothing on every seed.
+# a no-answer threshold tuned on dev beats always answering nothing by less than the rule's two points on one seed.
 #
 # **What you will build.** All four tasks, on a *synthetic language* that we write ourselves, so that we know
 # the right answer to everything. We pretrain a small BERT on it, fine-tune it and the same network from scratch, and measure what
@@ -888,10 +888,10 @@ plt.show()
 # - **unanswerable questions**: the scratch model learns only that answering nothing is often right; the
 #   pretrained one also finds some answers (at $\tau = 0$).
 # - **similarity**: the clearest case of instability (below).
-# - **acceptability** and **multiple choice**: a steady lead of 6-12 points, larger than the spread.
+# - **acceptability** and **multiple choice**: a lead on every seed, the smaller one for multiple choice.
 # - **three-way inference**: the model from scratch stays near chance (0.33), the pretrained one does not.
 #
-# Our scores are far from the papers': our model is 500 times smaller than BERT-base, pretrained for a minute,
+# Our scores are far from the papers': our model is 600 times smaller than BERT-base, pretrained for a minute,
 # fine-tuned for 100 steps, on tasks we made up. The *shape* of the result is what carries over.
 #
 # <details><summary>Similarity, inference and the "always nothing" baseline in detail</summary>
@@ -1620,7 +1620,7 @@ show_what_we_saw(
     },
 )
 # %% [markdown]
-# What did not carry over: absolute scores (our tasks are made up and our model is 500 times smaller than
+# What did not carry over: absolute scores (our tasks are made up and our model is 600 times smaller than
 # BERT-base), and world knowledge. Asked where the held-out people live, our model does little better than
 # chance, which is why no task here relies on remembered facts. Nor did the size of SciBERT's gain (ours is
 # larger: our general text names few people, where Wikipedia names many), or, with a tenth of the labels,
@@ -1646,7 +1646,7 @@ show_reproduction(
     ],
     note="One added layer per task shape; whether pretraining beats training from scratch is judged per task, "
     'over the seeds, in "What we saw". Not reproduced: the absolute scores (our tasks are made up, our '
-    "model is 500 times smaller and fine-tuned for 100 steps, inference 300).",
+    "model is 600 times smaller and fine-tuned for 100 steps, inference 300).",
 )
 print(f"\nwhole notebook: {time.perf_counter() - notebook_start:.0f} s (pretraining {pretrain_seconds:.0f} s of it)")
 

@@ -15,12 +15,13 @@
 # # 06 · RoBERTa, whole-word masking and SpanBERT
 #
 # **The lesson.** RoBERTa and SpanBERT kept BERT's model and changed its training: RoBERTa the recipe, SpanBERT
-# what is masked. Their gains were measured after billions of words. Our small BERTs learn context, well past
-# the most-frequent-token guess, but not enough to help the chapter's question answering: pretrained on whole
+# what is masked. Their gains were measured after billions of words. Most of our small BERTs learn context, well
+# past the most-frequent-token guess, but not enough to help the chapter's question answering: pretrained on whole
 # documents or with masked spans, they do not reliably answer better than a BERT trained from scratch. So the
 # papers' downstream comparisons read `inconclusive` here. What does help that task at our scale is the shape of the
 # rows, short sentence pairs, and with them RoBERTa's plainest lesson shows: the longer the pretraining, the
-# better the answers.
+# better the answers, on every seed. Its rule still reads inconclusive, because at half the steps one seed is
+# barely ahead of no pretraining.
 #
 # **What you will build.** Two papers of 2019 kept BERT's architecture and changed what it is trained on.
 # RoBERTa (Liu et al., 2019) changed the *recipe*: longer training with bigger batches over more data, no
@@ -943,8 +944,9 @@ show_what_we_saw(
 )
 
 # %% [markdown]
-# Not run here: RoBERTa's Table 4 (more data, longer training) and SpanBERT's main results (its large models on
-# SQuAD, the other QA sets and GLUE). Both are about scale, which the quick profile's budget does not reach. Run
+# Not run here: the added data of RoBERTa's Table 4 (section 3 runs its longer training) and SpanBERT's main
+# results (its large models on SQuAD, the other QA sets and GLUE). Both are about scale, which the quick
+# profile's budget does not reach. Run
 # in the `full` profile only: Table 3's batch sizes and the linguistic masking units, whose two rules read
 # mechanism only above.
 #
@@ -987,8 +989,8 @@ show_what_we_saw(
 # <details><summary>Expected outcome</summary>
 #
 # The masking budget stays at 15%, but the mean masked run grows above its value in section 6 for noun phrases (from
-# about 1.65 to 1.79 tokens in the quick profile), because some units now span four tokens or more. Held-out span accuracy tends to fall: longer spans leave fewer
-# neighbours to fill them from.
+# about 1.69 to 1.90 tokens in the quick profile), because some units now span four tokens or more. Held-out
+# span accuracy tends to fall: longer spans leave fewer neighbours to fill them from.
 #
 # </details>
 #
