@@ -334,12 +334,14 @@ def seed_summary(values: Sequence[float], spec: str = ".3f", spread: str = "sd")
     """The course's one way to write a result over seeds: the mean, its spread named in the text, and the number
     of seeds, each number written with the format ``spec``. ``spread="sd"`` gives ``mean ± sample standard
     deviation`` (:func:`mean_and_spread`); ``spread="range"`` gives the mean and the smallest and largest value.
-    A spread needs at least two seeds.
+    A spread needs at least two seeds. A standard deviation is written without the sign a ``spec`` may ask for.
 
     >>> seed_summary([0.5, 0.6, 0.7])
     '0.600 ± 0.100 (sd, 3 seeds)'
     >>> seed_summary([0.5, 0.6, 0.7], ".1%", spread="range")
     '60.0% (range 50.0%–70.0%, 3 seeds)'
+    >>> seed_summary([-2.5, -1.5, -0.5], "+.1f")
+    '-1.5 ± 1.0 (sd, 3 seeds)'
 
     Taught in: 07_albert ("Sentence-order prediction"), 08_electra ("Matched compute"),
     09_t5_bart ("The objectives table at toy scale").
@@ -351,4 +353,4 @@ def seed_summary(values: Sequence[float], spec: str = ".3f", spread: str = "sd")
     mean, sd = mean_and_spread(values)
     if spread == "range":
         return f"{mean:{spec}} (range {min(values):{spec}}–{max(values):{spec}}, {len(values)} seeds)"
-    return f"{mean:{spec}} ± {sd:{spec}} (sd, {len(values)} seeds)"
+    return f"{mean:{spec}} ± {sd:{spec.replace('+', '', 1)}} (sd, {len(values)} seeds)"

@@ -82,7 +82,7 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence, Union
 
@@ -676,6 +676,8 @@ def judge(declaration: Declaration, measurement: Measurement) -> Verdict:
     'not reproduced'
     >>> run([0.8, 0.9, 0.8], [0.1, 0.0, 0.2], [0.9, 0.4, 0.9]).reason
     'without does not beat chance by more than 0.5 on seed 1 (0.4 against 0)'
+
+    A rule states the fewest runs it needs; its verdict's text names the runs judged, which may be more.
     """
     if isinstance(declaration, Demonstration):
         return Verdict(MECHANISM_ONLY, declaration.text())
@@ -685,6 +687,8 @@ def judge(declaration: Declaration, measurement: Measurement) -> Verdict:
     if rule.quick and profile.current() == "quick":
         return Verdict(MECHANISM_ONLY, f"{rule.text()}; not judged in the quick profile: {rule.quick}")
     _require_seeds(rule, measurement)
+    if rule.seeds.kind != "none":  # the verdict's text counts the runs judged
+        rule = replace(rule, seeds=replace(rule.seeds, count=len(measurement.seeds)))
     ours = measurement.values
     baseline = measurement.baseline or (float(rule.baseline),) * len(ours)
     failure = _gate_failure(rule, measurement)

@@ -306,8 +306,8 @@ show_reproduction(
         "paper: RACE",
     ],
     rows,
-    note=f"Seed {config.seeds[0]}. Our QA is chapter 05's, fine-tuned on the pretrained encoders of "
-    "the two compared formats, whose seeds are printed below.",
+    note=f"Seed {config.seeds[0]}. Our QA is chapter 05's, fine-tuned on each format's pretrained encoder; the "
+    "formats that the rules compare have three seeds each, printed below.",
 )
 
 

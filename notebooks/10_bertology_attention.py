@@ -90,6 +90,7 @@ from lecture_lib.analysis.head_importance import (
 )
 from lecture_lib.analysis.syntactic_heads import align_words, syntactic_heads
 from lecture_lib.chapters.ch10_bertology_attention import (
+    COURSE_HEADS,
     DEPENDENCY_RELATIONS,
     NOTICEABLE_LOSS,
     PRUNED_HEADS,
@@ -724,14 +725,14 @@ fig.tight_layout()
 plt.show()
 standard_error = 100 * (baseline_accuracy * (1 - baseline_accuracy) / masked_positions) ** 0.5
 print(
-    f"masked-LM accuracy with all 16 heads: {baseline_accuracy:.1%} on {masked_positions} masked positions "
+    f"masked-LM accuracy with all {ablation.numel()} heads: {baseline_accuracy:.1%} on {masked_positions} masked positions "
     f"(one standard error: {standard_error:.1f} points)"
 )
 worst = torch.unravel_index(ablation.argmin(), ablation.shape)
 print(
     f"removing one head: from {ablation.min() - baseline_accuracy:+.1%} (head {int(worst[0])}-{int(worst[1])}) "
     f"to {ablation.max() - baseline_accuracy:+.1%}; heads whose removal moves accuracy by more than 2 points: "
-    f"{int(((ablation - baseline_accuracy).abs() > 0.02).sum())} of 16"
+    f"{int(((ablation - baseline_accuracy).abs() > 0.02).sum())} of {ablation.numel()}"
 )
 print("best single head kept per layer, accuracy:", [f"{v:.1%}" for v in one_head.max(-1).values])
 
@@ -886,7 +887,7 @@ for name, style in (("by_importance", "o-"), ("at_random", "s--")):
     values = torch.tensor([getattr(run, name) for run in task_runs.values()])
     label = "least important first" if name == "by_importance" else f"random order (mean of {config.random_orders})"
     plot_seed_band(ax, list(range(values.shape[1])), values, style, label)
-ax.axvline(PRUNED_HEADS, color="grey", linestyle=":", label=f"{PRUNED_HEADS} of 16 heads removed")
+ax.axvline(PRUNED_HEADS, color="grey", linestyle=":", label=f"{PRUNED_HEADS} of {COURSE_HEADS} heads removed")
 ax.set(
     xlabel="heads removed",
     ylabel="test accuracy",

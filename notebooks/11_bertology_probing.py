@@ -800,7 +800,7 @@ show_reproduction(
         "Tenney et al. (BERT-large, order)",
     ],
     rows,
-    note="MiniLM, 6 layers, quick profile. Reproduced: a task whose answer lies outside the span (negation) "
+    note=f"MiniLM, 6 layers, {profile.current()} profile. Reproduced: a task whose answer lies outside the span (negation) "
     "is read from the mix and not from layer 0, nor from the random twin's mix; and the mix of the "
     "syntactic tasks sits lower than that of negation. Not reproduced: in this closed, regular language "
     "dependency labels, constituent types, entity types, relations and our coreference-like pairs "
@@ -902,7 +902,8 @@ by_attractors = defaultdict(list)
 for count, preference in agreement_preferences(course.model, course.tokenizer, agreeing):
     by_attractors[count].append(preference > 0)
 for count, right in sorted(by_attractors.items()):
-    print(f"{count} attractors: {len(right):>4} sentences, right form preferred in {sum(right) / len(right):.1%}")
+    attractors = "attractor" if count == 1 else "attractors"
+    print(f"{count} {attractors}: {len(right):>4} sentences, right form preferred in {sum(right) / len(right):.1%}")
 assert all(len(right) >= 100 for right in by_attractors.values())
 
 # %% [markdown]

@@ -279,6 +279,8 @@ def test_seed_summary_names_its_spread_and_the_number_of_seeds(values):
     assert seed_summary(values, ".1%", spread="range") == (
         f"{mean:.1%} (range {min(values):.1%}–{max(values):.1%}, {len(values)} seeds)"
     )
+    # a signed spec signs the mean and the range's ends, never the standard deviation
+    assert seed_summary(values, "+.2f") == f"{mean:+.2f} ± {sd:.2f} (sd, {len(values)} seeds)"
 
 
 def test_seed_summary_refuses_one_seed_and_an_unknown_spread():

@@ -118,6 +118,21 @@ def test_judge_gives_one_of_four_outcomes(ours, baseline, gate, expected):
     assert bool(verdict.reason) == (expected == "inconclusive")
 
 
+def test_a_verdict_names_the_runs_it_judged_not_the_fewest_the_rule_needs():
+    """LECTURE_SEEDS may give a claim more runs than its rule's minimum: all are judged, and the text says so."""
+    four = measured(
+        "o",
+        [0.6] * 4,
+        [0.5] * 4,
+        seeds=[0, 1, 2, 3],
+        seed_kind="pretraining",
+        gates={"MLM only": ([0.5] * 4, [0.3] * 4)},
+    )
+    verdict = judge(rule(), four)
+    assert verdict.verdict == "reproduced" and "on each of 4 pretraining runs" in verdict.rule
+    assert "on each of 3 pretraining runs" in run([0.6] * 3, [0.5] * 3).rule
+
+
 def test_an_inconclusive_row_says_which_gate_failed_where():
     assert run([0.6] * 3, [0.5] * 3, [0.5, 0.34, 0.5]).reason == (
         "MLM only does not beat no pretraining by more than 0.05 on seed 1 (0.34 against 0.3)"

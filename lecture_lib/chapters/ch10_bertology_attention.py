@@ -7,6 +7,7 @@ Taught in: 10_bertology_attention ("Two models and their inputs", "Attention to 
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -113,9 +114,11 @@ def chapter_config(**overrides) -> Chapter10Config:
 
 
 DOCUMENTATION_PAIRS = "the documentation's sentence pairs of section 1"
-# Michel et al.'s 40% of heads, rounded up on the course BERT's 16 (44%), and the loss that would be noticeable:
-# two points of accuracy, about one standard error on the quick profile's 400 test sentences scored near 80%
-PRUNED_HEADS = 7
+_COURSE_MODEL = pick(quick=course_language.QUICK, full=course_language.FULL)["pretrain"]["model"]
+COURSE_HEADS = _COURSE_MODEL["num_hidden_layers"] * _COURSE_MODEL["num_attention_heads"]  # quick 16, full 24
+# Michel et al.'s 40% of heads, rounded up (quick: 7 of 16, 44%), and the loss that would be noticeable: two
+# points of accuracy, about one standard error on the quick profile's 400 test sentences scored near 80%
+PRUNED_HEADS = math.ceil(0.4 * COURSE_HEADS)
 NOTICEABLE_LOSS = 0.02
 CLAIMS = (
     Rule(
@@ -213,8 +216,8 @@ CLAIMS = (
         "removing one head changes the score little",
         paper="8 of 96 encoder heads change BLEU significantly when removed alone",
         source="Michel et al. (2019), section 3",
-        metric="the largest change of masked-LM accuracy from removing one of the 16 heads",
-        data="the course BERT on 512 held-out masked synthetic sentences",
+        metric=f"the largest change of masked-LM accuracy from removing one of the {COURSE_HEADS} heads",
+        data=f"the course BERT on {pick(quick=QUICK, full=FULL)['mlm_sentences']} held-out masked synthetic sentences",
         compared="the course BERT",
         baseline=0.05,
         higher=False,
@@ -239,7 +242,7 @@ CLAIMS = (
         "on a fine-tuned task, 40% of the heads can be pruned without noticeable loss",
         paper="40% of BERT's heads pruned on MNLI without noticeable loss of accuracy",
         source="Michel et al. (2019), Figure 4",
-        metric=f"test accuracy lost with the {PRUNED_HEADS} least important of the 16 heads removed",
+        metric=f"test accuracy lost with the {PRUNED_HEADS} least important of the {COURSE_HEADS} heads removed",
         data="acceptability's test sentences, the course BERT fine-tuned",
         compared="pruning by importance",
         baseline=NOTICEABLE_LOSS,
