@@ -382,8 +382,8 @@ for variant, size in (("ELECTRA", config.generator_size), ("BERT", None)):
     )
 mlm_steps, electra_steps = steps_for("BERT", config, None), config.pretrain.steps
 print(
-    f"At equal FLOPs masked LM takes {mlm_steps / electra_steps - 1:.0%} more steps than ELECTRA: the generator is "
-    "small, so equal steps and equal compute nearly coincide here."
+    f"At equal FLOPs masked LM takes {mlm_steps / electra_steps - 1:.0%} more steps than ELECTRA: that share is "
+    "what ELECTRA's small generator adds to each step."
 )
 
 # %%

@@ -839,9 +839,9 @@ print(
 #
 # Gordon et al. (2020) and Michel et al. (2019) call 40% of the weights, or of the heads, prunable "without
 # loss". Our rules read that as less than 2 points lost on every teacher, one standard error of a score on 400
-# test sentences. In this run both cuts miss that bar on one teacher: magnitude pruning by reaching it exactly,
-# the head cut by more (both are printed above). A guess we did not test: a model of 16 heads may hold fewer
-# redundant ones than BERT-base with its 144.
+# test sentences; 40% of our 16 heads is rounded up to 7, as in chapter 10. In this run each cut misses that bar
+# on one teacher, by losing exactly two points (both are printed above). A guess we did not test: a model of 16
+# heads may hold fewer redundant ones than BERT-base with its 144.
 
 # %% [markdown]
 # Latency, on batches of 32 test examples, one CPU thread; the median of repeated runs. Only the structured cuts

@@ -77,6 +77,7 @@ def test_pruned_weights_stay_zero_after_an_optimizer_step():
 def test_heads_to_prune_takes_the_least_important_and_never_empties_a_layer():
     importance = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.9, 0.8, 0.7, 0.6], [0.01, 0.02, 0.03, 0.04]])
     assert heads_to_prune(importance, 0.25) == {2: [0, 1, 2]}  # the fourth head of layer 2 stays
+    assert heads_to_prune(importance, 0.3) == {2: [0, 1, 2], 0: [0]}  # 30% of 12 heads is 3.6: four go
     chosen = heads_to_prune(importance, 0.5)
     assert chosen == {2: [0, 1, 2], 0: [0, 1, 2]}
     bert = model()
