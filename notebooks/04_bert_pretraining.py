@@ -1869,10 +1869,10 @@ show_what_we_saw(
 # <details><summary>Expected outcome</summary>
 #
 # The initialisation argument, measured by `initial_sublayer_scale`: $0.02\sqrt{768} \approx 0.55$ but
-# $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start about three times smaller relative
-# to the residual stream, and the layers begin close to the identity. How far each change moves the accuracy at
-# `[MASK]` is what your two runs print beside the chapter's own run; dropout, a regulariser, is expected to lower
-# it, since the model underfits rather than overfits.
+# $0.02\sqrt{64} = 0.16$, so at $H = 64$ every layer's sublayer outputs start about 3.5 times ($\sqrt{12}$)
+# smaller relative to the residual stream, and the layers begin close to the identity. How far each change moves
+# the accuracy at `[MASK]` is what your two runs print beside the chapter's own run; dropout, a regulariser, is
+# expected to lower it, since the model underfits rather than overfits.
 #
 # </details>
 #

@@ -1535,7 +1535,7 @@ show_what_we_saw(
 #
 # <details><summary>Expected outcome</summary>
 #
-# The task stays near 0.96 while the control climbs from about 0.90 (30 steps) through 0.95 (100) to about
+# The task stays near 0.96 while the control climbs from about 0.90 (30 steps) through 0.94 (100) to about
 # 0.96 (400 steps): the selectivity falls from about 6 points to under 1. The shortest training is the most
 # selective probe.
 #
