@@ -92,6 +92,7 @@ from lecture_lib.chapters.ch12_compression import (
     seeded,
     soft_or_hard_labels,
     student_on_task,
+    students_on_task_in_parallel,
 )
 from lecture_lib.compression.distillation import TripleLoss, distillation_loss, soft_targets
 from lecture_lib.compression.pruning import (
@@ -119,7 +120,7 @@ from lecture_lib.models.albert import albert_from_bert
 from lecture_lib.models.distilbert import distilbert_from_bert, student_layers
 from lecture_lib.plots.compression_diagrams import distillation_diagram, pruning_masks_diagram, quantization_diagram
 from lecture_lib.reproductions import show_reproduction
-from lecture_lib.runtime import limit_cpu_threads
+from lecture_lib.runtime import limit_cpu_threads, parallel_map
 
 print("profile:", profile.current(), " CPU threads:", limit_cpu_threads())  # tiny models: one CPU thread
 config = chapter_config()
@@ -283,8 +284,8 @@ print(
 #
 # Two more students run beside them. The baseline that matters most is the student **copied from the teacher
 # and fine-tuned without any distillation**. The floor is the same student drawn at random and fine-tuned with
-# **no pretraining** at all. Every row runs on three seeds. About a minute on one CPU core the first time
-# (cached afterwards).
+# **no pretraining** at all. Every row runs on three seeds. About a minute of CPU the first time, two runs at a
+# time (cached afterwards).
 #
 # <details><summary>What the seeds vary, and a narrower student</summary>
 #
@@ -304,26 +305,33 @@ table4 = {  # the paper's label -> our recipe
     "triple loss + random weights initialization": StudentRecipe(from_teacher=False),
 }
 seeds = list(config.seeds)
-distil_in_parallel(pretrained, [(recipe, seeded(config, seed)) for seed in seeds for recipe in table4.values()])
-distilled, on_task = {}, {}
-seed_scores = {name: [] for name in [*table4, "copied, not distilled", "no pretraining"]}
-for seed in seeds:
-    run = seeded(config, seed)
-    for name, recipe in table4.items():
-        distilled[name, seed] = distilled_student(pretrained, recipe, run)
-        on_task[name, seed] = student_on_task(distilled[name, seed], task, run)
-        seed_scores[name].append(headline_score(on_task[name, seed], task))
-    seed_scores["copied, not distilled"].append(headline_score(student_on_task(student0, task, run), task))
-    seed_scores["no pretraining"].append(
-        headline_score(student_on_task(scratch_student(pretrained, run), task, run), task)
-    )
+half_width = StudentRecipe(TripleLoss(alpha_cos=0), from_teacher=False, width=0.5)
+table4_runs = [(recipe, seeded(config, seed)) for seed in seeds for recipe in table4.values()]
+distil_in_parallel(pretrained, table4_runs + [(half_width, config)])
+distilled = {
+    (name, seed): distilled_student(pretrained, recipe, seeded(config, seed))
+    for seed in seeds
+    for name, recipe in table4.items()
+}
+before_task = {  # (row, seed) -> the student the row fine-tunes on the task
+    **distilled,
+    **{("copied, not distilled", seed): student0 for seed in seeds},
+    **{("no pretraining", seed): scratch_student(pretrained, seeded(config, seed)) for seed in seeds},
+}
+students_on_task_in_parallel(  # two at a time; student_on_task then reads each from the cache
+    [(student, task, seeded(config, seed)) for (_, seed), student in before_task.items()]
+    + [(distilled_student(pretrained, half_width, config), task, config)]
+)
+on_task = {
+    (row, seed): student_on_task(model, task, seeded(config, seed)) for (row, seed), model in before_task.items()
+}
+seed_scores = {
+    name: [headline_score(on_task[name, seed], task) for seed in seeds]
+    for name in [*table4, "copied, not distilled", "no pretraining"]
+}
 students = {
     "triple loss": on_task["triple loss", seeds[0]],
-    "half width, L_ce + L_mlm": student_on_task(
-        distilled_student(pretrained, StudentRecipe(TripleLoss(alpha_cos=0), from_teacher=False, width=0.5), config),
-        task,
-        config,
-    ),
+    "half width, L_ce + L_mlm": student_on_task(distilled_student(pretrained, half_width, config), task, config),
 }
 student_scores = {name: headline_score(model, task) for name, model in students.items()}
 print(f"{'':46s} " + "  ".join(f"seed {s}" for s in seeds) + "   over the seeds")
@@ -383,7 +391,7 @@ assert min(distilled_mlm) > copied_mlm + 5  # distillation restores what the dro
 # **A task that needs pretraining.** Chapter 05's entity tagging is tested on sentences about people that no
 # fine-tuning sentence names. To tag a surname it was never shown a label for, a model must already know, from
 # pretraining, that the word is a name. The same three students (distilled, copied, unpretrained) are fine-tuned
-# on it with the same budget and seeds. Nine short runs, about 25 s of one CPU core the first time.
+# on it with the same budget and seeds. Nine short runs, about 25 s of CPU the first time, two at a time.
 
 # %%
 profile.expect(25, "Fine-tuning nine students on entity tagging (the first time; then they load from the cache)")
@@ -393,6 +401,9 @@ names_students = {
     "copied, not distilled": lambda seed: student0,
     "no pretraining": lambda seed: scratch_student(pretrained, seeded(config, seed)),
 }
+students_on_task_in_parallel(
+    [(student(seed), names_task, seeded(config, seed)) for student in names_students.values() for seed in seeds]
+)
 names_scores = {
     name: [
         headline_score(student_on_task(student(seed), names_task, seeded(config, seed)), names_task) for seed in seeds
@@ -511,7 +522,9 @@ print(
 # (about 2 s), on every seed:
 
 # %%
-distil_in_parallel(pretrained, [(albert_recipe, config)] + [(albert_recipe, seeded(config, seed)) for seed in seeds])
+albert_runs = [config] + [seeded(config, seed) for seed in seeds]
+distil_in_parallel(pretrained, [(albert_recipe, run) for run in albert_runs])
+students_on_task_in_parallel([(distilled_student(pretrained, albert_recipe, run), task, run) for run in albert_runs])
 albert_student = student_on_task(distilled_student(pretrained, albert_recipe, config), task, config)
 albert_score = headline_score(albert_student, task)
 albert_scores = [
@@ -726,10 +739,10 @@ show_reproduction(
 # seed and budget (a few seconds per seed on one core).
 
 # %%
-few_bit_aware = [
-    headline_score(qat_model(pretrained, task, FEW_BITS, seeded(config, seed), quantize_inputs=False), task)
-    for seed in seeds
-]
+few_bit_models = parallel_map(  # the seeds two at a time, each on one thread as in the kernel
+    qat_model, [(pretrained, task, FEW_BITS, seeded(config, seed), False) for seed in seeds], desc="2-bit fine-tuning"
+)
+few_bit_aware = [headline_score(model, task) for model in few_bit_models]
 print(f"{'':34s} " + "  ".join(f"seed {s}" for s in seeds))
 for name, values in (
     ("float teacher", float_scores),

@@ -382,8 +382,23 @@ def student_on_task(
 
     Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
     """
-    path = _student_on_task(student, task, task.name, config.finetune, config.finetune_seed)
+    path = _student_on_task(*_on_task_call(student, task, config))
     return _student_head(student, task).from_pretrained(path).to(default_device()).eval()
+
+
+def students_on_task_in_parallel(runs: Sequence[tuple]) -> None:
+    """Fine-tune the students of ``runs`` (each the arguments of :func:`student_on_task`: student, task, config)
+    not yet in the cache, as many at a time as there are CPU cores (:func:`lecture_lib.cache.compute_all`), each on
+    one thread as in the kernel; :func:`student_on_task` then loads each of them.
+
+    Taught in: 12_compression ("A DistilBERT-style student", "ALBERT-style sharing").
+    """
+    compute_all(_student_on_task, [_on_task_call(*run) for run in runs], desc="fine-tuning students")
+
+
+def _on_task_call(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task, config: Chapter12Config) -> tuple:
+    """The arguments of :func:`_student_on_task` for the arguments of :func:`student_on_task`."""
+    return student, task, task.name, config.finetune, config.finetune_seed
 
 
 def _student_head(student: DistilBertForMaskedLM | AlbertForMaskedLM, task: Task) -> type:

@@ -20,6 +20,8 @@ from lecture_lib.chapters.ch12_compression import (
     scratch_student,
     seeded,
     soft_or_hard_labels,
+    student_on_task,
+    students_on_task_in_parallel,
     without_segments,
 )
 from lecture_lib.compression.distillation import TripleLoss, soft_gradient_norm
@@ -184,6 +186,45 @@ def test_soft_and_hard_labels_learn_from_one_sample_drawn_with_the_fine_tuning_s
         soft_or_hard_labels(student, _tiny_classifier(), task, 8, soft, seeded(chapter_config(), seed))
     assert len(samples[0]) == 8 and samples[0] == samples[1]  # soft and hard targets: the same 8 sentences
     assert samples[0] != samples[2]  # another fine-tuning seed draws another sample
+
+
+def test_students_fine_tuned_two_at_a_time_are_those_the_kernel_fine_tunes(monkeypatch, tmp_path):
+    """students_on_task_in_parallel fine-tunes in worker processes and student_on_task then reads each student from
+    the cache: weight for weight what student_on_task trains in this process from an empty cache."""
+    n = 40
+    features = dict(
+        input_ids=torch.arange(n).unsqueeze(1).repeat(1, 4) + 5,  # row i is made of one token: its identity
+        attention_mask=torch.ones(n, 4, dtype=torch.long),
+        token_type_ids=torch.zeros(n, 4, dtype=torch.long),
+        labels=torch.arange(n) % 2,
+    )
+    task = Task("acceptability", BertForSequenceClassification, 2, EncodedTask(features), EncodedTask(features), [])
+    budget = finetune_budget(steps=6, batch_size=8, lr=1e-2, num_threads=1, fused=True)
+    config = dataclasses.replace(chapter_config(), finetune=budget)
+    teacher = BertForPreTraining(_tiny_classifier().config)
+    runs = [
+        (distilbert_from_bert(teacher), task, config),
+        (distilbert_from_bert(teacher), task, seeded(config, 1)),  # the same student, another fine-tuning seed
+        (albert_from_bert(teacher, 8, shared_layer=1), task, config),
+    ]
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "workers"))
+    students_on_task_in_parallel(runs)
+    with monkeypatch.context() as cache_only:  # each student is now read back, not fine-tuned again
+        cache_only.setattr("lecture_lib.chapters.ch12_compression.finetune", _refuse)
+        from_workers = [student_on_task(*run) for run in runs]
+    monkeypatch.setenv("LECTURE_CACHE", str(tmp_path / "kernel"))
+    for run, theirs in zip(runs, from_workers):
+        mine = student_on_task(*run)
+        for (name, a), b in zip(mine.state_dict().items(), theirs.state_dict().values()):
+            assert torch.equal(a, b), name
+    first, second = (dict(m.named_parameters()) for m in from_workers[:2])
+    assert not torch.equal(first["classifier.weight"], second["classifier.weight"])  # the seeds made two runs
+    start = dict(runs[0][0].named_parameters())["distilbert.embeddings.word_embeddings.weight"]
+    assert not torch.equal(first["distilbert.embeddings.word_embeddings.weight"], start)  # fine-tuning moved them
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("fine-tuned again: the run was not in the cache")
 
 
 def _tiny_classifier(vocab_size: int = 200) -> BertForSequenceClassification:
