@@ -284,8 +284,8 @@ print(
 #
 # Two more students run beside them. The baseline that matters most is the student **copied from the teacher
 # and fine-tuned without any distillation**. The floor is the same student drawn at random and fine-tuned with
-# **no pretraining** at all. Every row runs on three seeds. About a minute of CPU the first time, two runs at a
-# time (cached afterwards).
+# **no pretraining** at all. Every row runs on three seeds. About a minute of CPU the first time, one run per
+# core at a time (cached afterwards).
 #
 # <details><summary>What the seeds vary, and a narrower student</summary>
 #
@@ -318,7 +318,7 @@ before_task = {  # (row, seed) -> the student the row fine-tunes on the task
     **{("copied, not distilled", seed): student0 for seed in seeds},
     **{("no pretraining", seed): scratch_student(pretrained, seeded(config, seed)) for seed in seeds},
 }
-students_on_task_in_parallel(  # two at a time; student_on_task then reads each from the cache
+students_on_task_in_parallel(  # one per CPU core; student_on_task then reads each from the cache
     [(student, task, seeded(config, seed)) for (_, seed), student in before_task.items()]
     + [(distilled_student(pretrained, half_width, config), task, config)]
 )
@@ -391,7 +391,7 @@ assert min(distilled_mlm) > copied_mlm + 5  # distillation restores what the dro
 # **A task that needs pretraining.** Chapter 05's entity tagging is tested on sentences about people that no
 # fine-tuning sentence names. To tag a surname it was never shown a label for, a model must already know, from
 # pretraining, that the word is a name. The same three students (distilled, copied, unpretrained) are fine-tuned
-# on it with the same budget and seeds. Nine short runs, about 25 s of CPU the first time, two at a time.
+# on it with the same budget and seeds. Nine short runs, about 25 s of CPU the first time, one per core at a time.
 
 # %%
 profile.expect(25, "Fine-tuning nine students on entity tagging (the first time; then they load from the cache)")
@@ -739,7 +739,7 @@ show_reproduction(
 # seed and budget (a few seconds per seed on one core).
 
 # %%
-few_bit_models = parallel_map(  # the seeds two at a time, each on one thread as in the kernel
+few_bit_models = parallel_map(  # one seed per CPU core, each on one thread as in the kernel
     qat_model, [(pretrained, task, FEW_BITS, seeded(config, seed), False) for seed in seeds], desc="2-bit fine-tuning"
 )
 few_bit_aware = [headline_score(model, task) for model in few_bit_models]

@@ -193,7 +193,7 @@ def test_students_fine_tuned_two_at_a_time_are_those_the_kernel_fine_tunes(monke
     the cache: weight for weight what student_on_task trains in this process from an empty cache."""
     n = 40
     features = dict(
-        input_ids=torch.arange(n).unsqueeze(1).repeat(1, 4) + 5,  # row i is made of one token: its identity
+        input_ids=torch.arange(n).unsqueeze(1).repeat(1, 4) + 5,  # row i repeats token i + 5, past the special ids
         attention_mask=torch.ones(n, 4, dtype=torch.long),
         token_type_ids=torch.zeros(n, 4, dtype=torch.long),
         labels=torch.arange(n) % 2,
